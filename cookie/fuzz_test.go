@@ -1,0 +1,71 @@
+package cookie_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/cookie"
+)
+
+// FuzzOpen checks that Open never panics, that every failure wraps exactly
+// one sentinel, and that whatever opens re-seals and re-opens to the same
+// token. The committed corpus (testdata/fuzz/FuzzOpen) holds values sealed
+// under keyNew and keyOld for room "shop", valid at fuzzNow, and broken ones.
+func FuzzOpen(f *testing.F) {
+	ring := mustRing(f, keyNew, keyOld)
+	old := mustRing(f, keyOld)
+	f.Add(ring.Seal("shop", queued), "shop", fuzzNow)
+	f.Add(old.Seal("shop", admitted), "shop", fuzzNow)
+	f.Add(ring.Seal("", cookie.Token{ExpiresAt: farFuture, Infinite: true}), "", fuzzNow)
+	f.Add(ring.Seal("shop", queued), "shop", queued.ExpiresAt+1)
+	f.Add("", "shop", fuzzNow)
+	f.Add(strings.Repeat("A", cookie.MaxValueLen+1), "shop", fuzzNow)
+	f.Fuzz(func(t *testing.T, value, room string, now int64) {
+		tok, err := ring.Open(value, room, time.Unix(now, 0))
+		if err != nil {
+			if !wrapsExactlyOne(err) {
+				t.Fatalf("Open error %v does not wrap exactly one sentinel", err)
+			}
+			if tok != (cookie.Token{}) {
+				t.Fatalf("Open returned %+v with error %v", tok, err)
+			}
+			if len(value) > cookie.MaxValueLen && !errors.Is(err, cookie.ErrTooLarge) {
+				t.Fatalf("a %d-byte value gave %v, want ErrTooLarge", len(value), err)
+			}
+			return
+		}
+		if now > tok.ExpiresAt {
+			t.Fatalf("Open accepted a token that expired at %d at %d", tok.ExpiresAt, now)
+		}
+		again, err := ring.Open(ring.Seal(room, tok), room, time.Unix(now, 0))
+		if err != nil || again != tok {
+			t.Fatalf("re-sealed token opened to %+v, %v; want %+v", again, err, tok)
+		}
+	})
+}
+
+// FuzzUnmarshalMsgpack reaches the payload decoder directly, which FuzzOpen
+// cannot: a fuzzer never forges a GCM tag.
+func FuzzUnmarshalMsgpack(f *testing.F) {
+	for _, tok := range []cookie.Token{queued, admitted, {}} {
+		b, _ := tok.MarshalMsgpack()
+		f.Add(b)
+	}
+	f.Add([]byte{0xdc, 0x00, 0x07, 0xd3, 0, 0, 0, 0, 0, 0, 0, 1, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var tok cookie.Token
+		if err := tok.UnmarshalMsgpack(data); err != nil {
+			if !errors.Is(err, cookie.ErrMalformed) {
+				t.Fatalf("UnmarshalMsgpack error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		b, _ := tok.MarshalMsgpack()
+		var again cookie.Token
+		if err := again.UnmarshalMsgpack(b); err != nil || again != tok {
+			t.Fatalf("re-encoded token decoded to %+v, %v; want %+v", again, err, tok)
+		}
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cookie_test
+
+const raceEnabled = false

@@ -1,0 +1,278 @@
+package cookie
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Token is the visitor's state, sealed into the cookie.
+type Token struct {
+	Bucket          int64  // arrival bucket: unix minute (unix seconds / 60) of the first request
+	AcceptedAt      int64  // unix seconds when admitted; 0 while queued
+	LastCheckIn     int64  // unix seconds of the last counted request/check-in
+	RefreshInterval uint16 // seconds until the next check-in counts (jittered per check-in)
+	CountedMinute   int64  // unix minute the visitor is currently counted in (active or waiting); 0 = not counted
+	ExpiresAt       int64  // unix seconds; the server checks this, never trusting the browser's cookie expiry
+	Infinite        bool   // flagged for the infinite queue (bots)
+}
+
+// Admitted reports whether the visitor has been let through to the origin.
+func (t Token) Admitted() bool { return t.AcceptedAt != 0 }
+
+// tokenFields is the length of the MessagePack array a Token encodes to.
+const tokenFields = 7
+
+// maxPayloadLen is the longest payload appendPayload writes: the array
+// header, five int64s of up to 9 bytes, a uint16 of up to 3 and a bool.
+const maxPayloadLen = 1 + 5*9 + 3 + 1
+
+// MarshalMsgpack returns the token's MessagePack encoding, the plaintext that
+// [Keyring.Seal] encrypts (see the package documentation). It implements
+// msgpack.Marshaler without importing a MessagePack library.
+func (t Token) MarshalMsgpack() ([]byte, error) {
+	return t.appendPayload(make([]byte, 0, maxPayloadLen)), nil
+}
+
+// UnmarshalMsgpack decodes what [Token.MarshalMsgpack] writes. It accepts any
+// MessagePack integer encoding that fits the field, and nothing else: the
+// data must be exactly one seven-element array. Errors wrap [ErrMalformed].
+// It implements msgpack.Unmarshaler.
+func (t *Token) UnmarshalMsgpack(data []byte) error {
+	v, err := decodePayload(data)
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// appendPayload appends the fixed MessagePack array, compact integers first
+// to last in field order, without reflection or allocation.
+func (t *Token) appendPayload(b []byte) []byte {
+	b = append(b, 0x90|tokenFields) // fixarray
+	b = appendInt(b, t.Bucket)
+	b = appendInt(b, t.AcceptedAt)
+	b = appendInt(b, t.LastCheckIn)
+	b = appendUint(b, uint64(t.RefreshInterval))
+	b = appendInt(b, t.CountedMinute)
+	b = appendInt(b, t.ExpiresAt)
+	if t.Infinite {
+		return append(b, 0xc3)
+	}
+	return append(b, 0xc2)
+}
+
+// appendUint writes n in the smallest MessagePack encoding, as msgpack's
+// Encoder.EncodeUint does.
+func appendUint(b []byte, n uint64) []byte {
+	switch {
+	case n <= math.MaxInt8:
+		return append(b, byte(n)) // positive fixint
+	case n <= math.MaxUint8:
+		return append(b, 0xcc, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(n))
+	case n <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 0xcf), n)
+	}
+}
+
+// appendInt writes n in the smallest MessagePack encoding, as msgpack's
+// Encoder.EncodeInt does.
+func appendInt(b []byte, n int64) []byte {
+	switch {
+	case n >= 0:
+		return appendUint(b, uint64(n))
+	case n >= -32:
+		return append(b, byte(n)) // negative fixint
+	case n >= math.MinInt8:
+		return append(b, 0xd0, byte(n))
+	case n >= math.MinInt16:
+		return binary.BigEndian.AppendUint16(append(b, 0xd1), uint16(n))
+	case n >= math.MinInt32:
+		return binary.BigEndian.AppendUint32(append(b, 0xd2), uint32(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 0xd3), uint64(n))
+	}
+}
+
+// Payload errors. They are built once so that rejecting garbage, which a
+// waiting room under attack does a lot of, costs no allocation.
+var (
+	errPayloadHeader   = fmt.Errorf("cookie: payload is not a %d-element array: %w", tokenFields, ErrMalformed)
+	errPayloadShort    = fmt.Errorf("cookie: payload truncated: %w", ErrMalformed)
+	errPayloadNotInt   = fmt.Errorf("cookie: payload field is not an integer: %w", ErrMalformed)
+	errPayloadRange    = fmt.Errorf("cookie: payload integer out of range: %w", ErrMalformed)
+	errPayloadNotBool  = fmt.Errorf("cookie: payload flag is not a boolean: %w", ErrMalformed)
+	errPayloadTrailing = fmt.Errorf("cookie: trailing bytes after payload: %w", ErrMalformed)
+)
+
+// decodePayload reads a token from its MessagePack array. It never panics:
+// every read is bounds-checked by the payloadReader.
+func decodePayload(data []byte) (Token, error) {
+	r := payloadReader{b: data}
+	if n, ok := r.arrayLen(); !ok || n != tokenFields {
+		if !ok && r.err != nil {
+			return Token{}, r.err
+		}
+		return Token{}, errPayloadHeader
+	}
+	var t Token
+	t.Bucket = r.int()
+	t.AcceptedAt = r.int()
+	t.LastCheckIn = r.int()
+	ri := r.int()
+	if r.err == nil && (ri < 0 || ri > math.MaxUint16) {
+		r.err = errPayloadRange
+	}
+	t.RefreshInterval = uint16(ri)
+	t.CountedMinute = r.int()
+	t.ExpiresAt = r.int()
+	t.Infinite = r.bool()
+	if r.err != nil {
+		return Token{}, r.err
+	}
+	if len(r.b) != 0 {
+		return Token{}, errPayloadTrailing
+	}
+	return t, nil
+}
+
+// payloadReader consumes MessagePack values from b. After the first error it
+// returns zero values and keeps the error.
+type payloadReader struct {
+	b   []byte
+	err error
+}
+
+// take returns the next n bytes, or nil and records errPayloadShort.
+func (r *payloadReader) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if len(r.b) < n {
+		r.err = errPayloadShort
+		return nil
+	}
+	p := r.b[:n]
+	r.b = r.b[n:]
+	return p
+}
+
+func (r *payloadReader) arrayLen() (int, bool) {
+	p := r.take(1)
+	if p == nil {
+		return 0, false
+	}
+	switch c := p[0]; {
+	case c&0xf0 == 0x90: // fixarray
+		return int(c & 0x0f), true
+	case c == 0xdc: // array 16
+		if p = r.take(2); p != nil {
+			return int(binary.BigEndian.Uint16(p)), true
+		}
+	case c == 0xdd: // array 32
+		if p = r.take(4); p != nil {
+			n := binary.BigEndian.Uint32(p)
+			if n > math.MaxInt32 {
+				return math.MaxInt32, true // certainly wrong, but never negative
+			}
+			return int(n), true
+		}
+	}
+	return 0, false
+}
+
+// int reads any MessagePack integer that fits an int64.
+func (r *payloadReader) int() int64 {
+	p := r.take(1)
+	if p == nil {
+		return 0
+	}
+	c := p[0]
+	switch {
+	case c <= 0x7f: // positive fixint
+		return int64(c)
+	case c >= 0xe0: // negative fixint
+		return int64(int8(c))
+	}
+	switch c {
+	case 0xcc:
+		if p = r.take(1); p != nil {
+			return int64(p[0])
+		}
+	case 0xcd:
+		if p = r.take(2); p != nil {
+			return int64(binary.BigEndian.Uint16(p))
+		}
+	case 0xce:
+		if p = r.take(4); p != nil {
+			return int64(binary.BigEndian.Uint32(p))
+		}
+	case 0xcf:
+		if p = r.take(8); p != nil {
+			n := binary.BigEndian.Uint64(p)
+			if n > math.MaxInt64 {
+				r.err = errPayloadRange
+				return 0
+			}
+			return int64(n)
+		}
+	case 0xd0:
+		if p = r.take(1); p != nil {
+			return int64(int8(p[0]))
+		}
+	case 0xd1:
+		if p = r.take(2); p != nil {
+			return int64(int16(binary.BigEndian.Uint16(p)))
+		}
+	case 0xd2:
+		if p = r.take(4); p != nil {
+			return int64(int32(binary.BigEndian.Uint32(p)))
+		}
+	case 0xd3:
+		if p = r.take(8); p != nil {
+			return int64(binary.BigEndian.Uint64(p))
+		}
+	default:
+		r.err = errPayloadNotInt
+	}
+	return 0
+}
+
+func (r *payloadReader) bool() bool {
+	p := r.take(1)
+	if p == nil {
+		return false
+	}
+	switch p[0] {
+	case 0xc2:
+		return false
+	case 0xc3:
+		return true
+	}
+	r.err = errPayloadNotBool
+	return false
+}
+
+// Sentinel errors. Every error from [Keyring.Open] and [Token.UnmarshalMsgpack]
+// wraps exactly one of them.
+var (
+	// ErrMalformed: the value is not a token this package could have
+	// written (bad base64, unknown version, truncated, bad payload).
+	ErrMalformed = errors.New("malformed token")
+	// ErrUnknownKey: the token names a key id the keyring does not hold
+	// (sealed under a key since removed, or forged).
+	ErrUnknownKey = errors.New("unknown key id")
+	// ErrAuth: the token failed authentication: tampered with, sealed
+	// for another room, or sealed under another secret with the same id.
+	ErrAuth = errors.New("token authentication failed")
+	// ErrExpired: the token opened but its ExpiresAt is in the past.
+	ErrExpired = errors.New("token expired")
+	// ErrTooLarge: the value is longer than MaxValueLen.
+	ErrTooLarge = errors.New("token too large")
+)

@@ -1,0 +1,623 @@
+package crdt_test
+
+// The CRDT laws, as rapid properties. Each law runs on lawCases (10,000)
+// generated cases in a plain `go test` (see TestMain).
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// ---- GCounter ----
+
+// drawGCounter builds a counter from local increments (zero included) and
+// merged entries of up to five replicas.
+func drawGCounter(t *rapid.T, label string) crdt.GCounter {
+	var g crdt.GCounter
+	for range rapid.IntRange(0, 6).Draw(t, label+" ops") {
+		r := crdt.ReplicaID(rapid.IntRange(1, 5).Draw(t, label+" replica"))
+		v := rapid.Uint64Range(0, 4).Draw(t, label+" n")
+		if rapid.Bool().Draw(t, label+" local") {
+			g.Add(r, v)
+		} else {
+			g.Observe(r, v)
+		}
+	}
+	return g
+}
+
+// gcounterModel is the reference: the entry-wise max of the given counters.
+func gcounterModel(gs ...*crdt.GCounter) map[crdt.ReplicaID]uint64 {
+	m := map[crdt.ReplicaID]uint64{}
+	for _, g := range gs {
+		for _, c := range g.Entries() {
+			m[c.Replica] = max(m[c.Replica], c.N)
+		}
+	}
+	return m
+}
+
+// requireGCounter checks g against a model: entries sorted, no zero entry, and
+// the same values.
+func requireGCounter(t *rapid.T, law string, g *crdt.GCounter, want map[crdt.ReplicaID]uint64) {
+	t.Helper()
+	es := g.Entries()
+	var sum uint64
+	n := 0
+	for i, c := range es {
+		if i > 0 && es[i-1].Replica >= c.Replica {
+			t.Fatalf("%s: entries not strictly sorted by replica: %v", law, es)
+		}
+		if c.N == 0 {
+			t.Fatalf("%s: zero entry stored for replica %d: %v", law, c.Replica, es)
+		}
+	}
+	for r, v := range want {
+		if got := g.Get(r); got != v {
+			t.Fatalf("%s: replica %d = %d, want %d (entries %v)", law, r, got, v, es)
+		}
+		sum += v
+		if v > 0 {
+			n++
+		}
+	}
+	if g.Len() != n || g.Value() != sum {
+		t.Fatalf("%s: Len %d Value %d, want %d and %d (entries %v)", law, g.Len(), g.Value(), n, sum, es)
+	}
+}
+
+func mergeG(a, b crdt.GCounter) (crdt.GCounter, bool) {
+	m := a.Clone()
+	changed := m.Merge(b)
+	return m, changed
+}
+
+func TestGCounterMergeIsCommutativeAssociativeAndIdempotent(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		a, b, c := drawGCounter(t, "a"), drawGCounter(t, "b"), drawGCounter(t, "c")
+
+		ab, changed := mergeG(a, b)
+		ba, _ := mergeG(b, a)
+		if !ab.Equal(&ba) {
+			t.Fatalf("commutative: a⊔b = %v, b⊔a = %v", ab.Entries(), ba.Entries())
+		}
+		requireGCounter(t, "merge", &ab, gcounterModel(&a, &b))
+		if changed == a.Equal(&ab) {
+			t.Fatalf("merge reported changed=%v but a=%v, a⊔b=%v", changed, a.Entries(), ab.Entries())
+		}
+
+		abc, _ := mergeG(ab, c)
+		bc, _ := mergeG(b, c)
+		a_bc, _ := mergeG(a, bc)
+		if !abc.Equal(&a_bc) {
+			t.Fatalf("associative: (a⊔b)⊔c = %v, a⊔(b⊔c) = %v", abc.Entries(), a_bc.Entries())
+		}
+
+		aa, changed := mergeG(a, a)
+		if changed || !aa.Equal(&a) {
+			t.Fatalf("idempotent: a⊔a = %v (changed %v), a = %v", aa.Entries(), changed, a.Entries())
+		}
+		self := a.Clone()
+		if self.Merge(self) || !self.Equal(&a) {
+			t.Fatalf("idempotent: merging a counter into itself changed it")
+		}
+	})
+}
+
+func TestGCounterEntriesInAnyOrderEqualTheMergedCounters(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		owners := make([]crdt.GCounter, 4)
+		var entries []crdt.Count
+		var total uint64
+		for range rapid.IntRange(0, 12).Draw(t, "adds") {
+			i := rapid.IntRange(0, len(owners)-1).Draw(t, "owner")
+			n := rapid.Uint64Range(0, 3).Draw(t, "n")
+			r := crdt.ReplicaID(i + 1)
+			entries = append(entries, crdt.Count{Replica: r, N: owners[i].Add(r, n)})
+			total += n
+		}
+		var want crdt.GCounter
+		for _, o := range owners {
+			want.Merge(o)
+		}
+		var got crdt.GCounter
+		for _, e := range drawDelivery(t, entries, "entries") {
+			before := got.Get(e.Replica)
+			if changed := got.Observe(e.Replica, e.N); changed != (e.N > before) {
+				t.Fatalf("Observe(%d, %d) over %d reported changed=%v", e.Replica, e.N, before, changed)
+			}
+		}
+		if !got.Equal(&want) {
+			t.Fatalf("delivered entries %v, merged counters %v", got.Entries(), want.Entries())
+		}
+		requireGCounter(t, "delivery", &got, gcounterModel(&owners[0], &owners[1], &owners[2], &owners[3]))
+		if got.Value() != total {
+			t.Fatalf("value %d, want the sum of all increments %d", got.Value(), total)
+		}
+	})
+}
+
+// ---- PNCounter ----
+
+func drawPN(t *rapid.T, label string) crdt.PNCounter {
+	var p crdt.PNCounter
+	for range rapid.IntRange(0, 6).Draw(t, label+" ops") {
+		r := crdt.ReplicaID(rapid.IntRange(1, 4).Draw(t, label+" replica"))
+		n := rapid.Uint64Range(0, 3).Draw(t, label+" n")
+		switch rapid.IntRange(0, 2).Draw(t, label+" op") {
+		case 0:
+			p.Inc(r, n)
+		case 1:
+			p.Dec(r, n)
+		default:
+			var o crdt.PNCounter
+			o.P.Observe(r, n)
+			o.N.Observe(r, rapid.Uint64Range(0, 3).Draw(t, label+" minus"))
+			p.Merge(o)
+		}
+	}
+	return p
+}
+
+func clonePN(p crdt.PNCounter) crdt.PNCounter {
+	return crdt.PNCounter{P: p.P.Clone(), N: p.N.Clone()}
+}
+
+func mergePN(a, b crdt.PNCounter) (crdt.PNCounter, bool) {
+	m := clonePN(a)
+	changed := m.Merge(b)
+	return m, changed
+}
+
+func equalPN(a, b *crdt.PNCounter) bool { return a.P.Equal(&b.P) && a.N.Equal(&b.N) }
+
+func showPN(p crdt.PNCounter) string {
+	return fmt.Sprintf("{P %v N %v = %d}", p.P.Entries(), p.N.Entries(), p.Value())
+}
+
+func TestPNCounterMergeIsCommutativeAssociativeAndIdempotent(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		a, b, c := drawPN(t, "a"), drawPN(t, "b"), drawPN(t, "c")
+
+		ab, changed := mergePN(a, b)
+		ba, _ := mergePN(b, a)
+		if !equalPN(&ab, &ba) || ab.Value() != ba.Value() {
+			t.Fatalf("commutative: a⊔b = %s, b⊔a = %s", showPN(ab), showPN(ba))
+		}
+		if changed == equalPN(&a, &ab) {
+			t.Fatalf("merge reported changed=%v: a = %s, a⊔b = %s", changed, showPN(a), showPN(ab))
+		}
+		requireGCounter(t, "plus side", &ab.P, gcounterModel(&a.P, &b.P))
+		requireGCounter(t, "minus side", &ab.N, gcounterModel(&a.N, &b.N))
+
+		abc, _ := mergePN(ab, c)
+		bc, _ := mergePN(b, c)
+		a_bc, _ := mergePN(a, bc)
+		if !equalPN(&abc, &a_bc) {
+			t.Fatalf("associative: (a⊔b)⊔c = %s, a⊔(b⊔c) = %s", showPN(abc), showPN(a_bc))
+		}
+
+		aa, changed := mergePN(a, a)
+		if changed || !equalPN(&aa, &a) {
+			t.Fatalf("idempotent: a⊔a = %s (changed %v), a = %s", showPN(aa), changed, showPN(a))
+		}
+	})
+}
+
+func TestPNCounterEntriesInAnyOrderEqualTheMergedCounters(t *testing.T) {
+	type pnEntry struct {
+		minus bool
+		c     crdt.Count
+	}
+	checkLaw(t, func(t *rapid.T) {
+		owners := make([]crdt.PNCounter, 3)
+		var entries []pnEntry
+		var net int64
+		for range rapid.IntRange(0, 12).Draw(t, "ops") {
+			i := rapid.IntRange(0, len(owners)-1).Draw(t, "owner")
+			n := rapid.Uint64Range(1, 3).Draw(t, "n")
+			r := crdt.ReplicaID(i + 1)
+			if rapid.Bool().Draw(t, "minus") {
+				owners[i].Dec(r, n)
+				entries = append(entries, pnEntry{true, crdt.Count{Replica: r, N: owners[i].N.Get(r)}})
+				net -= int64(n)
+			} else {
+				owners[i].Inc(r, n)
+				entries = append(entries, pnEntry{false, crdt.Count{Replica: r, N: owners[i].P.Get(r)}})
+				net += int64(n)
+			}
+		}
+		var want crdt.PNCounter
+		for _, o := range owners {
+			want.Merge(o)
+		}
+		var got crdt.PNCounter
+		for _, e := range drawDelivery(t, entries, "entries") {
+			if e.minus {
+				got.N.Observe(e.c.Replica, e.c.N)
+			} else {
+				got.P.Observe(e.c.Replica, e.c.N)
+			}
+		}
+		if !equalPN(&got, &want) {
+			t.Fatalf("delivered %s, merged %s", showPN(got), showPN(want))
+		}
+		if got.Value() != net {
+			t.Fatalf("value %d, want the net of all operations %d", got.Value(), net)
+		}
+	})
+}
+
+// ---- LWW ----
+
+// drawLWW draws a register write. Stamps and replicas come from tiny ranges
+// so that equal stamps are common; the value is a function of (stamp,
+// replica), since one replica never writes two values under one stamp.
+func drawLWW(t *rapid.T, label string) crdt.LWW[string] {
+	l := crdt.LWW[string]{
+		Stamp: crdt.HLC{
+			Wall:    rapid.Int64Range(1, 2).Draw(t, label+" wall"),
+			Logical: rapid.Uint32Range(0, 1).Draw(t, label+" logical"),
+		},
+		Replica: crdt.ReplicaID(rapid.IntRange(1, 3).Draw(t, label+" replica")),
+	}
+	l.Value = fmt.Sprintf("%d.%d/r%d", l.Stamp.Wall, l.Stamp.Logical, l.Replica)
+	return l
+}
+
+func mergeLWW(a, b crdt.LWW[string]) (crdt.LWW[string], bool) {
+	changed := a.Merge(b)
+	return a, changed
+}
+
+// lwwWinner is the reference: the largest (wall, logical, replica).
+func lwwWinner(ls ...crdt.LWW[string]) crdt.LWW[string] {
+	return slices.MaxFunc(ls, func(a, b crdt.LWW[string]) int {
+		return cmp.Or(cmp.Compare(a.Stamp.Wall, b.Stamp.Wall), cmp.Compare(a.Stamp.Logical, b.Stamp.Logical), cmp.Compare(a.Replica, b.Replica))
+	})
+}
+
+func TestLWWMergeIsCommutativeAssociativeAndIdempotent(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		a, b, c := drawLWW(t, "a"), drawLWW(t, "b"), drawLWW(t, "c")
+
+		ab, changed := mergeLWW(a, b)
+		ba, _ := mergeLWW(b, a)
+		if ab != ba {
+			t.Fatalf("commutative: a⊔b = %+v, b⊔a = %+v", ab, ba)
+		}
+		if ab != lwwWinner(a, b) {
+			t.Fatalf("a⊔b = %+v, want the larger (stamp, replica) %+v", ab, lwwWinner(a, b))
+		}
+		if changed != (ab != a) {
+			t.Fatalf("merge reported changed=%v: a = %+v, a⊔b = %+v", changed, a, ab)
+		}
+		if a != b && a.Newer(b) == b.Newer(a) {
+			t.Fatalf("Newer is not a strict order: %+v and %+v", a, b)
+		}
+
+		abc, _ := mergeLWW(ab, c)
+		bc, _ := mergeLWW(b, c)
+		a_bc, _ := mergeLWW(a, bc)
+		if abc != a_bc {
+			t.Fatalf("associative: (a⊔b)⊔c = %+v, a⊔(b⊔c) = %+v", abc, a_bc)
+		}
+
+		aa, changed := mergeLWW(a, a)
+		if changed || aa != a {
+			t.Fatalf("idempotent: a⊔a = %+v (changed %v)", aa, changed)
+		}
+	})
+}
+
+func TestLWWWritesInAnyOrderSettleOnTheLargestStamp(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		writes := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) crdt.LWW[string] { return drawLWW(t, "write") }), 1, 8).Draw(t, "writes")
+		var got crdt.LWW[string]
+		for _, w := range drawDelivery(t, writes, "writes") {
+			before := got
+			if changed := got.Merge(w); changed != (got != before) {
+				t.Fatalf("Merge(%+v) over %+v reported changed=%v", w, before, changed)
+			}
+		}
+		if want := lwwWinner(writes...); got != want {
+			t.Fatalf("settled on %+v, want %+v", got, want)
+		}
+	})
+}
+
+// ---- State ----
+
+func TestStateMergeIsCommutativeAssociativeAndIdempotent(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		c := drawCluster(t, 3, true)
+		a, b, d := c.states[0], c.states[1], c.states[2]
+
+		requireEqual(t, "commutative", mergedOf(a, b), mergedOf(b, a))
+		requireEqual(t, "associative", mergedOf(mergedOf(a, b), d), mergedOf(a, mergedOf(b, d)))
+		requireEqual(t, "idempotent", mergedOf(a, a), a)
+		self := a.Clone()
+		self.MergeState(self)
+		requireEqual(t, "idempotent (merge into itself)", self, a)
+		requireEqual(t, "merge is an upper bound", mergedOf(mergedOf(a, b), a), mergedOf(a, b))
+	})
+}
+
+func TestStateDeltasInAnyOrderEqualMergingTheFullStates(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		c := drawCluster(t, 3, true)
+		want := c.merged()
+
+		// Every delta the operations produced, shuffled, with duplicates,
+		// delivered in random batches.
+		got := crdt.New()
+		entries := drawDelivery(t, c.entries, "entries")
+		regs := drawDelivery(t, c.regs, "registers")
+		for len(entries) > 0 || len(regs) > 0 {
+			ne := rapid.IntRange(0, len(entries)).Draw(t, "batch entries")
+			nr := rapid.IntRange(0, len(regs)).Draw(t, "batch registers")
+			got.Merge(crdt.Delta{Entries: entries[:ne], Registers: regs[:nr]})
+			entries, regs = entries[ne:], regs[nr:]
+		}
+		// Deltas carry no horizon; the merged states do. Cells below the
+		// largest horizon are gone from the merged picture, so prune to it.
+		got.Prune(c.maxHorizon())
+		requireEqual(t, "deltas", got, want)
+
+		// The same holds for the full states shipped as deltas (push-pull).
+		var full crdt.Delta
+		for _, s := range c.states {
+			d := s.Full()
+			full.Entries = append(full.Entries, d.Entries...)
+			full.Registers = append(full.Registers, d.Registers...)
+		}
+		got = crdt.New()
+		for _, e := range drawDelivery(t, full.Entries, "full entries") {
+			got.Apply(e)
+		}
+		for _, r := range drawDelivery(t, full.Registers, "full registers") {
+			got.ApplyRegister(r)
+		}
+		got.Prune(c.maxHorizon())
+		requireEqual(t, "full states as deltas", got, want)
+	})
+}
+
+func TestStatePruneThenMergeEqualsMergeThenPrune(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		c := drawCluster(t, 2, true)
+		a, b := c.states[0], c.states[1]
+		h := base + rapid.Int64Range(-1, 6).Draw(t, "horizon")
+
+		want := mergedOf(a, b)
+		want.Prune(h)
+
+		left := a.Clone()
+		left.Prune(h)
+		left.MergeState(b)
+		requireEqual(t, "prune the receiver first", left, want)
+
+		right := b.Clone()
+		right.Prune(h)
+		requireEqual(t, "prune the sender first", mergedOf(a, right), want)
+
+		// With deltas instead of full states (deltas carry no horizon).
+		viaDelta := a.Clone()
+		viaDelta.Prune(h)
+		viaDelta.Merge(b.Full())
+		want = a.Clone()
+		want.Merge(b.Full())
+		want.Prune(h)
+		requireEqual(t, "prune before a delta", viaDelta, want)
+	})
+}
+
+func TestStateNeverResurrectsAPrunedCell(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		c := drawCluster(t, 3, false)
+		s := c.states[0].Clone()
+		h := base + rapid.Int64Range(1, 5).Draw(t, "horizon")
+		s.Prune(h)
+
+		requireNothingBelow := func(when string) {
+			t.Helper()
+			if s.Horizon() < h {
+				t.Fatalf("%s: horizon went back from %d to %d", when, h-base, s.Horizon()-base)
+			}
+			for _, e := range s.Full().Entries {
+				if e.Key.Minute < h {
+					t.Fatalf("%s: pruned cell %+v is back with value %d", when, e.Key, e.Value)
+				}
+			}
+		}
+		requireNothingBelow("after Prune")
+
+		// Late messages of every shape: single entries, deltas, full
+		// states of nodes that have not pruned, and local writes.
+		for range rapid.IntRange(1, 8).Draw(t, "late messages") {
+			switch rapid.IntRange(0, 3).Draw(t, "message") {
+			case 0:
+				if len(c.entries) > 0 {
+					e := rapid.SampledFrom(c.entries).Draw(t, "entry")
+					if s.Apply(e) && e.Key.Minute < h {
+						t.Fatalf("Apply of pruned cell %+v reported a change", e.Key)
+					}
+				}
+			case 1:
+				p := rapid.SampledFrom(c.states).Draw(t, "peer")
+				for _, e := range s.Merge(p.Full()).Entries {
+					if e.Key.Minute < h {
+						t.Fatalf("Merge relays pruned cell %+v", e.Key)
+					}
+				}
+			case 2:
+				s.MergeState(rapid.SampledFrom(c.states).Draw(t, "peer"))
+			default:
+				k := drawKey(t)
+				if _, ok := s.Add(k, 1, 1); ok != (k.Minute >= h) {
+					t.Fatalf("Add(%+v) below horizon %d reported ok=%v", k, h-base, ok)
+				}
+			}
+			requireNothingBelow("after a late message")
+		}
+	})
+}
+
+func TestStateMergeReturnsExactlyWhatChanged(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		c := drawCluster(t, 3, true)
+		a := c.states[0].Clone()
+		before := a.Clone()
+		// A third node that was in sync with a (it may know more).
+		third := mergedOf(c.states[2], a)
+
+		// Any delta: produced deltas and full states of peers, mixed.
+		var d crdt.Delta
+		if len(c.entries) > 0 {
+			d.Entries = rapid.SliceOfN(rapid.SampledFrom(c.entries), 0, 10).Draw(t, "entries")
+		}
+		if len(c.regs) > 0 {
+			d.Registers = rapid.SliceOfN(rapid.SampledFrom(c.regs), 0, 4).Draw(t, "registers")
+		}
+		full := c.states[1].Full()
+		d.Entries = append(d.Entries, full.Entries...)
+		d.Registers = append(d.Registers, full.Registers...)
+		d.Entries = rapid.Permutation(d.Entries).Draw(t, "entry order")
+		d.Registers = rapid.Permutation(d.Registers).Draw(t, "register order")
+
+		out := a.Merge(d)
+
+		// Every relayed item is a change for a node that was where a was.
+		relay := before.Merge(out)
+		if len(relay.Entries) != len(out.Entries) || len(relay.Registers) != len(out.Registers) {
+			t.Fatalf("Merge returned %d entries and %d registers, but only %d and %d of them change the state it started from",
+				len(out.Entries), len(out.Registers), len(relay.Entries), len(relay.Registers))
+		}
+		// Nothing else was needed: relaying converges that node.
+		requireEqual(t, "relay converges", before, a)
+		if rest := before.Merge(d); !rest.Empty() {
+			t.Fatalf("Merge left out %d entries and %d registers that change the state", len(rest.Entries), len(rest.Registers))
+		}
+		// And a node that knew at least what a knew ends up knowing at
+		// least what a knows now.
+		third.Merge(out)
+		requireEqual(t, "relay reaches a third node", mergedOf(third, a), third)
+	})
+}
+
+// TestSnapshotTotalsNeverGoNegative moves sessions and queued visitors from
+// minute to minute, each move written by whichever node saw the request, and
+// delivers the resulting entries to a fresh node in a random order with
+// duplicates.
+func TestSnapshotTotalsNeverGoNegative(t *testing.T) {
+	const room = "tickets"
+	checkLaw(t, func(t *rapid.T) {
+		const nodes = 3
+		now := base + 10
+		w := crdt.Windows{Session: rapid.IntRange(1, 4).Draw(t, "session"), Waiting: crdt.DefaultWaitingWindow, History: 3}
+		ids := []crdt.ReplicaID{11, 22, 33}
+		writers := make([]*crdt.State, nodes)
+		for i := range writers {
+			writers[i] = crdt.New()
+		}
+		var entries []crdt.Entry
+		add := func(node int, k crdt.Key) {
+			e, ok := writers[node].Add(k, ids[node], 1)
+			if !ok {
+				t.Fatalf("Add(%+v) refused", k)
+			}
+			entries = append(entries, e)
+		}
+		node := func() int { return rapid.IntRange(0, nodes-1).Draw(t, "node") }
+
+		// A visitor is counted in one minute at a time; each later request
+		// moves it, possibly to the minute after now (a peer whose clock
+		// runs ahead). Ending (revocation, or leaving the queue) adds to
+		// the minus side only.
+		visit := func(plus, minus crdt.Kind, bucket int64, first int64) (int64, bool) {
+			k := func(kind crdt.Kind, m int64) crdt.Key {
+				return crdt.Key{Room: room, Kind: kind, Bucket: bucket, Minute: m}
+			}
+			m := first
+			add(node(), k(plus, m))
+			for range rapid.IntRange(0, 2).Draw(t, "moves") {
+				next := m + rapid.Int64Range(1, 3).Draw(t, "later by")
+				if next > now+1 {
+					break
+				}
+				n := node()
+				add(n, k(minus, m))
+				add(n, k(plus, next))
+				m = next
+			}
+			if rapid.IntRange(0, 3).Draw(t, "ends") == 0 {
+				add(node(), k(minus, m))
+				return m, false
+			}
+			return m, true
+		}
+
+		var wantActive, wantExpiring int64
+		wantWaiting := map[int64]int64{}
+		for range rapid.IntRange(0, 4).Draw(t, "sessions") {
+			m, live := visit(crdt.ActivePlus, crdt.ActiveMinus, 0, now-rapid.Int64Range(0, 7).Draw(t, "session start"))
+			switch {
+			case !live:
+			case m > now-int64(w.Session):
+				wantActive++
+			case m == now-int64(w.Session):
+				wantExpiring++
+			}
+		}
+		for range rapid.IntRange(0, 4).Draw(t, "queued visitors") {
+			b := now - rapid.Int64Range(0, 7).Draw(t, "arrival")
+			m, live := visit(crdt.WaitingPlus, crdt.WaitingMinus, b, b)
+			if live && m > now-int64(w.Waiting) {
+				wantWaiting[b]++
+			}
+		}
+
+		s := crdt.New()
+		for _, e := range drawDelivery(t, entries, "entries") {
+			s.Apply(e)
+			snap := s.Snapshot(room, now, w)
+			if snap.Active < 0 || snap.ActiveExpiring < 0 || snap.TotalWaiting < 0 {
+				t.Fatalf("negative total: active %d, expiring %d, waiting %d", snap.Active, snap.ActiveExpiring, snap.TotalWaiting)
+			}
+			var sum int64
+			for i, bc := range snap.Waiting {
+				if bc.N <= 0 {
+					t.Fatalf("bucket %d listed with %d waiting", bc.Bucket-base, bc.N)
+				}
+				if i > 0 && snap.Waiting[i-1].Bucket >= bc.Bucket {
+					t.Fatalf("buckets not sorted oldest first: %v", snap.Waiting)
+				}
+				sum += bc.N
+			}
+			if sum != snap.TotalWaiting {
+				t.Fatalf("TotalWaiting %d, but the buckets sum to %d", snap.TotalWaiting, sum)
+			}
+		}
+
+		snap := s.Snapshot(room, now, w)
+		if snap.Active != wantActive || snap.ActiveExpiring != wantExpiring {
+			t.Fatalf("active %d expiring %d, want %d and %d", snap.Active, snap.ActiveExpiring, wantActive, wantExpiring)
+		}
+		var want []crdt.BucketCount
+		var total int64
+		for b, n := range wantWaiting {
+			want = append(want, crdt.BucketCount{Bucket: b, N: n})
+			total += n
+		}
+		slices.SortFunc(want, func(a, b crdt.BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
+		if !slices.Equal(snap.Waiting, want) || snap.TotalWaiting != total {
+			t.Fatalf("waiting %v (total %d), want %v (total %d)", snap.Waiting, snap.TotalWaiting, want, total)
+		}
+	})
+}

@@ -1,0 +1,192 @@
+package crdt
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Windows are the spans, in minutes, over which a snapshot sums a room's
+// counters.
+type Windows struct {
+	// Session is the room's session_duration: a session counted in minute m
+	// is still active in minutes m..m+Session (the last of them in part).
+	Session int
+	// Waiting is the life of a queued visitor's cookie (5 minutes): a queued
+	// visitor counted in minute m still waits in minutes m..m+Waiting-1.
+	Waiting int
+	// History is how many minutes, ending with the current one, of
+	// per-replica arrivals and admissions the snapshot carries (at least 3,
+	// so the share "two minutes earlier" is present).
+	History int
+}
+
+// DefaultWaitingWindow is the queued cookie's life in minutes (reference 003).
+const DefaultWaitingWindow = 5
+
+// BucketCount is the number of visitors waiting in one arrival bucket.
+type BucketCount struct {
+	Bucket int64 `json:"bucket"`
+	N      int64 `json:"n"`
+}
+
+// MinuteCounts is one minute of a per-replica counter.
+type MinuteCounts struct {
+	Minute    int64   `json:"minute"`
+	Total     uint64  `json:"total"`
+	ByReplica []Count `json:"by_replica,omitempty"`
+}
+
+// Of returns replica r's count in the minute.
+func (m MinuteCounts) Of(r ReplicaID) uint64 {
+	for _, c := range m.ByReplica {
+		if c.Replica == r {
+			return c.N
+		}
+	}
+	return 0
+}
+
+// RoomSnapshot is the read-only picture of one room at one minute: the
+// totals the admission policy needs, summed from the merged state.
+type RoomSnapshot struct {
+	Room   string
+	Minute int64 // the current unix minute
+
+	// Active is the net of sessions counted in minutes Minute-Session+1 ..
+	// Minute, clamped at zero. ActiveExpiring is the net of minute
+	// Minute-Session: those sessions expire during the current minute, so a
+	// reader that knows the second within the minute can count the
+	// unexpired part of them.
+	Active         int64
+	ActiveExpiring int64
+
+	// Waiting lists, oldest bucket first, the visitors waiting per arrival
+	// bucket over the waiting window; buckets with nobody waiting are left
+	// out. TotalWaiting is their sum.
+	Waiting      []BucketCount
+	TotalWaiting int64
+
+	// Admitted and Arrivals hold, oldest first, the History minutes ending
+	// with Minute, every one present even when zero.
+	Admitted []MinuteCounts
+	Arrivals []MinuteCounts
+}
+
+// AdmittedIn returns the admissions of minute m (zero if out of range).
+func (s *RoomSnapshot) AdmittedIn(m int64) MinuteCounts { return minuteOf(s.Admitted, m) }
+
+// ArrivalsIn returns the arrivals of minute m (zero if out of range).
+func (s *RoomSnapshot) ArrivalsIn(m int64) MinuteCounts { return minuteOf(s.Arrivals, m) }
+
+func minuteOf(ms []MinuteCounts, m int64) MinuteCounts {
+	if len(ms) == 0 {
+		return MinuteCounts{Minute: m}
+	}
+	i := m - ms[0].Minute
+	if i < 0 || i >= int64(len(ms)) {
+		return MinuteCounts{Minute: m}
+	}
+	return ms[i]
+}
+
+// Snapshot sums room's cells as seen at unix minute minute.
+func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot {
+	if w.History < 3 {
+		w.History = 3
+	}
+	if w.Waiting < 1 {
+		w.Waiting = DefaultWaitingWindow
+	}
+	if w.Session < 1 {
+		w.Session = 1
+	}
+	snap := RoomSnapshot{Room: roomName, Minute: minute}
+	first := minute - int64(w.History) + 1
+	snap.Admitted = make([]MinuteCounts, w.History)
+	snap.Arrivals = make([]MinuteCounts, w.History)
+	for i := range snap.Admitted {
+		snap.Admitted[i].Minute = first + int64(i)
+		snap.Arrivals[i].Minute = first + int64(i)
+	}
+	r := s.rooms[roomName]
+	if r == nil {
+		return snap
+	}
+	sessFirst := minute - int64(w.Session) + 1
+	waitFirst := minute - int64(w.Waiting) + 1
+	var active, expiring int64
+	waiting := map[int64]int64{}
+	for ck, g := range r.cells {
+		if ck.Minute > minute {
+			// A peer whose clock runs ahead wrote into a minute that has not
+			// begun here; count it as the current minute rather than lose it.
+			ck.Minute = minute
+		}
+		switch ck.Kind {
+		case ActivePlus, ActiveMinus:
+			v := int64(g.Value())
+			if ck.Kind == ActiveMinus {
+				v = -v
+			}
+			if ck.Minute >= sessFirst {
+				active += v
+			} else if ck.Minute == sessFirst-1 {
+				expiring += v
+			}
+		case WaitingPlus, WaitingMinus:
+			if ck.Minute < waitFirst {
+				continue
+			}
+			v := int64(g.Value())
+			if ck.Kind == WaitingMinus {
+				v = -v
+			}
+			waiting[ck.Bucket] += v
+		case Admitted, Arrivals:
+			i := ck.Minute - first
+			if i < 0 {
+				continue
+			}
+			dst := &snap.Admitted[i]
+			if ck.Kind == Arrivals {
+				dst = &snap.Arrivals[i]
+			}
+			dst.Total += g.Value()
+			dst.ByReplica = mergeCounts(dst.ByReplica, g.c)
+		}
+	}
+	snap.Active = max(active, 0)
+	snap.ActiveExpiring = max(expiring, 0)
+	for b, n := range waiting {
+		if n > 0 {
+			snap.Waiting = append(snap.Waiting, BucketCount{Bucket: b, N: n})
+			snap.TotalWaiting += n
+		}
+	}
+	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
+	return snap
+}
+
+// mergeCounts adds the sorted counts b into the sorted counts a.
+func mergeCounts(a, b []Count) []Count {
+	if len(a) == 0 {
+		return append([]Count(nil), b...)
+	}
+	out := make([]Count, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].Replica < b[j].Replica):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j].Replica < a[i].Replica:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, Count{Replica: a[i].Replica, N: a[i].N + b[j].N})
+			i++
+			j++
+		}
+	}
+	return out
+}

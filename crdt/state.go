@@ -1,0 +1,367 @@
+package crdt
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+)
+
+// Kind says what a counter cell counts.
+type Kind uint8
+
+// The counter kinds of a room. PN counters are two kinds, plus and minus, so
+// every cell is a plain G-counter.
+const (
+	Arrivals     Kind = 1 // distinct visitors first seen, per node per minute
+	Admitted     Kind = 2 // new admissions, per node per minute
+	ActivePlus   Kind = 3 // sessions counted in this minute
+	ActiveMinus  Kind = 4 // sessions moved out of this minute, or revoked
+	WaitingPlus  Kind = 5 // queued visitors counted in this (bucket, minute)
+	WaitingMinus Kind = 6 // queued visitors moved out of this (bucket, minute)
+
+	// Analytics kinds: plain per-minute G-counters (issue: bot defence and
+	// analytics). Kinds from AnalyticsBase up are free for such counters.
+	AnalyticsBase Kind = 32
+)
+
+// Valid reports whether k is a kind this version understands. Unknown kinds
+// from a newer peer are still merged (they are G-counter cells like any other)
+// but are never read by the policy.
+func (k Kind) Valid() bool { return k != 0 }
+
+// Key names one counter cell of a room. Bucket is the arrival bucket (unix
+// minute) for Waiting kinds and 0 otherwise; Minute is the unix minute the
+// count belongs to.
+type Key struct {
+	Room   string
+	Kind   Kind
+	Bucket int64
+	Minute int64
+}
+
+// Entry is one replica's value in one cell: the unit of a state-based delta.
+type Entry struct {
+	Key     Key
+	Replica ReplicaID
+	Value   uint64
+}
+
+// RegisterEntry is one named LWW register with opaque bytes as its value.
+// Room settings and node facts are registers; their encoding belongs to the
+// package that writes them.
+type RegisterEntry struct {
+	Name string
+	Reg  LWW[[]byte]
+}
+
+// Delta is a set of entries and registers. Applying a delta twice, or two
+// deltas in either order, gives the same state.
+type Delta struct {
+	Entries   []Entry
+	Registers []RegisterEntry
+}
+
+// Empty reports whether d carries nothing.
+func (d Delta) Empty() bool { return len(d.Entries) == 0 && len(d.Registers) == 0 }
+
+type cellKey struct {
+	Kind   Kind
+	Bucket int64
+	Minute int64
+}
+
+type room struct {
+	cells map[cellKey]*GCounter
+}
+
+// State is the whole replicated picture a node holds: counter cells per room,
+// named registers, and the pruning horizon. It is not safe for concurrent
+// use; the owner serialises access.
+type State struct {
+	rooms   map[string]*room
+	regs    map[string]LWW[[]byte]
+	horizon int64
+	clock   HLC // the largest register stamp seen, for HLC stamping
+}
+
+// New returns an empty state.
+func New() *State {
+	return &State{rooms: map[string]*room{}, regs: map[string]LWW[[]byte]{}}
+}
+
+// Horizon is the first minute still kept; cells before it are pruned and
+// merges of them are ignored.
+func (s *State) Horizon() int64 { return s.horizon }
+
+func (s *State) cell(k Key, create bool) *GCounter {
+	r := s.rooms[k.Room]
+	if r == nil {
+		if !create {
+			return nil
+		}
+		r = &room{cells: map[cellKey]*GCounter{}}
+		s.rooms[k.Room] = r
+	}
+	ck := cellKey{k.Kind, k.Bucket, k.Minute}
+	c := r.cells[ck]
+	if c == nil && create {
+		c = &GCounter{}
+		r.cells[ck] = c
+	}
+	return c
+}
+
+// Add raises replica r's own entry in cell k by n and returns the entry to
+// ship. It reports false, and changes nothing, when k is below the horizon,
+// n is zero, or k names no room or no kind (a cell every peer would refuse).
+func (s *State) Add(k Key, r ReplicaID, n uint64) (Entry, bool) {
+	if n == 0 || k.Minute < s.horizon || k.Room == "" || !k.Kind.Valid() {
+		return Entry{}, false
+	}
+	v := s.cell(k, true).Add(r, n)
+	return Entry{Key: k, Replica: r, Value: v}, true
+}
+
+// Get returns replica r's entry in cell k.
+func (s *State) Get(k Key, r ReplicaID) uint64 {
+	if c := s.cell(k, false); c != nil {
+		return c.Get(r)
+	}
+	return 0
+}
+
+// Value returns the sum of cell k over all replicas.
+func (s *State) Value(k Key) uint64 {
+	if c := s.cell(k, false); c != nil {
+		return c.Value()
+	}
+	return 0
+}
+
+// Apply merges one entry and reports whether the state changed.
+func (s *State) Apply(e Entry) bool {
+	if e.Value == 0 || e.Key.Minute < s.horizon || e.Key.Room == "" || !e.Key.Kind.Valid() {
+		return false
+	}
+	return s.cell(e.Key, true).Observe(e.Replica, e.Value)
+}
+
+// SetRegister writes register name locally with a fresh HLC stamp taken from
+// the wall clock nowMillis, and returns the entry to ship.
+func (s *State) SetRegister(name string, value []byte, r ReplicaID, nowMillis int64) RegisterEntry {
+	s.clock = s.clock.Next(nowMillis)
+	e := RegisterEntry{Name: name, Reg: LWW[[]byte]{Value: bytes.Clone(value), Stamp: s.clock, Replica: r}}
+	s.regs[name] = e.Reg
+	return e
+}
+
+// ApplyRegister merges one register and reports whether the state changed.
+func (s *State) ApplyRegister(e RegisterEntry) bool {
+	s.clock = s.clock.Max(e.Reg.Stamp)
+	cur, ok := s.regs[e.Name]
+	if !ok {
+		s.regs[e.Name] = LWW[[]byte]{Value: bytes.Clone(e.Reg.Value), Stamp: e.Reg.Stamp, Replica: e.Reg.Replica}
+		return true
+	}
+	if e.Reg.Newer(cur) {
+		s.regs[e.Name] = LWW[[]byte]{Value: bytes.Clone(e.Reg.Value), Stamp: e.Reg.Stamp, Replica: e.Reg.Replica}
+		return true
+	}
+	return false
+}
+
+// Register returns register name.
+func (s *State) Register(name string) (LWW[[]byte], bool) {
+	r, ok := s.regs[name]
+	return r, ok
+}
+
+// Registers calls fn for every register whose name starts with prefix, in
+// name order.
+func (s *State) Registers(prefix string, fn func(name string, r LWW[[]byte])) {
+	names := make([]string, 0, len(s.regs))
+	for n := range s.regs {
+		if len(n) >= len(prefix) && n[:len(prefix)] == prefix {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fn(n, s.regs[n])
+	}
+}
+
+// Merge applies a delta and returns the part of it that changed this state:
+// what a node should relay to its peers.
+func (s *State) Merge(d Delta) Delta {
+	var out Delta
+	for _, e := range d.Entries {
+		if s.Apply(e) {
+			out.Entries = append(out.Entries, e)
+		}
+	}
+	for _, r := range d.Registers {
+		if s.ApplyRegister(r) {
+			out.Registers = append(out.Registers, r)
+		}
+	}
+	return out
+}
+
+// MergeState folds o into s: entry-wise max, winning registers, larger
+// horizon.
+func (s *State) MergeState(o *State) {
+	if o.horizon > s.horizon {
+		s.Prune(o.horizon)
+	}
+	for name, r := range o.rooms {
+		for ck, c := range r.cells {
+			if ck.Minute < s.horizon {
+				continue
+			}
+			s.cell(Key{name, ck.Kind, ck.Bucket, ck.Minute}, true).Merge(*c)
+		}
+	}
+	for n, r := range o.regs {
+		s.ApplyRegister(RegisterEntry{Name: n, Reg: r})
+	}
+}
+
+// Full returns the whole state as a delta, in a deterministic order: what
+// push-pull anti-entropy sends.
+func (s *State) Full() Delta {
+	var d Delta
+	for _, name := range s.Rooms() {
+		d.Entries = s.appendRoom(d.Entries, name)
+	}
+	s.Registers("", func(n string, r LWW[[]byte]) {
+		d.Registers = append(d.Registers, RegisterEntry{Name: n, Reg: r})
+	})
+	return d
+}
+
+func (s *State) appendRoom(dst []Entry, name string) []Entry {
+	r := s.rooms[name]
+	keys := make([]cellKey, 0, len(r.cells))
+	for ck := range r.cells {
+		keys = append(keys, ck)
+	}
+	slices.SortFunc(keys, func(a, b cellKey) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.Minute, b.Minute))
+	})
+	for _, ck := range keys {
+		for _, c := range r.cells[ck].c {
+			dst = append(dst, Entry{Key{name, ck.Kind, ck.Bucket, ck.Minute}, c.Replica, c.N})
+		}
+	}
+	return dst
+}
+
+// Rooms lists the rooms with cells, sorted.
+func (s *State) Rooms() []string {
+	out := make([]string, 0, len(s.rooms))
+	for n := range s.rooms {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Prune drops every cell whose minute is before horizon and keeps horizon, so
+// later merges of such cells are ignored. A lower horizon than the current
+// one is a no-op. It returns the number of cells dropped.
+func (s *State) Prune(horizon int64) int {
+	if horizon <= s.horizon {
+		return 0
+	}
+	s.horizon = horizon
+	dropped := 0
+	for name, r := range s.rooms {
+		for ck := range r.cells {
+			if ck.Minute < horizon {
+				delete(r.cells, ck)
+				dropped++
+			}
+		}
+		if len(r.cells) == 0 {
+			delete(s.rooms, name)
+		}
+	}
+	return dropped
+}
+
+// DropRoom forgets every cell of a room (a room deleted by its operator).
+// Late messages may bring cells back until they age past the horizon; they
+// are harmless because nothing reads a deleted room.
+func (s *State) DropRoom(name string) { delete(s.rooms, name) }
+
+// Clone returns an independent deep copy.
+func (s *State) Clone() *State {
+	c := &State{rooms: make(map[string]*room, len(s.rooms)), regs: make(map[string]LWW[[]byte], len(s.regs)), horizon: s.horizon, clock: s.clock}
+	for n, r := range s.rooms {
+		nr := &room{cells: make(map[cellKey]*GCounter, len(r.cells))}
+		for ck, g := range r.cells {
+			cg := g.Clone()
+			nr.cells[ck] = &cg
+		}
+		c.rooms[n] = nr
+	}
+	for n, r := range s.regs {
+		c.regs[n] = r
+	}
+	return c
+}
+
+// Equal reports whether s and o hold the same cells, registers and horizon.
+// Empty cells count as absent.
+func (s *State) Equal(o *State) bool {
+	if s.horizon != o.horizon || len(s.regs) != len(o.regs) {
+		return false
+	}
+	for n, r := range s.regs {
+		or, ok := o.regs[n]
+		if !ok || r.Stamp != or.Stamp || r.Replica != or.Replica || !bytes.Equal(r.Value, or.Value) {
+			return false
+		}
+	}
+	return containsCells(s, o) && containsCells(o, s)
+}
+
+func containsCells(a, b *State) bool {
+	for n, r := range a.rooms {
+		for ck, g := range r.cells {
+			if g.Len() == 0 {
+				continue
+			}
+			br := b.rooms[n]
+			if br == nil {
+				return false
+			}
+			bg := br.cells[ck]
+			if bg == nil || !g.Equal(bg) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Stats sizes the state, for metrics and memory reports.
+type Stats struct {
+	Rooms     int
+	Cells     int
+	Entries   int
+	Registers int
+}
+
+// Stats counts what the state holds.
+func (s *State) Stats() Stats {
+	st := Stats{Rooms: len(s.rooms), Registers: len(s.regs)}
+	for _, r := range s.rooms {
+		st.Cells += len(r.cells)
+		for _, g := range r.cells {
+			st.Entries += g.Len()
+		}
+	}
+	return st
+}

@@ -1,0 +1,235 @@
+package gossip_test
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/rs/zerolog"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/gossip"
+)
+
+// cluster is N real memberlist nodes on loopback in this process.
+type cluster struct {
+	t     testing.TB
+	nodes []*gossip.Node
+	// changed[i] receives a signal whenever node i merged something new.
+	changed []chan struct{}
+	mu      sync.Mutex
+}
+
+type clusterOpts struct {
+	profile gossip.Profile
+	keys    [][]byte
+	label   string
+	tune    func(*memberlist.Config)
+}
+
+func newCluster(t testing.TB, n int, o clusterOpts) *cluster {
+	t.Helper()
+	c := &cluster{t: t}
+	for i := 0; i < n; i++ {
+		c.add(t, fmt.Sprintf("node-%02d", i), o)
+	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			if n != nil {
+				_ = n.Kill()
+			}
+		}
+	})
+	return c
+}
+
+func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
+	t.Helper()
+	if o.profile == "" {
+		o.profile = gossip.Local
+	}
+	ch := make(chan struct{}, 1)
+	var seeds []string
+	for _, n := range c.nodes {
+		if n != nil {
+			seeds = append(seeds, n.Addr())
+			break
+		}
+	}
+	node, err := gossip.Start(gossip.Config{
+		Name:    name,
+		Bind:    "127.0.0.1:0",
+		Seeds:   seeds,
+		Keys:    o.keys,
+		Label:   o.label,
+		Profile: o.profile,
+		Log:     testLog(t),
+		OnChange: func() {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		},
+		Tune: o.tune,
+	})
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	c.nodes = append(c.nodes, node)
+	c.changed = append(c.changed, ch)
+	return node
+}
+
+// waitMembers waits until every live node sees want alive members.
+func (c *cluster) waitMembers(want int, timeout time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok := true
+		for _, n := range c.nodes {
+			if n == nil {
+				continue
+			}
+			alive := 0
+			for _, m := range n.Members() {
+				if m.Alive {
+					alive++
+				}
+			}
+			if alive != want {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			for i, n := range c.nodes {
+				if n != nil {
+					c.t.Logf("node %d (%s) sees %+v", i, n.Addr(), n.Members())
+				}
+			}
+			c.t.Fatalf("members did not reach %d within %s", want, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitValue waits, event-driven, until node i sees value want in cell k.
+func (c *cluster) waitValue(i int, k crdt.Key, want uint64, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		var got uint64
+		c.nodes[i].Read(func(s *crdt.State) { got = s.Value(k) })
+		if got == want {
+			return true
+		}
+		select {
+		case <-c.changed[i]:
+		case <-deadline.C:
+			return false
+		case <-time.After(50 * time.Millisecond):
+			// OnChange is coalesced; re-read now and then in case a signal
+			// was consumed before the value landed.
+		}
+	}
+}
+
+func minuteKey(room string, kind crdt.Kind, minute int64) crdt.Key {
+	return crdt.Key{Room: room, Kind: kind, Minute: minute}
+}
+
+func nowMinute() int64 { return time.Now().Unix() / 60 }
+
+func TestCluster(t *testing.T) {
+	t.Run("a write on any node is visible on every node", func(t *testing.T) {
+		c := newCluster(t, 5, clusterOpts{})
+		c.waitMembers(5, 10*time.Second)
+		m := nowMinute()
+		for i, n := range c.nodes {
+			n.Add(gossip.Inc{Key: minuteKey("shop", crdt.Admitted, m), N: uint64(i + 1)})
+		}
+		for i := range c.nodes {
+			if !c.waitValue(i, minuteKey("shop", crdt.Admitted, m), 15, 10*time.Second) {
+				t.Fatalf("node %d did not converge to 15", i)
+			}
+		}
+	})
+
+	t.Run("a node that joins late gets the full state by push-pull", func(t *testing.T) {
+		c := newCluster(t, 3, clusterOpts{})
+		c.waitMembers(3, 10*time.Second)
+		m := nowMinute()
+		c.nodes[0].Add(gossip.Inc{Key: minuteKey("shop", crdt.ActivePlus, m), N: 7})
+		c.nodes[1].Add(gossip.Inc{Key: minuteKey("shop", crdt.ActivePlus, m), N: 5})
+		for i := 0; i < 3; i++ {
+			if !c.waitValue(i, minuteKey("shop", crdt.ActivePlus, m), 12, 10*time.Second) {
+				t.Fatalf("node %d did not converge", i)
+			}
+		}
+		// The late node joins after every broadcast has been sent: only the
+		// join's push-pull can bring it the counts.
+		c.add(t, "late", clusterOpts{})
+		if !c.waitValue(3, minuteKey("shop", crdt.ActivePlus, m), 12, 10*time.Second) {
+			t.Fatal("late node did not receive the full state")
+		}
+	})
+
+	t.Run("a node killed and restarted with a new incarnation neither double counts nor loses counts", func(t *testing.T) {
+		c := newCluster(t, 3, clusterOpts{})
+		c.waitMembers(3, 10*time.Second)
+		m := nowMinute()
+		k := minuteKey("shop", crdt.Admitted, m)
+		c.nodes[0].Add(gossip.Inc{Key: k, N: 10})
+		c.nodes[2].Add(gossip.Inc{Key: k, N: 4})
+		for i := 0; i < 3; i++ {
+			if !c.waitValue(i, k, 14, 10*time.Second) {
+				t.Fatalf("node %d did not converge before the crash", i)
+			}
+		}
+		_ = c.nodes[2].Kill()
+		c.nodes[2] = nil
+		restarted := c.add(t, "node-02", clusterOpts{}) // same name, new incarnation
+		restarted.Add(gossip.Inc{Key: k, N: 1})
+		last := len(c.nodes) - 1
+		for _, i := range []int{0, 1, last} {
+			if !c.waitValue(i, k, 15, 10*time.Second) {
+				var got uint64
+				c.nodes[i].Read(func(s *crdt.State) { got = s.Value(k) })
+				t.Fatalf("node %d holds %d, want 10 + 4 (old incarnation) + 1 (new)", i, got)
+			}
+		}
+	})
+
+	t.Run("encrypted nodes with a label converge and refuse a node without the key", func(t *testing.T) {
+		key := []byte("0123456789abcdef0123456789abcdef")
+		c := newCluster(t, 3, clusterOpts{keys: [][]byte{key}, label: "waitroom-test"})
+		c.waitMembers(3, 10*time.Second)
+		m := nowMinute()
+		c.nodes[1].Add(gossip.Inc{Key: minuteKey("shop", crdt.Arrivals, m), N: 3})
+		for i := 0; i < 3; i++ {
+			if !c.waitValue(i, minuteKey("shop", crdt.Arrivals, m), 3, 10*time.Second) {
+				t.Fatalf("node %d did not converge", i)
+			}
+		}
+		intruder, err := gossip.Start(gossip.Config{Name: "intruder", Bind: "127.0.0.1:0", Profile: gossip.Local, Log: zerolog.New(io.Discard), Label: "waitroom-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer intruder.Kill()
+		if _, err := intruder.Join([]string{c.nodes[0].Addr()}); err == nil {
+			t.Fatal("a node without the key joined an encrypted cluster")
+		}
+	})
+}
+
+func testLog(t testing.TB) zerolog.Logger {
+	if testing.Verbose() {
+		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+	}
+	return zerolog.New(io.Discard)
+}

@@ -1,0 +1,132 @@
+package gossip
+
+import (
+	"github.com/hashicorp/memberlist"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// delegate is the node as memberlist's Delegate.
+type delegate Node
+
+func (d *delegate) node() *Node { return (*Node)(d) }
+
+func (d *delegate) NodeMeta(limit int) []byte { return nil }
+
+// NotifyMsg merges a broadcast from a peer and relays what was new here:
+// without the relay, most nodes of a large ring would wait for push-pull.
+func (d *delegate) NotifyMsg(b []byte) {
+	n := d.node()
+	n.stats.msgsIn.Add(1)
+	n.stats.bytesIn.Add(uint64(len(b)))
+	m, err := Decode(b, MaxReliableMessage)
+	if err == nil && m.Type == msgFull {
+		err = errType // full state only travels by push-pull
+	}
+	if err != nil {
+		n.stats.drop(dropReason(err))
+		n.log.Debug().Err(err).Int("bytes", len(b)).Msg("dropped gossip message")
+		return
+	}
+	if m.Type == msgEntries && len(b) > MaxPacketMessage {
+		n.stats.drop("oversize")
+		return
+	}
+	n.mu.Lock()
+	changed := n.state.Merge(m.Delta)
+	for _, e := range changed.Entries {
+		n.dirty[cellID{e.Key, e.Replica}] = struct{}{}
+	}
+	for _, r := range changed.Registers {
+		n.dirtyRegs[r.Name] = struct{}{}
+	}
+	n.mu.Unlock()
+	if !changed.Empty() {
+		k := uint64(len(changed.Entries) + len(changed.Registers))
+		n.stats.merged.Add(k)
+		n.stats.relayed.Add(k)
+		n.changed()
+	}
+}
+
+func (n *Node) changed() {
+	if n.cfg.OnChange != nil {
+		n.cfg.OnChange()
+	}
+}
+
+// GetBroadcasts is called by memberlist for every gossip packet; dirty cells
+// are encoded here, so they leave with the very next packet.
+func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
+	n := d.node()
+	n.flush()
+	out := n.queue.GetBroadcasts(overhead, limit)
+	n.stats.msgsOut.Add(uint64(len(out)))
+	return out
+}
+
+// LocalState is this node's side of push-pull: the whole state.
+func (d *delegate) LocalState(join bool) []byte {
+	n := d.node()
+	n.mu.Lock()
+	full := n.state.Full()
+	horizon := n.state.Horizon()
+	n.mu.Unlock()
+	b, err := EncodeFull(full, horizon)
+	if err != nil {
+		n.log.Error().Err(err).Msg("encode full state")
+		return nil
+	}
+	if len(b) > MaxFullState {
+		n.log.Error().Int("bytes", len(b)).Msg("full state exceeds the push-pull bound; peers will drop it")
+	}
+	return b
+}
+
+// MergeRemoteState merges a peer's whole state. The peer's horizon is not
+// adopted: every node prunes from its own clock, so a peer with a clock far
+// ahead cannot erase the counts here.
+func (d *delegate) MergeRemoteState(buf []byte, join bool) {
+	n := d.node()
+	if len(buf) == 0 {
+		return
+	}
+	m, err := Decode(buf, MaxFullState)
+	if err == nil && m.Type != msgFull {
+		err = errType
+	}
+	if err != nil {
+		n.stats.drop(dropReason(err))
+		n.log.Warn().Err(err).Int("bytes", len(buf)).Msg("dropped push-pull state")
+		return
+	}
+	n.stats.pushPulls.Add(1)
+	n.mu.Lock()
+	changed := n.state.Merge(m.Delta)
+	n.mu.Unlock()
+	if !changed.Empty() {
+		n.stats.merged.Add(uint64(len(changed.Entries) + len(changed.Registers)))
+		n.changed()
+	}
+}
+
+func encodeNodeInfo(ni crdt.NodeInfo) ([]byte, error) { return msgpack.Marshal(ni) }
+
+// DecodeNodeInfo decodes a NodeInfo register value.
+func DecodeNodeInfo(b []byte) (crdt.NodeInfo, error) {
+	var ni crdt.NodeInfo
+	err := msgpack.Unmarshal(b, &ni)
+	return ni, err
+}
+
+// events logs membership changes: one line per event an operator cares about.
+type events Node
+
+func (e *events) NotifyJoin(m *memberlist.Node) {
+	(*Node)(e).log.Info().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer joined")
+}
+func (e *events) NotifyLeave(m *memberlist.Node) {
+	(*Node)(e).log.Warn().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer left or failed")
+}
+func (e *events) NotifyUpdate(m *memberlist.Node) {}

@@ -1,0 +1,32 @@
+package gossip
+
+import (
+	"bytes"
+
+	"github.com/rs/zerolog"
+)
+
+// logWriter turns memberlist's "[LEVEL] memberlist: text" lines into
+// zerolog events at the matching level.
+type logWriter struct{ log zerolog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	line := bytes.TrimSpace(p)
+	level := zerolog.InfoLevel
+	if len(line) > 0 && line[0] == '[' {
+		if end := bytes.IndexByte(line, ']'); end > 0 {
+			switch string(line[1:end]) {
+			case "DEBUG", "TRACE":
+				level = zerolog.DebugLevel
+			case "WARN":
+				level = zerolog.WarnLevel
+			case "ERR", "ERROR":
+				level = zerolog.ErrorLevel
+			}
+			line = bytes.TrimSpace(line[end+1:])
+		}
+	}
+	line = bytes.TrimPrefix(line, []byte("memberlist: "))
+	w.log.WithLevel(level).Str("component", "memberlist").Msg(string(line))
+	return len(p), nil
+}

@@ -1,0 +1,561 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/rs/zerolog"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// Profile names a set of memberlist timings.
+type Profile string
+
+// Timing profiles: LAN is the production default; Local is memberlist's
+// loopback profile, for tests and the demo; WAN suits nodes far apart.
+const (
+	LAN   Profile = "lan"
+	Local Profile = "local"
+	WAN   Profile = "wan"
+)
+
+// DefaultRetention is how many minutes of counters a node keeps: the longest
+// session window (30 minutes) plus the current minute, the expiring minute and
+// a margin for clock skew between nodes.
+const DefaultRetention = 35
+
+// Config sets up a node.
+type Config struct {
+	Name        string   // node name, unique in the cluster
+	Incarnation uint64   // 0: the start time in nanoseconds
+	Bind        string   // gossip address host:port; port 0 picks a free one
+	Advertise   string   // address peers should use, if not the bound one
+	Seeds       []string // addresses to join
+	Keys        [][]byte // gossip encryption keys (16, 24 or 32 bytes); the first encrypts
+	Label       string   // cluster label, checked on every packet and stream
+	Profile     Profile  // timings; LAN when empty
+	Retention   int      // minutes of counters kept; DefaultRetention when 0
+	Clock       func() time.Time
+	Log         zerolog.Logger
+	// OnChange is called after a merge from a peer changed the state. It
+	// must not block (coalesce on a channel of size one).
+	OnChange func()
+	// Transport replaces memberlist's UDP/TCP transport, for fault
+	// injection in tests.
+	Transport memberlist.Transport
+	// Tune adjusts the memberlist configuration last, for tests.
+	Tune func(*memberlist.Config)
+}
+
+// Inc is a local increment of the node's own entry in one cell.
+type Inc struct {
+	Key crdt.Key
+	N   uint64
+}
+
+type cellID struct {
+	key     crdt.Key
+	replica crdt.ReplicaID
+}
+
+// Node is one member of the gossip ring holding the replicated state.
+type Node struct {
+	cfg     Config
+	replica crdt.ReplicaID
+	ml      *memberlist.Memberlist
+	queue   *memberlist.TransmitLimitedQueue
+	clock   func() time.Time
+	log     zerolog.Logger
+
+	mu        sync.Mutex
+	state     *crdt.State
+	dirty     map[cellID]struct{}
+	dirtyRegs map[string]struct{}
+
+	stats     stats
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Start creates the node, binds its gossip address and starts joining the
+// seeds in the background (with retry and backoff) so that a node whose
+// seeds are not up yet still starts.
+func Start(cfg Config) (*Node, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("gossip: node name is empty")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Incarnation == 0 {
+		cfg.Incarnation = uint64(cfg.Clock().UnixNano())
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	n := &Node{
+		cfg:       cfg,
+		replica:   crdt.NewReplicaID(cfg.Name, cfg.Incarnation),
+		clock:     cfg.Clock,
+		log:       cfg.Log.With().Str("component", "gossip").Str("node", cfg.Name).Logger(),
+		state:     crdt.New(),
+		dirty:     map[cellID]struct{}{},
+		dirtyRegs: map[string]struct{}{},
+		stop:      make(chan struct{}),
+	}
+	mc, err := n.memberlistConfig()
+	if err != nil {
+		return nil, err
+	}
+	n.queue = &memberlist.TransmitLimitedQueue{NumNodes: n.numNodes, RetransmitMult: mc.RetransmitMult}
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("start gossip on %q: %w", cfg.Bind, err)
+	}
+	n.ml = ml
+	n.publishNodeInfo()
+	n.wg.Add(2)
+	go n.joinLoop()
+	go n.pruneLoop()
+	n.log.Info().Str("addr", n.Addr()).Str("replica", n.replica.String()).Msg("gossip node started")
+	return n, nil
+}
+
+func (n *Node) memberlistConfig() (*memberlist.Config, error) {
+	var mc *memberlist.Config
+	switch n.cfg.Profile {
+	case Local:
+		mc = memberlist.DefaultLocalConfig()
+	case WAN:
+		mc = memberlist.DefaultWANConfig()
+	case LAN, "":
+		mc = memberlist.DefaultLANConfig()
+	default:
+		return nil, fmt.Errorf("gossip profile %q: must be lan, local or wan", n.cfg.Profile)
+	}
+	mc.Name = n.cfg.Name
+	// Every node relays what is new to it, and a cell is re-sent whenever
+	// it changes, so a few more transmissions per broadcast buy reliable
+	// spread on small rings (where log(N+1) rounds down to one) at little
+	// cost: memberlist caps a round at GossipNodes packets anyway.
+	mc.RetransmitMult = max(mc.RetransmitMult, 4)
+	host, port, err := splitHostPort(n.cfg.Bind)
+	if err != nil {
+		return nil, fmt.Errorf("gossip bind address %q: %w", n.cfg.Bind, err)
+	}
+	mc.BindAddr, mc.BindPort = host, port
+	mc.AdvertisePort = port
+	if n.cfg.Advertise != "" {
+		ah, ap, err := splitHostPort(n.cfg.Advertise)
+		if err != nil {
+			return nil, fmt.Errorf("gossip advertise address %q: %w", n.cfg.Advertise, err)
+		}
+		mc.AdvertiseAddr, mc.AdvertisePort = ah, ap
+	}
+	mc.Delegate = (*delegate)(n)
+	mc.Events = (*events)(n)
+	mc.Logger = log.New(logWriter{n.log}, "", 0)
+	mc.Label = n.cfg.Label
+	if len(n.cfg.Keys) > 0 {
+		kr, err := memberlist.NewKeyring(n.cfg.Keys, n.cfg.Keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("gossip keyring: %w", err)
+		}
+		mc.Keyring = kr
+		mc.GossipVerifyIncoming = true
+		mc.GossipVerifyOutgoing = true
+	}
+	if n.cfg.Transport != nil {
+		mc.Transport = n.cfg.Transport
+	} else {
+		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("gossip listen on %q: %w", n.cfg.Bind, err)
+		}
+		if port == 0 {
+			// memberlist advertises the configured port; with port 0 it must
+			// learn the one the transport picked.
+			mc.BindPort = nt.GetAutoBindPort()
+			if n.cfg.Advertise == "" {
+				mc.AdvertisePort = mc.BindPort
+			}
+		}
+		mc.Transport = &countingTransport{NetTransport: nt, stats: &n.stats}
+	}
+	if n.cfg.Tune != nil {
+		n.cfg.Tune(mc)
+	}
+	return mc, nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	if addr == "" {
+		return "0.0.0.0", 7946, nil
+	}
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q: must be 0–65535", p)
+	}
+	if h == "" {
+		h = "0.0.0.0"
+	}
+	return h, port, nil
+}
+
+func (n *Node) numNodes() int {
+	if n.ml == nil {
+		return 1
+	}
+	return n.ml.NumMembers()
+}
+
+// Replica is this node's replica id (name and incarnation).
+func (n *Node) Replica() crdt.ReplicaID { return n.replica }
+
+// Name is this node's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Incarnation is the incarnation this node started with.
+func (n *Node) Incarnation() uint64 { return n.cfg.Incarnation }
+
+// Addr is the gossip address peers reach this node at.
+func (n *Node) Addr() string {
+	ln := n.ml.LocalNode()
+	return net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
+}
+
+// Add raises the node's own entries and queues them for gossip. Encoding is
+// deferred to the next gossip round, so a cell that changes a hundred times
+// between rounds is encoded and sent once, with its latest value.
+func (n *Node) Add(incs ...Inc) {
+	n.mu.Lock()
+	for _, in := range incs {
+		if _, ok := n.state.Add(in.Key, n.replica, in.N); ok {
+			n.dirty[cellID{in.Key, n.replica}] = struct{}{}
+		}
+	}
+	n.mu.Unlock()
+}
+
+// Snapshot sums a room's merged counters at unix minute minute.
+func (n *Node) Snapshot(room string, minute int64, w crdt.Windows) crdt.RoomSnapshot {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state.Snapshot(room, minute, w)
+}
+
+// Read calls fn with the state under the node's lock. fn must not keep the
+// state or call the node.
+func (n *Node) Read(fn func(*crdt.State)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	fn(n.state)
+}
+
+// SetRegister writes a named register and gossips it.
+func (n *Node) SetRegister(name string, value []byte) {
+	n.mu.Lock()
+	n.state.SetRegister(name, value, n.replica, n.clock().UnixMilli())
+	n.dirtyRegs[name] = struct{}{}
+	n.mu.Unlock()
+}
+
+// Register reads a named register.
+func (n *Node) Register(name string) (crdt.LWW[[]byte], bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state.Register(name)
+}
+
+// NodeInfoRegister is the register name under which a replica publishes its
+// NodeInfo.
+func NodeInfoRegister(r crdt.ReplicaID) string { return "node/" + r.String() }
+
+func (n *Node) publishNodeInfo() {
+	b, err := encodeNodeInfo(crdt.NodeInfo{Name: n.cfg.Name, Incarnation: n.cfg.Incarnation, Addr: n.Addr()})
+	if err != nil {
+		n.log.Error().Err(err).Msg("encode node info")
+		return
+	}
+	n.SetRegister(NodeInfoRegister(n.replica), b)
+}
+
+// Member is one node of the ring as memberlist sees it.
+type Member struct {
+	Name  string `json:"name"`
+	Addr  string `json:"addr"`
+	Alive bool   `json:"alive"`
+	State string `json:"state"`
+}
+
+// Members lists the ring, this node included.
+func (n *Node) Members() []Member {
+	var out []Member
+	for _, m := range n.ml.Members() {
+		out = append(out, Member{Name: m.Name, Addr: m.Address(), Alive: m.State == memberlist.StateAlive, State: stateName(m.State)})
+	}
+	return out
+}
+
+func stateName(s memberlist.NodeStateType) string {
+	switch s {
+	case memberlist.StateAlive:
+		return "alive"
+	case memberlist.StateSuspect:
+		return "suspect"
+	case memberlist.StateDead:
+		return "dead"
+	case memberlist.StateLeft:
+		return "left"
+	}
+	return "unknown"
+}
+
+// Join contacts the given addresses and returns how many answered.
+func (n *Node) Join(addrs []string) (int, error) {
+	k, err := n.ml.Join(addrs)
+	if err != nil && k == 0 {
+		return 0, fmt.Errorf("join %v: %w", addrs, err)
+	}
+	return k, nil
+}
+
+// joinLoop joins the seeds, retrying with exponential backoff, and rejoins
+// when the node finds itself alone (after a partition it was cut off by).
+func (n *Node) joinLoop() {
+	defer n.wg.Done()
+	if len(n.cfg.Seeds) == 0 {
+		return
+	}
+	backoff := 500 * time.Millisecond
+	const maxBackoff = 30 * time.Second
+	for {
+		if n.ml.NumMembers() <= 1 {
+			k, err := n.Join(n.cfg.Seeds)
+			if err != nil {
+				n.log.Warn().Err(err).Dur("retry_in", backoff).Msg("join seeds failed")
+				backoff = min(backoff*2, maxBackoff)
+			} else {
+				n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("joined cluster")
+				backoff = 500 * time.Millisecond
+			}
+		}
+		wait := backoff
+		if n.ml.NumMembers() > 1 {
+			wait = 5 * time.Second
+		}
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (n *Node) pruneLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		n.Prune()
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Prune drops counters older than the retention window of this node's clock.
+func (n *Node) Prune() int {
+	horizon := n.clock().Unix()/60 - int64(n.cfg.Retention)
+	n.mu.Lock()
+	dropped := n.state.Prune(horizon)
+	n.mu.Unlock()
+	return dropped
+}
+
+// Close leaves the cluster (telling peers, so they do not wait for a failure
+// timeout) and shuts the node down.
+func (n *Node) Close() error {
+	var err error
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		if lerr := n.ml.Leave(2 * time.Second); lerr != nil {
+			n.log.Warn().Err(lerr).Msg("leave cluster")
+		}
+		err = n.ml.Shutdown()
+		n.wg.Wait()
+		n.log.Info().Msg("gossip node stopped")
+	})
+	return err
+}
+
+// Kill stops the node without telling peers, as a crash would.
+func (n *Node) Kill() error {
+	var err error
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		err = n.ml.Shutdown()
+		n.wg.Wait()
+	})
+	return err
+}
+
+// flush encodes the dirty cells and registers and queues them as broadcasts.
+// A broadcast is named after its cell and replica, so a newer value replaces
+// an older one that has not been sent out yet.
+func (n *Node) flush() {
+	n.mu.Lock()
+	if len(n.dirty) == 0 && len(n.dirtyRegs) == 0 {
+		n.mu.Unlock()
+		return
+	}
+	entries := make([]crdt.Entry, 0, len(n.dirty))
+	for id := range n.dirty {
+		v := n.state.Get(id.key, id.replica)
+		if v == 0 {
+			continue // pruned meanwhile
+		}
+		entries = append(entries, crdt.Entry{Key: id.key, Replica: id.replica, Value: v})
+	}
+	clear(n.dirty)
+	regs := make([]crdt.RegisterEntry, 0, len(n.dirtyRegs))
+	for name := range n.dirtyRegs {
+		if r, ok := n.state.Register(name); ok {
+			regs = append(regs, crdt.RegisterEntry{Name: name, Reg: r})
+		}
+	}
+	clear(n.dirtyRegs)
+	n.mu.Unlock()
+
+	for _, e := range entries {
+		msg, err := EncodeEntries([]crdt.Entry{e})
+		if err != nil {
+			n.log.Error().Err(err).Msg("encode entry")
+			continue
+		}
+		n.queue.QueueBroadcast(&broadcast{name: entryName(e), msg: msg})
+	}
+	for _, r := range regs {
+		msg, err := EncodeRegisters([]crdt.RegisterEntry{r})
+		if err != nil {
+			n.log.Error().Err(err).Str("register", r.Name).Msg("encode register")
+			continue
+		}
+		if len(msg) <= MaxPacketMessage {
+			n.queue.QueueBroadcast(&broadcast{name: "r|" + r.Name, msg: msg})
+			continue
+		}
+		// Too large for a packet (a room's custom page, say): send it over
+		// each member's TCP stream; push-pull repairs any member missed.
+		if len(msg) > MaxReliableMessage {
+			n.log.Error().Str("register", r.Name).Int("bytes", len(msg)).Msg("register too large to gossip; it travels by push-pull only")
+			continue
+		}
+		n.sendReliableToAll(msg)
+	}
+}
+
+func (n *Node) sendReliableToAll(msg []byte) {
+	for _, m := range n.ml.Members() {
+		if m.Name == n.cfg.Name {
+			continue
+		}
+		if err := n.ml.SendReliable(m, msg); err != nil {
+			n.log.Warn().Err(err).Str("peer", m.Name).Msg("send register")
+		}
+	}
+}
+
+func entryName(e crdt.Entry) string {
+	b := make([]byte, 0, 64)
+	b = append(b, "e|"...)
+	b = append(b, e.Key.Room...)
+	b = append(b, '|')
+	b = strconv.AppendUint(b, uint64(e.Key.Kind), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, e.Key.Bucket, 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, e.Key.Minute, 10)
+	b = append(b, '|')
+	b = strconv.AppendUint(b, uint64(e.Replica), 16)
+	return string(b)
+}
+
+type broadcast struct {
+	name string
+	msg  []byte
+}
+
+func (b *broadcast) Invalidates(o memberlist.Broadcast) bool {
+	nb, ok := o.(memberlist.NamedBroadcast)
+	return ok && nb.Name() == b.name
+}
+func (b *broadcast) Name() string    { return b.name }
+func (b *broadcast) Message() []byte { return b.msg }
+func (b *broadcast) Finished()       {}
+
+// Stats are the node's gossip counters.
+type Stats struct {
+	Members        int              `json:"members"`
+	MessagesIn     uint64           `json:"messages_in"`
+	MessagesOut    uint64           `json:"messages_out"`
+	BytesIn        uint64           `json:"bytes_in"`
+	BytesOut       uint64           `json:"bytes_out"`         // all memberlist traffic sent: gossip, probes, push-pull
+	EntriesMerged  uint64           `json:"entries_merged"`    // entries that changed the state
+	EntriesRelayed uint64           `json:"entries_relayed"`   // of those, queued again for peers
+	PushPulls      uint64           `json:"push_pulls"`        // remote states merged
+	Dropped        map[string]int64 `json:"dropped,omitempty"` // messages dropped, by reason
+	Queued         int              `json:"queued"`            // broadcasts waiting to go out
+	State          crdt.Stats       `json:"state"`
+}
+
+type stats struct {
+	msgsIn, msgsOut, bytesIn, bytesOut, merged, relayed, pushPulls atomic.Uint64
+	dropped                                                        sync.Map // reason → *atomic.Int64
+}
+
+func (s *stats) drop(reason string) {
+	v, _ := s.dropped.LoadOrStore(reason, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+// Stats returns the node's counters.
+func (n *Node) Stats() Stats {
+	st := Stats{
+		Members:        n.ml.NumMembers(),
+		MessagesIn:     n.stats.msgsIn.Load(),
+		MessagesOut:    n.stats.msgsOut.Load(),
+		BytesIn:        n.stats.bytesIn.Load(),
+		BytesOut:       n.stats.bytesOut.Load(),
+		EntriesMerged:  n.stats.merged.Load(),
+		EntriesRelayed: n.stats.relayed.Load(),
+		PushPulls:      n.stats.pushPulls.Load(),
+		Queued:         n.queue.NumQueued(),
+	}
+	n.stats.dropped.Range(func(k, v any) bool {
+		if st.Dropped == nil {
+			st.Dropped = map[string]int64{}
+		}
+		st.Dropped[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	n.mu.Lock()
+	st.State = n.state.Stats()
+	n.mu.Unlock()
+	return st
+}

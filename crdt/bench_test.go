@@ -1,0 +1,185 @@
+package crdt_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// The sizes of a busy room: 50 nodes, a 60-minute queue.
+const (
+	roomNodes     = 50
+	queueMinutes  = 60 // arrival buckets
+	activeMinutes = 30 // minutes of active, admitted and arrivals
+	busyRoom      = "tickets"
+)
+
+// roomNow is the current unix minute of the benchmarks.
+const roomNow = base + 1000
+
+func roomReplicas() []crdt.ReplicaID {
+	ids := make([]crdt.ReplicaID, roomNodes)
+	for i := range ids {
+		ids[i] = crdt.NewReplicaID(fmt.Sprintf("pop-%02d", i), 1_763_700_000_000_000_000+uint64(i))
+	}
+	return ids
+}
+
+// roomEntries lists every entry of a busy room: per replica, 60 arrival
+// buckets each counted over the 5 minutes of the waiting window on the plus
+// and the minus side, and 30 minutes of active (plus and minus), admitted and
+// arrivals. That is 50 × (60×5×2 + 30×4) = 36,000 entries in 720 cells.
+func roomEntries(ids []crdt.ReplicaID, seed uint64) []crdt.Entry {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	out := make([]crdt.Entry, 0, len(ids)*(queueMinutes*crdt.DefaultWaitingWindow*2+activeMinutes*4))
+	for _, r := range ids {
+		for b := roomNow - queueMinutes + 1; b <= roomNow; b++ {
+			for m := roomNow - crdt.DefaultWaitingWindow + 1; m <= roomNow; m++ {
+				for _, k := range []crdt.Kind{crdt.WaitingPlus, crdt.WaitingMinus} {
+					out = append(out, crdt.Entry{Key: crdt.Key{Room: busyRoom, Kind: k, Bucket: b, Minute: m}, Replica: r, Value: 1 + rng.Uint64N(200)})
+				}
+			}
+		}
+		for m := roomNow - activeMinutes + 1; m <= roomNow; m++ {
+			for _, k := range []crdt.Kind{crdt.ActivePlus, crdt.ActiveMinus, crdt.Admitted, crdt.Arrivals} {
+				out = append(out, crdt.Entry{Key: crdt.Key{Room: busyRoom, Kind: k, Minute: m}, Replica: r, Value: 1 + rng.Uint64N(200)})
+			}
+		}
+	}
+	return out
+}
+
+// buildRoom is the state one node holds for the busy room. Entries arrive
+// replica by replica, as push-pull with each peer delivers them.
+func buildRoom(ids []crdt.ReplicaID, seed uint64) *crdt.State {
+	s := crdt.New()
+	for _, e := range roomEntries(ids, seed) {
+		s.Apply(e)
+	}
+	return s
+}
+
+func roomWindows() crdt.Windows {
+	return crdt.Windows{Session: activeMinutes, Waiting: crdt.DefaultWaitingWindow, History: activeMinutes}
+}
+
+// TestMemoryPerRoom holds the state of the busy room to the goal of the
+// issue: at most 1 MiB per room at 50 nodes with a 60-minute queue.
+func TestMemoryPerRoom(t *testing.T) {
+	const limit = 1 << 20
+	ids := roomReplicas()
+	entries := roomEntries(ids, 1)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+
+	s := crdt.New()
+	for _, e := range entries {
+		s.Apply(e)
+	}
+
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(entries)
+	st := s.Stats()
+	runtime.KeepAlive(s)
+
+	if st.Cells != 720 || st.Entries != len(entries) {
+		t.Fatalf("room holds %d cells and %d entries, want 720 and %d", st.Cells, st.Entries, len(entries))
+	}
+	retained := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("room of %d nodes, %d-minute queue: %d cells, %d entries, %d bytes retained (%.1f KiB, %.1f bytes per entry)",
+		roomNodes, queueMinutes, st.Cells, st.Entries, retained, float64(retained)/1024, float64(retained)/float64(st.Entries))
+	if retained > limit {
+		t.Errorf("the room retains %d bytes, over the goal of %d", retained, limit)
+	}
+}
+
+// BenchmarkAdd is one local increment (a new admission) in a node holding
+// the busy room.
+func BenchmarkAdd(b *testing.B) {
+	ids := roomReplicas()
+	s := buildRoom(ids, 1)
+	k := crdt.Key{Room: busyRoom, Kind: crdt.Admitted, Minute: roomNow}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Add(k, ids[7], 1)
+	}
+}
+
+// BenchmarkMergeDelta merges a 20-entry delta from a peer into the busy room;
+// every entry raises the peer's value, so all 20 change the state and are
+// returned for relay.
+func BenchmarkMergeDelta(b *testing.B) {
+	ids := roomReplicas()
+	s := buildRoom(ids, 1)
+	peer := ids[3]
+	var d crdt.Delta
+	for i := range 20 {
+		var k crdt.Key
+		switch i % 4 {
+		case 0:
+			k = crdt.Key{Room: busyRoom, Kind: crdt.Admitted, Minute: roomNow}
+		case 1:
+			k = crdt.Key{Room: busyRoom, Kind: crdt.ActivePlus, Minute: roomNow - int64(i%3)}
+		case 2:
+			k = crdt.Key{Room: busyRoom, Kind: crdt.WaitingMinus, Bucket: roomNow - int64(i), Minute: roomNow - 1}
+		default:
+			k = crdt.Key{Room: busyRoom, Kind: crdt.WaitingPlus, Bucket: roomNow - int64(i), Minute: roomNow}
+		}
+		d.Entries = append(d.Entries, crdt.Entry{Key: k, Replica: peer})
+	}
+	v := uint64(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		v += 100
+		for i := range d.Entries {
+			d.Entries[i].Value = v + uint64(i)
+		}
+		if out := s.Merge(d); len(out.Entries) != len(d.Entries) {
+			b.Fatalf("merge changed %d entries, want %d", len(out.Entries), len(d.Entries))
+		}
+	}
+}
+
+// BenchmarkMergeState is push-pull anti-entropy between two nodes holding the
+// busy room.
+func BenchmarkMergeState(b *testing.B) {
+	ids := roomReplicas()
+	local := buildRoom(ids, 1)
+	remote := buildRoom(ids, 2) // every entry independently larger or smaller
+	b.Run("in sync", func(b *testing.B) {
+		s := local.Clone()
+		s.MergeState(remote)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.MergeState(remote)
+		}
+	})
+	b.Run("half the entries behind", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			s := local.Clone()
+			b.StartTimer()
+			s.MergeState(remote)
+		}
+	})
+}
+
+// BenchmarkSnapshot sums the busy room for the admission policy.
+func BenchmarkSnapshot(b *testing.B) {
+	s := buildRoom(roomReplicas(), 1)
+	w := roomWindows()
+	b.ReportAllocs()
+	for b.Loop() {
+		snap := s.Snapshot(busyRoom, roomNow, w)
+		if len(snap.Waiting) == 0 {
+			b.Fatal("empty snapshot")
+		}
+	}
+}

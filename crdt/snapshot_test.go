@@ -1,0 +1,255 @@
+package crdt_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// Replicas of the examples. Their order matters for ByReplica: A < B < C.
+const (
+	nodeA crdt.ReplicaID = 0xA
+	nodeB crdt.ReplicaID = 0xB
+	nodeC crdt.ReplicaID = 0xC
+)
+
+// now is the current minute of the examples; writes give minutes and
+// buckets relative to it.
+const now = base + 100
+
+type write struct {
+	by     crdt.ReplicaID
+	kind   crdt.Kind
+	bucket int64 // relative to now; Waiting kinds only
+	minute int64 // relative to now
+	n      uint64
+}
+
+// apply performs every write on the writer's own state and merges the
+// entries into one node's state, as gossip would.
+func apply(t *testing.T, ws []write) *crdt.State {
+	t.Helper()
+	writers := map[crdt.ReplicaID]*crdt.State{}
+	s := crdt.New()
+	for _, w := range ws {
+		if writers[w.by] == nil {
+			writers[w.by] = crdt.New()
+		}
+		k := crdt.Key{Room: "tickets", Kind: w.kind, Minute: now + w.minute}
+		if w.kind == crdt.WaitingPlus || w.kind == crdt.WaitingMinus {
+			k.Bucket = now + w.bucket
+		}
+		e, ok := writers[w.by].Add(k, w.by, w.n)
+		if !ok {
+			t.Fatalf("Add(%+v) refused", k)
+		}
+		s.Apply(e)
+	}
+	return s
+}
+
+func TestSnapshotTotals(t *testing.T) {
+	w := crdt.Windows{Session: 5, History: 3} // Waiting defaults to 5 minutes
+	type bucket struct {
+		at int64 // relative to now
+		n  int64
+	}
+	tests := []struct {
+		name     string
+		room     string // "tickets" unless set
+		writes   []write
+		active   int64
+		expiring int64
+		waiting  []bucket
+	}{
+		{
+			name: "active sums the plus and minus sides over the session window",
+			writes: []write{
+				{nodeA, crdt.ActivePlus, 0, -4, 2},
+				{nodeB, crdt.ActivePlus, 0, 0, 3},
+				{nodeA, crdt.ActivePlus, 0, -2, 1},
+				{nodeC, crdt.ActiveMinus, 0, -2, 1},
+			},
+			active: 5,
+		},
+		{
+			name: "a session moved to a later minute is counted once",
+			writes: []write{
+				{nodeA, crdt.ActivePlus, 0, -3, 1},
+				{nodeB, crdt.ActiveMinus, 0, -3, 1},
+				{nodeB, crdt.ActivePlus, 0, -1, 1},
+			},
+			active: 1,
+		},
+		{
+			name: "a revoked session is no longer active",
+			writes: []write{
+				{nodeA, crdt.ActivePlus, 0, -1, 2},
+				{nodeB, crdt.ActiveMinus, 0, -1, 1},
+			},
+			active: 1,
+		},
+		{
+			name: "sessions counted in the minute before the window are expiring, not active",
+			writes: []write{
+				{nodeA, crdt.ActivePlus, 0, -5, 4},
+				{nodeB, crdt.ActivePlus, 0, -4, 1},
+			},
+			active:   1,
+			expiring: 4,
+		},
+		{
+			name: "sessions older than the expiring minute are not counted",
+			writes: []write{
+				{nodeA, crdt.ActivePlus, 0, -6, 7},
+				{nodeB, crdt.ActivePlus, 0, -60, 1},
+			},
+		},
+		{
+			name: "a minus that arrives without its plus does not make active negative",
+			writes: []write{
+				{nodeA, crdt.ActivePlus, 0, -2, 2},
+				{nodeB, crdt.ActiveMinus, 0, -1, 3},
+			},
+		},
+		{
+			name: "a session moved out of the expiring minute leaves expiring at zero, not below",
+			writes: []write{
+				{nodeB, crdt.ActiveMinus, 0, -5, 1},
+				{nodeB, crdt.ActivePlus, 0, 0, 1},
+			},
+			active: 1,
+		},
+		{
+			name: "waiting is summed per bucket over the five-minute window, oldest bucket first",
+			writes: []write{
+				{nodeA, crdt.WaitingPlus, -7, -1, 3},
+				{nodeA, crdt.WaitingPlus, -30, -4, 2},
+				{nodeB, crdt.WaitingMinus, -30, -4, 1},
+				{nodeB, crdt.WaitingPlus, -30, -3, 1},
+				{nodeC, crdt.WaitingPlus, -2, 0, 1},
+				{nodeC, crdt.WaitingPlus, -50, -5, 2}, // cookie expired
+			},
+			waiting: []bucket{{-30, 2}, {-7, 3}, {-2, 1}},
+		},
+		{
+			name: "a queued visitor who checked in again is counted once in its bucket",
+			writes: []write{
+				{nodeA, crdt.WaitingPlus, -3, -3, 1},
+				{nodeB, crdt.WaitingMinus, -3, -3, 1},
+				{nodeB, crdt.WaitingPlus, -3, -1, 1},
+			},
+			waiting: []bucket{{-3, 1}},
+		},
+		{
+			name: "buckets nobody waits in any more are left out",
+			writes: []write{
+				{nodeA, crdt.WaitingPlus, -4, -4, 1},
+				{nodeB, crdt.WaitingMinus, -4, -4, 1},
+				{nodeB, crdt.WaitingMinus, -9, -1, 1}, // its plus is still on the way
+			},
+		},
+		{
+			name: "a future minute from a peer with a skewed clock is counted in the current minute",
+			writes: []write{
+				{nodeA, crdt.ActivePlus, 0, +1, 2},
+				{nodeA, crdt.WaitingPlus, +1, +1, 3},
+				{nodeB, crdt.WaitingPlus, -1, +2, 1},
+			},
+			active:  2,
+			waiting: []bucket{{-1, 1}, {+1, 3}},
+		},
+		{
+			name:   "a room nobody wrote to has nobody active or waiting",
+			room:   "vaccine",
+			writes: []write{{nodeA, crdt.ActivePlus, 0, 0, 1}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			room := tt.room
+			if room == "" {
+				room = "tickets"
+			}
+			snap := apply(t, tt.writes).Snapshot(room, now, w)
+			if snap.Room != room || snap.Minute != now {
+				t.Errorf("snapshot of %q at %d, want %q at %d", snap.Room, snap.Minute, room, now)
+			}
+			if snap.Active != tt.active || snap.ActiveExpiring != tt.expiring {
+				t.Errorf("active %d, expiring %d; want %d and %d", snap.Active, snap.ActiveExpiring, tt.active, tt.expiring)
+			}
+			var want []crdt.BucketCount
+			var total int64
+			for _, b := range tt.waiting {
+				want = append(want, crdt.BucketCount{Bucket: now + b.at, N: b.n})
+				total += b.n
+			}
+			if !slices.Equal(snap.Waiting, want) || snap.TotalWaiting != total {
+				t.Errorf("waiting %v (total %d), want %v (total %d)", snap.Waiting, snap.TotalWaiting, want, total)
+			}
+			if len(snap.Admitted) != w.History || len(snap.Arrivals) != w.History {
+				t.Errorf("%d minutes of admitted and %d of arrivals, want %d", len(snap.Admitted), len(snap.Arrivals), w.History)
+			}
+		})
+	}
+}
+
+func TestSnapshotPerMinuteCounts(t *testing.T) {
+	w := crdt.Windows{Session: 5, History: 4}
+	s := apply(t, []write{
+		{nodeA, crdt.Admitted, 0, -3, 2},
+		{nodeA, crdt.Admitted, 0, -1, 1},
+		{nodeB, crdt.Admitted, 0, 0, 3},
+		{nodeA, crdt.Admitted, 0, 0, 5},
+		{nodeC, crdt.Admitted, 0, -5, 9}, // before History
+		{nodeB, crdt.Arrivals, 0, -2, 4},
+		{nodeA, crdt.Arrivals, 0, -2, 10},
+		{nodeC, crdt.Arrivals, 0, +1, 6}, // a peer whose clock runs ahead
+		{nodeC, crdt.Arrivals, 0, 0, 1},
+	})
+	snap := s.Snapshot("tickets", now, w)
+
+	counts := func(cs ...crdt.Count) []crdt.Count { return cs }
+	tests := []struct {
+		name string
+		got  crdt.MinuteCounts
+		want crdt.MinuteCounts
+	}{
+		{"the oldest History minute comes first", snap.Admitted[0], crdt.MinuteCounts{Minute: now - 3, Total: 2, ByReplica: counts(crdt.Count{Replica: nodeA, N: 2})}},
+		{"a minute without admissions is present with zero", snap.Admitted[1], crdt.MinuteCounts{Minute: now - 2}},
+		{"the current minute is last", snap.Admitted[3], crdt.MinuteCounts{Minute: now, Total: 8, ByReplica: counts(crdt.Count{Replica: nodeA, N: 5}, crdt.Count{Replica: nodeB, N: 3})}},
+		{"AdmittedIn finds a minute of History", snap.AdmittedIn(now - 1), crdt.MinuteCounts{Minute: now - 1, Total: 1, ByReplica: counts(crdt.Count{Replica: nodeA, N: 1})}},
+		{"AdmittedIn of a minute before History is zero", snap.AdmittedIn(now - 5), crdt.MinuteCounts{Minute: now - 5}},
+		{"AdmittedIn of a minute after now is zero", snap.AdmittedIn(now + 1), crdt.MinuteCounts{Minute: now + 1}},
+		{"arrivals are kept per replica, sorted by replica", snap.ArrivalsIn(now - 2), crdt.MinuteCounts{Minute: now - 2, Total: 14, ByReplica: counts(crdt.Count{Replica: nodeA, N: 10}, crdt.Count{Replica: nodeB, N: 4})}},
+		{"arrivals from a skewed peer's future minute count in the current minute", snap.ArrivalsIn(now), crdt.MinuteCounts{Minute: now, Total: 7, ByReplica: counts(crdt.Count{Replica: nodeC, N: 7})}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got.Minute != tt.want.Minute || tt.got.Total != tt.want.Total || !slices.Equal(tt.got.ByReplica, tt.want.ByReplica) {
+				t.Errorf("got %+v, want %+v", tt.got, tt.want)
+			}
+		})
+	}
+
+	t.Run("Of reads one replica's count and zero for others", func(t *testing.T) {
+		m := snap.AdmittedIn(now)
+		if m.Of(nodeA) != 5 || m.Of(nodeB) != 3 || m.Of(nodeC) != 0 {
+			t.Errorf("Of: A %d B %d C %d, want 5 3 0", m.Of(nodeA), m.Of(nodeB), m.Of(nodeC))
+		}
+	})
+	t.Run("History shorter than three minutes is raised to three", func(t *testing.T) {
+		snap := s.Snapshot("tickets", now, crdt.Windows{Session: 5, History: 1})
+		if len(snap.Admitted) != 3 || snap.Admitted[0].Minute != now-2 {
+			t.Errorf("%d minutes starting at %d, want 3 starting at %d", len(snap.Admitted), snap.Admitted[0].Minute-now, -2)
+		}
+	})
+	t.Run("a snapshot does not share memory with the state", func(t *testing.T) {
+		snap := s.Snapshot("tickets", now, w)
+		snap.Admitted[3].ByReplica[0].N = 1000
+		if again := s.Snapshot("tickets", now, w); again.AdmittedIn(now).Of(nodeA) != 5 {
+			t.Errorf("changing a snapshot changed the state: A now %d", again.AdmittedIn(now).Of(nodeA))
+		}
+	})
+}

@@ -28,6 +28,12 @@ type clusterOpts struct {
 	keys    [][]byte
 	label   string
 	tune    func(*memberlist.Config)
+	// onChange, when set, is called besides the changed channel with the
+	// index of the node whose state a merge from a peer changed. It runs on
+	// memberlist's goroutines and must not block.
+	onChange func(i int)
+	// transport, when set, builds the node's transport (fault injection).
+	transport func(t testing.TB, name string) memberlist.Transport
 }
 
 func newCluster(t testing.TB, n int, o clusterOpts) *cluster {
@@ -52,6 +58,11 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 		o.profile = gossip.Local
 	}
 	ch := make(chan struct{}, 1)
+	idx := len(c.nodes)
+	var tr memberlist.Transport
+	if o.transport != nil {
+		tr = o.transport(t, name)
+	}
 	var seeds []string
 	for _, n := range c.nodes {
 		if n != nil {
@@ -68,12 +79,16 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 		Profile: o.profile,
 		Log:     testLog(t),
 		OnChange: func() {
+			if o.onChange != nil {
+				o.onChange(idx)
+			}
 			select {
 			case ch <- struct{}{}:
 			default:
 			}
 		},
-		Tune: o.tune,
+		Transport: tr,
+		Tune:      o.tune,
 	})
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)

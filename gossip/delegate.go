@@ -1,6 +1,8 @@
 package gossip
 
 import (
+	"fmt"
+
 	"github.com/hashicorp/memberlist"
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -21,16 +23,17 @@ func (d *delegate) NotifyMsg(b []byte) {
 	n.stats.msgsIn.Add(1)
 	n.stats.bytesIn.Add(uint64(len(b)))
 	m, err := Decode(b, MaxReliableMessage)
-	if err == nil && m.Type == msgFull {
-		err = errType // full state only travels by push-pull
+	switch {
+	case err != nil:
+	case m.Type == msgFull:
+		err = fmt.Errorf("%w: a full state outside push-pull", errType)
+	case m.Type == msgEntries && len(b) > MaxPacketMessage:
+		// Nodes send entries one per broadcast, far under a packet.
+		err = fmt.Errorf("%w: entries message of %d bytes > %d", errOversize, len(b), MaxPacketMessage)
 	}
 	if err != nil {
 		n.stats.drop(dropReason(err))
 		n.log.Debug().Err(err).Int("bytes", len(b)).Msg("dropped gossip message")
-		return
-	}
-	if m.Type == msgEntries && len(b) > MaxPacketMessage {
-		n.stats.drop("oversize")
 		return
 	}
 	n.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -194,9 +195,12 @@ func Decode(b []byte, limit int) (Message, error) {
 	body := b[1:]
 	switch m.Type {
 	case msgEntries:
-		var ws []wireEntry
-		if err := decodeArray(body, &ws, 7); err != nil {
+		ws, err := decodeBody(body, func(r *reader) ([]wireEntry, error) { return list(r, 7, r.entry) })
+		if err != nil {
 			return Message{}, err
+		}
+		if ws == nil {
+			return Message{}, fmt.Errorf("%w: nil entry list", errMalformed)
 		}
 		m.Delta.Entries = make([]crdt.Entry, len(ws))
 		for i, w := range ws {
@@ -207,9 +211,12 @@ func Decode(b []byte, limit int) (Message, error) {
 			m.Delta.Entries[i] = e
 		}
 	case msgRegisters:
-		var ws []wireRegister
-		if err := decodeArray(body, &ws, 6); err != nil {
+		ws, err := decodeBody(body, func(r *reader) ([]wireRegister, error) { return list(r, 6, r.register) })
+		if err != nil {
 			return Message{}, err
+		}
+		if ws == nil {
+			return Message{}, fmt.Errorf("%w: nil register list", errMalformed)
 		}
 		for i, w := range ws {
 			r := w.entry()
@@ -219,9 +226,9 @@ func Decode(b []byte, limit int) (Message, error) {
 			m.Delta.Registers = append(m.Delta.Registers, r)
 		}
 	case msgFull:
-		var f wireFull
-		if err := msgpack.Unmarshal(body, &f); err != nil {
-			return Message{}, fmt.Errorf("%w: %v", errMalformed, err)
+		f, err := decodeBody(body, (*reader).full)
+		if err != nil {
+			return Message{}, err
 		}
 		m.Horizon = f.Horizon
 		for _, room := range f.Rooms {
@@ -255,30 +262,207 @@ func Decode(b []byte, limit int) (Message, error) {
 	return m, nil
 }
 
-// decodeArray decodes a msgpack array into *out after checking that its
-// declared length is possible for the bytes at hand (each element takes at
-// least minElem bytes), so a forged length cannot make the decoder allocate
-// far more than the message's size.
-func decodeArray[T any](body []byte, out *[]T, minElem int) error {
+// Messages are decoded by hand, field by field, rather than with msgpack's
+// reflection decoder, which message content could steer into harm:
+//
+//   - msgpack v5.4.1 allocates a slice of whatever length a message declares
+//     (its allocation limit is switched off by a flag test that is always
+//     true), and a bin value of whatever length it declares: a 9-byte push-pull
+//     state claiming four billion replicas made it allocate 32 GB and killed
+//     the process. Here every declared length is checked against the bytes
+//     left before anything is allocated.
+//   - It truncates out-of-range integers silently: kind 257 became kind 1 and
+//     merged into the wrong cell. Here such a field makes the message
+//     malformed.
+//
+// Only the array form the encoder writes is accepted, and a message must end
+// where its value ends.
+
+// reader decodes from a byte slice and knows how many bytes are left: the
+// decoder reads the bytes.Reader directly (it is an io.ByteScanner, so
+// msgpack does not buffer it).
+type reader struct {
+	dec *msgpack.Decoder
+	rd  *bytes.Reader
+}
+
+func decodeBody[T any](body []byte, fn func(*reader) (T, error)) (T, error) {
 	rd := bytes.NewReader(body)
-	dec := msgpack.NewDecoder(rd)
-	n, err := dec.DecodeArrayLen()
+	r := &reader{dec: msgpack.NewDecoder(rd), rd: rd}
+	v, err := fn(r)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errMalformed, err)
-	}
-	if n < 0 || n*minElem > len(body) {
-		return fmt.Errorf("%w: array of %d elements in %d bytes", errMalformed, n, len(body))
-	}
-	*out = make([]T, n)
-	for i := range *out {
-		if err := dec.Decode(&(*out)[i]); err != nil {
-			return fmt.Errorf("%w: element %d: %v", errMalformed, i, err)
-		}
+		var zero T
+		return zero, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	if rd.Len() != 0 {
-		return fmt.Errorf("%w: trailing bytes", errMalformed)
+		var zero T
+		return zero, fmt.Errorf("%w: %d trailing bytes", errMalformed, rd.Len())
+	}
+	return v, nil
+}
+
+// list decodes a msgpack array (nil reads as a nil slice) of elements that
+// each take at least minElem bytes, refusing a declared length the bytes
+// left cannot hold before allocating anything.
+func list[T any](r *reader, minElem int, elem func() (T, error)) ([]T, error) {
+	n, err := r.dec.DecodeArrayLen()
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, nil
+	}
+	if n > r.rd.Len()/minElem {
+		return nil, fmt.Errorf("array of %d elements in %d bytes", n, r.rd.Len())
+	}
+	out := make([]T, n)
+	for i := range out {
+		if out[i], err = elem(); err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+func (r *reader) array(n int) error {
+	got, err := r.dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if got != n {
+		return fmt.Errorf("array of %d fields, want %d", got, n)
 	}
 	return nil
+}
+
+func (r *reader) uint(maxVal uint64) (uint64, error) {
+	v, err := r.dec.DecodeUint64()
+	if err == nil && v > maxVal {
+		err = fmt.Errorf("%d out of range (max %d)", v, maxVal)
+	}
+	return v, err
+}
+
+func (r *reader) uint64() (uint64, error) { return r.dec.DecodeUint64() }
+
+// bin reads a byte string (nil stays nil) no longer than the bytes left.
+func (r *reader) bin() ([]byte, error) {
+	n, err := r.dec.DecodeBytesLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	if n > r.rd.Len() {
+		return nil, fmt.Errorf("%d-byte value in %d bytes", n, r.rd.Len())
+	}
+	b := make([]byte, n)
+	return b, r.dec.ReadFull(b)
+}
+
+// str reads a string no longer than the bytes left (msgpack's own string
+// decoder would first allocate up to 1 MB for a forged length).
+func (r *reader) str() (string, error) {
+	b, err := r.bin()
+	return string(b), err
+}
+
+// entry reads [room, kind, bucket, minute, replica, value].
+func (r *reader) entry() (w wireEntry, err error) {
+	if err = r.array(6); err != nil {
+		return w, err
+	}
+	if w.Room, err = r.str(); err != nil {
+		return w, err
+	}
+	k, err := r.uint(math.MaxUint8)
+	if err != nil {
+		return w, fmt.Errorf("kind: %w", err)
+	}
+	w.Kind = uint8(k)
+	if w.Bucket, err = r.dec.DecodeInt64(); err != nil {
+		return w, err
+	}
+	if w.Minute, err = r.dec.DecodeInt64(); err != nil {
+		return w, err
+	}
+	if w.Replica, err = r.dec.DecodeUint64(); err != nil {
+		return w, err
+	}
+	w.Value, err = r.dec.DecodeUint64()
+	return w, err
+}
+
+// register reads [name, value, wall, logical, replica].
+func (r *reader) register() (w wireRegister, err error) {
+	if err = r.array(5); err != nil {
+		return w, err
+	}
+	if w.Name, err = r.str(); err != nil {
+		return w, err
+	}
+	if w.Value, err = r.bin(); err != nil {
+		return w, err
+	}
+	if w.Wall, err = r.dec.DecodeInt64(); err != nil {
+		return w, err
+	}
+	l, err := r.uint(math.MaxUint32)
+	if err != nil {
+		return w, fmt.Errorf("logical clock: %w", err)
+	}
+	w.Logical = uint32(l)
+	w.Replica, err = r.dec.DecodeUint64()
+	return w, err
+}
+
+// full reads [horizon, replicas, rooms, registers], rooms as [name, cells]
+// and cells as [kind, bucket, minute, counts].
+func (r *reader) full() (f wireFull, err error) {
+	if err = r.array(4); err != nil {
+		return f, err
+	}
+	if f.Horizon, err = r.dec.DecodeInt64(); err != nil {
+		return f, err
+	}
+	if f.Replicas, err = list(r, 1, r.uint64); err != nil {
+		return f, fmt.Errorf("replicas: %w", err)
+	}
+	if f.Rooms, err = list(r, 3, r.room); err != nil {
+		return f, fmt.Errorf("rooms: %w", err)
+	}
+	if f.Registers, err = list(r, 6, r.register); err != nil {
+		return f, fmt.Errorf("registers: %w", err)
+	}
+	return f, nil
+}
+
+func (r *reader) room() (w wireRoom, err error) {
+	if err = r.array(2); err != nil {
+		return w, err
+	}
+	if w.Name, err = r.str(); err != nil {
+		return w, err
+	}
+	w.Cells, err = list(r, 5, r.cell)
+	return w, err
+}
+
+func (r *reader) cell() (c wireCell, err error) {
+	if err = r.array(4); err != nil {
+		return c, err
+	}
+	k, err := r.uint(math.MaxUint8)
+	if err != nil {
+		return c, fmt.Errorf("kind: %w", err)
+	}
+	c.Kind = uint8(k)
+	if c.Bucket, err = r.dec.DecodeInt64(); err != nil {
+		return c, err
+	}
+	if c.Minute, err = r.dec.DecodeInt64(); err != nil {
+		return c, err
+	}
+	c.Counts, err = list(r, 1, r.uint64)
+	return c, err
 }
 
 // dropReason names the counter a decode error increments.

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/waitroom/waitroom/edge"
+)
+
+func newServe() *cobra.Command {
+	var (
+		configPath string
+		o          edge.Overrides
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a node in front of an origin",
+		Long: `Run a waitroom node: the public listener that queues or proxies visitors,
+the admin endpoint (loopback by default), and gossip with the other nodes.
+
+With a config file, rooms come from the file and flags override its node
+settings. Without one, --origin protects a single site at once:
+
+  waitroom serve --origin http://127.0.0.1:3000 --total-active-users 500 --new-users-per-minute 200
+
+Every node of a cluster needs the same cookie key file (waitroom keygen) and
+the address of at least one other node (--seed).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var cfg *edge.Config
+			if configPath != "" {
+				c, err := edge.LoadConfig(configPath)
+				if err != nil {
+					return err
+				}
+				cfg = c
+			} else {
+				cfg = &edge.Config{}
+			}
+			o.Set = func(name string) bool { return cmd.Flags().Changed(name) }
+			if err := o.Apply(cfg); err != nil {
+				return fmt.Errorf("flags: %w", err)
+			}
+			log := newLogger(cfg.LogLevel, o.LogFormat)
+			return edge.Run(cmd.Context(), cfg, edge.RunOptions{Log: log})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&configPath, "config", "c", "", "YAML config file (rooms use Cloudflare's waiting room field names)")
+	f.StringVar(&o.Node, "node", "", "node name, unique in the cluster (default: hostname)")
+	f.StringVar(&o.Listen, "listen", "", "public HTTP listener (default :8080)")
+	f.StringVar(&o.Admin, "admin", "", "admin listener for /state, /metrics, /healthz (default 127.0.0.1:9090)")
+	f.StringVar(&o.Gossip, "gossip", "", "gossip bind address (default 0.0.0.0:7946)")
+	f.StringVar(&o.Advertise, "advertise", "", "gossip address other nodes should use, if not the bound one")
+	f.StringArrayVar(&o.Seeds, "seed", nil, "gossip address of another node to join (repeatable)")
+	f.StringVar(&o.GossipProfile, "gossip-profile", "", "gossip timings: lan (default), local or wan")
+	f.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "file of base64 gossip encryption keys, the first encrypting (or WAITROOM_GOSSIP_KEY)")
+	f.StringVar(&o.CookieKeyFile, "cookie-key-file", "", "cookie key file from 'waitroom keygen', the same on every node (or WAITROOM_COOKIE_KEYS)")
+	f.StringVar(&o.Origin, "origin", "", "origin URL; without a config file, protects this one site")
+	f.StringVar(&o.Host, "host", "", "host of the single room (default: any host)")
+	f.StringVar(&o.Path, "path", "", "path prefix of the single room (default /)")
+	f.IntVar(&o.TotalActiveUsers, "total-active-users", 0, "single room: users allowed on the origin at once")
+	f.IntVar(&o.NewUsersPerMinute, "new-users-per-minute", 0, "single room: new users let in per minute (default: total active users)")
+	f.IntVar(&o.SessionDuration, "session-duration", 0, "single room: minutes a session lasts after the last request (1–30, default 5)")
+	f.StringVar(&o.QueueingMethod, "queueing-method", "", "single room: fifo (default), random, passthrough or reject")
+	f.StringVar(&o.LogLevel, "log-level", "", "debug, info (default), warn or error")
+	f.StringVar(&o.LogFormat, "log-format", "console", "console or json")
+	return cmd
+}

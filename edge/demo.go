@@ -1,0 +1,349 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/waitroom/waitroom/cookie"
+)
+
+// DemoOptions configure `waitroom demo`.
+type DemoOptions struct {
+	Listen            string // the first node's public address
+	Nodes             int
+	TotalActiveUsers  int
+	NewUsersPerMinute int
+	Visitors          int
+	Duration          time.Duration // 0: until ctx is done
+	QueueingMethod    string
+	LogLevel          string
+}
+
+// RunDemo runs, in this process, a ring of nodes on loopback in front of a
+// small demo origin, with a crowd of synthetic visitors, and prints the
+// merged state every second until ctx is done (or Duration has passed).
+func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log zerolog.Logger) error {
+	if o.Nodes < 1 {
+		o.Nodes = 3
+	}
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	origin, err := startDemoOrigin()
+	if err != nil {
+		return err
+	}
+	defer origin.close()
+
+	dir, err := os.MkdirTemp("", "waitroom-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	keyFile := filepath.Join(dir, "cookie.key")
+	kf, err := cookie.GenerateKeyFile(nil)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(keyFile, kf, 0o600); err != nil {
+		return err
+	}
+
+	nodes := make([]*Server, 0, o.Nodes)
+	defer func() {
+		for _, s := range nodes {
+			_ = s.Close()
+		}
+	}()
+	runCtx, stopNodes := context.WithCancel(context.Background())
+	defer stopNodes()
+	var serving sync.WaitGroup
+	defer serving.Wait()
+	defer stopNodes()
+	for i := 0; i < o.Nodes; i++ {
+		listen := "127.0.0.1:0"
+		if i == 0 {
+			listen = o.Listen
+		}
+		cfg := &Config{
+			Node:          fmt.Sprintf("pop-%d", i+1),
+			Listen:        listen,
+			Admin:         "127.0.0.1:0",
+			Gossip:        "127.0.0.1:0",
+			GossipProfile: "local",
+			CookieKeyFile: keyFile,
+			Rooms: []RoomConfig{{
+				Name:                "demo",
+				Origin:              origin.url,
+				TotalActiveUsers:    o.TotalActiveUsers,
+				NewUsersPerMinute:   o.NewUsersPerMinute,
+				SessionDuration:     1,
+				QueueingMethod:      o.QueueingMethod,
+				JSONResponseEnabled: true,
+			}},
+		}
+		if len(nodes) > 0 {
+			cfg.Seeds = []string{nodes[0].Node().Addr()}
+		}
+		cfg.ApplyDefaults()
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("demo config: %w", err)
+		}
+		s, err := New(cfg, RunOptions{Log: log})
+		if err != nil {
+			return err
+		}
+		nodes = append(nodes, s)
+		ready := make(chan struct{})
+		serving.Add(1)
+		go func() {
+			defer serving.Done()
+			if err := s.Serve(runCtx, func(*Server) { close(ready) }); err != nil {
+				log.Error().Err(err).Msg("demo node stopped")
+			}
+		}()
+		select {
+		case <-ready:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("demo node %d did not start (is %s free?)", i+1, listen)
+		}
+	}
+	var urls []string
+	for _, s := range nodes {
+		urls = append(urls, "http://"+s.PublicAddr()+"/")
+	}
+	fmt.Fprintf(out, "waitroom demo: %d nodes in front of %s\n", len(nodes), origin.url)
+	fmt.Fprintf(out, "room \"demo\": total_active_users %d, new_users_per_minute %d, session_duration 1 min, %s\n", o.TotalActiveUsers, o.NewUsersPerMinute, o.QueueingMethod)
+	fmt.Fprintf(out, "join the queue yourself: open %s in a browser\n", urls[0])
+	fmt.Fprintf(out, "admin of the first node: http://%s/state  (or: waitroom state --admin http://%s)\n\n", nodes[0].AdminAddr(), nodes[0].AdminAddr())
+
+	c := newCrowd(urls, o.Visitors)
+	crowdCtx, stopCrowd := context.WithCancel(ctx)
+	defer stopCrowd()
+	go c.run(crowdCtx)
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			stopCrowd()
+			fmt.Fprintln(out, "\ndemo stopped")
+			return nil
+		case <-tick.C:
+			writeDemoLine(out, time.Since(start), nodes, c, origin)
+		}
+	}
+}
+
+func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*Server, c *crowd, o *demoOrigin) {
+	doc := nodes[0].StateDoc()
+	if len(doc.Rooms) == 0 {
+		return
+	}
+	r := doc.Rooms[0]
+	var shares []string
+	for _, n := range r.Nodes {
+		shares = append(shares, fmt.Sprintf("%s %.0f%%", n.Node, n.TrafficShare*100))
+	}
+	alive := 0
+	for _, m := range doc.Members {
+		if m.Alive {
+			alive++
+		}
+	}
+	fmt.Fprintf(out, "%5s  %-12s active %3d/%-3d  queued %3d  new this min %3d/%-3d  wait ~%2d min  | crowd: %3d waiting, %3d browsing, %3d done, origin sees %3d | nodes %d alive, shares: %s\n",
+		elapsed.Truncate(time.Second), r.Status, r.EstimatedTotalActiveUsers, r.TotalActiveUsers, r.EstimatedQueuedUsers,
+		r.NewUsersThisMinute, r.NewUsersPerMinute, r.MaxEstimatedTimeMinutes,
+		c.waiting.Load(), c.browsing.Load(), c.done.Load(), o.activeSessions(time.Minute), alive, strings.Join(shares, ", "))
+}
+
+// demoOrigin is the site behind the demo: it welcomes visitors and counts
+// how many distinct sessions it saw recently.
+type demoOrigin struct {
+	url string
+	srv *http.Server
+	mu  sync.Mutex
+	// seen maps a visitor id to the last time the origin saw it.
+	seen map[string]time.Time
+}
+
+func startDemoOrigin() (*demoOrigin, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demo origin: %w", err)
+	}
+	o := &demoOrigin{url: "http://" + ln.Addr().String(), seen: map[string]time.Time{}}
+	o.srv = &http.Server{Handler: http.HandlerFunc(o.serve), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = o.srv.Serve(ln) }()
+	return o, nil
+}
+
+func (o *demoOrigin) serve(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("X-Demo-Visitor")
+	if id == "" {
+		id = "browser:" + r.RemoteAddr
+	}
+	o.mu.Lock()
+	o.seen[id] = time.Now()
+	o.mu.Unlock()
+	w.Header().Set("X-Demo-Origin", "1")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, `<!doctype html><html><head><meta charset="utf-8"><title>You are in</title>
+<style>body{font-family:system-ui,sans-serif;display:flex;min-height:100vh;align-items:center;justify-content:center;background:#effaf3;margin:0}
+main{background:#fff;border-radius:16px;padding:44px 48px;box-shadow:0 8px 40px rgba(20,60,30,.1);max-width:520px;text-align:center}</style></head>
+<body><main><h1>You are in!</h1><p>This is the demo origin behind the waiting room. Your session lasts one minute after your last request.</p>
+<p><a href="/">Reload</a></p></main></body></html>`)
+}
+
+// activeSessions counts the visitors the origin saw within d.
+func (o *demoOrigin) activeSessions(d time.Duration) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	cut := time.Now().Add(-d)
+	for id, t := range o.seen {
+		if t.After(cut) {
+			n++
+		} else {
+			delete(o.seen, id)
+		}
+	}
+	return n
+}
+
+func (o *demoOrigin) close() { _ = o.srv.Close() }
+
+// crowd is the demo's synthetic visitors: each keeps its cookies, follows
+// the queue page's Refresh header, browses the origin for a while once let
+// in, then leaves and comes back later as a new visitor.
+type crowd struct {
+	urls                    []string
+	visitors                int
+	waiting, browsing, done atomic.Int64
+	next                    atomic.Int64
+}
+
+func newCrowd(urls []string, visitors int) *crowd {
+	return &crowd{urls: urls, visitors: visitors}
+}
+
+func (c *crowd) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	// Arrivals spread over the first ninety seconds: a rush well above the
+	// room's limits.
+	for i := 0; i < c.visitors; i++ {
+		delay := time.Duration(rand.Int64N(int64(90 * time.Second)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !sleepCtx(ctx, delay) {
+				return
+			}
+			for ctx.Err() == nil {
+				c.visit(ctx)
+				// Come back later as somebody new.
+				if !sleepCtx(ctx, 30*time.Second+time.Duration(rand.Int64N(int64(90*time.Second)))) {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// visit is one visitor's whole stay: queue, browse, leave.
+func (c *crowd) visit(ctx context.Context) {
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	url := c.urls[rand.IntN(len(c.urls))]
+	id := strconv.FormatInt(c.next.Add(1), 10)
+	c.waiting.Add(1)
+	queued := true
+	defer func() {
+		if queued {
+			c.waiting.Add(-1)
+		}
+	}()
+	get := func() (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("X-Demo-Visitor", id)
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp, nil
+	}
+	for {
+		resp, err := get()
+		if err != nil {
+			if errors.Is(ctx.Err(), context.Canceled) || ctx.Err() != nil {
+				return
+			}
+			if !sleepCtx(ctx, 5*time.Second) {
+				return
+			}
+			continue
+		}
+		if resp.Header.Get("X-Demo-Origin") != "" {
+			break
+		}
+		refresh, _ := strconv.Atoi(resp.Header.Get("Refresh"))
+		if refresh <= 0 {
+			// Rejected: nothing to wait for.
+			return
+		}
+		if !sleepCtx(ctx, time.Duration(refresh)*time.Second) {
+			return
+		}
+	}
+	queued = false
+	c.waiting.Add(-1)
+	c.browsing.Add(1)
+	defer c.browsing.Add(-1)
+	// Browse for 20–60 s, a page every 5–10 s.
+	end := time.Now().Add(20*time.Second + time.Duration(rand.Int64N(int64(40*time.Second))))
+	for time.Now().Before(end) {
+		if !sleepCtx(ctx, 5*time.Second+time.Duration(rand.Int64N(int64(5*time.Second)))) {
+			return
+		}
+		if _, err := get(); err != nil && ctx.Err() != nil {
+			return
+		}
+	}
+	c.done.Add(1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

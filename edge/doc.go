@@ -1,0 +1,29 @@
+// Package edge is waitroom's HTTP side: it routes each request to a room by
+// host and path, opens the visitor's sealed token, asks the policy for a
+// decision against the room's cached allocation, and then either proxies the
+// request to the origin or answers with the queue page (or its JSON). It
+// records every visit in the node's replica of the room state so that gossip
+// carries it to the other nodes, and it serves the admin endpoint (/state,
+// /rooms/{name}/status, /metrics, /healthz) and the built-in demo.
+//
+// edge holds no admission maths of its own: every decision comes from
+// package policy, computed over a crdt snapshot that package gossip keeps
+// merged.
+//
+// # One request
+//
+//  1. Route: the most specific route wins (a named host before any host,
+//     then the longest path prefix).
+//  2. Token: the room's cookie is opened with the node's cookie keys and the
+//     room's name as associated data. A token that does not open, has
+//     expired or belongs to another room is a new visitor, never an error.
+//  3. An admitted token within its session goes to the origin; its active
+//     count moves to the current minute and the session is renewed unless
+//     disable_session_renewal is set.
+//  4. Anyone else is decided by the room's allocation. A queued visitor who
+//     checks in before the refresh interval stored in the token gets the page
+//     again without an attempt, so refresh-spamming gains nothing.
+//  5. The node's own counters are written before the next allocation is
+//     computed (the room's lock orders the two), so within one node the
+//     count is exact; other nodes see it one gossip round later.
+package edge

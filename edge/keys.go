@@ -1,0 +1,196 @@
+package edge
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/waitroom/waitroom/cookie"
+)
+
+// Environment variables that carry keys when no key file is configured.
+const (
+	// GossipKeyEnv holds gossip keys: base64, separated by commas, the
+	// first one encrypting.
+	GossipKeyEnv = "WAITROOM_GOSSIP_KEY"
+	// CookieKeysEnv holds cookie keys in the key file format (see package
+	// cookie), with ';' allowed in place of newlines.
+	CookieKeysEnv = "WAITROOM_COOKIE_KEYS"
+)
+
+// maxKeyFileSize bounds what a key file read reads; real ones are a few
+// hundred bytes.
+const maxKeyFileSize = 1 << 20
+
+// LoadGossipKeys reads memberlist's gossip encryption keys from a file: one
+// key per line in standard or URL-safe base64 (padded or not) of 16, 24 or 32
+// bytes (AES-128, -192 or -256). Blank lines are ignored, and so is everything
+// from a '#' to the end of its line. The first key encrypts; all of them
+// decrypt, so a new key can be rolled out before it is put first. Errors
+// name the file and line and never echo a key.
+func LoadGossipKeys(path string) ([][]byte, error) {
+	data, err := readKeyFile(path)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := parseGossipKeys(bytes.Lines(data), "line")
+	if err != nil {
+		return nil, fmt.Errorf("gossip key file %s: %w", path, err)
+	}
+	return keys, nil
+}
+
+// GossipKeysFromEnv reads gossip keys from $WAITROOM_GOSSIP_KEY: base64 keys
+// separated by commas, each as in [LoadGossipKeys]. It returns nil and no
+// error when the variable is unset or empty.
+func GossipKeysFromEnv() ([][]byte, error) {
+	v := os.Getenv(GossipKeyEnv)
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	keys, err := parseGossipKeys(strings.SplitSeq(v, ","), "key")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", GossipKeyEnv, err)
+	}
+	return keys, nil
+}
+
+// parseGossipKeys reads one key per item; unit names an item in errors
+// ("line" or "key").
+func parseGossipKeys[S ~string | ~[]byte](items func(func(S) bool), unit string) ([][]byte, error) {
+	var keys [][]byte
+	seen := map[string]int{}
+	n := 0
+	for item := range items {
+		n++
+		text := string(item)
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		text = strings.TrimSpace(text)
+		if text == "" {
+			continue
+		}
+		if strings.ContainsAny(text, " \t") {
+			return nil, fmt.Errorf("%s %d: want one base64 key, found several words", unit, n)
+		}
+		key, ok := decodeBase64(text)
+		if !ok {
+			return nil, fmt.Errorf("%s %d: key is not base64", unit, n)
+		}
+		switch len(key) {
+		case 16, 24, 32:
+		default:
+			return nil, fmt.Errorf("%s %d: key is %d bytes; it must be 16, 24 or 32 bytes (AES-128, AES-192 or AES-256)", unit, n, len(key))
+		}
+		if prev, dup := seen[string(key)]; dup {
+			return nil, fmt.Errorf("%s %d: the same key as %s %d", unit, n, unit, prev)
+		}
+		seen[string(key)] = n
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("no keys")
+	}
+	return keys, nil
+}
+
+// decodeBase64 accepts standard or URL-safe base64, padded or not.
+func decodeBase64(s string) ([]byte, bool) {
+	enc := base64.StdEncoding
+	if strings.ContainsAny(s, "-_") {
+		enc = base64.URLEncoding
+	}
+	if !strings.HasSuffix(s, "=") {
+		enc = enc.WithPadding(base64.NoPadding)
+	}
+	b, err := enc.Strict().DecodeString(s)
+	return b, err == nil
+}
+
+// LoadCookieKeys reads the visitor cookie keys from a key file (the format of
+// [cookie.ParseKeys]: "ID BASE64" per line, the first key sealing) and
+// returns their keyring. Errors name the file and line and never echo a key.
+func LoadCookieKeys(path string) (*cookie.Keyring, error) {
+	data, err := readKeyFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ring, err := cookieKeyring(data)
+	if err != nil {
+		return nil, fmt.Errorf("cookie key file %s: %w", path, err)
+	}
+	return ring, nil
+}
+
+// CookieKeysFromEnv reads the visitor cookie keys from $WAITROOM_COOKIE_KEYS,
+// in the key file format with ';' allowed in place of newlines (so "1 KEY;
+// 0 OLDKEY" fits on one line; line numbers in errors count ';'-separated
+// parts too). It returns nil and no error when the variable is unset or empty.
+func CookieKeysFromEnv() (*cookie.Keyring, error) {
+	v := os.Getenv(CookieKeysEnv)
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	ring, err := cookieKeyring([]byte(strings.ReplaceAll(v, ";", "\n")))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", CookieKeysEnv, err)
+	}
+	return ring, nil
+}
+
+func cookieKeyring(data []byte) (*cookie.Keyring, error) {
+	keys, err := cookie.ParseKeys(data)
+	if err != nil {
+		return nil, err
+	}
+	return cookie.NewKeyring(keys...)
+}
+
+// GossipKeys returns the gossip encryption keys: from gossip_key_file if it is
+// set, else from $WAITROOM_GOSSIP_KEY; the file wins if both are given. With
+// neither it returns nil and no error: gossip is then not encrypted.
+func (c *Config) GossipKeys() ([][]byte, error) {
+	if c.GossipKeyFile != "" {
+		return LoadGossipKeys(c.GossipKeyFile)
+	}
+	return GossipKeysFromEnv()
+}
+
+// CookieKeys returns the visitor cookie keyring: from cookie_key_file if it is
+// set, else from $WAITROOM_COOKIE_KEYS; the file wins if both are given. With
+// neither it is an error: keys made up at start-up would send every visitor
+// to the back of the queue when the node restarts.
+func (c *Config) CookieKeys() (*cookie.Keyring, error) {
+	if c.CookieKeyFile != "" {
+		return LoadCookieKeys(c.CookieKeyFile)
+	}
+	ring, err := CookieKeysFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if ring == nil {
+		return nil, fmt.Errorf("no cookie keys: set cookie_key_file or $%s (lines of \"ID BASE64\", a key id 0–255 and a 32-byte secret)", CookieKeysEnv)
+	}
+	return ring, nil
+}
+
+func readKeyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // *fs.PathError names the path
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: %w", path, err)
+	}
+	if len(data) > maxKeyFileSize {
+		return nil, fmt.Errorf("key file %s: over %d bytes; is it the right file?", path, maxKeyFileSize)
+	}
+	return data, nil
+}

@@ -1,0 +1,231 @@
+package edge_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/edge"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func b64(n int, fill byte) string {
+	return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{fill}, n))
+}
+
+func TestLoadGossipKeys(t *testing.T) {
+	t.Run("the test key file loads three keys in order", func(t *testing.T) {
+		keys, err := edge.LoadGossipKeys(filepath.Join("testdata", "keys", "gossip.keys"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 3 || len(keys[0]) != 32 || keys[0][1] != 1 || len(keys[1]) != 16 || len(keys[2]) != 24 {
+			t.Errorf("keys of %d, %d, %d bytes", len(keys[0]), len(keys[1]), len(keys[2]))
+		}
+	})
+	for _, tc := range []struct {
+		name, body string
+		n          int      // keys, when accepted
+		want       []string // error parts, when refused
+	}{
+		{"keys of 16, 24 and 32 bytes are accepted", b64(16, 1) + "\n" + b64(24, 2) + "\n" + b64(32, 3) + "\n", 3, nil},
+		{"comments, blank lines and CRLF are ignored", "# keys\r\n\r\n  " + b64(32, 1) + "  # newest\r\n", 1, nil},
+		{"URL-safe unpadded base64 is accepted", strings.TrimRight(base64.URLEncoding.EncodeToString(bytes.Repeat([]byte{0xfb}, 16)), "="), 1, nil},
+		{"a key of 20 bytes is refused naming the line and the sizes", "# c\n" + b64(32, 1) + "\n" + b64(20, 2) + "\n", 0,
+			[]string{"line 3: key is 20 bytes; it must be 16, 24 or 32 bytes"}},
+		{"a line that is not base64 is refused naming the line", b64(32, 1) + "\nnot*base64\n", 0,
+			[]string{"line 2: key is not base64"}},
+		{"two keys on a line are refused", b64(16, 1) + " " + b64(16, 2) + "\n", 0,
+			[]string{"line 1: want one base64 key"}},
+		{"the same key twice is refused", b64(16, 1) + "\n" + b64(16, 1) + "\n", 0,
+			[]string{"line 2: the same key as line 1"}},
+		{"a file of only comments is refused", "# nothing here\n", 0, []string{"no keys"}},
+		{"an empty file is refused", "", 0, []string{"no keys"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.body)
+			keys, err := edge.LoadGossipKeys(path)
+			if tc.want == nil {
+				if err != nil || len(keys) != tc.n {
+					t.Fatalf("%d keys, error %v", len(keys), err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range append(tc.want, path) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	t.Run("a missing file is an error naming the path", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "nope")
+		if _, err := edge.LoadGossipKeys(path); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("an error never shows the key", func(t *testing.T) {
+		secret := b64(20, 0x5a)
+		_, err := edge.LoadGossipKeys(writeFile(t, secret+"\n"))
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("got %v", err)
+		}
+	})
+}
+
+func TestGossipKeysFromEnv(t *testing.T) {
+	t.Run("an unset variable gives no keys and no error", func(t *testing.T) {
+		t.Setenv(edge.GossipKeyEnv, "")
+		keys, err := edge.GossipKeysFromEnv()
+		if keys != nil || err != nil {
+			t.Errorf("%v %v", keys, err)
+		}
+	})
+	t.Run("comma-separated keys are read in order", func(t *testing.T) {
+		t.Setenv(edge.GossipKeyEnv, b64(32, 1)+", "+b64(16, 2))
+		keys, err := edge.GossipKeysFromEnv()
+		if err != nil || len(keys) != 2 || len(keys[0]) != 32 || len(keys[1]) != 16 {
+			t.Errorf("%d keys, error %v", len(keys), err)
+		}
+	})
+	t.Run("a bad key is refused naming the variable and its place", func(t *testing.T) {
+		t.Setenv(edge.GossipKeyEnv, b64(32, 1)+","+b64(8, 2))
+		_, err := edge.GossipKeysFromEnv()
+		if err == nil || !strings.Contains(err.Error(), "WAITROOM_GOSSIP_KEY: key 2: key is 8 bytes; it must be 16, 24 or 32 bytes") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("the config's key file wins over the variable", func(t *testing.T) {
+		t.Setenv(edge.GossipKeyEnv, b64(16, 9))
+		c := &edge.Config{GossipKeyFile: writeFile(t, b64(32, 1)+"\n")}
+		keys, err := c.GossipKeys()
+		if err != nil || len(keys) != 1 || len(keys[0]) != 32 {
+			t.Errorf("%v %v", keys, err)
+		}
+	})
+	t.Run("the variable is used without a key file", func(t *testing.T) {
+		t.Setenv(edge.GossipKeyEnv, b64(16, 9))
+		keys, err := (&edge.Config{}).GossipKeys()
+		if err != nil || len(keys) != 1 || len(keys[0]) != 16 {
+			t.Errorf("%v %v", keys, err)
+		}
+	})
+	t.Run("with neither gossip is not encrypted", func(t *testing.T) {
+		t.Setenv(edge.GossipKeyEnv, "")
+		keys, err := (&edge.Config{}).GossipKeys()
+		if keys != nil || err != nil {
+			t.Errorf("%v %v", keys, err)
+		}
+	})
+}
+
+// roundTrip checks that ring seals a token that ring opens.
+func roundTrip(t *testing.T, ring *cookie.Keyring) {
+	t.Helper()
+	now := time.Unix(1_700_000_000, 0)
+	v := ring.Seal("shop", cookie.Token{Bucket: 28_333_333, ExpiresAt: now.Unix() + 300})
+	if _, err := ring.Open(v, "shop", now); err != nil {
+		t.Errorf("a sealed token does not open: %v", err)
+	}
+}
+
+func TestLoadCookieKeys(t *testing.T) {
+	t.Run("the test key file loads and its first key seals", func(t *testing.T) {
+		ring, err := edge.LoadCookieKeys(filepath.Join("testdata", "keys", "cookie.keys"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ring.SealKeyID() != 2 {
+			t.Errorf("sealing key %d, want 2", ring.SealKeyID())
+		}
+		roundTrip(t, ring)
+	})
+	t.Run("a bad key file is refused naming the path and line", func(t *testing.T) {
+		path := writeFile(t, "1 "+b64(32, 1)+"\n2 "+b64(16, 2)+"\n")
+		_, err := edge.LoadCookieKeys(path)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("a missing file is an error naming the path", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "nope")
+		if _, err := edge.LoadCookieKeys(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("got %v", err)
+		}
+	})
+}
+
+func TestCookieKeysFromEnv(t *testing.T) {
+	t.Run("an unset variable gives no keyring and no error", func(t *testing.T) {
+		t.Setenv(edge.CookieKeysEnv, "")
+		ring, err := edge.CookieKeysFromEnv()
+		if ring != nil || err != nil {
+			t.Errorf("%v %v", ring, err)
+		}
+	})
+	t.Run("keys separated by semicolons are read in order", func(t *testing.T) {
+		t.Setenv(edge.CookieKeysEnv, "7 "+b64(32, 1)+"; 3 "+b64(32, 2))
+		ring, err := edge.CookieKeysFromEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ring.SealKeyID() != 7 {
+			t.Errorf("sealing key %d, want 7", ring.SealKeyID())
+		}
+		roundTrip(t, ring)
+	})
+	t.Run("keys separated by newlines are read", func(t *testing.T) {
+		t.Setenv(edge.CookieKeysEnv, "# rotated\n7 "+b64(32, 1)+"\n3 "+b64(32, 2)+"\n")
+		if _, err := edge.CookieKeysFromEnv(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a bad key is refused naming the variable without showing it", func(t *testing.T) {
+		secret := b64(31, 0x42)
+		t.Setenv(edge.CookieKeysEnv, "1 "+secret)
+		_, err := edge.CookieKeysFromEnv()
+		if err == nil || !strings.Contains(err.Error(), "WAITROOM_COOKIE_KEYS") || strings.Contains(err.Error(), secret) {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("the config's key file wins over the variable", func(t *testing.T) {
+		t.Setenv(edge.CookieKeysEnv, "9 "+b64(32, 9))
+		c := &edge.Config{CookieKeyFile: filepath.Join("testdata", "keys", "cookie.keys")}
+		ring, err := c.CookieKeys()
+		if err != nil || ring.SealKeyID() != 2 {
+			t.Errorf("%v %v", ring, err)
+		}
+	})
+	t.Run("the variable is used without a key file", func(t *testing.T) {
+		t.Setenv(edge.CookieKeysEnv, "9 "+b64(32, 9))
+		ring, err := (&edge.Config{}).CookieKeys()
+		if err != nil || ring.SealKeyID() != 9 {
+			t.Errorf("%v %v", ring, err)
+		}
+	})
+	t.Run("with neither it is an error saying where keys go", func(t *testing.T) {
+		t.Setenv(edge.CookieKeysEnv, "")
+		_, err := (&edge.Config{}).CookieKeys()
+		if err == nil || !strings.Contains(err.Error(), "cookie_key_file") || !strings.Contains(err.Error(), "WAITROOM_COOKIE_KEYS") {
+			t.Errorf("got %v", err)
+		}
+	})
+}

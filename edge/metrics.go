@@ -1,0 +1,57 @@
+package edge
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the node's Prometheus metrics. Counters on the request path are
+// resolved per room once, so a request only does atomic adds.
+type metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	cookieErrors *prometheus.CounterVec
+	originErrors *prometheus.CounterVec
+	unrouted     prometheus.Counter
+}
+
+// roomMetrics are one room's request counters.
+type roomMetrics struct {
+	admitted, admittedRequests, queued, earlyCheckIns, rejected, bypassed, revoked prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "requests_total",
+		Help: "Requests by room and outcome: admitted (a new admission), session (an admitted visitor's request), queued, early_checkin (queued, not an attempt), rejected, bypassed, revoked.",
+	}, []string{"room", "outcome"})
+	m.cookieErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "cookie_errors_total",
+		Help: "Visitor tokens that did not open, by reason; each visitor was treated as new.",
+	}, []string{"room", "reason"})
+	m.originErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "origin_errors_total",
+		Help: "Requests the origin did not answer, by reason (unreachable, timeout, canceled).",
+	}, []string{"room", "reason"})
+	m.unrouted = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "unrouted_requests_total",
+		Help: "Requests that matched no room and had no default origin.",
+	})
+	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.unrouted,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) forRoom(name string) roomMetrics {
+	c := func(outcome string) prometheus.Counter { return m.requests.WithLabelValues(name, outcome) }
+	return roomMetrics{
+		admitted:         c("admitted"),
+		admittedRequests: c("session"),
+		queued:           c("queued"),
+		earlyCheckIns:    c("early_checkin"),
+		rejected:         c("rejected"),
+		bypassed:         c("bypassed"),
+		revoked:          c("revoked"),
+	}
+}

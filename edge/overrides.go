@@ -1,0 +1,76 @@
+package edge
+
+import "fmt"
+
+// Overrides are the command line's settings. Those whose flag was given
+// replace the config file's; the single-room flags describe the room that
+// `waitroom serve --origin URL` protects when the file has no rooms.
+type Overrides struct {
+	Node, Listen, Admin, Gossip, Advertise string
+	Seeds                                  []string
+	GossipProfile, GossipKeyFile           string
+	CookieKeyFile                          string
+	Origin, Host, Path                     string
+	TotalActiveUsers, NewUsersPerMinute    int
+	SessionDuration                        int
+	QueueingMethod                         string
+	LogLevel, LogFormat                    string
+
+	// Set reports whether the flag of that name was given.
+	Set func(flag string) bool
+}
+
+// Apply writes the overrides into c, adds the single room when the flags
+// describe one, then applies defaults and validates.
+func (o *Overrides) Apply(c *Config) error {
+	set := o.Set
+	if set == nil {
+		set = func(string) bool { return false }
+	}
+	str := func(flag string, dst *string, v string) {
+		if set(flag) {
+			*dst = v
+		}
+	}
+	str("node", &c.Node, o.Node)
+	str("listen", &c.Listen, o.Listen)
+	str("admin", &c.Admin, o.Admin)
+	str("gossip", &c.Gossip, o.Gossip)
+	str("advertise", &c.Advertise, o.Advertise)
+	str("gossip-profile", &c.GossipProfile, o.GossipProfile)
+	str("gossip-key-file", &c.GossipKeyFile, o.GossipKeyFile)
+	str("cookie-key-file", &c.CookieKeyFile, o.CookieKeyFile)
+	str("log-level", &c.LogLevel, o.LogLevel)
+	if set("seed") {
+		c.Seeds = o.Seeds
+	}
+	roomFlags := set("total-active-users") || set("new-users-per-minute") || set("session-duration") || set("queueing-method") || set("host") || set("path")
+	switch {
+	case len(c.Rooms) == 0 && set("origin"):
+		c.Origin = o.Origin
+		if !set("total-active-users") {
+			return fmt.Errorf("--origin without a config file needs --total-active-users (≥ 1)")
+		}
+		r := RoomConfig{
+			Name:              "default",
+			Host:              o.Host,
+			Path:              o.Path,
+			TotalActiveUsers:  o.TotalActiveUsers,
+			NewUsersPerMinute: o.NewUsersPerMinute,
+			SessionDuration:   o.SessionDuration,
+			QueueingMethod:    o.QueueingMethod,
+		}
+		if r.NewUsersPerMinute == 0 {
+			r.NewUsersPerMinute = r.TotalActiveUsers
+		}
+		c.Rooms = []RoomConfig{r}
+	case roomFlags && len(c.Rooms) > 0:
+		return fmt.Errorf("the single-room flags (--total-active-users, --new-users-per-minute, ...) apply only without rooms in the config file; edit the file instead")
+	case roomFlags:
+		return fmt.Errorf("the single-room flags need --origin")
+	case set("origin"):
+		c.Origin = o.Origin
+	}
+	c.ApplyDefaults()
+	return c.Validate()
+}

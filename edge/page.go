@@ -1,0 +1,142 @@
+package edge
+
+import (
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/policy"
+)
+
+// pageVars are the queue page's template variables, named as in the
+// reference so that a Cloudflare template or app works unchanged. The same
+// struct is the JSON response's cfWaitingRoom object.
+type pageVars struct {
+	InWaitingRoom          bool   `json:"inWaitingRoom"`
+	WaitTimeKnown          bool   `json:"waitTimeKnown"`
+	WaitTime               int    `json:"waitTime"`
+	WaitTime25Percentile   int    `json:"waitTime25Percentile"`
+	WaitTime50Percentile   int    `json:"waitTime50Percentile"`
+	WaitTime75Percentile   int    `json:"waitTime75Percentile"`
+	WaitTimeFormatted      string `json:"waitTimeFormatted"`
+	QueueIsFull            bool   `json:"queueIsFull"`
+	QueueAll               bool   `json:"queueAll"`
+	LastUpdated            string `json:"lastUpdated"`
+	RefreshIntervalSeconds int    `json:"refreshIntervalSeconds"`
+	QueueingMethod         string `json:"queueingMethod"`
+	IsFIFOQueue            bool   `json:"isFIFOQueue"`
+	IsRandomQueue          bool   `json:"isRandomQueue"`
+	Turnstile              string `json:"-"`
+}
+
+func (v *pageVars) context() map[string]any {
+	return map[string]any{
+		"inWaitingRoom":          v.InWaitingRoom,
+		"waitTimeKnown":          v.WaitTimeKnown,
+		"waitTime":               v.WaitTime,
+		"waitTime25Percentile":   v.WaitTime25Percentile,
+		"waitTime50Percentile":   v.WaitTime50Percentile,
+		"waitTime75Percentile":   v.WaitTime75Percentile,
+		"waitTimeFormatted":      v.WaitTimeFormatted,
+		"queueIsFull":            v.QueueIsFull,
+		"queueAll":               v.QueueAll,
+		"lastUpdated":            v.LastUpdated,
+		"refreshIntervalSeconds": v.RefreshIntervalSeconds,
+		"queueingMethod":         v.QueueingMethod,
+		"isFIFOQueue":            v.IsFIFOQueue,
+		"isRandomQueue":          v.IsRandomQueue,
+		"turnstile":              v.Turnstile,
+	}
+}
+
+// writeQueue answers a visitor who waits: the queue page or, for an app that
+// asks with exactly "Accept: application/json" where the room allows it, the
+// same fields as JSON. counted says whether this check-in was an attempt
+// (and so carries a new token to set).
+func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a *policy.Allocation, tok cookie.Token, now time.Time, https, counted bool) {
+	est := a.Estimate(tok.Bucket)
+	refresh := int(tok.RefreshInterval)
+	if !counted {
+		// Tell an early visitor when its next check-in will count.
+		refresh = int(tok.LastCheckIn + int64(tok.RefreshInterval) - now.Unix())
+		if refresh < 1 {
+			refresh = 1
+		}
+	}
+	method := string(rm.pol.QueueingMethod)
+	if method == "" {
+		method = string(policy.FIFO)
+	}
+	v := pageVars{
+		InWaitingRoom:          true,
+		WaitTimeKnown:          est.WaitTimeKnown,
+		WaitTime:               est.WaitTime,
+		WaitTime25Percentile:   est.WaitTime25,
+		WaitTime50Percentile:   est.WaitTime50,
+		WaitTime75Percentile:   est.WaitTime75,
+		WaitTimeFormatted:      est.WaitTimeFormatted,
+		QueueIsFull:            est.QueueIsFull,
+		QueueAll:               rm.pol.QueueAll,
+		LastUpdated:            now.UTC().Format("2006-01-02T15:04:05.000Z"),
+		RefreshIntervalSeconds: refresh,
+		QueueingMethod:         method,
+		IsFIFOQueue:            method == string(policy.FIFO),
+		IsRandomQueue:          method == string(policy.Random),
+	}
+	h := w.Header()
+	if counted {
+		s.setCookie(h, rm, tok, https, now.Unix())
+	}
+	h.Set("Refresh", strconv.Itoa(refresh))
+	h.Set("Cache-Control", "no-store")
+	status := rm.cfg.QueueingStatusCode
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if rm.cfg.JSONResponseEnabled && r.Header.Get("Accept") == "application/json" {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"cfWaitingRoom": &v})
+		return
+	}
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	body, err := rm.tmpl.Render(v.context())
+	if err != nil {
+		// A template that parsed but fails to render (a partial that is
+		// missing, say) must not cost the visitor their place: fall back to
+		// the built-in page.
+		s.log.Warn().Err(err).Str("room", rm.name).Msg("custom_page_html failed to render; serving the default page")
+		body, _ = defaultPage.Render(v.context())
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+// writeRejectPage answers a room whose queueing method is reject: a static
+// page, no refresh, no queue.
+func writeRejectPage(w http.ResponseWriter, rm *room) {
+	status := rm.cfg.QueueingStatusCode
+	if status == 0 || status == http.StatusOK {
+		status = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeStatusPage(w, status, "Not available right now", "This site is not accepting visitors at the moment. Please come back later.")
+}
+
+var statusPage = template.Must(template.New("status").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;background:#f5f6f8;color:#1d2330;margin:0;display:flex;min-height:100vh;align-items:center;justify-content:center}
+main{background:#fff;border-radius:14px;box-shadow:0 6px 30px rgba(20,30,60,.08);padding:40px 44px;max-width:520px;margin:24px}
+h1{font-size:1.5rem;margin:0 0 12px}p{line-height:1.55;color:#4a5366;margin:0}</style></head>
+<body><main><h1>{{.Title}}</h1><p>{{.Text}}</p></main></body></html>
+`))
+
+func writeStatusPage(w http.ResponseWriter, status int, title, text string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_ = statusPage.Execute(w, struct{ Title, Text string }{title, text})
+}

@@ -1,0 +1,131 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/gossip"
+)
+
+// Origin command headers: Cloudflare's name, so an origin written for it
+// works unchanged, and waitroom's own.
+const (
+	commandHeaderCF   = "Cf-Waiting-Room-Command"
+	commandHeaderOwn  = "Waitroom-Command"
+	commandRevoke     = "revoke"
+	defaultOriginWait = 30 * time.Second
+)
+
+// newOriginTransport is tuned for one busy origin: many idle keep-alive
+// connections (the default of two per host would make every burst dial),
+// bounded dial and header timeouts, and no transparent compression (the
+// visitor's Accept-Encoding goes through untouched).
+func newOriginTransport(timeout time.Duration) *http.Transport {
+	if timeout <= 0 {
+		timeout = defaultOriginWait
+	}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   512,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+	}
+}
+
+// newProxy builds the reverse proxy to origin for a room (or, with rm nil,
+// for unrouted requests).
+func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error) {
+	target, err := url.Parse(origin)
+	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
+		return nil, fmt.Errorf("%q is not an absolute http(s) URL", origin)
+	}
+	p := &httputil.ReverseProxy{
+		// Rewrite (not Director) drops hop-by-hop headers and any
+		// X-Forwarded-* the client sent before setting our own, so a visitor
+		// cannot forge its address to the origin.
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+			pr.Out.Host = pr.In.Host
+		},
+		Transport:     newOriginTransport(time.Duration(s.cfg.OriginTimeout)),
+		FlushInterval: -1,
+		ErrorLog:      nil,
+	}
+	p.ModifyResponse = func(resp *http.Response) error {
+		cmd := resp.Header.Get(commandHeaderCF)
+		if cmd == "" {
+			cmd = resp.Header.Get(commandHeaderOwn)
+		}
+		// Origin commands are for waitroom, never for the visitor.
+		resp.Header.Del(commandHeaderCF)
+		resp.Header.Del(commandHeaderOwn)
+		v, _ := resp.Request.Context().Value(visitKey{}).(*visit)
+		if v == nil {
+			return nil
+		}
+		now := s.clock().Unix()
+		if v.rm.revoke && strings.EqualFold(strings.TrimSpace(cmd), commandRevoke) {
+			v.rm.revokeSession(v.tok)
+			clearCookie(resp.Header, v.rm, v.https)
+			return nil
+		}
+		s.setCookie(resp.Header, v.rm, v.tok, v.https, now)
+		return nil
+	}
+	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if v, _ := r.Context().Value(visitKey{}).(*visit); v != nil {
+			// The visitor was admitted: keep their session even though the
+			// origin failed, so a retry does not send them to the back.
+			s.setCookie(w.Header(), v.rm, v.tok, v.https, s.clock().Unix())
+		}
+		name := ""
+		if rm != nil {
+			name = rm.name
+		}
+		if errors.Is(err, context.Canceled) {
+			// The visitor went away; nobody reads the answer.
+			s.metrics.originErrors.WithLabelValues(name, "canceled").Inc()
+			w.WriteHeader(499)
+			return
+		}
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			s.metrics.originErrors.WithLabelValues(name, "timeout").Inc()
+			s.log.Debug().Err(err).Str("room", name).Msg("origin timed out")
+			writeStatusPage(w, http.StatusGatewayTimeout, "The site is taking too long", "The web site behind this waiting room did not answer in time. Please try again in a moment; your place is kept.")
+			return
+		}
+		s.metrics.originErrors.WithLabelValues(name, "unreachable").Inc()
+		s.log.Debug().Err(err).Str("room", name).Msg("origin unreachable")
+		writeStatusPage(w, http.StatusBadGateway, "The site is not reachable", "The web site behind this waiting room could not be reached. Please try again in a moment; your place is kept.")
+	}
+	return p, nil
+}
+
+// revokeSession ends an admitted visitor's session at once: its active count
+// is taken off the minute it was counted in, here at once and on every other
+// node after one gossip round.
+func (rm *room) revokeSession(tok cookie.Token) {
+	if tok.CountedMinute == 0 {
+		return
+	}
+	rm.mu.RLock()
+	rm.s.node.Add(gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ActiveMinus, Minute: tok.CountedMinute}, N: 1})
+	rm.mu.RUnlock()
+	rm.m.revoked.Inc()
+}

@@ -1,0 +1,333 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/gossip"
+)
+
+// RunOptions are what the caller of Run provides besides the config.
+type RunOptions struct {
+	Log   zerolog.Logger
+	Clock func() time.Time // time.Now when nil
+	// Ready, when set, is called once every listener is up.
+	Ready func(*Server)
+	// Incarnation overrides the gossip incarnation (tests).
+	Incarnation uint64
+	// GossipTune adjusts gossip (tests, the demo).
+	GossipTune func(*gossip.Config)
+}
+
+// Server is one waitroom node: its rooms, its gossip node, its keys and its
+// handlers.
+type Server struct {
+	cfg   *Config
+	log   zerolog.Logger
+	clock func() time.Time
+	node  *gossip.Node
+	keys  *cookie.Keyring
+	rooms map[string]*room
+	// routes are ordered most specific first.
+	routes   []route
+	fallback http.Handler // proxy to Config.Origin for unrouted requests, or nil
+	metrics  *metrics
+
+	kick      chan struct{}
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	publicAddr, adminAddr string
+}
+
+type route struct {
+	host string // lower-case; "" matches any host
+	path string
+	room *room
+}
+
+// New builds a node from a validated config: it loads keys, starts gossip
+// and prepares the rooms. Call Close when done.
+func New(cfg *Config, opts RunOptions) (*Server, error) {
+	s := &Server{
+		cfg:   cfg,
+		log:   opts.Log,
+		clock: opts.Clock,
+		rooms: map[string]*room{},
+		kick:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	s.metrics = newMetrics()
+	s.metrics.reg.MustRegister(&stateCollector{s: s})
+	keys, err := loadCookieKeys(cfg, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.keys = keys
+	gkeys, err := loadGossipKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cfg.Rooms {
+		rm, err := newRoom(s, &cfg.Rooms[i])
+		if err != nil {
+			return nil, fmt.Errorf("room %q: %w", cfg.Rooms[i].Name, err)
+		}
+		s.rooms[rm.name] = rm
+		for _, rt := range cfg.Rooms[i].Routes() {
+			s.routes = append(s.routes, route{host: strings.ToLower(rt.Host), path: rt.Path, room: rm})
+		}
+	}
+	sort.SliceStable(s.routes, func(i, j int) bool {
+		a, b := s.routes[i], s.routes[j]
+		if (a.host != "") != (b.host != "") {
+			return a.host != ""
+		}
+		return len(a.path) > len(b.path)
+	})
+	if cfg.Origin != "" {
+		p, err := newProxy(s, nil, cfg.Origin)
+		if err != nil {
+			return nil, fmt.Errorf("origin: %w", err)
+		}
+		s.fallback = p
+	}
+	gcfg := gossip.Config{
+		Name:        cfg.Node,
+		Incarnation: opts.Incarnation,
+		Bind:        cfg.Gossip,
+		Advertise:   cfg.Advertise,
+		Seeds:       cfg.Seeds,
+		Keys:        gkeys,
+		Label:       cfg.GossipLabel,
+		Profile:     gossip.Profile(cfg.GossipProfile),
+		Clock:       s.clock,
+		Log:         s.log,
+		OnChange:    s.kickAllocations,
+	}
+	if opts.GossipTune != nil {
+		opts.GossipTune(&gcfg)
+	}
+	node, err := gossip.Start(gcfg)
+	if err != nil {
+		return nil, err
+	}
+	s.node = node
+	now := s.clock()
+	for _, rm := range s.rooms {
+		rm.recompute(now)
+	}
+	s.wg.Add(1)
+	go s.allocationLoop()
+	return s, nil
+}
+
+// loadCookieKeys finds the cookie keys: the key file, then the environment,
+// then (single node only) a key generated once and kept in the user's config
+// directory, so that a restart does not send every visitor to the back of the
+// queue.
+func loadCookieKeys(cfg *Config, log zerolog.Logger) (*cookie.Keyring, error) {
+	if cfg.CookieKeyFile != "" {
+		return LoadCookieKeys(cfg.CookieKeyFile)
+	}
+	if kr, err := CookieKeysFromEnv(); err != nil || kr != nil {
+		return kr, err
+	}
+	if len(cfg.Rooms) == 0 {
+		// No room, no token to seal; any key will do.
+		k, err := cookie.GenerateKey(nil, 1)
+		if err != nil {
+			return nil, err
+		}
+		return cookie.NewKeyring(k)
+	}
+	if len(cfg.Seeds) > 0 {
+		return nil, errors.New("cookie_key_file: a cluster needs the same cookie key file on every node; create one with 'waitroom keygen > cookie.key' and pass --cookie-key-file")
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return nil, fmt.Errorf("cookie_key_file: none given and no config directory to keep a generated one: %w", err)
+	}
+	path := filepath.Join(dir, "waitroom", "cookie.key")
+	if kr, err := LoadCookieKeys(path); err == nil {
+		log.Warn().Str("path", path).Msg("no cookie key file given; using the key generated earlier on this machine")
+		return kr, nil
+	}
+	data, err := cookie.GenerateKeyFile(nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("cookie_key_file: keep generated key: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return nil, fmt.Errorf("cookie_key_file: keep generated key: %w", err)
+	}
+	log.Warn().Str("path", path).Msg("no cookie key file given; generated one and kept it for restarts (a cluster needs the same file on every node)")
+	return LoadCookieKeys(path)
+}
+
+func loadGossipKeys(cfg *Config) ([][]byte, error) {
+	if cfg.GossipKeyFile != "" {
+		return LoadGossipKeys(cfg.GossipKeyFile)
+	}
+	return GossipKeysFromEnv()
+}
+
+// Node is the server's gossip node.
+func (s *Server) Node() *gossip.Node { return s.node }
+
+// PublicAddr and AdminAddr are the bound listener addresses once Run has
+// started them.
+func (s *Server) PublicAddr() string { return s.publicAddr }
+
+// AdminAddr is the bound admin address.
+func (s *Server) AdminAddr() string { return s.adminAddr }
+
+// kickAllocations asks the allocation loop to recompute soon. It never
+// blocks: gossip calls it from its receive path.
+func (s *Server) kickAllocations() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// allocationLoop recomputes every room's allocation when merged state
+// changes (at most every 50 ms) and at least every 250 ms, which also rolls
+// the allocation over at minute boundaries.
+func (s *Server) allocationLoop() {
+	defer s.wg.Done()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		case <-s.kick:
+			if d := time.Since(last); d < 50*time.Millisecond {
+				select {
+				case <-s.stop:
+					return
+				case <-time.After(50*time.Millisecond - d):
+				}
+			}
+		}
+		last = time.Now()
+		now := s.clock()
+		for _, rm := range s.rooms {
+			rm.recompute(now)
+		}
+	}
+}
+
+// Close stops the node: allocation loop, then gossip (leaving the cluster).
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		err = s.node.Close()
+	})
+	return err
+}
+
+// Run starts a node and serves until ctx is done, then shuts down
+// gracefully: listeners drain for up to five seconds, and the node leaves
+// the cluster so peers need not wait for a failure timeout.
+func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
+	s, err := New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Serve(ctx, opts.Ready)
+}
+
+// Serve runs the listeners until ctx is done.
+func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
+	var servers []*http.Server
+	errc := make(chan error, 2)
+	start := func(addr string, h http.Handler, what string) (string, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return "", fmt.Errorf("%s listener %q: %w", what, addr, err)
+		}
+		srv := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          nil,
+		}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("%s listener: %w", what, err)
+			}
+		}()
+		return ln.Addr().String(), nil
+	}
+	var err error
+	if len(s.rooms) > 0 || s.fallback != nil {
+		if s.publicAddr, err = start(s.cfg.Listen, s, "public"); err != nil {
+			return err
+		}
+	}
+	if s.adminAddr, err = start(s.cfg.Admin, s.AdminHandler(), "admin"); err != nil {
+		return err
+	}
+	s.log.Info().Str("node", s.cfg.Node).Str("public", s.publicAddr).Str("admin", s.adminAddr).Str("gossip", s.node.Addr()).Int("rooms", len(s.rooms)).Msg("waitroom node serving")
+	if ready != nil {
+		ready(s)
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	s.log.Info().Msg("waitroom node stopped")
+	return err
+}
+
+// route finds the room for a request: the first matching route, most
+// specific first.
+func (s *Server) route(r *http.Request) *room {
+	host := r.Host
+	hostNoPort := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		hostNoPort = h
+	}
+	for i := range s.routes {
+		rt := &s.routes[i]
+		if rt.host != "" && !strings.EqualFold(rt.host, host) && !strings.EqualFold(rt.host, hostNoPort) {
+			continue
+		}
+		if strings.HasPrefix(r.URL.Path, rt.path) {
+			return rt.room
+		}
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/waitroom/waitroom/gossip"
+)
+
+// StateDoc is what GET /state answers: the node, the ring as it sees it and
+// its merged picture of every room.
+type StateDoc struct {
+	Node        string          `json:"node"`
+	Replica     string          `json:"replica"`
+	Incarnation uint64          `json:"incarnation"`
+	Time        time.Time       `json:"time"`
+	Members     []gossip.Member `json:"members"`
+	Gossip      gossip.Stats    `json:"gossip"`
+	Rooms       []RoomStatus    `json:"rooms"`
+}
+
+// RoomStatus is one room's merged figures, named after Cloudflare's waiting
+// room status API where it has a name for them.
+type RoomStatus struct {
+	Name                      string         `json:"name"`
+	Host                      string         `json:"host"`
+	Path                      string         `json:"path"`
+	Status                    string         `json:"status"` // not_queueing, queueing, queue_all, suspended
+	QueueingMethod            string         `json:"queueing_method"`
+	TotalActiveUsers          int            `json:"total_active_users"`
+	NewUsersPerMinute         int            `json:"new_users_per_minute"`
+	SessionDuration           int            `json:"session_duration"`
+	EstimatedTotalActiveUsers int64          `json:"estimated_total_active_users"`
+	EstimatedQueuedUsers      int64          `json:"estimated_queued_users"`
+	NewUsersThisMinute        int64          `json:"new_users_this_minute"`
+	MaxEstimatedTimeMinutes   int            `json:"max_estimated_time_minutes"`
+	OpenSlots                 int64          `json:"open_slots"`
+	AdmissionsPerMinute       float64        `json:"admissions_per_minute"`
+	Buckets                   []BucketStatus `json:"buckets"`
+	Nodes                     []NodeShare    `json:"nodes"`
+}
+
+// BucketStatus is one arrival bucket of a room's queue.
+type BucketStatus struct {
+	Bucket        time.Time `json:"bucket"`
+	Waiting       int64     `json:"waiting"`
+	EligibleSlots int64     `json:"eligible_slots"`
+}
+
+// NodeShare is one node's part of a room's traffic.
+type NodeShare struct {
+	Node               string  `json:"node"`
+	Replica            string  `json:"replica"`
+	TrafficShare       float64 `json:"traffic_share"`
+	ArrivalsThisMinute uint64  `json:"arrivals_this_minute"`
+	AdmittedThisMinute uint64  `json:"admitted_this_minute"`
+}
+
+// FetchState asks a node's admin endpoint for its state. It returns the
+// decoded document and the raw JSON.
+func FetchState(ctx context.Context, adminURL, token string, timeout time.Duration) (*StateDoc, []byte, error) {
+	if !strings.Contains(adminURL, "://") {
+		adminURL = "http://" + adminURL
+	}
+	if token == "" {
+		token = os.Getenv("WAITROOM_ADMIN_TOKEN")
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(adminURL, "/")+"/state", nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("admin URL %q: %w", adminURL, err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ask %s: %w", adminURL, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read state from %s: %w", adminURL, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("ask %s: %s: %s", adminURL, resp.Status, strings.TrimSpace(string(raw)))
+	}
+	var doc StateDoc
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, nil, fmt.Errorf("decode state from %s: %w", adminURL, err)
+	}
+	return &doc, raw, nil
+}
+
+// WriteStateTable prints a state document for a person.
+func WriteStateTable(w io.Writer, d *StateDoc) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "node %s (replica %s) at %s\n\n", d.Node, d.Replica, d.Time.Format(time.RFC3339))
+	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSTATE")
+	for _, m := range d.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, m.Addr, m.State)
+	}
+	g := d.Gossip
+	fmt.Fprintf(tw, "\ngossip: %d members, %d msgs in, %d msgs out, %s sent, %d entries merged, %d push-pulls",
+		g.Members, g.MessagesIn, g.MessagesOut, humanBytes(g.BytesOut), g.EntriesMerged, g.PushPulls)
+	if len(g.Dropped) > 0 {
+		fmt.Fprintf(tw, ", dropped %v", g.Dropped)
+	}
+	fmt.Fprintln(tw)
+	if len(d.Rooms) == 0 {
+		fmt.Fprintln(tw, "\nno rooms on this node")
+	}
+	for _, r := range d.Rooms {
+		host := r.Host
+		if host == "" {
+			host = "*"
+		}
+		fmt.Fprintf(tw, "\nroom %s  %s%s  [%s, %s]\n", r.Name, host, r.Path, r.Status, r.QueueingMethod)
+		fmt.Fprintf(tw, "  active users\t%d / %d\n", r.EstimatedTotalActiveUsers, r.TotalActiveUsers)
+		fmt.Fprintf(tw, "  new users this minute\t%d / %d\n", r.NewUsersThisMinute, r.NewUsersPerMinute)
+		fmt.Fprintf(tw, "  queued\t%d\n", r.EstimatedQueuedUsers)
+		fmt.Fprintf(tw, "  open slots\t%d\n", r.OpenSlots)
+		fmt.Fprintf(tw, "  admissions per minute\t%.1f\n", r.AdmissionsPerMinute)
+		fmt.Fprintf(tw, "  longest estimated wait\t%d min\n", r.MaxEstimatedTimeMinutes)
+		if len(r.Buckets) > 0 {
+			fmt.Fprintln(tw, "  BUCKET\tWAITING\tELIGIBLE SLOTS")
+			for _, b := range r.Buckets {
+				fmt.Fprintf(tw, "  %s\t%d\t%d\n", b.Bucket.UTC().Format("15:04"), b.Waiting, b.EligibleSlots)
+			}
+		}
+		if len(r.Nodes) > 0 {
+			fmt.Fprintln(tw, "  NODE\tSHARE\tARRIVALS/MIN\tADMITTED/MIN")
+			for _, n := range r.Nodes {
+				fmt.Fprintf(tw, "  %s\t%.0f%%\t%d\t%d\n", n.Node, n.TrafficShare*100, n.ArrivalsThisMinute, n.AdmittedThisMinute)
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

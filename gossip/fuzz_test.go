@@ -1,0 +1,93 @@
+package gossip
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// FuzzDecode feeds arbitrary bytes to Decode. It must never panic nor
+// allocate without bound; a refused message yields nothing; anything it
+// accepts is valid content that re-encodes to a message decoding to the same
+// delta, and re-encoding that gives the same bytes.
+//
+// The seed corpus is in testdata/fuzz/FuzzDecode; run the fuzzer with
+//
+//	go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 30s ./gossip/
+func FuzzDecode(f *testing.F) {
+	a, b := crdt.NewReplicaID("a", 1), crdt.NewReplicaID("b", 2)
+	f.Add(must(EncodeEntries([]crdt.Entry{entry("shop", crdt.Admitted, 0, testMinute, a, 3), entry("shop", crdt.WaitingMinus, testMinute-2, testMinute, b, 1)})))
+	f.Add(must(EncodeRegisters([]crdt.RegisterEntry{register("room/shop", []byte(`{"total_active_users":100}`), 1_700_000_000_000, 2, a)})))
+	s := roomState(3, 3)
+	f.Add(must(EncodeFull(s.Full(), s.Horizon())))
+
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		m, err := Decode(msg, MaxFullState)
+		if err != nil {
+			if !reflect.DeepEqual(m, Message{}) {
+				t.Fatalf("refused (%v) but returned content %+v", err, m)
+			}
+			switch dropReason(err) {
+			case "oversize", "version", "type", "invalid", "malformed":
+			default:
+				t.Fatalf("error %v has no drop reason", err)
+			}
+			return
+		}
+		for i, e := range m.Delta.Entries {
+			if !validEntry(e) {
+				t.Fatalf("accepted an invalid entry %d: %+v", i, e)
+			}
+		}
+		for i, r := range m.Delta.Registers {
+			if !validRegister(r) {
+				t.Fatalf("accepted an invalid register %d: %+v", i, r)
+			}
+		}
+		var again []byte
+		switch m.Type {
+		case msgEntries:
+			if len(m.Delta.Registers) != 0 || m.Horizon != 0 {
+				t.Fatalf("an entries message carried more: %+v", m)
+			}
+			again, err = EncodeEntries(m.Delta.Entries)
+		case msgRegisters:
+			if len(m.Delta.Entries) != 0 || m.Horizon != 0 {
+				t.Fatalf("a register message carried more: %+v", m)
+			}
+			again, err = EncodeRegisters(m.Delta.Registers)
+		case msgFull:
+			again, err = EncodeFull(m.Delta, m.Horizon)
+		default:
+			t.Fatalf("accepted message type %d", m.Type)
+		}
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		m2, err := Decode(again, MaxFullState)
+		if err != nil {
+			t.Fatalf("a re-encoded message is refused: %v\nfirst: % x\nagain: % x", err, msg, again)
+		}
+		if m2.Type != m.Type || m2.Horizon != m.Horizon || !sameDelta(m.Delta, m2.Delta) {
+			t.Fatalf("the delta changed on re-encoding:\n%+v\n%+v", m, m2)
+		}
+		var third []byte
+		switch m2.Type {
+		case msgEntries:
+			third, _ = EncodeEntries(m2.Delta.Entries)
+		case msgRegisters:
+			third, _ = EncodeRegisters(m2.Delta.Registers)
+		case msgFull:
+			third, _ = EncodeFull(m2.Delta, m2.Horizon)
+		}
+		if !bytes.Equal(again, third) {
+			t.Fatalf("encoding is not stable:\n% x\n% x", again, third)
+		}
+		// What a node would do with it must not panic either.
+		st := crdt.New()
+		st.Prune(m.Horizon)
+		st.Merge(m.Delta)
+	})
+}

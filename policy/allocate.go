@@ -1,0 +1,428 @@
+package policy
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// randomReleaseLead is how far ahead of the clock random queueing releases
+// the new-user slots of a minute (see openSlots): enough that visitors
+// arriving in the first seconds of a minute are not queued below the limit,
+// small enough that the check-ins just after :00 do not take the minute.
+const randomReleaseLead = 5 * time.Second
+
+// Allocation is one node's admission plan for one room, computed from a
+// merged snapshot. Decide and Estimate may be called from many goroutines at
+// once; everything but the admission counters is immutable.
+type Allocation struct {
+	room     Room
+	roomName string
+	self     crdt.ReplicaID
+	strategy Strategy
+	method   Method
+	mode     mode
+	lag      time.Duration
+
+	now       time.Time
+	minute    int64
+	frac      float64 // elapsed part of the current minute, 0..1
+	activeEff float64 // active users, the expiring minute counted pro rata
+	admitted  int64   // admissions of the current minute, all nodes
+	open      int64   // open slots S as of now
+
+	buckets []bucket // waiting buckets, oldest first
+	waiting int64
+	full    bool
+	rate    float64 // admissions per minute, recent average
+
+	sp    split
+	led   *ledger
+	marks marks
+}
+
+// bucket is one waiting arrival bucket with the number waiting in older ones.
+type bucket struct {
+	bucket, n, before int64
+}
+
+// split is the division of the open slots that Decide enforces. Continuous
+// makes a new one at every allocation; ReferencePerMinute keeps the first one
+// of each minute.
+type split struct {
+	minute      int64
+	open        int64 // S the split was made from
+	covered     int64 // C: visitors in fully covered buckets
+	pool        int64 // U = S − C: the partial bucket's slots or the new-user remainder
+	frontier    int64 // oldest bucket not fully covered
+	hasFrontier bool
+	newest      int64 // newest waiting bucket
+	hasWaiting  bool
+
+	share, anywhere           float64 // this node's share, the Anywhere part
+	nodes                     int
+	shareSlots, anywhereSlots float64 // share × U, Anywhere × U (the whole cluster's)
+	allowance                 int64   // pool admissions this split granted
+	poolCap, coveredCap       int64   // limits on the ledger counters
+}
+
+// ledger counts this node's admissions across a chain of allocations (see
+// Next), so an admission made on a superseded allocation still counts.
+type ledger struct {
+	pool    atomic.Int64 // admissions from the pool: partial bucket, new users, random
+	covered atomic.Int64 // admissions from fully covered buckets
+	baseK   int64        // own admissions already made this minute when the chain began
+}
+
+// mark records, at one allocation, what the node had done and counted, so a
+// later allocation can tell what happened within the last lag.
+type mark struct {
+	at       int64 // unix nanoseconds
+	pool     int64 // ledger.pool
+	minute   int64
+	cur, prv float64 // own traffic of minute and minute−1 as counted then
+}
+
+const maxMarks = 16
+
+// marks keeps the newest mark at least one lag old and every later one, at
+// most one per eighth of a lag; keeping fewer only makes the estimates of
+// recent own activity more conservative.
+type marks struct {
+	m [maxMarks]mark
+	n int
+}
+
+// at returns the newest mark taken no later than t.
+func (ms *marks) at(t int64) (mark, bool) {
+	for i := ms.n - 1; i >= 0; i-- {
+		if ms.m[i].at <= t {
+			return ms.m[i], true
+		}
+	}
+	return mark{}, false
+}
+
+func (ms *marks) record(m mark, lag time.Duration) {
+	cut := m.at - lag.Nanoseconds()
+	keep := 0 // first index to keep: the newest mark <= cut
+	for i := ms.n - 1; i >= 0; i-- {
+		if ms.m[i].at <= cut {
+			keep = i
+			break
+		}
+	}
+	if keep > 0 {
+		copy(ms.m[:], ms.m[keep:ms.n])
+		ms.n -= keep
+	}
+	if ms.n > 0 && m.at-ms.m[ms.n-1].at < lag.Nanoseconds()/8 {
+		return
+	}
+	if ms.n == maxMarks {
+		copy(ms.m[:], ms.m[1:])
+		ms.n--
+	}
+	ms.m[ms.n] = m
+	ms.n++
+}
+
+// Allocate computes node self's allocation for the room from the merged
+// snapshot at time now, with no memory of earlier allocations. Without that
+// memory it must assume all of the node's admissions this minute were
+// recent, so a node that only ever calls Allocate gets a split close to the
+// reference's; call Next on the previous allocation instead to get the
+// continuous re-division.
+func Allocate(room Room, snap *crdt.RoomSnapshot, self crdt.ReplicaID, now time.Time, s Strategy) *Allocation {
+	return build(nil, room, snap, self, now, s)
+}
+
+// Next computes the allocation that follows a, for the same node and
+// strategy: what the edge calls whenever the merged state changes and at
+// every minute boundary, and the simulator on every gossip delivery. It
+// carries a's admission counters, so admissions still being decided on a
+// count against the new allocation too, and the record of the node's recent
+// admissions that the continuous split needs.
+func (a *Allocation) Next(room Room, snap *crdt.RoomSnapshot, now time.Time) *Allocation {
+	return build(a, room, snap, a.self, now, a.strategy)
+}
+
+func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, self crdt.ReplicaID, now time.Time, s Strategy) *Allocation {
+	a := &Allocation{
+		room: room, roomName: snap.Room, self: self, strategy: s,
+		method: room.method(), mode: room.mode(), lag: room.lag(),
+		now: now, minute: snap.Minute,
+	}
+	start := time.Unix(snap.Minute*60, 0)
+	a.frac = min(max(now.Sub(start).Seconds()/60, 0), 1)
+	a.activeEff = float64(snap.Active) + float64(snap.ActiveExpiring)*(1-a.frac)
+	a.admitted = int64(snap.AdmittedIn(snap.Minute).Total)
+	a.buckets = make([]bucket, len(snap.Waiting))
+	for i, b := range snap.Waiting {
+		a.buckets[i] = bucket{bucket: b.Bucket, n: b.N, before: a.waiting}
+		a.waiting += b.N
+	}
+	a.full = room.MaxQueue > 0 && a.waiting >= int64(room.MaxQueue)
+	a.rate = admissionRate(snap, a.frac)
+	a.open = a.openSlots(false)
+
+	if prev != nil && prev.led != nil && prev.roomName == snap.Room && prev.self == self {
+		a.led, a.marks = prev.led, prev.marks
+	} else {
+		a.led = &ledger{baseK: int64(snap.AdmittedIn(snap.Minute).Of(self))}
+		if now.Sub(start) < a.lag {
+			a.led.baseK += int64(snap.AdmittedIn(snap.Minute - 1).Of(self))
+		}
+	}
+	pool, covered := a.led.pool.Load(), a.led.covered.Load()
+
+	switch {
+	case s == ReferencePerMinute && prev != nil && prev.led == a.led && prev.strategy == s &&
+		prev.sp.minute == snap.Minute && prev.room == room:
+		a.sp = prev.sp // the reference never revisits a minute's split
+	case s == ReferencePerMinute:
+		a.sp = a.referenceSplit(snap, pool, covered)
+	default:
+		a.sp = a.continuousSplit(snap, now.Sub(start), pool, covered)
+	}
+
+	a.marks.record(mark{
+		at: now.UnixNano(), pool: pool, minute: snap.Minute,
+		cur: ownTraffic(snap, snap.Minute, self), prv: ownTraffic(snap, snap.Minute-1, self),
+	}, a.lag)
+	return a
+}
+
+// openSlots is S = min(total − active, new per minute − admitted), never
+// negative. Random queueing under the continuous strategy releases the
+// new-user slots across the minute (paced) rather than all at :00, so that the
+// check-ins that happen to fall just after the minute turns do not take them
+// all (reference 000, "How random is random queueing?").
+func (a *Allocation) openSlots(paced bool) int64 {
+	byActive := math.Floor(float64(a.room.TotalActiveUsers) - a.activeEff)
+	perMinute := float64(a.room.NewUsersPerMinute)
+	if paced {
+		perMinute = math.Floor(perMinute * min(1, a.frac+randomReleaseLead.Minutes()))
+	}
+	s := min(byActive, perMinute-float64(a.admitted))
+	if s <= 0 {
+		return 0
+	}
+	return int64(s)
+}
+
+// reserve gives the open slots to the oldest buckets first (reference 000,
+// 002): it fills sp's covered, pool and bucket boundaries for open slots s.
+func (a *Allocation) reserve(sp *split, s int64) {
+	sp.open = s
+	var c int64
+	for _, b := range a.buckets {
+		if c+b.n > s {
+			sp.frontier, sp.hasFrontier = b.bucket, true
+			break
+		}
+		c += b.n
+	}
+	if n := len(a.buckets); n > 0 {
+		sp.newest, sp.hasWaiting = a.buckets[n-1].bucket, true
+	}
+	sp.covered, sp.pool = c, s-c
+	if a.method == Random {
+		// Everyone is treated as new: the whole of S is one pool. The buckets
+		// are still kept, so switching back to FIFO keeps the order.
+		sp.covered, sp.pool = 0, s
+	}
+}
+
+// continuousSplit divides the pool as described under "Continuous" in the
+// package doc: this node may make, within any span of one lag, at most its
+// share of the pool as it stood at the start of that span.
+func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Duration, pool, covered int64) split {
+	var sp split
+	sp.minute = snap.Minute
+	a.reserve(&sp, a.openSlots(a.method == Random))
+
+	// k: this node's pool admissions within the last lag. Its own traffic is
+	// taken as counted one lag ago, which every other node has seen.
+	m, ok := a.marks.at(a.now.UnixNano() - a.lag.Nanoseconds())
+	var k int64
+	var ownCur, ownPrv float64
+	if ok {
+		k = pool - m.pool
+		switch m.minute {
+		case snap.Minute:
+			ownCur, ownPrv = m.cur, m.prv
+		case snap.Minute - 1:
+			ownPrv = m.cur
+		}
+	} else {
+		k = pool + a.led.baseK
+	}
+	if elapsed >= a.lag {
+		ownPrv = ownTraffic(snap, snap.Minute-1, a.self) // final, and seen by all
+	}
+
+	w := 1 - a.frac
+	prevArr, prevAdm := snap.ArrivalsIn(snap.Minute-1), snap.AdmittedIn(snap.Minute-1)
+	curArr, curAdm := snap.ArrivalsIn(snap.Minute), snap.AdmittedIn(snap.Minute)
+	ls := [4]weighted{{prevArr.ByReplica, w}, {prevAdm.ByReplica, w}, {curArr.ByReplica, 1}, {curAdm.ByReplica, 1}}
+	t := traffic(&ls, a.self)
+	t.self = ownPrv*w + ownCur
+	a.shares(&sp, &t)
+
+	v := float64(sp.pool + k) // the pool as it stood one lag ago, in this node's view
+	anyEach := sp.anywhere / float64(sp.nodes)
+	// The line holds the nodes with traffic in id order, each its share and
+	// its Anywhere part, then the nodes nobody has heard from yet. Those
+	// cannot know each other's places and take one by their id; two of them
+	// may share a place, which can cost a slot.
+	var lo float64
+	if t.self > 0 {
+		lo = t.before/t.denom + float64(t.rankBefore)*anyEach
+	} else {
+		free := max(1, sp.nodes-t.known)
+		lo = t.others/t.denom + float64(t.known)*anyEach + float64(uint64(a.self)%uint64(free))*anyEach
+	}
+	lo = min(lo, 1)
+	hi := min(lo+sp.share+anyEach, 1)
+	u := unitHash(a.roomName, a.now.UnixNano()/a.lag.Nanoseconds())
+	// Systematic rounding: every node rounds its interval of the common line
+	// with the same offset, so the rounded parts add up to at most v.
+	total := int64(math.Floor(tidy(v*hi)+u)) - int64(math.Floor(tidy(v*lo)+u))
+	sp.allowance = max(0, total-k)
+	sp.shareSlots = sp.share * float64(sp.pool)
+	sp.anywhereSlots = sp.anywhere * float64(sp.pool)
+	sp.poolCap = pool + sp.allowance
+	sp.coveredCap = covered + sp.covered
+	return sp
+}
+
+// referenceSplit is the reference's split of a minute (000, 001, 002): this
+// node's share of the traffic two minutes earlier, plus its part of the
+// Anywhere slots, fixed for the minute.
+func (a *Allocation) referenceSplit(snap *crdt.RoomSnapshot, pool, covered int64) split {
+	var sp split
+	sp.minute = snap.Minute
+	a.reserve(&sp, a.openSlots(false))
+	ls := [4]weighted{{snap.ArrivalsIn(snap.Minute - 2).ByReplica, 1}}
+	t := traffic(&ls, a.self)
+	a.shares(&sp, &t)
+	u := float64(sp.pool)
+	sp.shareSlots = t.self * u / t.denom
+	sp.anywhereSlots = sp.anywhere * u
+	// Floors (and one rounding of the Anywhere slots, as the reference's
+	// 112.5 → 113) keep the nodes' quotas within the pool.
+	perNodeAnywhere := math.Floor(math.Round(sp.anywhereSlots) / float64(sp.nodes))
+	sp.allowance = int64(math.Floor(sp.shareSlots+1e-9) + perNodeAnywhere)
+	sp.poolCap = pool + sp.allowance
+	sp.coveredCap = covered + sp.covered
+	return sp
+}
+
+// shares turns traffic into this node's share and the Anywhere part, as
+// reference 001 does: a node's share is its traffic over the larger of the
+// total traffic and the per-minute limit; what the traffic does not claim is
+// Anywhere, divided evenly between the nodes.
+func (a *Allocation) shares(sp *split, t *trafficSums) {
+	sp.nodes = a.room.Nodes
+	if sp.nodes <= 0 {
+		sp.nodes = t.known + 1
+	}
+	x := t.self + t.others
+	t.denom = max(x, float64(max(a.room.NewUsersPerMinute, 1)))
+	sp.share = t.self / t.denom
+	sp.anywhere = max(0, 1-x/t.denom)
+}
+
+type weighted struct {
+	c []crdt.Count
+	w float64
+}
+
+// trafficSums is what a node knows of the traffic per node.
+type trafficSums struct {
+	self       float64 // this node's traffic
+	others     float64 // every other node's
+	before     float64 // the traffic of nodes ordered before this one
+	rankBefore int     // how many known nodes are ordered before this one
+	known      int     // other nodes with traffic
+	denom      float64
+}
+
+// traffic sums weighted per-replica lists (sorted by replica, as the crdt
+// keeps them) in one merge pass.
+func traffic(ls *[4]weighted, self crdt.ReplicaID) trafficSums {
+	var t trafficSums
+	var idx [4]int
+	for {
+		var r crdt.ReplicaID
+		found := false
+		for i := range ls {
+			if idx[i] < len(ls[i].c) && (!found || ls[i].c[idx[i]].Replica < r) {
+				r, found = ls[i].c[idx[i]].Replica, true
+			}
+		}
+		if !found {
+			break
+		}
+		var x float64
+		for i := range ls {
+			if idx[i] < len(ls[i].c) && ls[i].c[idx[i]].Replica == r {
+				x += ls[i].w * float64(ls[i].c[idx[i]].N)
+				idx[i]++
+			}
+		}
+		if r == self {
+			t.self += x
+			continue
+		}
+		t.others += x
+		t.known++
+		if r < self {
+			t.before += x
+			t.rankBefore++
+		}
+	}
+	t.denom = 1
+	return t
+}
+
+// ownTraffic is the traffic a node counts for itself in minute m: its
+// arrivals plus its admissions. Admissions keep a node that serves a queue
+// its share after its new arrivals dry up.
+func ownTraffic(snap *crdt.RoomSnapshot, m int64, self crdt.ReplicaID) float64 {
+	return float64(snap.ArrivalsIn(m).Of(self) + snap.AdmittedIn(m).Of(self))
+}
+
+// admissionRate averages the admissions of the last five minutes, the
+// current one in part.
+func admissionRate(snap *crdt.RoomSnapshot, frac float64) float64 {
+	var sum float64
+	for m := snap.Minute - 4; m <= snap.Minute; m++ {
+		sum += float64(snap.AdmittedIn(m).Total)
+	}
+	sum += (1 - frac) * float64(snap.AdmittedIn(snap.Minute-5).Total)
+	return sum / 5
+}
+
+// tidy drops floating-point dust, so that 0.4 × 500 is 200 and not a hair
+// below it, which the rounding above would turn into 199.
+func tidy(x float64) float64 { return math.Round(x*1e9) / 1e9 }
+
+// unitHash maps (s, x) to [0, 1) so that every node draws the same offset
+// for the same room and lag window.
+func unitHash(s string, x int64) float64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	for i := 0; i < 8; i++ {
+		h = (h ^ uint64(byte(x>>(8*i)))) * 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return float64(h>>11) / (1 << 53)
+}

@@ -1,0 +1,137 @@
+package policy
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+)
+
+// Visitor is what Decide needs to know about one request.
+type Visitor struct {
+	Bucket int64 // arrival bucket: the unix minute of the visitor's first request
+	Queued bool  // the visitor already waits (has a queued token); false on a first request
+}
+
+// Outcome is the decision for one visitor.
+type Outcome uint8
+
+const (
+	// Admit: send the visitor to the origin. The edge records the admission
+	// (Admitted and Active of the current minute, minus the Waiting cell the
+	// visitor was counted in) before the next Allocate.
+	Admit Outcome = iota
+	// Queue: show the queue page; the edge moves the visitor's Waiting count
+	// to (bucket, now).
+	Queue
+	// Reject: a static page without refresh (method reject, or a full queue).
+	Reject
+	// Bypass: the room is suspended; pass through without a cookie and
+	// without counting.
+	Bypass
+)
+
+// String names the outcome for logs and metrics.
+func (o Outcome) String() string {
+	switch o {
+	case Admit:
+		return "admit"
+	case Queue:
+		return "queue"
+	case Reject:
+		return "reject"
+	case Bypass:
+		return "bypass"
+	}
+	return "unknown"
+}
+
+// class is where an admission for a visitor would come from.
+type class uint8
+
+const (
+	classWait    class = iota // no slot is reserved for this visitor
+	classCovered              // the visitor's whole bucket has reserved slots
+	classPool                 // the partial bucket or the new-user remainder
+)
+
+// Decide decides for one visitor who is not already admitted, and on Admit
+// consumes one slot of this node's budget. It is safe for concurrent use,
+// does not allocate and does not retain v. rng is not used by the current
+// algorithms (random queueing draws its randomness from when visitors check
+// in, with slots released across the minute); it may be nil.
+func (a *Allocation) Decide(v Visitor, rng *rand.Rand) Outcome {
+	_ = rng
+	switch a.mode {
+	case modeBypass:
+		return Bypass
+	case modeRejectAll:
+		return Reject
+	case modeAdmitAll:
+		return Admit
+	case modeQueueAll:
+		return a.hold(v)
+	}
+	switch a.classify(v) {
+	case classCovered:
+		// Covered visitors are distinct people already counted in the
+		// waiting buckets, so any node may admit them; the cap only guards
+		// against counts that have not arrived yet.
+		if take(&a.led.covered, a.sp.coveredCap) || take(&a.led.pool, a.sp.poolCap) {
+			return Admit
+		}
+	case classPool:
+		if take(&a.led.pool, a.sp.poolCap) {
+			return Admit
+		}
+	}
+	return a.hold(v)
+}
+
+// hold queues a visitor, unless the queue is full and the visitor is not in
+// it yet.
+func (a *Allocation) hold(v Visitor) Outcome {
+	if a.full && !v.Queued {
+		return Reject
+	}
+	return Queue
+}
+
+// classify places a visitor against the split's reservation.
+func (a *Allocation) classify(v Visitor) class {
+	sp := &a.sp
+	if a.method == Random {
+		return classPool
+	}
+	if !v.Queued {
+		// A first request comes after everyone already waiting.
+		if sp.hasFrontier {
+			return classWait
+		}
+		return classPool
+	}
+	switch {
+	case sp.hasFrontier && v.Bucket < sp.frontier:
+		return classCovered
+	case sp.hasFrontier && v.Bucket == sp.frontier:
+		return classPool
+	case sp.hasFrontier:
+		return classWait
+	case sp.hasWaiting && v.Bucket <= sp.newest:
+		return classCovered
+	}
+	// Queued, but newer than every counted bucket (its count has not arrived
+	// yet): in line behind all of them, like a new visitor.
+	return classPool
+}
+
+// take raises c by one if it is below limit.
+func take(c *atomic.Int64, limit int64) bool {
+	for {
+		n := c.Load()
+		if n >= limit {
+			return false
+		}
+		if c.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}

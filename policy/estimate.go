@@ -1,0 +1,162 @@
+package policy
+
+import (
+	"math"
+	"sort"
+	"strconv"
+)
+
+// Estimate is what a queued visitor is told. Every value is in minutes; the
+// fields map to the queue page variables of the same names.
+type Estimate struct {
+	WaitTime          int
+	WaitTimeKnown     bool
+	WaitTimeFormatted string
+	// The 25th, 50th and 75th percentiles of the wait under random
+	// queueing; under FIFO all three equal WaitTime.
+	WaitTime25, WaitTime50, WaitTime75 int
+	QueueIsFull                        bool
+	VisitorsAhead                      int64 // waiting in older buckets
+	// Eligible is not a page variable: the visitor's bucket already has
+	// reserved slots (FIFO), so its next check-in at any node goes in. The
+	// edge may shorten the refresh interval for it.
+	Eligible bool
+}
+
+// UnknownWait is WaitTimeFormatted when no estimate exists.
+const UnknownWait = "unknown"
+
+// maxWaitMinutes caps estimates (a week) so a vanishing admission rate cannot
+// overflow them.
+const maxWaitMinutes = 7 * 24 * 60
+
+// Estimate is the estimate for a visitor of arrival bucket bucket (the
+// current minute for a visitor who is just being queued).
+//
+// FIFO (reference 002): visitors ahead / admissions per minute, rounded up,
+// at least one minute. Random (reference 000): with P = admissions per minute
+// / visitors waiting, the wait within which a share p of visitors get in is
+// log(1 − p) / log(1 − P) minutes; WaitTime is the median and the formatted
+// text the 25th to the 75th percentile. Without an admission rate, and under
+// queue_all, the wait is unknown.
+func (a *Allocation) Estimate(bucket int64) Estimate {
+	e := Estimate{QueueIsFull: a.full, VisitorsAhead: a.ahead(bucket), WaitTimeFormatted: UnknownWait}
+	if a.mode != modeDecide {
+		return e
+	}
+	e.Eligible = a.method == FIFO && a.classify(Visitor{Bucket: bucket, Queued: true}) == classCovered
+	if a.rate <= 0 {
+		return e
+	}
+	e.WaitTimeKnown = true
+	if a.method == Random {
+		perMinute := a.rate / float64(max(a.waiting, 1))
+		e.WaitTime25 = minutes(RandomWait(perMinute, 0.25))
+		e.WaitTime50 = minutes(RandomWait(perMinute, 0.50))
+		e.WaitTime75 = minutes(RandomWait(perMinute, 0.75))
+		e.WaitTime = e.WaitTime50
+		e.WaitTimeFormatted = formatRange(e.WaitTime25, e.WaitTime75)
+		return e
+	}
+	w := minutes(float64(e.VisitorsAhead) / a.rate)
+	if e.Eligible {
+		w = 1
+	}
+	e.WaitTime, e.WaitTime25, e.WaitTime50, e.WaitTime75 = w, w, w, w
+	e.WaitTimeFormatted = FormatWait(w)
+	return e
+}
+
+// ahead is the number of visitors waiting in buckets older than bucket.
+func (a *Allocation) ahead(bucket int64) int64 {
+	i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket })
+	if i == len(a.buckets) {
+		return a.waiting
+	}
+	return a.buckets[i].before
+}
+
+// minutes rounds a wait up to whole minutes: a queued visitor waits at least
+// until a check-in, and an estimate that errs long disappoints less.
+func minutes(m float64) int {
+	if math.IsNaN(m) || m > maxWaitMinutes {
+		return maxWaitMinutes
+	}
+	return max(1, int(math.Ceil(m-1e-9)))
+}
+
+// RandomWait returns the minutes n within which a visitor of a random queue
+// gets in with probability p, when each minute lets in a share perMinute of
+// those waiting: 1 − (1 − perMinute)^n = p, so n = log(1 − p) / log(1 −
+// perMinute). RandomWait(0.1, 0.5) is 6.58.
+func RandomWait(perMinute, p float64) float64 {
+	switch {
+	case p <= 0 || perMinute >= 1:
+		return 0
+	case perMinute <= 0 || p >= 1:
+		return math.Inf(1)
+	}
+	return math.Log1p(-p) / math.Log1p(-perMinute)
+}
+
+// FormatWait renders a wait for people: "1 minute", "10 minutes", "1 hour",
+// "1 hour 5 minutes"; zero or less is "less than a minute".
+func FormatWait(minutes int) string {
+	if minutes <= 0 {
+		return "less than a minute"
+	}
+	h, m := minutes/60, minutes%60
+	switch {
+	case h == 0:
+		return plural(m, "minute")
+	case m == 0:
+		return plural(h, "hour")
+	}
+	return plural(h, "hour") + " " + plural(m, "minute")
+}
+
+func formatRange(lo, hi int) string {
+	if lo == hi {
+		return FormatWait(lo)
+	}
+	return FormatWait(lo) + " to " + FormatWait(hi)
+}
+
+func plural(n int, unit string) string {
+	s := strconv.Itoa(n) + " " + unit
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}
+
+// Status is the room's state as the admin endpoint shows it.
+type Status string
+
+// The statuses.
+const (
+	StatusNotQueueing Status = "not_queueing"
+	StatusQueueing    Status = "queueing"
+	StatusQueueAll    Status = "queue_all"
+	StatusSuspended   Status = "suspended"
+)
+
+// Status reports whether the room holds visitors back: queueing while anyone
+// waits or no slot is open (a new visitor would be queued), and always under
+// the reject method, since nobody goes in.
+func (a *Allocation) Status() Status {
+	switch a.mode {
+	case modeBypass:
+		return StatusSuspended
+	case modeQueueAll:
+		return StatusQueueAll
+	case modeRejectAll:
+		return StatusQueueing
+	case modeAdmitAll:
+		return StatusNotQueueing
+	}
+	if a.waiting > 0 || a.open == 0 {
+		return StatusQueueing
+	}
+	return StatusNotQueueing
+}

@@ -1,0 +1,136 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// Method is a room's queueing_method.
+type Method string
+
+// The queueing methods of the reference (003). Anything else is treated as
+// FIFO, the default; the edge refuses unknown values at load.
+const (
+	FIFO        Method = "fifo"
+	Random      Method = "random"
+	Passthrough Method = "passthrough"
+	// MethodReject is "reject"; the short name Reject is the Outcome.
+	MethodReject Method = "reject"
+)
+
+// Strategy says how the open slots of a minute are divided between nodes.
+type Strategy uint8
+
+const (
+	// Continuous re-divides the unused slots at every Allocate, from traffic
+	// of the last sixty seconds; see the package doc. It is the default.
+	Continuous Strategy = iota
+	// ReferencePerMinute is the reference's split: fixed at the first
+	// allocation of a minute from the traffic two minutes earlier, never
+	// redistributed within the minute. It is kept as a baseline for the
+	// simulator.
+	ReferencePerMinute
+)
+
+// String names the strategy for logs and the admin endpoint.
+func (s Strategy) String() string {
+	if s == ReferencePerMinute {
+		return "reference_per_minute"
+	}
+	return "continuous"
+}
+
+// DefaultLag is the bound on gossip staleness assumed when Room.Lag is zero:
+// twice the usual worst delivery of a gossip round (0.2–1 s). A bound that is
+// too small voids the overshoot guarantee (see the package doc); one that is
+// too large only slows the re-division of unused slots a little.
+const DefaultLag = 2 * time.Second
+
+// HistoryMinutes is how many minutes of per-node arrivals and admissions the
+// policy reads: five full minutes plus the current one for the admission
+// rate, of which the last three also serve the traffic shares.
+const HistoryMinutes = 6
+
+// Room holds what admission needs to know about a room. The operator's part
+// mirrors the reference's settings; the edge validates the configuration and
+// converts it into this.
+type Room struct {
+	TotalActiveUsers  int
+	NewUsersPerMinute int
+	SessionDuration   int // minutes, 1–30; 0 means the default 5
+	QueueingMethod    Method
+	QueueAll          bool
+	Suspended         bool
+	// MaxQueue caps the queue: when TotalWaiting >= MaxQueue (> 0), a new
+	// visitor who would have been queued is turned away with Reject instead,
+	// so the queue stops growing, and Estimate reports QueueIsFull. Visitors
+	// already queued keep their place.
+	MaxQueue int
+
+	// Nodes and Lag are facts about the cluster, not operator settings; the
+	// edge fills them in from its membership and gossip configuration.
+	//
+	// Nodes is the number of live nodes. The Anywhere part of the slots is
+	// divided by it, so it must not be smaller than the number of nodes that
+	// may admit; 0 means "count the nodes seen in the traffic history", which
+	// is too small when silent nodes wake up all at once.
+	Nodes int
+	// Lag bounds how stale a remote node's column in the snapshot can be; 0
+	// means DefaultLag.
+	Lag time.Duration
+}
+
+// Windows returns the spans the crdt snapshot must sum for this room.
+func (r Room) Windows() crdt.Windows {
+	return crdt.Windows{Session: r.session(), Waiting: crdt.DefaultWaitingWindow, History: HistoryMinutes}
+}
+
+func (r Room) session() int {
+	if r.SessionDuration <= 0 {
+		return 5
+	}
+	return min(r.SessionDuration, 30)
+}
+
+func (r Room) method() Method {
+	switch r.QueueingMethod {
+	case Random, Passthrough, MethodReject:
+		return r.QueueingMethod
+	}
+	return FIFO
+}
+
+func (r Room) lag() time.Duration {
+	if r.Lag > 0 {
+		return r.Lag
+	}
+	return DefaultLag
+}
+
+// mode is what Decide does with every visitor, fixed when allocating.
+type mode uint8
+
+const (
+	modeDecide    mode = iota // fifo or random: consult the split
+	modeAdmitAll              // passthrough
+	modeRejectAll             // reject
+	modeQueueAll              // queue_all
+	modeBypass                // suspended
+)
+
+// mode orders the switches: a suspended room is off whatever else is set, and
+// queue_all holds everyone whatever the method.
+func (r Room) mode() mode {
+	switch {
+	case r.Suspended:
+		return modeBypass
+	case r.QueueAll:
+		return modeQueueAll
+	case r.method() == MethodReject:
+		return modeRejectAll
+	case r.method() == Passthrough:
+		return modeAdmitAll
+	}
+	return modeDecide
+}

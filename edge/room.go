@@ -111,11 +111,14 @@ func (rm *room) recompute(now time.Time) *allocation {
 	defer rm.mu.Unlock()
 	minute := unixMinute(now)
 	snap := rm.s.node.Snapshot(rm.name, minute, rm.win)
+	pol := rm.pol
+	// The Anywhere part is divided among the live nodes.
+	pol.Nodes = rm.s.node.NumMembers()
 	var a *policy.Allocation
 	if prev := rm.alloc.Load(); prev != nil {
-		a = prev.Next(rm.pol, &snap, now)
+		a = prev.Next(pol, &snap, now)
 	} else {
-		a = policy.Allocate(rm.pol, &snap, rm.s.node.Replica(), now, policy.Continuous)
+		a = policy.Allocate(pol, &snap, rm.s.node.Replica(), now, policy.Continuous)
 	}
 	cur := &allocation{Allocation: a, minute: minute}
 	rm.alloc.Store(cur)

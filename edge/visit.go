@@ -53,8 +53,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !fresh && tok.Admitted() && !tok.Infinite {
 		// An admitted visitor within its session: to the origin. Its active
 		// count follows it to the current minute.
-		var incs [2]gossip.Inc
+		var incs [3]gossip.Inc
 		k := moveActive(incs[:0], rm.name, tok.CountedMinute, nowMin)
+		if tok.CountedMinute != nowMin {
+			k = append(k, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Arrivals, Minute: nowMin}, N: 1})
+		}
 		if len(k) > 0 {
 			rm.mu.RLock()
 			s.node.Add(k...)
@@ -86,6 +89,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	add := incs[:0]
 	if fresh {
 		tok = cookie.Token{Bucket: nowMin}
+	}
+	if tok.CountedMinute != nowMin {
+		// Arrivals count distinct visitors seen per node per minute, the
+		// queued ones included: the traffic share that splits slots between
+		// nodes follows where the queue is.
 		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Arrivals, Minute: nowMin}, N: 1})
 	}
 	rm.mu.RLock()

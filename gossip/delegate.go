@@ -127,9 +127,20 @@ func DecodeNodeInfo(b []byte) (crdt.NodeInfo, error) {
 type events Node
 
 func (e *events) NotifyJoin(m *memberlist.Node) {
+	if m.Name == (*Node)(e).cfg.Name {
+		return
+	}
 	(*Node)(e).log.Info().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer joined")
 }
 func (e *events) NotifyLeave(m *memberlist.Node) {
-	(*Node)(e).log.Warn().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer left or failed")
+	n := (*Node)(e)
+	if m.Name == n.cfg.Name {
+		return // our own leave, already logged by Close
+	}
+	if m.State == memberlist.StateLeft {
+		n.log.Info().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer left")
+		return
+	}
+	n.log.Warn().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer failed")
 }
 func (e *events) NotifyUpdate(m *memberlist.Node) {}

@@ -324,6 +324,9 @@ func stateName(s memberlist.NodeStateType) string {
 	return "unknown"
 }
 
+// NumMembers is the number of live members, this node included.
+func (n *Node) NumMembers() int { return n.ml.NumMembers() }
+
 // Join contacts the given addresses and returns how many answered.
 func (n *Node) Join(addrs []string) (int, error) {
 	k, err := n.ml.Join(addrs)

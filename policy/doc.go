@@ -54,7 +54,10 @@
 // Jose 10% of 150 = 15 slots, Anywhere 75% = 113, a tenth of it each). A node
 // with no history has only its Anywhere part. Within a node there is nothing
 // to split: one process counts exactly, as the reference's data-center
-// counters do.
+// counters do. The reference later made the Anywhere part one global counter,
+// so one node could take all 113 at once; without a coordinator a node takes
+// its part per lag, and the continuous re-division below hands it the rest
+// within seconds (128 visitors reaching San Jose over ten seconds all go in).
 //
 // Traffic is a node's arrivals plus its admissions per minute; admissions
 // keep a node that serves a queue its share after its new arrivals dry up.
@@ -114,8 +117,9 @@
 //     slots cover at once. That happens only while some node has used its
 //     share and another has not; with visitors arriving at the new-user
 //     limit it is at most N × L / 60 s (N = new_users_per_minute).
-//   - Rounding when views differ: at most one slot per node per lag, zero
-//     when they agree.
+//   - Rounding: zero when views agree and every node has traffic; at most
+//     one slot per lag for each node whose view differs or whom the others
+//     have not heard from (it cannot know its place on the shared line).
 //   - The expiring minute, taken as spread evenly: a burst of last requests at
 //     one second of minute m − session_duration is misjudged by at most
 //     that burst × the elapsed part of the minute, during minute m only.

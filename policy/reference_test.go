@@ -435,10 +435,10 @@ func TestSanJoseAloneGetsTheAnywhereSlotsQuietNodesLeave(t *testing.T) {
 				admitted: map[int64]perNode{m: {}}}
 			a := policy.Allocate(room, w.snap(), sanJose, w.now, tc.s)
 			admitted := 0
-			for step := range 100 { // 100 ms apart, 13 visitors a second
+			for step := range 100 { // every 100 ms for ten seconds
 				w.now = start.Add(time.Duration(step) * 100 * time.Millisecond)
 				a = a.Next(room, w.snap(), w.now)
-				if step%10 >= 3 && admitted+(step/10)*0 < 1000 {
+				for range (step+1)*128/100 - step*128/100 {
 					w.arrivals[m][sanJose]++
 					if a.Decide(policy.Visitor{Bucket: m}, nil) == policy.Admit {
 						admitted++
@@ -448,7 +448,7 @@ func TestSanJoseAloneGetsTheAnywhereSlotsQuietNodesLeave(t *testing.T) {
 				}
 			}
 			if admitted != tc.want {
-				t.Errorf("San Jose admitted %d of 70 arrivals... got %d, want %d", admitted, admitted, tc.want)
+				t.Errorf("San Jose admitted %d of 128, want %d", admitted, tc.want)
 			}
 		})
 	}

@@ -124,9 +124,12 @@ func DecodeNodeInfo(b []byte) (crdt.NodeInfo, error) {
 }
 
 // events logs membership changes: one line per event an operator cares about.
+// It also keeps the node's copy of the member list (see Node.peers): memberlist
+// calls these with its node lock held, the one time m can be read safely.
 type events Node
 
 func (e *events) NotifyJoin(m *memberlist.Node) {
+	(*Node)(e).setPeer(m)
 	if m.Name == (*Node)(e).cfg.Name {
 		return
 	}
@@ -134,6 +137,7 @@ func (e *events) NotifyJoin(m *memberlist.Node) {
 }
 func (e *events) NotifyLeave(m *memberlist.Node) {
 	n := (*Node)(e)
+	n.dropPeer(m.Name)
 	if m.Name == n.cfg.Name {
 		return // our own leave, already logged by Close
 	}
@@ -143,4 +147,4 @@ func (e *events) NotifyLeave(m *memberlist.Node) {
 	}
 	n.log.Warn().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer failed")
 }
-func (e *events) NotifyUpdate(m *memberlist.Node) {}
+func (e *events) NotifyUpdate(m *memberlist.Node) { (*Node)(e).setPeer(m) }

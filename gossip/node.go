@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +82,20 @@ type Node struct {
 	dirty     map[cellID]struct{}
 	dirtyRegs map[string]struct{}
 
+	// flushMu serialises flushes: memberlist asks for broadcasts from
+	// several goroutines at once, and a flush that read an older value must
+	// not queue it after another queued a newer one under the same name.
+	flushMu sync.Mutex
+
+	// addr is the advertised gossip address, fixed at start.
+	addr string
+	// peers holds copies of the members memberlist reported through its
+	// events (which it calls under its node lock). The *memberlist.Node
+	// values Members() returns are rewritten in place by alive messages, so
+	// reading their fields races (hashicorp/memberlist#306).
+	peersMu sync.Mutex
+	peers   map[string]memberlist.Node
+
 	stats     stats
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -110,6 +126,7 @@ func Start(cfg Config) (*Node, error) {
 		state:     crdt.New(),
 		dirty:     map[cellID]struct{}{},
 		dirtyRegs: map[string]struct{}{},
+		peers:     map[string]memberlist.Node{},
 		stop:      make(chan struct{}),
 	}
 	mc, err := n.memberlistConfig()
@@ -122,6 +139,12 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("start gossip on %q: %w", cfg.Bind, err)
 	}
 	n.ml = ml
+	if self, ok := n.peer(cfg.Name); ok {
+		n.addr = self.Address()
+	} else {
+		ln := ml.LocalNode() // not yet gossiped about: nothing rewrites it
+		n.addr = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
+	}
 	n.publishNodeInfo()
 	n.wg.Add(2)
 	go n.joinLoop()
@@ -232,10 +255,7 @@ func (n *Node) Name() string { return n.cfg.Name }
 func (n *Node) Incarnation() uint64 { return n.cfg.Incarnation }
 
 // Addr is the gossip address peers reach this node at.
-func (n *Node) Addr() string {
-	ln := n.ml.LocalNode()
-	return net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
-}
+func (n *Node) Addr() string { return n.addr }
 
 // Add raises the node's own entries and queues them for gossip. Encoding is
 // deferred to the next gossip round, so a cell that changes a hundred times
@@ -301,11 +321,53 @@ type Member struct {
 	State string `json:"state"`
 }
 
-// Members lists the ring, this node included.
+// Members lists the ring, this node included: the members memberlist has
+// not declared dead or gone. memberlist offers no race-free view of
+// suspicion, so a suspect member is listed as alive until it is declared
+// dead.
 func (n *Node) Members() []Member {
-	var out []Member
-	for _, m := range n.ml.Members() {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	out := make([]Member, 0, len(n.peers))
+	for _, m := range n.peers {
 		out = append(out, Member{Name: m.Name, Addr: m.Address(), Alive: m.State == memberlist.StateAlive, State: stateName(m.State)})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// setPeer records a copy of m; memberlist calls its events with its node
+// lock held, the one time m's fields can be read without racing.
+func (n *Node) setPeer(m *memberlist.Node) {
+	cp := *m
+	cp.Addr = slices.Clone(m.Addr)
+	cp.Meta = slices.Clone(m.Meta)
+	n.peersMu.Lock()
+	n.peers[m.Name] = cp
+	n.peersMu.Unlock()
+}
+
+func (n *Node) dropPeer(name string) {
+	n.peersMu.Lock()
+	delete(n.peers, name)
+	n.peersMu.Unlock()
+}
+
+func (n *Node) peer(name string) (memberlist.Node, bool) {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	m, ok := n.peers[name]
+	return m, ok
+}
+
+func (n *Node) otherPeers() []memberlist.Node {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	out := make([]memberlist.Node, 0, len(n.peers))
+	for name, m := range n.peers {
+		if name != n.cfg.Name {
+			out = append(out, m)
+		}
 	}
 	return out
 }
@@ -422,6 +484,14 @@ func (n *Node) Kill() error {
 // A broadcast is named after its cell and replica, so a newer value replaces
 // an older one that has not been sent out yet.
 func (n *Node) flush() {
+	var reliable [][]byte
+	defer func() {
+		for _, msg := range reliable {
+			n.sendReliableToAll(msg)
+		}
+	}()
+	n.flushMu.Lock()
+	defer n.flushMu.Unlock()
 	n.mu.Lock()
 	if len(n.dirty) == 0 && len(n.dirtyRegs) == 0 {
 		n.mu.Unlock()
@@ -469,16 +539,15 @@ func (n *Node) flush() {
 			n.log.Error().Str("register", r.Name).Int("bytes", len(msg)).Msg("register too large to gossip; it travels by push-pull only")
 			continue
 		}
-		n.sendReliableToAll(msg)
+		// Sent once the flush is over, so that slow streams do not hold up
+		// other flushes; registers are LWW, so their order does not matter.
+		reliable = append(reliable, msg)
 	}
 }
 
 func (n *Node) sendReliableToAll(msg []byte) {
-	for _, m := range n.ml.Members() {
-		if m.Name == n.cfg.Name {
-			continue
-		}
-		if err := n.ml.SendReliable(m, msg); err != nil {
+	for _, m := range n.otherPeers() {
+		if err := n.ml.SendReliable(&m, msg); err != nil {
 			n.log.Warn().Err(err).Str("peer", m.Name).Msg("send register")
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -56,6 +58,9 @@ func (k Key) GoString() string {
 type Keyring struct {
 	seal *ringKey
 	byID [256]*ringKey
+	// derive is a one-way function of the sealing key, the root of Derive;
+	// the secret itself is not kept.
+	derive []byte
 }
 
 type ringKey struct {
@@ -90,6 +95,9 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 		k.byID[key.ID] = rk
 		if i == 0 {
 			k.seal = rk
+			m := hmac.New(sha256.New, key.Secret)
+			m.Write([]byte("waitroom derive"))
+			k.derive = m.Sum(nil)
 		}
 	}
 	return k, nil
@@ -318,4 +326,14 @@ func decodeSecret(s string) ([]byte, bool) {
 	}
 	b, err := enc.Strict().DecodeString(s)
 	return b, err == nil
+}
+
+// Derive returns a 32-byte secret for another purpose, computed from the
+// sealing key (HMAC-SHA-256 keyed with it over label). Every node holding
+// the same key file derives the same secret, and it reveals nothing about
+// the key.
+func (k *Keyring) Derive(label string) []byte {
+	m := hmac.New(sha256.New, k.derive)
+	m.Write([]byte(label))
+	return m.Sum(nil)
 }

@@ -16,17 +16,19 @@ type Token struct {
 	CountedMinute   int64  // unix minute the visitor is currently counted in (active or waiting); 0 = not counted
 	ExpiresAt       int64  // unix seconds; the server checks this, never trusting the browser's cookie expiry
 	Infinite        bool   // flagged for the infinite queue (bots)
+	ID              uint64 // random per visitor, drawn at the first request: orders a shuffled pre-queue
 }
 
 // Admitted reports whether the visitor has been let through to the origin.
 func (t Token) Admitted() bool { return t.AcceptedAt != 0 }
 
 // tokenFields is the length of the MessagePack array a Token encodes to.
-const tokenFields = 7
+const tokenFields = 8
 
 // maxPayloadLen is the longest payload appendPayload writes: the array
-// header, five int64s of up to 9 bytes, a uint16 of up to 3 and a bool.
-const maxPayloadLen = 1 + 5*9 + 3 + 1
+// header, five int64s of up to 9 bytes, a uint16 of up to 3, a bool and a
+// uint64 of up to 9.
+const maxPayloadLen = 1 + 5*9 + 3 + 1 + 9
 
 // MarshalMsgpack returns the token's MessagePack encoding, the plaintext that
 // [Keyring.Seal] encrypts (see the package documentation). It implements
@@ -37,7 +39,7 @@ func (t Token) MarshalMsgpack() ([]byte, error) {
 
 // UnmarshalMsgpack decodes what [Token.MarshalMsgpack] writes. It accepts any
 // MessagePack integer encoding that fits the field, and nothing else: the
-// data must be exactly one seven-element array. Errors wrap [ErrMalformed].
+// data must be exactly one eight-element array. Errors wrap [ErrMalformed].
 // It implements msgpack.Unmarshaler.
 func (t *Token) UnmarshalMsgpack(data []byte) error {
 	v, err := decodePayload(data)
@@ -59,9 +61,11 @@ func (t *Token) appendPayload(b []byte) []byte {
 	b = appendInt(b, t.CountedMinute)
 	b = appendInt(b, t.ExpiresAt)
 	if t.Infinite {
-		return append(b, 0xc3)
+		b = append(b, 0xc3)
+	} else {
+		b = append(b, 0xc2)
 	}
-	return append(b, 0xc2)
+	return appendUint(b, t.ID)
 }
 
 // appendUint writes n in the smallest MessagePack encoding, as msgpack's
@@ -133,6 +137,7 @@ func decodePayload(data []byte) (Token, error) {
 	t.CountedMinute = r.int()
 	t.ExpiresAt = r.int()
 	t.Infinite = r.bool()
+	t.ID = r.uint()
 	if r.err != nil {
 		return Token{}, r.err
 	}
@@ -242,6 +247,23 @@ func (r *payloadReader) int() int64 {
 		r.err = errPayloadNotInt
 	}
 	return 0
+}
+
+// uint reads a non-negative integer that may use the full uint64 range.
+func (r *payloadReader) uint() uint64 {
+	if len(r.b) > 0 && r.b[0] == 0xcf {
+		r.take(1)
+		if p := r.take(8); p != nil {
+			return binary.BigEndian.Uint64(p)
+		}
+		return 0
+	}
+	v := r.int()
+	if v < 0 && r.err == nil {
+		r.err = errPayloadRange
+		return 0
+	}
+	return uint64(v)
 }
 
 func (r *payloadReader) bool() bool {

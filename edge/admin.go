@@ -22,7 +22,7 @@ func (s *Server) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, s.StateDoc())
 	})
 	mux.HandleFunc("GET /rooms/{name}/status", func(w http.ResponseWriter, r *http.Request) {
-		rm := s.rooms[r.PathValue("name")]
+		rm := s.room(r.PathValue("name"))
 		if rm == nil {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no room named " + r.PathValue("name")})
 			return
@@ -33,7 +33,8 @@ func (s *Server) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "node": s.cfg.Node, "members": s.node.Stats().Members})
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	return mux
+	s.registerRoomAPI(mux)
+	return &adminAuth{token: s.adminTok, readOpen: s.cfg.AdminReadOpen, next: mux}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -65,13 +66,8 @@ func (s *Server) StateDoc() *StateDoc {
 		}
 		return 0
 	})
-	names := make([]string, 0, len(s.rooms))
-	for n := range s.rooms {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		d.Rooms = append(d.Rooms, s.roomStatus(s.rooms[n], now))
+	for _, rm := range s.rooms() {
+		d.Rooms = append(d.Rooms, s.roomStatus(rm, now))
 	}
 	return d
 }
@@ -81,17 +77,18 @@ func (s *Server) StateDoc() *StateDoc {
 func (s *Server) roomStatus(rm *room, now time.Time) RoomStatus {
 	// A fresh allocation, so that the figures include this very moment's
 	// admissions rather than those of the last periodic recompute.
-	sum := rm.recompute(now).Summary()
-	snap := s.node.Snapshot(rm.name, unixMinute(now), rm.win)
+	a := rm.recompute(now)
+	sum := a.Summary()
+	snap := s.node.Snapshot(rm.name, unixMinute(now), a.view.win)
 	rs := RoomStatus{
 		Name:                      rm.name,
 		Host:                      rm.cfg.Host,
 		Path:                      rm.cfg.Path,
 		Status:                    string(sum.Status),
 		QueueingMethod:            string(sum.Method),
-		TotalActiveUsers:          rm.cfg.TotalActiveUsers,
-		NewUsersPerMinute:         rm.cfg.NewUsersPerMinute,
-		SessionDuration:           rm.cfg.SessionDuration,
+		TotalActiveUsers:          a.view.cfg.TotalActiveUsers,
+		NewUsersPerMinute:         a.view.cfg.NewUsersPerMinute,
+		SessionDuration:           a.view.cfg.SessionDuration,
 		EstimatedTotalActiveUsers: int64(sum.ActiveUsers + 0.5),
 		EstimatedQueuedUsers:      sum.QueuedUsers,
 		NewUsersThisMinute:        sum.AdmittedThisMinute,
@@ -192,13 +189,15 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.s.clock()
-	for name, rm := range c.s.rooms {
-		sum := rm.allocation(now).Summary()
+	for _, rm := range c.s.rooms() {
+		name := rm.name
+		a := rm.allocation(now)
+		sum := a.Summary()
 		ch <- prometheus.MustNewConstMetric(descActive, prometheus.GaugeValue, sum.ActiveUsers, name)
-		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(rm.cfg.TotalActiveUsers), name)
+		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(a.view.cfg.TotalActiveUsers), name)
 		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(sum.QueuedUsers), name)
 		ch <- prometheus.MustNewConstMetric(descNew, prometheus.GaugeValue, float64(sum.AdmittedThisMinute), name)
-		ch <- prometheus.MustNewConstMetric(descNewLimit, prometheus.GaugeValue, float64(rm.cfg.NewUsersPerMinute), name)
+		ch <- prometheus.MustNewConstMetric(descNewLimit, prometheus.GaugeValue, float64(a.view.cfg.NewUsersPerMinute), name)
 		ch <- prometheus.MustNewConstMetric(descWait, prometheus.GaugeValue, float64(sum.MaxWaitMinutes), name)
 		q := 0.0
 		if sum.Status != "not_queueing" && sum.Status != "suspended" {

@@ -120,6 +120,19 @@ type Config struct {
 	LogLevel      string       `yaml:"log_level" json:"log_level"`           // debug, info (default), warn, error
 	OriginTimeout Duration     `yaml:"origin_timeout" json:"origin_timeout"` // default 30s; written "30s"
 	Rooms         []RoomConfig `yaml:"rooms" json:"rooms"`
+
+	// AdminTokenFile holds the bearer token the admin endpoint asks for. It
+	// is required when the admin listener is not on loopback; with it, every
+	// request that changes something needs the token, and read-only ones do
+	// too unless AdminReadOpen.
+	AdminTokenFile string `yaml:"admin_token_file" json:"admin_token_file,omitempty"`
+	AdminReadOpen  bool   `yaml:"admin_read_open" json:"admin_read_open,omitempty"`
+
+	// Modified is when the config file was last written (LoadConfig sets
+	// it). The rooms it lists are stamped with it when they seed the
+	// replicated room settings, so a file edited after a runtime change
+	// wins, and a runtime change made after the file was written wins.
+	Modified time.Time `yaml:"-" json:"-"`
 }
 
 // Route is one host and path a room protects. An empty host is any host. A
@@ -209,6 +222,16 @@ type RoomConfig struct {
 	// MaxQueue is waitroom's own: the most visitors allowed to wait; 0 is
 	// unlimited.
 	MaxQueue int `yaml:"max_queue" json:"max_queue"`
+
+	// Events are the room's scheduled events (see EventConfig).
+	Events []EventConfig `yaml:"events" json:"events,omitempty"`
+	// Bypass rules send matching requests straight to the origin, uncounted.
+	Bypass []BypassRule `yaml:"bypass" json:"bypass,omitempty"`
+	// Stopped is the emergency stop: everyone, admitted visitors included,
+	// waits behind StopPageHTML (or the built-in paused page) until it is
+	// cleared. Sessions keep their tokens, so a resume lets them back in.
+	Stopped      bool   `yaml:"stopped" json:"stopped,omitempty"`
+	StopPageHTML string `yaml:"stop_page_html" json:"stop_page_html,omitempty"`
 
 	cloudflareOnly `yaml:",inline"`
 }
@@ -303,8 +326,11 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, &fileError{path: path, err: err}
 	}
+	if st, err := f.Stat(); err == nil {
+		c.Modified = st.ModTime()
+	}
 	dir := filepath.Dir(path)
-	for _, p := range []*string{&c.GossipKeyFile, &c.CookieKeyFile} {
+	for _, p := range []*string{&c.GossipKeyFile, &c.CookieKeyFile, &c.AdminTokenFile} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -480,6 +506,11 @@ func (r *RoomConfig) ApplyDefaults() {
 	if r.SessionDuration == 0 {
 		r.SessionDuration = DefaultSessionDuration
 	}
+	for i := range r.Events {
+		if r.Events[i].ID == "" {
+			r.Events[i].ID = strconv.Itoa(i)
+		}
+	}
 	if r.QueueingMethod == "" {
 		r.QueueingMethod = DefaultQueueingMethod
 	}
@@ -582,6 +613,8 @@ func (c *Config) clone() *Config {
 	cc.Rooms = slices.Clone(c.Rooms)
 	for i := range cc.Rooms {
 		cc.Rooms[i].AdditionalRoutes = slices.Clone(cc.Rooms[i].AdditionalRoutes)
+		cc.Rooms[i].Events = slices.Clone(cc.Rooms[i].Events)
+		cc.Rooms[i].Bypass = slices.Clone(cc.Rooms[i].Bypass)
 	}
 	return &cc
 }
@@ -614,6 +647,11 @@ func (c *Config) validate() []error {
 				p.add(a.field, "%s overlaps %s (%s); give them different ports",
 					net.JoinHostPort(a.host, strconv.Itoa(a.port)), b.field, net.JoinHostPort(b.host, strconv.Itoa(b.port)))
 			}
+		}
+	}
+	for _, l := range listeners {
+		if l.field == "admin" && !isLoopbackHost(l.host) && c.AdminTokenFile == "" {
+			p.add("admin", "%q is not a loopback address: set admin_token_file so that only holders of the token can change rooms (or listen on 127.0.0.1)", c.Admin)
 		}
 	}
 	if c.Advertise != "" {
@@ -779,6 +817,7 @@ func cookieHost(h string) string {
 func (r *RoomConfig) Validate() error {
 	rc := *r
 	rc.AdditionalRoutes = slices.Clone(r.AdditionalRoutes)
+	rc.Events = slices.Clone(r.Events)
 	rc.ApplyDefaults()
 	prefix := "room: "
 	if rc.Name != "" {
@@ -880,6 +919,13 @@ func (r *RoomConfig) validate(p *problems) {
 	if r.MaxQueue < 0 {
 		p.add("max_queue", "%d must be 0 (unlimited) or more", r.MaxQueue)
 	}
+	if r.StopPageHTML != "" {
+		if err := checkTemplate(r.StopPageHTML); err != nil {
+			p.add("stop_page_html", "%v", err)
+		}
+	}
+	r.validateEvents(p)
+	r.validateBypass(p)
 }
 
 // checkTemplate parses a custom page as a Mustache template and refuses
@@ -1075,6 +1121,16 @@ func isHostname(s string) bool {
 	}
 	last := labels[len(labels)-1]
 	return strings.Trim(last, "0123456789") != ""
+}
+
+// isLoopbackHost reports whether a listener host only accepts local
+// connections.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 func isWildcard(host string) bool {

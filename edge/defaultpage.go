@@ -31,6 +31,13 @@ const defaultPageHTML = `<!doctype html>
 </head>
 <body>
 <main>
+  {{#isEventPrequeueing}}
+  <h1>Starting soon</h1>
+  <p class="lede">You are in the pre-queue. It opens in {{timeUntilEventStartFormatted}}{{#shuffleAtEventStart}}; when it does, everyone here gets a place in line at random, so there is no need to hurry{{/shuffleAtEventStart}}. Keep this page open.</p>
+  <div class="label">Starts in</div>
+  <div class="wait">{{timeUntilEventStartFormatted}}</div>
+  {{/isEventPrequeueing}}
+  {{^isEventPrequeueing}}
   {{#queueAll}}
   <h1>The site is paused</h1>
   <p class="lede">Everyone is waiting while the site is paused. Your place in line is kept.</p>
@@ -48,6 +55,7 @@ const defaultPageHTML = `<!doctype html>
   {{#waitTimeKnown}}<div class="wait">{{waitTimeFormatted}}</div>{{/waitTimeKnown}}
   {{^waitTimeKnown}}<div class="wait">Calculating…</div>{{/waitTimeKnown}}
   {{/queueAll}}
+  {{/isEventPrequeueing}}
   <div class="bar"><span></span></div>
   {{{turnstile}}}
   <p class="fine">This page refreshes every {{refreshIntervalSeconds}} seconds. Refreshing it yourself does not move you ahead.<br>Last updated {{lastUpdated}}</p>

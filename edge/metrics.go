@@ -17,14 +17,14 @@ type metrics struct {
 
 // roomMetrics are one room's request counters.
 type roomMetrics struct {
-	admitted, admittedRequests, queued, earlyCheckIns, rejected, bypassed, revoked prometheus.Counter
+	admitted, admittedRequests, queued, earlyCheckIns, rejected, bypassed, revoked, stopped prometheus.Counter
 }
 
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "requests_total",
-		Help: "Requests by room and outcome: admitted (a new admission), session (an admitted visitor's request), queued, early_checkin (queued, not an attempt), rejected, bypassed, revoked.",
+		Help: "Requests by room and outcome: admitted (a new admission), session (an admitted visitor's request), queued, early_checkin (queued, not an attempt), rejected, bypassed, revoked, stopped (an admitted visitor held by the emergency stop).",
 	}, []string{"room", "outcome"})
 	m.cookieErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "cookie_errors_total",
@@ -53,5 +53,6 @@ func (m *metrics) forRoom(name string) roomMetrics {
 		rejected:         c("rejected"),
 		bypassed:         c("bypassed"),
 		revoked:          c("revoked"),
+		stopped:          c("stopped"),
 	}
 }

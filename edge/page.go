@@ -29,26 +29,42 @@ type pageVars struct {
 	QueueingMethod         string `json:"queueingMethod"`
 	IsFIFOQueue            bool   `json:"isFIFOQueue"`
 	IsRandomQueue          bool   `json:"isRandomQueue"`
-	Turnstile              string `json:"-"`
+
+	// The event variables (reference event model).
+	IsEventActive                bool   `json:"isEventActive"`
+	IsEventPrequeueing           bool   `json:"isEventPrequeueing"`
+	TimeUntilEventStart          int    `json:"timeUntilEventStart"` // minutes
+	TimeUntilEventStartFormatted string `json:"timeUntilEventStartFormatted"`
+	TimeUntilEventEnd            int    `json:"timeUntilEventEnd"` // minutes
+	TimeUntilEventEndFormatted   string `json:"timeUntilEventEndFormatted"`
+	ShuffleAtEventStart          bool   `json:"shuffleAtEventStart"`
+	Turnstile                    string `json:"-"`
 }
 
 func (v *pageVars) context() map[string]any {
 	return map[string]any{
-		"inWaitingRoom":          v.InWaitingRoom,
-		"waitTimeKnown":          v.WaitTimeKnown,
-		"waitTime":               v.WaitTime,
-		"waitTime25Percentile":   v.WaitTime25Percentile,
-		"waitTime50Percentile":   v.WaitTime50Percentile,
-		"waitTime75Percentile":   v.WaitTime75Percentile,
-		"waitTimeFormatted":      v.WaitTimeFormatted,
-		"queueIsFull":            v.QueueIsFull,
-		"queueAll":               v.QueueAll,
-		"lastUpdated":            v.LastUpdated,
-		"refreshIntervalSeconds": v.RefreshIntervalSeconds,
-		"queueingMethod":         v.QueueingMethod,
-		"isFIFOQueue":            v.IsFIFOQueue,
-		"isRandomQueue":          v.IsRandomQueue,
-		"turnstile":              v.Turnstile,
+		"inWaitingRoom":                v.InWaitingRoom,
+		"waitTimeKnown":                v.WaitTimeKnown,
+		"waitTime":                     v.WaitTime,
+		"waitTime25Percentile":         v.WaitTime25Percentile,
+		"waitTime50Percentile":         v.WaitTime50Percentile,
+		"waitTime75Percentile":         v.WaitTime75Percentile,
+		"waitTimeFormatted":            v.WaitTimeFormatted,
+		"queueIsFull":                  v.QueueIsFull,
+		"queueAll":                     v.QueueAll,
+		"lastUpdated":                  v.LastUpdated,
+		"refreshIntervalSeconds":       v.RefreshIntervalSeconds,
+		"queueingMethod":               v.QueueingMethod,
+		"isFIFOQueue":                  v.IsFIFOQueue,
+		"isRandomQueue":                v.IsRandomQueue,
+		"isEventActive":                v.IsEventActive,
+		"isEventPrequeueing":           v.IsEventPrequeueing,
+		"timeUntilEventStart":          v.TimeUntilEventStart,
+		"timeUntilEventStartFormatted": v.TimeUntilEventStartFormatted,
+		"timeUntilEventEnd":            v.TimeUntilEventEnd,
+		"timeUntilEventEndFormatted":   v.TimeUntilEventEndFormatted,
+		"shuffleAtEventStart":          v.ShuffleAtEventStart,
+		"turnstile":                    v.Turnstile,
 	}
 }
 
@@ -56,7 +72,8 @@ func (v *pageVars) context() map[string]any {
 // asks with exactly "Accept: application/json" where the room allows it, the
 // same fields as JSON. counted says whether this check-in was an attempt
 // (and so carries a new token to set).
-func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a *policy.Allocation, tok cookie.Token, now time.Time, https, counted bool) {
+func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, now time.Time, https, counted bool) {
+	vw := a.view
 	est := a.Estimate(tok.Bucket)
 	refresh := int(tok.RefreshInterval)
 	if !counted {
@@ -66,7 +83,7 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 			refresh = 1
 		}
 	}
-	method := string(rm.pol.QueueingMethod)
+	method := string(vw.pol.QueueingMethod)
 	if method == "" {
 		method = string(policy.FIFO)
 	}
@@ -79,36 +96,57 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 		WaitTime75Percentile:   est.WaitTime75,
 		WaitTimeFormatted:      est.WaitTimeFormatted,
 		QueueIsFull:            est.QueueIsFull,
-		QueueAll:               rm.pol.QueueAll,
+		QueueAll:               vw.pol.QueueAll && vw.phase != Prequeue,
 		LastUpdated:            now.UTC().Format("2006-01-02T15:04:05.000Z"),
 		RefreshIntervalSeconds: refresh,
 		QueueingMethod:         method,
 		IsFIFOQueue:            method == string(policy.FIFO),
 		IsRandomQueue:          method == string(policy.Random),
 	}
+	if e := vw.event; e != nil {
+		v.IsEventActive = vw.phase == EventActive
+		v.IsEventPrequeueing = vw.phase == Prequeue
+		v.ShuffleAtEventStart = e.ShuffleAtEventStart
+		if d := e.EventStartTime.Sub(now); d > 0 {
+			v.TimeUntilEventStart = int((d + time.Minute - 1) / time.Minute)
+			v.TimeUntilEventStartFormatted = policy.FormatWait(v.TimeUntilEventStart)
+		}
+		if d := e.EventEndTime.Sub(now); d > 0 {
+			v.TimeUntilEventEnd = int((d + time.Minute - 1) / time.Minute)
+			v.TimeUntilEventEndFormatted = policy.FormatWait(v.TimeUntilEventEnd)
+		}
+		if vw.phase == Prequeue {
+			// Before the start nobody's wait is known; check in again at
+			// the start at the latest.
+			v.WaitTimeKnown = false
+			if secs := int(e.EventStartTime.Sub(now) / time.Second); secs >= 1 && secs < refresh {
+				refresh = secs
+				v.RefreshIntervalSeconds = refresh
+			}
+		}
+	}
 	h := w.Header()
 	if counted {
-		s.setCookie(h, rm, tok, https, now.Unix())
+		s.setCookie(h, rm, vw, tok, https, now.Unix())
 	}
 	h.Set("Refresh", strconv.Itoa(refresh))
 	h.Set("Cache-Control", "no-store")
-	status := rm.cfg.QueueingStatusCode
+	status := vw.cfg.QueueingStatusCode
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if rm.cfg.JSONResponseEnabled && r.Header.Get("Accept") == "application/json" {
+	if vw.cfg.JSONResponseEnabled && r.Header.Get("Accept") == "application/json" {
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"cfWaitingRoom": &v})
 		return
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	body, err := rm.tmpl.Render(v.context())
+	body, err := vw.tmpl.Render(v.context())
 	if err != nil {
-		// A template that parsed but fails to render (a partial that is
-		// missing, say) must not cost the visitor their place: fall back to
-		// the built-in page.
-		s.log.Warn().Err(err).Str("room", rm.name).Msg("custom_page_html failed to render; serving the default page")
+		// A template that parsed but fails to render must not cost the
+		// visitor their place: fall back to the built-in page.
+		s.log.Warn().Err(err).Str("room", rm.name).Msg("custom page failed to render; serving the default page")
 		body, _ = defaultPage.Render(v.context())
 	}
 	w.WriteHeader(status)
@@ -117,8 +155,8 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 
 // writeRejectPage answers a room whose queueing method is reject: a static
 // page, no refresh, no queue.
-func writeRejectPage(w http.ResponseWriter, rm *room) {
-	status := rm.cfg.QueueingStatusCode
+func writeRejectPage(w http.ResponseWriter, vw *view) {
+	status := vw.cfg.QueueingStatusCode
 	if status == 0 || status == http.StatusOK {
 		status = http.StatusServiceUnavailable
 	}

@@ -1,7 +1,9 @@
 package edge
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httputil"
 	"sync"
 	"sync/atomic"
@@ -23,17 +25,20 @@ const (
 	earlyCheckInSlack = 1 // seconds a browser may come early and still count
 )
 
-// room is one waiting room at run time.
+// room is one waiting room at run time. Its settings are immutable: a change
+// builds a new room that takes over the old one's allocation chain.
 type room struct {
 	s          *Server
 	name       string
-	cfg        *RoomConfig
-	pol        policy.Room
-	win        crdt.Windows
-	tmpl       *mustache.Template
+	cfg        *RoomConfig // as configured; what is in force at a time is in the view
+	raw        []byte      // cfg as stored in the room's register, to tell changes apart
 	proxy      *httputil.ReverseProxy
 	cookieName string
 	revoke     bool // origin command "revoke" enabled
+	bypass     []BypassRule
+	tmpl       *mustache.Template            // the room's page
+	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
+	stopTmpl   *mustache.Template            // the emergency stop page, if given
 
 	// mu orders admissions against allocation: requests hold it shared while
 	// they decide and record, the allocator exclusively while it snapshots,
@@ -44,37 +49,67 @@ type room struct {
 	m     roomMetrics
 }
 
-// allocation is the room's current policy allocation and the minute it was
-// computed for.
+// allocation is the room's current policy allocation, the minute it was
+// computed for, and the settings that were in force.
 type allocation struct {
 	*policy.Allocation
 	minute int64
+	view   *view
+}
+
+// view is a room's settings in force at one time: its own, or an event's
+// overrides, or the pre-queue, or the emergency stop.
+type view struct {
+	cfg   RoomConfig // effective
+	pol   policy.Room
+	win   crdt.Windows
+	phase Phase
+	event *EventConfig
+	tmpl  *mustache.Template
 }
 
 func newRoom(s *Server, c *RoomConfig) (*room, error) {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
 	rm := &room{
 		s:          s,
 		name:       c.Name,
 		cfg:        c,
-		pol:        policyRoom(c),
+		raw:        raw,
 		cookieName: c.CookieName(),
 		m:          s.metrics.forRoom(c.Name),
+		eventTmpl:  map[string]*mustache.Template{},
 	}
-	rm.win = rm.pol.Windows()
 	for _, cmd := range c.EnabledOriginCommands {
 		if cmd == "revoke" {
 			rm.revoke = true
 		}
 	}
-	src := c.CustomPageHTML
-	if src == "" {
-		src = defaultPageHTML
+	for _, b := range c.Bypass {
+		if err := b.compile(); err != nil {
+			return nil, fmt.Errorf("bypass: %w", err)
+		}
+		rm.bypass = append(rm.bypass, b)
 	}
-	t, err := mustache.ParseStringPartials(src, &mustache.StaticProvider{})
-	if err != nil {
+	if rm.tmpl, err = parsePage(c.CustomPageHTML); err != nil {
 		return nil, fmt.Errorf("custom_page_html: %w", err)
 	}
-	rm.tmpl = t
+	for i := range c.Events {
+		e := &c.Events[i]
+		if e.CustomPageHTML == "" {
+			continue
+		}
+		if rm.eventTmpl[e.ID], err = parsePage(e.CustomPageHTML); err != nil {
+			return nil, fmt.Errorf("events[%d].custom_page_html: %w", i, err)
+		}
+	}
+	if c.StopPageHTML != "" {
+		if rm.stopTmpl, err = parsePage(c.StopPageHTML); err != nil {
+			return nil, fmt.Errorf("stop_page_html: %w", err)
+		}
+	}
 	origin := c.Origin
 	if origin == "" {
 		origin = s.cfg.Origin
@@ -90,16 +125,46 @@ func newRoom(s *Server, c *RoomConfig) (*room, error) {
 	return rm, nil
 }
 
-func policyRoom(c *RoomConfig) policy.Room {
-	return policy.Room{
-		TotalActiveUsers:  c.TotalActiveUsers,
-		NewUsersPerMinute: c.NewUsersPerMinute,
-		SessionDuration:   c.SessionDuration,
-		QueueingMethod:    policy.Method(c.QueueingMethod),
-		QueueAll:          c.QueueAll,
-		Suspended:         c.Suspended,
-		MaxQueue:          c.MaxQueue,
+// parsePage parses a queue page template; empty means the built-in page.
+// Partials are never read from disk.
+func parsePage(src string) (*mustache.Template, error) {
+	if src == "" {
+		return defaultPage, nil
 	}
+	return mustache.ParseStringPartials(src, &mustache.StaticProvider{})
+}
+
+// viewAt works out the settings in force at t.
+func (rm *room) viewAt(t time.Time) *view {
+	v := &view{cfg: rm.cfg.Effective(t), tmpl: rm.tmpl}
+	v.event, v.phase = rm.cfg.At(t)
+	if v.event != nil {
+		if et := rm.eventTmpl[v.event.ID]; et != nil && v.phase == EventActive {
+			v.tmpl = et
+		}
+	}
+	v.pol = policy.Room{
+		TotalActiveUsers:  v.cfg.TotalActiveUsers,
+		NewUsersPerMinute: v.cfg.NewUsersPerMinute,
+		SessionDuration:   v.cfg.SessionDuration,
+		QueueingMethod:    policy.Method(v.cfg.QueueingMethod),
+		QueueAll:          v.cfg.QueueAll,
+		Suspended:         v.cfg.Suspended,
+		MaxQueue:          v.cfg.MaxQueue,
+	}
+	switch {
+	case v.cfg.Stopped:
+		// The emergency stop queues everyone; positions are kept.
+		v.pol.QueueAll, v.pol.Suspended = true, false
+		if rm.stopTmpl != nil {
+			v.tmpl = rm.stopTmpl
+		}
+	case v.phase == Prequeue:
+		// Before the event, everyone waits on the countdown.
+		v.pol.QueueAll = true
+	}
+	v.win = v.pol.Windows()
+	return v
 }
 
 // recompute replaces the room's allocation with the one that follows it,
@@ -109,20 +174,37 @@ func policyRoom(c *RoomConfig) policy.Room {
 func (rm *room) recompute(now time.Time) *allocation {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
+	return rm.recomputeLocked(now, rm.alloc.Load())
+}
+
+func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
 	minute := unixMinute(now)
-	snap := rm.s.node.Snapshot(rm.name, minute, rm.win)
-	pol := rm.pol
+	v := rm.viewAt(now)
+	snap := rm.s.node.Snapshot(rm.name, minute, v.win)
+	pol := v.pol
 	// The Anywhere part is divided among the live nodes.
 	pol.Nodes = rm.s.node.NumMembers()
 	var a *policy.Allocation
-	if prev := rm.alloc.Load(); prev != nil {
+	if prev != nil {
 		a = prev.Next(pol, &snap, now)
 	} else {
 		a = policy.Allocate(pol, &snap, rm.s.node.Replica(), now, policy.Continuous)
 	}
-	cur := &allocation{Allocation: a, minute: minute}
+	cur := &allocation{Allocation: a, minute: minute, view: v}
 	rm.alloc.Store(cur)
 	return cur
+}
+
+// takeOver starts this room's allocation chain from an older version of the
+// same room, so a settings change keeps the node's admission ledger.
+func (rm *room) takeOver(old *room, now time.Time) {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	var prev *allocation
+	if old != nil {
+		prev = old.alloc.Load()
+	}
+	rm.recomputeLocked(now, prev)
 }
 
 // allocation returns the current allocation, recomputing it first when the
@@ -134,6 +216,17 @@ func (rm *room) allocation(now time.Time) *allocation {
 		return rm.recompute(now)
 	}
 	return a
+}
+
+// bypassed reports whether a request skips the room: any bypass rule
+// holds.
+func (rm *room) bypassed(r *http.Request) bool {
+	for i := range rm.bypass {
+		if rm.bypass[i].matches(r) {
+			return true
+		}
+	}
+	return false
 }
 
 func unixMinute(t time.Time) int64 { return t.Unix() / 60 }

@@ -8,14 +8,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
 )
 
@@ -39,11 +41,18 @@ type Server struct {
 	clock func() time.Time
 	node  *gossip.Node
 	keys  *cookie.Keyring
-	rooms map[string]*room
-	// routes are ordered most specific first.
-	routes   []route
-	fallback http.Handler // proxy to Config.Origin for unrouted requests, or nil
+	// table holds the rooms in force and their routes; it is replaced
+	// whole when a room is created, changed or deleted anywhere in the
+	// cluster.
+	table    atomic.Pointer[roomTable]
+	tableMu  sync.Mutex                  // one writer of the table at a time
+	seen     map[string]crdt.LWW[[]byte] // room registers the table was built from
+	adminTok []byte
+	fallback http.Handler                // proxy to Config.Origin for unrouted requests, or nil
 	metrics  *metrics
+	// shuffleKey orders shuffled pre-queues; derived from the cookie key,
+	// so every node has the same one and visitors cannot learn it.
+	shuffleKey []byte
 
 	kick      chan struct{}
 	stop      chan struct{}
@@ -59,6 +68,13 @@ type route struct {
 	room *room
 }
 
+// roomTable is the set of rooms in force, with their routes ordered most
+// specific first.
+type roomTable struct {
+	rooms  map[string]*room
+	routes []route
+}
+
 // New builds a node from a validated config: it loads keys, starts gossip
 // and prepares the rooms. Call Close when done.
 func New(cfg *Config, opts RunOptions) (*Server, error) {
@@ -66,10 +82,10 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 		cfg:   cfg,
 		log:   opts.Log,
 		clock: opts.Clock,
-		rooms: map[string]*room{},
 		kick:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 	}
+	s.table.Store(&roomTable{rooms: map[string]*room{}})
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -84,23 +100,17 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.shuffleKey = keys.Derive("waitroom shuffle")
+	if s.adminTok, err = loadAdminToken(cfg.AdminTokenFile); err != nil {
+		return nil, err
+	}
+	// Build every configured room once before gossip starts, so a bad
+	// room stops start-up with a clear error instead of a log line.
 	for i := range cfg.Rooms {
-		rm, err := newRoom(s, &cfg.Rooms[i])
-		if err != nil {
+		if _, err := newRoom(s, &cfg.Rooms[i]); err != nil {
 			return nil, fmt.Errorf("room %q: %w", cfg.Rooms[i].Name, err)
 		}
-		s.rooms[rm.name] = rm
-		for _, rt := range cfg.Rooms[i].Routes() {
-			s.routes = append(s.routes, route{host: strings.ToLower(rt.Host), path: rt.Path, room: rm})
-		}
 	}
-	sort.SliceStable(s.routes, func(i, j int) bool {
-		a, b := s.routes[i], s.routes[j]
-		if (a.host != "") != (b.host != "") {
-			return a.host != ""
-		}
-		return len(a.path) > len(b.path)
-	})
 	if cfg.Origin != "" {
 		p, err := newProxy(s, nil, cfg.Origin)
 		if err != nil {
@@ -129,10 +139,20 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
-	now := s.clock()
-	for _, rm := range s.rooms {
-		rm.recompute(now)
+	// The config file seeds the rooms' registers; a newer runtime change
+	// learned from peers wins over it (see SeedRegister).
+	seedAt := cfg.Modified
+	if seedAt.IsZero() {
+		seedAt = s.clock()
 	}
+	for i := range cfg.Rooms {
+		raw, err := json.Marshal(&cfg.Rooms[i])
+		if err != nil {
+			return nil, err
+		}
+		s.node.SeedRegister(roomRegister(cfg.Rooms[i].Name), raw, seedAt.UnixMilli())
+	}
+	s.syncRooms(s.clock())
 	s.wg.Add(1)
 	go s.allocationLoop()
 	return s, nil
@@ -233,7 +253,8 @@ func (s *Server) allocationLoop() {
 		}
 		last = time.Now()
 		now := s.clock()
-		for _, rm := range s.rooms {
+		s.syncRooms(now)
+		for _, rm := range s.rooms() {
 			rm.recompute(now)
 		}
 	}
@@ -287,7 +308,7 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 		return ln.Addr().String(), nil
 	}
 	var err error
-	if len(s.rooms) > 0 || s.fallback != nil {
+	if len(s.cfg.Rooms) > 0 || s.fallback != nil || s.cfg.Listen != DefaultListen {
 		if s.publicAddr, err = start(s.cfg.Listen, s, "public"); err != nil {
 			return err
 		}
@@ -295,7 +316,7 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 	if s.adminAddr, err = start(s.cfg.Admin, s.AdminHandler(), "admin"); err != nil {
 		return err
 	}
-	s.log.Info().Str("node", s.cfg.Node).Str("public", s.publicAddr).Str("admin", s.adminAddr).Str("gossip", s.node.Addr()).Int("rooms", len(s.rooms)).Msg("waitroom node serving")
+	s.log.Info().Str("node", s.cfg.Node).Str("public", s.publicAddr).Str("admin", s.adminAddr).Str("gossip", s.node.Addr()).Int("rooms", len(s.rooms())).Msg("waitroom node serving")
 	if ready != nil {
 		ready(s)
 	}
@@ -320,8 +341,9 @@ func (s *Server) route(r *http.Request) *room {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		hostNoPort = h
 	}
-	for i := range s.routes {
-		rt := &s.routes[i]
+	routes := s.table.Load().routes
+	for i := range routes {
+		rt := &routes[i]
 		if rt.host != "" && !strings.EqualFold(rt.host, host) && !strings.EqualFold(rt.host, hostNoPort) {
 			continue
 		}

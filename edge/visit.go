@@ -2,6 +2,8 @@ package edge
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 // set (or revoke) once the origin has answered.
 type visit struct {
 	rm    *room
+	v     *view
 	tok   cookie.Token
 	https bool
 }
@@ -37,8 +40,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatusPage(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
 		return
 	}
+	if rm.bypassed(r) {
+		// Health checks, staff, static assets: straight through, uncounted.
+		rm.m.bypassed.Inc()
+		rm.proxy.ServeHTTP(w, r)
+		return
+	}
 	now := s.clock()
-	if rm.cfg.Suspended {
+	a := rm.allocation(now)
+	v := a.view
+	if v.cfg.Suspended && !v.cfg.Stopped {
 		// A suspended room is off: straight to the origin, no cookie, not
 		// counted.
 		rm.m.bypassed.Inc()
@@ -51,25 +62,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	nowSec := now.Unix()
 
 	if !fresh && tok.Admitted() && !tok.Infinite {
+		if v.cfg.Stopped {
+			// The emergency stop holds admitted visitors too. Their token is
+			// left as it is, so they are back in on resume if their session
+			// has not expired meanwhile.
+			rm.m.stopped.Inc()
+			s.writeQueue(w, r, rm, a, tok, now, https, false)
+			return
+		}
 		// An admitted visitor within its session: to the origin. Its active
 		// count follows it to the current minute.
-		var incs [3]gossip.Inc
-		k := moveActive(incs[:0], rm.name, tok.CountedMinute, nowMin)
 		if tok.CountedMinute != nowMin {
+			var incs [3]gossip.Inc
+			k := moveActive(incs[:0], rm.name, tok.CountedMinute, nowMin)
 			k = append(k, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Arrivals, Minute: nowMin}, N: 1})
-		}
-		if len(k) > 0 {
 			rm.mu.RLock()
 			s.node.Add(k...)
 			rm.mu.RUnlock()
 		}
 		tok.CountedMinute = nowMin
 		tok.LastCheckIn = nowSec
-		if !rm.cfg.DisableSessionRenewal {
-			tok.ExpiresAt = nowSec + int64(rm.cfg.SessionDuration)*60
+		if !v.cfg.DisableSessionRenewal {
+			tok.ExpiresAt = nowSec + int64(v.cfg.SessionDuration)*60
 		}
 		rm.m.admittedRequests.Inc()
-		s.proxyVisit(w, r, rm, tok, https)
+		s.proxyVisit(w, r, rm, v, tok, https)
 		return
 	}
 
@@ -77,18 +94,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Earlier than the refresh interval the token was given: the page
 		// again, but no attempt, so refreshing faster gains nothing.
 		rm.m.earlyCheckIns.Inc()
-		a := rm.allocation(now)
-		s.writeQueue(w, r, rm, a.Allocation, tok, now, https, false)
+		s.writeQueue(w, r, rm, a, tok, now, https, false)
 		return
 	}
 
-	if a := rm.alloc.Load(); a == nil || a.minute != nowMin {
-		rm.recompute(now)
-	}
-	var incs [4]gossip.Inc
+	var incs [6]gossip.Inc
 	add := incs[:0]
 	if fresh {
-		tok = cookie.Token{Bucket: nowMin}
+		tok = cookie.Token{Bucket: nowMin, ID: randomID()}
 	}
 	if tok.CountedMinute != nowMin {
 		// Arrivals count distinct visitors seen per node per minute, the
@@ -96,30 +109,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// nodes follows where the queue is.
 		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Arrivals, Minute: nowMin}, N: 1})
 	}
+	// countedBucket is where the visitor's waiting count sits now; a
+	// shuffle at the event's start gives it a new bucket.
+	countedBucket := tok.Bucket
+	if e := v.event; v.phase == EventActive && e.ShuffleAtEventStart && e.isPrequeued(tok.Bucket) {
+		tok.Bucket = shuffledBucket(s.shuffleKey, rm.name, e, tok.ID)
+	}
 	rm.mu.RLock()
-	a := rm.alloc.Load()
+	a = rm.alloc.Load()
 	out := a.Decide(policy.Visitor{Bucket: tok.Bucket, Queued: !fresh}, nil)
+	leaveWaiting := func() {
+		if tok.CountedMinute != 0 {
+			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingMinus, Bucket: countedBucket, Minute: tok.CountedMinute}, N: 1})
+		}
+	}
 	switch out {
 	case policy.Admit:
 		add = append(add,
 			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Admitted, Minute: nowMin}, N: 1},
 			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ActivePlus, Minute: nowMin}, N: 1})
-		if tok.CountedMinute != 0 {
-			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute}, N: 1})
-		}
+		leaveWaiting()
 	case policy.Queue:
-		if tok.CountedMinute != nowMin {
-			if tok.CountedMinute != 0 {
-				add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute}, N: 1})
-			}
+		if tok.CountedMinute != nowMin || countedBucket != tok.Bucket {
+			leaveWaiting()
 			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingPlus, Bucket: tok.Bucket, Minute: nowMin}, N: 1})
 		}
 	case policy.Reject:
-		if tok.CountedMinute != 0 {
-			// A visitor who waited before the room turned to reject no longer
-			// waits.
-			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute}, N: 1})
-		}
+		// A visitor who waited before the room turned to reject (or whose
+		// queue filled) no longer waits.
+		leaveWaiting()
 	}
 	if len(add) > 0 {
 		s.node.Add(add...)
@@ -132,32 +150,44 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tok.AcceptedAt = nowSec
 		tok.LastCheckIn = nowSec
 		tok.CountedMinute = nowMin
-		tok.ExpiresAt = nowSec + int64(rm.cfg.SessionDuration)*60
+		tok.ExpiresAt = nowSec + int64(a.view.cfg.SessionDuration)*60
 		rm.m.admittedRequests.Inc()
-		s.proxyVisit(w, r, rm, tok, https)
+		s.proxyVisit(w, r, rm, a.view, tok, https)
 	case policy.Queue:
 		rm.m.queued.Inc()
 		tok.LastCheckIn = nowSec
 		tok.CountedMinute = nowMin
-		tok.RefreshInterval = uint16(refreshBase - refreshJitter + rand.IntN(2*refreshJitter+1))
+		tok.RefreshInterval = jitteredRefresh()
 		tok.ExpiresAt = nowSec + int64(queuedTokenLife/time.Second)
-		s.writeQueue(w, r, rm, a.Allocation, tok, now, https, true)
+		s.writeQueue(w, r, rm, a, tok, now, https, true)
 	case policy.Reject:
 		rm.m.rejected.Inc()
-		if rm.pol.QueueingMethod != policy.MethodReject {
+		if a.view.pol.QueueingMethod != policy.MethodReject {
 			// The queue is full: say so, and let the page try again later.
 			// The visitor is not counted as waiting and keeps no token.
-			tok.RefreshInterval = uint16(refreshBase - refreshJitter + rand.IntN(2*refreshJitter+1))
+			tok.RefreshInterval = jitteredRefresh()
 			tok.LastCheckIn = nowSec
-			s.writeQueue(w, r, rm, a.Allocation, tok, now, https, false)
+			s.writeQueue(w, r, rm, a, tok, now, https, false)
 			return
 		}
-		clearCookie(w.Header(), rm, https)
-		writeRejectPage(w, rm)
+		clearCookie(w.Header(), a.view, rm.cookieName, https)
+		writeRejectPage(w, a.view)
 	default: // policy.Bypass
 		rm.m.bypassed.Inc()
 		rm.proxy.ServeHTTP(w, r)
 	}
+}
+
+func jitteredRefresh() uint16 {
+	return uint16(refreshBase - refreshJitter + rand.IntN(2*refreshJitter+1))
+}
+
+// randomID draws a visitor's id from the system's randomness: it decides a
+// shuffled pre-queue's order, so it must not be predictable.
+func randomID() uint64 {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // moveActive appends the increments that move a session's active count from
@@ -204,9 +234,9 @@ func cookieErrorReason(err error) string {
 
 // proxyVisit sends an admitted visitor to the origin; the cookie is set when
 // the origin's answer comes back, so that an origin command can revoke it.
-func (s *Server) proxyVisit(w http.ResponseWriter, r *http.Request, rm *room, tok cookie.Token, https bool) {
-	v := &visit{rm: rm, tok: tok, https: https}
-	rm.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visitKey{}, v)))
+func (s *Server) proxyVisit(w http.ResponseWriter, r *http.Request, rm *room, v *view, tok cookie.Token, https bool) {
+	vis := &visit{rm: rm, v: v, tok: tok, https: https}
+	rm.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visitKey{}, vis)))
 }
 
 func isHTTPS(r *http.Request) bool {
@@ -214,7 +244,7 @@ func isHTTPS(r *http.Request) bool {
 }
 
 // setCookie writes the room's cookie carrying tok.
-func (s *Server) setCookie(h http.Header, rm *room, tok cookie.Token, https bool, now int64) {
+func (s *Server) setCookie(h http.Header, rm *room, v *view, tok cookie.Token, https bool, now int64) {
 	maxAge := tok.ExpiresAt - now
 	if maxAge < 1 {
 		maxAge = 1
@@ -226,25 +256,25 @@ func (s *Server) setCookie(h http.Header, rm *room, tok cookie.Token, https bool
 	b = append(b, "; Path=/; Max-Age="...)
 	b = strconv.AppendInt(b, maxAge, 10)
 	b = append(b, "; HttpOnly"...)
-	b = appendCookieAttrs(b, rm, https)
+	b = appendCookieAttrs(b, &v.cfg.CookieAttributes, https)
 	h.Add("Set-Cookie", string(b))
 }
 
-func clearCookie(h http.Header, rm *room, https bool) {
+func clearCookie(h http.Header, v *view, name string, https bool) {
 	b := make([]byte, 0, 128)
-	b = append(b, rm.cookieName...)
+	b = append(b, name...)
 	b = append(b, "=; Path=/; Max-Age=0; HttpOnly"...)
-	b = appendCookieAttrs(b, rm, https)
+	b = appendCookieAttrs(b, &v.cfg.CookieAttributes, https)
 	h.Add("Set-Cookie", string(b))
 }
 
 // appendCookieAttrs applies cookie_attributes. auto means SameSite=None;
 // Secure over HTTPS (so a room embedded in an iframe keeps its cookie) and
-// SameSite=Lax over plain HTTP, where None would be refused by browsers.
-func appendCookieAttrs(b []byte, rm *room, https bool) []byte {
-	ss := rm.cfg.CookieAttributes.SameSite
+// SameSite=Lax over plain HTTP or with secure: never, where None would be
+// refused by browsers.
+func appendCookieAttrs(b []byte, ca *CookieAttributes, https bool) []byte {
 	secure := false
-	switch rm.cfg.CookieAttributes.Secure {
+	switch ca.Secure {
 	case "always":
 		secure = true
 	case "never":
@@ -252,18 +282,20 @@ func appendCookieAttrs(b []byte, rm *room, https bool) []byte {
 	default:
 		secure = https
 	}
-	switch ss {
+	switch ca.SameSite {
 	case "lax":
 		b = append(b, "; SameSite=Lax"...)
 	case "strict":
 		b = append(b, "; SameSite=Strict"...)
 	case "none":
 		b = append(b, "; SameSite=None"...)
-		secure = secure || rm.cfg.CookieAttributes.Secure != "never"
+		secure = secure || ca.Secure != "never"
 	default:
-		if https {
+		// None only with Secure: browsers drop a SameSite=None cookie that
+		// is not Secure, so secure: never keeps auto at Lax.
+		if https && ca.Secure != "never" {
 			b = append(b, "; SameSite=None"...)
-			secure = secure || rm.cfg.CookieAttributes.Secure != "never"
+			secure = true
 		} else {
 			b = append(b, "; SameSite=Lax"...)
 		}

@@ -36,6 +36,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newServe(), newState(), newDemo(), newKeygen())
+	root.AddCommand(newServe(), newState(), newRooms(), newDemo(), newKeygen(), newLoadtest(), newBench())
 	return root
 }

@@ -1,0 +1,316 @@
+package edge_test
+
+// Admin endpoint tests: GET /state, /rooms/{name}/status, /healthz and
+// /metrics, and the table `waitroom state` prints.
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/waitroom/waitroom/edge"
+)
+
+// busyShop is a room of two with two visitors admitted and three queued.
+func busyShop(t *testing.T) *fixture {
+	t.Helper()
+	rc := room("shop", 2, 2)
+	rc.Host = "shop.test"
+	f := newFixture(t, rc)
+	admitFirst(t, f, "http://shop.test/")
+	admitFirst(t, f, "http://shop.test/")
+	for i := 0; i < 3; i++ {
+		if resp := newVisitor().get(f.srv, "http://shop.test/"); resp.Header.Get("Refresh") == "" {
+			t.Fatalf("visitor %d not queued: %d", i+3, resp.StatusCode)
+		}
+	}
+	return f
+}
+
+func TestAdminState(t *testing.T) {
+	f := busyShop(t)
+	resp := adminGet(t, f.admin, "/state")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("GET /state: %d, %q, %q", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"))
+	}
+	raw := body(t, resp)
+
+	t.Run("the document names every figure the issue asks for", func(t *testing.T) {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"node", "replica", "incarnation", "time", "members", "gossip", "rooms"} {
+			if _, ok := doc[k]; !ok {
+				t.Errorf("/state lacks %q", k)
+			}
+		}
+		rooms, _ := doc["rooms"].([]any)
+		if len(rooms) != 1 {
+			t.Fatalf("rooms: %v", doc["rooms"])
+		}
+		r := rooms[0].(map[string]any)
+		for _, k := range []string{"name", "host", "path", "status", "queueing_method", "total_active_users", "new_users_per_minute", "session_duration",
+			"estimated_total_active_users", "estimated_queued_users", "new_users_this_minute", "max_estimated_time_minutes", "open_slots", "admissions_per_minute", "buckets", "nodes"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("room lacks %q", k)
+			}
+		}
+		b := r["buckets"].([]any)[0].(map[string]any)
+		for _, k := range []string{"bucket", "waiting", "eligible_slots"} {
+			if _, ok := b[k]; !ok {
+				t.Errorf("bucket lacks %q", k)
+			}
+		}
+		n := r["nodes"].([]any)[0].(map[string]any)
+		for _, k := range []string{"node", "replica", "traffic_share", "arrivals_this_minute", "admitted_this_minute"} {
+			if _, ok := n[k]; !ok {
+				t.Errorf("node share lacks %q", k)
+			}
+		}
+	})
+
+	t.Run("the figures are the room's", func(t *testing.T) {
+		var doc edge.StateDoc
+		if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Node != "node-a" || len(doc.Members) != 1 || doc.Members[0].Name != "node-a" || !doc.Time.Equal(f.clock.Now()) {
+			t.Errorf("node %q, members %+v, time %v", doc.Node, doc.Members, doc.Time)
+		}
+		r := doc.Rooms[0]
+		if r.Name != "shop" || r.Host != "shop.test" || r.Path != "/" || r.Status != "queueing" || r.QueueingMethod != "fifo" {
+			t.Errorf("room %+v", r)
+		}
+		if r.TotalActiveUsers != 2 || r.NewUsersPerMinute != 2 || r.SessionDuration != 5 {
+			t.Errorf("settings %d/%d/%d", r.TotalActiveUsers, r.NewUsersPerMinute, r.SessionDuration)
+		}
+		if r.EstimatedTotalActiveUsers != 2 || r.EstimatedQueuedUsers != 3 || r.NewUsersThisMinute != 2 || r.OpenSlots != 0 {
+			t.Errorf("active %d, queued %d, new %d, open %d; want 2, 3, 2, 0", r.EstimatedTotalActiveUsers, r.EstimatedQueuedUsers, r.NewUsersThisMinute, r.OpenSlots)
+		}
+		// Two admissions in five minutes: 0.4 a minute, three ahead of the
+		// newest visitor... who is in the same bucket, so nobody is ahead.
+		if r.MaxEstimatedTimeMinutes < 1 || r.AdmissionsPerMinute <= 0 {
+			t.Errorf("max wait %d min, rate %v", r.MaxEstimatedTimeMinutes, r.AdmissionsPerMinute)
+		}
+		minute := f.clock.Now().Truncate(time.Minute)
+		if len(r.Buckets) != 1 || !r.Buckets[0].Bucket.Equal(minute) || r.Buckets[0].Waiting != 3 || r.Buckets[0].EligibleSlots != 0 {
+			t.Errorf("buckets %+v, want one of 3 waiting at %v with no slot", r.Buckets, minute)
+		}
+		if len(r.Nodes) != 1 || r.Nodes[0].Node != "node-a" || r.Nodes[0].TrafficShare != 1 || r.Nodes[0].ArrivalsThisMinute != 5 || r.Nodes[0].AdmittedThisMinute != 2 {
+			t.Errorf("nodes %+v, want node-a with all the traffic: 5 arrivals, 2 admitted", r.Nodes)
+		}
+	})
+
+	t.Run("rooms/{name}/status answers one room, 404 for an unknown one", func(t *testing.T) {
+		rs := roomStatus(t, f.admin, "shop")
+		if rs.Name != "shop" || rs.EstimatedQueuedUsers != 3 {
+			t.Errorf("status %+v", rs)
+		}
+		resp := adminGet(t, f.admin, "/rooms/nope/status")
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(body(t, resp), "no room named nope") {
+			t.Errorf("unknown room: %d", resp.StatusCode)
+		}
+	})
+
+	t.Run("healthz says ok with the node and its members", func(t *testing.T) {
+		resp := adminGet(t, f.admin, "/healthz")
+		var h struct {
+			OK      bool   `json:"ok"`
+			Node    string `json:"node"`
+			Members int    `json:"members"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != http.StatusOK || !h.OK || h.Node != "node-a" || h.Members != 1 {
+			t.Errorf("healthz: %d %+v %v", resp.StatusCode, h, err)
+		}
+	})
+
+	t.Run("the admin endpoint answers only GET and is not on the public handler", func(t *testing.T) {
+		rec := adminDo(f.admin, http.MethodPost, "/state")
+		if rec.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("POST /state: %d, want 405", rec.StatusCode)
+		}
+		// On the public side /state is a path of the room like any other:
+		// the room is full, so the visitor waits.
+		resp := newVisitor().get(f.srv, "http://shop.test/state")
+		if resp.Header.Get("Refresh") == "" || strings.Contains(body(t, resp), "estimated_total_active_users") {
+			t.Errorf("public /state: %d, want the queue page", resp.StatusCode)
+		}
+	})
+}
+
+func adminDo(h http.Handler, method, path string) *http.Response {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec.Result()
+}
+
+func TestAdminStatusValues(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*edge.RoomConfig)
+		fill int // visitors sent first
+		want string
+	}{
+		{name: "an empty room is not queueing", want: "not_queueing"},
+		{name: "a full room is queueing", fill: 2, want: "queueing"},
+		{name: "a room with queue_all is queue_all", edit: func(r *edge.RoomConfig) { r.QueueAll = true }, want: "queue_all"},
+		{name: "a suspended room is suspended", edit: func(r *edge.RoomConfig) { r.Suspended = true; r.QueueAll = true }, want: "suspended"},
+		{name: "a passthrough room over its limit is not queueing", edit: func(r *edge.RoomConfig) { r.QueueingMethod = "passthrough" }, fill: 3, want: "not_queueing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := fullRoom("shop")
+			if tt.edit != nil {
+				tt.edit(&rc)
+			}
+			f := newFixture(t, rc)
+			for i := 0; i < tt.fill; i++ {
+				newVisitor().get(f.srv, "http://shop.test/")
+			}
+			if got := roomStatus(t, f.admin, "shop").Status; got != tt.want {
+				t.Errorf("status %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAdminMetrics(t *testing.T) {
+	f := busyShop(t)
+	// One tampered cookie and one early check-in, so every request counter
+	// has a sample.
+	v := newVisitor()
+	v.cookies[cookieName] = &http.Cookie{Name: cookieName, Value: "junk"}
+	v.get(f.srv, "http://shop.test/")
+	v.get(f.srv, "http://shop.test/")
+	// The room gauges come from the latest allocation, which the
+	// allocation loop renews at least every 250 ms.
+	settle(t, f)
+
+	resp := adminGet(t, f.admin, "/metrics")
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || !strings.Contains(ct, "version=0.0.4") {
+		t.Errorf("Content-Type %q, want the Prometheus text format", ct)
+	}
+	text := body(t, resp)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("/metrics is not the Prometheus text format: %v\n%s", err, text)
+	}
+	value := func(name string, labels map[string]string) (float64, bool) {
+		fam := fams[name]
+		if fam == nil {
+			return 0, false
+		}
+	next:
+		for _, m := range fam.Metric {
+			for k, v := range labels {
+				found := false
+				for _, lp := range m.Label {
+					if lp.GetName() == k && lp.GetValue() == v {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			switch fam.GetType() {
+			case dto.MetricType_COUNTER:
+				return m.Counter.GetValue(), true
+			case dto.MetricType_GAUGE:
+				return m.Gauge.GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	tests := []struct {
+		name   string
+		metric string
+		labels map[string]string
+		typ    dto.MetricType
+		want   float64
+	}{
+		{"new admissions are counted per room", "waitroom_requests_total", map[string]string{"room": "shop", "outcome": "admitted"}, dto.MetricType_COUNTER, 2},
+		{"queued answers are counted", "waitroom_requests_total", map[string]string{"room": "shop", "outcome": "queued"}, dto.MetricType_COUNTER, 4},
+		{"early check-ins are counted apart", "waitroom_requests_total", map[string]string{"room": "shop", "outcome": "early_checkin"}, dto.MetricType_COUNTER, 1},
+		{"cookie errors are counted by reason", "waitroom_cookie_errors_total", map[string]string{"room": "shop", "reason": "malformed"}, dto.MetricType_COUNTER, 1},
+		{"the merged active users are a gauge", "waitroom_room_active_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 2},
+		{"the limit is exported beside them", "waitroom_room_total_active_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 2},
+		{"the queued users are a gauge", "waitroom_room_queued_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 4},
+		{"the new users of this minute are a gauge", "waitroom_room_new_users_this_minute", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 2},
+		{"queueing is 1 with the status as a label", "waitroom_room_queueing", map[string]string{"room": "shop", "status": "queueing"}, dto.MetricType_GAUGE, 1},
+		{"the ring size is exported", "waitroom_gossip_members", nil, dto.MetricType_GAUGE, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if fam := fams[tt.metric]; fam == nil || fam.GetType() != tt.typ || fam.GetHelp() == "" {
+				t.Fatalf("%s: family %v, want type %v with help", tt.metric, fam, tt.typ)
+			}
+			got, ok := value(tt.metric, tt.labels)
+			if !ok || got != tt.want {
+				t.Errorf("%s%v = %v (present %v), want %v", tt.metric, tt.labels, got, ok, tt.want)
+			}
+		})
+	}
+	t.Run("the Go runtime and process collectors are registered", func(t *testing.T) {
+		if fams["go_goroutines"] == nil {
+			t.Error("no go_goroutines")
+		}
+	})
+}
+
+func TestWriteStateTable(t *testing.T) {
+	f := busyShop(t)
+	doc := f.srv.StateDoc()
+	var buf bytes.Buffer
+	if err := edge.WriteStateTable(&buf, doc); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	tests := []struct {
+		name string
+		line string // a regular expression matched against one line
+	}{
+		{"the header names the node and the time", `^node node-a \(replica [0-9a-f]+\) at 2030-06-01T12:00:05Z$`},
+		{"the members are listed", `^node-a\s+127\.0\.0\.1:\d+\s+alive`},
+		{"the gossip summary is one line", `^gossip: 1 members, \d+ msgs in, \d+ msgs out, .* sent, \d+ entries merged, \d+ push-pulls`},
+		{"the room line has host, path, status and method", `^room shop\s+shop\.test/\s+\[queueing, fifo\]$`},
+		{"active users against the limit", `^\s+active users\s+2 / 2$`},
+		{"new users this minute against the limit", `^\s+new users this minute\s+2 / 2$`},
+		{"the queue", `^\s+queued\s+3$`},
+		{"the open slots", `^\s+open slots\s+0$`},
+		{"the admission rate", `^\s+admissions per minute\s+0\.\d$`},
+		{"the longest wait", `^\s+longest estimated wait\s+\d+ min$`},
+		{"the bucket table's header", `^\s+BUCKET\s+WAITING\s+ELIGIBLE SLOTS$`},
+		{"one bucket at 12:00 with three waiting", `^\s+12:00\s+3\s+0$`},
+		{"the node table's header", `^\s+NODE\s+SHARE\s+ARRIVALS/MIN\s+ADMITTED/MIN$`},
+		{"this node with all of the traffic", `^\s+node-a\s+100%\s+5\s+2$`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			re := regexp.MustCompile(tt.line)
+			for _, l := range strings.Split(out, "\n") {
+				if re.MatchString(l) {
+					return
+				}
+			}
+			t.Errorf("no line matches %q in:\n%s", tt.line, out)
+		})
+	}
+	t.Run("a node without rooms says so", func(t *testing.T) {
+		var buf bytes.Buffer
+		if err := edge.WriteStateTable(&buf, &edge.StateDoc{Node: "n"}); err != nil || !strings.Contains(buf.String(), "no rooms on this node") {
+			t.Errorf("%v:\n%s", err, buf.String())
+		}
+	})
+}

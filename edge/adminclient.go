@@ -1,0 +1,161 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// AdminClient talks to a node's admin endpoint, for the CLI.
+type AdminClient struct {
+	URL     string // e.g. http://127.0.0.1:9090
+	Token   string // bearer token; WAITROOM_ADMIN_TOKEN when empty
+	Timeout time.Duration
+}
+
+func (c *AdminClient) do(ctx context.Context, method, path string, body, out any) error {
+	base := c.URL
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
+	if err != nil {
+		return fmt.Errorf("admin URL %q: %w", c.URL, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	tok := c.Token
+	if tok == "" {
+		tok = os.Getenv("WAITROOM_ADMIN_TOKEN")
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s %s: %s", method, path, e.Error)
+		}
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// Rooms lists the rooms a node has in force.
+func (c *AdminClient) Rooms(ctx context.Context) ([]RoomConfig, error) {
+	var out []RoomConfig
+	return out, c.do(ctx, http.MethodGet, "/rooms", nil, &out)
+}
+
+// Room reads one room.
+func (c *AdminClient) Room(ctx context.Context, name string) (*RoomConfig, error) {
+	var out RoomConfig
+	return &out, c.do(ctx, http.MethodGet, "/rooms/"+url.PathEscape(name), nil, &out)
+}
+
+// Apply creates or replaces a room.
+func (c *AdminClient) Apply(ctx context.Context, rc RoomConfig) (*RoomConfig, error) {
+	var out RoomConfig
+	return &out, c.do(ctx, http.MethodPut, "/rooms/"+url.PathEscape(rc.Name), rc, &out)
+}
+
+// Delete deletes a room.
+func (c *AdminClient) Delete(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/rooms/"+url.PathEscape(name), nil, nil)
+}
+
+// Stop queues everyone in a room, admitted visitors included, behind
+// pageHTML (the built-in paused page when empty).
+func (c *AdminClient) Stop(ctx context.Context, name, pageHTML string) (*RoomConfig, error) {
+	var out RoomConfig
+	return &out, c.do(ctx, http.MethodPost, "/rooms/"+url.PathEscape(name)+"/stop", map[string]string{"page_html": pageHTML}, &out)
+}
+
+// Resume ends an emergency stop.
+func (c *AdminClient) Resume(ctx context.Context, name string) (*RoomConfig, error) {
+	var out RoomConfig
+	return &out, c.do(ctx, http.MethodPost, "/rooms/"+url.PathEscape(name)+"/resume", nil, &out)
+}
+
+// ParseRooms reads rooms to apply from YAML or JSON: one room, a list of
+// rooms, or a config file's "rooms:". Each is checked on its own here; the
+// node checks them against its other rooms.
+func ParseRooms(data []byte) ([]RoomConfig, error) {
+	var probe any
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("parse rooms: %w", err)
+	}
+	var rooms []RoomConfig
+	decode := func(v any) error {
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		return dec.Decode(v)
+	}
+	switch p := probe.(type) {
+	case []any:
+		if err := decode(&rooms); err != nil {
+			return nil, fmt.Errorf("parse rooms: %w", err)
+		}
+	case map[string]any:
+		if _, ok := p["rooms"]; ok {
+			c, err := ParseConfig(data)
+			if err != nil {
+				return nil, err
+			}
+			rooms = c.Rooms
+		} else {
+			var rc RoomConfig
+			if err := decode(&rc); err != nil {
+				return nil, fmt.Errorf("parse room: %w", err)
+			}
+			rooms = []RoomConfig{rc}
+		}
+	default:
+		return nil, fmt.Errorf("parse rooms: want a room, a list of rooms or a config with rooms")
+	}
+	for i := range rooms {
+		if err := rooms[i].Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return rooms, nil
+}

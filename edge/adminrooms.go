@@ -1,0 +1,282 @@
+package edge
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+)
+
+// The room API: rooms created, changed and deleted at run time, with the
+// same field names as the config file. A write is validated as at start-up
+// (the room alone and against the other rooms' routes and cookies), stored
+// in the room's register and gossiped; every node applies it within about
+// two seconds.
+func (s *Server) registerRoomAPI(mux *http.ServeMux) {
+	mux.HandleFunc("GET /rooms", func(w http.ResponseWriter, r *http.Request) {
+		out := []RoomConfig{}
+		for _, rm := range s.rooms() {
+			out = append(out, *rm.cfg)
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+	mux.HandleFunc("GET /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
+		rm := s.room(r.PathValue("name"))
+		if rm == nil {
+			writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
+			return
+		}
+		writeJSON(w, http.StatusOK, rm.cfg)
+	})
+	mux.HandleFunc("POST /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
+		s.putRoom(w, r, false, true)
+	})
+	mux.HandleFunc("PUT /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
+		s.putRoom(w, r, false, false)
+	})
+	mux.HandleFunc("PATCH /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
+		s.putRoom(w, r, true, false)
+	})
+	mux.HandleFunc("DELETE /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if s.room(name) == nil {
+			writeError(w, http.StatusNotFound, "no room named %q", name)
+			return
+		}
+		s.node.SetRegister(roomRegister(name), nil)
+		s.applyNow()
+		s.log.Info().Str("room", name).Str("by", r.RemoteAddr).Msg("room deleted through the admin API")
+		writeJSON(w, http.StatusOK, map[string]string{"deleted": name})
+	})
+	mux.HandleFunc("POST /rooms/{name}/stop", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			PageHTML string `json:"page_html"`
+		}
+		if err := decodeBody(r, &body, true); err != nil {
+			writeError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		s.changeRoom(w, r, func(rc *RoomConfig) {
+			rc.Stopped = true
+			if body.PageHTML != "" {
+				rc.StopPageHTML = body.PageHTML
+			}
+		})
+	})
+	mux.HandleFunc("POST /rooms/{name}/resume", func(w http.ResponseWriter, r *http.Request) {
+		s.changeRoom(w, r, func(rc *RoomConfig) { rc.Stopped = false })
+	})
+	mux.HandleFunc("GET /rooms/{name}/events/{id}/details", func(w http.ResponseWriter, r *http.Request) {
+		rm := s.room(r.PathValue("name"))
+		if rm == nil {
+			writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
+			return
+		}
+		for i := range rm.cfg.Events {
+			e := &rm.cfg.Events[i]
+			if e.ID != r.PathValue("id") {
+				continue
+			}
+			eff := rm.cfg.Effective(e.EventStartTime)
+			_, ph := rm.cfg.At(s.clock())
+			writeJSON(w, http.StatusOK, map[string]any{
+				"event": e,
+				"phase_now": func() string {
+					if cur, _ := rm.cfg.At(s.clock()); cur == e {
+						return ph.String()
+					}
+					return NoEvent.String()
+				}(),
+				"effective": map[string]any{
+					"total_active_users":      eff.TotalActiveUsers,
+					"new_users_per_minute":    eff.NewUsersPerMinute,
+					"session_duration":        eff.SessionDuration,
+					"disable_session_renewal": eff.DisableSessionRenewal,
+					"queueing_method":         eff.QueueingMethod,
+					"custom_page_html":        eff.CustomPageHTML,
+					"suspended":               eff.Suspended,
+					"prequeue_start_time":     e.prequeueStart().UTC(),
+					"event_start_time":        e.EventStartTime.UTC(),
+					"event_end_time":          e.EventEndTime.UTC(),
+					"shuffle_at_event_start":  e.ShuffleAtEventStart,
+				},
+			})
+			return
+		}
+		writeError(w, http.StatusNotFound, "room %q has no event %q", rm.name, r.PathValue("id"))
+	})
+}
+
+// putRoom creates (create: refused if it exists), replaces or, with patch,
+// merges the body into a room.
+func (s *Server) putRoom(w http.ResponseWriter, r *http.Request, patch, create bool) {
+	name := r.PathValue("name")
+	cur := s.room(name)
+	if create && cur != nil {
+		writeError(w, http.StatusConflict, "room %q exists; use PUT to replace it or PATCH to change it", name)
+		return
+	}
+	if patch && cur == nil {
+		writeError(w, http.StatusNotFound, "no room named %q to patch", name)
+		return
+	}
+	var rc RoomConfig
+	if patch {
+		// A JSON merge patch: start from the room's settings and let the
+		// body's fields replace theirs.
+		b, _ := json.Marshal(cur.cfg)
+		_ = json.Unmarshal(b, &rc)
+	}
+	if err := decodeBody(r, &rc, false); err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if rc.Name == "" {
+		rc.Name = name
+	}
+	if rc.Name != name {
+		writeError(w, http.StatusBadRequest, "name: the body names room %q but the path names %q", rc.Name, name)
+		return
+	}
+	s.writeRoom(w, r, rc, cur == nil)
+}
+
+// changeRoom applies fn to a copy of a room's settings and stores it.
+func (s *Server) changeRoom(w http.ResponseWriter, r *http.Request, fn func(*RoomConfig)) {
+	cur := s.room(r.PathValue("name"))
+	if cur == nil {
+		writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
+		return
+	}
+	var rc RoomConfig
+	b, _ := json.Marshal(cur.cfg)
+	_ = json.Unmarshal(b, &rc)
+	fn(&rc)
+	s.writeRoom(w, r, rc, false)
+}
+
+// writeRoom validates a room against the others and stores it.
+func (s *Server) writeRoom(w http.ResponseWriter, r *http.Request, rc RoomConfig, created bool) {
+	rc.ApplyDefaults()
+	if err := s.validateWith(rc); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, "%v", err)
+		return
+	}
+	raw, err := json.Marshal(&rc)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "encode room: %v", err)
+		return
+	}
+	s.node.SetRegister(roomRegister(rc.Name), raw)
+	s.applyNow()
+	verb := "changed"
+	status := http.StatusOK
+	if created {
+		verb, status = "created", http.StatusCreated
+	}
+	s.log.Info().Str("room", rc.Name).Str("by", r.RemoteAddr).Msgf("room %s through the admin API", verb)
+	writeJSON(w, status, &rc)
+}
+
+// validateWith checks rc as the config would be with rc in place: the room's
+// own rules and the rules across rooms (routes, cookie names).
+func (s *Server) validateWith(rc RoomConfig) error {
+	c := *s.cfg
+	c.Rooms = nil
+	for _, rm := range s.rooms() {
+		if rm.name != rc.Name {
+			c.Rooms = append(c.Rooms, *rm.cfg)
+		}
+	}
+	c.Rooms = append(c.Rooms, rc)
+	return c.Validate()
+}
+
+// applyNow rebuilds the room table at once, so that the writer's own node
+// applies its change before answering.
+func (s *Server) applyNow() {
+	s.tableMu.Lock()
+	defer s.tableMu.Unlock()
+	s.syncRoomsLocked(s.clock())
+}
+
+func decodeBody(r *http.Request, v any, allowEmpty bool) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxConfigSize+1))
+	if err != nil {
+		return fmt.Errorf("read body: %w", err)
+	}
+	if len(body) > MaxConfigSize {
+		return fmt.Errorf("body is larger than %d bytes", MaxConfigSize)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return errors.New("the body is empty: send the room as JSON")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode JSON: %w", err)
+	}
+	return nil
+}
+
+func writeError(w http.ResponseWriter, status int, format string, args ...any) {
+	writeJSON(w, status, map[string]string{"error": fmt.Sprintf(format, args...)})
+}
+
+// adminAuth guards the admin endpoint. Without a token (allowed only on a
+// loopback listener) everything is open to local processes. With one, every
+// request that changes something needs "Authorization: Bearer TOKEN", and
+// read-only requests do too unless admin_read_open.
+type adminAuth struct {
+	token    []byte
+	readOpen bool
+	next     http.Handler
+}
+
+func (a *adminAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a.token == nil {
+		a.next.ServeHTTP(w, r)
+		return
+	}
+	readOnly := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if readOnly && a.readOpen {
+		a.next.ServeHTTP(w, r)
+		return
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), a.token) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom admin"`)
+		writeError(w, http.StatusUnauthorized, "this admin endpoint needs a bearer token (Authorization: Bearer ...)")
+		return
+	}
+	a.next.ServeHTTP(w, r)
+}
+
+// loadAdminToken reads the admin token file: its first non-empty line.
+func loadAdminToken(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("admin_token_file: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+			if len(t) < 16 {
+				return nil, fmt.Errorf("admin_token_file %s: the token is %d characters; use at least 16 (e.g. openssl rand -hex 32)", path, len(t))
+			}
+			return []byte(t), nil
+		}
+	}
+	return nil, fmt.Errorf("admin_token_file %s: no token in it", path)
+}
+

@@ -1,0 +1,295 @@
+package edge_test
+
+// The test harness shared by the handler tests, the end-to-end test and the
+// benchmarks: a fake clock, a node built with edge.New on loopback, a test
+// origin, and small helpers to send requests and read cookies, JSON and the
+// admin endpoint.
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/edge"
+)
+
+// fakeClock is a clock the test advances by hand. Every node of a test
+// shares one, so time moves for all of them at once.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// newFakeClock starts a clock at sec seconds into a fixed minute.
+func newFakeClock(sec int) *fakeClock {
+	return &fakeClock{t: time.Date(2030, 6, 1, 12, 0, sec, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
+}
+
+// Set moves the clock to t (forward only).
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.t) {
+		c.t = t
+	}
+}
+
+// keyFile writes a fresh cookie key file into dir and returns its path.
+func keyFile(tb testing.TB, dir string) string {
+	tb.Helper()
+	data, err := cookie.GenerateKeyFile(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(dir, "cookie.key")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// room returns a room named name with small limits; edit adjusts it.
+func room(name string, total, perMinute int) edge.RoomConfig {
+	return edge.RoomConfig{
+		Name:              name,
+		TotalActiveUsers:  total,
+		NewUsersPerMinute: perMinute,
+	}
+}
+
+// nodeConfig is a loopback config for one node with the given rooms.
+func nodeConfig(name, keyPath, origin string, rooms ...edge.RoomConfig) *edge.Config {
+	return &edge.Config{
+		Node:          name,
+		Listen:        "127.0.0.1:0",
+		Admin:         "127.0.0.1:0",
+		Gossip:        "127.0.0.1:0",
+		GossipProfile: "local",
+		CookieKeyFile: keyPath,
+		Origin:        origin,
+		Rooms:         rooms,
+	}
+}
+
+// startServer validates cfg and builds a node on clock; the node is closed
+// when the test ends.
+func startServer(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
+	tb.Helper()
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		tb.Fatalf("config: %v", err)
+	}
+	opts := edge.RunOptions{Log: zerolog.Nop()}
+	if clock != nil {
+		opts.Clock = clock.Now
+	}
+	srv, err := edge.New(cfg, opts)
+	if err != nil {
+		tb.Fatalf("edge.New: %v", err)
+	}
+	tb.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+// origin is a test origin. It answers 200 with "origin: <path>", and obeys a
+// few paths: /revoke-cf and /revoke-own answer with the revoke command under
+// Cloudflare's header and waitroom's own.
+type origin struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits int
+}
+
+func newOrigin(tb testing.TB) *origin {
+	tb.Helper()
+	o := &origin{}
+	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		o.hits++
+		o.mu.Unlock()
+		switch r.URL.Path {
+		case "/revoke-cf":
+			w.Header().Set("Cf-Waiting-Room-Command", "revoke")
+		case "/revoke-own":
+			w.Header().Set("Waitroom-Command", "Revoke")
+		}
+		w.Header().Set("X-Origin", "yes")
+		_, _ = io.WriteString(w, "origin: "+r.URL.Path)
+	}))
+	tb.Cleanup(o.Close)
+	return o
+}
+
+func (o *origin) Hits() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.hits
+}
+
+// fixture is one node in front of one test origin, on a fake clock.
+type fixture struct {
+	srv    *edge.Server
+	clock  *fakeClock
+	origin *origin
+	admin  http.Handler
+}
+
+// newFixture starts one node with the given rooms (their origin is the test
+// origin unless set) at 5 s into a minute.
+func newFixture(tb testing.TB, rooms ...edge.RoomConfig) *fixture {
+	tb.Helper()
+	o := newOrigin(tb)
+	clock := newFakeClock(5)
+	cfg := nodeConfig("node-a", keyFile(tb, tb.TempDir()), o.URL, rooms...)
+	srv := startServer(tb, cfg, clock)
+	return &fixture{srv: srv, clock: clock, origin: o, admin: srv.AdminHandler()}
+}
+
+// visitor is one browser: its cookies, kept by name.
+type visitor struct {
+	cookies map[string]*http.Cookie
+}
+
+func newVisitor() *visitor { return &visitor{cookies: map[string]*http.Cookie{}} }
+
+// req builds a request to url (host taken from it) carrying the visitor's
+// cookies.
+func (v *visitor) req(method, url string, hdr ...string) *http.Request {
+	r := httptest.NewRequest(method, url, nil)
+	for _, c := range v.cookies {
+		r.AddCookie(c)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	return r
+}
+
+// do sends a request through h and keeps the cookies the answer sets, as a
+// browser would (Max-Age 0 deletes).
+func (v *visitor) do(h http.Handler, r *http.Request) *http.Response {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	resp := rec.Result()
+	for _, c := range resp.Cookies() {
+		if c.MaxAge < 0 {
+			delete(v.cookies, c.Name)
+			continue
+		}
+		v.cookies[c.Name] = c
+	}
+	return resp
+}
+
+// get is do with a GET to url.
+func (v *visitor) get(h http.Handler, url string, hdr ...string) *http.Response {
+	return v.do(h, v.req(http.MethodGet, url, hdr...))
+}
+
+func body(tb testing.TB, resp *http.Response) string {
+	tb.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// setCookie returns the raw Set-Cookie line for cookie name, or "".
+func setCookie(resp *http.Response, name string) string {
+	for _, line := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(line, name+"=") {
+			return line
+		}
+	}
+	return ""
+}
+
+// cookieAttr returns the value of attribute attr ("Max-Age") in a raw
+// Set-Cookie line, and whether it is there at all.
+func cookieAttr(line, attr string) (string, bool) {
+	for _, part := range strings.Split(line, ";")[1:] {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		if strings.EqualFold(k, attr) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func maxAge(tb testing.TB, line string) int {
+	tb.Helper()
+	v, ok := cookieAttr(line, "Max-Age")
+	if !ok {
+		tb.Fatalf("Set-Cookie %q has no Max-Age", line)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		tb.Fatalf("Set-Cookie %q: Max-Age %q", line, v)
+	}
+	return n
+}
+
+// adminGet fetches path from the admin handler.
+func adminGet(tb testing.TB, admin http.Handler, path string) *http.Response {
+	tb.Helper()
+	rec := httptest.NewRecorder()
+	admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Result()
+}
+
+// roomStatus decodes GET /rooms/{name}/status.
+func roomStatus(tb testing.TB, admin http.Handler, name string) edge.RoomStatus {
+	tb.Helper()
+	resp := adminGet(tb, admin, "/rooms/"+name+"/status")
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("status of room %s: %d %s", name, resp.StatusCode, body(tb, resp))
+	}
+	var rs edge.RoomStatus
+	if err := json.NewDecoder(resp.Body).Decode(&rs); err != nil {
+		tb.Fatal(err)
+	}
+	return rs
+}
+
+// metric returns the value of the sample whose line starts with prefix (a
+// metric name with its labels, as the text format writes them) in /metrics,
+// or 0 when there is none.
+func metric(tb testing.TB, admin http.Handler, prefix string) float64 {
+	tb.Helper()
+	text := body(tb, adminGet(tb, admin, "/metrics"))
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix+" ") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, prefix)), 64)
+			if err != nil {
+				tb.Fatalf("metric line %q: %v", line, err)
+			}
+			return v
+		}
+	}
+	return 0
+}

@@ -1,0 +1,151 @@
+package edge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// Room settings are replicated state: each room is an LWW register named
+// "room/<name>" holding its RoomConfig as JSON, and an empty value is a
+// deleted room. A change made through any node's admin API is gossiped like
+// any other register and every node rebuilds its room table from the
+// registers within one gossip round and one allocation tick (250 ms).
+const roomPrefix = "room/"
+
+func roomRegister(name string) string { return roomPrefix + name }
+
+// rooms lists the rooms in force, by name.
+func (s *Server) rooms() []*room {
+	t := s.table.Load()
+	names := slices.Sorted(maps.Keys(t.rooms))
+	out := make([]*room, len(names))
+	for i, n := range names {
+		out[i] = t.rooms[n]
+	}
+	return out
+}
+
+// room finds a room by name.
+func (s *Server) room(name string) *room { return s.table.Load().rooms[name] }
+
+// syncRooms rebuilds the room table when any room register changed.
+func (s *Server) syncRooms(now time.Time) {
+	s.tableMu.Lock()
+	defer s.tableMu.Unlock()
+	s.syncRoomsLocked(now)
+}
+
+func (s *Server) syncRoomsLocked(now time.Time) {
+	regs := s.node.Registers(roomPrefix)
+	if s.seen != nil && sameRegisters(s.seen, regs) {
+		return
+	}
+	old := s.table.Load()
+	t := &roomTable{rooms: map[string]*room{}}
+	taken := map[route]string{}
+	for _, name := range slices.Sorted(maps.Keys(regs)) {
+		reg := regs[name]
+		roomName := strings.TrimPrefix(name, roomPrefix)
+		if len(reg.Value) == 0 {
+			continue // deleted
+		}
+		prev := old.rooms[roomName]
+		if prev != nil && bytes.Equal(prev.raw, reg.Value) {
+			t.rooms[roomName] = prev
+			continue
+		}
+		rm, err := s.buildRoom(roomName, reg.Value)
+		if err != nil {
+			// A bad change must not take a room down: keep what was in
+			// force. Admin writes are validated first, so this only
+			// happens with a peer running other code.
+			s.log.Error().Err(err).Str("room", roomName).Msg("room settings from the cluster refused; keeping the previous ones")
+			if prev != nil {
+				t.rooms[roomName] = prev
+			}
+			continue
+		}
+		rm.takeOver(prev, now)
+		if prev == nil {
+			s.log.Info().Str("room", roomName).Msg("room created")
+		} else {
+			s.log.Info().Str("room", roomName).Msg("room settings changed")
+		}
+		t.rooms[roomName] = rm
+	}
+	for name := range old.rooms {
+		if t.rooms[name] == nil {
+			s.log.Info().Str("room", name).Msg("room deleted")
+		}
+	}
+	// Routes, most specific first. Two rooms created concurrently on
+	// different nodes may claim the same route; the first by name keeps it.
+	for _, name := range slices.Sorted(maps.Keys(t.rooms)) {
+		rm := t.rooms[name]
+		for _, rt := range rm.cfg.Routes() {
+			r := route{host: strings.ToLower(rt.Host), path: rt.Path, room: rm}
+			key := route{host: r.host, path: r.path}
+			if other, dup := taken[key]; dup {
+				s.log.Error().Str("room", name).Str("route", routeString(rt)).Str("owner", other).Msg("route already belongs to another room; ignored")
+				continue
+			}
+			taken[key] = name
+			t.routes = append(t.routes, r)
+		}
+	}
+	slices.SortStableFunc(t.routes, func(a, b route) int {
+		if (a.host != "") != (b.host != "") {
+			if a.host != "" {
+				return -1
+			}
+			return 1
+		}
+		return len(b.path) - len(a.path)
+	})
+	s.table.Store(t)
+	s.seen = regs
+}
+
+func sameRegisters(a, b map[string]crdt.LWW[[]byte]) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok || x.Stamp != y.Stamp || x.Replica != y.Replica {
+			return false
+		}
+	}
+	return true
+}
+
+// buildRoom decodes and validates a room register and builds the room.
+func (s *Server) buildRoom(name string, raw []byte) (*room, error) {
+	var rc RoomConfig
+	if err := json.Unmarshal(raw, &rc); err != nil {
+		return nil, fmt.Errorf("decode room %q: %w", name, err)
+	}
+	if rc.Name != name {
+		return nil, fmt.Errorf("room register %q holds room %q", name, rc.Name)
+	}
+	rc.ApplyDefaults()
+	if rc.Origin == "" {
+		rc.Origin = s.cfg.Origin
+	}
+	if err := rc.Validate(); err != nil {
+		return nil, err
+	}
+	rm, err := newRoom(s, &rc)
+	if err != nil {
+		return nil, err
+	}
+	rm.raw = raw
+	return rm, nil
+}

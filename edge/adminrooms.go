@@ -279,4 +279,3 @@ func loadAdminToken(path string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("admin_token_file %s: no token in it", path)
 }
-

@@ -2,13 +2,13 @@ package edge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"encoding/json"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,7 +48,7 @@ type Server struct {
 	tableMu  sync.Mutex                  // one writer of the table at a time
 	seen     map[string]crdt.LWW[[]byte] // room registers the table was built from
 	adminTok []byte
-	fallback http.Handler                // proxy to Config.Origin for unrouted requests, or nil
+	fallback http.Handler // proxy to Config.Origin for unrouted requests, or nil
 	metrics  *metrics
 	// shuffleKey orders shuffled pre-queues; derived from the cookie key,
 	// so every node has the same one and visitors cannot learn it.

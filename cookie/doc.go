@@ -8,10 +8,24 @@
 //
 // A [Token] holds the arrival bucket (the unix minute of the first request),
 // the admission time, the last counted check-in, the jittered refresh interval,
-// the minute the visitor is currently counted in, the expiry and the
-// infinite-queue flag. Because the token is the state, any node can decide
+// the minute the visitor is currently counted in, the expiry, the
+// infinite-queue flag, the visitor's ID and whether the visitor solved the
+// room's bot challenge. Because the token is the state, any node can decide
 // about a visitor without a lookup, and a restarted node keeps every visitor's
 // place as long as the keys stay the same.
+//
+// The ID is a per-visitor random number, drawn by the edge from crypto/rand at
+// the visitor's first request and carried in the token from then on. It
+// orders a shuffled pre-queue: when an event shuffles the visitors who waited
+// for its start, each one's new place is computed from its ID, so every node
+// orders them the same way without storing or exchanging anything. It must be
+// unpredictable, or a visitor could choose a place; any uint64 is valid, 0
+// included, and this package never draws one.
+//
+// Verified records that the visitor solved the room's bot challenge, so the
+// edge need not ask again while the token lives. Like every field it is
+// inside the authenticated payload: a client cannot set it, only replay a
+// token that has it until that token's ExpiresAt.
 //
 // # Wire layout
 //
@@ -26,14 +40,22 @@
 // The associated data is version, key id and the room's identity, so a token
 // sealed for one room does not open in another, and neither the version nor
 // the key id can be altered without failing authentication. The plaintext is
-// a MessagePack array of seven elements in field order:
+// a MessagePack array of nine elements in field order:
 //
-//	[Bucket, AcceptedAt, LastCheckIn, RefreshInterval, CountedMinute, ExpiresAt, Infinite]
+//	[Bucket, AcceptedAt, LastCheckIn, RefreshInterval, CountedMinute, ExpiresAt, Infinite, ID, Verified]
 //
 // Integers use the smallest MessagePack encoding (as msgpack's compact-int
-// encoders write them) and any integer encoding is accepted when reading;
-// Infinite is a MessagePack boolean. A sealed value is at most 119 characters.
-// Values longer than [MaxValueLen] are refused before any decoding.
+// encoders write them) and any integer encoding is accepted when reading, as
+// long as the value fits the field; Infinite and Verified are MessagePack
+// booleans (0xc2 false, 0xc3 true), and nothing else is accepted for them. ID
+// uses the whole uint64 range: above 2^32-1 it is written as a uint 64 (0xcf,
+// 9 bytes), which a random ID almost always is. The payload is at most 60
+// bytes (9 for each of the five int64 fields and for ID, 3 for
+// RefreshInterval, 1 each for Infinite and Verified and 1 for the array
+// header), so a sealed value is at most 90 bytes, 120 characters. Values
+// longer than [MaxValueLen] are refused before any decoding. A payload of an
+// earlier layout (seven elements, before ID; eight, before Verified) does not
+// decode: such a token is malformed, and its visitor is treated as new.
 //
 // # Errors
 //
@@ -70,4 +92,16 @@
 // tokens live (the longest session duration), then remove it. Ids must be
 // unique. [ParseKeys] reads the file, naming the line of any error and never
 // echoing a secret; [GenerateKeyFile] writes a fresh one.
+//
+// # Derived secrets
+//
+// [Keyring.Derive] turns the sealing key into a 32-byte secret for another
+// purpose, named by a label: the edge derives the secret that orders shuffled
+// pre-queues, so that every node holding the same key file orders them the
+// same way without sharing anything else. It is HMAC-SHA-256 over the label,
+// keyed with a one-way function of the sealing key computed by [NewKeyring];
+// the derived secret reveals nothing about the key, and different labels give
+// unrelated secrets. Only the first key counts: the keys below it do not
+// change the result, but rotating to a new sealing key changes every derived
+// secret.
 package cookie

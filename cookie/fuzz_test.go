@@ -11,14 +11,19 @@ import (
 
 // FuzzOpen checks that Open never panics, that every failure wraps exactly
 // one sentinel, and that whatever opens re-seals and re-opens to the same
-// token. The committed corpus (testdata/fuzz/FuzzOpen) holds values sealed
-// under keyNew and keyOld for room "shop", valid at fuzzNow, and broken ones.
+// token. The committed corpus (testdata/fuzz/FuzzOpen, described and written
+// in corpus_test.go) holds values sealed under keyNew and keyOld, valid at
+// fuzzNow, and broken ones.
 func FuzzOpen(f *testing.F) {
 	ring := mustRing(f, keyNew, keyOld)
 	old := mustRing(f, keyOld)
 	f.Add(ring.Seal("shop", queued), "shop", fuzzNow)
 	f.Add(old.Seal("shop", admitted), "shop", fuzzNow)
 	f.Add(ring.Seal("", cookie.Token{ExpiresAt: farFuture, Infinite: true}), "", fuzzNow)
+	f.Add(ring.Seal("shop", largeID), "shop", fuzzNow)
+	f.Add(ring.Seal("shop", verified), "shop", fuzzNow)
+	f.Add(ring.Seal("shop", longest), "shop", fuzzNow)
+	f.Add(sealPayload(keyNew, "shop", make([]byte, 12), eightFields(queued)), "shop", fuzzNow)
 	f.Add(ring.Seal("shop", queued), "shop", queued.ExpiresAt+1)
 	f.Add("", "shop", fuzzNow)
 	f.Add(strings.Repeat("A", cookie.MaxValueLen+1), "shop", fuzzNow)
@@ -49,11 +54,18 @@ func FuzzOpen(f *testing.F) {
 // FuzzUnmarshalMsgpack reaches the payload decoder directly, which FuzzOpen
 // cannot: a fuzzer never forges a GCM tag.
 func FuzzUnmarshalMsgpack(f *testing.F) {
-	for _, tok := range []cookie.Token{queued, admitted, {}} {
+	for _, tok := range []cookie.Token{queued, admitted, {}, longest, largeID, verified} {
 		b, _ := tok.MarshalMsgpack()
 		f.Add(b)
 	}
-	f.Add([]byte{0xdc, 0x00, 0x07, 0xd3, 0, 0, 0, 0, 0, 0, 0, 1, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	// The layout before Verified: an eight-element array ending with ID.
+	f.Add(eightFields(admitted))
+	// An array16 header, then an int64 and a uint64 above the int64 range.
+	f.Add([]byte{0xdc, 0x00, 0x09, 0xd3, 0, 0, 0, 0, 0, 0, 0, 1, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	// Seven short fields, then an ID spelled as a negative int64, then Verified.
+	f.Add([]byte{0x99, 1, 2, 3, 4, 5, 6, 0xc2, 0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xc3})
+	// Eight short fields, then an integer where Verified belongs.
+	f.Add([]byte{0x99, 1, 2, 3, 4, 5, 6, 0xc2, 8, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var tok cookie.Token
 		if err := tok.UnmarshalMsgpack(data); err != nil {

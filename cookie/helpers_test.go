@@ -2,6 +2,10 @@ package cookie_test
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/base64"
+	"math"
 	"testing"
 	"time"
 
@@ -24,7 +28,9 @@ var (
 	farFuture = int64(4102444800) // 2100-01-01T00:00:00Z
 )
 
-// queued and admitted are typical tokens, as the edge would write them.
+// queued and admitted are typical tokens, as the edge would write them. The
+// edge draws ID from crypto/rand, so a real ID almost always takes the 9-byte
+// uint64 encoding; admitted's is at or above 2^63, past the int64 range.
 var (
 	queued = cookie.Token{
 		Bucket:          testNow.Unix() / 60,
@@ -32,6 +38,7 @@ var (
 		RefreshInterval: 21,
 		CountedMinute:   testNow.Unix() / 60,
 		ExpiresAt:       testNow.Unix() + 300,
+		ID:              0x2545f4914f6cdd1d,
 	}
 	admitted = cookie.Token{
 		Bucket:          testNow.Unix()/60 - 12,
@@ -40,8 +47,26 @@ var (
 		RefreshInterval: 19,
 		CountedMinute:   testNow.Unix() / 60,
 		ExpiresAt:       testNow.Unix() + 600,
+		ID:              0x9e3779b97f4a7c15,
 	}
 )
+
+// maxSealedLen is the longest value Seal writes, in characters: the
+// unpadded base64 of version and key id (2 bytes), nonce (12), the longest
+// payload (60: the array header, five int64s of 9 bytes, a uint16 of 3, a
+// bool, a uint64 of 9 and a bool) and the GCM tag (16), 90 bytes in all.
+const maxSealedLen = 120
+
+// longest is a token whose every field takes its widest encoding, so that it
+// seals to exactly maxSealedLen characters.
+var longest = cookie.Token{
+	Bucket: math.MinInt64, AcceptedAt: math.MaxInt64, LastCheckIn: math.MinInt32 - 1,
+	RefreshInterval: math.MaxUint8 + 1, CountedMinute: math.MaxUint32 + 1, ExpiresAt: math.MaxInt64,
+	Infinite: true, ID: math.MaxUint32 + 1, Verified: true,
+}
+
+// verified is admitted after solving the room's bot challenge.
+var verified = func() cookie.Token { t := admitted; t.ID = 0xd1b54a32d192ed03; t.Verified = true; return t }()
 
 func mustRing(tb testing.TB, keys ...cookie.Key) *cookie.Keyring {
 	tb.Helper()
@@ -50,4 +75,30 @@ func mustRing(tb testing.TB, keys ...cookie.Key) *cookie.Keyring {
 		tb.Fatalf("NewKeyring: %v", err)
 	}
 	return k
+}
+
+// sealPayload seals payload by hand, following the package documentation,
+// as Seal would under key with nonce: for plaintexts Seal never writes. It
+// panics if key's secret is not an AES-256 key.
+func sealPayload(key cookie.Key, room string, nonce, payload []byte) string {
+	block, err := aes.NewCipher(key.Secret)
+	if err != nil {
+		panic(err)
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	header := []byte{cookie.Version, key.ID}
+	wire := append(append(bytes.Clone(header), nonce...), gcm.Seal(nil, nonce, payload, append(header, room...))...)
+	return base64.RawURLEncoding.EncodeToString(wire)
+}
+
+// eightFields is tok's payload in the layout written before Verified was
+// added: an eight-element array ending with ID.
+func eightFields(tok cookie.Token) []byte {
+	b, _ := tok.MarshalMsgpack()
+	b = b[:len(b)-1] // Verified, always one byte
+	b[0] = 0x98
+	return b
 }

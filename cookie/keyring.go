@@ -24,7 +24,7 @@ const (
 	// SecretLen is the length of a key's secret: AES-256.
 	SecretLen = 32
 	// MaxValueLen is the longest cookie value Open will look at. Sealed
-	// values are far shorter (at most 119 characters).
+	// values are far shorter (at most 120 characters).
 	MaxValueLen = 512
 
 	headerLen  = 2 // version, key id
@@ -328,10 +328,12 @@ func decodeSecret(s string) ([]byte, bool) {
 	return b, err == nil
 }
 
-// Derive returns a 32-byte secret for another purpose, computed from the
-// sealing key (HMAC-SHA-256 keyed with it over label). Every node holding
-// the same key file derives the same secret, and it reveals nothing about
-// the key.
+// Derive returns a 32-byte secret for another purpose, named by label: an
+// HMAC-SHA-256 over label, keyed with a one-way function of the sealing key
+// computed by NewKeyring. Every node holding the same key file derives the
+// same secret; it reveals nothing about the key, and the keys after the
+// first do not affect it, but rotating the sealing key changes it. Each call
+// returns a new slice, which the caller may modify.
 func (k *Keyring) Derive(label string) []byte {
 	m := hmac.New(sha256.New, k.derive)
 	m.Write([]byte(label))

@@ -37,7 +37,7 @@ func TestSealOpen(t *testing.T) {
 	extreme := cookie.Token{
 		Bucket: math.MinInt64, AcceptedAt: math.MaxInt64, LastCheckIn: -1,
 		RefreshInterval: math.MaxUint16, CountedMinute: math.MinInt64, ExpiresAt: math.MaxInt64,
-		Infinite: true,
+		Infinite: true, ID: math.MaxUint64, Verified: true,
 	}
 	tests := []struct {
 		name  string
@@ -46,16 +46,22 @@ func TestSealOpen(t *testing.T) {
 	}{
 		{"a queued visitor's token round trips", "shop", queued},
 		{"an admitted visitor's token round trips", "shop", admitted},
+		{"a verified visitor's token round trips", "shop", verified},
 		{"an infinite-queue token round trips", "shop", cookie.Token{Bucket: 1, ExpiresAt: farFuture, Infinite: true}},
+		{"a verified token that is otherwise zero round trips", "shop", cookie.Token{ExpiresAt: farFuture, Verified: true}},
 		{"a token with extreme values round trips", "shop", extreme},
+		{"the longest token round trips", "shop", longest},
+		{"a token with ID 0 round trips", "shop", cookie.Token{ExpiresAt: farFuture}},
+		{"a token with ID 2^63-1 round trips", "shop", cookie.Token{ExpiresAt: farFuture, ID: math.MaxInt64}},
+		{"a token with ID 2^63 round trips", "shop", cookie.Token{ExpiresAt: farFuture, ID: math.MaxInt64 + 1}},
 		{"a token sealed for an empty room name round trips", "", queued},
 		{"a token sealed for a long unicode room name round trips", strings.Repeat("salle d'attente ☕ ", 200), admitted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			value := ring.Seal(tt.room, tt.token)
-			if len(value) > 119 {
-				t.Errorf("sealed value is %d characters, want at most 119", len(value))
+			if len(value) > maxSealedLen {
+				t.Errorf("sealed value is %d characters, want at most %d", len(value), maxSealedLen)
 			}
 			got, err := ring.Open(value, tt.room, testNow)
 			if err != nil {
@@ -74,6 +80,24 @@ func TestSealOpen(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestSealedLength(t *testing.T) {
+	ring := mustRing(t, keyNew, keyOld)
+	t.Run("the bound is the base64 length of header, nonce, longest payload and tag", func(t *testing.T) {
+		payload, _ := longest.MarshalMsgpack()
+		if len(payload) != 60 {
+			t.Errorf("the longest payload is %d bytes, want 1 + 5*9 + 3 + 1 + 9 + 1 = 60", len(payload))
+		}
+		if n := base64.RawURLEncoding.EncodedLen(2 + 12 + len(payload) + 16); n != maxSealedLen {
+			t.Errorf("the longest token encodes to %d characters, want %d", n, maxSealedLen)
+		}
+	})
+	t.Run("the longest token seals to exactly the bound", func(t *testing.T) {
+		if n := len(ring.Seal("shop", longest)); n != maxSealedLen {
+			t.Errorf("sealed value is %d characters, want %d", n, maxSealedLen)
+		}
+	})
 }
 
 func TestSealIsRandomized(t *testing.T) {
@@ -139,6 +163,8 @@ func TestOpenRejects(t *testing.T) {
 		{"a value of version 2 is malformed", withVersion(2), "shop", testNow, cookie.ErrMalformed},
 		{"a value naming a key id the ring lacks is an unknown key", enc(append([]byte{cookie.Version, 200}, wire[2:]...)), "shop", testNow, cookie.ErrUnknownKey},
 		{"a value naming the other key of the ring fails authentication", enc(append([]byte{cookie.Version, keyOld.ID}, wire[2:]...)), "shop", testNow, cookie.ErrAuth},
+		{"a token sealed in the layout before Verified is malformed", sealPayload(keyNew, "shop", wire[2:14], eightFields(queued)), "shop", testNow, cookie.ErrMalformed},
+		{"a hand-sealed token in the current layout opens", sealPayload(keyNew, "shop", wire[2:14], mustMarshal(t, queued)), "shop", testNow, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -304,55 +330,83 @@ func allIDs() []cookie.Key {
 	return keys
 }
 
-// TestWireLayout opens a sealed value by hand, with only the standard
+// TestWireLayout opens sealed values by hand, with only the standard
 // library and the msgpack library, following the package documentation.
 func TestWireLayout(t *testing.T) {
 	ring := mustRing(t, keyNew, keyOld)
-	value := ring.Seal("shop", admitted)
-	wire, err := base64.RawURLEncoding.DecodeString(value)
-	if err != nil {
-		t.Fatalf("the value is not unpadded URL-safe base64: %v", err)
-	}
-	t.Run("the first byte is the version", func(t *testing.T) {
-		if wire[0] != cookie.Version || cookie.Version != 1 {
-			t.Errorf("version byte = %d, want 1", wire[0])
-		}
-	})
-	t.Run("the second byte is the sealing key id", func(t *testing.T) {
-		if wire[1] != keyNew.ID {
-			t.Errorf("key id byte = %d, want %d", wire[1], keyNew.ID)
-		}
-	})
-	block, _ := aes.NewCipher(keyNew.Secret)
-	gcm, _ := cipher.NewGCM(block)
-	ad := append([]byte{wire[0], wire[1]}, "shop"...)
-	pt, err := gcm.Open(nil, wire[2:14], wire[14:], ad)
-	t.Run("the rest is a 12-byte nonce and AES-256-GCM over version, key id and room", func(t *testing.T) {
+	for _, tt := range []namedToken{{"an admitted token", admitted}, {"a verified token", verified}} {
+		value := ring.Seal("shop", tt.token)
+		wire, err := base64.RawURLEncoding.DecodeString(value)
 		if err != nil {
-			t.Fatalf("AES-GCM open by hand: %v", err)
+			t.Fatalf("the value is not unpadded URL-safe base64: %v", err)
 		}
-	})
-	if err != nil {
-		return
-	}
-	t.Run("the plaintext decodes with msgpack into a seven-element array in field order", func(t *testing.T) {
-		var got []any
-		if err := msgpack.Unmarshal(pt, &got); err != nil {
-			t.Fatalf("msgpack.Unmarshal: %v", err)
-		}
-		want := []int64{admitted.Bucket, admitted.AcceptedAt, admitted.LastCheckIn, int64(admitted.RefreshInterval), admitted.CountedMinute, admitted.ExpiresAt}
-		if len(got) != 7 {
-			t.Fatalf("array has %d elements, want 7: %v", len(got), got)
-		}
-		for i, w := range want {
-			if n, ok := asInt64(got[i]); !ok || n != w {
-				t.Errorf("element %d = %v (%T), want %d", i, got[i], got[i], w)
+		t.Run(tt.name+": the first byte is the version", func(t *testing.T) {
+			if wire[0] != cookie.Version || cookie.Version != 1 {
+				t.Errorf("version byte = %d, want 1", wire[0])
 			}
+		})
+		t.Run(tt.name+": the second byte is the sealing key id", func(t *testing.T) {
+			if wire[1] != keyNew.ID {
+				t.Errorf("key id byte = %d, want %d", wire[1], keyNew.ID)
+			}
+		})
+		block, _ := aes.NewCipher(keyNew.Secret)
+		gcm, _ := cipher.NewGCM(block)
+		ad := append([]byte{wire[0], wire[1]}, "shop"...)
+		pt, err := gcm.Open(nil, wire[2:14], wire[14:], ad)
+		t.Run(tt.name+": the rest is a 12-byte nonce and AES-256-GCM over version, key id and room", func(t *testing.T) {
+			if err != nil {
+				t.Fatalf("AES-GCM open by hand: %v", err)
+			}
+		})
+		if err != nil {
+			continue
 		}
-		if got[6] != admitted.Infinite {
-			t.Errorf("element 6 = %v, want %v", got[6], admitted.Infinite)
-		}
-	})
+		t.Run(tt.name+": the plaintext decodes with msgpack into a nine-element array in field order", func(t *testing.T) {
+			tok := tt.token
+			var got []any
+			if err := msgpack.Unmarshal(pt, &got); err != nil {
+				t.Fatalf("msgpack.Unmarshal: %v", err)
+			}
+			want := []int64{tok.Bucket, tok.AcceptedAt, tok.LastCheckIn, int64(tok.RefreshInterval), tok.CountedMinute, tok.ExpiresAt}
+			if len(got) != 9 {
+				t.Fatalf("array has %d elements, want 9: %v", len(got), got)
+			}
+			for i, w := range want {
+				if n, ok := asInt64(got[i]); !ok || n != w {
+					t.Errorf("element %d = %v (%T), want %d", i, got[i], got[i], w)
+				}
+			}
+			if got[6] != tok.Infinite {
+				t.Errorf("element 6 = %v, want %v", got[6], tok.Infinite)
+			}
+			if got[7] != tok.ID { // above 2^63, so only a uint64 holds it
+				t.Errorf("element 7 = %v (%T), want uint64 %d", got[7], got[7], tok.ID)
+			}
+			if got[8] != tok.Verified {
+				t.Errorf("element 8 = %v (%T), want bool %v", got[8], got[8], tok.Verified)
+			}
+		})
+		t.Run(tt.name+": Verified is the last plaintext byte, a MessagePack boolean", func(t *testing.T) {
+			want := byte(0xc2)
+			if tt.token.Verified {
+				want = 0xc3
+			}
+			if last := pt[len(pt)-1]; last != want {
+				t.Errorf("last plaintext byte = %#x, want %#x", last, want)
+			}
+		})
+	}
+}
+
+// mustMarshal returns tok's payload.
+func mustMarshal(tb testing.TB, tok cookie.Token) []byte {
+	tb.Helper()
+	b, err := tok.MarshalMsgpack()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 func TestOpenAllocations(t *testing.T) {

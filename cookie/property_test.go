@@ -12,6 +12,11 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 )
 
+// anyID draws an ID from the whole uint64 range, half the time from the
+// boundaries of its encodings (0, small, 2^63-1, 2^63, math.MaxUint64 and the
+// rest of idWidths), which a uniform draw would almost never hit.
+var anyID = rapid.OneOf(rapid.Uint64(), rapid.SampledFrom(idWidths))
+
 // anyToken draws any token at all, its expiry included.
 var anyToken = rapid.Custom(func(t *rapid.T) cookie.Token {
 	return cookie.Token{
@@ -22,6 +27,8 @@ var anyToken = rapid.Custom(func(t *rapid.T) cookie.Token {
 		CountedMinute:   rapid.Int64().Draw(t, "countedMinute"),
 		ExpiresAt:       rapid.Int64().Draw(t, "expiresAt"),
 		Infinite:        rapid.Bool().Draw(t, "infinite"),
+		ID:              anyID.Draw(t, "id"),
+		Verified:        rapid.Bool().Draw(t, "verified"),
 	}
 })
 
@@ -33,8 +40,8 @@ func TestProperties(t *testing.T) {
 			room := rapid.String().Draw(t, "room")
 			now := rapid.Int64Max(tok.ExpiresAt).Draw(t, "now")
 			value := ring.Seal(room, tok)
-			if len(value) > 119 {
-				t.Fatalf("sealed value is %d characters", len(value))
+			if len(value) > maxSealedLen {
+				t.Fatalf("sealed value is %d characters, want at most %d", len(value), maxSealedLen)
 			}
 			got, err := ring.Open(value, room, time.Unix(now, 0))
 			if err != nil {
@@ -74,8 +81,14 @@ func TestProperties(t *testing.T) {
 				t.Fatal(err)
 			}
 			var generic []any
-			if err := msgpack.Unmarshal(b, &generic); err != nil || len(generic) != 7 {
-				t.Fatalf("msgpack.Unmarshal(%x) = %v, %v", b, generic, err)
+			if err := msgpack.Unmarshal(b, &generic); err != nil || len(generic) != 9 {
+				t.Fatalf("msgpack.Unmarshal(%x) = %v, %v; want 9 elements", b, generic, err)
+			}
+			if id, ok := asUint64(generic[7]); !ok || id != tok.ID {
+				t.Fatalf("msgpack.Unmarshal(%x): element 7 = %v (%T), want ID %d", b, generic[7], generic[7], tok.ID)
+			}
+			if generic[8] != tok.Verified {
+				t.Fatalf("msgpack.Unmarshal(%x): element 8 = %v (%T), want Verified %v", b, generic[8], generic[8], tok.Verified)
 			}
 			var got cookie.Token
 			if err := got.UnmarshalMsgpack(b); err != nil || got != tok {

@@ -17,18 +17,19 @@ type Token struct {
 	ExpiresAt       int64  // unix seconds; the server checks this, never trusting the browser's cookie expiry
 	Infinite        bool   // flagged for the infinite queue (bots)
 	ID              uint64 // random per visitor, drawn at the first request: orders a shuffled pre-queue
+	Verified        bool   // the visitor solved the room's bot challenge
 }
 
 // Admitted reports whether the visitor has been let through to the origin.
 func (t Token) Admitted() bool { return t.AcceptedAt != 0 }
 
 // tokenFields is the length of the MessagePack array a Token encodes to.
-const tokenFields = 8
+const tokenFields = 9
 
 // maxPayloadLen is the longest payload appendPayload writes: the array
-// header, five int64s of up to 9 bytes, a uint16 of up to 3, a bool and a
-// uint64 of up to 9.
-const maxPayloadLen = 1 + 5*9 + 3 + 1 + 9
+// header, five int64s of up to 9 bytes, a uint16 of up to 3, a bool
+// (Infinite), a uint64 of up to 9 and a bool (Verified).
+const maxPayloadLen = 1 + 5*9 + 3 + 1 + 9 + 1
 
 // MarshalMsgpack returns the token's MessagePack encoding, the plaintext that
 // [Keyring.Seal] encrypts (see the package documentation). It implements
@@ -38,8 +39,9 @@ func (t Token) MarshalMsgpack() ([]byte, error) {
 }
 
 // UnmarshalMsgpack decodes what [Token.MarshalMsgpack] writes. It accepts any
-// MessagePack integer encoding that fits the field, and nothing else: the
-// data must be exactly one eight-element array. Errors wrap [ErrMalformed].
+// MessagePack integer encoding that fits the field and only a boolean for
+// Infinite and Verified: the data must be exactly one nine-element array.
+// Errors wrap [ErrMalformed].
 // It implements msgpack.Unmarshaler.
 func (t *Token) UnmarshalMsgpack(data []byte) error {
 	v, err := decodePayload(data)
@@ -50,8 +52,9 @@ func (t *Token) UnmarshalMsgpack(data []byte) error {
 	return nil
 }
 
-// appendPayload appends the fixed MessagePack array, compact integers first
-// to last in field order, without reflection or allocation.
+// appendPayload appends the fixed MessagePack array, its fields (compact
+// integers and booleans) first to last in field order, without reflection or
+// allocation.
 func (t *Token) appendPayload(b []byte) []byte {
 	b = append(b, 0x90|tokenFields) // fixarray
 	b = appendInt(b, t.Bucket)
@@ -65,7 +68,11 @@ func (t *Token) appendPayload(b []byte) []byte {
 	} else {
 		b = append(b, 0xc2)
 	}
-	return appendUint(b, t.ID)
+	b = appendUint(b, t.ID)
+	if t.Verified {
+		return append(b, 0xc3)
+	}
+	return append(b, 0xc2)
 }
 
 // appendUint writes n in the smallest MessagePack encoding, as msgpack's
@@ -107,7 +114,7 @@ func appendInt(b []byte, n int64) []byte {
 // Payload errors. They are built once so that rejecting garbage, which a
 // waiting room under attack does a lot of, costs no allocation.
 var (
-	errPayloadHeader   = fmt.Errorf("cookie: payload is not a %d-element array: %w", tokenFields, ErrMalformed)
+	errPayloadHeader   = fmt.Errorf("cookie: payload is not an array of %d elements: %w", tokenFields, ErrMalformed)
 	errPayloadShort    = fmt.Errorf("cookie: payload truncated: %w", ErrMalformed)
 	errPayloadNotInt   = fmt.Errorf("cookie: payload field is not an integer: %w", ErrMalformed)
 	errPayloadRange    = fmt.Errorf("cookie: payload integer out of range: %w", ErrMalformed)
@@ -138,6 +145,7 @@ func decodePayload(data []byte) (Token, error) {
 	t.ExpiresAt = r.int()
 	t.Infinite = r.bool()
 	t.ID = r.uint()
+	t.Verified = r.bool()
 	if r.err != nil {
 		return Token{}, r.err
 	}

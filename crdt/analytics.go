@@ -12,19 +12,22 @@ const (
 	ChallengesIssued       Kind = AnalyticsBase + iota // queue pages that carried a challenge
 	ChallengesSolved                                   // challenge tokens the verifier accepted
 	ChallengesFailed                                   // challenge tokens the verifier refused (bots)
-	ChallengesUnsolved                                 // challenged visitors who came back without solving (likely bots)
+	ChallengesUnsolved                                 // check-ins of challenged visitors without a solution (likely bots)
 	InfiniteQueueRefreshes                             // check-ins of visitors held in the infinite queue
 	SessionsRevoked                                    // sessions ended by an origin command
 	VisitorsQueued                                     // visitors who got the queue page for the first time
 	VisitorsAdmitted                                   // visitors let in (new admissions)
 	TimeInQueue                                        // histogram: seconds from first request to admission
-	TimeOnOrigin                                       // histogram: seconds from admission to the last request
+	TimeOnOrigin                                       // histogram: seconds from admission to the last request (plus side)
+	TimeOnOriginMinus                                  // its minus side: a session's count leaves its old bin as it grows
 	analyticsEnd
 )
 
 // IsHistogram reports whether cells of kind k are histogram bins: their
 // Bucket field is the bin index rather than an arrival bucket.
-func (k Kind) IsHistogram() bool { return k == TimeInQueue || k == TimeOnOrigin }
+func (k Kind) IsHistogram() bool {
+	return k == TimeInQueue || k == TimeOnOrigin || k == TimeOnOriginMinus
+}
 
 // Histogram bins are log-scale: bin i holds durations d (in seconds) with
 // 2^(i/4) ≤ d < 2^((i+1)/4), so each bin is about 19% wide and 64 bins reach
@@ -104,20 +107,44 @@ func (s *State) Analytics(roomName string, from, to int64) Analytics {
 	if r == nil {
 		return a
 	}
+	// Histograms may be PN (a session's time on origin moves from bin to
+	// bin as it grows); bins are summed signed and clamped at zero, since a
+	// minus can arrive before the plus it cancels.
+	signedBins := map[Kind]*[HistogramBins]int64{}
+	defer func() {
+		for kind, b := range signedBins {
+			h := &Histogram{}
+			for i, n := range b {
+				if n > 0 {
+					h.Bins[i] = uint64(n)
+					h.Count += uint64(n)
+				}
+			}
+			a.Histograms[kind] = h
+		}
+	}()
 	for ck, g := range r.cells {
 		if ck.Kind < AnalyticsBase || ck.Kind >= analyticsEnd || ck.Minute < from || ck.Minute > to {
 			continue
 		}
 		v := g.Value()
 		if ck.Kind.IsHistogram() {
-			h := a.Histograms[ck.Kind]
-			if h == nil {
-				h = &Histogram{}
-				a.Histograms[ck.Kind] = h
+			if ck.Bucket < 0 || ck.Bucket >= HistogramBins {
+				continue
 			}
-			if ck.Bucket >= 0 && ck.Bucket < HistogramBins {
-				h.Bins[ck.Bucket] += v
-				h.Count += v
+			kind := ck.Kind
+			if kind == TimeOnOriginMinus {
+				kind = TimeOnOrigin
+			}
+			b := signedBins[kind]
+			if b == nil {
+				b = &[HistogramBins]int64{}
+				signedBins[kind] = b
+			}
+			if ck.Kind == TimeOnOriginMinus {
+				b[ck.Bucket] -= int64(v)
+			} else {
+				b[ck.Bucket] += int64(v)
 			}
 			continue
 		}
@@ -144,6 +171,7 @@ var kindNames = map[Kind]string{
 	VisitorsAdmitted:       "visitors_admitted",
 	TimeInQueue:            "time_in_queue",
 	TimeOnOrigin:           "time_on_origin",
+	TimeOnOriginMinus:      "time_on_origin_minus",
 }
 
 // String names the kind, as analytics and metrics show it.

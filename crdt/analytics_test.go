@@ -105,3 +105,35 @@ func TestAnalytics(t *testing.T) {
 		}
 	})
 }
+
+func TestTimeOnOriginMoves(t *testing.T) {
+	const m = 29_000_000
+	s := crdt.New()
+	r := crdt.NewReplicaID("a", 1)
+	add := func(k crdt.Kind, sec float64) {
+		s.Add(crdt.Key{Room: "shop", Kind: k, Bucket: crdt.HistogramBin(sec), Minute: m}, r, 1)
+	}
+	// One session admitted, then seen at 30 s and at 300 s: it moves from
+	// bin to bin and counts once, at its latest duration.
+	add(crdt.TimeOnOrigin, 0)
+	add(crdt.TimeOnOriginMinus, 0)
+	add(crdt.TimeOnOrigin, 30)
+	add(crdt.TimeOnOriginMinus, 30)
+	add(crdt.TimeOnOrigin, 300)
+	h := s.Analytics("shop", m, m).Histograms[crdt.TimeOnOrigin]
+	t.Run("a session that moved between bins counts once, at its latest duration", func(t *testing.T) {
+		if h == nil || h.Count != 1 {
+			t.Fatalf("histogram = %+v, want one session", h)
+		}
+		if got := h.Quantile(0.5); math.Abs(got-300)/300 > 0.1 {
+			t.Errorf("duration = %v s, want about 300", got)
+		}
+	})
+	t.Run("a minus that arrives before its plus never makes a bin negative", func(t *testing.T) {
+		o := crdt.New()
+		o.Add(crdt.Key{Room: "shop", Kind: crdt.TimeOnOriginMinus, Bucket: crdt.HistogramBin(30), Minute: m}, r, 1)
+		if h := o.Analytics("shop", m, m).Histograms[crdt.TimeOnOrigin]; h != nil && h.Count != 0 {
+			t.Errorf("histogram = %+v, want empty", h)
+		}
+	})
+}

@@ -29,6 +29,7 @@ func (s *Server) AdminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, s.roomStatus(rm, s.clock()))
 	})
+	mux.HandleFunc("GET /rooms/{name}/analytics", s.serveAnalytics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "node": s.cfg.Node, "members": s.node.Stats().Members})
 	})
@@ -102,6 +103,8 @@ func (s *Server) roomStatus(rm *room, now time.Time) RoomStatus {
 		rs.Buckets = append(rs.Buckets, BucketStatus{Bucket: time.Unix(b.Bucket*60, 0).UTC(), Waiting: b.Waiting, EligibleSlots: b.Eligible})
 	}
 	rs.Nodes = s.nodeShares(&snap)
+	an := s.analytics(rm.name, 10, now)
+	rs.Last10Minutes = &an
 	return rs
 }
 
@@ -182,7 +185,7 @@ var (
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descActive, descLimit, descQueued, descNew, descNewLimit, descWait, descQueueing, descMembers, descBytesOut, descMsgsIn, descMerged, descPushPulls, descDropped, descCells} {
+	for _, d := range []*prometheus.Desc{descAnalytics, descQueueTime, descOrigin, descActive, descLimit, descQueued, descNew, descNewLimit, descWait, descQueueing, descMembers, descBytesOut, descMsgsIn, descMerged, descPushPulls, descDropped, descCells} {
 		ch <- d
 	}
 }
@@ -204,6 +207,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			q = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descQueueing, prometheus.GaugeValue, q, name, string(sum.Status))
+		c.collectAnalytics(ch, name, now)
 	}
 	st := c.s.node.Stats()
 	ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(st.Members))

@@ -187,7 +187,7 @@ type CookieAttributes struct {
 //     file from the node's disk.
 //   - enabled_origin_commands: each "revoke".
 //   - max_queue: 0 (unlimited) or more.
-//   - description, turnstile_mode and turnstile_action are not checked.
+//   - turnstile_*: see validateChallenge; description is not checked.
 type RoomConfig struct {
 	Name        string `yaml:"name" json:"name"`
 	Description string `yaml:"description" json:"description"`
@@ -214,10 +214,18 @@ type RoomConfig struct {
 	QueueingStatusCode    int      `yaml:"queueing_status_code" json:"queueing_status_code"` // 200 (default), 202, 429
 	EnabledOriginCommands []string `yaml:"enabled_origin_commands" json:"enabled_origin_commands"`
 
-	// TurnstileMode and TurnstileAction are Cloudflare's bot challenge
-	// settings, kept as given and not yet checked or used.
-	TurnstileMode   string `yaml:"turnstile_mode" json:"turnstile_mode,omitempty"`
-	TurnstileAction string `yaml:"turnstile_action" json:"turnstile_action,omitempty"`
+	// The bot challenge on the queue page (Cloudflare's turnstile_mode and
+	// turnstile_action, plus what a self-hosted verifier needs). See
+	// challenge.go.
+	TurnstileMode      string   `yaml:"turnstile_mode" json:"turnstile_mode,omitempty"`         // off (default), invisible, visible_non_interactive, visible_managed
+	TurnstileAction    string   `yaml:"turnstile_action" json:"turnstile_action,omitempty"`     // log (default), infinite_queue
+	TurnstileProvider  string   `yaml:"turnstile_provider" json:"turnstile_provider,omitempty"` // turnstile (default), hcaptcha, recaptcha
+	TurnstileSiteKey   string   `yaml:"turnstile_site_key" json:"turnstile_site_key,omitempty"`
+	TurnstileSecret    string   `yaml:"turnstile_secret" json:"turnstile_secret,omitempty"`
+	TurnstileVerifyURL string   `yaml:"turnstile_siteverify_url" json:"turnstile_siteverify_url,omitempty"` // default: the provider's siteverify
+	TurnstileScriptURL string   `yaml:"turnstile_script_url" json:"turnstile_script_url,omitempty"`         // default: the provider's widget script
+	TurnstileTimeout   Duration `yaml:"turnstile_timeout" json:"turnstile_timeout,omitempty"`               // default 3s
+	TurnstileOnError   string   `yaml:"turnstile_on_error" json:"turnstile_on_error,omitempty"`             // allow (fail open, default) or deny (fail closed) when the verifier cannot answer
 
 	// MaxQueue is waitroom's own: the most visitors allowed to wait; 0 is
 	// unlimited.
@@ -926,6 +934,7 @@ func (r *RoomConfig) validate(p *problems) {
 	}
 	r.validateEvents(p)
 	r.validateBypass(p)
+	r.validateChallenge(p)
 }
 
 // checkTemplate parses a custom page as a Mustache template and refuses

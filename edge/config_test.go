@@ -341,9 +341,21 @@ func TestCustomPageAndCommands(t *testing.T) {
 		{"no origin commands are accepted", set("enabled_origin_commands", []string{}), nil},
 		{"an unknown origin command is refused", set("enabled_origin_commands", []string{"revoke", "reboot"}),
 			[]string{`rooms[0] ("shop").enabled_origin_commands[1]: "reboot" must be one of revoke`}},
-		{"turnstile settings are kept without checks", func(_, room M) {
+		{"a challenge with its site key and secret is accepted", func(_, room M) {
 			room["turnstile_mode"], room["turnstile_action"] = "invisible", "infinite_queue"
+			room["turnstile_site_key"], room["turnstile_secret"] = "0x4AAA", "secret"
 		}, nil},
+		{"a challenge without a site key or secret is refused", func(_, room M) {
+			room["turnstile_mode"] = "visible_managed"
+		}, []string{`turnstile_site_key: is required when turnstile_mode is visible_managed`, `turnstile_secret: is required`}},
+		{"an unknown challenge mode is refused", set("turnstile_mode", "always"),
+			[]string{`turnstile_mode: "always" must be one of off, invisible, visible_non_interactive, visible_managed`}},
+		{"an unknown challenge action is refused", set("turnstile_action", "block"),
+			[]string{`turnstile_action: "block" must be one of log, infinite_queue`}},
+		{"an unknown verifier failure policy is refused", set("turnstile_on_error", "maybe"),
+			[]string{`turnstile_on_error: "maybe" must be allow`}},
+		{"an unknown challenge provider is refused", set("turnstile_provider", "captchaco"),
+			[]string{`turnstile_provider: "captchaco" must be one of turnstile, hcaptcha, recaptcha`}},
 		{"a description is accepted", set("description", "The spring sale: 50% off"), nil},
 	})
 }

@@ -231,7 +231,7 @@ func TestCustomPageRendersEveryVariable(t *testing.T) {
 			extra: "section:fifo",
 		},
 		{
-			name:   "a random room fills the percentiles and says it is random",
+			name: "a random room fills the percentiles and says it is random",
 			// Random queueing releases a minute's new-user slots with the
 			// clock: five seconds into the minute, a sixth of six.
 			method: "random",

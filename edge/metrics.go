@@ -8,16 +8,17 @@ import (
 // metrics are the node's Prometheus metrics. Counters on the request path are
 // resolved per room once, so a request only does atomic adds.
 type metrics struct {
-	reg          *prometheus.Registry
-	requests     *prometheus.CounterVec
-	cookieErrors *prometheus.CounterVec
-	originErrors *prometheus.CounterVec
-	unrouted     prometheus.Counter
+	reg             *prometheus.Registry
+	requests        *prometheus.CounterVec
+	cookieErrors    *prometheus.CounterVec
+	originErrors    *prometheus.CounterVec
+	challengeErrors *prometheus.CounterVec
+	unrouted        prometheus.Counter
 }
 
 // roomMetrics are one room's request counters.
 type roomMetrics struct {
-	admitted, admittedRequests, queued, earlyCheckIns, rejected, bypassed, revoked, stopped prometheus.Counter
+	admitted, admittedRequests, queued, earlyCheckIns, rejected, bypassed, revoked, stopped, infinite, challenged prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -34,11 +35,15 @@ func newMetrics() *metrics {
 		Namespace: "waitroom", Name: "origin_errors_total",
 		Help: "Requests the origin did not answer, by reason (unreachable, timeout, canceled).",
 	}, []string{"room", "reason"})
+	m.challengeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "challenge_verifier_errors_total",
+		Help: "Challenge solutions the siteverify endpoint could not judge (timeout, network error, malformed answer); turnstile_on_error decides what the visitor gets.",
+	}, []string{"room"})
 	m.unrouted = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "unrouted_requests_total",
 		Help: "Requests that matched no room and had no default origin.",
 	})
-	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.unrouted,
+	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.challengeErrors, m.unrouted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -54,5 +59,7 @@ func (m *metrics) forRoom(name string) roomMetrics {
 		bypassed:         c("bypassed"),
 		revoked:          c("revoked"),
 		stopped:          c("stopped"),
+		infinite:         c("infinite_queue"),
+		challenged:       c("challenged"),
 	}
 }

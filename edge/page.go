@@ -75,6 +75,9 @@ func (v *pageVars) context() map[string]any {
 func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, now time.Time, https, counted bool) {
 	vw := a.view
 	est := a.Estimate(tok.Bucket)
+	if tok.Infinite {
+		est = infiniteEstimate(a, tok.Bucket, now)
+	}
 	refresh := int(tok.RefreshInterval)
 	if !counted {
 		// Tell an early visitor when its next check-in will count.
@@ -102,6 +105,12 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 		QueueingMethod:         method,
 		IsFIFOQueue:            method == string(policy.FIFO),
 		IsRandomQueue:          method == string(policy.Random),
+	}
+	if rm.challenge != nil && !tok.Verified && queueing(a) {
+		// The challenge shows only on a queueing page, and only until it is
+		// solved; a bot in the infinite queue keeps getting it, as an
+		// unsolved visitor would.
+		v.Turnstile = rm.challenge.widget
 	}
 	if e := vw.event; e != nil {
 		v.IsEventActive = vw.phase == EventActive

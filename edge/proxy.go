@@ -125,7 +125,9 @@ func (rm *room) revokeSession(tok cookie.Token) {
 		return
 	}
 	rm.mu.RLock()
-	rm.s.node.Add(gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ActiveMinus, Minute: tok.CountedMinute}, N: 1})
+	rm.s.node.Add(
+		gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ActiveMinus, Minute: tok.CountedMinute}, N: 1},
+		gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.SessionsRevoked, Minute: tok.CountedMinute}, N: 1})
 	rm.mu.RUnlock()
 	rm.m.revoked.Inc()
 }

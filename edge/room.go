@@ -39,6 +39,7 @@ type room struct {
 	tmpl       *mustache.Template            // the room's page
 	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
 	stopTmpl   *mustache.Template            // the emergency stop page, if given
+	challenge  *challenge                    // the bot challenge, nil when off
 
 	// mu orders admissions against allocation: requests hold it shared while
 	// they decide and record, the allocator exclusively while it snapshots,
@@ -104,6 +105,9 @@ func newRoom(s *Server, c *RoomConfig) (*room, error) {
 		if rm.eventTmpl[e.ID], err = parsePage(e.CustomPageHTML); err != nil {
 			return nil, fmt.Errorf("events[%d].custom_page_html: %w", i, err)
 		}
+	}
+	if rm.challenge, err = newChallenge(c); err != nil {
+		return nil, fmt.Errorf("turnstile: %w", err)
 	}
 	if c.StopPageHTML != "" {
 		if rm.stopTmpl, err = parsePage(c.StopPageHTML); err != nil {

@@ -45,6 +45,8 @@ type RoomStatus struct {
 	AdmissionsPerMinute       float64        `json:"admissions_per_minute"`
 	Buckets                   []BucketStatus `json:"buckets"`
 	Nodes                     []NodeShare    `json:"nodes"`
+	// Last10Minutes are the room's analytics over the last ten minutes.
+	Last10Minutes *Analytics `json:"last_10_minutes,omitempty"`
 }
 
 // BucketStatus is one arrival bucket of a room's queue.
@@ -136,6 +138,20 @@ func WriteStateTable(w io.Writer, d *StateDoc) error {
 				fmt.Fprintf(tw, "  %s\t%d\t%d\n", b.Bucket.UTC().Format("15:04"), b.Waiting, b.EligibleSlots)
 			}
 		}
+		if an := r.Last10Minutes; an != nil {
+			t := an.Totals
+			fmt.Fprintf(tw, "  last 10 min\tqueued %d, admitted %d, revoked %d\n", t["visitors_queued"], t["visitors_admitted"], t["sessions_revoked"])
+			if t["challenges_issued"]+t["challenges_solved"]+t["challenges_failed"]+t["infinite_queue_refreshes"] > 0 {
+				fmt.Fprintf(tw, "  challenges\tissued %d, solved %d (humans), failed %d (bots), unsolved check-ins %d (likely bots), infinite-queue refreshes %d\n",
+					t["challenges_issued"], t["challenges_solved"], t["challenges_failed"], t["challenges_unsolved"], t["infinite_queue_refreshes"])
+			}
+			if an.TimeInQueue.Count > 0 {
+				fmt.Fprintf(tw, "  time in queue\tp50 %s, p90 %s (%d visitors)\n", secs(an.TimeInQueue.P50Seconds), secs(an.TimeInQueue.P90Seconds), an.TimeInQueue.Count)
+			}
+			if an.TimeOnOrigin.Count > 0 {
+				fmt.Fprintf(tw, "  time on origin\tp50 %s, p90 %s (%d sessions)\n", secs(an.TimeOnOrigin.P50Seconds), secs(an.TimeOnOrigin.P90Seconds), an.TimeOnOrigin.Count)
+			}
+		}
 		if len(r.Nodes) > 0 {
 			fmt.Fprintln(tw, "  NODE\tSHARE\tARRIVALS/MIN\tADMITTED/MIN")
 			for _, n := range r.Nodes {
@@ -156,4 +172,8 @@ func humanBytes(n uint64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+func secs(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
 }

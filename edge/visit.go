@@ -72,10 +72,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// An admitted visitor within its session: to the origin. Its active
 		// count follows it to the current minute.
+		var incs [5]gossip.Inc
+		k := incs[:0]
 		if tok.CountedMinute != nowMin {
-			var incs [3]gossip.Inc
-			k := moveActive(incs[:0], rm.name, tok.CountedMinute, nowMin)
+			k = moveActive(k, rm.name, tok.CountedMinute, nowMin)
 			k = append(k, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Arrivals, Minute: nowMin}, N: 1})
+		}
+		k = moveTimeOnOrigin(k, rm.name, tok, nowSec)
+		if len(k) > 0 {
 			rm.mu.RLock()
 			s.node.Add(k...)
 			rm.mu.RUnlock()
@@ -98,10 +102,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	var incs [6]gossip.Inc
+	var incs [10]gossip.Inc
 	add := incs[:0]
 	if fresh {
 		tok = cookie.Token{Bucket: nowMin, ID: randomID()}
+	}
+	gated, add := s.challengeStep(r, rm, a, &tok, fresh, nowMin, add)
+	if tok.Infinite || gated {
+		s.holdVisitor(w, r, rm, a, tok, fresh, now, https, add)
+		return
 	}
 	if tok.CountedMinute != nowMin {
 		// Arrivals count distinct visitors seen per node per minute, the
@@ -127,12 +136,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case policy.Admit:
 		add = append(add,
 			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Admitted, Minute: nowMin}, N: 1},
-			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ActivePlus, Minute: nowMin}, N: 1})
+			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ActivePlus, Minute: nowMin}, N: 1},
+			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.VisitorsAdmitted, Minute: nowMin}, N: 1},
+			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.TimeOnOrigin, Bucket: crdt.HistogramBin(0), Minute: nowMin}, N: 1})
+		if !fresh {
+			// Time in queue of those who waited; the arrival second is not
+			// kept, so the middle of the arrival minute stands for it.
+			waited := float64(nowSec - (tok.Bucket*60 + 30))
+			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.TimeInQueue, Bucket: crdt.HistogramBin(waited), Minute: nowMin}, N: 1})
+		}
 		leaveWaiting()
 	case policy.Queue:
 		if tok.CountedMinute != nowMin || countedBucket != tok.Bucket {
 			leaveWaiting()
 			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingPlus, Bucket: tok.Bucket, Minute: nowMin}, N: 1})
+		}
+		if fresh {
+			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.VisitorsQueued, Minute: nowMin}, N: 1})
+		}
+		if rm.challenge != nil && !tok.Verified {
+			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ChallengesIssued, Minute: nowMin}, N: 1})
 		}
 	case policy.Reject:
 		// A visitor who waited before the room turned to reject (or whose
@@ -176,6 +199,56 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rm.m.bypassed.Inc()
 		rm.proxy.ServeHTTP(w, r)
 	}
+}
+
+// holdVisitor answers a visitor who is not decided on: one in the infinite
+// queue, or one who has not solved the challenge while the room queues
+// (under infinite_queue). Neither is counted as waiting, so bots neither
+// take slots nor lengthen the estimates of the people behind them; both get
+// the same page, headers and cookie as a real queued visitor.
+func (s *Server) holdVisitor(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, fresh bool, now time.Time, https bool, add []gossip.Inc) {
+	nowMin, nowSec := unixMinute(now), now.Unix()
+	if tok.CountedMinute != 0 {
+		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute}, N: 1})
+	}
+	if tok.Infinite {
+		rm.m.infinite.Inc()
+		if !fresh {
+			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.InfiniteQueueRefreshes, Minute: nowMin}, N: 1})
+		}
+	} else {
+		rm.m.challenged.Inc()
+		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ChallengesIssued, Minute: nowMin}, N: 1})
+	}
+	if fresh {
+		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.VisitorsQueued, Minute: nowMin}, N: 1})
+	}
+	if len(add) > 0 {
+		rm.mu.RLock()
+		s.node.Add(add...)
+		rm.mu.RUnlock()
+	}
+	tok.CountedMinute = 0
+	tok.LastCheckIn = nowSec
+	tok.RefreshInterval = jitteredRefresh()
+	tok.ExpiresAt = nowSec + int64(queuedTokenLife/time.Second)
+	s.writeQueue(w, r, rm, a, tok, now, https, true)
+}
+
+// moveTimeOnOrigin moves an admitted session's count in the time-on-origin
+// histogram from the bin of its duration so far to the bin of its new one.
+// The cells are those of the admission minute, so each session counts once,
+// at its latest duration, however long it lasts.
+func moveTimeOnOrigin(dst []gossip.Inc, room string, tok cookie.Token, nowSec int64) []gossip.Inc {
+	from := crdt.HistogramBin(float64(tok.LastCheckIn - tok.AcceptedAt))
+	to := crdt.HistogramBin(float64(nowSec - tok.AcceptedAt))
+	if from == to {
+		return dst
+	}
+	m := tok.AcceptedAt / 60
+	return append(dst,
+		gossip.Inc{Key: crdt.Key{Room: room, Kind: crdt.TimeOnOriginMinus, Bucket: from, Minute: m}, N: 1},
+		gossip.Inc{Key: crdt.Key{Room: room, Kind: crdt.TimeOnOrigin, Bucket: to, Minute: m}, N: 1})
 }
 
 func jitteredRefresh() uint16 {

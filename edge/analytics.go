@@ -1,0 +1,122 @@
+package edge
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/gossip"
+)
+
+// Analytics are a room's replicated per-minute counters over a span of
+// minutes: every node adds to them and merges everyone's, so any node
+// answers for the whole cluster.
+type Analytics struct {
+	Room         string           `json:"room"`
+	From         time.Time        `json:"from"`
+	To           time.Time        `json:"to"` // the start of the last minute included (the current one)
+	Minutes      int              `json:"minutes"`
+	Totals       map[string]int64 `json:"totals"`
+	TimeInQueue  Distribution     `json:"time_in_queue"`
+	TimeOnOrigin Distribution     `json:"time_on_origin"`
+	PerMinute    []MinuteFigures  `json:"per_minute"`
+}
+
+// Distribution summarises a merged histogram of durations.
+type Distribution struct {
+	Count      uint64  `json:"count"`
+	P50Seconds float64 `json:"p50_seconds"`
+	P90Seconds float64 `json:"p90_seconds"`
+}
+
+// MinuteFigures are one minute's counters.
+type MinuteFigures struct {
+	Minute   time.Time        `json:"minute"`
+	Counters map[string]int64 `json:"counters"`
+}
+
+// analyticsCounters are the counters reported, in order.
+var analyticsCounters = []crdt.Kind{
+	crdt.VisitorsQueued, crdt.VisitorsAdmitted, crdt.SessionsRevoked,
+	crdt.ChallengesIssued, crdt.ChallengesSolved, crdt.ChallengesFailed, crdt.ChallengesUnsolved,
+	crdt.InfiniteQueueRefreshes,
+}
+
+// analytics sums a room's analytics over the last minutes minutes,
+// the current one included.
+func (s *Server) analytics(room string, minutes int, now time.Time) Analytics {
+	to := unixMinute(now)
+	from := to - int64(minutes) + 1
+	var a crdt.Analytics
+	s.node.Read(func(st *crdt.State) { a = st.Analytics(room, from, to) })
+	out := Analytics{
+		Room: room, From: time.Unix(from*60, 0).UTC(), To: time.Unix(to*60, 0).UTC(), Minutes: minutes,
+		Totals: map[string]int64{}, PerMinute: []MinuteFigures{},
+	}
+	for _, k := range analyticsCounters {
+		out.Totals[k.String()] = int64(a.Counters[k])
+	}
+	out.TimeInQueue = distribution(a.Histograms[crdt.TimeInQueue])
+	out.TimeOnOrigin = distribution(a.Histograms[crdt.TimeOnOrigin])
+	for _, m := range a.ByMinute {
+		mf := MinuteFigures{Minute: time.Unix(m.Minute*60, 0).UTC(), Counters: map[string]int64{}}
+		for _, k := range analyticsCounters {
+			if n := m.Counters[k]; n > 0 {
+				mf.Counters[k.String()] = int64(n)
+			}
+		}
+		out.PerMinute = append(out.PerMinute, mf)
+	}
+	return out
+}
+
+func distribution(h *crdt.Histogram) Distribution {
+	if h == nil {
+		return Distribution{}
+	}
+	return Distribution{Count: h.Count, P50Seconds: h.Quantile(0.5), P90Seconds: h.Quantile(0.9)}
+}
+
+// maxAnalyticsMinutes is how far back analytics reach: the counters kept.
+const maxAnalyticsMinutes = gossip.DefaultRetention
+
+func (s *Server) serveAnalytics(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if s.room(name) == nil {
+		writeError(w, http.StatusNotFound, "no room named %q", name)
+		return
+	}
+	minutes := 60
+	if q := r.URL.Query().Get("minutes"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 {
+			writeError(w, http.StatusBadRequest, "minutes: %q must be a whole number of minutes from 1 to %d", q, maxAnalyticsMinutes)
+			return
+		}
+		minutes = n
+	}
+	// Counters older than the retention are pruned; asking for more
+	// returns what is kept.
+	minutes = min(minutes, maxAnalyticsMinutes)
+	writeJSON(w, http.StatusOK, s.analytics(name, minutes, s.clock()))
+}
+
+var (
+	descAnalytics = prometheus.NewDesc("waitroom_room_analytics_10m", "Replicated room counters over the last ten minutes, merged over all nodes.", []string{"room", "counter"}, nil)
+	descQueueTime = prometheus.NewDesc("waitroom_room_time_in_queue_seconds", "Time in queue of visitors admitted in the last ten minutes, merged over all nodes.", []string{"room", "quantile"}, nil)
+	descOrigin    = prometheus.NewDesc("waitroom_room_time_on_origin_seconds", "Time on the origin of sessions admitted in the last ten minutes, merged over all nodes.", []string{"room", "quantile"}, nil)
+)
+
+func (c *stateCollector) collectAnalytics(ch chan<- prometheus.Metric, room string, now time.Time) {
+	a := c.s.analytics(room, 10, now)
+	for _, k := range analyticsCounters {
+		ch <- prometheus.MustNewConstMetric(descAnalytics, prometheus.GaugeValue, float64(a.Totals[k.String()]), room, k.String())
+	}
+	ch <- prometheus.MustNewConstMetric(descQueueTime, prometheus.GaugeValue, a.TimeInQueue.P50Seconds, room, "0.5")
+	ch <- prometheus.MustNewConstMetric(descQueueTime, prometheus.GaugeValue, a.TimeInQueue.P90Seconds, room, "0.9")
+	ch <- prometheus.MustNewConstMetric(descOrigin, prometheus.GaugeValue, a.TimeOnOrigin.P50Seconds, room, "0.5")
+	ch <- prometheus.MustNewConstMetric(descOrigin, prometheus.GaugeValue, a.TimeOnOrigin.P90Seconds, room, "0.9")
+}

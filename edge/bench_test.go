@@ -1,0 +1,170 @@
+package edge_test
+
+// Benchmarks of the request path through the full handler (httptest
+// recorder in front, a real loopback origin behind), and of a plain
+// httputil.ReverseProxy with the same transport to the same origin, so the
+// cost waitroom adds can be read from one run:
+//
+//	go test -run '^$' -bench 'AdmittedRequest|QueuedRequest|PlainProxy' -benchmem ./edge/
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/edge"
+)
+
+// originBody is what the benchmark origin answers: a small page.
+var originBody = []byte("<!doctype html><title>ok</title><p>hello from the origin</p>\n")
+
+func benchOrigin(tb testing.TB) *httptest.Server {
+	tb.Helper()
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(originBody)
+	}))
+	tb.Cleanup(o.Close)
+	return o
+}
+
+// originTransport has the settings of edge's origin transport
+// (newOriginTransport in proxy.go), for the plain proxy to compare with.
+func originTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   512,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// plainProxy is what an operator would write without a waiting room.
+func plainProxy(tb testing.TB, origin string) *httputil.ReverseProxy {
+	tb.Helper()
+	target, err := url.Parse(origin)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+			pr.Out.Host = pr.In.Host
+		},
+		Transport:     originTransport(),
+		FlushInterval: -1,
+	}
+}
+
+// benchServer is one node with one room in front of origin, on the real
+// clock.
+func benchServer(tb testing.TB, origin string, total int) (*edge.Server, *cookie.Keyring) {
+	tb.Helper()
+	dir := tb.TempDir()
+	key := keyFile(tb, dir)
+	rc := room("bench", total, total)
+	cfg := nodeConfig("bench", key, origin, rc)
+	cfg.LogLevel = "error"
+	srv := startServer(tb, cfg, nil)
+	ring, err := edge.LoadCookieKeys(filepath.Join(dir, "cookie.key"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv, ring
+}
+
+// serve sends r through h and drains the answer, as a client would.
+func serve(b *testing.B, h http.Handler, r *http.Request, want int) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != want {
+		b.Fatalf("status %d, want %d: %s", rec.Code, want, rec.Body.String())
+	}
+	_, _ = io.Copy(io.Discard, rec.Body)
+}
+
+// BenchmarkAdmittedRequest is an admitted visitor's request: open the
+// cookie, renew it, proxy to the origin, seal the renewed cookie.
+func BenchmarkAdmittedRequest(b *testing.B) {
+	o := benchOrigin(b)
+	srv, _ := benchServer(b, o.URL, 1_000_000)
+	v := newVisitor()
+	if resp := v.get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+		b.Fatalf("first request: %d", resp.StatusCode)
+	}
+	c := v.cookies[cookieName]
+	req := httptest.NewRequest(http.MethodGet, "http://shop.test/page", nil)
+	req.AddCookie(c)
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, srv, req, http.StatusOK)
+	}
+}
+
+// BenchmarkPlainProxy is the same request through a plain ReverseProxy with
+// the same transport to the same origin: the floor BenchmarkAdmittedRequest
+// is compared with.
+func BenchmarkPlainProxy(b *testing.B) {
+	o := benchOrigin(b)
+	p := plainProxy(b, o.URL)
+	req := httptest.NewRequest(http.MethodGet, "http://shop.test/page", nil)
+	req.AddCookie(&http.Cookie{Name: cookieName, Value: "AQHTqIoobIaFC6I05Rs0bIGMZdLpKzqkVsbp7mqsvFVUwesuR2NztHskL7tAdI_9a20e7wry2-VXqrI"})
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, p, req, http.StatusOK)
+	}
+}
+
+// BenchmarkQueuedRequest is a request answered with the queue page, in a
+// room of one that is full.
+func BenchmarkQueuedRequest(b *testing.B) {
+	o := benchOrigin(b)
+	srv, ring := benchServer(b, o.URL, 1)
+	if resp := newVisitor().get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+		b.Fatalf("first visitor: %d", resp.StatusCode)
+	}
+	now := time.Now().Unix()
+	queued := func(lastCheckIn int64) *http.Request {
+		tok := cookie.Token{Bucket: now / 60, LastCheckIn: lastCheckIn, RefreshInterval: 20, CountedMinute: now / 60, ExpiresAt: now + 300}
+		r := httptest.NewRequest(http.MethodGet, "http://shop.test/", nil)
+		r.AddCookie(&http.Cookie{Name: cookieName, Value: ring.Seal("bench", tok)})
+		return r
+	}
+	cases := []struct {
+		name string
+		req  func() *http.Request
+	}{
+		// A check-in due: an attempt, queued again, a new token sealed.
+		{"checkin", func() *http.Request { return queued(now - 60) }},
+		// A reload before the interval: the page again, no attempt.
+		{"early_checkin", func() *http.Request { return queued(now) }},
+		// A first request: counted as an arrival and queued.
+		{"new_visitor", func() *http.Request { return httptest.NewRequest(http.MethodGet, "http://shop.test/", nil) }},
+		// The same with the JSON answer.
+		{"new_visitor_json", func() *http.Request {
+			r := httptest.NewRequest(http.MethodGet, "http://shop.test/", nil)
+			r.Header.Set("Accept", "application/json")
+			return r
+		}},
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			req := bc.req()
+			b.ReportAllocs()
+			for b.Loop() {
+				serve(b, srv, req, http.StatusOK)
+			}
+		})
+	}
+}

@@ -1,0 +1,274 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/policy"
+)
+
+// The bot challenge (reference 004). While a room queues, its queue page
+// carries a Turnstile-style widget; the page sends the widget's token back as
+// the query parameter challengeParam, and the node checks it against the
+// provider's siteverify endpoint (Turnstile, hCaptcha and reCAPTCHA speak
+// the same protocol). A solved challenge is remembered in the sealed token.
+// With turnstile_action infinite_queue, a visitor who fails is flagged in its
+// token and held in an infinite queue that looks exactly like the real one
+// and never admits; one who never solves is never decided on while the room
+// queues. With log, challenges are only counted.
+const challengeParam = "__waitroom_challenge"
+
+var (
+	challengeModes   = []string{"off", "invisible", "visible_non_interactive", "visible_managed"}
+	challengeActions = []string{"log", "infinite_queue"}
+	challengeOnError = []string{"allow", "deny"}
+)
+
+type provider struct {
+	script, verify, class string
+}
+
+var providers = map[string]provider{
+	"turnstile": {"https://challenges.cloudflare.com/turnstile/v0/api.js", "https://challenges.cloudflare.com/turnstile/v0/siteverify", "cf-turnstile"},
+	"hcaptcha":  {"https://js.hcaptcha.com/1/api.js", "https://api.hcaptcha.com/siteverify", "h-captcha"},
+	"recaptcha": {"https://www.google.com/recaptcha/api.js", "https://www.google.com/recaptcha/api/siteverify", "g-recaptcha"},
+}
+
+const defaultChallengeTimeout = 3 * time.Second
+
+func (r *RoomConfig) challengeOn() bool { return r.TurnstileMode != "" && r.TurnstileMode != "off" }
+
+// validateChallenge checks the turnstile_* settings.
+func (r *RoomConfig) validateChallenge(p *problems) {
+	if r.TurnstileMode != "" && !slices.Contains(challengeModes, r.TurnstileMode) {
+		p.add("turnstile_mode", "%q must be one of %s", r.TurnstileMode, strings.Join(challengeModes, ", "))
+	}
+	if r.TurnstileAction != "" && !slices.Contains(challengeActions, r.TurnstileAction) {
+		p.add("turnstile_action", "%q must be one of %s", r.TurnstileAction, strings.Join(challengeActions, ", "))
+	}
+	if r.TurnstileOnError != "" && !slices.Contains(challengeOnError, r.TurnstileOnError) {
+		p.add("turnstile_on_error", "%q must be allow (let visitors through when the verifier cannot answer) or deny", r.TurnstileOnError)
+	}
+	if r.TurnstileProvider != "" {
+		if _, ok := providers[r.TurnstileProvider]; !ok {
+			p.add("turnstile_provider", "%q must be one of turnstile, hcaptcha, recaptcha", r.TurnstileProvider)
+		}
+	}
+	for field, u := range map[string]string{"turnstile_siteverify_url": r.TurnstileVerifyURL, "turnstile_script_url": r.TurnstileScriptURL} {
+		if u != "" {
+			if err := checkOrigin(u); err != nil {
+				p.add(field, "%q %v", u, err)
+			}
+		}
+	}
+	if r.TurnstileTimeout < 0 {
+		p.add("turnstile_timeout", "%v must be positive (default %v)", r.TurnstileTimeout, defaultChallengeTimeout)
+	}
+	if r.challengeOn() {
+		if r.TurnstileSiteKey == "" {
+			p.add("turnstile_site_key", "is required when turnstile_mode is %s", r.TurnstileMode)
+		}
+		if r.TurnstileSecret == "" {
+			p.add("turnstile_secret", "is required when turnstile_mode is %s", r.TurnstileMode)
+		}
+	}
+}
+
+// challenge is a room's compiled challenge settings.
+type challenge struct {
+	infinite bool // turnstile_action infinite_queue
+	failOpen bool
+	verify   string
+	secret   string
+	timeout  time.Duration
+	widget   string // the HTML the {{{turnstile}}} variable renders
+	client   *http.Client
+}
+
+var widgetTmpl = template.Must(template.New("w").Parse(`<script src="{{.Script}}" async defer></script>
+<div class="{{.Class}}" data-sitekey="{{.Key}}" data-callback="waitroomChallengeSolved"{{if .Invisible}} data-appearance="interaction-only" data-size="invisible"{{end}}></div>
+<script>function waitroomChallengeSolved(t){var u=new URL(location.href);u.searchParams.set("{{.Param}}",t);location.replace(u.toString());}</script>`))
+
+func newChallenge(c *RoomConfig) (*challenge, error) {
+	if !c.challengeOn() {
+		return nil, nil
+	}
+	prov := providers[c.TurnstileProvider]
+	if c.TurnstileProvider == "" {
+		prov = providers["turnstile"]
+	}
+	ch := &challenge{
+		infinite: c.TurnstileAction == "infinite_queue",
+		failOpen: c.TurnstileOnError != "deny",
+		verify:   firstNonEmpty(c.TurnstileVerifyURL, prov.verify),
+		secret:   c.TurnstileSecret,
+		timeout:  time.Duration(c.TurnstileTimeout),
+	}
+	if ch.timeout <= 0 {
+		ch.timeout = defaultChallengeTimeout
+	}
+	ch.client = &http.Client{Timeout: ch.timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
+	var b strings.Builder
+	err := widgetTmpl.Execute(&b, map[string]any{
+		"Script": firstNonEmpty(c.TurnstileScriptURL, prov.script), "Class": prov.class, "Key": c.TurnstileSiteKey,
+		"Invisible": c.TurnstileMode == "invisible", "Param": challengeParam,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ch.widget = b.String()
+	return ch, nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+type verdict uint8
+
+const (
+	verdictSolved verdict = iota
+	verdictFailed
+	verdictUnavailable // timeout, network error, malformed answer
+)
+
+// check asks the verifier about a widget token.
+func (ch *challenge) check(ctx context.Context, response, remoteIP string) (verdict, error) {
+	ctx, cancel := context.WithTimeout(ctx, ch.timeout)
+	defer cancel()
+	form := url.Values{"secret": {ch.secret}, "response": {response}}
+	if remoteIP != "" {
+		form.Set("remoteip", remoteIP)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ch.verify, strings.NewReader(form.Encode()))
+	if err != nil {
+		return verdictUnavailable, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := ch.client.Do(req)
+	if err != nil {
+		return verdictUnavailable, fmt.Errorf("siteverify: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return verdictUnavailable, fmt.Errorf("siteverify: %s", resp.Status)
+	}
+	var ans struct {
+		Success *bool    `json:"success"`
+		Codes   []string `json:"error-codes"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ans); err != nil || ans.Success == nil {
+		return verdictUnavailable, fmt.Errorf("siteverify: malformed answer: %v", err)
+	}
+	if !*ans.Success {
+		return verdictFailed, nil
+	}
+	return verdictSolved, nil
+}
+
+// challengeStep runs a queued (or new) visitor's challenge before the
+// decision: it checks a solution the visitor sent, updates the token and
+// appends the analytics counts. It reports gated when the visitor must not
+// be decided on (an unsolved challenge while the room queues, under
+// infinite_queue).
+func (s *Server) challengeStep(r *http.Request, rm *room, a *allocation, tok *cookie.Token, fresh bool, nowMin int64, add []gossip.Inc) (gated bool, _ []gossip.Inc) {
+	ch := rm.challenge
+	if ch == nil || tok.Infinite || tok.Verified {
+		return false, add
+	}
+	count := func(k crdt.Kind) {
+		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: k, Minute: nowMin}, N: 1})
+	}
+	if sol := r.URL.Query().Get(challengeParam); sol != "" {
+		stripChallengeParam(r)
+		v, err := ch.check(r.Context(), sol, clientIP(r))
+		switch v {
+		case verdictSolved:
+			tok.Verified = true
+			count(crdt.ChallengesSolved)
+		case verdictFailed:
+			count(crdt.ChallengesFailed)
+			if ch.infinite {
+				tok.Infinite = true
+			}
+		default:
+			s.metrics.challengeErrors.WithLabelValues(rm.name).Inc()
+			s.log.Warn().Err(err).Str("room", rm.name).Bool("fail_open", ch.failOpen).Msg("challenge verifier unavailable")
+			if ch.failOpen {
+				tok.Verified = true
+			}
+		}
+		if tok.Verified || tok.Infinite {
+			return false, add
+		}
+	} else if !fresh && queueing(a) {
+		count(crdt.ChallengesUnsolved)
+	}
+	// Only while the room queues: a room with room to spare lets everyone
+	// in, as it would without a challenge.
+	return ch.infinite && queueing(a), add
+}
+
+func queueing(a *allocation) bool {
+	st := a.Status()
+	return st == policy.StatusQueueing || st == policy.StatusQueueAll
+}
+
+// stripChallengeParam removes the widget token from the URL, so the origin
+// never sees it.
+func stripChallengeParam(r *http.Request) {
+	q := r.URL.Query()
+	q.Del(challengeParam)
+	r.URL.RawQuery = q.Encode()
+	r.RequestURI = r.URL.RequestURI()
+}
+
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// infiniteEstimate is what a visitor in the infinite queue is told: the
+// real estimate for its bucket while there is one, and below that a curve
+// that keeps falling ever more slowly and never reaches zero, so the page
+// looks like a long queue that moves. While the real estimate is unknown it
+// is unknown here too.
+func infiniteEstimate(a *allocation, bucket int64, now time.Time) policy.Estimate {
+	est := a.Estimate(bucket)
+	if !est.WaitTimeKnown {
+		// While nobody's wait is known, the real page says so; so does this.
+		return est
+	}
+	waited := now.Sub(time.Unix(bucket*60, 0)).Minutes()
+	floor := int(math.Ceil(1 + 14*10/(10+math.Max(waited, 0))))
+	w := max(est.WaitTime, floor)
+	est.WaitTime, est.WaitTimeKnown = w, true
+	est.Eligible = false
+	if a.view.pol.QueueingMethod == policy.Random {
+		est.WaitTime25, est.WaitTime50, est.WaitTime75 = max(est.WaitTime25, w/2, 1), max(est.WaitTime50, w), max(est.WaitTime75, w*3/2)
+		est.WaitTimeFormatted = policy.FormatWait(est.WaitTime25) + " to " + policy.FormatWait(est.WaitTime75)
+	} else {
+		est.WaitTime25, est.WaitTime50, est.WaitTime75 = w, w, w
+		est.WaitTimeFormatted = policy.FormatWait(w)
+	}
+	return est
+}

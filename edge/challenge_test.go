@@ -1,0 +1,300 @@
+package edge_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/edge"
+)
+
+// siteverify is a fake Turnstile/hCaptcha siteverify endpoint: "human"
+// passes, "bot" fails, "slow" outlasts the timeout, "garbage" gets a
+// malformed answer.
+type siteverify struct {
+	*httptest.Server
+	calls atomic.Int64
+}
+
+func newSiteverify(t *testing.T, secret string) *siteverify {
+	sv := &siteverify{}
+	sv.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sv.calls.Add(1)
+		if err := r.ParseForm(); err != nil || r.Method != http.MethodPost {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if r.PostForm.Get("secret") != secret {
+			_, _ = w.Write([]byte(`{"success":false,"error-codes":["invalid-input-secret"]}`))
+			return
+		}
+		switch r.PostForm.Get("response") {
+		case "human":
+			_, _ = w.Write([]byte(`{"success":true,"hostname":"shop.test"}`))
+		case "slow":
+			select {
+			case <-time.After(2 * time.Second):
+			case <-r.Context().Done():
+			}
+			_, _ = w.Write([]byte(`{"success":true}`))
+		case "garbage":
+			_, _ = w.Write([]byte(`<html>oops`))
+		default:
+			_, _ = w.Write([]byte(`{"success":false,"error-codes":["invalid-input-response"]}`))
+		}
+	}))
+	t.Cleanup(sv.Close)
+	return sv
+}
+
+// challengedRoom is a full room (one slot, taken) with an invisible
+// challenge and the given action, verified against sv.
+func challengedRoom(sv *siteverify, action, onError string) edge.RoomConfig {
+	rc := room("shop", 1, 1)
+	rc.TurnstileMode = "invisible"
+	rc.TurnstileAction = action
+	rc.TurnstileSiteKey = "0x4AAAAAAA-site-key"
+	rc.TurnstileSecret = "the-secret"
+	rc.TurnstileVerifyURL = sv.URL
+	rc.TurnstileTimeout = edge.Duration(300 * time.Millisecond)
+	rc.TurnstileOnError = onError
+	rc.EnabledOriginCommands = []string{"revoke"}
+	return rc
+}
+
+// lineDiff shows the lines of a that b lacks and the other way round.
+func lineDiff(a, b string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	ma, mb := in(a), in(b)
+	var out []string
+	for _, l := range strings.Split(a, "\n") {
+		if !mb[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range strings.Split(b, "\n") {
+		if !ma[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// shape reduces a response to what a bot could compare: status, header
+// names and cookie attributes, and the page with every number and the
+// estimate's words blanked.
+func shape(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var hdr []string
+	for k := range resp.Header {
+		if k != "Date" {
+			hdr = append(hdr, k)
+		}
+	}
+	sort.Strings(hdr)
+	ck := setCookie(resp, "__waitroom")
+	if i := strings.Index(ck, ";"); i >= 0 {
+		ck = ck[i:]
+	}
+	digits := regexp.MustCompile(`[0-9]+`)
+	page := digits.ReplaceAllString(body(t, resp), "N")
+	page = regexp.MustCompile(`N (minutes?|hours?)( N minutes?)?( to N (minutes?|hours?)( N minutes?)?)?`).ReplaceAllString(page, "WAIT")
+	return resp.Status + "|" + strings.Join(hdr, ",") + "|" + digits.ReplaceAllString(ck, "N") + "|" + page
+}
+
+func TestChallengeVerdicts(t *testing.T) {
+	sv := newSiteverify(t, "the-secret")
+	for _, tc := range []struct {
+		name, onError, solution string
+		wantChallenged          bool // the widget is still on the page after the answer
+		wantAdmitted            bool // once the room has room again
+		wantInfinite            bool
+	}{
+		{"a solved challenge lets the visitor be decided and admitted", "allow", "human", false, true, false},
+		{"a failed challenge sends the visitor to the infinite queue, never admitted", "allow", "bot", true, false, true},
+		{"a verifier that times out lets the visitor through when failing open", "allow", "slow", false, true, false},
+		{"a verifier that times out keeps the visitor challenged when failing closed", "deny", "slow", true, true, false},
+		{"a malformed answer counts as the verifier being down, failing open", "allow", "garbage", false, true, false},
+		{"a malformed answer keeps the visitor challenged when failing closed", "deny", "garbage", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, challengedRoom(sv, "infinite_queue", tc.onError))
+			first := admitFirst(t, f, "http://shop.test/")
+			v := newVisitor()
+			resp := v.get(f.srv, "http://shop.test/")
+			page := body(t, resp)
+			if !strings.Contains(page, `class="cf-turnstile"`) || !strings.Contains(page, "0x4AAAAAAA-site-key") {
+				t.Fatalf("the queue page carries no challenge widget:\n%s", page)
+			}
+			f.clock.Advance(25 * time.Second)
+			resp = v.get(f.srv, "http://shop.test/?__waitroom_challenge="+tc.solution)
+			if challenged := strings.Contains(body(t, resp), "cf-turnstile"); challenged != tc.wantChallenged {
+				t.Errorf("challenged after the answer = %v, want %v", challenged, tc.wantChallenged)
+			}
+			// Free the slot: the first visitor's session is revoked.
+			first.get(f.srv, "http://shop.test/revoke-cf")
+			f.clock.Advance(40 * time.Second)  // into the next minute: new_users_per_minute is 1
+			time.Sleep(300 * time.Millisecond) // let the allocation loop see the freed slot
+			resp = v.get(f.srv, "http://shop.test/")
+			admitted := resp.Header.Get("X-Origin") == "yes"
+			if admitted != tc.wantAdmitted {
+				t.Errorf("admitted = %v, want %v (status %d)", admitted, tc.wantAdmitted, resp.StatusCode)
+			}
+			refreshes := metric(t, f.admin, `waitroom_room_analytics_10m{counter="infinite_queue_refreshes",room="shop"}`)
+			if (refreshes > 0) != tc.wantInfinite {
+				t.Errorf("infinite-queue refreshes = %v, want some: %v", refreshes, tc.wantInfinite)
+			}
+		})
+	}
+}
+
+func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
+	sv := newSiteverify(t, "the-secret")
+	r := newRing(t, 3, challengedRoom(sv, "infinite_queue", "allow"))
+	first := newVisitor()
+	if resp := first.get(r.nodes[0], "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
+		t.Fatal("the first visitor was not admitted")
+	}
+	// Every node must know the one slot is taken before the crowd comes.
+	settleActive := func(want int64) {
+		within(t, 3*time.Second, "active users on every node", func() bool {
+			for _, a := range r.admins {
+				if roomStatus(t, a, "shop").EstimatedTotalActiveUsers != want {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	settleActive(1)
+
+	// Three humans (they run the widget and solve it) and three scripted
+	// bots (no JavaScript: they only follow Refresh), spread over the nodes.
+	var humans, bots []*visitor
+	for i := 0; i < 3; i++ {
+		humans = append(humans, newVisitor())
+		bots = append(bots, newVisitor())
+	}
+	var botShape, humanShape string
+	for i := range humans {
+		hr := humans[i].get(r.nodes[i], "http://shop.test/")
+		br := bots[i].get(r.nodes[(i+1)%3], "http://shop.test/")
+		if i == 0 {
+			humanShape, botShape = shape(t, hr), shape(t, br)
+		} else {
+			_, _ = body(t, hr), body(t, br)
+		}
+	}
+	if humanShape != botShape {
+		t.Errorf("a new bot and a new human get different pages:\nhuman %s\nbot   %s", humanShape, botShape)
+	}
+	r.clock.Advance(25 * time.Second)
+	for i := range humans {
+		_ = body(t, humans[i].get(r.nodes[i], "http://shop.test/?__waitroom_challenge=human"))
+		// One bot fails the challenge outright; the others never answer it.
+		if i == 0 {
+			_ = body(t, bots[i].get(r.nodes[i], "http://shop.test/?__waitroom_challenge=forged"))
+		} else {
+			_ = body(t, bots[i].get(r.nodes[i], "http://shop.test/"))
+		}
+	}
+
+	// Slots free up one at a time; everyone keeps checking in on its
+	// refresh, at a different node each time.
+	admitted := map[*visitor]bool{}
+	cur := first
+	for round := 0; round < 12 && len(admitted) < len(humans); round++ {
+		cur.get(r.nodes[round%3], "http://shop.test/revoke-cf")
+		settleActive(0)
+		time.Sleep(300 * time.Millisecond) // the allocation loop
+		r.clock.Advance(25 * time.Second)
+		for i, h := range humans {
+			if admitted[h] {
+				continue
+			}
+			if resp := h.get(r.nodes[(i+round)%3], "http://shop.test/"); resp.Header.Get("X-Origin") == "yes" {
+				admitted[h] = true
+				cur = h
+			}
+		}
+		for i, b := range bots {
+			resp := b.get(r.nodes[(i+round+1)%3], "http://shop.test/")
+			if resp.Header.Get("X-Origin") == "yes" {
+				t.Fatalf("bot %d reached the origin in round %d", i, round)
+			}
+			if i == 0 && round == 2 {
+				// The flagged bot's page has the same shape as a waiting
+				// human's would (a human still waiting is bot 1's page
+				// too, which has not solved).
+				if got, want := shape(t, resp), shape(t, bots[1].get(r.nodes[0], "http://shop.test/")); got != want {
+					t.Errorf("the infinite queue looks different from the real one:\n%s", lineDiff(got, want))
+				}
+			}
+		}
+	}
+	if len(admitted) != len(humans) {
+		t.Fatalf("%d of %d humans got in", len(admitted), len(humans))
+	}
+
+	t.Run("analytics written on every node add up on any node", func(t *testing.T) {
+		time.Sleep(500 * time.Millisecond)
+		for i, admin := range r.admins {
+			resp := adminGet(t, admin, "/rooms/shop/analytics?minutes=35")
+			var a edge.Analytics
+			if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+				t.Fatal(err)
+			}
+			tot := a.Totals
+			if tot["challenges_solved"] != 3 || tot["challenges_failed"] != 1 || tot["challenges_unsolved"] == 0 || tot["infinite_queue_refreshes"] == 0 || tot["visitors_admitted"] < 4 {
+				t.Errorf("node %d analytics: %v", i, tot)
+			}
+			if a.TimeInQueue.Count != 3 || a.TimeInQueue.P50Seconds < 30 {
+				t.Errorf("node %d time in queue: %+v, want the three humans' waits", i, a.TimeInQueue)
+			}
+		}
+	})
+	t.Run("the infinite queue's estimate never reaches zero", func(t *testing.T) {
+		// Check in every four minutes for an hour (the queued token lives
+		// five).
+		for i := 0; i < 15; i++ {
+			r.clock.Advance(4 * time.Minute)
+			resp := bots[0].get(r.nodes[i%3], "http://shop.test/")
+			page := body(t, resp)
+			if resp.Header.Get("X-Origin") != "" || regexp.MustCompile(`>0 minutes<|>0 minute`).MatchString(page) {
+				t.Fatalf("after %d min the bot got in or was told zero:\n%s", (i+1)*4, page)
+			}
+		}
+	})
+
+}
+
+func TestChallengeOnlyWhileQueueing(t *testing.T) {
+	sv := newSiteverify(t, "the-secret")
+	rc := challengedRoom(sv, "infinite_queue", "allow")
+	rc.TotalActiveUsers, rc.NewUsersPerMinute = 100, 100
+	f := newFixture(t, rc)
+	v := newVisitor()
+	resp := v.get(f.srv, "http://shop.test/")
+	if resp.Header.Get("X-Origin") != "yes" {
+		t.Fatalf("a room with room to spare challenged instead of admitting: %d", resp.StatusCode)
+	}
+	if sv.calls.Load() != 0 {
+		t.Errorf("the verifier was called %d times for an admitted visitor", sv.calls.Load())
+	}
+	if page := body(t, resp); strings.Contains(page, "cf-turnstile") {
+		t.Error("an admitted visitor saw the challenge")
+	}
+}

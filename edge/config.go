@@ -67,6 +67,12 @@ var (
 	nodeNameRE     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 )
 
+// DefaultStaleAfter is how long a node may hear nothing from its peers
+// before it counts as cut off: longer than memberlist's LAN push-pull
+// interval (30 s), so a quiet but healthy cluster is not mistaken for a
+// partition.
+const DefaultStaleAfter = Duration(90 * time.Second)
+
 // Config is a node's whole configuration: the YAML file given by --config.
 //
 // Read one with [LoadConfig] or [ParseConfig], which apply the defaults and
@@ -127,6 +133,16 @@ type Config struct {
 	// too unless AdminReadOpen.
 	AdminTokenFile string `yaml:"admin_token_file" json:"admin_token_file,omitempty"`
 	AdminReadOpen  bool   `yaml:"admin_read_open" json:"admin_read_open,omitempty"`
+
+	// StaleState is what a node does when it has lost touch with its peers
+	// (no other member, or no gossip for StaleAfter): "open" (default)
+	// keeps deciding from the state it has, so the site stays reachable at
+	// the risk of overshooting the limits by the other nodes' admissions;
+	// "closed" queues every new visitor (admitted sessions go on) until it
+	// hears from the cluster again, holding the limits at the cost of
+	// queueing.
+	StaleState string   `yaml:"stale_state" json:"stale_state,omitempty"`
+	StaleAfter Duration `yaml:"stale_after" json:"stale_after,omitempty"` // default 90s: longer than a push-pull round
 
 	// Modified is when the config file was last written (LoadConfig sets
 	// it). The rooms it lists are stamped with it when they seed the
@@ -661,6 +677,12 @@ func (c *Config) validate() []error {
 		if l.field == "admin" && !isLoopbackHost(l.host) && c.AdminTokenFile == "" {
 			p.add("admin", "%q is not a loopback address: set admin_token_file so that only holders of the token can change rooms (or listen on 127.0.0.1)", c.Admin)
 		}
+	}
+	if c.StaleState != "" && c.StaleState != "open" && c.StaleState != "closed" {
+		p.add("stale_state", "%q must be open (keep deciding alone) or closed (queue new visitors)", c.StaleState)
+	}
+	if c.StaleAfter < 0 || (c.StaleAfter > 0 && time.Duration(c.StaleAfter) < time.Second) {
+		p.add("stale_after", "%v must be at least 1s (default %v)", c.StaleAfter, DefaultStaleAfter)
 	}
 	if c.Advertise != "" {
 		if err := checkAdvertise(c.Advertise); err != nil {

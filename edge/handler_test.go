@@ -865,3 +865,55 @@ func TestRouting(t *testing.T) {
 		})
 	}
 }
+
+func TestRevokedCookieReplay(t *testing.T) {
+	// A client that ignores the cleared cookie and sends its old one again
+	// must not free a second slot, nor keep its session.
+	setup := func(t *testing.T) (*fixture, *http.Cookie) {
+		rc := room("shop", 3, 3)
+		rc.EnabledOriginCommands = []string{"revoke"}
+		f := newFixture(t, rc)
+		a := admitFirst(t, f, "http://shop.test/")
+		admitFirst(t, f, "http://shop.test/")
+		admitFirst(t, f, "http://shop.test/")
+		old := a.cookies[cookieName]
+		if resp := a.get(f.srv, "http://shop.test/revoke-cf"); maxAge(t, setCookie(resp, cookieName)) != 0 {
+			t.Fatal("the revoke did not clear the cookie")
+		}
+		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedTotalActiveUsers != 2 {
+			t.Fatalf("after one revoke: %d active, want 2", rs.EstimatedTotalActiveUsers)
+		}
+		return f, old
+	}
+	t.Run("replaying a revoked cookie to a revoking page frees no further slot", func(t *testing.T) {
+		f, old := setup(t)
+		for i := 0; i < 3; i++ {
+			replay := newVisitor()
+			replay.cookies[cookieName] = old
+			replay.get(f.srv, "http://shop.test/revoke-cf")
+		}
+		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedTotalActiveUsers != 2 {
+			t.Errorf("after replaying the revoked cookie three times: %d active, want still 2", rs.EstimatedTotalActiveUsers)
+		}
+	})
+	t.Run("a revoked cookie is a new visitor, not a session", func(t *testing.T) {
+		f, old := setup(t)
+		// A new minute brings the new-user budget back; a new visitor takes
+		// the freed slot.
+		f.clock.Advance(time.Minute)
+		newVisitor().get(f.srv, "http://shop.test/")
+		settle(t, f)
+		replay := newVisitor()
+		replay.cookies[cookieName] = old
+		resp := replay.get(f.srv, "http://shop.test/page")
+		if resp.Header.Get("X-Origin") == "yes" {
+			t.Errorf("the revoked cookie still reaches the origin with the room full")
+		}
+		if resp.Header.Get("Refresh") == "" || setCookie(resp, cookieName) == "" {
+			t.Errorf("the revoked cookie's visitor was not queued as a new one: %d", resp.StatusCode)
+		}
+		if n := metric(t, f.admin, `waitroom_cookie_errors_total{reason="revoked",room="shop"}`); n != 1 {
+			t.Errorf(`cookie_errors_total{reason="revoked"} = %v, want 1`, n)
+		}
+	})
+}

@@ -29,7 +29,7 @@ func newMetrics() *metrics {
 	}, []string{"room", "outcome"})
 	m.cookieErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "cookie_errors_total",
-		Help: "Visitor tokens that did not open, by reason; each visitor was treated as new.",
+		Help: "Visitor tokens that did not open, by reason (revoked: a session revoked here, sent again); each visitor was treated as new.",
 	}, []string{"room", "reason"})
 	m.originErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "origin_errors_total",

@@ -124,6 +124,11 @@ func (rm *room) revokeSession(tok cookie.Token) {
 	if tok.CountedMinute == 0 {
 		return
 	}
+	if !rm.s.revoked.add(rm.name, tok.ID, tok.ExpiresAt, rm.s.clock().Unix()) {
+		// Revoked before (two requests in flight, or a client replaying
+		// its old cookie): the slot was freed once already.
+		return
+	}
 	rm.mu.RLock()
 	rm.s.node.Add(
 		gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ActiveMinus, Minute: tok.CountedMinute}, N: 1},

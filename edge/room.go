@@ -22,7 +22,13 @@ const (
 	queuedTokenLife   = crdt.DefaultWaitingWindow * time.Minute
 	refreshBase       = 20
 	refreshJitter     = 3 // ± seconds
-	earlyCheckInSlack = 1 // seconds a browser may come early and still count
+	// earlyCheckInSlack is how early (seconds) a check-in may come and
+	// still count. Zero: the token stores whole seconds rounded down and a
+	// browser refreshes no sooner than the interval after the answer, so an
+	// honest check-in is never early, and any slack would let a client that
+	// refreshes every second attempt a little more often than one that
+	// follows the page.
+	earlyCheckInSlack = 0
 )
 
 // room is one waiting room at run time. Its settings are immutable: a change
@@ -165,6 +171,10 @@ func (rm *room) viewAt(t time.Time) *view {
 		}
 	case v.phase == Prequeue:
 		// Before the event, everyone waits on the countdown.
+		v.pol.QueueAll = true
+	case rm.s.staleClosed(t):
+		// Cut off from the cluster and told to fail closed: queue new
+		// visitors rather than admit on a picture that may be far off.
 		v.pol.QueueAll = true
 	}
 	v.win = v.pol.Windows()

@@ -48,8 +48,11 @@ type Server struct {
 	tableMu  sync.Mutex                  // one writer of the table at a time
 	seen     map[string]crdt.LWW[[]byte] // room registers the table was built from
 	adminTok []byte
+	wasStale atomic.Bool
 	fallback http.Handler // proxy to Config.Origin for unrouted requests, or nil
 	metrics  *metrics
+	// revoked holds the sessions revoked here, until their tokens expire.
+	revoked revokedSet
 	// shuffleKey orders shuffled pre-queues; derived from the cookie key,
 	// so every node has the same one and visitors cannot learn it.
 	shuffleKey []byte
@@ -208,6 +211,25 @@ func loadGossipKeys(cfg *Config) ([][]byte, error) {
 		return LoadGossipKeys(cfg.GossipKeyFile)
 	}
 	return GossipKeysFromEnv()
+}
+
+// staleClosed reports whether the node is cut off from its peers and
+// configured to fail closed. Entering and leaving that state is logged.
+func (s *Server) staleClosed(now time.Time) bool {
+	after := time.Duration(s.cfg.StaleAfter)
+	if after <= 0 {
+		after = time.Duration(DefaultStaleAfter)
+	}
+	stale := s.node.Stale(now, after)
+	if s.wasStale.Swap(stale) != stale {
+		ev := s.log.Info()
+		msg := "in touch with the cluster again"
+		if stale {
+			ev, msg = s.log.Warn(), "no fresh state from peers"
+		}
+		ev.Str("stale_state", s.cfg.StaleState).Time("last_heard", s.node.LastHeard()).Msg(msg)
+	}
+	return stale && s.cfg.StaleState == "closed"
 }
 
 // Node is the server's gossip node.

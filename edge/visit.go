@@ -287,6 +287,12 @@ func (s *Server) openToken(rm *room, r *http.Request, now time.Time) (cookie.Tok
 		s.metrics.cookieErrors.WithLabelValues(rm.name, cookieErrorReason(err)).Inc()
 		return cookie.Token{}, true
 	}
+	if tok.Admitted() && s.revoked.has(rm.name, tok.ID) {
+		// A session the origin revoked, sent again by a client that kept
+		// the old cookie: a new visitor like any other.
+		s.metrics.cookieErrors.WithLabelValues(rm.name, "revoked").Inc()
+		return cookie.Token{}, true
+	}
 	return tok, false
 }
 
@@ -375,6 +381,12 @@ func appendCookieAttrs(b []byte, ca *CookieAttributes, https bool) []byte {
 	}
 	if secure {
 		b = append(b, "; Secure"...)
+	}
+	if secure && (ca.SameSite == "none" || (ca.SameSite != "lax" && ca.SameSite != "strict" && https && ca.Secure != "never")) {
+		// A room embedded in another site's iframe: browsers that block
+		// third-party cookies still keep a partitioned one (CHIPS), so the
+		// visitor keeps its place. Top-level visits are unaffected.
+		b = append(b, "; Partitioned"...)
 	}
 	return b
 }

@@ -21,6 +21,7 @@ func (d *delegate) NodeMeta(limit int) []byte { return nil }
 func (d *delegate) NotifyMsg(b []byte) {
 	n := d.node()
 	n.stats.msgsIn.Add(1)
+	n.heard()
 	n.stats.bytesIn.Add(uint64(len(b)))
 	m, err := Decode(b, MaxReliableMessage)
 	switch {
@@ -105,6 +106,7 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 		return
 	}
 	n.stats.pushPulls.Add(1)
+	n.heard()
 	n.mu.Lock()
 	changed := n.state.Merge(m.Delta)
 	n.mu.Unlock()
@@ -141,10 +143,9 @@ func (e *events) NotifyLeave(m *memberlist.Node) {
 	if m.Name == n.cfg.Name {
 		return // our own leave, already logged by Close
 	}
-	if m.State == memberlist.StateLeft {
-		n.log.Info().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer left")
-		return
-	}
-	n.log.Warn().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer failed")
+	// A clean leave and a failure cannot be told apart here: memberlist
+	// v0.7.0 keeps a member's state in a field of its private nodeState that
+	// shadows Node.State, so m.State is always StateAlive (0).
+	n.log.Warn().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer left or failed")
 }
 func (e *events) NotifyUpdate(m *memberlist.Node) { (*Node)(e).setPeer(m) }

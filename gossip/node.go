@@ -97,6 +97,9 @@ type Node struct {
 	peers   map[string]memberlist.Node
 
 	stats     stats
+	heardAt   atomic.Int64 // unix nanoseconds of the last gossip from a peer
+	hadPeers  atomic.Bool
+	started   time.Time
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -126,6 +129,7 @@ func Start(cfg Config) (*Node, error) {
 		state:     crdt.New(),
 		dirty:     map[cellID]struct{}{},
 		dirtyRegs: map[string]struct{}{},
+		started:   cfg.Clock(),
 		peers:     map[string]memberlist.Node{},
 		stop:      make(chan struct{}),
 	}
@@ -322,9 +326,9 @@ type Member struct {
 }
 
 // Members lists the ring, this node included: the members memberlist has
-// not declared dead or gone. memberlist offers no race-free view of
-// suspicion, so a suspect member is listed as alive until it is declared
-// dead.
+// not declared dead or gone. memberlist v0.7.0 never fills Node.State (it
+// keeps the state in a shadowing field of its private nodeState), so a
+// suspect member is listed as alive until it is declared dead.
 func (n *Node) Members() []Member {
 	n.peersMu.Lock()
 	defer n.peersMu.Unlock()
@@ -405,11 +409,23 @@ func (n *Node) joinLoop() {
 	if len(n.cfg.Seeds) == 0 {
 		return
 	}
+	// A node given its own address among the seeds (one seed list for the
+	// whole cluster is convenient) must not count itself as joined.
+	self := n.Addr()
+	var seeds []string
+	for _, s := range n.cfg.Seeds {
+		if s != self {
+			seeds = append(seeds, s)
+		}
+	}
+	if len(seeds) == 0 {
+		return
+	}
 	backoff := 500 * time.Millisecond
 	const maxBackoff = 30 * time.Second
 	for {
 		if n.ml.NumMembers() <= 1 {
-			k, err := n.Join(n.cfg.Seeds)
+			k, err := n.Join(seeds)
 			if err != nil {
 				n.log.Warn().Err(err).Dur("retry_in", backoff).Msg("join seeds failed")
 				backoff = min(backoff*2, maxBackoff)

@@ -1,0 +1,22 @@
+// Package browsertest drives a real browser (headless Chromium, through
+// chromedp) against a waitroom node, to check what no HTTP client in Go can:
+// that a browser shows the queue page, honours its automatic refresh, keeps
+// its cookie (also inside a cross-site iframe, where the cookie must be
+// SameSite=None; Secure) and lands on the origin when it is admitted.
+//
+// The package holds only tests. They look for Chromium at /usr/bin/chromium,
+// or at $WAITROOM_CHROMIUM, and skip when it is not there, so that
+// `go test ./...` stays green on a machine without a browser. CI installs
+// Chromium with .ci/install-browser.sh and should set
+// WAITROOM_REQUIRE_BROWSER=1, which turns the skip into a failure.
+//
+// Each test takes about 25 to 45 seconds of real time: the queue page
+// refreshes every ~20 s and the tests wait for the browser to do it by
+// itself. The node's clock is a shifted real clock that the test moves to
+// the next minute, so that new_users_per_minute does not hold a freed slot
+// for up to a minute.
+//
+// Set WAITROOM_SCREENSHOT_DIR to keep the screenshots: queue-page.png (the
+// queue page), queue-page-iframe.png (the same page in a partner's iframe)
+// and origin-in-iframe.png (the origin in that iframe after admission).
+package browsertest

@@ -1,0 +1,38 @@
+package gossip
+
+import "time"
+
+// heard records that a message or a push-pull from a peer arrived.
+func (n *Node) heard() {
+	n.heardAt.Store(n.clock().UnixNano())
+	n.hadPeers.Store(true)
+}
+
+// LastHeard is when the node last received gossip from a peer (zero if
+// never).
+func (n *Node) LastHeard() time.Time {
+	ns := n.heardAt.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Stale reports whether the node has lost touch with the cluster it
+// belongs to: it was given seeds or has heard from peers before, and now
+// either sees no other member or has heard nothing for longer than after.
+// A node that was never meant to have peers is never stale.
+func (n *Node) Stale(now time.Time, after time.Duration) bool {
+	expect := len(n.cfg.Seeds) > 0 || n.hadPeers.Load()
+	if !expect {
+		return false
+	}
+	if n.ml.NumMembers() <= 1 {
+		return true
+	}
+	last := n.LastHeard()
+	if last.IsZero() {
+		last = n.started
+	}
+	return now.Sub(last) > after
+}

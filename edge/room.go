@@ -19,9 +19,9 @@ import (
 // visitor's token lives five minutes and the page refreshes about every
 // twenty seconds, jittered per check-in so that check-ins spread out.
 const (
-	queuedTokenLife   = crdt.DefaultWaitingWindow * time.Minute
-	refreshBase       = 20
-	refreshJitter     = 3 // ± seconds
+	queuedTokenLife = crdt.DefaultWaitingWindow * time.Minute
+	refreshBase     = 20
+	refreshJitter   = 3 // ± seconds
 	// earlyCheckInSlack is how early (seconds) a check-in may come and
 	// still count. Zero: the token stores whole seconds rounded down and a
 	// browser refreshes no sooner than the interval after the answer, so an

@@ -1,0 +1,34 @@
+package edge
+
+import (
+	"testing"
+	"time"
+)
+
+// FuzzQueueTemplate feeds arbitrary custom pages through the same check the
+// config loader runs and, when a page passes it, renders it with the queue
+// page's variables: rendering an accepted template must never panic, and a
+// refused one must be refused with an error, not a crash.
+func FuzzQueueTemplate(f *testing.F) {
+	f.Add(defaultPageHTML, "5 minutes")
+	f.Add("{{#waitTimeKnown}}{{waitTime}}{{/waitTimeKnown}}{{^waitTimeKnown}}?{{/waitTimeKnown}}", "1 minute")
+	f.Add("{{{turnstile}}}{{&lastUpdated}}{{! comment }}{{=<% %>=}}<% waitTime %>", "x")
+	f.Add("{{#a}}{{#b}}{{/a}}{{/b}}", "")
+	f.Add("{{> partial}}", "")
+	f.Add("{{", "{{")
+	f.Fuzz(func(t *testing.T, page, formatted string) {
+		if err := checkTemplate(page); err != nil {
+			return
+		}
+		tmpl, err := parsePage(page)
+		if err != nil {
+			t.Fatalf("checkTemplate accepted a page parsePage refuses: %v", err)
+		}
+		v := pageVars{
+			InWaitingRoom: true, WaitTimeKnown: true, WaitTime: 5, WaitTimeFormatted: formatted,
+			LastUpdated: time.Unix(0, 0).UTC().Format(time.RFC3339), RefreshIntervalSeconds: 20,
+			QueueingMethod: "fifo", IsFIFOQueue: true, Turnstile: formatted,
+		}
+		_, _ = tmpl.Render(v.context())
+	})
+}

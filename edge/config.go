@@ -134,6 +134,13 @@ type Config struct {
 	AdminTokenFile string `yaml:"admin_token_file" json:"admin_token_file,omitempty"`
 	AdminReadOpen  bool   `yaml:"admin_read_open" json:"admin_read_open,omitempty"`
 
+	// GossipLag bounds how late other nodes' admissions reach this one
+	// through gossip; the policy divides a minute's slots so that the nodes
+	// together cannot overshoot by more than what is admitted within it. It
+	// must cover the real delay. Default by profile: local 1s, lan 2s,
+	// wan 10s.
+	GossipLag Duration `yaml:"gossip_lag" json:"gossip_lag,omitempty"`
+
 	// StaleState is what a node does when it has lost touch with its peers
 	// (no other member, or no gossip for StaleAfter): "open" (default)
 	// keeps deciding from the state it has, so the site stays reachable at
@@ -677,6 +684,9 @@ func (c *Config) validate() []error {
 		if l.field == "admin" && !isLoopbackHost(l.host) && c.AdminTokenFile == "" {
 			p.add("admin", "%q is not a loopback address: set admin_token_file so that only holders of the token can change rooms (or listen on 127.0.0.1)", c.Admin)
 		}
+	}
+	if c.GossipLag < 0 || (c.GossipLag > 0 && time.Duration(c.GossipLag) < 100*time.Millisecond) || time.Duration(c.GossipLag) > 5*time.Minute {
+		p.add("gossip_lag", "%v must be from 100ms to 5m (default by gossip_profile: local 1s, lan 2s, wan 10s)", c.GossipLag)
 	}
 	if c.StaleState != "" && c.StaleState != "open" && c.StaleState != "closed" {
 		p.add("stale_state", "%q must be open (keep deciding alone) or closed (queue new visitors)", c.StaleState)

@@ -196,8 +196,10 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
 	v := rm.viewAt(now)
 	snap := rm.s.node.Snapshot(rm.name, minute, v.win)
 	pol := v.pol
-	// The Anywhere part is divided among the live nodes.
+	// The Anywhere part is divided among the live nodes, and the division
+	// assumes other nodes' admissions arrive within the gossip lag.
 	pol.Nodes = rm.s.node.NumMembers()
+	pol.Lag = rm.s.gossipLag()
 	var a *policy.Allocation
 	if prev != nil {
 		a = prev.Next(pol, &snap, now)

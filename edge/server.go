@@ -213,6 +213,21 @@ func loadGossipKeys(cfg *Config) ([][]byte, error) {
 	return GossipKeysFromEnv()
 }
 
+// gossipLag is the bound on gossip delay the policy assumes: the config's,
+// or the profile's typical worst case.
+func (s *Server) gossipLag() time.Duration {
+	if s.cfg.GossipLag > 0 {
+		return time.Duration(s.cfg.GossipLag)
+	}
+	switch s.cfg.GossipProfile {
+	case "local":
+		return time.Second
+	case "wan":
+		return 10 * time.Second
+	}
+	return 2 * time.Second
+}
+
 // staleClosed reports whether the node is cut off from its peers and
 // configured to fail closed. Entering and leaving that state is logged.
 func (s *Server) staleClosed(now time.Time) bool {

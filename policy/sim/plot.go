@@ -1,0 +1,205 @@
+package sim
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// The plots of one run.
+const (
+	PlotActive     = "active"     // live sessions against total_active_users
+	PlotQueue      = "queue"      // visitors waiting
+	PlotAdmissions = "admissions" // admissions per minute against new_users_per_minute
+	PlotHeatmap    = "heatmap"    // wait against arrival minute
+)
+
+// PlotNames lists the plots written for every run.
+var PlotNames = []string{PlotActive, PlotQueue, PlotAdmissions, PlotHeatmap}
+
+// PlotFile is the file name of one plot of one run.
+func PlotFile(scenario, strategy, plot string) string {
+	return fmt.Sprintf("%s-%s-%s.png", scenario, strategy, plot)
+}
+
+var (
+	colTrue  = color.RGBA{R: 31, G: 119, B: 180, A: 255}
+	colView  = color.RGBA{R: 255, G: 127, B: 14, A: 255}
+	colLimit = color.RGBA{R: 214, G: 39, B: 40, A: 255}
+	colCrash = color.RGBA{R: 120, G: 120, B: 120, A: 255}
+)
+
+// WritePlots writes every run's PNG plots into dir (created if needed) and
+// returns their paths.
+func (r *Report) WritePlots(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, res := range r.Runs {
+		for _, name := range PlotNames {
+			p, err := res.Plot(name)
+			if err != nil {
+				return files, err
+			}
+			w, h := 8*vg.Inch, 4*vg.Inch
+			if name == PlotHeatmap {
+				w, h = 6*vg.Inch, 5*vg.Inch
+			}
+			path := filepath.Join(dir, PlotFile(res.Scenario, res.Strategy, name))
+			if err := p.Save(w, h, path); err != nil {
+				return files, err
+			}
+			files = append(files, path)
+		}
+	}
+	return files, nil
+}
+
+// Plot draws one of the run's plots (see PlotNames).
+func (res *Result) Plot(name string) (*plot.Plot, error) {
+	p := plot.New()
+	title := fmt.Sprintf("%s — %s", res.Scenario, res.Strategy)
+	p.Legend.Top = true
+	p.Legend.Left = false
+	switch name {
+	case PlotActive:
+		p.Title.Text = title + ": active users vs limit"
+		p.X.Label.Text = "minutes"
+		p.Y.Label.Text = "active users (live sessions)"
+		if err := addLine(p, "actual", colTrue, nil, res.series1s, func(q Point) float64 { return float64(q.Active) }); err != nil {
+			return nil, err
+		}
+		if err := addLine(p, "as node 0 saw it", colView, []vg.Length{vg.Points(3), vg.Points(2)}, res.series1s, func(q Point) float64 { return q.ViewActive }); err != nil {
+			return nil, err
+		}
+		addHLine(p, "total_active_users", float64(res.Limits.TotalActiveUsers), res.series1s)
+		res.addCrashes(p)
+		p.Y.Min = 0
+	case PlotQueue:
+		p.Title.Text = title + ": queue length"
+		p.X.Label.Text = "minutes"
+		p.Y.Label.Text = "visitors waiting"
+		if err := addLine(p, "actual (still checking in)", colTrue, nil, res.series1s, func(q Point) float64 { return float64(q.Waiting) }); err != nil {
+			return nil, err
+		}
+		if err := addLine(p, "counted, as node 0 saw it", colView, []vg.Length{vg.Points(3), vg.Points(2)}, res.series1s, func(q Point) float64 { return float64(q.ViewWaiting) }); err != nil {
+			return nil, err
+		}
+		res.addCrashes(p)
+		p.Y.Min = 0
+	case PlotAdmissions:
+		p.Title.Text = title + ": admissions per minute"
+		p.X.Label.Text = "minute"
+		p.Y.Label.Text = "new users admitted"
+		vals := make(plotter.Values, len(res.Minutes))
+		for i, m := range res.Minutes {
+			vals[i] = float64(m.Admitted)
+		}
+		bars, err := plotter.NewBarChart(vals, vg.Points(6))
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = colTrue
+		bars.LineStyle.Width = 0
+		p.Add(bars)
+		p.Legend.Add("admitted", bars)
+		lim := plotter.XYs{{X: -1, Y: float64(res.Limits.NewUsersPerMinute)}, {X: float64(len(res.Minutes)), Y: float64(res.Limits.NewUsersPerMinute)}}
+		l, err := plotter.NewLine(lim)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = colLimit
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add("new_users_per_minute", l)
+		p.Y.Min = 0
+	case PlotHeatmap:
+		p.Title.Text = title + ": wait vs arrival minute"
+		p.X.Label.Text = "arrival minute"
+		p.Y.Label.Text = "wait (minutes)"
+		pal := moreland.BlackBody()
+		h := plotter.NewHeatMap(heatGrid{res.Heatmap}, pal.Palette(64))
+		p.Add(h)
+		p.X.Min, p.X.Max = 0, res.Heatmap.XMax
+		p.Y.Min, p.Y.Max = 0, res.Heatmap.YMax/60
+		p.X.Padding, p.Y.Padding = 0, 0
+		p.Legend = plot.NewLegend()
+		p.Legend.Top = true
+		p.Legend.Add(fmt.Sprintf("r = %.2f, %d visitors", res.Figures.WaitCorrelation, res.Counts.Admissions))
+		p.Legend.TextStyle.Color = color.White
+	default:
+		return nil, fmt.Errorf("plot %q: must be one of %v", name, PlotNames)
+	}
+	return p, nil
+}
+
+func addLine(p *plot.Plot, label string, c color.Color, dashes []vg.Length, pts []Point, y func(Point) float64) error {
+	xy := make(plotter.XYs, len(pts))
+	for i, q := range pts {
+		xy[i] = plotter.XY{X: q.T / 60, Y: y(q)}
+	}
+	if len(xy) == 0 {
+		xy = plotter.XYs{{}}
+	}
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return err
+	}
+	l.Color = c
+	l.Width = vg.Points(1.2)
+	l.Dashes = dashes
+	p.Add(l)
+	p.Legend.Add(label, l)
+	return nil
+}
+
+func addHLine(p *plot.Plot, label string, y float64, pts []Point) {
+	end := 1.0
+	if len(pts) > 0 {
+		end = pts[len(pts)-1].T / 60
+	}
+	l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: y}, {X: end, Y: y}})
+	if err != nil {
+		return
+	}
+	l.Color = colLimit
+	l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	p.Add(l)
+	p.Legend.Add(label, l)
+}
+
+// addCrashes marks node crashes with vertical lines.
+func (res *Result) addCrashes(p *plot.Plot) {
+	for i, t := range res.Crashes {
+		top := float64(res.Limits.TotalActiveUsers) * 1.1
+		l, err := plotter.NewLine(plotter.XYs{{X: t / 60, Y: 0}, {X: t / 60, Y: top}})
+		if err != nil {
+			return
+		}
+		l.Color = colCrash
+		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(l)
+		if i == 0 {
+			p.Legend.Add("node crash", l)
+		}
+	}
+}
+
+// heatGrid adapts a Heatmap to plotter.GridXYZ, waits in minutes.
+type heatGrid struct{ h Heatmap }
+
+func (g heatGrid) Dims() (c, r int) { return g.h.XBins, g.h.YBins }
+func (g heatGrid) Z(c, r int) float64 {
+	return float64(g.h.Counts[c][r])
+}
+func (g heatGrid) X(c int) float64 { return (float64(c) + 0.5) * g.h.XMax / float64(g.h.XBins) }
+func (g heatGrid) Y(r int) float64 {
+	return (float64(r) + 0.5) * g.h.YMax / 60 / float64(g.h.YBins)
+}

@@ -1,0 +1,271 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is a scenario and the runs of it, one per strategy.
+type Report struct {
+	Scenario *Scenario `json:"scenario"`
+	Runs     []*Result `json:"runs"`
+	Goals    []Check   `json:"goals"`
+}
+
+// RunScenario runs the scenario once per strategy, in the order given
+// (the scenario's own list when strategies is empty), and checks the goals
+// for our policy.
+func RunScenario(sc *Scenario, strategies ...string) (*Report, error) {
+	if len(strategies) == 0 {
+		strategies = sc.Strategies
+	}
+	rep := &Report{Scenario: sc}
+	for _, s := range strategies {
+		res, err := Run(sc, s)
+		if err != nil {
+			return nil, err
+		}
+		rep.Runs = append(rep.Runs, res)
+		if s == StrategyOurs {
+			rep.Goals = CheckGoals(sc, res)
+		}
+	}
+	return rep, nil
+}
+
+// JSON is the report as indented JSON; the same scenario and seed give the
+// same bytes.
+func (r *Report) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Check is one goal of issue #5 checked against one run.
+type Check struct {
+	Goal   string  `json:"goal"`
+	Want   string  `json:"want"`
+	Got    string  `json:"got"`
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"`
+	Passed bool    `json:"passed"`
+	// NotApplicable: the run has too little of what the goal measures
+	// (e.g. no long waits for the estimate); it counts as passed.
+	NotApplicable bool `json:"not_applicable,omitempty"`
+}
+
+// The goal thresholds of issue #5.
+const (
+	MaxPeakActive     = 1.02
+	MaxPeakNew        = 1.02
+	MinQueueUtil      = 0.97
+	MaxFIFOInversions = 0.01
+	MaxRandomCorr     = 0.1
+	MinEstimateWithin = 0.9 // share of visitors whose FIFO estimate is within ±20%
+	// MinEstimateSamples is the fewest scored estimates for the estimate
+	// goal to apply.
+	MinEstimateSamples = 20
+)
+
+// CheckGoals checks the goals the scenario lists against a run.
+func CheckGoals(sc *Scenario, res *Result) []Check {
+	f := res.Figures
+	var out []Check
+	for _, g := range sc.Goals {
+		var c Check
+		switch g {
+		case GoalPeakActive:
+			c = Check{Goal: g, Want: "peak active ≤ 1.02 × limit", Value: f.PeakActive, Limit: MaxPeakActive, Passed: f.PeakActive <= MaxPeakActive}
+			c.Got = fmt.Sprintf("%.3f", f.PeakActive)
+		case GoalPeakNew:
+			c = Check{Goal: g, Want: "peak new users per minute ≤ 1.02 × limit", Value: f.PeakNewPerMinute, Limit: MaxPeakNew, Passed: f.PeakNewPerMinute <= MaxPeakNew}
+			c.Got = fmt.Sprintf("%.3f", f.PeakNewPerMinute)
+		case GoalNoEarlyQueue:
+			u := 1.0
+			if f.FirstQueueUtilisation != nil {
+				u = *f.FirstQueueUtilisation
+			}
+			c = Check{Goal: g, Want: "nobody queued below 0.97 × limit", Value: u, Limit: MinQueueUtil,
+				Passed: u >= MinQueueUtil && f.QueuedEarly == 0}
+			c.Got = fmt.Sprintf("first queued at %s, %d queued below 0.97", fmtOpt(f.FirstQueueUtilisation, "none queued"), f.QueuedEarly)
+		case GoalFIFOInversions:
+			c = Check{Goal: g, Want: "FIFO inversions ≤ 1% of admissions", Value: f.FIFOInversions, Limit: MaxFIFOInversions, Passed: f.FIFOInversions <= MaxFIFOInversions}
+			c.Got = fmt.Sprintf("%.2f%%", 100*f.FIFOInversions)
+		case GoalRandomCorrelation:
+			c = Check{Goal: g, Want: "|corr(arrival minute, wait)| ≤ 0.1", Value: f.WaitCorrelation, Limit: MaxRandomCorr, Passed: abs(f.WaitCorrelation) <= MaxRandomCorr}
+			c.Got = fmt.Sprintf("%.3f", f.WaitCorrelation)
+		case GoalEstimate:
+			w := 0.0
+			if f.EstimateWithin20 != nil {
+				w = *f.EstimateWithin20
+			}
+			c = Check{Goal: g, Want: "FIFO estimate within ±20% for 90% of visitors", Value: w, Limit: MinEstimateWithin,
+				Passed: f.EstimateWithin20 != nil && w >= MinEstimateWithin}
+			c.Got = fmt.Sprintf("%.1f%% within ±20%% (p90 error %s, n=%d)", 100*w, fmtOpt(f.EstimateErrorP90, "-"), f.EstimateSamples)
+			if f.EstimateSamples < MinEstimateSamples {
+				c.NotApplicable, c.Passed = true, true
+				c.Got = fmt.Sprintf("n/a: %d visitors still had ≥ 5 min to wait in the steady state", f.EstimateSamples)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}
+
+func fmtOpt(p *float64, none string) string {
+	if p == nil {
+		return none
+	}
+	return fmt.Sprintf("%.3f", *p)
+}
+
+// Row is one figure of the summary table: its name and one value per run.
+type Row struct {
+	Name   string
+	Values []string
+}
+
+// Rows returns the summary table: the figures of item 4, then the waits and
+// counts, one column per run.
+func (r *Report) Rows() []Row {
+	get := func(name string, fn func(*Result) string) Row {
+		row := Row{Name: name}
+		for _, res := range r.Runs {
+			row.Values = append(row.Values, fn(res))
+		}
+		return row
+	}
+	pct := func(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }
+	optPct := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return pct(*p)
+	}
+	return []Row{
+		get("peak active / limit", func(x *Result) string { return fmt.Sprintf("%.3f", x.Figures.PeakActive) }),
+		get("time above active limit", func(x *Result) string { return pct(x.Figures.TimeAboveLimit) }),
+		get("peak new per minute / limit", func(x *Result) string { return fmt.Sprintf("%.3f", x.Figures.PeakNewPerMinute) }),
+		get("utilisation at first queue", func(x *Result) string { return fmtOpt(x.Figures.FirstQueueUtilisation, "none queued") }),
+		get("new visitors queued below 0.97", func(x *Result) string { return fmt.Sprint(x.Figures.QueuedEarly) }),
+		get("utilisation while queueing", func(x *Result) string { return fmtOpt(x.Figures.UtilisationWhileQueueing, "-") }),
+		get("FIFO inversions", func(x *Result) string { return pct(x.Figures.FIFOInversions) }),
+		get("check-ins passed over", func(x *Result) string { return fmt.Sprint(x.Figures.PassedOver) }),
+		get("corr(arrival minute, wait)", func(x *Result) string { return fmt.Sprintf("%.3f", x.Figures.WaitCorrelation) }),
+		get("wait slope (s per arrival minute)", func(x *Result) string { return fmt.Sprintf("%.1f", x.Figures.WaitSlope) }),
+		get("estimate error p50", func(x *Result) string { return optPct(x.Figures.EstimateErrorP50) }),
+		get("estimate error p90", func(x *Result) string { return optPct(x.Figures.EstimateErrorP90) }),
+		get("estimates within ±20%", func(x *Result) string {
+			return optPct(x.Figures.EstimateWithin20) + fmt.Sprintf(" (n=%d)", x.Figures.EstimateSamples)
+		}),
+		get("estimate bias p50 (+: too long)", func(x *Result) string {
+			if x.Figures.EstimateBias == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%+.1f%%", 100**x.Figures.EstimateBias)
+		}),
+		get("what-if: within ±20% counting ½ own bucket", func(x *Result) string { return optPct(x.Figures.EstimateWithin20HalfBucket) }),
+		get("wait p50 / p90 / max", func(x *Result) string {
+			return fmt.Sprintf("%s / %s / %s", fmtSecs(x.Figures.WaitP50), fmtSecs(x.Figures.WaitP90), fmtSecs(x.Figures.WaitMax))
+		}),
+		get("visitors / admissions", func(x *Result) string { return fmt.Sprintf("%d / %d", x.Counts.Visitors, x.Counts.Admissions) }),
+		get("queued / never admitted / abandoned", func(x *Result) string {
+			return fmt.Sprintf("%d / %d / %d", x.Counts.Queued, x.Counts.NeverAdmitted, x.Counts.Abandoned)
+		}),
+	}
+}
+
+func fmtSecs(s float64) string {
+	if s < 60 {
+		return fmt.Sprintf("%.0fs", s)
+	}
+	return fmt.Sprintf("%.1fm", s/60)
+}
+
+// WriteTable prints the summary table, one column per strategy, then the
+// goal checks for our policy.
+func (r *Report) WriteTable(w io.Writer) error {
+	sc := r.Scenario
+	fmt.Fprintf(w, "scenario %s (seed %d): %d nodes, gossip %v ± %v, loss %.0f%%, room %d active / %d per minute, session %d min, %s\n",
+		sc.Name, sc.Seed, sc.Nodes.Count, sc.Gossip.Delay.D(), sc.Gossip.Jitter.D(), 100*sc.Gossip.Loss,
+		sc.Room.TotalActiveUsers, sc.Room.NewUsersPerMinute, int(sc.session().Minutes()), sc.Room.QueueingMethod)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"figure"}
+	for _, res := range r.Runs {
+		head = append(head, res.Strategy)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, row := range r.Rows() {
+		fmt.Fprintln(tw, row.Name+"\t"+strings.Join(row.Values, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Goals) > 0 {
+		fmt.Fprintln(w, "goals (ours):")
+		for _, c := range r.Goals {
+			mark := "ok  "
+			switch {
+			case c.NotApplicable:
+				mark = "n/a "
+			case !c.Passed:
+				mark = "MISS"
+			}
+			fmt.Fprintf(w, "  %s %-48s %s\n", mark, c.Want, c.Got)
+		}
+	}
+	return nil
+}
+
+// WriteMarkdown prints one comparison table for several reports: a row per
+// scenario and strategy, a column per figure of issue #5, and then the goal
+// checks of our policy, marked where they miss.
+func WriteMarkdown(w io.Writer, reports []*Report) error {
+	fmt.Fprintln(w, "| scenario | strategy | peak active / limit | time above limit | peak new/min / limit | util. at first queue | queued < 0.97 | util. while queueing | FIFO inversions (passed over) | corr(arrival min, wait) | estimate error p50 / p90 | estimates within ±20% | wait p50 / p90 |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, rep := range reports {
+		for _, res := range rep.Runs {
+			f := res.Figures
+			est := "-"
+			if f.EstimateErrorP50 != nil {
+				est = fmt.Sprintf("%.0f%% / %.0f%%", 100**f.EstimateErrorP50, 100**f.EstimateErrorP90)
+			}
+			within := "-"
+			if f.EstimateWithin20 != nil {
+				within = fmt.Sprintf("%.0f%% (n=%d)", 100**f.EstimateWithin20, f.EstimateSamples)
+			}
+			fmt.Fprintf(w, "| %s | %s | %.3f | %.2f%% | %.3f | %s | %d | %s | %.2f%% (%d) | %.3f | %s | %s | %s / %s |\n",
+				res.Scenario, res.Strategy, f.PeakActive, 100*f.TimeAboveLimit, f.PeakNewPerMinute,
+				fmtOpt(f.FirstQueueUtilisation, "none"), f.QueuedEarly, fmtOpt(f.UtilisationWhileQueueing, "-"),
+				100*f.FIFOInversions, f.PassedOver, f.WaitCorrelation, est, within, fmtSecs(f.WaitP50), fmtSecs(f.WaitP90))
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | goal (ours) | result | |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- |")
+	for _, rep := range reports {
+		for _, c := range rep.Goals {
+			mark := "ok"
+			switch {
+			case c.NotApplicable:
+				mark = "n/a"
+			case !c.Passed:
+				mark = "**MISS**"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", rep.Scenario.Name, c.Want, c.Got, mark)
+		}
+	}
+	return nil
+}

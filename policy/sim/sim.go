@@ -1,0 +1,734 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/policy"
+)
+
+// The strategies a scenario can run.
+const (
+	// StrategyOurs is policy.Continuous, the project's allocation.
+	StrategyOurs = "ours"
+	// StrategyReference is policy.ReferencePerMinute, the reference's
+	// per-minute split by the traffic two minutes earlier.
+	StrategyReference = "reference"
+)
+
+func policyStrategy(s string) policy.Strategy {
+	if s == StrategyReference {
+		return policy.ReferencePerMinute
+	}
+	return policy.Continuous
+}
+
+// Epoch is t = 0 of every run: a minute boundary. Node clocks are Epoch +
+// virtual time + their skew.
+var Epoch = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// roomName is the one room every run simulates.
+const roomName = "sim"
+
+// The edge's queue-page constants (edge/room.go): the page refreshes every
+// 17–23 s, a queued token lives five minutes, and a check-in up to one
+// second early still counts.
+const (
+	refreshBase       = 20
+	refreshJitter     = 3
+	earlyCheckInSlack = 1
+	queuedTokenLife   = int64(crdt.DefaultWaitingWindow * 60)
+)
+
+type evKind uint8
+
+const (
+	evRequest  evKind = iota // a visitor's next request
+	evDeliver                // a gossip message reaches a node
+	evFlush                  // a node ships its gathered entries
+	evTick                   // the allocation loop's periodic recompute
+	evKick                   // the allocation loop's throttled recompute after a change
+	evPushPull               // a node starts a full-state exchange
+	evCrash                  // a node stops
+	evDetect                 // the others notice a crashed node
+	evSample                 // the recorder takes its once-a-second sample
+)
+
+type event struct {
+	at   time.Duration
+	seq  uint64
+	kind evKind
+	node int32
+	vis  int32
+	msg  *message
+}
+
+// eventQueue is a binary min-heap ordered by (at, seq): equal times keep
+// the order they were scheduled in, so a run is deterministic.
+type eventQueue []event
+
+func (q eventQueue) less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+
+func (q *eventQueue) push(e event) {
+	*q = append(*q, e)
+	h := *q
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *eventQueue) pop() event {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	i := 0
+	for {
+		l, r := 2*i+1, 2*i+2
+		m := i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
+}
+
+// message is a gossip message: a node's own new entries, or a whole state
+// for push-pull.
+type message struct {
+	entries  []crdt.Entry
+	from     int32
+	pushPull bool // the initiator's state: answer with ours
+}
+
+// node is one virtual waitroom node: its own replica of the state, its own
+// clock and its own allocation chain.
+type node struct {
+	id      int
+	replica crdt.ReplicaID
+	state   *crdt.State
+	skew    time.Duration
+	up      bool
+	members int // live nodes as this node knows them: policy.Room.Nodes
+
+	alloc       *policy.Allocation
+	allocMinute int64
+	lastAlloc   time.Duration
+	kicked      bool
+
+	outbox  []crdt.Entry
+	outIdx  map[crdt.Key]int
+	flushAt bool
+	horizon int64
+}
+
+func (n *node) clock(t time.Duration) time.Time { return Epoch.Add(t + n.skew) }
+
+type vstate uint8
+
+const (
+	vsNew vstate = iota
+	vsQueued
+	vsBrowsing
+	vsGone
+)
+
+// visitor is one person: their token (the state the edge keeps in the
+// cookie), where they are and what happened to them.
+type visitor struct {
+	arr    *arrival
+	node   int
+	tok    cookie.Token
+	hasTok bool
+	st     vstate
+
+	firstQueued time.Duration   // -1 until queued
+	admitted    time.Duration   // first admission, -1 until then
+	abandoned   time.Duration   // -1 unless they gave up
+	est         policy.Estimate // the first estimate shown in the steady state
+	estKnown    bool
+	estAt       time.Duration // when it was shown, -1 for none
+	estHalf     float64       // what-if: minutes with half the own bucket counted as ahead
+	bucket      int64         // arrival bucket of the first token
+
+	sessionStart time.Duration
+	lastReq      time.Duration
+	inSession    bool
+	browseUntil  time.Duration
+}
+
+// run is one simulation of one scenario with one strategy.
+type run struct {
+	sc       *Scenario
+	strategy policy.Strategy
+	name     string
+	rng      *rand.Rand
+	room     policy.Room
+	win      crdt.Windows
+	session  time.Duration
+	retain   int64
+
+	now    time.Duration
+	end    time.Duration
+	q      eventQueue
+	seq    uint64
+	nodes  []*node
+	live   []bool
+	arr    []arrival
+	vis    []visitor
+	next   int // next arrival to inject
+	rec    *recorder
+	counts Counts
+
+	// debug, when set, sees every decision (tests and investigations).
+	debug func(r *run, n *node, v *visitor, out policy.Outcome, bucket int64, fresh bool)
+}
+
+// NewRNG returns the run's one random source: PCG seeded from the scenario
+// seed. Everything random in a run draws from it, in event order.
+func NewRNG(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// Run simulates the scenario with one strategy ("ours" or "reference").
+func Run(sc *Scenario, strategy string) (*Result, error) { return runWith(sc, strategy, nil) }
+
+func runWith(sc *Scenario, strategy string, debug func(r *run, n *node, v *visitor, out policy.Outcome, bucket int64, fresh bool)) (*Result, error) {
+	if strategy != StrategyOurs && strategy != StrategyReference {
+		return nil, fmt.Errorf("strategy %q: must be ours or reference", strategy)
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	r := &run{
+		sc: sc, strategy: policyStrategy(strategy), name: strategy,
+		rng: NewRNG(sc.Seed), room: sc.policyRoom(), session: sc.session(),
+		end: sc.Duration.D(), debug: debug,
+	}
+	r.win = r.room.Windows()
+	// Keep only the minutes the policy reads (plus a margin for skew): the
+	// gossip node keeps 35 for the admin view, which changes no decision.
+	r.retain = int64(max(r.win.Session+1, r.win.Waiting, r.win.History)) + 2
+	r.arr = sc.arrivals(r.rng)
+	r.vis = make([]visitor, len(r.arr))
+	for i := range r.vis {
+		r.vis[i] = visitor{arr: &r.arr[i], node: -1, firstQueued: -1, admitted: -1, abandoned: -1, estAt: -1}
+	}
+	r.rec = newRecorder(r)
+	skews := sc.skews()
+	r.live = make([]bool, sc.Nodes.Count)
+	for i := range sc.Nodes.Count {
+		n := &node{
+			id: i, replica: crdt.NewReplicaID(fmt.Sprintf("node-%d", i), 1),
+			state: crdt.New(), skew: skews[i], up: true, members: sc.Nodes.Count,
+			outIdx: map[crdt.Key]int{},
+		}
+		r.nodes = append(r.nodes, n)
+		r.live[i] = true
+	}
+	for _, n := range r.nodes {
+		r.recompute(n)
+		// Each node's loop starts at its own phase.
+		every := sc.Nodes.RecomputeEvery.D()
+		r.schedule(event{at: every * time.Duration(n.id+1) / time.Duration(len(r.nodes)), kind: evTick, node: int32(n.id)})
+		if pp := sc.Gossip.PushPull.D(); pp > 0 && len(r.nodes) > 1 {
+			r.schedule(event{at: pp * time.Duration(n.id+1) / time.Duration(len(r.nodes)), kind: evPushPull, node: int32(n.id)})
+		}
+	}
+	for _, e := range sc.Events {
+		if e.Crash != nil {
+			r.schedule(event{at: e.At.D(), kind: evCrash, node: int32(*e.Crash)})
+		}
+	}
+	if sc.Visitors.Arrival.SpoofBuckets {
+		r.seedQueue()
+	}
+	r.schedule(event{at: 0, kind: evSample})
+	r.loop()
+	return r.rec.result(), nil
+}
+
+func (r *run) schedule(e event) {
+	e.seq = r.seq
+	r.seq++
+	r.q.push(e)
+}
+
+func (r *run) loop() {
+	for {
+		haveArr := r.next < len(r.arr)
+		if len(r.q) == 0 && !haveArr {
+			break
+		}
+		if haveArr && (len(r.q) == 0 || r.arr[r.next].at < r.q[0].at) {
+			i := r.next
+			r.next++
+			if r.arr[i].at >= r.end {
+				r.next = len(r.arr)
+				continue
+			}
+			r.now = r.arr[i].at
+			r.arrive(i)
+			continue
+		}
+		e := r.q.pop()
+		if e.at >= r.end {
+			break
+		}
+		r.now = e.at
+		r.handle(e)
+	}
+	r.now = r.end
+}
+
+func (r *run) handle(e event) {
+	var n *node
+	if e.kind != evRequest && e.kind != evSample {
+		n = r.nodes[e.node]
+	}
+	switch e.kind {
+	case evRequest:
+		r.request(int(e.vis))
+	case evDeliver:
+		r.deliver(n, e.msg)
+	case evFlush:
+		r.flush(n)
+	case evTick:
+		if n.up {
+			r.recompute(n)
+			r.schedule(event{at: r.now + r.sc.Nodes.RecomputeEvery.D(), kind: evTick, node: e.node})
+		}
+	case evKick:
+		n.kicked = false
+		if n.up {
+			r.recompute(n)
+		}
+	case evPushPull:
+		if n.up {
+			r.pushPull(n)
+			r.schedule(event{at: r.now + r.sc.Gossip.PushPull.D(), kind: evPushPull, node: e.node})
+		}
+	case evCrash:
+		r.crash(n)
+	case evDetect:
+		for _, o := range r.nodes {
+			if o.up {
+				o.members--
+			}
+		}
+	case evSample:
+		r.rec.sample()
+		r.schedule(event{at: r.now + time.Second, kind: evSample})
+	}
+}
+
+// recompute is the edge's room.recompute: a snapshot of the merged state at
+// the node's clock, then Next on the previous allocation (Allocate the first
+// time), with Room.Nodes set from the node's membership.
+func (r *run) recompute(n *node) {
+	now := n.clock(r.now)
+	minute := now.Unix() / 60
+	if h := minute - r.retain; h > n.horizon {
+		n.state.Prune(h)
+		n.horizon = h
+	}
+	snap := n.state.Snapshot(roomName, minute, r.win)
+	pol := r.room
+	pol.Nodes = n.members
+	if n.alloc == nil {
+		n.alloc = policy.Allocate(pol, &snap, n.replica, now, r.strategy)
+	} else {
+		n.alloc = n.alloc.Next(pol, &snap, now)
+	}
+	n.allocMinute = minute
+	n.lastAlloc = r.now
+	r.counts.Allocations++
+}
+
+// add records one increment of the node's own cell and queues the entry for
+// gossip, as gossip.Node.Add does.
+func (r *run) add(n *node, k crdt.Key) {
+	e, ok := n.state.Add(k, n.replica, 1)
+	if !ok {
+		return
+	}
+	if i, ok := n.outIdx[k]; ok {
+		n.outbox[i] = e
+	} else {
+		n.outIdx[k] = len(n.outbox)
+		n.outbox = append(n.outbox, e)
+	}
+	if !n.flushAt {
+		n.flushAt = true
+		r.schedule(event{at: r.now + r.sc.Gossip.Batch.D(), kind: evFlush, node: int32(n.id)})
+	}
+}
+
+func (r *run) gossipDelay() time.Duration {
+	g := r.sc.Gossip
+	d := g.Delay.D()
+	if g.Jitter > 0 {
+		d += time.Duration((2*r.rng.Float64() - 1) * float64(g.Jitter))
+	}
+	return max(d, 0)
+}
+
+// flush ships the node's gathered entries to every other node, each copy
+// delayed and possibly lost on its own.
+func (r *run) flush(n *node) {
+	n.flushAt = false
+	if !n.up || len(n.outbox) == 0 {
+		n.outbox, n.outIdx = n.outbox[:0], map[crdt.Key]int{}
+		return
+	}
+	m := &message{entries: n.outbox, from: int32(n.id)}
+	n.outbox, n.outIdx = nil, map[crdt.Key]int{}
+	for _, o := range r.nodes {
+		if o == n || !o.up {
+			continue
+		}
+		r.counts.Messages++
+		if r.sc.Gossip.Loss > 0 && r.rng.Float64() < r.sc.Gossip.Loss {
+			r.counts.MessagesLost++
+			continue
+		}
+		r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: int32(o.id), msg: m})
+	}
+}
+
+// deliver merges a message; a change kicks the allocation loop, which
+// recomputes at once or, within the throttle, as soon as it may.
+func (r *run) deliver(n *node, m *message) {
+	if !n.up {
+		return
+	}
+	changed := false
+	for _, e := range m.entries {
+		if n.state.Apply(e) {
+			changed = true
+		}
+	}
+	if m.pushPull {
+		// The answer of push-pull: our whole state back to the initiator.
+		r.counts.PushPulls++
+		r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: m.from,
+			msg: &message{entries: n.state.Full().Entries, from: int32(n.id)}})
+	}
+	if changed && !n.kicked {
+		n.kicked = true
+		at := max(r.now, n.lastAlloc+r.sc.Nodes.RecomputeThrottle.D())
+		r.schedule(event{at: at, kind: evKick, node: int32(n.id)})
+	}
+}
+
+// pushPull starts a full-state exchange with one random live peer. It runs
+// over TCP in memberlist, so it is never lost.
+func (r *run) pushPull(n *node) {
+	var peers []int
+	for _, o := range r.nodes {
+		if o != n && o.up {
+			peers = append(peers, o.id)
+		}
+	}
+	if len(peers) == 0 {
+		return
+	}
+	p := peers[r.rng.IntN(len(peers))]
+	r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: int32(p),
+		msg: &message{entries: n.state.Full().Entries, from: int32(n.id), pushPull: true}})
+}
+
+func (r *run) crash(n *node) {
+	if !n.up {
+		return
+	}
+	n.up = false
+	r.live[n.id] = false
+	n.outbox, n.outIdx = nil, map[crdt.Key]int{}
+	r.rec.crashes = append(r.rec.crashes, r.now)
+	r.schedule(event{at: r.now + r.sc.Nodes.FailureDetection.D(), kind: evDetect, node: int32(n.id)})
+}
+
+// seedQueue sets up reference 000's experiment: "we spoofed the bucketIds
+// of the users and let them all join the Waiting Room at once". Every
+// visitor already holds a queued token for the bucket of their claimed
+// arrival minute and is counted as waiting at their node, and every node
+// has merged those counts, as if the queue had formed before t = 0 with an
+// empty origin. (Without the counts, 10,000 queued tokens that no node has
+// counted would look like token replay: a bucket covered by its counted
+// visitors would admit uncounted ones too.)
+func (r *run) seedQueue() {
+	for i := range r.vis {
+		v := &r.vis[i]
+		a := &r.arr[i]
+		w := a.weights
+		if w == nil {
+			w = r.sc.weightsAt(0)
+		}
+		v.node = pickNode(w, r.live, a.pick)
+		n := r.nodes[v.node]
+		now := n.clock(0)
+		minute := now.Unix() / 60
+		v.tok = cookie.Token{
+			Bucket:          Epoch.Add(a.claimed).Unix() / 60,
+			LastCheckIn:     now.Unix() - 60,
+			RefreshInterval: refreshBase,
+			CountedMinute:   minute,
+			ExpiresAt:       now.Unix() + queuedTokenLife,
+		}
+		v.hasTok = true
+		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.Arrivals, Minute: minute}, n.replica, 1)
+		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.WaitingPlus, Bucket: v.tok.Bucket, Minute: minute}, n.replica, 1)
+	}
+	for _, n := range r.nodes {
+		for _, o := range r.nodes {
+			if o != n {
+				n.state.Merge(o.state.Full())
+			}
+		}
+	}
+	for _, n := range r.nodes {
+		r.recompute(n)
+	}
+}
+
+// arrive routes a new visitor to a node by the arrival split and makes
+// their first request.
+func (r *run) arrive(i int) {
+	a := &r.arr[i]
+	v := &r.vis[i]
+	w := a.weights
+	if w == nil {
+		w = r.sc.weightsAt(r.now)
+	}
+	if !v.hasTok { // a spoofed visitor was placed by seedQueue
+		v.node = pickNode(w, r.live, a.pick)
+	}
+	if v.node < 0 || !r.live[v.node] {
+		return
+	}
+	r.counts.Visitors++
+	r.request(i)
+}
+
+// request is one request of visitor i, handled as edge/visit.go ServeHTTP
+// handles it. The bookkeeping is replicated here line for line rather than
+// factored out of the edge, which works on HTTP requests, sealed cookies and
+// gossip.Node; keep the two in step.
+func (r *run) request(i int) {
+	v := &r.vis[i]
+	if v.st == vsGone {
+		return
+	}
+	if v.st == vsQueued && v.arr.patience > 0 && v.firstQueued >= 0 && r.now-v.firstQueued >= v.arr.patience {
+		// Out of patience: the visitor closes the tab. Their waiting count
+		// stays in the state until the queued cookie's window passes.
+		v.st = vsGone
+		v.abandoned = r.now
+		r.counts.Abandoned++
+		return
+	}
+	if !r.live[v.node] {
+		// Their node is gone: the next request reaches another one, with
+		// the same cookie.
+		v.node = pickNode(r.sc.weightsAt(r.now), r.live, r.rng.Float64())
+		if v.node < 0 {
+			return
+		}
+		r.counts.Rerouted++
+	}
+	n := r.nodes[v.node]
+	now := n.clock(r.now)
+	nowSec := now.Unix()
+	nowMin := nowSec / 60
+	r.counts.Requests++
+	if n.allocMinute != nowMin {
+		// edge: room.allocation recomputes when the minute has turned, so a
+		// budget is never spent in a minute it was not computed for.
+		r.recompute(n)
+	}
+	fresh := !v.hasTok || nowSec > v.tok.ExpiresAt
+	if fresh && v.inSession {
+		// The session lapsed between two requests: it ended at its last
+		// request plus session_duration.
+		r.rec.endSession(v)
+	}
+	sessionSecs := int64(r.session / time.Second)
+
+	if !fresh && v.tok.Admitted() {
+		// An admitted visitor within its session: to the origin. Its active
+		// count follows it to the current minute (edge: moveActive, and the
+		// visitor is counted in this minute's arrivals).
+		if v.tok.CountedMinute != nowMin {
+			if v.tok.CountedMinute != 0 {
+				r.add(n, crdt.Key{Room: roomName, Kind: crdt.ActiveMinus, Minute: v.tok.CountedMinute})
+			}
+			r.add(n, crdt.Key{Room: roomName, Kind: crdt.ActivePlus, Minute: nowMin})
+			r.add(n, crdt.Key{Room: roomName, Kind: crdt.Arrivals, Minute: nowMin})
+		}
+		v.tok.CountedMinute = nowMin
+		v.tok.LastCheckIn = nowSec
+		v.tok.ExpiresAt = nowSec + sessionSecs
+		v.lastReq = r.now
+		r.browse(i)
+		return
+	}
+
+	if !fresh && nowSec < v.tok.LastCheckIn+int64(v.tok.RefreshInterval)-earlyCheckInSlack {
+		// Earlier than the token's refresh interval: the page again, no
+		// attempt. The page says when the next check-in will count.
+		r.counts.EarlyCheckIns++
+		wait := max(v.tok.LastCheckIn+int64(v.tok.RefreshInterval)-nowSec, 1)
+		r.checkInAfter(i, time.Duration(wait)*time.Second)
+		return
+	}
+
+	tok := v.tok
+	if fresh {
+		tok = cookie.Token{Bucket: nowMin}
+	}
+	if tok.CountedMinute != nowMin {
+		r.add(n, crdt.Key{Room: roomName, Kind: crdt.Arrivals, Minute: nowMin})
+	}
+	r.counts.Attempts++
+	out := n.alloc.Decide(policy.Visitor{Bucket: tok.Bucket, Queued: !fresh}, nil)
+	if r.debug != nil {
+		r.debug(r, n, v, out, tok.Bucket, fresh)
+	}
+	switch out {
+	case policy.Admit:
+		r.add(n, crdt.Key{Room: roomName, Kind: crdt.Admitted, Minute: nowMin})
+		r.add(n, crdt.Key{Room: roomName, Kind: crdt.ActivePlus, Minute: nowMin})
+		if tok.CountedMinute != 0 {
+			r.add(n, crdt.Key{Room: roomName, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute})
+		}
+	case policy.Queue:
+		if tok.CountedMinute != nowMin {
+			if tok.CountedMinute != 0 {
+				r.add(n, crdt.Key{Room: roomName, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute})
+			}
+			r.add(n, crdt.Key{Room: roomName, Kind: crdt.WaitingPlus, Bucket: tok.Bucket, Minute: nowMin})
+		}
+	case policy.Reject:
+		if tok.CountedMinute != 0 {
+			r.add(n, crdt.Key{Room: roomName, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute})
+		}
+	}
+
+	switch out {
+	case policy.Admit, policy.Bypass:
+		tok.AcceptedAt = nowSec
+		tok.LastCheckIn = nowSec
+		tok.CountedMinute = nowMin
+		tok.ExpiresAt = nowSec + sessionSecs
+		v.tok, v.hasTok = tok, true
+		r.rec.admit(i, tok.Bucket, fresh)
+		v.sessionStart, v.lastReq, v.inSession = r.now, r.now, true
+		if v.admitted < 0 {
+			v.admitted = r.now
+			v.browseUntil = r.now + v.arr.onSite
+		}
+		v.st = vsBrowsing
+		r.browse(i)
+	case policy.Queue:
+		tok.LastCheckIn = nowSec
+		tok.CountedMinute = nowMin
+		tok.RefreshInterval = uint16(refreshBase - refreshJitter + r.rng.IntN(2*refreshJitter+1))
+		tok.ExpiresAt = nowSec + queuedTokenLife
+		v.tok, v.hasTok = tok, true
+		if v.firstQueued < 0 && v.admitted < 0 {
+			v.firstQueued = r.now
+			v.bucket = tok.Bucket
+		}
+		v.st = vsQueued
+		r.rec.queue(i, tok.Bucket, fresh)
+		if v.estAt < 0 && v.admitted < 0 && r.now >= r.rec.steadyFrom {
+			// The estimate the page shows (edge: writeQueue), the first one
+			// this visitor sees in the steady state.
+			v.est = n.alloc.Estimate(tok.Bucket)
+			v.estKnown = v.est.WaitTimeKnown
+			v.estAt = r.now
+			v.estHalf = halfBucketEstimate(n.alloc, tok.Bucket)
+		}
+		r.checkInAfter(i, time.Duration(tok.RefreshInterval)*time.Second)
+	case policy.Reject:
+		r.counts.Rejected++
+		if r.room.QueueingMethod == policy.MethodReject {
+			v.st = vsGone
+			return
+		}
+		// A full queue: the page again later, no cookie.
+		r.checkInAfter(i, time.Duration(refreshBase)*time.Second)
+	}
+}
+
+// checkInAfter schedules a queued visitor's next check-in: after the page's
+// Refresh interval plus some latency, or sooner for a refresh spammer.
+func (r *run) checkInAfter(i int, refresh time.Duration) {
+	v := &r.vis[i]
+	if v.arr.spam {
+		refresh = min(refresh, r.sc.Visitors.Refresh.SpamInterval.D())
+	}
+	at := r.now + refresh + r.sc.Visitors.Refresh.Latency.draw(r.rng)
+	r.schedule(event{at: at, kind: evRequest, vis: int32(i)})
+}
+
+// browse schedules an admitted visitor's next request while their time on
+// the origin lasts; after the last one their session runs out
+// session_duration later.
+func (r *run) browse(i int) {
+	v := &r.vis[i]
+	next := r.now + max(r.sc.Visitors.RequestInterval.draw(r.rng), 100*time.Millisecond)
+	if next >= v.browseUntil {
+		r.rec.endSession(v)
+		v.st = vsGone
+		return
+	}
+	r.schedule(event{at: next, kind: evRequest, vis: int32(i)})
+}
+
+// halfBucketEstimate is a what-if for the policy owner, computed from the
+// allocation's public figures: the FIFO estimate if half of the visitor's
+// own bucket counted as ahead of them (their expected place in it), in
+// minutes rounded up as policy.Estimate rounds.
+func halfBucketEstimate(a *policy.Allocation, bucket int64) float64 {
+	s := a.Summary()
+	if !s.RateKnown || s.AdmissionRate <= 0 {
+		return 0
+	}
+	var ahead float64
+	for _, b := range s.Buckets {
+		switch {
+		case b.Bucket < bucket:
+			ahead += float64(b.Waiting)
+		case b.Bucket == bucket:
+			ahead += float64(b.Waiting) / 2
+		}
+	}
+	return max(1, math.Ceil(ahead/s.AdmissionRate-1e-9))
+}

@@ -74,20 +74,33 @@ func (p *prober) pushState(addr string, b []byte) error {
 	return err
 }
 
-// dropWatcher is a log sink that signals every "dropped ..." line a node
-// writes: the event a drop makes, since drops change no state.
-type dropWatcher struct {
-	t     *testing.T
-	drops chan string
+// logWatcher is a log sink that signals every line whose message starts
+// with prefix: the event a test can wait for when the thing it waits for
+// changes no state (a drop, a failed join, a peer leaving).
+type logWatcher struct {
+	t      testing.TB
+	prefix string
+	lines  chan logLine
 }
 
-func (w *dropWatcher) Write(p []byte) (int, error) {
-	var line struct {
-		Message string `json:"message"`
-		Error   string `json:"error"`
-	}
-	if json.Unmarshal(p, &line) == nil && strings.HasPrefix(line.Message, "dropped") {
-		w.drops <- line.Error
+type logLine struct {
+	Message string `json:"message"`
+	Error   string `json:"error"`
+	Peer    string `json:"peer"`
+}
+
+func newLogWatcher(t testing.TB, prefix string) *logWatcher {
+	return &logWatcher{t: t, prefix: prefix, lines: make(chan logLine, 256)}
+}
+
+func (w *logWatcher) Write(p []byte) (int, error) {
+	var line logLine
+	if json.Unmarshal(p, &line) == nil && strings.HasPrefix(line.Message, w.prefix) {
+		select {
+		case w.lines <- line:
+		default:
+			w.t.Errorf("log watcher overflow: %s", p)
+		}
 	}
 	if testing.Verbose() {
 		w.t.Log(strings.TrimSpace(string(p)))
@@ -95,14 +108,15 @@ func (w *dropWatcher) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (w *dropWatcher) wait(t *testing.T) string {
+// wait returns the next matching line.
+func (w *logWatcher) wait(t testing.TB, timeout time.Duration) logLine {
 	t.Helper()
 	select {
-	case e := <-w.drops:
-		return e
-	case <-time.After(10 * time.Second):
-		t.Fatal("the node logged no drop")
-		return ""
+	case l := <-w.lines:
+		return l
+	case <-time.After(timeout):
+		t.Fatalf("no log line %q within %v", w.prefix, timeout)
+		return logLine{}
 	}
 }
 
@@ -116,7 +130,7 @@ func mustBytes(b []byte, err error) []byte {
 }
 
 func TestBadInputThroughALiveNode(t *testing.T) {
-	w := &dropWatcher{t: t, drops: make(chan string, 64)}
+	w := newLogWatcher(t, "dropped")
 	changed := make(chan struct{}, 1)
 	node, err := gossip.Start(gossip.Config{
 		Name: "target", Bind: "127.0.0.1:0", Profile: gossip.Local,
@@ -196,7 +210,7 @@ func TestBadInputThroughALiveNode(t *testing.T) {
 			if err := tc.send(); err != nil {
 				t.Fatalf("send: %v", err)
 			}
-			why := w.wait(t)
+			why := w.wait(t, 10*time.Second).Error
 			now := node.Stats().Dropped
 			for reason, n := range now {
 				want := was[reason]

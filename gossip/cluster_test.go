@@ -34,6 +34,8 @@ type clusterOpts struct {
 	onChange func(i int)
 	// transport, when set, builds the node's transport (fault injection).
 	transport func(t testing.TB, name string) memberlist.Transport
+	// quiet discards the nodes' logs even under -v (measurements).
+	quiet bool
 }
 
 func newCluster(t testing.TB, n int, o clusterOpts) *cluster {
@@ -70,6 +72,10 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 			break
 		}
 	}
+	lg := testLog(t)
+	if o.quiet {
+		lg = zerolog.Nop()
+	}
 	node, err := gossip.Start(gossip.Config{
 		Name:    name,
 		Bind:    "127.0.0.1:0",
@@ -77,7 +83,7 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 		Keys:    o.keys,
 		Label:   o.label,
 		Profile: o.profile,
-		Log:     testLog(t),
+		Log:     lg,
 		OnChange: func() {
 			if o.onChange != nil {
 				o.onChange(idx)

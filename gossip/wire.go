@@ -231,6 +231,15 @@ func Decode(b []byte, limit int) (Message, error) {
 			return Message{}, err
 		}
 		m.Horizon = f.Horizon
+		total := 0
+		for _, room := range f.Rooms {
+			for _, c := range room.Cells {
+				total += len(c.Counts) / 2
+			}
+		}
+		if total > 0 {
+			m.Delta.Entries = make([]crdt.Entry, 0, total)
+		}
 		for _, room := range f.Rooms {
 			for _, c := range room.Cells {
 				if len(c.Counts)%2 != 0 {

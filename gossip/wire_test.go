@@ -47,18 +47,22 @@ func sameDelta(a, b crdt.Delta) bool {
 // roomState builds the state of one room written by `replicas` nodes over
 // `minutes` minutes, with every kind a live room uses and a NodeInfo
 // register per replica.
-func roomState(replicas, minutes int) *crdt.State {
+func roomState(replicas, minutes int) *crdt.State { return roomStateAt(replicas, minutes, testMinute) }
+
+// roomStateAt is roomState with its first minute at base (a live node
+// ignores cells older than its retention).
+func roomStateAt(replicas, minutes int, base int64) *crdt.State {
 	s := crdt.New()
 	for r := 0; r < replicas; r++ {
 		id := crdt.NewReplicaID("node-"+string(rune('a'+r%26))+string(rune('a'+r/26)), uint64(r+1))
 		for m := 0; m < minutes; m++ {
-			minute := int64(testMinute + m)
+			minute := base + int64(m)
 			for _, k := range []crdt.Kind{crdt.Arrivals, crdt.Admitted, crdt.ActivePlus, crdt.ActiveMinus} {
 				s.Add(crdt.Key{Room: "shop", Kind: k, Minute: minute}, id, uint64(17*r+m+int(k)))
 			}
 			for b := max(0, m-4); b <= m; b++ {
-				s.Add(crdt.Key{Room: "shop", Kind: crdt.WaitingPlus, Bucket: int64(testMinute + b), Minute: minute}, id, uint64(3*r+b+1))
-				s.Add(crdt.Key{Room: "shop", Kind: crdt.WaitingMinus, Bucket: int64(testMinute + b), Minute: minute}, id, uint64(r+b+1))
+				s.Add(crdt.Key{Room: "shop", Kind: crdt.WaitingPlus, Bucket: base + int64(b), Minute: minute}, id, uint64(3*r+b+1))
+				s.Add(crdt.Key{Room: "shop", Kind: crdt.WaitingMinus, Bucket: base + int64(b), Minute: minute}, id, uint64(r+b+1))
 			}
 		}
 		s.SetRegister(NodeInfoRegister(id), []byte(`{"n":"node"}`), id, 1_700_000_000_000+int64(r))

@@ -1,0 +1,49 @@
+package gossip
+
+import (
+	"bytes"
+	"encoding/json"
+	"log"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+func TestMemberlistLogLinesGoThroughZerolog(t *testing.T) {
+	for _, tc := range []struct {
+		name, line, level, message string
+	}{
+		{"a debug line is logged at debug", "[DEBUG] memberlist: Stream connection from=127.0.0.1:1234", "debug", "Stream connection from=127.0.0.1:1234"},
+		{"a trace line is logged at debug", "[TRACE] memberlist: tick", "debug", "tick"},
+		{"an info line is logged at info", "[INFO] memberlist: Marking node-2 as failed", "info", "Marking node-2 as failed"},
+		{"a warning is logged at warn", "[WARN] memberlist: Was able to connect to node-1 over TCP but UDP probes failed", "warn", "Was able to connect to node-1 over TCP but UDP probes failed"},
+		{"an error is logged at error", "[ERR] memberlist: Failed to send gossip to 10.0.0.1:7946", "error", "Failed to send gossip to 10.0.0.1:7946"},
+		{"an ERROR line is logged at error", "[ERROR] memberlist: failed", "error", "failed"},
+		{"a line without a level is logged at info", "memberlist: something", "info", "something"},
+		{"a line from the transport's own logger keeps its text", "[ERR] Failed to shutdown transport: x", "error", "Failed to shutdown transport: x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			lg := log.New(logWriter{zerolog.New(&buf)}, "", 0)
+			lg.Println(tc.line)
+			var got struct {
+				Level, Message, Component string
+			}
+			if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+				t.Fatalf("%v: %q", err, buf.String())
+			}
+			if got.Level != tc.level || got.Message != tc.message || got.Component != "memberlist" {
+				t.Fatalf("got %+v, want level %s message %q component memberlist", got, tc.level, tc.message)
+			}
+		})
+	}
+
+	t.Run("debug lines are dropped when the logger is at info", func(t *testing.T) {
+		var buf bytes.Buffer
+		lg := log.New(logWriter{zerolog.New(&buf).Level(zerolog.InfoLevel)}, "", 0)
+		lg.Println("[DEBUG] memberlist: noise")
+		if buf.Len() != 0 {
+			t.Fatalf("logged %q", buf.String())
+		}
+	})
+}

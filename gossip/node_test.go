@@ -1,0 +1,258 @@
+package gossip_test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/rs/zerolog"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/gossip"
+)
+
+// freePort finds a loopback port free for both UDP and TCP, for a node that
+// must be started later at an address known now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for i := 0; i < 20; i++ {
+		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := tl.Addr().(*net.TCPAddr).Port
+		ul, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		_ = tl.Close()
+		if err == nil {
+			_ = ul.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+func startNode(t *testing.T, cfg gossip.Config) *gossip.Node {
+	t.Helper()
+	if cfg.Bind == "" {
+		cfg.Bind = "127.0.0.1:0"
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = gossip.Local
+	}
+	n, err := gossip.Start(cfg)
+	if err != nil {
+		t.Fatalf("start %s: %v", cfg.Name, err)
+	}
+	t.Cleanup(func() { _ = n.Kill() })
+	return n
+}
+
+// waitNumMembers polls (membership has no event here) until n sees want.
+func waitNumMembers(t *testing.T, n *gossip.Node, want int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for len(n.Members()) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s sees %v, want %d members", n.Name(), n.Members(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestJoin(t *testing.T) {
+	t.Run("a node started before its seed retries and joins once the seed is up", func(t *testing.T) {
+		port := freePort(t)
+		seedAddr := fmt.Sprintf("127.0.0.1:%d", port)
+		failed := newLogWatcher(t, "join seeds failed")
+		early := startNode(t, gossip.Config{Name: "early", Seeds: []string{seedAddr}, Log: zerolog.New(failed)})
+		failed.wait(t, 10*time.Second) // the first attempt found nobody
+		seed := startNode(t, gossip.Config{Name: "seed", Bind: seedAddr, Log: testLog(t)})
+		waitNumMembers(t, early, 2, 10*time.Second)
+		waitNumMembers(t, seed, 2, 10*time.Second)
+	})
+
+	t.Run("a node listing its own address among the seeds joins the others", func(t *testing.T) {
+		a := startNode(t, gossip.Config{Name: "a", Log: testLog(t)})
+		port := freePort(t)
+		self := fmt.Sprintf("127.0.0.1:%d", port)
+		b := startNode(t, gossip.Config{Name: "b", Bind: self, Seeds: []string{self, a.Addr()}, Log: testLog(t)})
+		waitNumMembers(t, b, 2, 10*time.Second)
+	})
+
+	t.Run("a node that closes is gone from its peers at once, without a failure timeout", func(t *testing.T) {
+		events := newLogWatcher(t, "peer ")
+		a := startNode(t, gossip.Config{Name: "a", Log: zerolog.New(events)})
+		b := startNode(t, gossip.Config{Name: "b", Seeds: []string{a.Addr()}, Log: testLog(t)})
+		waitNumMembers(t, a, 2, 10*time.Second)
+		if l := events.wait(t, time.Second); l.Message != "peer joined" || l.Peer != "b" {
+			t.Fatalf("first event %+v, want b joining", l)
+		}
+		start := time.Now()
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Failure detection would take a probe interval (1 s) plus the
+		// suspicion timeout (3 s or more with the Local profile).
+		l := events.wait(t, 2*time.Second)
+		if l.Message != "peer left or failed" || l.Peer != "b" {
+			t.Fatalf("event %+v, want b leaving", l)
+		}
+		if got := len(a.Members()); got != 1 {
+			t.Fatalf("a still lists %d members", got)
+		}
+		t.Logf("a knew of the leave %v after Close began", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("members can be listed while a peer restarts at a new address", func(t *testing.T) {
+		// Should a leave be missed and b be declared dead instead,
+		// memberlist refuses the name at a new address until
+		// DeadNodeReclaimTime has passed.
+		reclaim := func(mc *memberlist.Config) { mc.DeadNodeReclaimTime = time.Millisecond }
+		a := startNode(t, gossip.Config{Name: "a", Log: testLog(t), Tune: reclaim})
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { // readers racing memberlist's in-place updates
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for _, m := range a.Members() {
+					_ = m.Addr + m.State
+				}
+				_ = a.Addr()
+				_ = a.Stats()
+			}
+		}()
+		for i := 0; i < 3; i++ {
+			b := startNode(t, gossip.Config{Name: "b", Seeds: []string{a.Addr()}, Log: testLog(t)})
+			waitNumMembers(t, a, 2, 10*time.Second)
+			var addr string
+			for _, m := range a.Members() {
+				if m.Name == "b" {
+					addr = m.Addr
+				}
+			}
+			if addr != b.Addr() {
+				t.Fatalf("a lists b at %q, b is at %q", addr, b.Addr())
+			}
+			_ = b.Close()
+			waitNumMembers(t, a, 1, 10*time.Second)
+		}
+		close(stop)
+		wg.Wait()
+	})
+}
+
+func TestEncryptionConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys [][]byte
+		ok   bool
+	}{
+		{"a 16-byte key (AES-128) is accepted", [][]byte{bytes.Repeat([]byte{1}, 16)}, true},
+		{"a 24-byte key (AES-192) is accepted", [][]byte{bytes.Repeat([]byte{2}, 24)}, true},
+		{"a 32-byte key (AES-256) is accepted", [][]byte{bytes.Repeat([]byte{3}, 32)}, true},
+		{"a second key for rotation is accepted", [][]byte{bytes.Repeat([]byte{3}, 32), bytes.Repeat([]byte{4}, 16)}, true},
+		{"a 10-byte key is refused", [][]byte{bytes.Repeat([]byte{5}, 10)}, false},
+		{"a 33-byte key is refused", [][]byte{bytes.Repeat([]byte{6}, 33)}, false},
+		{"an empty key is refused", [][]byte{{}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := gossip.Start(gossip.Config{Name: "k", Bind: "127.0.0.1:0", Profile: gossip.Local, Keys: tc.keys, Log: testLog(t)})
+			if n != nil {
+				defer n.Kill()
+			}
+			if (err == nil) != tc.ok {
+				t.Fatalf("Start error %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+
+	t.Run("a node with another label cannot join", func(t *testing.T) {
+		a := startNode(t, gossip.Config{Name: "a", Label: "prod", Log: testLog(t)})
+		b := startNode(t, gossip.Config{Name: "b", Label: "staging", Log: testLog(t)})
+		if _, err := b.Join([]string{a.Addr()}); err == nil {
+			t.Fatal("joined a cluster with another label")
+		}
+	})
+
+	t.Run("a node whose primary key the cluster lacks cannot join", func(t *testing.T) {
+		k1, k2 := bytes.Repeat([]byte{7}, 32), bytes.Repeat([]byte{8}, 32)
+		a := startNode(t, gossip.Config{Name: "a", Keys: [][]byte{k1}, Log: testLog(t)})
+		b := startNode(t, gossip.Config{Name: "b", Keys: [][]byte{k2, k1}, Log: testLog(t)})
+		if _, err := b.Join([]string{a.Addr()}); err == nil {
+			t.Fatal("joined while encrypting with a key the cluster does not hold")
+		}
+		c := startNode(t, gossip.Config{Name: "c", Keys: [][]byte{k1, k2}, Log: testLog(t)})
+		if _, err := c.Join([]string{a.Addr()}); err != nil {
+			t.Fatalf("a node encrypting with the cluster key and holding a spare one could not join: %v", err)
+		}
+	})
+}
+
+func TestLargeRegisters(t *testing.T) {
+	c := newCluster(t, 3, clusterOpts{tune: func(mc *memberlist.Config) { mc.PushPullInterval = 200 * time.Millisecond }})
+	c.waitMembers(3, 10*time.Second)
+	for _, tc := range []struct {
+		name string
+		size int
+	}{
+		{"a register too large for a packet reaches every node over the reliable stream", 20_000},
+		{"a register too large for a reliable message reaches every node by push-pull", gossip.MaxReliableMessage + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("room/page-%d", tc.size)
+			value := []byte(strings.Repeat("<p>queue</p>", tc.size/12+1))[:tc.size]
+			c.nodes[0].SetRegister(name, value)
+			for i := 1; i < len(c.nodes); i++ {
+				deadline := time.After(15 * time.Second)
+				for {
+					r, ok := c.nodes[i].Register(name)
+					if ok && bytes.Equal(r.Value, value) {
+						break
+					}
+					select {
+					case <-c.changed[i]:
+					case <-deadline:
+						t.Fatalf("node %d did not receive the %d-byte register", i, tc.size)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestNodeInfoIsPublished(t *testing.T) {
+	c := newCluster(t, 2, clusterOpts{})
+	c.waitMembers(2, 10*time.Second)
+	want := c.nodes[0]
+	name := gossip.NodeInfoRegister(want.Replica())
+	deadline := time.After(10 * time.Second)
+	for {
+		if r, ok := c.nodes[1].Register(name); ok {
+			ni, err := gossip.DecodeNodeInfo(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ni != (crdt.NodeInfo{Name: want.Name(), Incarnation: want.Incarnation(), Addr: want.Addr()}) {
+				t.Fatalf("node info %+v, want %s/%d at %s", ni, want.Name(), want.Incarnation(), want.Addr())
+			}
+			return
+		}
+		select {
+		case <-c.changed[1]:
+		case <-deadline:
+			t.Fatal("node 1 never learned node 0's info")
+		}
+	}
+}

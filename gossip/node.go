@@ -175,6 +175,12 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	// spread on small rings (where log(N+1) rounds down to one) at little
 	// cost: memberlist caps a round at GossipNodes packets anyway.
 	mc.RetransmitMult = max(mc.RetransmitMult, 4)
+	// A node that crashed and comes back at another address (a new
+	// container, say) may take its name back once it has been dead this
+	// long; memberlist's default refuses it until the dead entry is purged.
+	if mc.DeadNodeReclaimTime == 0 {
+		mc.DeadNodeReclaimTime = 10 * time.Second
+	}
 	// A gossip round reaches four peers instead of three (WAN's fan-out):
 	// at 50 nodes with LAN timings that takes the p99 time for a write to
 	// reach every node from about 1.2-1.7 s to about 0.7 s, for about a

@@ -289,7 +289,7 @@ func TestWriteStateTable(t *testing.T) {
 		{"new users this minute against the limit", `^\s+new users this minute\s+2 / 2$`},
 		{"the queue", `^\s+queued\s+3$`},
 		{"the open slots", `^\s+open slots\s+0$`},
-		{"the admission rate", `^\s+admissions per minute\s+0\.\d$`},
+		{"the admission rate", `^\s+admissions per minute\s+\d+\.\d$`},
 		{"the longest wait", `^\s+longest estimated wait\s+\d+ min$`},
 		{"the bucket table's header", `^\s+BUCKET\s+WAITING\s+ELIGIBLE SLOTS$`},
 		{"one bucket at 12:00 with three waiting", `^\s+12:00\s+3\s+0$`},

@@ -74,6 +74,7 @@ func benchServer(tb testing.TB, origin string, total int) (*edge.Server, *cookie
 	dir := tb.TempDir()
 	key := keyFile(tb, dir)
 	rc := room("bench", total, total)
+	rc.JSONResponseEnabled = true
 	cfg := nodeConfig("bench", key, origin, rc)
 	cfg.LogLevel = "error"
 	srv := startServer(tb, cfg, nil)

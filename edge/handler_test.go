@@ -823,6 +823,7 @@ func TestRouting(t *testing.T) {
 		{name: "a request to the room's host and path reaches that room", url: "http://shop.test/", want: "shop"},
 		{name: "the host is matched without its port and in any case", url: "http://SHOP.test:8080/x", want: "shop"},
 		{name: "the longer path on the same host wins", url: "http://shop.test/checkout/pay", want: "checkout"},
+		{name: "a path has an implied wildcard at its end, as Cloudflare's", url: "http://shop.test/checkout-help", want: "checkout"},
 		{name: "a named host wins over any host even with a longer path", url: "http://shop.test/deep/path/x", want: "shop"},
 		{name: "another host reaches the any-host room", url: "http://elsewhere.test/deep/path/x", want: "anyhost"},
 		{name: "an additional route on another host reaches the same room", url: "http://other.test/promo/1", want: "promo"},

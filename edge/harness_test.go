@@ -72,7 +72,8 @@ func keyFile(tb testing.TB, dir string) string {
 	return path
 }
 
-// room returns a room named name with small limits; edit adjusts it.
+// room returns a room named name with the given limits and defaults for
+// the rest.
 func room(name string, total, perMinute int) edge.RoomConfig {
 	return edge.RoomConfig{
 		Name:              name,

@@ -37,6 +37,9 @@ type Summary struct {
 	AnywhereSlots int64   `json:"anywhere_slots"` // AnywhereShare × PoolSlots, for all nodes together
 	Allowance     int64   `json:"allowance"`      // pool admissions this split granted this node
 	Budget        int64   `json:"budget"`         // of which still unused
+	// BurstAllowance is what the allowance may reach, share or not, while
+	// nobody waits (see "Bursts" in the package doc); 0 while anyone waits.
+	BurstAllowance int64 `json:"burst_allowance"`
 
 	QueuedUsers    int64         `json:"queued_users"`
 	QueueIsFull    bool          `json:"queue_is_full"`
@@ -61,7 +64,7 @@ func (a *Allocation) Budget() int64 { return max(0, a.sp.poolCap-a.led.pool.Load
 func (a *Allocation) EligibleSlots() []BucketSlots {
 	out := make([]BucketSlots, len(a.buckets))
 	for i, b := range a.buckets {
-		out[i] = BucketSlots{Bucket: b.bucket, Waiting: b.n, Eligible: min(b.n, max(0, a.sp.open-b.before))}
+		out[i] = BucketSlots{Bucket: b.bucket, Waiting: b.n, Eligible: min(b.n, max(0, a.sp.covered+a.sp.pool-b.before))}
 	}
 	return out
 }
@@ -88,7 +91,7 @@ func (a *Allocation) Summary() Summary {
 		Share: a.sp.share, AnywhereShare: a.sp.anywhere, Nodes: a.sp.nodes,
 		NodeSlots:     int64(math.Floor(a.sp.shareSlots + 1e-9)),
 		AnywhereSlots: int64(math.Round(a.sp.anywhereSlots)),
-		Allowance:     a.sp.allowance, Budget: a.Budget(),
+		Allowance:     a.sp.allowance, BurstAllowance: a.sp.burst, Budget: a.Budget(),
 		QueuedUsers: a.waiting, QueueIsFull: a.full,
 		AdmissionRate: a.rate, RateKnown: a.rate > 0,
 		MaxWaitMinutes: wait, MaxWaitKnown: known,

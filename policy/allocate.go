@@ -41,6 +41,15 @@ type Allocation struct {
 	sp    split
 	led   *ledger
 	marks marks
+	cov   coverage
+}
+
+// coverage remembers, for one minute, the newest bucket that an allocation
+// of the chain reserved in full (see reserve).
+type coverage struct {
+	minute, through int64
+	reserved        int64 // visitors waiting in buckets up to through, then
+	ok              bool
 }
 
 // bucket is one waiting arrival bucket with the number waiting in older ones.
@@ -65,6 +74,7 @@ type split struct {
 	nodes                     int
 	shareSlots, anywhereSlots float64 // share × U, Anywhere × U (the whole cluster's)
 	allowance                 int64   // pool admissions this split granted
+	burst                     int64   // the allowance while nobody waits, share or not (see burstAllowance)
 	poolCap, coveredCap       int64   // limits on the ledger counters
 }
 
@@ -165,11 +175,18 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, self crdt.Repli
 		a.waiting += b.N
 	}
 	a.full = room.MaxQueue > 0 && a.waiting >= int64(room.MaxQueue)
-	a.rate = admissionRate(snap, a.frac)
+	if s == ReferencePerMinute {
+		a.rate = referenceRate(snap, a.frac)
+	} else {
+		a.rate = admissionRate(snap)
+	}
 	a.open = a.openSlots(false)
 
 	if prev != nil && prev.led != nil && prev.roomName == snap.Room && prev.self == self {
 		a.led, a.marks = prev.led, prev.marks
+		if prev.cov.minute == snap.Minute && sameLimits(prev.room, room) {
+			a.cov = prev.cov
+		}
 	} else {
 		a.led = &ledger{baseK: int64(snap.AdmittedIn(snap.Minute).Of(self))}
 		if now.Sub(start) < a.lag {
@@ -195,6 +212,13 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, self crdt.Repli
 	return a
 }
 
+// sameLimits reports whether a promise made under room a holds under room
+// b: the same limits and method.
+func sameLimits(a, b Room) bool {
+	return a.TotalActiveUsers == b.TotalActiveUsers && a.NewUsersPerMinute == b.NewUsersPerMinute &&
+		a.method() == b.method() && a.mode() == b.mode()
+}
+
 // openSlots is S = min(total − active, new per minute − admitted), never
 // negative. Random queueing under the continuous strategy releases the
 // new-user slots across the minute (paced) rather than all at :00, so that the
@@ -215,24 +239,55 @@ func (a *Allocation) openSlots(paced bool) int64 {
 
 // reserve gives the open slots to the oldest buckets first (reference 000,
 // 002): it fills sp's covered, pool and bucket boundaries for open slots s.
-func (a *Allocation) reserve(sp *split, s int64) {
+//
+// With sticky set (the continuous strategy), buckets that an earlier
+// allocation of the same minute covered stay covered for the rest of the
+// minute, as long as no more visitors wait in them than were covered then,
+// even if S has since dropped below what they need: their visitors were
+// promised a slot at every node, and what took the slots instead was the
+// pool, admitted on views up to one lag old. Covered then may exceed S, and
+// the pool is what S leaves after it. Only buckets of earlier minutes stick:
+// the current minute's still grows.
+func (a *Allocation) reserve(sp *split, s int64, sticky bool) {
 	sp.open = s
-	var c int64
-	for _, b := range a.buckets {
-		if c+b.n > s {
-			sp.frontier, sp.hasFrontier = b.bucket, true
-			break
-		}
-		c += b.n
-	}
 	if n := len(a.buckets); n > 0 {
 		sp.newest, sp.hasWaiting = a.buckets[n-1].bucket, true
 	}
-	sp.covered, sp.pool = c, s-c
 	if a.method == Random {
 		// Everyone is treated as new: the whole of S is one pool. The buckets
 		// are still kept, so switching back to FIFO keeps the order.
 		sp.covered, sp.pool = 0, s
+		return
+	}
+	keep := sticky && a.cov.ok && a.cov.minute == a.minute
+	var c int64
+	last := -1 // index of the newest covered bucket
+	for i, b := range a.buckets {
+		limit := s
+		if keep && b.bucket <= a.cov.through {
+			limit = max(s, a.cov.reserved)
+		}
+		if c+b.n > limit {
+			sp.frontier, sp.hasFrontier = b.bucket, true
+			break
+		}
+		c += b.n
+		last = i
+	}
+	sp.covered, sp.pool = c, max(0, s-c)
+	if !sticky {
+		return
+	}
+	// Remember what is covered now, up to the newest bucket of an earlier
+	// minute, for the next allocations of this minute.
+	a.cov = coverage{}
+	var r int64
+	for _, b := range a.buckets[:last+1] {
+		if b.bucket >= a.minute {
+			break
+		}
+		r += b.n
+		a.cov = coverage{minute: a.minute, through: b.bucket, reserved: r, ok: true}
 	}
 }
 
@@ -242,7 +297,7 @@ func (a *Allocation) reserve(sp *split, s int64) {
 func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Duration, pool, covered int64) split {
 	var sp split
 	sp.minute = snap.Minute
-	a.reserve(&sp, a.openSlots(a.method == Random))
+	a.reserve(&sp, a.openSlots(a.method == Random), true)
 
 	// k: this node's pool admissions within the last lag. Its own traffic is
 	// taken as counted one lag ago, which every other node has seen.
@@ -265,9 +320,7 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 	}
 
 	w := 1 - a.frac
-	prevArr, prevAdm := snap.ArrivalsIn(snap.Minute-1), snap.AdmittedIn(snap.Minute-1)
-	curArr, curAdm := snap.ArrivalsIn(snap.Minute), snap.AdmittedIn(snap.Minute)
-	ls := [4]weighted{{prevArr.ByReplica, w}, {prevAdm.ByReplica, w}, {curArr.ByReplica, 1}, {curAdm.ByReplica, 1}}
+	ls := [4]weighted{{snap.ArrivalsIn(snap.Minute - 1).ByReplica, w}, {snap.ArrivalsIn(snap.Minute).ByReplica, 1}}
 	t := traffic(&ls, a.self)
 	t.self = ownPrv*w + ownCur
 	a.shares(&sp, &t)
@@ -292,6 +345,8 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 	// with the same offset, so the rounded parts add up to at most v.
 	total := int64(math.Floor(tidy(v*hi)+u)) - int64(math.Floor(tidy(v*lo)+u))
 	sp.allowance = max(0, total-k)
+	sp.burst = a.burstAllowance(snap, sp.pool, k)
+	sp.allowance = max(sp.allowance, sp.burst)
 	sp.shareSlots = sp.share * float64(sp.pool)
 	sp.anywhereSlots = sp.anywhere * float64(sp.pool)
 	sp.poolCap = pool + sp.allowance
@@ -299,13 +354,37 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 	return sp
 }
 
+// burstAllowance is how many pool admissions this node may make within the
+// current lag when nobody waits, share or not (see "Bursts" in the package
+// doc), given the pool u it sees and its k pool admissions of the last lag.
+func (a *Allocation) burstAllowance(snap *crdt.RoomSnapshot, u, k int64) int64 {
+	if a.waiting > 0 || u <= 0 {
+		return 0
+	}
+	// Admissions per lag over the last sixty seconds, the whole room's and
+	// this node's. With nobody waiting every visitor is admitted, so these
+	// are the demand.
+	w := 1 - a.frac
+	prev, cur := snap.AdmittedIn(snap.Minute-1), snap.AdmittedIn(snap.Minute)
+	perLag := a.lag.Minutes()
+	all := (float64(prev.Total)*w + float64(cur.Total)) * perLag
+	own := (float64(prev.Of(a.self))*w + float64(cur.Of(a.self))) * perLag
+	b := math.Ceil(own+burstSigmas*math.Sqrt(own)) + 1
+	// Leave what the other nodes are expected to take within the lag.
+	return max(0, int64(math.Min(b, math.Floor(float64(u)-(all-own))))-k)
+}
+
+// burstSigmas is how far beyond its expected admissions per lag, in
+// standard deviations of a Poisson count, a node's burst allowance reaches.
+const burstSigmas = 4
+
 // referenceSplit is the reference's split of a minute (000, 001, 002): this
 // node's share of the traffic two minutes earlier, plus its part of the
 // Anywhere slots, fixed for the minute.
 func (a *Allocation) referenceSplit(snap *crdt.RoomSnapshot, pool, covered int64) split {
 	var sp split
 	sp.minute = snap.Minute
-	a.reserve(&sp, a.openSlots(false))
+	a.reserve(&sp, a.openSlots(false), false)
 	ls := [4]weighted{{snap.ArrivalsIn(snap.Minute - 2).ByReplica, 1}}
 	t := traffic(&ls, a.self)
 	a.shares(&sp, &t)
@@ -390,15 +469,40 @@ func traffic(ls *[4]weighted, self crdt.ReplicaID) trafficSums {
 }
 
 // ownTraffic is the traffic a node counts for itself in minute m: its
-// arrivals plus its admissions. Admissions keep a node that serves a queue
-// its share after its new arrivals dry up.
+// arrivals, which the edge counts as the distinct visitors the node saw in
+// the minute, queued check-ins and admitted visitors included. (Adding the
+// admissions would count every admitted visitor twice.)
 func ownTraffic(snap *crdt.RoomSnapshot, m int64, self crdt.ReplicaID) float64 {
-	return float64(snap.ArrivalsIn(m).Of(self) + snap.AdmittedIn(m).Of(self))
+	return float64(snap.ArrivalsIn(m).Of(self))
 }
 
-// admissionRate averages the admissions of the last five minutes, the
-// current one in part.
-func admissionRate(snap *crdt.RoomSnapshot, frac float64) float64 {
+// admissionRate is the admissions per minute of the last five full minutes,
+// averaged over those since the first one with any admission (a surge that
+// began two minutes ago has a rate of two minutes, not of five). The current
+// minute is left out: admissions come in bursts at the start of a minute
+// when the per-minute limit binds, so a part of it says little about the
+// whole. Without a full minute of admissions the rate is what the current
+// minute has admitted so far.
+func admissionRate(snap *crdt.RoomSnapshot) float64 {
+	var sum float64
+	n := 0
+	for m := snap.Minute - 5; m < snap.Minute; m++ {
+		c := snap.AdmittedIn(m).Total
+		if n == 0 && c == 0 {
+			continue
+		}
+		sum += float64(c)
+		n++
+	}
+	if n == 0 {
+		return float64(snap.AdmittedIn(snap.Minute).Total)
+	}
+	return sum / float64(n)
+}
+
+// referenceRate is the admission rate as the reference strategy reads it:
+// the average of the last five minutes, the current one in part.
+func referenceRate(snap *crdt.RoomSnapshot, frac float64) float64 {
 	var sum float64
 	for m := snap.Minute - 4; m <= snap.Minute; m++ {
 		sum += float64(snap.AdmittedIn(m).Total)

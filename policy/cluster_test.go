@@ -196,3 +196,63 @@ func TestSteadyEvenLoadIsNotQueuedBelowTheLimit(t *testing.T) {
 		})
 	}
 }
+
+// Poisson arrivals at 97% of the limit bring a node, now and then, several
+// visitors within one lag near the end of a minute, when its share of the
+// little that is left is a slot or two. While nobody waits, a node may take
+// a burst beyond its share (see "Bursts" in the package doc).
+func TestABurstNearTheEndOfAMinuteIsAdmittedWhileNobodyWaits(t *testing.T) {
+	c := newCluster(t, 5, policy.Continuous)
+	c.prior = [2]uint64{194, 194}
+	acc := make([]float64, 5)
+	c.demand = func(i, step int) int {
+		acc[i] += 970.0 / 5 / 600
+		n := int(acc[i])
+		acc[i] -= float64(n)
+		if i == 0 && step == 595 { // 59.5 s: eight at once at node 0
+			n += 8
+		}
+		return n
+	}
+	r := c.run(600)
+	var refused uint64
+	for _, n := range r.refused {
+		refused += n
+	}
+	if refused > 0 || r.total > 1000 {
+		t.Errorf("refused %d, admitted %d of 1,000 (per node %v)", refused, r.total, r.admitted)
+	}
+}
+
+// The price of bursts: a flood that reaches every node in the same lag while
+// nobody waits, when the pool is nearly used, is admitted up to every node's
+// burst allowance. The model is pessimistic: nobody queues here, so the
+// bursts never stop, where at the edge the first queued visitor stops them
+// within a lag.
+func TestAFloodAtEveryNodeWhileNobodyWaitsOvershootsByAtMostTheBursts(t *testing.T) {
+	const n = 10
+	worst := uint64(0)
+	for _, from := range []int{540, 560, 570, 575, 580, 585, 590} {
+		c := newCluster(t, n, policy.Continuous)
+		c.prior = [2]uint64{97, 97}
+		acc := make([]float64, n)
+		c.demand = func(i, step int) int {
+			if step >= from {
+				return 400
+			}
+			acc[i] += 970.0 / n / 600
+			k := int(acc[i])
+			acc[i] -= float64(k)
+			return k
+		}
+		r := c.run(600)
+		worst = max(worst, r.total)
+	}
+	// λ = 97 a minute per node = 1.6 a lag of 1 s: a burst allowance of
+	// ceil(1.6 + 4 √1.6) + 1 = 8 at each of the ten nodes, less what the
+	// others were expected to take (16): (n − 1) × 8 − 16 + 1.6 ≈ 58.
+	if worst > 1000+58 {
+		t.Errorf("a flood late in the minute at every node admitted %d of 1,000", worst)
+	}
+	t.Logf("a flood late in the minute at every node: %d of 1,000 at worst", worst)
+}

@@ -33,6 +33,17 @@
 // is what nodes split between them. A bucket newer than the partial one, and
 // a new visitor while any bucket is partial, wait.
 //
+// Under the continuous strategy coverage sticks for the rest of the minute:
+// once an allocation of minute m has covered a bucket (of an earlier
+// minute), later allocations of m keep it covered, as long as no more
+// visitors wait in it than were covered, even when S has dropped below what
+// it needs. What took its slots was the pool, admitted by other nodes on
+// views up to one lag old, or the per-minute limit catching up as the active
+// one freed slots; refusing the bucket's last visitors then, after the next
+// bucket has gone in elsewhere, is a FIFO inversion (the simulator measured
+// 2–9% of admissions before this, none after). The pool is what S leaves
+// after the covered buckets, never below zero.
+//
 // # Random: everyone is new
 //
 // Random queueing keeps the same buckets but ignores them: all of S is pool,
@@ -59,10 +70,13 @@
 // its part per lag, and the continuous re-division below hands it the rest
 // within seconds (128 visitors reaching San Jose over ten seconds all go in).
 //
-// Traffic is a node's arrivals plus its admissions per minute; admissions
-// keep a node that serves a queue its share after its new arrivals dry up.
-// (If the edge counts every distinct visitor it sees in a minute as an
-// arrival, queued check-ins included, shares follow the queue directly.)
+// Traffic is a node's arrivals: the edge counts every distinct visitor it
+// sees in a minute, queued check-ins and admitted visitors' first request of
+// the minute included, so shares follow the queue and the browsing visitors
+// directly. Admissions are not added: every admitted visitor is already an
+// arrival. Because browsing visitors count, traffic near the limit is a
+// multiple of new_users_per_minute and the Anywhere part is zero there;
+// bursts at one node are what the burst allowance below is for.
 //
 // # Two strategies
 //
@@ -102,6 +116,36 @@
 // the same second (the start of a ticket sale) would be admitted n times
 // over. Far from the limit the Anywhere part is most of the pool anyway.
 //
+// # Bursts
+//
+// Near the end of a minute at steady load just under the limit, the pool is
+// about one lag's worth of the room's demand, and a node's share of it a
+// slot or two per lag; arrivals are random, and a node that gets four
+// visitors within one lag queues some with the room below its limit (the
+// simulator: 13–24 visitors in 20 minutes at 97% load, the first at 88–96%,
+// whatever the seed and however the shares are measured: the shares of a
+// pool add up to the pool, so no split by shares absorbs this). So while
+// nobody waits (in the node's view), a node may make within one lag, share
+// or not, up to
+//
+//	b = ⌈λ + 4√λ⌉ + 1
+//
+// pool admissions, λ being its admissions of the last sixty seconds per lag
+// (with nobody waiting, its demand), and never more than the pool less what
+// the other nodes are expected to take within the lag (their admissions of
+// the last sixty seconds per lag). That covers a Poisson burst at four
+// standard deviations (simulator: 0–4 visitors queued below 97% in 20
+// minutes, first queueing at ≥ 0.966, no change in any scenario with a
+// queue). The first visitor queued anywhere turns it off everywhere within
+// a lag.
+//
+// Its price is the one case it cannot tell from a burst: a flood that
+// reaches every node within the same lag while nobody waits and the pool is
+// nearly used. Then every node takes b: the room overshoots by at most
+// (n − 1)·b − Λ + λ, Λ the room's admissions per lag, once (for 500 a
+// minute over ten nodes with L = 2 s: λ = 1.7, b = 8, at most 57, 11%; the
+// cluster test's pessimistic model, where nobody queues, measures 3%).
+//
 // # Overshoot bound
 //
 // Assume gossip delivers within L, Room.Nodes is at least the number of
@@ -109,7 +153,7 @@
 // one lag the pool admissions of all nodes add up to at most the pool at the
 // span's start, plus the slots that sessions ending and a new minute add
 // meanwhile: by the two points above, Σ share × (U + k) ≤ U(t − L). So the
-// split itself never overshoots. What remains:
+// split by shares never overshoots. What remains:
 //
 //   - FIFO: a visitor queued at another node less than L ago is not yet in
 //     this node's covered count, so its pool looks larger by them. Overshoot
@@ -123,15 +167,38 @@
 //   - The expiring minute, taken as spread evenly: a burst of last requests at
 //     one second of minute m − session_duration is misjudged by at most
 //     that burst × the elapsed part of the minute, during minute m only.
+//   - Bursts, while nobody waits: at most (n − 1)·b − Λ + λ once, as above.
+//   - FIFO coverage that sticks within a minute admits a covered bucket's
+//     visitors even when S has dropped below them: by what the pool took
+//     beyond S, which the points above bound, and only until the minute
+//     ends.
 //
-// That is L/60 s of the new-user limit at worst (1.7% for L = 1 s) and near
-// zero in a steady state (in the tests, with L = 1 s, five nodes flooded at
-// :00 with gossip 0, 0.3 or 1 s late admit 995..1,000 of 1,000). The bound needs L to bound the
-// gossip delay: when gossip is slower, each node counts its own flood as seen
-// by the others, and a flood at every node at once can admit up to Nodes
-// times the pool (measured: 5,000 of 1,000 with gossip at 2 L). Hence
-// DefaultLag is 2 s, twice a slow gossip round; a larger L only slows
-// re-division, and leaves about one lag's refill of active slots unused.
+// Bursts aside, that is L/60 s of the new-user limit at worst (1.7% for
+// L = 1 s) and near zero in a steady state (in the tests, with L = 1 s, five
+// nodes flooded at :00 with gossip 0, 0.3 or 1 s late admit 995..1,000 of
+// 1,000). The bound needs L to bound the gossip delay: when gossip is
+// slower, each node counts its own flood as seen by the others, and a flood
+// at every node at once can admit up to Nodes times the pool (measured:
+// 5,000 of 1,000 with gossip at 2 L). Hence DefaultLag is 2 s, twice a slow
+// gossip round; a larger L only slows re-division, and leaves about one
+// lag's refill of active slots unused.
+// Room.Lag must cover the real gossip delay: the edge sets it from its
+// gossip settings (gossip_lag, or the profile's). In the simulator, gossip at
+// 5 s with the default 2 s lag admitted 1.9–2.0 × the per-minute limit and
+// 1.11 × the active one; the same traffic with Room.Lag = 10 s stays within
+// 1.01.
+//
+// Clocks must agree across nodes to well within L; the policy cannot make
+// them. Each node counts the minute budget, and stamps buckets, by its own
+// clock: with offsets of ±30 s a true minute overlaps two node-minutes, and
+// the simulator measures 1.17 × the per-minute limit and half of all
+// admissions followed by a refusal of someone who truly came earlier (a node
+// whose clock is behind puts later visitors into earlier buckets). A budget
+// over a sliding sixty seconds would not help: it still reads node clocks,
+// and under steady load just below the limit it leaves no more than the
+// last 3% of a minute's slots at any moment, queueing in every minute.
+// Skew is out of the policy's scope: keep clocks synchronised (NTP), or
+// have the edge pass a time corrected by the offsets gossip can measure.
 //
 // ReferencePerMinute overshoots by what other nodes admitted in the lag
 // before each minute's split, and undershoots by every unused share.
@@ -148,14 +215,33 @@
 //
 // # Estimated wait
 //
-// The admission rate is the average of the last five minutes (the current
-// one in part), from every node's admissions. FIFO (002): visitors ahead /
-// rate, rounded up, at least one minute (60 ahead at 30 a minute: 2
-// minutes); a visitor whose bucket is covered is told one minute. Random
-// (000): with P = rate / visitors waiting, the wait within which a share p
-// of visitors get in is n = log(1 − p) / log(1 − P) (P = 0.1, p = 0.5:
-// 6.58 minutes); the page shows the 25th to the 75th percentile. Without a
-// rate, and under queue_all, the wait is unknown.
+// The admission rate is the average, over every node's admissions, of the
+// last five full minutes since the first of them that admitted anyone (a
+// surge two minutes old has two minutes of rate, not two fifths of five).
+// The current minute is left out: with the per-minute limit binding, its
+// admissions come at its start, and a part of it overstates the whole; it
+// serves only until a full minute exists.
+//
+// FIFO (002): visitors ahead / rate, rounded up, at least one minute (60
+// ahead at 30 a minute: 2 minutes); a visitor whose bucket is covered is
+// told one minute. Ahead are everyone in older buckets and half of the
+// others in the visitor's own bucket: within a bucket the order is whoever
+// checks in first once slots open, so the visitor's place in it is
+// anywhere, and half is its mean. The current minute's bucket still fills,
+// and later arrivals in it are as likely to go first, so it counts as
+// projected to the minute's end (its count over the elapsed part, at least a
+// quarter). The same place makes the error: a visitor's actual wait is
+// anywhere within ± half the bucket's drain time of the estimate, which at
+// ten times the limit (buckets of 5,000 at 500 a minute) is ± 5 minutes;
+// only arrival times finer than the minute, kept in the token, could do
+// better. The reference strategy keeps the reference's estimate: older
+// buckets only, over the average of the last five minutes with the current
+// one in part.
+//
+// Random (000): with P = rate / visitors waiting, the wait within which a
+// share p of visitors get in is n = log(1 − p) / log(1 − P) (P = 0.1,
+// p = 0.5: 6.58 minutes); the page shows the 25th to the 75th percentile.
+// Without a rate, and under queue_all, the wait is unknown.
 //
 // # Using it from the edge
 //

@@ -34,11 +34,13 @@ const maxWaitMinutes = 7 * 24 * 60
 // current minute for a visitor who is just being queued).
 //
 // FIFO (reference 002): visitors ahead / admissions per minute, rounded up,
-// at least one minute. Random (reference 000): with P = admissions per minute
-// / visitors waiting, the wait within which a share p of visitors get in is
-// log(1 − p) / log(1 − P) minutes; WaitTime is the median and the formatted
-// text the 25th to the 75th percentile. Without an admission rate, and under
-// queue_all, the wait is unknown.
+// at least one minute. Under the continuous strategy ahead are the older
+// buckets and half of the visitor's own (see the package doc); VisitorsAhead
+// reports the older buckets alone. Random (reference 000): with P =
+// admissions per minute / visitors waiting, the wait within which a share p
+// of visitors get in is log(1 − p) / log(1 − P) minutes; WaitTime is the
+// median and the formatted text the 25th to the 75th percentile. Without an
+// admission rate, and under queue_all, the wait is unknown.
 func (a *Allocation) Estimate(bucket int64) Estimate {
 	e := Estimate{QueueIsFull: a.full, VisitorsAhead: a.ahead(bucket), WaitTimeFormatted: UnknownWait}
 	if a.mode != modeDecide {
@@ -58,7 +60,11 @@ func (a *Allocation) Estimate(bucket int64) Estimate {
 		e.WaitTimeFormatted = formatRange(e.WaitTime25, e.WaitTime75)
 		return e
 	}
-	w := minutes(float64(e.VisitorsAhead) / a.rate)
+	ahead := float64(e.VisitorsAhead) // the reference: older buckets only
+	if a.strategy == Continuous {
+		ahead = a.expectedAhead(bucket)
+	}
+	w := minutes(ahead / a.rate)
 	if e.Eligible {
 		w = 1
 	}
@@ -74,6 +80,39 @@ func (a *Allocation) ahead(bucket int64) int64 {
 		return a.waiting
 	}
 	return a.buckets[i].before
+}
+
+// minProjection bounds the elapsed part of the minute by which the current
+// minute's bucket is projected to its final size, so that the first
+// seconds' few visitors do not stand for a whole minute's worth.
+const minProjection = 0.25
+
+// expectedAhead is how many visitors are expected to go in before a visitor
+// of bucket: everyone in older buckets and half of the visitor's own bucket.
+// Within a bucket the order is whoever checks in first once slots open, so
+// the visitor's place in it is anywhere; half is its mean. The current
+// minute's bucket still fills, and those who join it later are just as
+// likely to go first: it counts as projected to the minute's end.
+func (a *Allocation) expectedAhead(bucket int64) float64 {
+	i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket })
+	ahead := float64(a.waiting)
+	if i < len(a.buckets) {
+		ahead = float64(a.buckets[i].before)
+	}
+	// The current minute's bucket, as projected, if it is older than this one.
+	j := sort.Search(len(a.buckets), func(j int) bool { return a.buckets[j].bucket >= a.minute })
+	grow := 1 / max(a.frac, minProjection)
+	if j < i && a.buckets[j].bucket == a.minute {
+		ahead += float64(a.buckets[j].n) * (grow - 1)
+	}
+	if i < len(a.buckets) && a.buckets[i].bucket == bucket {
+		own := float64(a.buckets[i].n - 1) // the others in the bucket
+		if bucket == a.minute {
+			own = float64(a.buckets[i].n) * grow
+		}
+		ahead += max(own, 0) / 2
+	}
+	return ahead
 }
 
 // minutes rounds a wait up to whole minutes: a queued visitor waits at least

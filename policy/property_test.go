@@ -54,7 +54,7 @@ func TestPropertySplitNeverExceedsThePool(t *testing.T) {
 		room, w, ids := drawRoom(t, n)
 		s := rapid.SampledFrom(strategies).Draw(t, "strategy")
 		snap := w.snap()
-		var sum, silent int64
+		var sum, silent, bursts int64
 		var pool, open, covered int64
 		for _, id := range ids {
 			a := settled(room, snap, id, w.now, s).Summary()
@@ -63,6 +63,13 @@ func TestPropertySplitNeverExceedsThePool(t *testing.T) {
 			if a.Share == 0 {
 				silent++
 			}
+			if a.BurstAllowance > 0 && (s != policy.Continuous || len(w.waiting) > 0) {
+				t.Fatalf("a burst allowance of %d with %d buckets waiting (%v)", a.BurstAllowance, len(w.waiting), s)
+			}
+			if limit := burstLimit(w, id); a.BurstAllowance > limit {
+				t.Fatalf("a burst allowance of %d, over the node's %d", a.BurstAllowance, limit)
+			}
+			bursts += a.BurstAllowance
 		}
 		// Nodes nobody has heard from cannot place themselves exactly on the
 		// continuous split's rounding line: each one past the first may cost
@@ -71,8 +78,11 @@ func TestPropertySplitNeverExceedsThePool(t *testing.T) {
 		if s == policy.Continuous {
 			slack = max(0, silent-1)
 		}
-		if sum > pool+slack {
-			t.Fatalf("the nodes' allowances add up to %d, over the pool of %d (+%d for silent nodes)", sum, pool, slack)
+		// While somebody waits the split never exceeds the pool. While nobody
+		// waits, each node may also take its burst allowance, which together
+		// may (see "Bursts" in the package doc).
+		if sum > pool+slack+bursts {
+			t.Fatalf("the nodes' allowances add up to %d, over the pool of %d (+%d for silent nodes, +%d in bursts)", sum, pool, slack, bursts)
 		}
 		if covered+pool != open {
 			t.Fatalf("covered %d + pool %d != open slots %d", covered, pool, open)
@@ -133,6 +143,16 @@ func TestPropertyFIFONeverLetsALaterBucketPassAnEarlierOne(t *testing.T) {
 			}
 		}
 	})
+}
+
+// burstLimit is the package doc's bound on one node's burst allowance:
+// ceil(λ + 4√λ) + 1, with λ the node's admissions of the last sixty seconds
+// per lag.
+func burstLimit(w world, id crdt.ReplicaID) int64 {
+	m := minuteOf(w.now)
+	frac := float64(w.now.Sub(time.Unix(m*60, 0))) / float64(time.Minute)
+	own := (float64(w.admitted[m-1][id])*(1-frac) + float64(w.admitted[m][id])) * policy.DefaultLag.Minutes()
+	return int64(math.Ceil(own+4*math.Sqrt(own))) + 1
 }
 
 // The safety of the continuous split rests on this: each node counts its own

@@ -77,7 +77,9 @@ type Room struct {
 	// is too small when silent nodes wake up all at once.
 	Nodes int
 	// Lag bounds how stale a remote node's column in the snapshot can be; 0
-	// means DefaultLag.
+	// means DefaultLag. It must cover the real gossip delay, or the overshoot
+	// bound of the package doc is void (gossip at 5 s under the default 2 s
+	// lag: twice the per-minute limit in the simulator).
 	Lag time.Duration
 }
 

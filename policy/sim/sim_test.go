@@ -35,6 +35,9 @@ type short struct {
 	// today (docs/sim/RESULTS.md says by how much and why). The override
 	// is a ratchet just above today's value, so a change that makes
 	// fidelity worse still fails; tighten it when the policy improves.
+	// The estimate needs waits of five minutes or more in the steady
+	// state, which no short version has: its entry only marks the
+	// scenarios whose full run misses the goal.
 	limits map[string]float64
 }
 
@@ -42,36 +45,38 @@ var shorts = []short{
 	{name: "step-10x", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(2 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.06, sim.GoalEstimate: 0}},
+	}, limits: map[string]float64{sim.GoalEstimate: 0}},
 	{name: "steady-uniform", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalNoEarlyQueue: 0.90}},
+	}},
 	{name: "region-shift", shrink: func(sc *sim.Scenario) {
 		sc.Events[0].At = dur(3 * time.Minute)
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.12, sim.GoalEstimate: 0}},
+	}},
 	{name: "single-node-flood", shrink: func(sc *sim.Scenario) {
 		a := &sc.Visitors.Arrival
 		a.SpikeAt, a.SpikeVisitors, a.End = dur(2*time.Minute), 1500, dur(7*time.Minute)
 		sc.Duration = dur(9 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.06, sim.GoalEstimate: 0}},
+	}},
 	{name: "node-crash", shrink: func(sc *sim.Scenario) {
 		sc.Events[0].At = dur(3 * time.Minute)
 		sc.Visitors.Arrival.End = dur(6 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.03, sim.GoalEstimate: 0}},
-	{name: "gossip-delay-0.2s", shrink: shortStep, limits: map[string]float64{sim.GoalFIFOInversions: 0.08, sim.GoalEstimate: 0}},
-	{name: "gossip-delay-1s", shrink: shortStep, limits: map[string]float64{sim.GoalFIFOInversions: 0.08, sim.GoalEstimate: 0}},
-	{name: "gossip-delay-5s", shrink: shortStep, limits: map[string]float64{
-		sim.GoalPeakActive: 1.15, sim.GoalPeakNew: 1.8, sim.GoalFIFOInversions: 0.08, sim.GoalEstimate: 0}},
-	{name: "gossip-delay-5s-lag10s", shrink: shortStep, limits: map[string]float64{sim.GoalFIFOInversions: 0.08, sim.GoalEstimate: 0}},
+	}},
+	{name: "gossip-delay-0.2s", shrink: shortStep, limits: map[string]float64{sim.GoalEstimate: 0}},
+	{name: "gossip-delay-1s", shrink: shortStep, limits: map[string]float64{sim.GoalEstimate: 0}},
+	// Gossip slower than the policy's assumed lag (the edge now sets
+	// Room.Lag from its gossip settings; the scenario keeps the default).
+	{name: "gossip-delay-5s", shrink: shortStep, limits: map[string]float64{sim.GoalPeakNew: 1.5, sim.GoalEstimate: 0}},
+	{name: "gossip-delay-5s-lag10s", shrink: shortStep, limits: map[string]float64{sim.GoalEstimate: 0}},
+	// Needs clocks that agree across nodes (out of the policy's scope).
 	{name: "clock-skew", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(4 * time.Minute)
 		sc.Duration = dur(6 * time.Minute)
-	}, limits: map[string]float64{sim.GoalPeakNew: 1.3, sim.GoalFIFOInversions: 0.8, sim.GoalEstimate: 0}},
-	{name: "reference-fifo", shrink: shortReference, limits: map[string]float64{sim.GoalFIFOInversions: 0.05, sim.GoalEstimate: 0}},
+	}, limits: map[string]float64{sim.GoalPeakNew: 1.2, sim.GoalFIFOInversions: 0.35}},
+	{name: "reference-fifo", shrink: shortReference},
 	{name: "reference-random", shrink: shortReference},
 }
 
@@ -131,6 +136,30 @@ func TestGoalsOnShortScenarios(t *testing.T) {
 		if name := strings.TrimSuffix(filepath.Base(f), ".yaml"); !seen[name] {
 			t.Errorf("scenario %s has no short version in this test", name)
 		}
+	}
+}
+
+// TestFIFOOrderHoldsWhileTheActiveLimitBinds runs a longer step than the
+// short versions: two minutes at ten times the new-user limit, twelve in
+// all, so that the active limit binds and frees slots within each minute.
+// There a bucket covered early in a minute used to lose its slots to pool
+// admissions seen a lag late, and its last visitors were refused after the
+// next bucket had gone in: 8.7% of the admissions here were inversions
+// before coverage stuck for the rest of the minute.
+func TestFIFOOrderHoldsWhileTheActiveLimitBinds(t *testing.T) {
+	t.Parallel()
+	sc := load(t, "step-10x")
+	sc.Visitors.Arrival.End = sc.Visitors.Arrival.At + dur(2*time.Minute)
+	sc.Duration = dur(12 * time.Minute)
+	res, err := sim.Run(sc, sim.StrategyOurs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Figures
+	t.Logf("inversions %.2f%% (%d passed over), peak active %.3f, peak new %.3f", 100*f.FIFOInversions, f.PassedOver, f.PeakActive, f.PeakNewPerMinute)
+	if f.FIFOInversions > sim.MaxFIFOInversions || f.PeakActive > sim.MaxPeakActive || f.PeakNewPerMinute > sim.MaxPeakNew {
+		t.Errorf("inversions %.2f%%, peak active %.3f, peak new %.3f; want ≤ 1%%, %.2f, %.2f",
+			100*f.FIFOInversions, f.PeakActive, f.PeakNewPerMinute, sim.MaxPeakActive, sim.MaxPeakNew)
 	}
 }
 

@@ -1,0 +1,147 @@
+package policy_test
+
+// Tests for what the simulator of issue #5 (policy/sim, docs/sim) found:
+// coverage that sticks within a minute, traffic counted once, and estimates
+// that count the visitor's place in their own bucket.
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/policy"
+)
+
+// A bucket covered earlier in the minute keeps its slots when the pool
+// admissions of other nodes, seen a lag late, have since used the minute's
+// budget below what it needs: otherwise its last visitors are refused while
+// a later bucket has just gone in (a FIFO inversion).
+func TestACoveredBucketStaysCoveredForTheRestOfTheMinute(t *testing.T) {
+	start := at(t, "2021-05-27T16:00:10Z")
+	m := minuteOf(start)
+	room := policy.Room{TotalActiveUsers: 100_000, NewUsersPerMinute: 100, Nodes: 1}
+	old, partial := policy.Visitor{Bucket: m - 2, Queued: true}, policy.Visitor{Bucket: m - 1, Queued: true}
+	before := world{now: start, waiting: []crdt.BucketCount{{Bucket: m - 2, N: 30}, {Bucket: m - 1, N: 200}}}
+	// Ten seconds later other nodes have admitted 90 from the partial
+	// bucket; nobody of the covered bucket has checked in yet.
+	after := world{now: start.Add(10 * time.Second), waiting: []crdt.BucketCount{{Bucket: m - 2, N: 30}, {Bucket: m - 1, N: 110}},
+		admitted: map[int64]perNode{m: {london: 90}}}
+
+	t.Run("on the allocation chain", func(t *testing.T) {
+		a := policy.Allocate(room, before.snap(), nairobi, start, policy.Continuous)
+		if a.Estimate(old.Bucket).Eligible != true {
+			t.Fatal("the old bucket is not covered to begin with")
+		}
+		a = a.Next(room, after.snap(), after.now)
+		if got := decideN(a, old, 30); got != 30 {
+			t.Errorf("admitted %d of the covered bucket's 30 with 10 open slots, want all", got)
+		}
+		if got := a.Decide(partial, nil); got != policy.Queue {
+			t.Errorf("the next bucket got %v, want queue: the minute's slots are gone", got)
+		}
+		if s := a.EligibleSlots(); s[0].Eligible != 30 || s[1].Eligible != 0 {
+			t.Errorf("eligible slots %+v, want 30 and 0", s)
+		}
+	})
+	t.Run("not into the next minute", func(t *testing.T) {
+		a := policy.Allocate(room, before.snap(), nairobi, start, policy.Continuous)
+		next := after
+		next.now = start.Add(time.Minute)
+		next.admitted = map[int64]perNode{m: {london: 90}, m + 1: {london: 90}}
+		if got := decideN(a.Next(room, next.snap(), next.now), old, 30); got != 10 {
+			t.Errorf("admitted %d of the old bucket the next minute with 10 open slots, want 10", got)
+		}
+	})
+	t.Run("not for visitors counted after it was covered", func(t *testing.T) {
+		a := policy.Allocate(room, before.snap(), nairobi, start, policy.Continuous)
+		grown := after
+		grown.waiting = []crdt.BucketCount{{Bucket: m - 2, N: 40}, {Bucket: m - 1, N: 110}}
+		a = a.Next(room, grown.snap(), grown.now)
+		if a.Estimate(old.Bucket).Eligible {
+			t.Error("a bucket with more waiting than were covered is still covered")
+		}
+	})
+	t.Run("not for a node that did not see it covered", func(t *testing.T) {
+		a := policy.Allocate(room, after.snap(), nairobi, after.now, policy.Continuous)
+		if a.Estimate(old.Bucket).Eligible {
+			t.Error("covered without ever having had the slots")
+		}
+	})
+}
+
+// The edge counts as arrivals every distinct visitor a node sees in a
+// minute, admitted ones included, so admissions are no longer added to the
+// traffic: a node that admitted many of its visitors has the same share as
+// one that queued them.
+func TestTrafficIsArrivalsAlone(t *testing.T) {
+	now := at(t, "2021-05-27T16:00:30Z")
+	m := minuteOf(now)
+	room := policy.Room{TotalActiveUsers: 100_000, NewUsersPerMinute: 100, Nodes: 2}
+	w := world{now: now,
+		arrivals: map[int64]perNode{m - 1: {nairobi: 300, dublin: 300}, m: {nairobi: 300, dublin: 300}},
+		admitted: map[int64]perNode{m - 1: {nairobi: 50}, m: {nairobi: 50}}}
+	n := settled(room, w.snap(), nairobi, now, policy.Continuous).Summary()
+	d := settled(room, w.snap(), dublin, now, policy.Continuous).Summary()
+	if math.Abs(n.Share-d.Share) > 1e-9 || math.Abs(n.Share-0.5) > 1e-9 {
+		t.Errorf("shares %.3f and %.3f, want 0.5 each", n.Share, d.Share)
+	}
+}
+
+func TestFIFOEstimateCountsTheVisitorsPlaceInTheirBucket(t *testing.T) {
+	now := at(t, "2021-05-27T16:00:00Z")
+	m := minuteOf(now)
+	perMinute := map[int64]perNode{}
+	for i := m - 5; i < m; i++ {
+		perMinute[i] = perNode{nairobi: 100}
+	}
+	room := policy.Room{TotalActiveUsers: 200, NewUsersPerMinute: 200}
+	w := world{now: now, active: 200, admitted: perMinute, waiting: []crdt.BucketCount{
+		{Bucket: m - 3, N: 300}, {Bucket: m - 2, N: 1001},
+	}}
+	a := policy.Allocate(room, w.snap(), nairobi, now, policy.Continuous)
+	t.Run("300 ahead and half of the other 1,000 of the bucket at 100 a minute: 8 minutes", func(t *testing.T) {
+		if e := a.Estimate(m - 2); e.WaitTime != 8 || e.VisitorsAhead != 300 {
+			t.Errorf("estimate %+v, want 8 minutes with 300 in older buckets", e)
+		}
+	})
+	t.Run("the reference strategy counts older buckets only: 3 minutes", func(t *testing.T) {
+		r := policy.Allocate(room, w.snap(), nairobi, now, policy.ReferencePerMinute)
+		if e := r.Estimate(m - 2); e.WaitTime != 3 {
+			t.Errorf("estimate %+v, want 3 minutes", e)
+		}
+	})
+	t.Run("the current minute's bucket counts as it will be at the minute's end", func(t *testing.T) {
+		w := w
+		w.now = now.Add(30 * time.Second)
+		w.waiting = append(w.waiting, crdt.BucketCount{Bucket: m, N: 100})
+		// 1,301 ahead, and half of the 200 the current bucket will hold.
+		if e := policy.Allocate(room, w.snap(), nairobi, w.now, policy.Continuous).Estimate(m); e.WaitTime != 15 {
+			t.Errorf("estimate %+v, want 15 minutes", e)
+		}
+	})
+}
+
+func TestTheAdmissionRateCountsFullMinutesSinceAdmissionsBegan(t *testing.T) {
+	now := at(t, "2021-05-27T16:00:40Z")
+	m := minuteOf(now)
+	room := policy.Room{TotalActiveUsers: 2000, NewUsersPerMinute: 500}
+	tests := []struct {
+		name     string
+		admitted map[int64]perNode
+		want     float64
+	}{
+		{"500 a minute for the last two minutes, none before: 500", map[int64]perNode{m - 2: {nairobi: 500}, m - 1: {nairobi: 500}}, 500},
+		{"a quiet minute between busy ones counts: 300", map[int64]perNode{m - 3: {nairobi: 500}, m - 2: {nairobi: 0}, m - 1: {nairobi: 400}}, 300},
+		{"the current minute's burst at :00 does not count once a full minute does", map[int64]perNode{m - 1: {nairobi: 200}, m: {nairobi: 500}}, 200},
+		{"before a full minute, what the current one admitted so far", map[int64]perNode{m: {nairobi: 450}}, 450},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := world{now: now, admitted: tc.admitted}
+			if got := policy.Allocate(room, w.snap(), nairobi, now, policy.Continuous).Summary().AdmissionRate; got != tc.want {
+				t.Errorf("rate %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

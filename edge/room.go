@@ -198,7 +198,7 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
 	pol := v.pol
 	// The Anywhere part is divided among the live nodes, and the division
 	// assumes other nodes' admissions arrive within the gossip lag.
-	pol.Nodes = rm.s.node.NumMembers()
+	pol.Nodes = rm.s.node.ExpectedMembers(now)
 	pol.Lag = rm.s.gossipLag()
 	var a *policy.Allocation
 	if prev != nil {

@@ -82,6 +82,12 @@ func TestSoak(t *testing.T) {
 		urls = append(urls, "http://"+srv.PublicAddr())
 	}
 
+	// Traffic opens once the ring has formed, as it would for an on-sale.
+	for _, n := range nodes {
+		for n.Node().NumMembers() < len(nodes) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	var requests, fivexx, admitted atomic.Int64
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(duration)

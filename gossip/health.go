@@ -36,3 +36,26 @@ func (n *Node) Stale(now time.Time, after time.Duration) bool {
 	}
 	return now.Sub(last) > after
 }
+
+// peakMemory is how long the largest ring seen counts in ExpectedMembers.
+const peakMemory = 10 * time.Minute
+
+// ExpectedMembers is how many nodes share the cluster's traffic, as far as
+// this node can tell: the live members, but never fewer than its seeds and
+// itself, nor than the largest ring it has seen in the last ten minutes.
+// Dividing slots by it keeps a node that has not finished joining (or whose
+// peers are briefly unreachable) from assuming it alone may fill the room.
+func (n *Node) ExpectedMembers(now time.Time) int {
+	live := n.ml.NumMembers()
+	seeds := 0
+	for _, s := range n.cfg.Seeds {
+		if s != n.Addr() {
+			seeds++
+		}
+	}
+	want := max(live, seeds+1)
+	if at := n.peakAt.Load(); at != 0 && now.Sub(time.Unix(0, at)) < peakMemory {
+		want = max(want, int(n.peakMembers.Load()))
+	}
+	return want
+}

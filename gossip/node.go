@@ -96,13 +96,15 @@ type Node struct {
 	peersMu sync.Mutex
 	peers   map[string]memberlist.Node
 
-	stats     stats
-	heardAt   atomic.Int64 // unix nanoseconds of the last gossip from a peer
-	hadPeers  atomic.Bool
-	started   time.Time
-	stop      chan struct{}
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	stats   stats
+	heardAt atomic.Int64 // unix nanoseconds of the last gossip from a peer
+	// peakMembers is the largest ring this node has seen, and when.
+	peakMembers, peakAt atomic.Int64
+	hadPeers            atomic.Bool
+	started             time.Time
+	stop                chan struct{}
+	wg                  sync.WaitGroup
+	closeOnce           sync.Once
 }
 
 // Start creates the node, binds its gossip address and starts joining the
@@ -360,6 +362,10 @@ func (n *Node) setPeer(m *memberlist.Node) {
 	cp.Meta = slices.Clone(m.Meta)
 	n.peersMu.Lock()
 	n.peers[m.Name] = cp
+	if c := int64(len(n.peers)); c >= n.peakMembers.Load() {
+		n.peakMembers.Store(c)
+		n.peakAt.Store(n.clock().UnixNano())
+	}
 	n.peersMu.Unlock()
 }
 

@@ -199,6 +199,8 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
 	// The Anywhere part is divided among the live nodes, and the division
 	// assumes other nodes' admissions arrive within the gossip lag.
 	pol.Nodes = rm.s.node.ExpectedMembers(now)
+	// Some of the ring is unreachable: split evenly until it is back.
+	pol.Cut = rm.s.node.NumMembers() < pol.Nodes
 	pol.Lag = rm.s.gossipLag()
 	var a *policy.Allocation
 	if prev != nil {

@@ -38,6 +38,7 @@ type FaultNet struct {
 	delay   time.Duration
 	jitter  time.Duration
 	blocked func(from, to string) bool
+	trace   func(from, to string, packet []byte)
 
 	sent, lost, duplicated, delayed, blockedPackets, refusedDials atomic.Int64
 }
@@ -87,7 +88,8 @@ func (f *FaultNet) SetDelay(d, jitter time.Duration) {
 // is dropped when blocked(from, to) holds, and a stream dial is refused when
 // it holds in either direction (a stream is a conversation both ways).
 // Addresses are memberlist's "host:port", as Transport.Addr and Node.Addr
-// give them. nil removes the partition.
+// give them. blocked runs under the network's lock and must not call it.
+// nil removes the partition.
 func (f *FaultNet) SetBlocked(blocked func(from, to string) bool) {
 	f.mu.Lock()
 	f.blocked = blocked
@@ -108,6 +110,16 @@ func (f *FaultNet) Partition(groups ...[]string) {
 		a, b := side[from], side[to]
 		return a != 0 && b != 0 && a != b
 	})
+}
+
+// SetTrace calls trace with every packet a transport is asked to send,
+// before any fault is applied (nil stops it): a test can see what memberlist
+// says to whom. trace runs on memberlist's goroutines and must not keep
+// packet or block.
+func (f *FaultNet) SetTrace(trace func(from, to string, packet []byte)) {
+	f.mu.Lock()
+	f.trace = trace
+	f.mu.Unlock()
 }
 
 // Heal removes the partition; loss, delay and duplication stay as set.
@@ -223,6 +235,12 @@ func (t *FaultTransport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, e
 }
 
 func (t *FaultTransport) send(b []byte, to string, write func([]byte)) (time.Time, error) {
+	t.net.mu.Lock()
+	trace := t.net.trace
+	t.net.mu.Unlock()
+	if trace != nil {
+		trace(t.addr, to, b)
+	}
 	pf := t.net.fate(t.addr, to)
 	if pf.drop {
 		return time.Now(), nil // lost on the way: the sender cannot tell

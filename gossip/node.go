@@ -97,7 +97,8 @@ type Node struct {
 	peers   map[string]memberlist.Node
 
 	stats   stats
-	heardAt atomic.Int64 // unix nanoseconds of the last gossip from a peer
+	mlReady atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
+	heardAt atomic.Int64                          // unix nanoseconds of the last gossip from a peer
 	// peakMembers is the largest ring this node has seen, and when.
 	peakMembers, peakAt atomic.Int64
 	hadPeers            atomic.Bool
@@ -145,6 +146,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("start gossip on %q: %w", cfg.Bind, err)
 	}
 	n.ml = ml
+	n.mlReady.Store(ml)
 	if self, ok := n.peer(cfg.Name); ok {
 		n.addr = self.Address()
 	} else {
@@ -256,11 +258,15 @@ func splitHostPort(addr string) (string, int, error) {
 	return h, port, nil
 }
 
+// numNodes sizes the broadcast queue's retransmissions. memberlist may call
+// it (through GetBroadcasts) from its listeners before Create has returned,
+// so it reads the memberlist through an atomic, not n.ml.
 func (n *Node) numNodes() int {
-	if n.ml == nil {
+	ml := n.mlReady.Load()
+	if ml == nil {
 		return 1
 	}
-	return n.ml.NumMembers()
+	return ml.NumMembers()
 }
 
 // Replica is this node's replica id (name and incarnation).
@@ -439,22 +445,35 @@ func (n *Node) joinLoop() {
 	if len(seeds) == 0 {
 		return
 	}
+	// Join until one join has synced with a seed (Join runs a full
+	// push-pull): counting members is not enough, since a gossip packet can
+	// make a freshly restarted node see a peer before it ever synced. After
+	// that, join again whenever fewer members are alive than the ring had
+	// lately: memberlist never reconnects nodes it declared dead, so two
+	// sides of a healed partition would otherwise stay apart for good.
 	backoff := 500 * time.Millisecond
 	const maxBackoff = 30 * time.Second
+	synced := false
 	for {
-		if n.ml.NumMembers() <= 1 {
+		wait := 5 * time.Second
+		switch {
+		case !synced:
 			k, err := n.Join(seeds)
 			if err != nil {
 				n.log.Warn().Err(err).Dur("retry_in", backoff).Msg("join seeds failed")
-				backoff = min(backoff*2, maxBackoff)
+				wait, backoff = backoff, min(backoff*2, maxBackoff)
 			} else {
-				n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("joined cluster")
+				synced = true
 				backoff = 500 * time.Millisecond
+				n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("joined cluster")
 			}
-		}
-		wait := backoff
-		if n.ml.NumMembers() > 1 {
-			wait = 5 * time.Second
+		case n.ml.NumMembers() < n.ExpectedMembers(n.clock()):
+			// Some of the ring is missing: try the seeds again, often, so a
+			// healed partition merges within seconds.
+			if k, err := n.Join(seeds); err == nil && n.ml.NumMembers() >= n.ExpectedMembers(n.clock()) {
+				n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("rejoined the rest of the cluster")
+			}
+			wait = time.Second
 		}
 		select {
 		case <-n.stop:
@@ -580,8 +599,12 @@ func (n *Node) flush() {
 }
 
 func (n *Node) sendReliableToAll(msg []byte) {
+	ml := n.mlReady.Load()
+	if ml == nil {
+		return // not started yet; push-pull will carry it
+	}
 	for _, m := range n.otherPeers() {
-		if err := n.ml.SendReliable(&m, msg); err != nil {
+		if err := ml.SendReliable(&m, msg); err != nil {
 			n.log.Warn().Err(err).Str("peer", m.Name).Msg("send register")
 		}
 	}

@@ -339,13 +339,21 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 		lo = t.others/t.denom + float64(t.known)*anyEach + float64(uint64(a.self)%uint64(free))*anyEach
 	}
 	lo = min(lo, 1)
-	hi := min(lo+sp.share+anyEach, 1)
+	width := sp.share + anyEach
+	if a.room.Cut && sp.nodes > 0 {
+		// Cut off from part of the ring: an even split, whatever the
+		// traffic says (see Room.Cut).
+		width = min(width, 1/float64(sp.nodes))
+	}
+	hi := min(lo+width, 1)
 	u := unitHash(a.roomName, a.now.UnixNano()/a.lag.Nanoseconds())
 	// Systematic rounding: every node rounds its interval of the common line
 	// with the same offset, so the rounded parts add up to at most v.
 	total := int64(math.Floor(tidy(v*hi)+u)) - int64(math.Floor(tidy(v*lo)+u))
 	sp.allowance = max(0, total-k)
-	sp.burst = a.burstAllowance(snap, sp.pool, k)
+	if !a.room.Cut {
+		sp.burst = a.burstAllowance(snap, sp.pool, k)
+	}
 	sp.allowance = max(sp.allowance, sp.burst)
 	sp.shareSlots = sp.share * float64(sp.pool)
 	sp.anywhereSlots = sp.anywhere * float64(sp.pool)

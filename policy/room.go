@@ -76,6 +76,15 @@ type Room struct {
 	// may admit; 0 means "count the nodes seen in the traffic history", which
 	// is too small when silent nodes wake up all at once.
 	Nodes int
+	// Cut is true while some of the nodes this one expects are unreachable
+	// (a partition, or peers that just failed). Their traffic then stops
+	// showing in the snapshot while they may well go on admitting, so the
+	// shares computed from traffic would let every side take most of the
+	// pool. While cut off, each node takes at most an even 1/Nodes of the
+	// pool and no burst allowance: the sides together stay within the
+	// limits, at the cost of leaving unused what a busier side could have
+	// taken.
+	Cut bool
 	// Lag bounds how stale a remote node's column in the snapshot can be; 0
 	// means DefaultLag. It must cover the real gossip delay, or the overshoot
 	// bound of the package doc is void (gossip at 5 s under the default 2 s

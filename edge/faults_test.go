@@ -1,0 +1,903 @@
+package edge_test
+
+// The fault suite of issue #9, item 1, and the gossip part of item 5: real
+// clusters of edge nodes in this process (see faultnet_test.go), with nodes
+// killed and restarted, the network partitioned, lossy and reordering,
+// clocks skewed, and cookie and gossip keys rotated. Every test logs what it
+// measured (convergence times, admissions per side, totals), so that a run
+// with -v is the record of the faults tried and their outcomes.
+//
+// Real-time waits are scaled down for the default suite: gossip runs on the
+// timings of faultTune, about five times shorter than the LAN profile's, and
+// the 2-vs-3 partition lasts 8 s of real time (30 s with WAITROOM_LONG=1,
+// the issue's duration). Admission minutes run on fake clocks, so the policy
+// sees the partition last 30 s either way.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip"
+)
+
+const faultRoom = "sale"
+
+// faultMinute is the unix minute of t.
+func faultMinute(t time.Time) int64 { return t.Unix() / 60 }
+
+// faultAt is second sec of unix minute m.
+func faultAt(m int64, sec int) time.Time { return time.Unix(m*60+int64(sec), 0) }
+
+// faultCheckTotals fails unless node n's merged figures are want.
+func faultCheckTotals(t *testing.T, n *faultNode, m int64, want faultTotals) {
+	t.Helper()
+	got := faultTotalsOf(n.snap(faultRoom, m))
+	got.Arrivals, want.Arrivals = 0, 0 // arrivals count check-ins per minute; not compared
+	if got != want {
+		t.Errorf("%s holds %s; the visitors were told %s", n.name, got, want)
+	}
+}
+
+// faultTruth is what the crowd was told, as totals.
+func faultTruth(cr *faultCrowd) faultTotals {
+	a, w := cr.counts()
+	return faultTotals{Admitted: uint64(a), Active: int64(a), Waiting: int64(w)}
+}
+
+func TestFaultKillAndRestart(t *testing.T) {
+	const total, perMinute = 100, 10
+	c := newFaultCluster(t, 11, 3, nil, room(faultRoom, total, perMinute))
+	var crowd faultCrowd
+	m0 := faultMinute(c.base.Now())
+	dead := c.nodes[2]
+	var before []*faultVisitor // visitors queued before the crash
+
+	t.Run("before the crash every node counts a burst exactly", func(t *testing.T) {
+		for i, v := range crowd.add(30) {
+			v.home = i % 3
+			if v.visit(t, c.nodes[v.home]) == faultQueued {
+				before = append(before, v)
+			}
+		}
+		took := c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+		for _, n := range c.nodes {
+			faultCheckTotals(t, n, m0, faultTruth(&crowd))
+		}
+		t.Logf("burst of 30 at 3 nodes: %s; converged in %s", faultTruth(&crowd), took)
+	})
+
+	var survivors faultTotals
+	var lostWait int64                    // waiting counts the crash took with it
+	lostCount := map[*faultVisitor]bool{} // the visitors they belonged to, or may have
+	t.Run("a node killed mid-event leaves the survivors' counts neither doubled nor inflated", func(t *testing.T) {
+		// Five more visitors reach the doomed node, which dies at once: the
+		// counts it had not gossiped yet die with it.
+		inflight := crowd.add(5)
+		for _, v := range inflight {
+			v.home = 2
+			if v.visit(t, dead) == faultQueued {
+				before = append(before, v)
+			}
+		}
+		truth := faultTruth(&crowd)
+		dead.kill()
+		live := c.live()
+		took := c.waitConverged(faultRoom, live, 5*time.Second)
+		gone := c.waitRing(live, 10*time.Second)
+		survivors = faultTotalsOf(live[0].snap(faultRoom, m0))
+		if survivors.Admitted > truth.Admitted || survivors.Active > truth.Active || survivors.Waiting > truth.Waiting {
+			t.Errorf("the survivors hold %s, more than the visitors were told (%s)", survivors, truth)
+		}
+		lostAdm := truth.Admitted - survivors.Admitted
+		lostWait = truth.Waiting - survivors.Waiting
+		if lostWait > 0 {
+			for _, v := range inflight {
+				lostCount[v] = v.queued
+			}
+		}
+		if lostAdm+uint64(lostWait) > uint64(len(inflight)) {
+			t.Errorf("the crash lost %d admissions and %d waiting, more than the %d visitors of its last moment", lostAdm, lostWait, len(inflight))
+		}
+		t.Logf("killed %s right after 5 visits: survivors hold %s of the true %s (lost in flight: %d admitted, %d waiting); survivors agree after %s, declared it gone after %s",
+			dead.name, survivors, truth, lostAdm, lostWait, took, gone)
+	})
+
+	t.Run("the node restarted under its name reads the merged totals and nobody's count doubles", func(t *testing.T) {
+		old := dead.srv.Node().Replica()
+		start := time.Now()
+		dead.start()
+		if dead.srv.Node().Replica() == old {
+			t.Fatalf("the restarted node kept replica %s: its new counts would hide under the old ones", old)
+		}
+		ring := c.waitRing(c.nodes, 10*time.Second)
+		took := c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+		for _, n := range c.nodes {
+			faultCheckTotals(t, n, m0, survivors)
+		}
+		t.Logf("restarted %s with a new replica: in the ring after %s, holding the merged state after %s (%s)",
+			dead.name, ring, time.Since(start).Round(time.Millisecond), took)
+	})
+
+	t.Run("visitors queued before the crash keep their place and go in first, at any node", func(t *testing.T) {
+		if len(before) < 10 {
+			t.Fatalf("only %d visitors were queued before the crash", len(before))
+		}
+		// A minute later new slots open; newcomers arrive at every node and
+		// must wait behind everyone queued before the crash.
+		c.setTime(faultAt(m0+1, 5))
+		later := crowd.add(6)
+		for i, v := range later {
+			v.home = i % 3
+			if v.visit(t, c.nodes[v.home]) != faultQueued {
+				t.Errorf("a newcomer at %s was let in ahead of %d visitors queued before the crash", c.nodes[v.home].name, len(before))
+			}
+		}
+		// A visitor whose waiting count died with the crash is missing from
+		// its bucket's count: when the count runs out before the bucket
+		// does, a newcomer may go in ahead of it (it keeps its bucket and
+		// goes in at its next check-in). Nobody else may be overtaken.
+		rounds, overtaken := 0, 0
+		for ; rounds < 24; rounds++ {
+			waiting, uncounted := 0, 0
+			for _, v := range before {
+				if v.admitted {
+					continue
+				}
+				// Back at another node than the first, the restarted one
+				// included.
+				v.visit(t, c.nodes[(v.home+1+rounds)%3])
+				if b := openBucket(t, c.key, faultRoom, v.cookies["__waitroom"], c.base.Now()); b != m0 {
+					t.Fatalf("visitor %d, queued in minute %d, now holds bucket %d: it lost its place", v.id, m0, b)
+				}
+				switch {
+				case v.admitted:
+				case lostCount[v]:
+					uncounted++
+				default:
+					waiting++
+				}
+			}
+			for _, v := range later {
+				if !v.admitted {
+					v.visit(t, c.nodes[(v.home+rounds)%3])
+				}
+				if !v.admitted || waiting+uncounted == 0 {
+					continue
+				}
+				if waiting > 0 || int64(uncounted) > lostWait {
+					t.Fatalf("newcomer %d was admitted at %s while %d visitors queued before the crash still wait (%d of them with their count lost in the crash)", v.id, v.node, waiting+uncounted, uncounted)
+				}
+				overtaken = max(overtaken, uncounted)
+			}
+			if waiting+uncounted == 0 {
+				break
+			}
+			c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+			c.advance(25 * time.Second)
+		}
+		if rounds == 24 {
+			t.Fatalf("visitors queued before the crash were still waiting after 10 minutes")
+		}
+		at := map[string]int{}
+		for _, v := range before {
+			at[v.node]++
+		}
+		// Uncounted visitors also take slots the counts do not show: the
+		// minute's limit may be passed by as many as the crash lost.
+		per := faultPerMinute(&crowd)
+		for m, n := range per {
+			if m > m0 && int64(n) > perMinute+lostWait {
+				t.Errorf("minute m%+d: %d admitted, limit %d (and %d counts lost in the crash)", m-m0, n, perMinute, lostWait)
+			}
+		}
+		t.Logf("all %d visitors queued before the crash kept bucket %d and went in, by %s (admitted at %v); newcomers went in ahead of %d of them, whose counts the crash had lost (at most %d allowed); admitted per minute %s (limit %d)",
+			len(before), m0, c.base.Now().Format("15:04:05"), at, overtaken, lostWait, faultMinutes(per), perMinute)
+	})
+}
+
+func TestFaultRestartHearsGossipFirst(t *testing.T) {
+	// Push-pull at the LAN profile's 30 s, so that only the join can bring
+	// a restarted node the state in time.
+	c := faultClusterOf(t, 12, room(faultRoom, 100, 10))
+	c.tune = func(n *faultNode, mc *memberlist.Config) { mc.PushPullInterval = 30 * time.Second }
+	a := c.add("pop-a", 0)
+	// Keep what a sends in its first moments with a peer: its own alive
+	// message rides along, as memberlist gossips it to every newcomer.
+	var mu sync.Mutex
+	var early [][]byte
+	c.net.SetTrace(func(from, to string, p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if from == a.addr && len(early) < 5 {
+			early = append(early, bytes.Clone(p))
+		}
+	})
+	b := c.add("pop-b", 0)
+	c.waitRing(c.nodes, 10*time.Second)
+	faultWithin(t, 5*time.Second, "a's first packets to b", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(early) == 5
+	}, nil)
+	c.net.SetTrace(nil)
+	crowd := &faultCrowd{}
+	for i, v := range crowd.add(20) {
+		v.visit(t, c.nodes[i%2])
+	}
+	c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+	taken, waiting := crowd.counts()
+	if waiting < 5 {
+		t.Fatalf("setup: %d admitted and %d waiting, want a queue", taken, waiting)
+	}
+	// A quiet moment: every broadcast has been sent its number of times.
+	faultWithin(t, 5*time.Second, "broadcast queues drained", func() bool {
+		return a.srv.Node().Stats().Queued == 0 && b.srv.Node().Stats().Queued == 0
+	}, nil)
+	time.Sleep(200 * time.Millisecond)
+
+	t.Run("a node restarted after a crash that hears gossip before it joins still fetches the full state at once", func(t *testing.T) {
+		b.kill()
+		// Late duplicates of those packets reach b's address as it comes
+		// back, before its join: the fault memberlist's own traffic makes
+		// when a peer's packet to the old process arrives at the new one.
+		// And b cannot reach a for its first 300 ms: its first join fails,
+		// as it does when a seed is briefly unreachable, and by its retry
+		// half a second later those duplicates have shown it a member.
+		b.bound = func(tr *gossip.FaultTransport) {
+			self, seed := tr.Addr(), a.addr
+			c.net.SetBlocked(func(from, to string) bool { return from == self && to == seed })
+			time.AfterFunc(300*time.Millisecond, c.net.Heal)
+			mu.Lock()
+			defer mu.Unlock()
+			sender, err := c.net.Transport("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sender.Shutdown()
+			for _, p := range early {
+				_, _ = sender.NetTransport.WriteTo(p, tr.Addr())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		defer func() { b.bound = nil }()
+		start := time.Now()
+		b.start()
+		ring := c.waitRing(c.nodes, 10*time.Second)
+		ok := true
+		for !faultSameCells(faultRoom, c.nodes) {
+			if time.Since(start) > 2*time.Second {
+				ok = false
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		m := faultMinute(c.base.Now())
+		if !ok {
+			t.Errorf("2 s after its restart %s holds %d of the ring's %d cells (%s; the ring holds %s), after %d push-pulls; it was in the ring after %s and waits for the next push-pull, up to 30 s",
+				b.name, len(b.cells(faultRoom)), len(a.cells(faultRoom)), faultTotalsOf(b.snap(faultRoom, m)), faultTotalsOf(a.snap(faultRoom, m)), b.srv.Node().Stats().PushPulls, ring)
+		} else {
+			t.Logf("%s restarted, in the ring after %s, holding the merged state after %s", b.name, ring, time.Since(start).Round(time.Millisecond))
+		}
+		// Visitors wait for the minute's ten slots: a newcomer at the
+		// restarted node must wait behind them, once its allocation loop
+		// (every 250 ms) has caught up with what it holds.
+		time.Sleep(300 * time.Millisecond)
+		in := 0
+		for _, v := range crowd.add(5) {
+			if v.visit(t, b) == faultAdmitted {
+				in++
+			}
+		}
+		if in > 0 {
+			t.Errorf("%s let in %d of 5 newcomers ahead of %d waiting visitors (the minute's limit is 10; %d were in already)", b.name, in, waiting, taken)
+		}
+	})
+}
+
+// faultSplitRun starts five nodes, gives them a minute of even traffic, then
+// in the next minute sends three new visitors to every node every 5 s of
+// fake time for 30 s (queued ones checking in when their page says), with
+// sides A (two nodes) and B (three) partitioned for that span when cut is
+// set. Each step lasts step of real time. It returns the cluster, the crowd,
+// each side's admissions in the span and each side's share of the traffic
+// before it.
+func faultSplitRun(t *testing.T, seed uint64, cut bool, step time.Duration) (*faultCluster, *faultCrowd, [2]int, [2]float64) {
+	t.Helper()
+	const steps = 6
+	c := newFaultCluster(t, seed, 5, nil, room(faultRoom, 10000, faultSplitLimit))
+	crowd := &faultCrowd{}
+	m0 := faultMinute(c.base.Now())
+	sideOf := func(n *faultNode) int {
+		if n == c.nodes[0] || n == c.nodes[1] {
+			return 0
+		}
+		return 1
+	}
+	for i, v := range crowd.add(40) {
+		v.home = i % 5
+		v.visit(t, c.nodes[v.home])
+	}
+	c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+	m1 := m0 + 1
+	c.setTime(faultAt(m1, 2))
+
+	var share [2]float64
+	snap := c.nodes[0].snap(faultRoom, m1)
+	var all float64
+	for _, n := range c.nodes {
+		r := n.srv.Node().Replica()
+		x := float64(snap.ArrivalsIn(m0).Of(r) + snap.AdmittedIn(m0).Of(r))
+		share[sideOf(n)] += x
+		all += x
+	}
+	share[0], share[1] = share[0]/all, share[1]/all
+
+	if cut {
+		c.net.Partition(faultAddrs(c.nodes[:2]), faultAddrs(c.nodes[2:]))
+	}
+	var admitted [2]int
+	start := time.Now()
+	for s := 0; s < steps; s++ {
+		for _, v := range crowd.visitors {
+			if v.due(c.base.Now()) {
+				n := c.nodes[v.home]
+				if v.visit(t, n) == faultAdmitted {
+					admitted[sideOf(n)]++
+				}
+			}
+		}
+		for i, v := range crowd.add(15) {
+			v.home = i % 5
+			n := c.nodes[v.home]
+			if v.visit(t, n) == faultAdmitted {
+				admitted[sideOf(n)]++
+			}
+		}
+		time.Sleep(time.Until(start.Add(time.Duration(s+1) * step)))
+		c.advance(5 * time.Second)
+	}
+	return c, crowd, admitted, share
+}
+
+// faultSplitLimit is new_users_per_minute in the partition test.
+const faultSplitLimit = 60
+
+func TestFaultPartition(t *testing.T) {
+	const perMinute = faultSplitLimit
+	// The partition lasts 8 s of real time (30 s with WAITROOM_LONG=1),
+	// and 30 s of fake time either way. 8 s outlasts failure detection
+	// (about 1 s here) plus the 6 s the dead are still gossiped to
+	// (faultTune; 30 s on LAN), after which memberlist itself never brings
+	// the sides back together: the heal is up to the node.
+	partition := 8 * time.Second
+	if faultLong() {
+		partition = 30 * time.Second
+	}
+
+	t.Run("without a partition the same traffic stays within the limit", func(t *testing.T) {
+		c, _, admitted, share := faultSplitRun(t, 21, false, 300*time.Millisecond)
+		for _, n := range c.nodes {
+			n.kill() // not needed any more
+		}
+		t.Logf("no partition, 30 s fake: nodes a-b (share %.2f) admitted %d, nodes c-e (share %.2f) admitted %d; limit %d a minute, together %d",
+			share[0], admitted[0], share[1], admitted[1], perMinute, admitted[0]+admitted[1])
+		if sum := admitted[0] + admitted[1]; sum > perMinute+perMinute/20+5 {
+			t.Errorf("admitted %d in a minute whose limit is %d", sum, perMinute)
+		}
+	})
+
+	c, crowd, admitted, share := faultSplitRun(t, 22, true, partition/6)
+	t.Run("both sides of a 2-vs-3 partition keep admitting, together within a bound", func(t *testing.T) {
+		// How each side sees the traffic at the end: its own column is
+		// fresh, the other side's froze at the cut.
+		var seen [2]float64
+		for s, n := range []*faultNode{c.nodes[0], c.nodes[4]} {
+			for _, ns := range roomStatus(t, n.admin, faultRoom).Nodes {
+				if (ns.Node == "pop-a" || ns.Node == "pop-b") == (s == 0) {
+					seen[s] += ns.TrafficShare
+				}
+			}
+		}
+		t.Logf("partition of %s real, 30 s fake: side A (2 nodes, share %.2f) admitted %d, side B (3 nodes, share %.2f) admitted %d; limit %d a minute, together %d; members seen: A %d, B %d; at the end A reckons its traffic share %.2f, B its %.2f",
+			partition, share[0], admitted[0], share[1], admitted[1], perMinute, admitted[0]+admitted[1], c.nodes[0].members(), c.nodes[4].members(), seen[0], seen[1])
+		// KNOWN GAP (issue note): each side's view of the other side's
+		// admissions freezes at the cut, so each side believes the slots
+		// the other is using are free. While cut off (Room.Cut) the pool
+		// is split evenly by node count, but slots reserved for fully
+		// covered buckets are not, so the sides together overshoot:
+		// measured 82–87 of 60 (1.37–1.45×). Holding each side to its share
+		// needs the policy to know which replicas it can still hear and
+		// to bound their side by share × limit. Until then this is a
+		// ratchet at today's level, so it can only get better.
+		if admitted[0] == 0 || admitted[1] == 0 {
+			t.Errorf("a side stopped admitting during the partition: A %d, B %d", admitted[0], admitted[1])
+		}
+		if sum := admitted[0] + admitted[1]; sum > perMinute*3/2 {
+			t.Errorf("during the partition the two sides admitted %d together; the ratchet is 1.5 × the limit of %d", sum, perMinute)
+		}
+	})
+
+	t.Run("after the heal all five nodes converge within five seconds", func(t *testing.T) {
+		c.net.Heal()
+		healed := time.Now()
+		// Visitors keep coming meanwhile.
+		for i, v := range crowd.add(5) {
+			v.home = i
+			v.visit(t, c.nodes[i])
+		}
+		ok := true
+		for !faultSameCells(faultRoom, c.nodes) {
+			if time.Since(healed) > 5*time.Second {
+				ok = false
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		took := time.Since(healed)
+		var views []string
+		for _, n := range c.nodes {
+			views = append(views, fmt.Sprintf("%s sees %d members: %s", n.name, n.members(), faultTotalsOf(n.snap(faultRoom, faultMinute(c.base.Now())))))
+		}
+		if !ok {
+			t.Errorf("5 s after the heal the nodes still disagree:\n  %s", strings.Join(views, "\n  "))
+			return
+		}
+		t.Logf("converged %s after the heal:\n  %s", took.Round(time.Millisecond), strings.Join(views, "\n  "))
+		faultWithin(t, 5*time.Second, "one ring of five after the heal", func() bool {
+			for _, n := range c.nodes {
+				if n.members() != 5 {
+					return false
+				}
+			}
+			return true
+		}, func() string { return c.membership(c.nodes) })
+	})
+}
+
+// faultSteps sends, in each of steps steps of fake time step apart and real
+// time pause apart, fresh new visitors to every node and every due queued
+// visitor back to its home node. It returns when the last visit was made.
+func faultSteps(t *testing.T, c *faultCluster, crowd *faultCrowd, steps, fresh int, step, pause time.Duration) (last time.Time) {
+	t.Helper()
+	for s := 0; s < steps; s++ {
+		for _, v := range crowd.visitors {
+			if v.due(c.base.Now()) {
+				v.visit(t, c.nodes[v.home])
+			}
+		}
+		for i, v := range crowd.add(fresh * len(c.nodes)) {
+			v.home = i % len(c.nodes)
+			v.visit(t, c.nodes[v.home])
+		}
+		last = time.Now()
+		if s < steps-1 {
+			time.Sleep(pause)
+			c.advance(step)
+		}
+	}
+	return last
+}
+
+// faultMinutes prints per-minute counts in minute order, from the first.
+func faultMinutes(per map[int64]int) string {
+	var ms []int64
+	for m := range per {
+		ms = append(ms, m)
+	}
+	slices.Sort(ms)
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "m%+d: %d", m-ms[0], per[m])
+	}
+	return b.String()
+}
+
+// faultPerMinute counts the crowd's admissions by the minute of the node
+// that admitted them.
+func faultPerMinute(crowd *faultCrowd) map[int64]int {
+	out := map[int64]int{}
+	for _, v := range crowd.visitors {
+		if v.admitted {
+			out[v.admittedIn]++
+		}
+	}
+	return out
+}
+
+func TestFaultPacketLoss(t *testing.T) {
+	const perMinute = 40
+	c := newFaultCluster(t, 33, 5, nil, room(faultRoom, 10000, perMinute))
+	crowd := &faultCrowd{}
+	// Overshoot allowed: a tenth of the limit and a slot per node (the
+	// policy's rounding when views differ).
+	tol := perMinute/10 + len(c.nodes)
+	var last time.Time // of the last visit
+
+	t.Run("with 30% of packets lost both ways admissions stay within the limit", func(t *testing.T) {
+		c.net.SetLoss(0.30)
+		// Two minutes of 60 arrivals a minute against a limit of 40.
+		last = faultSteps(t, c, crowd, 12, 2, 10*time.Second, 400*time.Millisecond)
+		per := faultPerMinute(crowd)
+		for m, n := range per {
+			if n > perMinute+tol {
+				t.Errorf("minute %d: %d admitted, limit %d", m, n, perMinute)
+			}
+		}
+		t.Logf("30%% loss: admitted per minute %s (limit %d); network %+v", faultMinutes(per), perMinute, c.net.Stats())
+	})
+
+	t.Run("with 30% of packets lost both ways all nodes converge to the true totals", func(t *testing.T) {
+		c.waitConverged(faultRoom, c.nodes, 10*time.Second)
+		took := time.Since(last)
+		m := faultMinute(c.base.Now())
+		for _, n := range c.nodes {
+			faultCheckTotals(t, n, m, faultTruth(crowd))
+		}
+		t.Logf("30%% loss: %s on every node, converged %s after the last visit", faultTruth(crowd), took.Round(time.Millisecond))
+	})
+
+	t.Run("with a quarter of packets duplicated and reordered no count doubles", func(t *testing.T) {
+		c.net.SetLoss(0)
+		c.net.SetDuplication(0.25)
+		c.net.SetDelay(0, 80*time.Millisecond)
+		c.advance(10 * time.Second)
+		before := c.net.Stats()
+		last := faultSteps(t, c, crowd, 6, 2, 10*time.Second, 300*time.Millisecond)
+		c.waitConverged(faultRoom, c.nodes, 10*time.Second)
+		took := time.Since(last).Round(time.Millisecond)
+		m := faultMinute(c.base.Now())
+		for _, n := range c.nodes {
+			faultCheckTotals(t, n, m, faultTruth(crowd))
+		}
+		st := c.net.Stats()
+		if st.Duplicated == before.Duplicated {
+			t.Fatal("no packet was duplicated")
+		}
+		t.Logf("25%% duplicated, 0-80 ms jitter: %s on every node, converged %s after the last visit; %d of %d packets duplicated",
+			faultTruth(crowd), took, st.Duplicated-before.Duplicated, st.Sent-before.Sent)
+	})
+}
+
+func TestFaultClockSkew(t *testing.T) {
+	const perMinute = 12
+	skews := []time.Duration{-30 * time.Second, 0, 30 * time.Second}
+	c := newFaultCluster(t, 44, 3, skews, room(faultRoom, 1000, perMinute))
+	crowd := &faultCrowd{}
+	m0 := faultMinute(c.base.Now())
+	c.setTime(faultAt(m0, 30)) // the nodes read m0:00, m0:30 and m0+1:00
+
+	check := func(t *testing.T) {
+		t.Helper()
+		truth := faultTruth(crowd)
+		per := faultPerMinute(crowd)
+		for _, n := range c.nodes {
+			// At the minute the node's own clock reads, and at the latest
+			// minute any node reads.
+			own := faultMinute(n.now())
+			for _, m := range []int64{own, faultMinute(c.nodes[2].now())} {
+				faultCheckTotals(t, n, m, truth)
+			}
+			// Each admission in the minute of the node that made it.
+			snap := n.snap(faultRoom, faultMinute(c.nodes[2].now()))
+			for m, want := range per {
+				if got := snap.AdmittedIn(m).Total; got != uint64(want) {
+					t.Errorf("%s counts %d admissions in minute %d, the nodes made %d", n.name, got, m-m0, want)
+				}
+			}
+		}
+	}
+
+	t.Run("after a burst on nodes 30 s apart every node holds the true totals", func(t *testing.T) {
+		for i, v := range crowd.add(36) {
+			v.home = i % 3
+			v.visit(t, c.nodes[v.home])
+		}
+		took := c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+		check(t)
+		per := faultPerMinute(crowd)
+		t.Logf("burst of 36 at clocks -30/0/+30 s: %s on every node after %s; admitted in minute m0: %d, m0+1: %d",
+			faultTruth(crowd), took, per[m0], per[m0+1])
+	})
+
+	t.Run("visitors moving between skewed nodes are counted once", func(t *testing.T) {
+		early := 0
+		for round := 1; round <= 4; round++ {
+			c.advance(25 * time.Second)
+			for _, v := range crowd.visitors {
+				// To the next node along, whose clock differs by 30 s (or 60 s
+				// when wrapping from +30 to -30).
+				n := c.nodes[(v.home+round)%3]
+				switch {
+				case v.admitted:
+					v.visit(t, n)
+				case v.due(c.base.Now()):
+					if v.visit(t, n) == faultEarly {
+						early++
+					}
+				}
+			}
+			c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+			check(t)
+		}
+		a, w := crowd.counts()
+		t.Logf("4 rounds of every visitor at another node: %d admitted, %d waiting, counted alike on every node; %d check-ins came early by a slower node's clock and were not counted", a, w, early)
+	})
+}
+
+// faultCookieKeys writes a cookie key file holding keys, the first sealing.
+func faultCookieKeys(t *testing.T, dir, name string, keys ...cookie.Key) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, cookie.FormatKeyFile(keys...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestFaultCookieKeyRestart(t *testing.T) {
+	dir := t.TempDir()
+	oldKey, err := cookie.GenerateKey(nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKey, err := cookie.GenerateKey(nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldOnly := faultCookieKeys(t, dir, "old.key", oldKey)
+	stage1 := faultCookieKeys(t, dir, "stage1.key", oldKey, newKey) // new key accepted
+	stage2 := faultCookieKeys(t, dir, "stage2.key", newKey, oldKey) // new key seals
+	newOnly := faultCookieKeys(t, dir, "new.key", newKey)           // old key gone
+
+	// One visitor at a time may be in, for half an hour: everyone else
+	// waits throughout, and every check-in shows whether the token opened.
+	rc := room(faultRoom, 1, 1)
+	rc.SessionDuration = 30
+	c := faultClusterOf(t, 55, rc)
+	c.key = oldOnly
+	a, b := c.add("pop-a", 0), c.add("pop-b", 0)
+	c.waitRing(c.nodes, 10*time.Second)
+	crowd := &faultCrowd{}
+	m0 := faultMinute(c.base.Now())
+	var queued []*faultVisitor
+	for i, v := range crowd.add(12) {
+		v.home = i % 2
+		if v.visit(t, c.nodes[v.home]) == faultQueued {
+			queued = append(queued, v)
+		}
+	}
+	if len(queued) < 10 {
+		t.Fatalf("only %d of 12 visitors were queued", len(queued))
+	}
+	// Sleepers do not come back until the old key is gone.
+	active, sleepers := queued[:len(queued)/2], queued[len(queued)/2:]
+	c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+
+	restart := func(t *testing.T, n *faultNode, keys string) {
+		t.Helper()
+		n.stop()
+		n.keys = keys
+		n.start()
+		c.waitRing(c.nodes, 10*time.Second)
+		c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+		// Decide on what the node now holds, not on the allocation it made
+		// at start before it had the state (its loop would within 250 ms).
+		c.recompute()
+	}
+	// checkIn brings vs back, every one at both nodes in turn, 25 s apart,
+	// and fails unless each token opened (same bucket, read with keys).
+	checkIn := func(t *testing.T, vs []*faultVisitor, keys string) {
+		t.Helper()
+		for _, n := range []*faultNode{b, a} {
+			c.advance(25 * time.Second)
+			for _, v := range vs {
+				if got := v.visit(t, n); got != faultQueued {
+					t.Fatalf("visitor %d at %s: outcome %d, want queued and counted", v.id, n.name, got)
+				}
+				if bk := openBucket(t, keys, faultRoom, v.cookies["__waitroom"], c.base.Now()); bk != m0 {
+					t.Fatalf("visitor %d at %s holds bucket %d, want %d: its token did not open", v.id, n.name, bk, m0)
+				}
+			}
+		}
+		c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+		for _, n := range c.nodes {
+			faultCheckTotals(t, n, faultMinute(c.base.Now()), faultTruth(crowd))
+		}
+	}
+	unknownKey := func(n *faultNode) float64 {
+		return metric(t, n.admin, `waitroom_cookie_errors_total{reason="unknown_key",room="sale"}`)
+	}
+
+	t.Run("after a restart with the same key file queued visitors keep their place", func(t *testing.T) {
+		restart(t, b, oldOnly)
+		restart(t, a, oldOnly)
+		checkIn(t, active, oldOnly)
+		t.Logf("%d queued visitors checked in at both restarted nodes: bucket %d kept, waiting counted once (%s)", len(active), m0, faultTruth(crowd))
+	})
+
+	t.Run("rotation stage 1: with the new key accepted everywhere, tokens still open", func(t *testing.T) {
+		restart(t, b, stage1)
+		restart(t, a, stage1)
+		checkIn(t, active, oldOnly) // still sealed with the old key
+	})
+
+	t.Run("rotation stage 2: with the new key sealing, tokens sealed with the old one still open", func(t *testing.T) {
+		// Mid-rollout: b seals with the new key, a still with the old, and
+		// each opens the other's tokens.
+		restart(t, b, stage2)
+		checkIn(t, active, stage1)
+		restart(t, a, stage2)
+		checkIn(t, active, newOnly) // resealed under the new key at both
+	})
+
+	t.Run("rotation stage 3: once the old key is removed its tokens are new visitors, never an error page", func(t *testing.T) {
+		restart(t, b, newOnly)
+		restart(t, a, newOnly)
+		checkIn(t, active, newOnly)
+		before := unknownKey(a) + unknownKey(b)
+		for i, v := range sleepers {
+			n := c.nodes[i%2]
+			resp := v.get(n.srv, "http://shop.test/")
+			page := body(t, resp)
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") == "" || !strings.Contains(page, "<html") {
+				t.Fatalf("sleeper %d with an old-key token at %s: status %d, Refresh %q; want the queue page", v.id, n.name, resp.StatusCode, resp.Header.Get("Refresh"))
+			}
+			if bk := openBucket(t, newOnly, faultRoom, v.cookies["__waitroom"], c.base.Now()); bk != faultMinute(c.base.Now()) {
+				t.Errorf("sleeper %d got bucket %d, want the current minute %d as a new visitor", v.id, bk, faultMinute(c.base.Now()))
+			}
+		}
+		if got := unknownKey(a) + unknownKey(b) - before; got != float64(len(sleepers)) {
+			t.Errorf("cookie_errors_total{reason=unknown_key} rose by %.0f, want %d", got, len(sleepers))
+		}
+		t.Logf("%d visitors whose tokens were resealed kept bucket %d through all three stages; %d sleepers holding old-key tokens were queued afresh (bucket now, unknown_key counted)",
+			len(active), m0, len(sleepers))
+	})
+}
+
+// faultGossipKey writes a gossip key file holding keys, the first
+// encrypting.
+func faultGossipKey(t *testing.T, dir, name string, keys ...[]byte) string {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(base64.StdEncoding.EncodeToString(k) + "\n")
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestFaultGossipKeyRotation(t *testing.T) {
+	dir := t.TempDir()
+	k1, k2 := make([]byte, 32), make([]byte, 32)
+	if _, err := rand.Read(k1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rand.Read(k2); err != nil {
+		t.Fatal(err)
+	}
+	oldFile, newFile := faultGossipKey(t, dir, "old.key", k1), faultGossipKey(t, dir, "new.key", k2)
+	const label = "waitroom-fault"
+	type setup struct{ keys, label string }
+	setups := map[string]setup{}
+	c := faultClusterOf(t, 66, room(faultRoom, 1000, 100))
+	c.edit = func(n *faultNode, cfg *edge.Config) {
+		s, ok := setups[n.name]
+		if !ok {
+			s = setup{oldFile, label}
+		}
+		cfg.GossipKeyFile, cfg.GossipLabel = s.keys, s.label
+	}
+	for _, name := range []string{"pop-a", "pop-b", "pop-c"} {
+		c.add(name, 0)
+	}
+	ring := c.nodes
+	c.waitRing(ring, 10*time.Second)
+	crowd := &faultCrowd{}
+	// converges sends a visitor to node n and waits until the ring agrees.
+	converges := func(t *testing.T, n *faultNode, what string) time.Duration {
+		t.Helper()
+		v := crowd.add(1)[0]
+		v.visit(t, n)
+		took := c.waitConverged(faultRoom, ring, 5*time.Second)
+		for _, o := range ring {
+			faultCheckTotals(t, o, faultMinute(c.base.Now()), faultTruth(crowd))
+		}
+		return took
+	}
+	stage := func(t *testing.T, what string, op func(*memberlist.Keyring) error) {
+		t.Helper()
+		var took []time.Duration
+		for _, n := range ring {
+			if err := op(n.mc.Keyring); err != nil {
+				t.Fatalf("%s on %s: %v", what, n.name, err)
+			}
+			// Part of the ring changed, part not: gossip (packets) must
+			// still converge, and a push-pull (a stream) must still pass
+			// both ways between a changed node and an unchanged one.
+			next := ring[(slices.Index(ring, n)+1)%len(ring)]
+			took = append(took, converges(t, next, what))
+			for _, p := range [][2]*faultNode{{n, next}, {next, n}} {
+				if _, err := p[0].srv.Node().Join([]string{p[1].addr}); err != nil {
+					t.Errorf("%s after %s on %s: push-pull from %s to %s failed: %v", what, what, n.name, p[0].name, p[1].name, err)
+				}
+			}
+		}
+		t.Logf("%s node by node: the ring converged after each change in %v", what, took)
+	}
+
+	t.Run("gossip is encrypted and labelled", func(t *testing.T) {
+		for _, n := range ring {
+			if n.mc.Label != label || !n.mc.EncryptionEnabled() || !n.mc.GossipVerifyIncoming || !n.mc.GossipVerifyOutgoing {
+				t.Errorf("%s: label %q, encryption %v, verify in/out %v/%v", n.name, n.mc.Label, n.mc.EncryptionEnabled(), n.mc.GossipVerifyIncoming, n.mc.GossipVerifyOutgoing)
+			}
+		}
+		converges(t, ring[0], "start")
+	})
+	t.Run("rotation stage 1: the new key is installed on every node", func(t *testing.T) {
+		stage(t, "install", func(kr *memberlist.Keyring) error { return kr.AddKey(k2) })
+	})
+	t.Run("rotation stage 2: the new key becomes primary on every node", func(t *testing.T) {
+		stage(t, "use", func(kr *memberlist.Keyring) error { return kr.UseKey(k2) })
+	})
+	t.Run("rotation stage 3: the old key is removed from every node", func(t *testing.T) {
+		stage(t, "remove", func(kr *memberlist.Keyring) error { return kr.RemoveKey(k1) })
+		for _, n := range ring {
+			if keys := n.mc.Keyring.GetKeys(); len(keys) != 1 || !bytes.Equal(keys[0], k2) {
+				t.Errorf("%s holds %d keys after the rotation, want only the new one", n.name, len(keys))
+			}
+		}
+	})
+
+	t.Run("nodes with the old key only, without the label, or without encryption cannot join", func(t *testing.T) {
+		setups["old-key"] = setup{oldFile, label}
+		setups["no-label"] = setup{newFile, ""}
+		setups["plain"] = setup{"", label}
+		var outsiders []*faultNode
+		for _, name := range []string{"old-key", "no-label", "plain"} {
+			outsiders = append(outsiders, c.add(name, 0))
+		}
+		// Each retries its seeds with backoff: 0, 0.5 and 1.5 s in.
+		time.Sleep(3 * time.Second)
+		for _, n := range outsiders {
+			if n.members() != 1 {
+				t.Errorf("%s joined: it sees %d members", n.name, n.members())
+			}
+			n.kill()
+		}
+		for _, n := range ring {
+			if n.members() != len(ring) {
+				t.Errorf("%s sees %d members, want the %d of the ring", n.name, n.members(), len(ring))
+			}
+		}
+		converges(t, ring[0], "after the outsiders")
+	})
+
+	t.Run("a node with the new key and the label joins", func(t *testing.T) {
+		setups["pop-d"] = setup{newFile, label}
+		d := c.add("pop-d", 0)
+		ring = append(ring, d)
+		took := c.waitRing(ring, 10*time.Second)
+		converges(t, d, "with pop-d")
+		t.Logf("pop-d, holding the new key, joined in %s", took)
+	})
+}

@@ -26,18 +26,23 @@ func newBench() *cobra.Command {
 		Short: "Measure waitroom against a plain reverse proxy and a bare server, on loopback",
 		Long: `Start, on 127.0.0.1 in this process, a small origin, a bare net/http server
 answering the exact bytes of the queue page, a plain httputil.ReverseProxy with
-waitroom's origin transport settings, and a waitroom node; drive each in turn
-with the same load from the same generator, alternating sides over several
-rounds, and print the median ratios:
+waitroom's origin transport settings, and a waitroom node; drive each with
+the same load from the same generator, the two sides of a comparison
+alternating every --slice for --duration each per round, and print the
+median over --rounds of the per-round ratios:
 
   admitted throughput        waitroom (room with limits out of reach) / plain proxy   goal ≥ 0.95
-  admitted p99 added         at a fixed rate, half the plain proxy's throughput      goal ≤ +0.2 ms
+  admitted p99 added         at a fixed rate, 25% of the plain proxy's throughput    goal ≤ +0.2 ms
   queued throughput          waitroom (full room, new visitors) / bare server        goal ≥ 0.90
   memory per 10,000 waiting  heap growth of the process after GC                     goal < 1 MiB
 
+It also prints each side's process CPU time per request (whose inverse ratio
+moves much less with what else runs on the machine than throughput does) and
+the latency added with one visitor at a time.
+
 Ratios taken in one run on one machine hold on a noisy shared machine;
 absolute figures do not. On a small machine the generator competes with the
-servers for CPU: the output says so.
+servers for CPU: the output says so. Results and method: docs/PERFORMANCE.md.
 
 With --soak, run instead the steady-memory check: constant load on both
 rooms for that long, heap and goroutines sampled every 10 s, and a verdict
@@ -75,8 +80,8 @@ on growth.`,
 			if !asJSON {
 				o.Progress = cmd.ErrOrStderr()
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "waitroom bench: %d rounds of 3 comparisons, %s per side, then the memory step (about %s)\n",
-				max(o.Rounds, 1), o.Duration, (time.Duration(max(o.Rounds, 1))*6*o.Duration + 4*time.Second + 20*time.Second).Round(time.Second))
+			fmt.Fprintf(cmd.ErrOrStderr(), "waitroom bench: %d rounds of 4 comparisons, %s per side each, then the memory steps (about %s)\n",
+				max(o.Rounds, 1), o.Duration, (time.Duration(max(o.Rounds, 1))*8*o.Duration + 6*time.Second + 15*time.Second).Round(time.Second))
 			rep, err := loadtest.RunBench(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -89,13 +94,15 @@ on growth.`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&o.Duration, "duration", 5*time.Second, "length of each side's run in a round")
-	f.IntVar(&o.Rounds, "rounds", 3, "rounds (each side runs once per round per comparison)")
+	f.DurationVar(&o.Slice, "slice", 500*time.Millisecond, "how long one side runs before the other takes over, within a round")
+	f.IntVar(&o.Rounds, "rounds", 3, "rounds; the table gives the median of the per-round ratios")
+	f.Float64Var(&o.LatencyLoad, "latency-load", 0.25, "rate of the p99 comparison, as a fraction of the plain proxy's throughput")
 	f.IntVar(&o.Concurrency, "concurrency", 16, "closed-loop visitors")
 	f.IntVar(&o.Visitors, "visitors", 10_000, "new waiting visitors per step of the memory measurement")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole bench (generator included) to this file")
 	f.DurationVar(&soak, "soak", 0, "run the steady-memory check for this long instead (e.g. 5m)")
-	f.Float64Var(&soakRate, "soak-rate", 1000, "requests per second to each room during --soak")
+	f.Float64Var(&soakRate, "soak-rate", 500, "requests per second of each main stream during --soak")
 	return cmd
 }
 

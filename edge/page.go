@@ -5,7 +5,10 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/cbroglie/mustache"
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/policy"
@@ -100,7 +103,7 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 		WaitTimeFormatted:      est.WaitTimeFormatted,
 		QueueIsFull:            est.QueueIsFull,
 		QueueAll:               vw.pol.QueueAll && vw.phase != Prequeue,
-		LastUpdated:            now.UTC().Format("2006-01-02T15:04:05.000Z"),
+		LastUpdated:            now.UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z"),
 		RefreshIntervalSeconds: refresh,
 		QueueingMethod:         method,
 		IsFIFOQueue:            method == string(policy.FIFO),
@@ -151,15 +154,52 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 		return
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	body, err := vw.tmpl.Render(v.context())
-	if err != nil {
-		// A template that parsed but fails to render must not cost the
-		// visitor their place: fall back to the built-in page.
-		s.log.Warn().Err(err).Str("room", rm.name).Msg("custom page failed to render; serving the default page")
-		body, _ = defaultPage.Render(v.context())
-	}
+	body := rm.pages.get(vw.tmpl, v, func() []byte {
+		body, err := vw.tmpl.Render(v.context())
+		if err != nil {
+			// A template that parsed but fails to render must not cost
+			// the visitor their place: fall back to the built-in page.
+			s.log.Warn().Err(err).Str("room", rm.name).Msg("custom page failed to render; serving the default page")
+			body, _ = defaultPage.Render(v.context())
+		}
+		return []byte(body)
+	})
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body))
+	_, _ = w.Write(body)
+}
+
+// pageCache keeps a room's rendered queue pages by template and variables.
+// The variables take a handful of values at a time (the estimate moves with
+// the allocation, the refresh interval is one of seven jittered values,
+// lastUpdated changes once a second), so nearly every queued visitor gets
+// bytes rendered before; rendering Mustache on every response cost 60% of
+// the queued path.
+type pageCache struct {
+	mu sync.RWMutex
+	m  map[pageKey][]byte
+}
+
+type pageKey struct {
+	t *mustache.Template
+	v pageVars
+}
+
+func (c *pageCache) get(t *mustache.Template, v pageVars, render func() []byte) []byte {
+	k := pageKey{t, v}
+	c.mu.RLock()
+	b, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return b
+	}
+	b = render()
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= 256 {
+		c.m = make(map[pageKey][]byte, 64)
+	}
+	c.m[k] = b
+	c.mu.Unlock()
+	return b
 }
 
 // writeRejectPage answers a room whose queueing method is reject: a static

@@ -54,6 +54,7 @@ type room struct {
 	mu    sync.RWMutex
 	alloc atomic.Pointer[allocation]
 	m     roomMetrics
+	pages pageCache
 }
 
 // allocation is the room's current policy allocation, the minute it was

@@ -230,10 +230,16 @@ func TestEmergencyStop(t *testing.T) {
 			t.Errorf("the origin saw %d requests during the stop", r.origin.Hits()-before)
 		}
 		_ = hits
-		// A newcomer is queued too, and keeps a place.
-		n := newVisitor()
-		if resp := n.get(r.nodes[1], "http://shop.test/"); resp.Header.Get("X-Origin") != "" || setCookie(resp, "__waitroom") == "" {
-			t.Errorf("a newcomer during the stop was not queued with a token")
+		// A newcomer is queued too, and keeps a place, at every node once the
+		// stop has reached it.
+		for i := range r.nodes {
+			within(t, 2*time.Second, "stop in force everywhere", func() bool {
+				return getRoom(t, r.admins[i], "shop").Stopped
+			})
+			n := newVisitor()
+			if resp := n.get(r.nodes[i], "http://shop.test/"); resp.Header.Get("X-Origin") != "" || setCookie(resp, "__waitroom") == "" {
+				t.Errorf("a newcomer at node %d during the stop was not queued with a token", i)
+			}
 		}
 	})
 

@@ -9,7 +9,6 @@ package edge_test
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -35,19 +34,9 @@ func benchOrigin(tb testing.TB) *httptest.Server {
 	return o
 }
 
-// originTransport has the settings of edge's origin transport
-// (newOriginTransport in proxy.go), for the plain proxy to compare with.
-func originTransport() *http.Transport {
-	return &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   512,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-	}
-}
+// originTransport is the transport waitroom uses to reach an origin, for
+// the plain proxy to compare with.
+func originTransport() *http.Transport { return edge.NewOriginTransport(30 * time.Second) }
 
 // plainProxy is what an operator would write without a waiting room.
 func plainProxy(tb testing.TB, origin string) *httputil.ReverseProxy {

@@ -26,11 +26,12 @@ const (
 	defaultOriginWait = 30 * time.Second
 )
 
-// newOriginTransport is tuned for one busy origin: many idle keep-alive
+// NewOriginTransport is the transport a node uses to reach an origin, tuned
+// for one busy origin: many idle keep-alive
 // connections (the default of two per host would make every burst dial),
 // bounded dial and header timeouts, and no transparent compression (the
 // visitor's Accept-Encoding goes through untouched).
-func newOriginTransport(timeout time.Duration) *http.Transport {
+func NewOriginTransport(timeout time.Duration) *http.Transport {
 	if timeout <= 0 {
 		timeout = defaultOriginWait
 	}
@@ -63,7 +64,7 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 			pr.SetXForwarded()
 			pr.Out.Host = pr.In.Host
 		},
-		Transport: newOriginTransport(time.Duration(s.cfg.OriginTimeout)),
+		Transport: NewOriginTransport(time.Duration(s.cfg.OriginTimeout)),
 		// 0, not -1: ReverseProxy already flushes at once for
 		// text/event-stream and bodies of unknown length; -1 would add a
 		// flush per write to every ordinary response (measured: 12 µs of

@@ -272,19 +272,9 @@ func (e *Env) Close() {
 	}
 }
 
-// OriginTransport is a copy of the settings of edge's origin transport
-// (newOriginTransport, unexported), so the plain proxy the bench compares
-// against differs from waitroom's only by waitroom.
+// OriginTransport is the transport waitroom itself uses to reach an origin,
+// so the plain proxy the bench compares against differs from waitroom's
+// only by waitroom.
 func OriginTransport(timeout time.Duration) *http.Transport {
-	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   512,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: timeout,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		ForceAttemptHTTP2:     false,
-	}
+	return edge.NewOriginTransport(timeout)
 }

@@ -236,15 +236,21 @@ func (s *Server) staleClosed(now time.Time) bool {
 		after = time.Duration(DefaultStaleAfter)
 	}
 	stale := s.node.Stale(now, after)
-	if s.wasStale.Swap(stale) != stale {
+	mode := s.cfg.StaleState
+	if mode == "" {
+		mode = "open"
+	}
+	// A node starts out of touch until it has joined; that is no news, so
+	// only a change after the first contact is logged.
+	if s.wasStale.Swap(stale) != stale && !s.node.LastHeard().IsZero() {
 		ev := s.log.Info()
 		msg := "in touch with the cluster again"
 		if stale {
 			ev, msg = s.log.Warn(), "no fresh state from peers"
 		}
-		ev.Str("stale_state", s.cfg.StaleState).Time("last_heard", s.node.LastHeard()).Msg(msg)
+		ev.Str("stale_state", mode).Time("last_heard", s.node.LastHeard()).Msg(msg)
 	}
-	return stale && s.cfg.StaleState == "closed"
+	return stale && mode == "closed"
 }
 
 // Node is the server's gossip node.

@@ -161,6 +161,7 @@ var kindNames = map[Kind]string{
 	ActiveMinus:            "active_minus",
 	WaitingPlus:            "waiting_plus",
 	WaitingMinus:           "waiting_minus",
+	Revocations:            "revocations",
 	ChallengesIssued:       "challenges_issued",
 	ChallengesSolved:       "challenges_solved",
 	ChallengesFailed:       "challenges_failed",

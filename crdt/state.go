@@ -18,6 +18,12 @@ const (
 	ActiveMinus  Kind = 4 // sessions moved out of this minute, or revoked
 	WaitingPlus  Kind = 5 // queued visitors counted in this (bucket, minute)
 	WaitingMinus Kind = 6 // queued visitors moved out of this (bucket, minute)
+	// Revocations records sessions ended by an origin command, one cell per
+	// session: Bucket holds the session's id, Minute the minute of the
+	// revocation. Every node learns them, so a revoked cookie replayed at
+	// any node is refused; they are pruned with the rest once every token
+	// they could match has expired.
+	Revocations Kind = 7
 
 	// Analytics kinds: plain per-minute G-counters (issue: bot defence and
 	// analytics). Kinds from AnalyticsBase up are free for such counters.
@@ -255,6 +261,21 @@ func (s *State) appendRoom(dst []Entry, name string) []Entry {
 		}
 	}
 	return dst
+}
+
+// Keys lists a room's cells of one kind, in no particular order.
+func (s *State) Keys(roomName string, kind Kind) []Key {
+	r := s.rooms[roomName]
+	if r == nil {
+		return nil
+	}
+	var out []Key
+	for ck := range r.cells {
+		if ck.Kind == kind {
+			out = append(out, Key{Room: roomName, Kind: kind, Bucket: ck.Bucket, Minute: ck.Minute})
+		}
+	}
+	return out
 }
 
 // Rooms lists the rooms with cells, sorted.

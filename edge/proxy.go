@@ -136,10 +136,17 @@ func (rm *room) revokeSession(tok cookie.Token) {
 		// its old cookie): the slot was freed once already.
 		return
 	}
+	incs := []gossip.Inc{
+		{Key: crdt.Key{Room: rm.name, Kind: crdt.ActiveMinus, Minute: tok.CountedMinute}, N: 1},
+		{Key: crdt.Key{Room: rm.name, Kind: crdt.SessionsRevoked, Minute: tok.CountedMinute}, N: 1},
+	}
+	if tok.ID != 0 {
+		// Tell every node, so the old cookie is refused wherever it is
+		// replayed (see syncRevocations).
+		incs = append(incs, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Revocations, Bucket: int64(tok.ID), Minute: unixMinute(rm.s.clock())}, N: 1})
+	}
 	rm.mu.RLock()
-	rm.s.node.Add(
-		gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ActiveMinus, Minute: tok.CountedMinute}, N: 1},
-		gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.SessionsRevoked, Minute: tok.CountedMinute}, N: 1})
+	rm.s.node.Add(incs...)
 	rm.mu.RUnlock()
 	rm.m.revoked.Inc()
 }

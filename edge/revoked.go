@@ -3,6 +3,9 @@ package edge
 import (
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
 )
 
 // revokedSet remembers the sessions this node has revoked until their tokens
@@ -11,9 +14,10 @@ import (
 // page the origin answers with revoke, take its slot off the active count a
 // second time, and a third, until the room looks empty.
 //
-// It is local to the node: a replay at another node is caught there only
-// after that node revokes the same session itself. The zero value is ready
-// to use.
+// Revocations are also replicated (crdt.Revocations cells), and every node
+// adds the ones it learns to its set (Server.syncRevocations), so a replay
+// at another node is refused there within a gossip round and an allocation
+// tick. The zero value is ready to use.
 type revokedSet struct {
 	mu sync.RWMutex
 	m  map[revokedKey]int64 // → unix seconds after which no copy of the token opens
@@ -69,3 +73,21 @@ func (rs *revokedSet) has(room string, id uint64) bool {
 	_, ok := rs.m[revokedKey{room, id}]
 	return ok
 }
+
+// syncRevocations adds the revocations learned from the cluster to the
+// node's set. A revoked token can live at most session_duration (30
+// minutes at most) past its revocation, since it cannot be renewed once
+// refused; the entry is kept that long.
+func (s *Server) syncRevocations(now time.Time) {
+	for _, rm := range s.rooms() {
+		var keys []crdt.Key
+		s.node.Read(func(st *crdt.State) { keys = st.Keys(rm.name, crdt.Revocations) })
+		for _, k := range keys {
+			expires := (k.Minute+1)*60 + maxSessionMinutes*60
+			s.revoked.add(rm.name, uint64(k.Bucket), expires, now.Unix())
+		}
+	}
+}
+
+// maxSessionMinutes is the longest session_duration a room may have.
+const maxSessionMinutes = 30

@@ -297,6 +297,7 @@ func (s *Server) allocationLoop() {
 		last = time.Now()
 		now := s.clock()
 		s.syncRooms(now)
+		s.syncRevocations(now)
 		for _, rm := range s.rooms() {
 			rm.recompute(now)
 		}

@@ -99,7 +99,7 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 		return nil, err
 	}
 	s.keys = keys
-	gkeys, err := loadGossipKeys(cfg)
+	gkeys, err := cfg.GossipKeys()
 	if err != nil {
 		return nil, err
 	}
@@ -166,11 +166,8 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 // directory, so that a restart does not send every visitor to the back of the
 // queue.
 func loadCookieKeys(cfg *Config, log zerolog.Logger) (*cookie.Keyring, error) {
-	if cfg.CookieKeyFile != "" {
-		return LoadCookieKeys(cfg.CookieKeyFile)
-	}
-	if kr, err := CookieKeysFromEnv(); err != nil || kr != nil {
-		return kr, err
+	if cfg.CookieKeyFile != "" || os.Getenv(CookieKeysEnv) != "" {
+		return cfg.CookieKeys()
 	}
 	if len(cfg.Rooms) == 0 {
 		// No room, no token to seal; any key will do.
@@ -204,13 +201,6 @@ func loadCookieKeys(cfg *Config, log zerolog.Logger) (*cookie.Keyring, error) {
 	}
 	log.Warn().Str("path", path).Msg("no cookie key file given; generated one and kept it for restarts (a cluster needs the same file on every node)")
 	return LoadCookieKeys(path)
-}
-
-func loadGossipKeys(cfg *Config) ([][]byte, error) {
-	if cfg.GossipKeyFile != "" {
-		return LoadGossipKeys(cfg.GossipKeyFile)
-	}
-	return GossipKeysFromEnv()
 }
 
 // gossipLag is the bound on gossip delay the policy assumes: the config's,

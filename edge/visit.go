@@ -352,37 +352,29 @@ func clearCookie(h http.Header, v *view, name string, https bool) {
 // SameSite=Lax over plain HTTP or with secure: never, where None would be
 // refused by browsers.
 func appendCookieAttrs(b []byte, ca *CookieAttributes, https bool) []byte {
-	secure := false
-	switch ca.Secure {
-	case "always":
-		secure = true
-	case "never":
-		secure = false
-	default:
-		secure = https
+	secure := ca.Secure == "always" || (ca.Secure != "never" && https)
+	sameSite := ca.SameSite
+	if sameSite == "" || sameSite == "auto" {
+		// None only with Secure: browsers drop a SameSite=None cookie that
+		// is not Secure, so secure: never keeps auto at Lax.
+		sameSite = "lax"
+		if https && ca.Secure != "never" {
+			sameSite = "none"
+		}
 	}
-	switch ca.SameSite {
-	case "lax":
-		b = append(b, "; SameSite=Lax"...)
+	switch sameSite {
 	case "strict":
 		b = append(b, "; SameSite=Strict"...)
 	case "none":
 		b = append(b, "; SameSite=None"...)
 		secure = secure || ca.Secure != "never"
 	default:
-		// None only with Secure: browsers drop a SameSite=None cookie that
-		// is not Secure, so secure: never keeps auto at Lax.
-		if https && ca.Secure != "never" {
-			b = append(b, "; SameSite=None"...)
-			secure = true
-		} else {
-			b = append(b, "; SameSite=Lax"...)
-		}
+		b = append(b, "; SameSite=Lax"...)
 	}
 	if secure {
 		b = append(b, "; Secure"...)
 	}
-	if secure && (ca.SameSite == "none" || (ca.SameSite != "lax" && ca.SameSite != "strict" && https && ca.Secure != "never")) {
+	if secure && sameSite == "none" {
 		// A room embedded in another site's iframe: browsers that block
 		// third-party cookies still keep a partitioned one (CHIPS), so the
 		// visitor keeps its place. Top-level visits are unaffected.

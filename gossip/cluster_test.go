@@ -3,7 +3,6 @@ package gossip_test
 import (
 	"fmt"
 	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ type cluster struct {
 	nodes []*gossip.Node
 	// changed[i] receives a signal whenever node i merged something new.
 	changed []chan struct{}
-	mu      sync.Mutex
 }
 
 type clusterOpts struct {

@@ -311,11 +311,6 @@ func (s *State) Prune(horizon int64) int {
 	return dropped
 }
 
-// DropRoom forgets every cell of a room (a room deleted by its operator).
-// Late messages may bring cells back until they age past the horizon; they
-// are harmless because nothing reads a deleted room.
-func (s *State) DropRoom(name string) { delete(s.rooms, name) }
-
 // Clone returns an independent deep copy.
 func (s *State) Clone() *State {
 	c := &State{rooms: make(map[string]*room, len(s.rooms)), regs: make(map[string]LWW[[]byte], len(s.regs)), horizon: s.horizon, clock: s.clock}

@@ -91,6 +91,14 @@ func minuteOf(ms []MinuteCounts, m int64) MinuteCounts {
 
 // Snapshot sums room's cells as seen at unix minute minute.
 func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot {
+	return s.SnapshotOf(roomName, minute, w, nil)
+}
+
+// SnapshotOf is Snapshot summing only the entries of the replicas keep
+// accepts (all of them when keep is nil). A node cut off from part of the
+// ring uses it to tell what its side did from what it last heard of the
+// other side.
+func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(ReplicaID) bool) RoomSnapshot {
 	if w.History < 3 {
 		w.History = 3
 	}
@@ -116,7 +124,21 @@ func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot 
 	waitFirst := minute - int64(w.Waiting) + 1
 	var active, expiring int64
 	waiting := map[int64]int64{}
+	var scratch []Count
 	for ck, g := range r.cells {
+		c := g.c
+		if keep != nil {
+			scratch = scratch[:0]
+			for _, e := range c {
+				if keep(e.Replica) {
+					scratch = append(scratch, e)
+				}
+			}
+			if len(scratch) == 0 {
+				continue
+			}
+			c = scratch
+		}
 		if ck.Minute > minute {
 			// A peer whose clock runs ahead wrote into a minute that has not
 			// begun here; count it as the current minute rather than lose it.
@@ -124,7 +146,7 @@ func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot 
 		}
 		switch ck.Kind {
 		case ActivePlus, ActiveMinus:
-			v := int64(g.Value())
+			v := int64(sum(c))
 			if ck.Kind == ActiveMinus {
 				v = -v
 			}
@@ -137,7 +159,7 @@ func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot 
 			if ck.Minute < waitFirst {
 				continue
 			}
-			v := int64(g.Value())
+			v := int64(sum(c))
 			if ck.Kind == WaitingMinus {
 				v = -v
 			}
@@ -151,8 +173,8 @@ func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot 
 			if ck.Kind == Arrivals {
 				dst = &snap.Arrivals[i]
 			}
-			dst.Total += g.Value()
-			dst.ByReplica = mergeCounts(dst.ByReplica, g.c)
+			dst.Total += sum(c)
+			dst.ByReplica = mergeCounts(dst.ByReplica, c)
 		}
 	}
 	snap.Active = max(active, 0)
@@ -165,6 +187,14 @@ func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot 
 	}
 	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
 	return snap
+}
+
+func sum(c []Count) uint64 {
+	var t uint64
+	for _, e := range c {
+		t += e.N
+	}
+	return t
 }
 
 // mergeCounts adds the sorted counts b into the sorted counts a.

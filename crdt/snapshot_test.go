@@ -1,8 +1,12 @@
 package crdt_test
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/waitroom/waitroom/crdt"
 )
@@ -250,6 +254,56 @@ func TestSnapshotPerMinuteCounts(t *testing.T) {
 		snap.Admitted[3].ByReplica[0].N = 1000
 		if again := s.Snapshot("tickets", now, w); again.AdmittedIn(now).Of(nodeA) != 5 {
 			t.Errorf("changing a snapshot changed the state: A now %d", again.AdmittedIn(now).Of(nodeA))
+		}
+	})
+}
+
+// TestSnapshotOfSumsOnlyTheKeptReplicas checks SnapshotOf against a model: a
+// state that only ever merged the kept replicas' entries, snapshotted in
+// full. With every replica kept (or keep nil) it is Snapshot; and the
+// per-minute counts of a side and of the rest add up to the whole.
+func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
+	w := crdt.Windows{Session: 3, Waiting: 4, History: 4}
+	checkLaw(t, func(t *rapid.T) {
+		c := drawCluster(t, 4, rapid.Bool().Draw(t, "prune"))
+		m := c.merged()
+		kept := map[crdt.ReplicaID]bool{}
+		for _, id := range c.ids {
+			kept[id] = rapid.Bool().Draw(t, fmt.Sprintf("keep %d", id))
+		}
+		keep := func(r crdt.ReplicaID) bool { return kept[r] }
+		rest := func(r crdt.ReplicaID) bool { return !kept[r] }
+
+		model := crdt.New()
+		var es []crdt.Entry
+		for _, e := range m.Full().Entries {
+			if kept[e.Replica] {
+				es = append(es, e)
+			}
+		}
+		model.Merge(crdt.Delta{Entries: es})
+
+		minute := base + rapid.Int64Range(0, 6).Draw(t, "minute")
+		for _, room := range testRooms {
+			whole := m.Snapshot(room, minute, w)
+			if got := m.SnapshotOf(room, minute, w, nil); !reflect.DeepEqual(got, whole) {
+				t.Fatalf("SnapshotOf with keep nil = %+v, Snapshot = %+v", got, whole)
+			}
+			all := m.SnapshotOf(room, minute, w, func(crdt.ReplicaID) bool { return true })
+			if !reflect.DeepEqual(all, whole) {
+				t.Fatalf("SnapshotOf keeping everyone = %+v, Snapshot = %+v", all, whole)
+			}
+			side := m.SnapshotOf(room, minute, w, keep)
+			if want := model.Snapshot(room, minute, w); !reflect.DeepEqual(side, want) {
+				t.Fatalf("SnapshotOf(kept) = %+v, the snapshot of a state with only the kept entries = %+v", side, want)
+			}
+			other := m.SnapshotOf(room, minute, w, rest)
+			for i := range whole.Admitted {
+				if side.Admitted[i].Total+other.Admitted[i].Total != whole.Admitted[i].Total ||
+					side.Arrivals[i].Total+other.Arrivals[i].Total != whole.Arrivals[i].Total {
+					t.Fatalf("minute %d: a side and the rest do not add up to the whole", whole.Admitted[i].Minute)
+				}
+			}
 		}
 	})
 }

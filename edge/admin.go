@@ -126,7 +126,7 @@ func (s *Server) nodeShares(snap *crdt.RoomSnapshot) []NodeShare {
 			}
 		}
 	}
-	names := s.replicaNames()
+	names := s.node.ReplicaNames()
 	out := []NodeShare{}
 	for _, id := range ids {
 		ns := NodeShare{Node: names[id], Replica: id.String(), ArrivalsThisMinute: cur.Of(id), AdmittedThisMinute: adm.Of(id)}
@@ -146,19 +146,6 @@ func (s *Server) nodeShares(snap *crdt.RoomSnapshot) []NodeShare {
 			return 1
 		}
 		return 0
-	})
-	return out
-}
-
-// replicaNames maps replica ids to node names from the NodeInfo registers.
-func (s *Server) replicaNames() map[crdt.ReplicaID]string {
-	out := map[crdt.ReplicaID]string{}
-	s.node.Read(func(st *crdt.State) {
-		st.Registers("node/", func(name string, r crdt.LWW[[]byte]) {
-			if ni, err := gossip.DecodeNodeInfo(r.Value); err == nil {
-				out[r.Replica] = ni.Name
-			}
-		})
 	})
 	return out
 }

@@ -401,7 +401,7 @@ func TestFaultPartition(t *testing.T) {
 	})
 
 	c, crowd, admitted, share := faultSplitRun(t, 22, true, partition/6)
-	t.Run("both sides of a 2-vs-3 partition keep admitting, together within a bound", func(t *testing.T) {
+	t.Run("both sides of a 2-vs-3 partition keep admitting, each within its part of the limit", func(t *testing.T) {
 		// How each side sees the traffic at the end: its own column is
 		// fresh, the other side's froze at the cut.
 		var seen [2]float64
@@ -414,20 +414,22 @@ func TestFaultPartition(t *testing.T) {
 		}
 		t.Logf("partition of %s real, 30 s fake: side A (2 nodes, share %.2f) admitted %d, side B (3 nodes, share %.2f) admitted %d; limit %d a minute, together %d; members seen: A %d, B %d; at the end A reckons its traffic share %.2f, B its %.2f",
 			partition, share[0], admitted[0], share[1], admitted[1], perMinute, admitted[0]+admitted[1], c.nodes[0].members(), c.nodes[4].members(), seen[0], seen[1])
-		// KNOWN GAP (issue note): each side's view of the other side's
-		// admissions freezes at the cut, so each side believes the slots
-		// the other is using are free. While cut off (Room.Cut) the pool
-		// is split evenly by node count, but slots reserved for fully
-		// covered buckets are not, so the sides together overshoot:
-		// measured 82–87 of 60 (1.37–1.45×). Holding each side to its share
-		// needs the policy to know which replicas it can still hear and
-		// to bound their side by share × limit. Until then this is a
-		// ratchet at today's level, so it can only get better.
+		// While cut off, each side runs on its own columns and its part of
+		// the limit (policy.Side): 2/5 and 3/5 of 60. The first second,
+		// before memberlist declares the other side dead, is admitted on
+		// the last shared picture, within the lag bound of the unpartitioned
+		// run; hence the same slack.
 		if admitted[0] == 0 || admitted[1] == 0 {
 			t.Errorf("a side stopped admitting during the partition: A %d, B %d", admitted[0], admitted[1])
 		}
-		if sum := admitted[0] + admitted[1]; sum > perMinute*3/2 {
-			t.Errorf("during the partition the two sides admitted %d together; the ratchet is 1.5 × the limit of %d", sum, perMinute)
+		slack := perMinute/20 + 5
+		if sum := admitted[0] + admitted[1]; sum > perMinute+slack {
+			t.Errorf("during the partition the two sides admitted %d together, over the limit of %d (+%d)", sum, perMinute, slack)
+		}
+		for s, part := range []int{perMinute * 2 / 5, perMinute * 3 / 5} {
+			if admitted[s] > part+slack {
+				t.Errorf("side %c admitted %d, over its part %d of the limit (+%d)", 'A'+s, admitted[s], part, slack)
+			}
 		}
 	})
 

@@ -195,14 +195,23 @@ func (rm *room) recompute(now time.Time) *allocation {
 func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
 	minute := unixMinute(now)
 	v := rm.viewAt(now)
-	snap := rm.s.node.Snapshot(rm.name, minute, v.win)
 	pol := v.pol
 	// The Anywhere part is divided among the live nodes, and the division
 	// assumes other nodes' admissions arrive within the gossip lag.
 	pol.Nodes = rm.s.node.ExpectedMembers(now)
-	// Some of the ring is unreachable: split evenly until it is back.
-	pol.Cut = rm.s.node.NumMembers() < pol.Nodes
 	pol.Lag = rm.s.gossipLag()
+	var snap crdt.RoomSnapshot
+	if live := rm.s.node.NumMembers(); live < pol.Nodes {
+		// Part of the ring is unreachable: what it last said has stopped
+		// growing, so this part runs on its own columns and its part of
+		// the limits until the ring is whole again (policy.Side).
+		reach := rm.s.node.Reachable()
+		snap = rm.s.node.SnapshotOf(rm.name, minute, v.win, func(r crdt.ReplicaID) bool { return reach[r] })
+		rest := rm.s.node.SnapshotOf(rm.name, minute, v.win, func(r crdt.ReplicaID) bool { return !reach[r] })
+		pol = pol.CutOff(live, &rest)
+	} else {
+		snap = rm.s.node.Snapshot(rm.name, minute, v.win)
+	}
 	var a *policy.Allocation
 	if prev != nil {
 		a = prev.Next(pol, &snap, now)

@@ -95,6 +95,11 @@ type Node struct {
 	// reading their fields races (hashicorp/memberlist#306).
 	peersMu sync.Mutex
 	peers   map[string]memberlist.Node
+	// gone holds the nodes whose latest announcement said they were
+	// leaving for good (NodeInfo.Left), by name; guarded by peersMu.
+	gone map[string]goneNode
+	// gossipInterval is memberlist's, for the wait on a clean leave.
+	gossipInterval time.Duration
 
 	stats   stats
 	mlReady atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
@@ -134,12 +139,14 @@ func Start(cfg Config) (*Node, error) {
 		dirtyRegs: map[string]struct{}{},
 		started:   cfg.Clock(),
 		peers:     map[string]memberlist.Node{},
+		gone:      map[string]goneNode{},
 		stop:      make(chan struct{}),
 	}
 	mc, err := n.memberlistConfig()
 	if err != nil {
 		return nil, err
 	}
+	n.gossipInterval = mc.GossipInterval
 	n.queue = &memberlist.TransmitLimitedQueue{NumNodes: n.numNodes, RetransmitMult: mc.RetransmitMult}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -153,7 +160,7 @@ func Start(cfg Config) (*Node, error) {
 		ln := ml.LocalNode() // not yet gossiped about: nothing rewrites it
 		n.addr = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
 	}
-	n.publishNodeInfo()
+	n.publishNodeInfo(false)
 	n.wg.Add(2)
 	go n.joinLoop()
 	go n.pruneLoop()
@@ -301,6 +308,46 @@ func (n *Node) Snapshot(room string, minute int64, w crdt.Windows) crdt.RoomSnap
 	return n.state.Snapshot(room, minute, w)
 }
 
+// SnapshotOf sums the entries of the replicas keep accepts (see
+// crdt.State.SnapshotOf); keep is called with the node's lock held.
+func (n *Node) SnapshotOf(room string, minute int64, w crdt.Windows, keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state.SnapshotOf(room, minute, w, keep)
+}
+
+// ReplicaNames maps the replicas that announced themselves (NodeInfo
+// registers) to their node names. A node that restarted has one replica per
+// incarnation, all under its name.
+func (n *Node) ReplicaNames() map[crdt.ReplicaID]string {
+	out := map[crdt.ReplicaID]string{}
+	n.Read(func(st *crdt.State) {
+		st.Registers("node/", func(_ string, r crdt.LWW[[]byte]) {
+			if ni, err := DecodeNodeInfo(r.Value); err == nil {
+				out[r.Replica] = ni.Name
+			}
+		})
+	})
+	return out
+}
+
+// Reachable returns the replicas whose node is a live member of the ring as
+// this node sees it, its own replica always among them. A replica that never
+// announced its node is not.
+func (n *Node) Reachable() map[crdt.ReplicaID]bool {
+	names := n.ReplicaNames()
+	n.peersMu.Lock()
+	out := make(map[crdt.ReplicaID]bool, len(names)+1)
+	for r, name := range names {
+		if _, ok := n.peers[name]; ok {
+			out[r] = true
+		}
+	}
+	n.peersMu.Unlock()
+	out[n.replica] = true
+	return out
+}
+
 // Read calls fn with the state under the node's lock. fn must not keep the
 // state or call the node.
 func (n *Node) Read(fn func(*crdt.State)) {
@@ -328,8 +375,8 @@ func (n *Node) Register(name string) (crdt.LWW[[]byte], bool) {
 // NodeInfo.
 func NodeInfoRegister(r crdt.ReplicaID) string { return "node/" + r.String() }
 
-func (n *Node) publishNodeInfo() {
-	b, err := encodeNodeInfo(crdt.NodeInfo{Name: n.cfg.Name, Incarnation: n.cfg.Incarnation, Addr: n.Addr()})
+func (n *Node) publishNodeInfo(left bool) {
+	b, err := encodeNodeInfo(crdt.NodeInfo{Name: n.cfg.Name, Incarnation: n.cfg.Incarnation, Addr: n.Addr(), Left: left})
 	if err != nil {
 		n.log.Error().Err(err).Msg("encode node info")
 		return
@@ -511,6 +558,7 @@ func (n *Node) Prune() int {
 func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
+		n.announceLeave()
 		close(n.stop)
 		if lerr := n.ml.Leave(2 * time.Second); lerr != nil {
 			n.log.Warn().Err(lerr).Msg("leave cluster")

@@ -48,6 +48,19 @@ type Summary struct {
 	MaxWaitMinutes int           `json:"max_wait_minutes"`
 	MaxWaitKnown   bool          `json:"max_wait_known"`
 	Buckets        []BucketSlots `json:"buckets"`
+	// Cut is set while part of the ring is unreachable (Room.Side): the
+	// figures above are then the reachable part's alone.
+	Cut *CutSummary `json:"cut,omitempty"`
+}
+
+// CutSummary is what a node cut off from part of the ring runs on.
+type CutSummary struct {
+	ReachableNodes    int     `json:"reachable_nodes"`
+	ExpectedNodes     int     `json:"expected_nodes"`
+	TotalActiveUsers  int64   `json:"part_total_active_users"`   // this part's share of the limit
+	NewUsersPerMinute int64   `json:"part_new_users_per_minute"` // this part's share of the limit
+	ElsewhereActive   float64 `json:"elsewhere_active_users"`    // as last heard
+	ElsewhereAdmitted int64   `json:"elsewhere_admitted_this_minute"`
 }
 
 // OpenSlots is S = min(total − active, new per minute − admitted this
@@ -82,7 +95,17 @@ func (a *Allocation) MaxWait() (minutes int, known bool) {
 // Summary gathers the allocation's figures.
 func (a *Allocation) Summary() Summary {
 	wait, known := a.MaxWait()
+	var cut *CutSummary
+	if a.cut {
+		cut = &CutSummary{
+			ReachableNodes: a.room.Side.Nodes, ExpectedNodes: a.room.Nodes,
+			TotalActiveUsers:  a.partOf(int64(a.room.TotalActiveUsers)),
+			NewUsersPerMinute: a.partOf(int64(a.room.NewUsersPerMinute)),
+			ElsewhereActive:   a.elseActive, ElsewhereAdmitted: a.elseAdm,
+		}
+	}
 	return Summary{
+		Cut:    cut,
 		Status: a.Status(), Method: a.method, Strategy: a.strategy.String(),
 		Minute: a.minute, At: a.now.UTC().Format(time.RFC3339Nano),
 		ActiveUsers: a.activeEff, AdmittedThisMinute: a.admitted,

@@ -33,6 +33,15 @@ type Allocation struct {
 	admitted  int64   // admissions of the current minute, all nodes
 	open      int64   // open slots S as of now
 
+	// While cut off from part of the ring (Room.Side): the fraction of the
+	// nodes this one reaches, and the unreachable nodes' active sessions
+	// (the expiring minute pro rata) and admissions of the minute as last
+	// heard.
+	cut        bool
+	part       float64
+	elseActive float64
+	elseAdm    int64
+
 	buckets []bucket // waiting buckets, oldest first
 	waiting int64
 	full    bool
@@ -169,12 +178,17 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, self crdt.Repli
 	a.frac = min(max(now.Sub(start).Seconds()/60, 0), 1)
 	a.activeEff = float64(snap.Active) + float64(snap.ActiveExpiring)*(1-a.frac)
 	a.admitted = int64(snap.AdmittedIn(snap.Minute).Total)
+	a.cut, a.part = room.cut()
+	if a.cut {
+		a.elseActive = float64(room.Side.Active) + float64(room.Side.ActiveExpiring)*(1-a.frac)
+		a.elseAdm = room.Side.Admitted
+	}
 	a.buckets = make([]bucket, len(snap.Waiting))
 	for i, b := range snap.Waiting {
 		a.buckets[i] = bucket{bucket: b.Bucket, n: b.N, before: a.waiting}
 		a.waiting += b.N
 	}
-	a.full = room.MaxQueue > 0 && a.waiting >= int64(room.MaxQueue)
+	a.full = room.MaxQueue > 0 && a.waiting >= a.partOf(int64(room.MaxQueue))
 	if s == ReferencePerMinute {
 		a.rate = referenceRate(snap, a.frac)
 	} else {
@@ -216,7 +230,18 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, self crdt.Repli
 // b: the same limits and method.
 func sameLimits(a, b Room) bool {
 	return a.TotalActiveUsers == b.TotalActiveUsers && a.NewUsersPerMinute == b.NewUsersPerMinute &&
-		a.method() == b.method() && a.mode() == b.mode()
+		a.method() == b.method() && a.mode() == b.mode() && a.Side.Nodes == b.Side.Nodes
+}
+
+// partOf is this node's part of a room-wide limit: all of it, or while cut
+// off the reachable nodes' fraction, rounded down so that the parts of a
+// cut ring add up to at most the limit (but never below one, or a lone node
+// of a large ring could never admit anyone).
+func (a *Allocation) partOf(limit int64) int64 {
+	if !a.cut || limit <= 0 {
+		return limit
+	}
+	return max(1, int64(math.Floor(tidy(a.part*float64(limit)))))
 }
 
 // openSlots is S = min(total − active, new per minute − admitted), never
@@ -224,13 +249,26 @@ func sameLimits(a, b Room) bool {
 // new-user slots across the minute (paced) rather than all at :00, so that the
 // check-ins that happen to fall just after the minute turns do not take them
 // all (reference 000, "How random is random queueing?").
+//
+// While cut off from part of the ring, the reachable part keeps within its
+// part of each limit (partOf) and within what the whole room has left as
+// far as this node last heard of the others. Two parts that see each other's
+// counts from before the cut are then held together within the limits: if
+// one had already taken more than its part before the cut, the other is
+// held by the room-wide bound, which counts those admissions.
 func (a *Allocation) openSlots(paced bool) int64 {
-	byActive := math.Floor(float64(a.room.TotalActiveUsers) - a.activeEff)
+	total := float64(a.room.TotalActiveUsers)
 	perMinute := float64(a.room.NewUsersPerMinute)
 	if paced {
 		perMinute = math.Floor(perMinute * min(1, a.frac+randomReleaseLead.Minutes()))
 	}
-	s := min(byActive, perMinute-float64(a.admitted))
+	byActive := math.Floor(total - a.activeEff)
+	byMinute := perMinute - float64(a.admitted)
+	if a.cut {
+		byActive = math.Floor(min(total-a.activeEff-a.elseActive, float64(a.partOf(int64(total)))-a.activeEff))
+		byMinute = min(byMinute-float64(a.elseAdm), float64(a.partOf(int64(perMinute)))-float64(a.admitted))
+	}
+	s := min(byActive, byMinute)
 	if s <= 0 {
 		return 0
 	}
@@ -339,21 +377,13 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 		lo = t.others/t.denom + float64(t.known)*anyEach + float64(uint64(a.self)%uint64(free))*anyEach
 	}
 	lo = min(lo, 1)
-	width := sp.share + anyEach
-	if a.room.Cut && sp.nodes > 0 {
-		// Cut off from part of the ring: an even split, whatever the
-		// traffic says (see Room.Cut).
-		width = min(width, 1/float64(sp.nodes))
-	}
-	hi := min(lo+width, 1)
+	hi := min(lo+sp.share+anyEach, 1)
 	u := unitHash(a.roomName, a.now.UnixNano()/a.lag.Nanoseconds())
 	// Systematic rounding: every node rounds its interval of the common line
 	// with the same offset, so the rounded parts add up to at most v.
 	total := int64(math.Floor(tidy(v*hi)+u)) - int64(math.Floor(tidy(v*lo)+u))
 	sp.allowance = max(0, total-k)
-	if !a.room.Cut {
-		sp.burst = a.burstAllowance(snap, sp.pool, k)
-	}
+	sp.burst = a.burstAllowance(snap, sp.pool, k)
 	sp.allowance = max(sp.allowance, sp.burst)
 	sp.shareSlots = sp.share * float64(sp.pool)
 	sp.anywhereSlots = sp.anywhere * float64(sp.pool)
@@ -414,11 +444,15 @@ func (a *Allocation) referenceSplit(snap *crdt.RoomSnapshot, pool, covered int64
 // Anywhere, divided evenly between the nodes.
 func (a *Allocation) shares(sp *split, t *trafficSums) {
 	sp.nodes = a.room.Nodes
+	if a.cut {
+		// The snapshot holds the reachable part only: share among it.
+		sp.nodes = a.room.Side.Nodes
+	}
 	if sp.nodes <= 0 {
 		sp.nodes = t.known + 1
 	}
 	x := t.self + t.others
-	t.denom = max(x, float64(max(a.room.NewUsersPerMinute, 1)))
+	t.denom = max(x, float64(max(a.partOf(int64(a.room.NewUsersPerMinute)), 1)))
 	sp.share = t.self / t.denom
 	sp.anywhere = max(0, 1-x/t.denom)
 }

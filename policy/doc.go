@@ -203,6 +203,29 @@
 // ReferencePerMinute overshoots by what other nodes admitted in the lag
 // before each minute's split, and undershoots by every unused share.
 //
+// # A cut ring
+//
+// The bound needs every node's admissions to arrive within L. When the ring
+// is cut (a partition, or nodes that stopped answering), the other part's
+// columns stop growing while its nodes may go on admitting; read as live,
+// they tell each part that the slots the other takes are free, and in a
+// 2-vs-3 split the parts admitted 1.4–2 × the per-minute limit together. The
+// edge then hands Allocate only the reachable replicas' entries, with what
+// it last heard of the others (Room.Side, Room.CutOff), and the reachable
+// part keeps to
+//
+//	min(its part of each limit, what the whole room has left as last heard)
+//
+// where its part is reachable/Room.Nodes of the limit, rounded down. Parts
+// with complementary views stay within the limits together: either each
+// keeps to its part, or one had taken more than its part before the cut and
+// the others are held by the room-wide term, which counted it (a 2-vs-3
+// split at 60 a minute admits 24 + 36; TestACutRingStaysWithinTheLimitsTogether
+// runs the cases). Within the part the split is the usual one, from the
+// part's own traffic. The cost: a busier part cannot use the slots a quieter
+// one leaves, and nodes that died rather than split off keep their part of
+// the limits unused until they are back or the edge stops expecting them.
+//
 // # Methods and switches
 //
 // passthrough admits everyone (still counted); reject turns everyone away

@@ -76,20 +76,64 @@ type Room struct {
 	// may admit; 0 means "count the nodes seen in the traffic history", which
 	// is too small when silent nodes wake up all at once.
 	Nodes int
-	// Cut is true while some of the nodes this one expects are unreachable
-	// (a partition, or peers that just failed). Their traffic then stops
-	// showing in the snapshot while they may well go on admitting, so the
-	// shares computed from traffic would let every side take most of the
-	// pool. While cut off, each node takes at most an even 1/Nodes of the
-	// pool and no burst allowance: the sides together stay within the
-	// limits, at the cost of leaving unused what a busier side could have
-	// taken.
-	Cut bool
+	// Side is set while some of the nodes this one expects are unreachable
+	// (a partition, or peers that just failed); see CutOff. Its zero value
+	// means the whole ring is reachable.
+	Side Side
 	// Lag bounds how stale a remote node's column in the snapshot can be; 0
 	// means DefaultLag. It must cover the real gossip delay, or the overshoot
 	// bound of the package doc is void (gossip at 5 s under the default 2 s
 	// lag: twice the per-minute limit in the simulator).
 	Lag time.Duration
+}
+
+// Side is the part of a cut ring that a node can still reach. The other
+// part's columns in the node's state stopped growing at the cut while its
+// nodes may well go on admitting, so a node that read the whole snapshot
+// would believe that the slots the other part takes are free, and every part
+// would fill most of the room. While cut off, the snapshot given to Allocate
+// or Next holds only the reachable replicas' entries (crdt.State.SnapshotOf),
+// and the part this node is on runs as a room of its own with
+// Nodes/Room.Nodes of each limit, never more than what the whole room has
+// left by what the node last heard of the others. Parts that see each other
+// the same way then stay within the limits together; what costs is that a
+// busier part cannot borrow the slots a quieter one leaves unused, and that a
+// node that died rather than split off holds its part of the limits until
+// it is back or forgotten (see gossip.Node.ExpectedMembers).
+type Side struct {
+	// Nodes is how many nodes this one can reach, itself included.
+	Nodes int
+	// What this node last heard of the unreachable nodes: their admissions
+	// in the current minute and their active sessions, as in
+	// crdt.RoomSnapshot.
+	Admitted, Active, ActiveExpiring int64
+}
+
+// CutOff returns r for a node that can reach reachable of the r.Nodes
+// nodes, rest being the snapshot of the unreachable replicas' entries at the
+// same minute as the reachable ones' snapshot that the caller hands to
+// Allocate or Next. With every node reachable it returns r unchanged.
+func (r Room) CutOff(reachable int, rest *crdt.RoomSnapshot) Room {
+	r.Side = Side{}
+	if reachable <= 0 || reachable >= r.Nodes {
+		return r
+	}
+	r.Side = Side{
+		Nodes:          reachable,
+		Admitted:       int64(rest.AdmittedIn(rest.Minute).Total),
+		Active:         rest.Active,
+		ActiveExpiring: rest.ActiveExpiring,
+	}
+	return r
+}
+
+// cut reports whether the node is cut off from part of the ring, and the
+// fraction of the nodes it can reach.
+func (r Room) cut() (bool, float64) {
+	if r.Side.Nodes <= 0 || r.Nodes <= 0 || r.Side.Nodes >= r.Nodes {
+		return false, 1
+	}
+	return true, float64(r.Side.Nodes) / float64(r.Nodes)
 }
 
 // Windows returns the spans the crdt snapshot must sum for this room.

@@ -43,4 +43,7 @@ type NodeInfo struct {
 	Name        string `msgpack:"n" json:"name"`
 	Incarnation uint64 `msgpack:"i" json:"incarnation"`
 	Addr        string `msgpack:"a" json:"addr,omitempty"`
+	// Left is set by a node that is shutting down cleanly, just before it
+	// leaves the ring: its peers then stop expecting it back.
+	Left bool `msgpack:"l,omitempty" json:"left,omitempty"`
 }

@@ -3,6 +3,7 @@ package gossip_test
 import (
 	"fmt"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,7 +249,32 @@ func TestCluster(t *testing.T) {
 
 func testLog(t testing.TB) zerolog.Logger {
 	if testing.Verbose() {
-		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+		w := &doneWriter{w: zerolog.NewTestWriter(t)}
+		t.Cleanup(w.close)
+		return zerolog.New(w).Level(zerolog.InfoLevel)
 	}
 	return zerolog.New(io.Discard)
+}
+
+// doneWriter drops what memberlist's goroutines log after the test ended
+// (Shutdown does not wait for them), which testing would turn into a panic.
+type doneWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	done bool
+}
+
+func (d *doneWriter) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		return len(p), nil
+	}
+	return d.w.Write(p)
+}
+
+func (d *doneWriter) close() {
+	d.mu.Lock()
+	d.done = true
+	d.mu.Unlock()
 }

@@ -46,6 +46,7 @@ func (d *delegate) NotifyMsg(b []byte) {
 		n.dirtyRegs[r.Name] = struct{}{}
 	}
 	n.mu.Unlock()
+	n.noteNodeInfo(changed.Registers)
 	if !changed.Empty() {
 		k := uint64(len(changed.Entries) + len(changed.Registers))
 		n.stats.merged.Add(k)
@@ -110,6 +111,7 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	n.mu.Lock()
 	changed := n.state.Merge(m.Delta)
 	n.mu.Unlock()
+	n.noteNodeInfo(changed.Registers)
 	if !changed.Empty() {
 		n.stats.merged.Add(uint64(len(changed.Entries) + len(changed.Registers)))
 		n.changed()

@@ -45,17 +45,23 @@ const peakMemory = 10 * time.Minute
 // itself, nor than the largest ring it has seen in the last ten minutes.
 // Dividing slots by it keeps a node that has not finished joining (or whose
 // peers are briefly unreachable) from assuming it alone may fill the room.
+// Nodes that announced a clean leave (Close) are not expected: a planned
+// scale-down or a rolling restart gives back their part at once, while a
+// crashed node, which cannot be told from a partitioned one, keeps its part
+// for the ten minutes.
 func (n *Node) ExpectedMembers(now time.Time) int {
 	live := n.ml.NumMembers()
-	seeds := 0
+	var seeds []string
 	for _, s := range n.cfg.Seeds {
 		if s != n.Addr() {
-			seeds++
+			seeds = append(seeds, s)
 		}
 	}
-	want := max(live, seeds+1)
-	if at := n.peakAt.Load(); at != 0 && now.Sub(time.Unix(0, at)) < peakMemory {
-		want = max(want, int(n.peakMembers.Load()))
+	at := n.peakAt.Load()
+	goneAfterPeak, goneSeeds := n.goneSince(at, seeds)
+	want := max(live, len(seeds)-goneSeeds+1)
+	if at != 0 && now.Sub(time.Unix(0, at)) < peakMemory {
+		want = max(want, int(n.peakMembers.Load())-goneAfterPeak)
 	}
 	return want
 }

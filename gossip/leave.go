@@ -1,0 +1,91 @@
+package gossip
+
+import (
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// goneNode is a node that announced it was leaving for good.
+type goneNode struct {
+	incarnation uint64
+	addr        string
+	at          int64 // unix nanoseconds, by this node's clock
+}
+
+// announceLeave tells the peers that this node is leaving for good, so that
+// they stop holding its part of the room's limits for it (see
+// ExpectedMembers), and gets its last counts out before memberlist's leave:
+// what it admitted in the last gossip interval would otherwise be lost with
+// it. The announcement goes to every peer over TCP; the counts go with the
+// next gossip rounds, for which it waits up to three intervals.
+func (n *Node) announceLeave() {
+	if n.mlReady.Load() == nil || n.ml.NumMembers() <= 1 {
+		return
+	}
+	n.publishNodeInfo(true)
+	n.mu.Lock()
+	reg, ok := n.state.Register(NodeInfoRegister(n.replica))
+	n.mu.Unlock()
+	if ok {
+		if msg, err := EncodeRegisters([]crdt.RegisterEntry{{Name: NodeInfoRegister(n.replica), Reg: reg}}); err == nil {
+			n.sendReliableToAll(msg)
+		}
+	}
+	n.flush()
+	deadline := time.Now().Add(3 * n.gossipInterval)
+	tick := time.NewTicker(n.gossipInterval / 4)
+	defer tick.Stop()
+	for n.queue.NumQueued() > 0 && time.Now().Before(deadline) {
+		<-tick.C
+	}
+}
+
+// noteNodeInfo records what a peer's NodeInfo register says about its
+// leaving: a Left announcement marks the node gone, and a newer incarnation
+// of it (the node came back) clears the mark.
+func (n *Node) noteNodeInfo(changed []crdt.RegisterEntry) {
+	for _, r := range changed {
+		if !strings.HasPrefix(r.Name, "node/") {
+			continue
+		}
+		ni, err := DecodeNodeInfo(r.Reg.Value)
+		if err != nil || ni.Name == n.cfg.Name {
+			continue
+		}
+		n.peersMu.Lock()
+		g, known := n.gone[ni.Name]
+		switch {
+		case ni.Left && (!known || ni.Incarnation >= g.incarnation):
+			n.gone[ni.Name] = goneNode{incarnation: ni.Incarnation, addr: ni.Addr, at: n.clock().UnixNano()}
+			n.log.Info().Str("peer", ni.Name).Msg("member announced a clean leave")
+		case !ni.Left && known && ni.Incarnation > g.incarnation:
+			delete(n.gone, ni.Name)
+		}
+		n.peersMu.Unlock()
+	}
+}
+
+// goneSince counts the nodes that announced their leave at or after since
+// (unix nanoseconds) and are no longer members, and how many of them were at
+// one of the addresses in seeds.
+func (n *Node) goneSince(since int64, seeds []string) (all, seeded int) {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	for name, g := range n.gone {
+		if _, live := n.peers[name]; live {
+			continue
+		}
+		if g.at >= since {
+			all++
+		}
+		for _, s := range seeds {
+			if s == g.addr {
+				seeded++
+				break
+			}
+		}
+	}
+	return all, seeded
+}

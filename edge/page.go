@@ -242,12 +242,44 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 		}
 		return []byte(body)
 	})
-	if next != "" && bytes.Contains(body, []byte(refreshURLSlot)) {
-		// A new slice: the cached page is shared.
-		body = bytes.ReplaceAll(body, []byte(refreshURLSlot), []byte(template.HTMLEscapeString(next)))
+	if next != "" {
+		writeFilled(w, status, body, template.HTMLEscapeString(next))
+		return
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+var refreshURLSlotBytes = []byte(refreshURLSlot)
+
+// filledPages are the buffers writeFilled fills pages in.
+var filledPages = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// writeFilled writes a cached page with every refreshURLSlot replaced by u.
+// The cached bytes are shared, so the page is filled in a pooled buffer and
+// written at once: a fresh copy of the page for every new visitor would
+// cost about as much as the rest of its answer.
+func writeFilled(w http.ResponseWriter, status int, page []byte, u string) {
+	bp := filledPages.Get().(*[]byte)
+	b := (*bp)[:0]
+	for {
+		i := bytes.Index(page, refreshURLSlotBytes)
+		if i < 0 {
+			break
+		}
+		b = append(b, page[:i]...)
+		b = append(b, u...)
+		page = page[i+len(refreshURLSlot):]
+	}
+	b = append(b, page...)
+	w.WriteHeader(status)
+	_, _ = w.Write(b) // a Writer does not keep what it is given
+	if cap(b) <= 64<<10 {
+		// A custom page can be large; the pool keeps buffers of
+		// ordinary pages only.
+		*bp = b
+		filledPages.Put(bp)
+	}
 }
 
 // pageCache keeps a room's rendered queue pages by template and variables.

@@ -207,7 +207,13 @@ type CookieAttributes struct {
 //     refused, since browsers drop such a cookie.
 //   - custom_page_html: empty (the built-in page) or a Mustache template that
 //     parses. Partials ({{> name}}) are refused: rendering one would read a
-//     file from the node's disk.
+//     file from the node's disk. Besides the reference's variables it may use
+//     cookiesRequired and refreshURL (see cookieCheckParam); a meta refresh
+//     must name refreshURL, or the browser follows it rather than the
+//     Refresh header's cookie check:
+//     content="{{refreshIntervalSeconds}}{{#refreshURL}}; url={{refreshURL}}{{/refreshURL}}".
+//     A page that does not use cookiesRequired gets the built-in
+//     cookies-required page.
 //   - enabled_origin_commands: each "revoke".
 //   - max_queue: 0 (unlimited) or more.
 //   - turnstile_*: see validateChallenge; description is not checked.

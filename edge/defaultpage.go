@@ -5,14 +5,17 @@ import "github.com/cbroglie/mustache"
 // defaultPageHTML is the queue page a room shows without custom_page_html.
 // It uses the same Mustache variables a custom page can, and refreshes by
 // itself (the Refresh header does too; the meta tag covers clients that
-// ignore the header).
+// ignore the header, and names the same address, refreshURL, since a
+// browser may follow whichever of the two comes last). With cookiesRequired
+// it is the answer to a client that did not keep its cookie: no refresh,
+// which would only queue it at the back again, and a link to try again.
 const defaultPageHTML = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="refresh" content="{{refreshIntervalSeconds}}">
-<title>You are in line</title>
+{{^cookiesRequired}}<meta http-equiv="refresh" content="{{refreshIntervalSeconds}}{{#refreshURL}}; url={{refreshURL}}{{/refreshURL}}">{{/cookiesRequired}}
+<title>{{#cookiesRequired}}Cookies are required{{/cookiesRequired}}{{^cookiesRequired}}You are in line{{/cookiesRequired}}</title>
 <style>
   :root { --ink:#1d2330; --muted:#5b6477; --accent:#3b5bdb; --bg:#f3f5fa; }
   * { box-sizing: border-box; }
@@ -27,10 +30,19 @@ const defaultPageHTML = `<!doctype html>
   .bar span { display:block; height:100%; width:40%; background:var(--accent); border-radius:3px; animation: slide 2.4s ease-in-out infinite; }
   @keyframes slide { 0% { transform:translateX(-100%); } 100% { transform:translateX(250%); } }
   .fine { font-size:.85rem; color:var(--muted); line-height:1.5; margin:0; }
+  .again { display:inline-block; margin:4px 0 24px; padding:10px 22px; border-radius:8px; background:var(--accent); color:#fff; text-decoration:none; font-weight:600; }
 </style>
 </head>
 <body>
 <main>
+  {{#cookiesRequired}}
+  <h1>Cookies are required</h1>
+  <p class="lede">Cookies are required to hold your place in this queue. Your browser did not keep the cookie this site gave it, so every refresh would put you at the back of the line again.</p>
+  <p class="lede">Please allow cookies for this site, then try again.</p>
+  <a class="again" href="{{refreshURL}}">Try again</a>
+  <p class="fine">If you opened a link someone shared with you, trying again is all you need to do.</p>
+  {{/cookiesRequired}}
+  {{^cookiesRequired}}
   {{#isEventPrequeueing}}
   <h1>Starting soon</h1>
   <p class="lede">You are in the pre-queue. It opens in {{timeUntilEventStartFormatted}}{{#shuffleAtEventStart}}; when it does, everyone here gets a place in line at random, so there is no need to hurry{{/shuffleAtEventStart}}. Keep this page open.</p>
@@ -61,6 +73,7 @@ const defaultPageHTML = `<!doctype html>
   <p class="fine" id="nocookies" hidden><strong>Your browser is not keeping cookies.</strong> Your place in line is kept in a cookie: without it every refresh puts you at the back. Please allow cookies for this site and reload.</p>
   <script>if(!navigator.cookieEnabled){document.getElementById("nocookies").hidden=false;}</script>
   <p class="fine">This page refreshes every {{refreshIntervalSeconds}} seconds. Refreshing it yourself does not move you ahead.<br>Last updated {{lastUpdated}}</p>
+  {{/cookiesRequired}}
 </main>
 </body>
 </html>

@@ -275,6 +275,7 @@ func (c *crowd) visit(ctx context.Context) {
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, Timeout: 10 * time.Second}
 	url := c.urls[rand.IntN(len(c.urls))]
+	page := url // where the next check-in goes: the queue page's Refresh says
 	id := strconv.FormatInt(c.next.Add(1), 10)
 	c.waiting.Add(1)
 	queued := true
@@ -283,7 +284,7 @@ func (c *crowd) visit(ctx context.Context) {
 			c.waiting.Add(-1)
 		}
 	}()
-	get := func() (*http.Response, error) {
+	get := func(url string) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return nil, err
@@ -298,7 +299,7 @@ func (c *crowd) visit(ctx context.Context) {
 		return resp, nil
 	}
 	for {
-		resp, err := get()
+		resp, err := get(page)
 		if err != nil {
 			if errors.Is(ctx.Err(), context.Canceled) || ctx.Err() != nil {
 				return
@@ -311,12 +312,13 @@ func (c *crowd) visit(ctx context.Context) {
 		if resp.Header.Get("X-Demo-Origin") != "" {
 			break
 		}
-		refresh, _ := strconv.Atoi(resp.Header.Get("Refresh"))
+		refresh, next := followRefresh(resp)
 		if refresh <= 0 {
 			// Rejected: nothing to wait for.
 			return
 		}
-		if !sleepCtx(ctx, time.Duration(refresh)*time.Second) {
+		page = next
+		if !sleepCtx(ctx, refresh) {
 			return
 		}
 	}
@@ -330,11 +332,34 @@ func (c *crowd) visit(ctx context.Context) {
 		if !sleepCtx(ctx, 5*time.Second+time.Duration(rand.Int64N(int64(5*time.Second)))) {
 			return
 		}
-		if _, err := get(); err != nil && ctx.Err() != nil {
+		if _, err := get(url); err != nil && ctx.Err() != nil {
 			return
 		}
 	}
 	c.done.Add(1)
+}
+
+// followRefresh reads a queue page's Refresh header as a browser does: the
+// interval (0 when there is none) and the address to load then, which is
+// the url it names ("20; url=/x", resolved against the request's address:
+// the cookie check of a new visitor's first page) or the page's own.
+func followRefresh(resp *http.Response) (time.Duration, string) {
+	v := resp.Header.Get("Refresh")
+	secs, rest, _ := strings.Cut(v, ";")
+	n, err := strconv.Atoi(strings.TrimSpace(secs))
+	if err != nil || n < 0 {
+		return 0, ""
+	}
+	here := resp.Request.URL
+	k, ref, ok := strings.Cut(rest, "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(k), "url") {
+		return time.Duration(n) * time.Second, here.String()
+	}
+	next, err := here.Parse(strings.Trim(strings.TrimSpace(ref), `'"`))
+	if err != nil {
+		return time.Duration(n) * time.Second, here.String()
+	}
+	return time.Duration(n) * time.Second, next.String()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

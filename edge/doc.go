@@ -26,4 +26,16 @@
 //  5. The node's own counters are written before the next allocation is
 //     computed (the room's lock orders the two), so within one node the
 //     count is exact; other nodes see it one gossip round later.
+//
+// # The cookie check
+//
+// A visitor's place lives only in its cookie, so a client that keeps none
+// would be a new visitor, at the back, on every refresh. A new visitor's
+// first queue page therefore refreshes to its own address with
+// __waitroom_cc=<second> added. Back there without a valid cookie for the
+// room, the client gets the cookies-required answer (cookiesRequired in the
+// page and the JSON) with no refresh; back with its cookie, it is handled as
+// usual and returns to the clean address at its next step. The parameter is
+// removed from every request before anything else looks at it, so the
+// origin never sees it and it changes no decision.
 package edge

@@ -105,6 +105,7 @@ type crowdVisitor struct {
 	state      e2eState
 	bucket     int64     // unix minute of its first request
 	nextCheck  time.Time // when its Refresh says to come back
+	page       string    // where it checks in: "/", or the address its Refresh named
 	admittedAt time.Time
 	leaveAt    time.Time
 	attempts   int // counted check-ins while queued
@@ -302,7 +303,15 @@ func (v *crowdVisitor) act(t *testing.T, c *e2eCluster, now time.Time, start tim
 }
 
 func (v *crowdVisitor) checkIn(t *testing.T, c *e2eCluster, now time.Time) {
-	resp, node := v.request(t, c, "/")
+	page := v.page
+	if page == "" || v.impatient {
+		page = "/" // an impatient visitor retypes the address
+	}
+	// A patient visitor follows the Refresh url, as a browser does: the
+	// cookie check, checked at whichever node the request reaches, then
+	// back to the clean address. The client follows the redirect of an
+	// admission on the marked address.
+	resp, node := v.request(t, c, page)
 	if resp == nil {
 		return
 	}
@@ -312,9 +321,12 @@ func (v *crowdVisitor) checkIn(t *testing.T, c *e2eCluster, now time.Time) {
 		v.admittedAt = now
 		v.leaveAt = now.Add(v.browseFor)
 	case resp.Header.Get("Refresh") != "":
-		secs, err := strconv.Atoi(resp.Header.Get("Refresh"))
+		secs, next, err := parseRefresh(resp.Header.Get("Refresh"))
 		if err != nil || secs < 1 || secs > 23 {
 			t.Errorf("visitor %s: Refresh %q", v.id, resp.Header.Get("Refresh"))
+		}
+		if next != "" {
+			v.page = next
 		}
 		v.state = waiting
 		if setCookie(resp, cookieName) != "" {

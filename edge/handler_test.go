@@ -132,9 +132,14 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 			if f.origin.Hits() != hits {
 				t.Fatal("a queued visitor reached the origin")
 			}
-			refresh, err := strconv.Atoi(resp.Header.Get("Refresh"))
+			// A new visitor's first page refreshes to its own address with
+			// the cookie check (see TestCookieCheck).
+			refresh, next, err := parseRefresh(resp.Header.Get("Refresh"))
 			if err != nil || refresh < 17 || refresh > 23 {
 				t.Errorf("Refresh %q, want 20 ± 3 seconds", resp.Header.Get("Refresh"))
+			}
+			if want := fmt.Sprintf("/tickets?__waitroom_cc=%d", f.clock.Now().Unix()); next != want {
+				t.Errorf("Refresh url %q, want %q", next, want)
 			}
 			if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 				t.Errorf("Cache-Control %q, want no-store", cc)
@@ -142,7 +147,7 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
 				t.Errorf("Content-Type %q, want text/html", ct)
 			}
-			for _, s := range []string{"You are in line", `<div class="wait">1 minute</div>`, fmt.Sprintf(`content="%d"`, refresh), "refreshes every " + strconv.Itoa(refresh) + " seconds"} {
+			for _, s := range []string{"You are in line", `<div class="wait">1 minute</div>`, fmt.Sprintf(`content="%s"`, resp.Header.Get("Refresh")), "refreshes every " + strconv.Itoa(refresh) + " seconds"} {
 				if !strings.Contains(b, s) {
 					t.Errorf("default page lacks %q:\n%s", s, b)
 				}
@@ -167,7 +172,7 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 		seen := map[int]bool{}
 		for i := 0; i < 40; i++ {
 			resp := newVisitor().get(f.srv, "http://shop.test/")
-			n, err := strconv.Atoi(resp.Header.Get("Refresh"))
+			n, err := refreshSeconds(resp)
 			if err != nil || n < 17 || n > 23 {
 				t.Fatalf("Refresh %q, want 17..23", resp.Header.Get("Refresh"))
 			}
@@ -263,7 +268,7 @@ func TestCustomPageRendersEveryVariable(t *testing.T) {
 					t.Errorf("%s = %q, want %q", k, vars[k], want)
 				}
 			}
-			if vars["refreshIntervalSeconds"] != resp.Header.Get("Refresh") {
+			if n, _ := refreshSeconds(resp); vars["refreshIntervalSeconds"] != strconv.Itoa(n) {
 				t.Errorf("refreshIntervalSeconds %q, Refresh header %q: want the same", vars["refreshIntervalSeconds"], resp.Header.Get("Refresh"))
 			}
 			if tt.method == "random" {

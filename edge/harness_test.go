@@ -7,11 +7,14 @@ package edge_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,6 +126,7 @@ type origin struct {
 	*httptest.Server
 	mu   sync.Mutex
 	hits int
+	uris []string // every request's path and query, as the origin saw it
 }
 
 func newOrigin(tb testing.TB) *origin {
@@ -131,6 +135,7 @@ func newOrigin(tb testing.TB) *origin {
 	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o.mu.Lock()
 		o.hits++
+		o.uris = append(o.uris, r.URL.RequestURI())
 		o.mu.Unlock()
 		switch r.URL.Path {
 		case "/revoke-cf":
@@ -149,6 +154,13 @@ func (o *origin) Hits() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.hits
+}
+
+// URIs returns the path and query of every request the origin got.
+func (o *origin) URIs() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.uris)
 }
 
 // fixture is one node in front of one test origin, on a fake clock.
@@ -196,6 +208,7 @@ func (v *visitor) do(h http.Handler, r *http.Request) *http.Response {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	resp := rec.Result()
+	resp.Request = r // as http.Client does: what a Refresh url resolves against
 	for _, c := range resp.Cookies() {
 		if c.MaxAge < 0 {
 			delete(v.cookies, c.Name)
@@ -293,4 +306,50 @@ func metric(tb testing.TB, admin http.Handler, prefix string) float64 {
 		}
 	}
 	return 0
+}
+
+// parseRefresh reads a Refresh header as a browser does: "N" reloads the
+// page after N seconds, "N; url=U" loads U instead. It returns the seconds
+// and U ("" for the page itself).
+func parseRefresh(h string) (int, string, error) {
+	secs, rest, _ := strings.Cut(h, ";")
+	n, err := strconv.Atoi(strings.TrimSpace(secs))
+	if err != nil {
+		return 0, "", fmt.Errorf("refresh %q: %w", h, err)
+	}
+	rest = strings.TrimSpace(rest)
+	if rest == "" {
+		return n, "", nil
+	}
+	k, u, ok := strings.Cut(rest, "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(k), "url") {
+		return 0, "", fmt.Errorf("refresh %q: want \"N\" or \"N; url=...\"", h)
+	}
+	return n, strings.Trim(strings.TrimSpace(u), `'"`), nil
+}
+
+// refreshSeconds is the interval of resp's Refresh header, whatever address
+// it names.
+func refreshSeconds(resp *http.Response) (int, error) {
+	n, _, err := parseRefresh(resp.Header.Get("Refresh"))
+	return n, err
+}
+
+// refreshTarget is the absolute URL a browser loads when resp's Refresh
+// fires: the url it names, resolved against the request's, or the request's
+// own.
+func refreshTarget(tb testing.TB, resp *http.Response) string {
+	tb.Helper()
+	_, u, err := parseRefresh(resp.Header.Get("Refresh"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if u == "" {
+		return resp.Request.URL.String()
+	}
+	ref, err := url.Parse(u)
+	if err != nil {
+		tb.Fatalf("Refresh url %q: %v", u, err)
+	}
+	return resp.Request.URL.ResolveReference(ref).String()
 }

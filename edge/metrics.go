@@ -18,14 +18,14 @@ type metrics struct {
 
 // roomMetrics are one room's request counters.
 type roomMetrics struct {
-	admitted, admittedRequests, queued, earlyCheckIns, rejected, bypassed, revoked, stopped, infinite, challenged prometheus.Counter
+	admitted, admittedRequests, queued, earlyCheckIns, rejected, bypassed, revoked, stopped, infinite, challenged, cookiesRequired prometheus.Counter
 }
 
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "requests_total",
-		Help: "Requests by room and outcome: admitted (a new admission), session (an admitted visitor's request), queued, early_checkin (queued, not an attempt), rejected, bypassed, revoked, stopped (an admitted visitor held by the emergency stop).",
+		Help: "Requests by room and outcome: admitted (a new admission), session (an admitted visitor's request), queued, early_checkin (queued, not an attempt), rejected, bypassed, revoked, stopped (an admitted visitor held by the emergency stop), infinite_queue, challenged, cookies_required (a client back from its first queue page without the cookie it was given: told that cookies are required, not queued).",
 	}, []string{"room", "outcome"})
 	m.cookieErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "cookie_errors_total",
@@ -61,5 +61,6 @@ func (m *metrics) forRoom(name string) roomMetrics {
 		stopped:          c("stopped"),
 		infinite:         c("infinite_queue"),
 		challenged:       c("challenged"),
+		cookiesRequired:  c("cookies_required"),
 	}
 }

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"encoding/json"
 	"html/template"
 	"net/http"
@@ -42,6 +43,17 @@ type pageVars struct {
 	TimeUntilEventEndFormatted   string `json:"timeUntilEventEndFormatted"`
 	ShuffleAtEventStart          bool   `json:"shuffleAtEventStart"`
 	Turnstile                    string `json:"-"`
+
+	// waitroom's own: the cookie check (see cookieCheckParam).
+	// CookiesRequired is true on the answer to a client that did not keep
+	// its cookie: no place in line, no automatic refresh.
+	CookiesRequired bool `json:"cookiesRequired"`
+	// RefreshURL is the address the page should load next, when it is not
+	// the page's own: the marked address on a new visitor's first page,
+	// the clean one after a marked request, and on the cookies-required
+	// answer the clean address to try again at. In the page it is
+	// refreshURLSlot (see writeQueue).
+	RefreshURL string `json:"-"`
 }
 
 func (v *pageVars) context() map[string]any {
@@ -68,26 +80,60 @@ func (v *pageVars) context() map[string]any {
 		"timeUntilEventEndFormatted":   v.TimeUntilEventEndFormatted,
 		"shuffleAtEventStart":          v.ShuffleAtEventStart,
 		"turnstile":                    v.Turnstile,
+		cookiesRequiredVar:             v.CookiesRequired,
+		"refreshURL":                   v.RefreshURL,
 	}
 }
 
+// queueAnswer is which answer writeQueue gives.
+type queueAnswer uint8
+
+const (
+	// answerAgain is the page again without a new token: an early
+	// check-in, an admitted visitor held by the emergency stop, a full
+	// queue.
+	answerAgain queueAnswer = iota
+	// answerCounted is a counted check-in: the renewed token is set.
+	answerCounted
+	// answerFirst sets a new visitor's first token; an HTML page's refresh
+	// carries the cookie check.
+	answerFirst
+	// answerNoCookie tells a client that did not keep its cookie that
+	// cookies are required: no token, no automatic refresh.
+	answerNoCookie
+)
+
+// refreshURLSlot stands for the refresh URL in a rendered page: the URL is
+// different for nearly every new visitor (its path, the second), so pages
+// are rendered and cached with this in its place and it is replaced on the
+// way out; rendering afresh for every new visitor would cost the queued
+// path most of its speed again. It holds no character HTML escaping
+// changes.
+const refreshURLSlot = "__waitroom_refresh_url__"
+
 // writeQueue answers a visitor who waits: the queue page or, for an app that
 // asks with exactly "Accept: application/json" where the room allows it, the
-// same fields as JSON. counted says whether this check-in was an attempt
-// (and so carries a new token to set).
-func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, now time.Time, https, counted bool) {
+// same fields as JSON. ans says which answer it is; marked says the request
+// came on the cookie check's address with a valid cookie, so the page
+// refreshes back to the clean address.
+func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, now time.Time, https bool, ans queueAnswer, marked bool) {
 	vw := a.view
 	est := a.Estimate(tok.Bucket)
 	if tok.Infinite {
 		est = infiniteEstimate(a, tok.Bucket, now)
 	}
 	refresh := int(tok.RefreshInterval)
-	if !counted {
+	switch ans {
+	case answerAgain:
 		// Tell an early visitor when its next check-in will count.
 		refresh = int(tok.LastCheckIn + int64(tok.RefreshInterval) - now.Unix())
 		if refresh < 1 {
 			refresh = 1
 		}
+	case answerNoCookie:
+		// Nothing refreshes this answer; a page or app that waits this
+		// long before trying again anyway does not hammer the node.
+		refresh = refreshBase
 	}
 	method := string(vw.pol.QueueingMethod)
 	if method == "" {
@@ -108,11 +154,13 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 		QueueingMethod:         method,
 		IsFIFOQueue:            method == string(policy.FIFO),
 		IsRandomQueue:          method == string(policy.Random),
+		CookiesRequired:        ans == answerNoCookie,
 	}
-	if rm.challenge != nil && !tok.Verified && queueing(a) {
+	if rm.challenge != nil && !tok.Verified && queueing(a) && ans != answerNoCookie {
 		// The challenge shows only on a queueing page, and only until it is
 		// solved; a bot in the infinite queue keeps getting it, as an
-		// unsolved visitor would.
+		// unsolved visitor would. A client that keeps no cookie could not
+		// keep a solution either.
 		v.Turnstile = rm.challenge.widget
 	}
 	if e := vw.event; e != nil {
@@ -137,25 +185,55 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 			}
 		}
 	}
+	asJSON := vw.cfg.JSONResponseEnabled && r.Header.Get("Accept") == "application/json"
+	// next is where the page goes next, when that is not its own address.
+	var next string
+	switch {
+	case ans == answerNoCookie:
+		next = localURL(r.URL, "")
+	case ans == answerFirst && !asJSON:
+		// An app polls the address it chose and reads cookiesRequired
+		// from the JSON; only a page follows Refresh, so only a page
+		// gets the check.
+		next = markedURL(r.URL, now.Unix())
+	case marked:
+		// The check passed: a plain refresh would reload the marked
+		// address, and admission would land the visitor there.
+		next = localURL(r.URL, "")
+	}
 	h := w.Header()
-	if counted {
+	if ans == answerCounted || ans == answerFirst {
 		s.setCookie(h, rm, vw, tok, https, now.Unix())
 	}
-	h.Set("Refresh", strconv.Itoa(refresh))
+	switch {
+	case ans == answerNoCookie:
+		// No Refresh: every refresh would be a new visitor again.
+	case next != "":
+		h.Set("Refresh", strconv.Itoa(refresh)+"; url="+next)
+	default:
+		h.Set("Refresh", strconv.Itoa(refresh))
+	}
 	h.Set("Cache-Control", "no-store")
 	status := vw.cfg.QueueingStatusCode
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if vw.cfg.JSONResponseEnabled && r.Header.Get("Accept") == "application/json" {
+	if asJSON {
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"cfWaitingRoom": &v})
 		return
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	body := rm.pages.get(vw.tmpl, v, func() []byte {
-		body, err := vw.tmpl.Render(v.context())
+	tmpl := vw.tmpl
+	if v.CookiesRequired && !handlesCookiesRequired(tmpl) {
+		tmpl = defaultPage
+	}
+	if next != "" {
+		v.RefreshURL = refreshURLSlot
+	}
+	body := rm.pages.get(tmpl, v, func() []byte {
+		body, err := tmpl.Render(v.context())
 		if err != nil {
 			// A template that parsed but fails to render must not cost
 			// the visitor their place: fall back to the built-in page.
@@ -164,8 +242,44 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 		}
 		return []byte(body)
 	})
+	if next != "" {
+		writeFilled(w, status, body, template.HTMLEscapeString(next))
+		return
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+var refreshURLSlotBytes = []byte(refreshURLSlot)
+
+// filledPages are the buffers writeFilled fills pages in.
+var filledPages = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// writeFilled writes a cached page with every refreshURLSlot replaced by u.
+// The cached bytes are shared, so the page is filled in a pooled buffer and
+// written at once: a fresh copy of the page for every new visitor would
+// cost about as much as the rest of its answer.
+func writeFilled(w http.ResponseWriter, status int, page []byte, u string) {
+	bp := filledPages.Get().(*[]byte)
+	b := (*bp)[:0]
+	for {
+		i := bytes.Index(page, refreshURLSlotBytes)
+		if i < 0 {
+			break
+		}
+		b = append(b, page[:i]...)
+		b = append(b, u...)
+		page = page[i+len(refreshURLSlot):]
+	}
+	b = append(b, page...)
+	w.WriteHeader(status)
+	_, _ = w.Write(b) // a Writer does not keep what it is given
+	if cap(b) <= 64<<10 {
+		// A custom page can be large; the pool keeps buffers of
+		// ordinary pages only.
+		*bp = b
+		filledPages.Put(bp)
+	}
 }
 
 // pageCache keeps a room's rendered queue pages by template and variables.

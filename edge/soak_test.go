@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -123,7 +122,7 @@ func TestSoak(t *testing.T) {
 					}
 					wait := 5 * time.Second
 					if resp != nil {
-						if n, err := strconv.Atoi(resp.Header.Get("Refresh")); err == nil {
+						if n, err := refreshSeconds(resp); err == nil {
 							wait = min(time.Duration(n)*time.Second, 5*time.Second)
 						}
 					}

@@ -27,7 +27,7 @@ func FuzzQueueTemplate(f *testing.F) {
 		v := pageVars{
 			InWaitingRoom: true, WaitTimeKnown: true, WaitTime: 5, WaitTimeFormatted: formatted,
 			LastUpdated: time.Unix(0, 0).UTC().Format(time.RFC3339), RefreshIntervalSeconds: 20,
-			QueueingMethod: "fifo", IsFIFOQueue: true, Turnstile: formatted,
+			QueueingMethod: "fifo", IsFIFOQueue: true, Turnstile: formatted, RefreshURL: formatted, CookiesRequired: formatted == "",
 		}
 		_, _ = tmpl.Render(v.context())
 	})

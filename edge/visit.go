@@ -40,6 +40,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatusPage(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
 		return
 	}
+	// First of all: whatever happens next, the origin never sees the
+	// cookie check.
+	cc := takeCookieCheck(r)
 	if rm.bypassed(r) {
 		// Health checks, staff, static assets: straight through, uncounted.
 		rm.m.bypassed.Inc()
@@ -60,6 +63,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, fresh := s.openToken(rm, r, now)
 	nowMin := unixMinute(now)
 	nowSec := now.Unix()
+	if cc.present && fresh {
+		if cc.current(nowSec) {
+			// Back from the first queue page without the cookie it set:
+			// queueing it again would put it at the back once more, on
+			// every refresh, for ever. Say why instead, and count nothing
+			// in the room: it holds no place.
+			rm.m.cookiesRequired.Inc()
+			s.writeQueue(w, r, rm, a, cookie.Token{Bucket: nowMin}, now, https, answerNoCookie, false)
+			return
+		}
+		// An old marker proves nothing: a new visitor like any other.
+		cc = cookieCheck{}
+	}
+	// marked: the cookie check passed; the visitor leaves the marked
+	// address at its next step.
+	marked := cc.present
 
 	if !fresh && tok.Admitted() && !tok.Infinite {
 		if v.cfg.Stopped {
@@ -67,7 +86,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// left as it is, so they are back in on resume if their session
 			// has not expired meanwhile.
 			rm.m.stopped.Inc()
-			s.writeQueue(w, r, rm, a, tok, now, https, false)
+			s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
 			return
 		}
 		// An admitted visitor within its session: to the origin. Its active
@@ -90,7 +109,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			tok.ExpiresAt = nowSec + int64(v.cfg.SessionDuration)*60
 		}
 		rm.m.admittedRequests.Inc()
-		s.proxyVisit(w, r, rm, v, tok, https)
+		s.proxyVisit(w, r, rm, v, tok, https, marked)
 		return
 	}
 
@@ -98,7 +117,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Earlier than the refresh interval the token was given: the page
 		// again, but no attempt, so refreshing faster gains nothing.
 		rm.m.earlyCheckIns.Inc()
-		s.writeQueue(w, r, rm, a, tok, now, https, false)
+		s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
 		return
 	}
 
@@ -109,7 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	gated, add := s.challengeStep(r, rm, a, &tok, fresh, nowMin, add)
 	if tok.Infinite || gated {
-		s.holdVisitor(w, r, rm, a, tok, fresh, now, https, add)
+		s.holdVisitor(w, r, rm, a, tok, fresh, marked, now, https, add)
 		return
 	}
 	if tok.CountedMinute != nowMin {
@@ -175,14 +194,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tok.CountedMinute = nowMin
 		tok.ExpiresAt = nowSec + int64(a.view.cfg.SessionDuration)*60
 		rm.m.admittedRequests.Inc()
-		s.proxyVisit(w, r, rm, a.view, tok, https)
+		s.proxyVisit(w, r, rm, a.view, tok, https, marked)
 	case policy.Queue:
 		rm.m.queued.Inc()
 		tok.LastCheckIn = nowSec
 		tok.CountedMinute = nowMin
 		tok.RefreshInterval = jitteredRefresh()
 		tok.ExpiresAt = nowSec + int64(queuedTokenLife/time.Second)
-		s.writeQueue(w, r, rm, a, tok, now, https, true)
+		s.writeQueue(w, r, rm, a, tok, now, https, newTokenAnswer(fresh), marked)
 	case policy.Reject:
 		rm.m.rejected.Inc()
 		if a.view.pol.QueueingMethod != policy.MethodReject {
@@ -190,7 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// The visitor is not counted as waiting and keeps no token.
 			tok.RefreshInterval = jitteredRefresh()
 			tok.LastCheckIn = nowSec
-			s.writeQueue(w, r, rm, a, tok, now, https, false)
+			s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
 			return
 		}
 		clearCookie(w.Header(), a.view, rm.cookieName, https)
@@ -206,7 +225,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (under infinite_queue). Neither is counted as waiting, so bots neither
 // take slots nor lengthen the estimates of the people behind them; both get
 // the same page, headers and cookie as a real queued visitor.
-func (s *Server) holdVisitor(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, fresh bool, now time.Time, https bool, add []gossip.Inc) {
+func (s *Server) holdVisitor(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, fresh, marked bool, now time.Time, https bool, add []gossip.Inc) {
 	nowMin, nowSec := unixMinute(now), now.Unix()
 	if tok.CountedMinute != 0 {
 		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute}, N: 1})
@@ -232,7 +251,16 @@ func (s *Server) holdVisitor(w http.ResponseWriter, r *http.Request, rm *room, a
 	tok.LastCheckIn = nowSec
 	tok.RefreshInterval = jitteredRefresh()
 	tok.ExpiresAt = nowSec + int64(queuedTokenLife/time.Second)
-	s.writeQueue(w, r, rm, a, tok, now, https, true)
+	s.writeQueue(w, r, rm, a, tok, now, https, newTokenAnswer(fresh), marked)
+}
+
+// newTokenAnswer is the answer that sets a renewed token: a new visitor's
+// first one carries the cookie check.
+func newTokenAnswer(fresh bool) queueAnswer {
+	if fresh {
+		return answerFirst
+	}
+	return answerCounted
 }
 
 // moveTimeOnOrigin moves an admitted session's count in the time-on-origin
@@ -313,7 +341,21 @@ func cookieErrorReason(err error) string {
 
 // proxyVisit sends an admitted visitor to the origin; the cookie is set when
 // the origin's answer comes back, so that an origin command can revoke it.
-func (s *Server) proxyVisit(w http.ResponseWriter, r *http.Request, rm *room, v *view, tok cookie.Token, https bool) {
+//
+// A page load on the cookie check's address (marked) is sent to the clean
+// address instead, with the cookie, and gets there on its next request:
+// otherwise the visitor would land on the origin's page under the marked
+// address, and a friend opening a link copied from it within the marker's
+// life would be told that cookies are required.
+func (s *Server) proxyVisit(w http.ResponseWriter, r *http.Request, rm *room, v *view, tok cookie.Token, https, marked bool) {
+	if marked && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		h := w.Header()
+		s.setCookie(h, rm, v, tok, https, s.clock().Unix())
+		h.Set("Location", localURL(r.URL, ""))
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
 	vis := &visit{rm: rm, v: v, tok: tok, https: https}
 	rm.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visitKey{}, vis)))
 }

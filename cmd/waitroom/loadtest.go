@@ -24,8 +24,8 @@ func newLoadtest() *cobra.Command {
 		Long: `Drive a waiting room (or any site you operate) with virtual visitors. Each
 visitor keeps its own cookies, so the room's token goes back on every request,
 and a queued visitor waits as long as the Refresh header says before checking
-in again, as the queue page does in a browser (--honor-refresh=false hammers
-instead). Connections are kept alive and reused.
+in again at the address it names, as the queue page does in a browser
+(--honor-refresh=false hammers instead). Connections are kept alive and reused.
 
 Closed loop (the default): --concurrency visitors, each sending its next
 request when the previous one is answered. Open loop (--rate): requests start

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,9 +40,14 @@ func TestBrowserQueuesThenLandsOnOrigin(t *testing.T) {
 	if resp.Status != http.StatusOK {
 		t.Errorf("queue page status %d, want 200 (queueing_status_code default)", resp.Status)
 	}
-	refresh, err := strconv.Atoi(header(resp.Headers, "Refresh"))
+	// A new visitor's first page refreshes to the cookie check's address.
+	refreshHeader := header(resp.Headers, "Refresh")
+	refresh, next, err := parseRefresh(refreshHeader)
 	if err != nil || refresh < 17 || refresh > 23 {
-		t.Fatalf("queue page Refresh header %q, want 20±3 seconds", header(resp.Headers, "Refresh"))
+		t.Fatalf("queue page Refresh header %q, want 20±3 seconds", refreshHeader)
+	}
+	if !strings.HasPrefix(next, "/?__waitroom_cc=") {
+		t.Errorf("queue page Refresh header %q, want url=/?__waitroom_cc=<second>", refreshHeader)
 	}
 
 	st, err := readPage(ctx)
@@ -57,8 +61,8 @@ func TestBrowserQueuesThenLandsOnOrigin(t *testing.T) {
 	if st.Label != "Estimated wait" || st.Wait == "" {
 		t.Errorf("estimate: label %q, value %q; want \"Estimated wait\" and a value", st.Label, st.Wait)
 	}
-	if st.Meta != strconv.Itoa(refresh) {
-		t.Errorf("meta refresh %q, want the Refresh header's %d", st.Meta, refresh)
+	if st.Meta != refreshHeader {
+		t.Errorf("meta refresh %q, want the Refresh header's %q", st.Meta, refreshHeader)
 	}
 	if st.Marker != "" {
 		t.Fatal("the browser reached the origin while the room was full")
@@ -110,6 +114,8 @@ func TestBrowserQueuesThenLandsOnOrigin(t *testing.T) {
 	if took < time.Duration(refresh-2)*time.Second {
 		t.Errorf("landed after %s, before the page's %ds refresh: who reloaded it?", took, refresh)
 	}
+	// Let in on the cookie check's address, the browser is sent back to
+	// the clean one.
 	if st.URL != roomURL {
 		t.Errorf("landed at %q, want the room's own URL %q (the origin is behind it)", st.URL, roomURL)
 	}
@@ -123,6 +129,70 @@ func TestBrowserQueuesThenLandsOnOrigin(t *testing.T) {
 	if !admitted.Admitted() || admitted.Bucket != queued.Bucket {
 		t.Errorf("token after admission %+v; want admitted, in the bucket it queued in: %+v", admitted, queued)
 	}
+}
+
+// TestBrowserThatRefusesCookiesIsToldSo: a browser set to refuse every
+// cookie gets the queue page, follows its refresh to the cookie check's
+// address without the cookie, and is told there that cookies are required,
+// by a page that does not refresh, instead of being queued at the back
+// again on every refresh.
+func TestBrowserThatRefusesCookiesIsToldSo(t *testing.T) {
+	t.Parallel()
+	chromium(t)
+	org := startOrigin(t)
+	n := newNode(t, org.URL, nil)
+	rec := &recorder{h: n.srv}
+	room := httptest.NewServer(rec)
+	t.Cleanup(room.Close)
+	roomURL := room.URL + "/"
+
+	first := newGoVisitor(t, nil)
+	if resp, body := first.get(t, roomURL); resp.StatusCode != http.StatusOK || !strings.Contains(body, originMarker) {
+		t.Fatalf("first visitor: status %d, want the origin page; body:\n%s", resp.StatusCode, body)
+	}
+
+	ctx := startBrowser(t, blockAllCookies(t))
+	if err := chromedp.Do(ctx, chromedp.Navigate(roomURL)); err != nil {
+		t.Fatalf("open the room: %v", err)
+	}
+	st, err := readPage(ctx)
+	if err != nil || st.Title != "You are in line" {
+		t.Fatalf("first page %+v (%v), want the queue page", st, err)
+	}
+	if c, err := browserCookie(ctx, roomURL); err != nil || c != nil {
+		t.Fatalf("the browser kept the cookie %+v (err %v): the profile does not refuse cookies", c, err)
+	}
+
+	err = poll(ctx, refreshWait, func() (bool, error) {
+		var err error
+		st, err = readPage(ctx)
+		return err == nil && st.Title == "Cookies are required", err
+	})
+	if err != nil {
+		t.Fatalf("the browser was not told that cookies are required: %v; last page: %+v", err, st)
+	}
+	t.Logf("after the refresh: %q at %s, heading %q", st.Title, st.URL, st.H1)
+	if !strings.HasPrefix(st.URL, roomURL+"?__waitroom_cc=") {
+		t.Errorf("the message is at %q, want the cookie check's address %s?__waitroom_cc=...", st.URL, roomURL)
+	}
+	if st.Meta != "" {
+		t.Errorf("the message has a meta refresh %q: it would queue the browser at the back again", st.Meta)
+	}
+	if again, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("a.again").href`)); err != nil || again != roomURL {
+		t.Errorf("try-again link %q (%v), want the clean address %s", again, err, roomURL)
+	}
+	p := rec.pages("/")
+	if len(p) != 2 || p[1].Cookie != "" || p[1].SetCookie != "" {
+		t.Errorf("the room saw %+v; want two page loads, the second without a cookie and setting none", p)
+	}
+	if hits := org.hits.Load(); hits != 1 {
+		t.Errorf("the origin got %d requests, want only the first visitor's", hits)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	saveScreenshot(t, "cookies-required.png", png)
 }
 
 // TestQueuePageInCrossSiteIframe: a partner site embeds the room in an

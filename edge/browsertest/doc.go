@@ -2,7 +2,10 @@
 // chromedp) against a waitroom node, to check what no HTTP client in Go can:
 // that a browser shows the queue page, honours its automatic refresh, keeps
 // its cookie (also inside a cross-site iframe, where the cookie must be
-// SameSite=None; Secure) and lands on the origin when it is admitted.
+// SameSite=None; Secure) and lands on the origin when it is admitted, at the
+// room's own address although its first refresh went to the cookie check's;
+// and that a browser set to refuse cookies is told that cookies are
+// required instead of being queued at the back on every refresh.
 //
 // The package holds only tests. They look for Chromium at /usr/bin/chromium,
 // or at $WAITROOM_CHROMIUM, and skip when it is not there, so that
@@ -17,6 +20,7 @@
 // for up to a minute.
 //
 // Set WAITROOM_SCREENSHOT_DIR to keep the screenshots: queue-page.png (the
-// queue page), queue-page-iframe.png (the same page in a partner's iframe)
-// and origin-in-iframe.png (the origin in that iframe after admission).
+// queue page), queue-page-iframe.png (the same page in a partner's iframe),
+// origin-in-iframe.png (the origin in that iframe after admission) and
+// cookies-required.png (what a browser that refuses cookies is told).
 package browsertest

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -502,4 +503,39 @@ func header(h network.Headers, name string) string {
 		}
 	}
 	return ""
+}
+
+// parseRefresh reads a Refresh header: "N" reloads the page after N seconds,
+// "N; url=U" loads U instead. It returns the seconds and U ("" for the page
+// itself).
+func parseRefresh(h string) (int, string, error) {
+	secs, rest, _ := strings.Cut(h, ";")
+	n, err := strconv.Atoi(strings.TrimSpace(secs))
+	if err != nil {
+		return 0, "", fmt.Errorf("refresh %q: %w", h, err)
+	}
+	k, u, ok := strings.Cut(rest, "=")
+	if !ok {
+		return n, "", nil
+	}
+	if !strings.EqualFold(strings.TrimSpace(k), "url") {
+		return 0, "", fmt.Errorf("refresh %q: want \"N\" or \"N; url=...\"", h)
+	}
+	return n, strings.Trim(strings.TrimSpace(u), `'"`), nil
+}
+
+// blockAllCookies gives the browser a profile whose cookie setting is
+// "Don't allow sites to save data": it refuses every cookie, first-party
+// ones included.
+func blockAllCookies(t *testing.T) chromedp.ExecAllocatorOption {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "Default"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	prefs := `{"profile":{"default_content_setting_values":{"cookies":2}}}`
+	if err := os.WriteFile(filepath.Join(dir, "Default", "Preferences"), []byte(prefs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return chromedp.UserDataDir(dir)
 }

@@ -3,7 +3,8 @@
 // [Run] drives one or more target URLs with virtual visitors, each keeping its
 // own cookies (so a waiting room's sealed token goes back on every request)
 // and, when queued, waiting as long as the Refresh header says before checking
-// in again, as a browser on the queue page does. Two load models:
+// in again at the address it names (a waiting room's cookie check), as a
+// browser on the queue page does. Two load models:
 //
 //   - closed loop (Options.Rate 0): Concurrency visitors, each sending its next
 //     request as soon as the previous one is answered (or its refresh wait is
@@ -171,8 +172,8 @@ func Classify(resp *http.Response) (Outcome, time.Duration, string) {
 	}
 }
 
-// parseRefresh reads "20" or "20; url=/": whole seconds (fractions are
-// accepted, as browsers do).
+// parseRefresh reads the interval of "20" or "20; url=/": whole seconds
+// (fractions are accepted, as browsers do).
 func parseRefresh(v string) time.Duration {
 	v, _, _ = strings.Cut(v, ";")
 	v, _, _ = strings.Cut(v, ",")
@@ -181,6 +182,24 @@ func parseRefresh(v string) time.Duration {
 		return 0
 	}
 	return time.Duration(f * float64(time.Second))
+}
+
+// RefreshURL is the address a Refresh header value names ("20; url=/x"
+// names "/x", quoted or not), or "" when it names none and the page reloads
+// itself. It is a reference to resolve against the request's URL.
+func RefreshURL(v string) string {
+	_, rest, ok := strings.Cut(v, ";")
+	if !ok {
+		_, rest, ok = strings.Cut(v, ",")
+	}
+	if !ok {
+		return ""
+	}
+	k, u, ok := strings.Cut(rest, "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(k), "url") {
+		return ""
+	}
+	return strings.Trim(strings.TrimSpace(u), `'"`)
 }
 
 // ErrorKind names a transport error: timeout, refused, reset, eof or
@@ -248,8 +267,12 @@ func (r *Result) PerSecond(n uint64) float64 {
 
 // visitor is one virtual visitor: its cookies and what became of it.
 type visitor struct {
-	id       uint64
-	target   *url.URL
+	id     uint64
+	target *url.URL
+	// page is where the visitor's next request goes when it is not target:
+	// the address a queue page's Refresh named, as a browser follows it
+	// (a waiting room's cookie check, then back to the clean address).
+	page     *url.URL
 	cookies  []kept
 	header   string // Cookie header built from cookies
 	requests int
@@ -539,6 +562,9 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 	// Built by hand from the parsed target: NewRequest would parse the URL
 	// on every request, on the CPU the server under test needs.
 	u := v.target
+	if v.page != nil {
+		u = v.page
+	}
 	req := (&http.Request{
 		Method:     e.o.Method,
 		URL:        u,
@@ -608,8 +634,19 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 	switch out {
 	case Admitted:
 		e.admitted.Add(1)
+		// Let in (a waiting room's admission on the cookie check's
+		// address answers with a redirect to the clean one): from now on
+		// the target again.
+		v.page = nil
 	case Queued:
 		e.queued.Add(1)
+		// A plain Refresh reloads the page where it is; one with a url
+		// goes there.
+		if ref := RefreshURL(resp.Header.Get("Refresh")); ref != "" {
+			if next, err := u.Parse(ref); err == nil {
+				v.page = next
+			}
+		}
 		if !v.queued {
 			v.queued = true
 			v.queuedSince = t0

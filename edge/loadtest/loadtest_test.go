@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -430,5 +431,62 @@ func TestWriteText(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+func TestRefreshURL(t *testing.T) {
+	cases := []struct{ header, want string }{
+		{"20", ""},
+		{"20; url=/shop?a=1&__waitroom_cc=5", "/shop?a=1&__waitroom_cc=5"},
+		{"20;URL='/shop'", "/shop"},
+		{`20; url="/shop"`, "/shop"},
+		{"20, url=/shop", "/shop"},
+		{"20; foo=/shop", ""},
+	}
+	for _, c := range cases {
+		if got := RefreshURL(c.header); got != c.want {
+			t.Errorf("RefreshURL(%q) = %q, want %q", c.header, got, c.want)
+		}
+	}
+}
+
+// TestFollowsRefreshURL: a queued visitor comes back where the Refresh
+// header says, as a browser does (waitroom's cookie check sends a new
+// visitor's first refresh to a marked address), reloads that address on a
+// plain Refresh, and is back on its target once let in.
+func TestFollowsRefreshURL(t *testing.T) {
+	answers := []string{
+		"0.05; url=/room?a=1&__waitroom_cc=7", // the first page: to the marked address
+		"0.05; url=/elsewhere",                // anywhere on the site
+		"0.05",                                // a plain refresh reloads it
+		"",                                    // let in
+		"",
+	}
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n := len(seen)
+		seen = append(seen, r.URL.RequestURI())
+		mu.Unlock()
+		if n < len(answers) && answers[n] != "" {
+			w.Header().Set("Refresh", answers[n])
+		}
+	}))
+	defer srv.Close()
+	r, err := Run(context.Background(), Options{Targets: []string{srv.URL + "/room?a=1"}, Concurrency: 1, Requests: int64(len(answers)), Duration: 5 * time.Second, HonorRefresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"/room?a=1", "/room?a=1&__waitroom_cc=7", "/elsewhere", "/elsewhere", "/room?a=1"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("the visitor went to %q, want %q", seen, want)
+	}
+	if r.Queued != 3 || r.Admitted != 2 || r.VisitorsAdmittedAfter != 1 {
+		t.Errorf("report: %d queued, %d admitted, %d admitted after waiting; want 3, 2, 1", r.Queued, r.Admitted, r.VisitorsAdmittedAfter)
 	}
 }

@@ -1,0 +1,170 @@
+package edge
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cbroglie/mustache"
+)
+
+// The cookie check. A visitor's place in the queue lives only in its cookie,
+// so a client that does not keep cookies is a new visitor on every refresh:
+// it goes to the back of the line each time and waits forever, and a
+// navigator.cookieEnabled notice misses clients without JavaScript and
+// browsers whose cookie blocking it does not see. The check needs neither:
+// the first queue page a new visitor gets refreshes to the same address with
+// cookieCheckParam added, holding the second it was issued. A request that
+// comes back with the parameter but without a valid cookie for the room did
+// not keep the cookie it was given, and is told that cookies are required
+// instead of being queued again. One that comes back with its cookie is
+// handled as any other, and leaves the marked address behind at the next
+// step (see writeQueue and proxyVisit), so the parameter does not linger in
+// the address bar, in bookmarks or in links shared from there.
+//
+// The parameter is removed before anything else looks at the request: the
+// origin never sees it, and it never changes a decision.
+const cookieCheckParam = "__waitroom_cc"
+
+// cookieCheckSkew is how far in the future a marker's issue time may be and
+// still count: the node that checks it need not be the one that issued it,
+// and the two clocks may differ a little.
+const cookieCheckSkew = time.Minute
+
+// cookieCheck is what a request's marker said.
+type cookieCheck struct {
+	present bool  // the request carried cookieCheckParam
+	issued  int64 // the unix second in it; 0 when unreadable
+}
+
+// current reports whether a marker is recent enough that a missing cookie
+// means the client did not keep it: the cookie set with the marker lives
+// queuedTokenLife, so a marker older than that (an old bookmark, a link
+// copied from the address bar and opened later) proves nothing, and its
+// bearer is a new visitor like any other.
+func (c cookieCheck) current(now int64) bool {
+	return c.present && c.issued >= now-int64(queuedTokenLife/time.Second) && c.issued <= now+int64(cookieCheckSkew/time.Second)
+}
+
+// takeCookieCheck removes cookieCheckParam from r's URL, keeping the rest
+// of the query as it was (order and encoding, which url.Values would
+// change), and returns what the parameter said. Requests without it, nearly
+// all of them, cost one substring search.
+func takeCookieCheck(r *http.Request) cookieCheck {
+	var cc cookieCheck
+	q := r.URL.RawQuery
+	if !strings.Contains(q, cookieCheckParam) {
+		return cc
+	}
+	var kept strings.Builder
+	for part := range strings.SplitSeq(q, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		if k != cookieCheckParam {
+			if kept.Len() > 0 {
+				kept.WriteByte('&')
+			}
+			kept.WriteString(part)
+			continue
+		}
+		if !cc.present {
+			cc.issued, _ = strconv.ParseInt(v, 10, 64)
+		}
+		cc.present = true
+	}
+	if cc.present {
+		r.URL.RawQuery = kept.String()
+		r.URL.ForceQuery = false
+		r.RequestURI = r.URL.RequestURI()
+	}
+	return cc
+}
+
+// markedURL is u's address (path and query) with the cookie check issued at
+// now added: where a new visitor's first queue page refreshes to.
+func markedURL(u *url.URL, now int64) string {
+	return localURL(u, cookieCheckParam+"="+strconv.FormatInt(now, 10))
+}
+
+// localURL is u's path and query, with extra appended to the query, as a
+// reference on the same host: for a Refresh header, a Location or a link.
+// The path and query come from the client, so the result is made safe to
+// put in a header and in HTML: any byte a URL must not hold raw is
+// percent-encoded, and a path that starts with "//" (which a browser would
+// read as another host) gets a leading "/." that resolves to the same path.
+func localURL(u *url.URL, extra string) string {
+	p := u.EscapedPath()
+	var b strings.Builder
+	b.Grow(len(p) + len(u.RawQuery) + len(extra) + 4)
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		b.WriteByte('/') // "*" or empty: no address a browser could come back to
+	case strings.HasPrefix(p, "//"):
+		b.WriteString("/.")
+		b.WriteString(p)
+	default:
+		b.WriteString(p)
+	}
+	if u.RawQuery == "" && extra == "" {
+		return b.String()
+	}
+	b.WriteByte('?')
+	appendQuery(&b, u.RawQuery)
+	if extra != "" {
+		if u.RawQuery != "" {
+			b.WriteByte('&')
+		}
+		b.WriteString(extra)
+	}
+	return b.String()
+}
+
+// appendQuery writes a raw query, percent-encoding every byte outside the
+// characters RFC 3986 allows in a query (existing escapes are kept).
+func appendQuery(b *strings.Builder, q string) {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if queryByte(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+}
+
+func queryByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@/?%", c) >= 0
+}
+
+// cookiesRequiredVar is the page variable that is true on the
+// cookies-required answer.
+const cookiesRequiredVar = "cookiesRequired"
+
+// handlesCookiesRequired reports whether a page template shows the
+// cookies-required answer itself, that is, uses cookiesRequired anywhere. A
+// template that does not (one written for Cloudflare, or before the check
+// existed) would show that answer as an ordinary queue page, and its own
+// meta refresh would loop; the built-in page is shown instead.
+func handlesCookiesRequired(t *mustache.Template) bool {
+	stack := t.Tags()
+	for len(stack) > 0 {
+		tag := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if tag.Name() == cookiesRequiredVar {
+			return true
+		}
+		switch tag.Type() {
+		case mustache.Section, mustache.InvertedSection:
+			stack = append(stack, tag.Tags()...)
+		}
+	}
+	return false
+}

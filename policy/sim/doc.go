@@ -15,14 +15,27 @@
 //     time + skew) and its own policy allocation chain: Allocate once, then
 //     Next every 250 ms of virtual time, after every gossip delivery that
 //     changes the state (at most every 50 ms) and when a request finds the
-//     minute turned, as the edge's allocation loop does. Room.Nodes is the
-//     node's count of live members; Room.Lag is the scenario's room.lag, or
-//     the policy default as in the edge.
+//     minute turned, as the edge's allocation loop does. Room.Lag is the
+//     scenario's room.lag, or the policy default as in the edge.
+//   - Membership, per node, as the edge's room.recomputeLocked reads it
+//     from gossip: Room.Nodes is the node's expected members, the members
+//     it counts live but never fewer than the largest ring it saw in the
+//     last ten virtual minutes (less the nodes that announced a clean
+//     leave); gossip.Node.ExpectedMembers. While it counts fewer live than
+//     it expects, the snapshot holds only the entries of the replicas it
+//     counts live (crdt.State.SnapshotOf) and the room is cut off with what
+//     it last heard of the others (policy.Room.CutOff). A crashed node, or
+//     the far side of a partition, stops counting live after
+//     nodes.failure_detection and stays expected for the ten minutes;
+//     nodes.cut_handling: whole switches the cut handling off (the whole
+//     snapshot, as the edge read it before) for comparison. Seed lists,
+//     whose length is another floor in the edge, are not modelled.
 //   - Gossip: a node's own new entries (the crdt.Entry values State.Add
 //     returns) are gathered for gossip.batch (50 ms) and sent to every other
-//     node, each copy delayed by gossip.delay ± gossip.jitter and lost with
-//     probability gossip.loss; every gossip.push_pull (30 s) each node
-//     exchanges its whole state with a random live peer, so loss heals.
+//     node it counts live, each copy delayed by gossip.delay ± gossip.jitter
+//     and lost with probability gossip.loss; every gossip.push_pull (30 s)
+//     each node exchanges its whole state with a random peer it counts
+//     live, so loss heals.
 //   - Visitors: arrivals follow the scenario's curve (uniform, step, spike
 //     or phases, Poisson or evenly spaced) and its per-node split, which
 //     shift events move over time. The token is the visitor's state
@@ -36,8 +49,16 @@
 //     its time on the origin, a request every request interval; its session
 //     lives session_duration after its last request.
 //   - Events: a node crash (the node stops; its visitors' next requests
-//     reach other nodes with the same token; the others drop it from their
-//     membership after nodes.failure_detection) and traffic shifts.
+//     reach other nodes with the same token; the others stop counting it
+//     live after nodes.failure_detection), a clean leave (the node ships
+//     its last counts and announces it; the others stop expecting it when
+//     the announcement arrives, one gossip delay later), a partition (for a
+//     while, every message between its groups is lost, in flight or not;
+//     after failure detection each node counts only its own group live; on
+//     heal every node rejoins the peers it lost within a second, by a
+//     full-state push-pull with each, and counts them live once their state
+//     has arrived) and traffic shifts. Visitors keep reaching their node
+//     through a partition.
 //
 // # What is measured
 //
@@ -46,7 +67,11 @@
 // Result.Figures gives the figures of issue #5 (peak active / limit, share
 // of time above the limit, peak new users per minute / limit, utilisation at
 // the first queueing, FIFO inversions, the correlation of wait with arrival
-// minute, estimate error) and CheckGoals the goals. Report prints the
+// minute, estimate error) and CheckGoals the goals. Result.Partitions
+// adds, for each partition, the room's peaks while cut and after the heal,
+// the FIFO inversions across the sides, and each side's admissions per
+// minute against its part of the limit, its peak active, its queue at the
+// heal and the waits of those who arrived during the cut. Report prints the
 // comparison table, JSON and the PNG plots (gonum/plot): active users vs the
 // limit, queue length, admissions per minute, and the wait-vs-arrival-minute
 // heatmap of reference 000.

@@ -23,6 +23,10 @@ type Result struct {
 	Series     []Point   `json:"series"`
 	Heatmap    Heatmap   `json:"heatmap"`
 	Crashes    []float64 `json:"crashes_s,omitempty"`
+	Leaves     []float64 `json:"leaves_s,omitempty"`
+	// Partitions has one entry per partition: what the room and each side
+	// did while the ring was cut.
+	Partitions []PartitionStat `json:"partitions,omitempty"`
 
 	series1s []Point // every second, for the plots
 }
@@ -107,6 +111,7 @@ type Counts struct {
 	Rerouted      int `json:"rerouted"`
 	Messages      int `json:"gossip_messages"`
 	MessagesLost  int `json:"gossip_messages_lost"`
+	MessagesCut   int `json:"gossip_messages_cut,omitempty"` // lost to a partition
 	PushPulls     int `json:"push_pulls"`
 	Allocations   int `json:"allocations"`
 }
@@ -141,11 +146,21 @@ type Heatmap struct {
 	Counts [][]int `json:"counts"` // [x][y]
 }
 
-type span struct{ from, to time.Duration }
+type span struct {
+	from, to time.Duration
+	node     int32
+}
 
 type mark struct {
 	at     time.Duration
 	bucket int64
+	node   int32
+}
+
+// cutSpan is a partition as it happened: when, and each node's side.
+type cutSpan struct {
+	from, to time.Duration
+	groups   []int
 }
 
 type viewSample struct {
@@ -162,6 +177,8 @@ type recorder struct {
 	firstQueue time.Duration
 	steadyFrom time.Duration // firstQueue + steady_after
 	crashes    []time.Duration
+	leaves     []time.Duration
+	cuts       []cutSpan
 	views      []viewSample
 	queued     int
 }
@@ -175,12 +192,12 @@ func newRecorder(r *run) *recorder {
 // with skewed clocks a node's bucket can put a later arrival in an earlier
 // minute, and fairness is judged by when people really came.
 func (c *recorder) admit(i int, bucket int64, fresh bool) {
-	c.admissions = append(c.admissions, mark{c.r.now, c.arrivalMinute(i)})
+	c.admissions = append(c.admissions, mark{c.r.now, c.arrivalMinute(i), int32(c.r.vis[i].node)})
 	c.r.counts.Admissions++
 }
 
 func (c *recorder) queue(i int, bucket int64, fresh bool) {
-	c.refusals = append(c.refusals, mark{c.r.now, c.arrivalMinute(i)})
+	c.refusals = append(c.refusals, mark{c.r.now, c.arrivalMinute(i), int32(c.r.vis[i].node)})
 	if c.firstQueue < 0 {
 		c.firstQueue = c.r.now
 		c.steadyFrom = c.firstQueue + c.r.sc.SteadyAfter.D()
@@ -197,7 +214,7 @@ func (c *recorder) endSession(v *visitor) {
 		return
 	}
 	v.inSession = false
-	c.sessions = append(c.sessions, span{v.sessionStart, v.lastReq + c.r.session})
+	c.sessions = append(c.sessions, span{v.sessionStart, v.lastReq + c.r.session, v.sessionNode})
 }
 
 func (c *recorder) sample() {
@@ -235,6 +252,9 @@ func (c *recorder) result() *Result {
 	}
 	for _, t := range c.crashes {
 		res.Crashes = append(res.Crashes, t.Seconds())
+	}
+	for _, t := range c.leaves {
+		res.Leaves = append(res.Leaves, t.Seconds())
 	}
 	// Close the sessions still open: those still browsing run past the end.
 	for i := range r.vis {
@@ -427,6 +447,10 @@ func (c *recorder) result() *Result {
 		f.EstimateBias = ptr(quantile(signed, 0.5))
 	}
 
+	for _, cs := range c.cuts {
+		res.Partitions = append(res.Partitions, c.partitionStat(cs, active, res.Minutes))
+	}
+
 	// Series.
 	for s := 0; s < len(c.views); s++ {
 		k := min(s*int(time.Second/bin), nb-1)
@@ -463,13 +487,19 @@ func prefix(d []int) {
 }
 
 // inversions is the share of admissions followed, within one refresh
-// interval, by a refusal of an earlier bucket. Both lists are in time
-// order; a sliding-window minimum over the refusals' buckets answers each
-// admission in amortised constant time.
+// interval, by a refusal of an earlier bucket.
 func inversions(adm, ref []mark) float64 {
 	if len(adm) == 0 {
 		return 0
 	}
+	return float64(inversionCount(adm, ref)) / float64(len(adm))
+}
+
+// inversionCount counts the admissions followed, within one refresh
+// interval, by a refusal of an earlier bucket. Both lists are in time
+// order; a sliding-window minimum over the refusals' buckets answers each
+// admission in amortised constant time.
+func inversionCount(adm, ref []mark) int {
 	var dq []int // indexes into ref, buckets increasing
 	hi, n := 0, 0
 	for _, a := range adm {
@@ -487,7 +517,7 @@ func inversions(adm, ref []mark) float64 {
 			n++
 		}
 	}
-	return float64(n) / float64(len(adm))
+	return n
 }
 
 // passedOver counts the refusals preceded, within one refresh interval, by

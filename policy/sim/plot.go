@@ -175,21 +175,33 @@ func addHLine(p *plot.Plot, label string, y float64, pts []Point) {
 	p.Legend.Add(label, l)
 }
 
-// addCrashes marks node crashes with vertical lines.
+// addCrashes marks node crashes and clean leaves, and the start and heal
+// of partitions, with vertical lines.
 func (res *Result) addCrashes(p *plot.Plot) {
-	for i, t := range res.Crashes {
-		top := float64(res.Limits.TotalActiveUsers) * 1.1
-		l, err := plotter.NewLine(plotter.XYs{{X: t / 60, Y: 0}, {X: t / 60, Y: top}})
-		if err != nil {
-			return
-		}
-		l.Color = colCrash
-		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-		p.Add(l)
-		if i == 0 {
-			p.Legend.Add("node crash", l)
+	top := float64(res.Limits.TotalActiveUsers) * 1.1
+	marks := func(label string, ts []float64, dashes []vg.Length) {
+		for i, t := range ts {
+			l, err := plotter.NewLine(plotter.XYs{{X: t / 60, Y: 0}, {X: t / 60, Y: top}})
+			if err != nil {
+				return
+			}
+			l.Color = colCrash
+			l.Dashes = dashes
+			p.Add(l)
+			if i == 0 {
+				p.Legend.Add(label, l)
+			}
 		}
 	}
+	marks("node crash", res.Crashes, []vg.Length{vg.Points(2), vg.Points(2)})
+	marks("node leave", res.Leaves, []vg.Length{vg.Points(1), vg.Points(3)})
+	var cuts, heals []float64
+	for _, pt := range res.Partitions {
+		cuts = append(cuts, pt.From)
+		heals = append(heals, pt.To)
+	}
+	marks("partition", cuts, []vg.Length{vg.Points(6), vg.Points(2)})
+	marks("heal", heals, []vg.Length{vg.Points(6), vg.Points(2), vg.Points(1), vg.Points(2)})
 }
 
 // heatGrid adapts a Heatmap to plotter.GridXYZ, waits in minutes.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // Report is a scenario and the runs of it, one per strategy.
@@ -213,6 +214,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for i := range r.partitions() {
+		pt := sc.partition(i)
+		fmt.Fprintf(w, "partition %d: %v to %v, sides %s\n", i+1, pt.at, pt.at+pt.For.D(), sidesString(pt.Groups))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  "+strings.Join(head, "\t"))
+		for _, row := range r.PartitionRows(i) {
+			fmt.Fprintln(tw, "  "+row.Name+"\t"+strings.Join(row.Values, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	if len(r.Goals) > 0 {
 		fmt.Fprintln(w, "goals (ours):")
 		for _, c := range r.Goals {
@@ -227,6 +240,92 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// partitions is how many partitions the runs report.
+func (r *Report) partitions() int {
+	if len(r.Runs) == 0 {
+		return 0
+	}
+	return len(r.Runs[0].Partitions)
+}
+
+type partitionAt struct {
+	at time.Duration
+	*Partition
+}
+
+// partition returns the scenario's i-th partition and when it starts.
+func (sc *Scenario) partition(i int) partitionAt {
+	for _, e := range sc.Events {
+		if e.Partition == nil {
+			continue
+		}
+		if i == 0 {
+			return partitionAt{e.At.D(), e.Partition}
+		}
+		i--
+	}
+	return partitionAt{}
+}
+
+func sidesString(groups [][]int) string {
+	var parts []string
+	for _, g := range groups {
+		parts = append(parts, fmt.Sprint(g))
+	}
+	return strings.Join(parts, " | ")
+}
+
+// PartitionRows returns the figures of the i-th partition, one column per
+// run: the room's peaks during the cut and after the heal, the inversions,
+// then each side's.
+func (r *Report) PartitionRows(i int) []Row {
+	get := func(name string, fn func(*PartitionStat) string) Row {
+		row := Row{Name: name}
+		for _, res := range r.Runs {
+			row.Values = append(row.Values, fn(&res.Partitions[i]))
+		}
+		return row
+	}
+	rows := []Row{
+		get("room, during the cut: peak new per minute / peak active (over limits)", func(p *PartitionStat) string {
+			return fmt.Sprintf("%.3f / %.3f", p.PeakNewPerMinute, p.PeakActive)
+		}),
+		get("room, 5 min after the heal: peak new per minute / peak active", func(p *PartitionStat) string {
+			return fmt.Sprintf("%.3f / %.3f", p.AfterHealPeakNewPerMinute, p.AfterHealPeakActive)
+		}),
+		get("FIFO inversions during the cut (across sides)", func(p *PartitionStat) string {
+			return fmt.Sprintf("%.2f%% (%.2f%%)", 100*p.FIFOInversions, 100*p.AcrossInversions)
+		}),
+	}
+	if len(r.Runs) == 0 {
+		return rows
+	}
+	for g, s := range r.Runs[0].Partitions[i].Sides {
+		name := fmt.Sprintf("side %v (part %d/min, %d active)", s.Nodes, s.PartNew, s.PartActive)
+		side := func(p *PartitionStat) *SideStat { return &p.Sides[g] }
+		rows = append(rows,
+			get(name+": admitted per minute", func(p *PartitionStat) string { return intsString(side(p).AdmittedPerMinute) }),
+			get(name+": arrived / admitted", func(p *PartitionStat) string {
+				return fmt.Sprintf("%d / %d", side(p).Arrivals, side(p).Admitted)
+			}),
+			get(name+": peak active", func(p *PartitionStat) string { return fmt.Sprint(side(p).PeakActive) }),
+			get(name+": waiting at the heal", func(p *PartitionStat) string { return fmt.Sprint(side(p).WaitingAtHeal) }),
+			get(name+": wait p50 / p90 (arrived in the cut)", func(p *PartitionStat) string {
+				return fmt.Sprintf("%s / %s", fmtSecs(side(p).WaitP50), fmtSecs(side(p).WaitP90))
+			}),
+		)
+	}
+	return rows
+}
+
+func intsString(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, " ")
 }
 
 // WriteMarkdown prints one comparison table for several reports: a row per
@@ -265,6 +364,37 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 				mark = "**MISS**"
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", rep.Scenario.Name, c.Want, c.Got, mark)
+		}
+	}
+	return writePartitionsMarkdown(w, reports)
+}
+
+// writePartitionsMarkdown prints, when any run had a partition, a row per
+// side of each cut: the room's figures while cut and after the heal, and the
+// side's.
+func writePartitionsMarkdown(w io.Writer, reports []*Report) error {
+	cut := false
+	for _, rep := range reports {
+		cut = cut || rep.partitions() > 0
+	}
+	if !cut {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | strategy | cut | room: peak new/min, peak active (cut) | after heal | FIFO inversions (across) | side | part: new/min, active | admitted per minute | arrived / admitted | peak active | waiting at heal | wait p50 / p90 |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, rep := range reports {
+		for _, res := range rep.Runs {
+			for i, p := range res.Partitions {
+				pt := rep.Scenario.partition(i)
+				for _, s := range p.Sides {
+					fmt.Fprintf(w, "| %s | %s | %v–%v | %.3f, %.3f | %.3f, %.3f | %.2f%% (%.2f%%) | %v | %d, %d | %s | %d / %d | %d | %d | %s / %s |\n",
+						res.Scenario, res.Strategy, pt.at, pt.at+pt.For.D(), p.PeakNewPerMinute, p.PeakActive,
+						p.AfterHealPeakNewPerMinute, p.AfterHealPeakActive, 100*p.FIFOInversions, 100*p.AcrossInversions,
+						s.Nodes, s.PartNew, s.PartActive, intsString(s.AdmittedPerMinute), s.Arrivals, s.Admitted,
+						s.PeakActive, s.WaitingAtHeal, fmtSecs(s.WaitP50), fmtSecs(s.WaitP90))
+				}
+			}
 		}
 	}
 	return nil

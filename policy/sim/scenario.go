@@ -50,15 +50,35 @@ type Nodes struct {
 	Skew      []Duration `yaml:"skew" json:"skew,omitempty"`
 	SkewRange Duration   `yaml:"skew_range" json:"skew_range,omitempty"`
 	// FailureDetection is how long the other nodes take to notice a crashed
-	// node and drop it from Room.Nodes (memberlist's suspicion time). 0
-	// means 5s.
+	// node, or the nodes on the far side of a partition, and stop counting
+	// them as live members (memberlist's suspicion time). They stay
+	// expected for ten minutes more (gossip.Node.ExpectedMembers). 0 means
+	// 5s.
 	FailureDetection Duration `yaml:"failure_detection" json:"failure_detection,omitempty"`
+	// CutHandling is what a node does while it sees fewer live members than
+	// it expects: "parts" (the default, also when empty: the edge since the
+	// cut ring landed)
+	// reads only the reachable replicas' entries and runs on its part of
+	// the limits (crdt.State.SnapshotOf, policy.Room.CutOff); "whole" reads
+	// the whole snapshot, stale columns and all, as the edge did before,
+	// for comparison.
+	CutHandling string `yaml:"cut_handling" json:"cut_handling,omitempty"`
 	// RecomputeEvery and RecomputeThrottle mirror the edge's allocation
 	// loop: at least every 250ms, and on every gossip delivery that changes
 	// the state but at most every 50ms. 0 means those defaults.
 	RecomputeEvery    Duration `yaml:"recompute_every" json:"recompute_every,omitempty"`
 	RecomputeThrottle Duration `yaml:"recompute_throttle" json:"recompute_throttle,omitempty"`
 }
+
+// The values of nodes.cut_handling.
+const (
+	// CutParts is the edge's handling of a cut ring: the reachable
+	// replicas' snapshot and policy.Room.CutOff.
+	CutParts = "parts"
+	// CutWhole reads the whole snapshot while cut, as the edge did before:
+	// for comparison only.
+	CutWhole = "whole"
+)
 
 // Gossip describes how entries travel between nodes.
 type Gossip struct {
@@ -172,14 +192,37 @@ type Phase struct {
 }
 
 // Event is something that happens to the cluster at a time: a node crash
-// or a traffic shift.
+// or clean leave, a partition or a traffic shift.
 type Event struct {
 	At Duration `yaml:"at" json:"at"`
 	// Crash stops a node: it neither serves nor gossips again, and its
-	// visitors move to other nodes with their tokens.
+	// visitors move to other nodes with their tokens. The others stop
+	// counting it live after nodes.failure_detection but, unable to tell a
+	// crash from a partition, keep expecting it for ten minutes.
 	Crash *int `yaml:"crash" json:"crash,omitempty"`
+	// Leave stops a node cleanly (gossip.Node.Close): it sends its last
+	// counts and announces its leave, and the others stop expecting it as
+	// soon as the announcement arrives.
+	Leave *int `yaml:"leave" json:"leave,omitempty"`
+	// Partition cuts the ring into groups for a while.
+	Partition *Partition `yaml:"partition" json:"partition,omitempty"`
 	// Shift moves the arrival split to Weights, linearly over Over.
 	Shift *Shift `yaml:"shift" json:"shift,omitempty"`
+}
+
+// Partition cuts the ring: from the event's time, for For, gossip between
+// nodes of different Groups is lost (messages in flight included, push-pull
+// too). After nodes.failure_detection each node counts only its own group
+// as live. On heal, messages flow again and every node rejoins the nodes it
+// lost, as the gossip join loop does: within a second, a full-state
+// exchange with each of them (a push-pull over TCP, one gossip delay each
+// way), after which it counts them live again. (The edge's join loop tries
+// only while a node counts fewer live members than it expects, so a cut that
+// outlasts the ten minutes of expectation heals here but may not there.)
+// Every node is in exactly one group; visitors keep reaching their node.
+type Partition struct {
+	For    Duration `yaml:"for" json:"for"`
+	Groups [][]int  `yaml:"groups" json:"groups"`
 }
 
 // Shift is a change of the arrival split between nodes.
@@ -423,6 +466,11 @@ func (sc *Scenario) Validate() error {
 	if sc.Nodes.FailureDetection < 0 {
 		p.add("nodes.failure_detection", "must not be negative")
 	}
+	switch sc.Nodes.CutHandling {
+	case "", CutParts, CutWhole:
+	default:
+		p.add("nodes.cut_handling", "%q must be parts or whole", sc.Nodes.CutHandling)
+	}
 	if sc.Nodes.RecomputeEvery < 0 || sc.Nodes.RecomputeThrottle < 0 {
 		p.add("nodes.recompute_every", "and recompute_throttle must not be negative")
 	}
@@ -473,11 +521,21 @@ func (sc *Scenario) Validate() error {
 		if e.At < 0 {
 			p.add(f+".at", "must not be negative")
 		}
+		kinds := 0
+		for _, set := range []bool{e.Crash != nil, e.Leave != nil, e.Partition != nil, e.Shift != nil} {
+			if set {
+				kinds++
+			}
+		}
 		switch {
-		case (e.Crash == nil) == (e.Shift == nil):
-			p.add(f, "needs exactly one of crash or shift")
+		case kinds != 1:
+			p.add(f, "needs exactly one of crash, leave, partition or shift")
 		case e.Crash != nil && (*e.Crash < 0 || *e.Crash >= n):
 			p.add(f+".crash", "node %d does not exist (0..%d)", *e.Crash, n-1)
+		case e.Leave != nil && (*e.Leave < 0 || *e.Leave >= n):
+			p.add(f+".leave", "node %d does not exist (0..%d)", *e.Leave, n-1)
+		case e.Partition != nil:
+			e.Partition.validate(&p, f+".partition", n)
 		case e.Shift != nil:
 			checkWeights(&p, f+".shift.weights", e.Shift.Weights, n, true)
 			if e.Shift.Over < 0 {
@@ -485,6 +543,7 @@ func (sc *Scenario) Validate() error {
 			}
 		}
 	}
+	sc.validateOverlap(&p)
 	for i, gname := range sc.Goals {
 		if !containsStr(GoalNames, gname) {
 			p.add(fmt.Sprintf("goals[%d]", i), "%q must be one of %s", gname, strings.Join(GoalNames, ", "))
@@ -588,6 +647,58 @@ func (sc *Scenario) validateVisitors(p *problems) {
 	checkProcess(p, f+".process", a.Process)
 	if a.SpoofBuckets && a.JoinOver <= 0 {
 		p.add(f+".join_over", "must be > 0")
+	}
+}
+
+func (pt *Partition) validate(p *problems, field string, n int) {
+	if pt.For <= 0 {
+		p.add(field+".for", "is required and must be > 0")
+	}
+	if len(pt.Groups) < 2 {
+		p.add(field+".groups", "needs at least two groups of nodes")
+		return
+	}
+	seen := make([]bool, n)
+	for g, grp := range pt.Groups {
+		gf := fmt.Sprintf("%s.groups[%d]", field, g)
+		if len(grp) == 0 {
+			p.add(gf, "is empty")
+		}
+		for _, id := range grp {
+			switch {
+			case id < 0 || id >= n:
+				p.add(gf, "node %d does not exist (0..%d)", id, n-1)
+			case seen[id]:
+				p.add(gf, "node %d is in two groups", id)
+			default:
+				seen[id] = true
+			}
+		}
+	}
+	for id, ok := range seen {
+		if !ok {
+			p.add(field+".groups", "node %d is in no group (list every node once)", id)
+			break
+		}
+	}
+}
+
+// validateOverlap refuses partitions that overlap in time: the ring is cut
+// one way at a time.
+func (sc *Scenario) validateOverlap(p *problems) {
+	for i, a := range sc.Events {
+		if a.Partition == nil {
+			continue
+		}
+		for j := i + 1; j < len(sc.Events); j++ {
+			b := sc.Events[j]
+			if b.Partition == nil {
+				continue
+			}
+			if a.At < b.At+b.Partition.For && b.At < a.At+a.Partition.For {
+				p.add(fmt.Sprintf("events[%d].partition", j), "overlaps the partition of events[%d]; cut the ring one way at a time", i)
+			}
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/waitroom/waitroom/cookie"
@@ -47,15 +48,21 @@ const (
 type evKind uint8
 
 const (
-	evRequest  evKind = iota // a visitor's next request
-	evDeliver                // a gossip message reaches a node
-	evFlush                  // a node ships its gathered entries
-	evTick                   // the allocation loop's periodic recompute
-	evKick                   // the allocation loop's throttled recompute after a change
-	evPushPull               // a node starts a full-state exchange
-	evCrash                  // a node stops
-	evDetect                 // the others notice a crashed node
-	evSample                 // the recorder takes its once-a-second sample
+	evRequest    evKind = iota // a visitor's next request
+	evDeliver                  // a gossip message reaches a node
+	evFlush                    // a node ships its gathered entries
+	evTick                     // the allocation loop's periodic recompute
+	evKick                     // the allocation loop's throttled recompute after a change
+	evPushPull                 // a node starts a full-state exchange
+	evCrash                    // a node stops
+	evDetect                   // the others notice a crashed node
+	evSample                   // the recorder takes its once-a-second sample
+	evLeave                    // a node closes cleanly
+	evLeftNotice               // a node hears that peer left cleanly
+	evCut                      // a partition starts
+	evCutDetect                // every node notices the far side of the cut
+	evHeal                     // a partition ends
+	evRejoin                   // a node rejoins peer after a heal
 )
 
 type event struct {
@@ -63,7 +70,7 @@ type event struct {
 	seq  uint64
 	kind evKind
 	node int32
-	vis  int32
+	vis  int32 // the visitor, or the peer of evLeftNotice and evRejoin, or the partition of evCut…
 	msg  *message
 }
 
@@ -124,6 +131,7 @@ type message struct {
 	entries  []crdt.Entry
 	from     int32
 	pushPull bool // the initiator's state: answer with ours
+	rejoin   bool // a push-pull of the join after a heal: the peers count each other live again
 }
 
 // node is one virtual waitroom node: its own replica of the state, its own
@@ -134,7 +142,20 @@ type node struct {
 	state   *crdt.State
 	skew    time.Duration
 	up      bool
-	members int // live nodes as this node knows them: policy.Room.Nodes
+
+	// Membership as this node's gossip layer sees it: sees[j] while it
+	// counts node j a live member (itself always), live how many it does,
+	// left[j] once j announced a clean leave. rings are the member sets it
+	// saw before, each with when it stopped seeing it, for the largest ring
+	// of the last ten minutes (gossip.Node.ExpectedMembers).
+	sees     []bool
+	live     int
+	left     []bool
+	rings    []ring
+	expected int           // expectedMembers' last answer
+	expUntil time.Duration // when it may change by a ring ageing out; -1: stale
+	reach    func(crdt.ReplicaID) bool
+	unreach  func(crdt.ReplicaID) bool
 
 	alloc       *policy.Allocation
 	allocMinute int64
@@ -148,6 +169,78 @@ type node struct {
 }
 
 func (n *node) clock(t time.Duration) time.Time { return Epoch.Add(t + n.skew) }
+
+// peakMemory is how long the largest ring a node saw keeps it expecting
+// that many nodes (gossip's peakMemory).
+const peakMemory = 10 * time.Minute
+
+// ring is a member set a node saw, until when.
+type ring struct {
+	members []int32
+	until   time.Duration
+}
+
+// setSees records that n counts node j live, or no longer, at now.
+func (n *node) setSees(j int, live bool, now time.Duration) {
+	if n.sees[j] == live || j == n.id {
+		return
+	}
+	was := make([]int32, 0, n.live)
+	for k, ok := range n.sees {
+		if ok {
+			was = append(was, int32(k))
+		}
+	}
+	n.rings = append(n.rings, ring{members: was, until: now})
+	n.sees[j] = live
+	if live {
+		n.live++
+	} else {
+		n.live--
+	}
+	n.expUntil = -1
+}
+
+// markLeft records j's clean leave: j is neither live nor expected.
+func (n *node) markLeft(j int, now time.Duration) {
+	if n.left[j] || j == n.id {
+		return
+	}
+	n.setSees(j, false, now)
+	n.left[j] = true
+	n.expUntil = -1
+}
+
+// expectedMembers is gossip.Node.ExpectedMembers: the live members, but
+// never fewer than the largest ring this node saw in the last ten minutes,
+// less the nodes that announced a clean leave since. (The sim has no seed
+// lists, so the edge's floor of seeds + 1 is not modelled.)
+func (n *node) expectedMembers(now time.Duration) int {
+	if n.expUntil >= 0 && now < n.expUntil {
+		return n.expected
+	}
+	kept := n.rings[:0]
+	want, next := n.live, time.Duration(math.MaxInt64)
+	for _, rg := range n.rings {
+		end := rg.until + peakMemory
+		if end <= now {
+			continue
+		}
+		kept = append(kept, rg)
+		next = min(next, end)
+		c := 0
+		for _, k := range rg.members {
+			if !n.left[k] {
+				c++
+			}
+		}
+		want = max(want, c)
+	}
+	clear(n.rings[len(kept):])
+	n.rings = kept
+	n.expected, n.expUntil = want, next
+	return want
+}
 
 type vstate uint8
 
@@ -177,6 +270,7 @@ type visitor struct {
 	bucket      int64         // arrival bucket of the first token
 
 	sessionStart time.Duration
+	sessionNode  int32 // the node that admitted the session
 	lastReq      time.Duration
 	inSession    bool
 	browseUntil  time.Duration
@@ -193,17 +287,25 @@ type run struct {
 	session  time.Duration
 	retain   int64
 
-	now    time.Duration
-	end    time.Duration
-	q      eventQueue
-	seq    uint64
-	nodes  []*node
-	live   []bool
-	arr    []arrival
-	vis    []visitor
-	next   int // next arrival to inject
-	rec    *recorder
-	counts Counts
+	now   time.Duration
+	end   time.Duration
+	q     eventQueue
+	seq   uint64
+	nodes []*node
+	live  []bool
+	// byReplica maps a replica to its node; group is each node's side of
+	// the partition in force (nil when the ring is whole) and cut that
+	// partition's index in parts, plus one.
+	byReplica map[crdt.ReplicaID]int
+	replicas  []crdt.ReplicaID // by node
+	group     []int
+	cut       int
+	parts     []*Partition
+	arr       []arrival
+	vis       []visitor
+	next      int // next arrival to inject
+	rec       *recorder
+	counts    Counts
 
 	// debug, when set, sees every decision (tests and investigations).
 	debug func(r *run, n *node, v *visitor, out policy.Outcome, bucket int64, fresh bool)
@@ -219,6 +321,16 @@ func NewRNG(seed uint64) *rand.Rand {
 func Run(sc *Scenario, strategy string) (*Result, error) { return runWith(sc, strategy, nil) }
 
 func runWith(sc *Scenario, strategy string, debug func(r *run, n *node, v *visitor, out policy.Outcome, bucket int64, fresh bool)) (*Result, error) {
+	r, err := newRun(sc, strategy, debug)
+	if err != nil {
+		return nil, err
+	}
+	r.loop()
+	return r.rec.result(), nil
+}
+
+// newRun sets up a run of the scenario up to its first event.
+func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visitor, out policy.Outcome, bucket int64, fresh bool)) (*run, error) {
 	if strategy != StrategyOurs && strategy != StrategyReference {
 		return nil, fmt.Errorf("strategy %q: must be ours or reference", strategy)
 	}
@@ -242,14 +354,24 @@ func runWith(sc *Scenario, strategy string, debug func(r *run, n *node, v *visit
 	r.rec = newRecorder(r)
 	skews := sc.skews()
 	r.live = make([]bool, sc.Nodes.Count)
+	r.byReplica = make(map[crdt.ReplicaID]int, sc.Nodes.Count)
 	for i := range sc.Nodes.Count {
+		// The ring is formed at t = 0: every node sees every other.
 		n := &node{
 			id: i, replica: crdt.NewReplicaID(fmt.Sprintf("node-%d", i), 1),
-			state: crdt.New(), skew: skews[i], up: true, members: sc.Nodes.Count,
-			outIdx: map[crdt.Key]int{},
+			state: crdt.New(), skew: skews[i], up: true,
+			sees: make([]bool, sc.Nodes.Count), live: sc.Nodes.Count, left: make([]bool, sc.Nodes.Count),
+			expUntil: -1, outIdx: map[crdt.Key]int{},
 		}
+		for j := range n.sees {
+			n.sees[j] = true
+		}
+		n.reach = func(rep crdt.ReplicaID) bool { j := r.nodeOf(rep); return j >= 0 && n.sees[j] }
+		n.unreach = func(rep crdt.ReplicaID) bool { j := r.nodeOf(rep); return j < 0 || !n.sees[j] }
 		r.nodes = append(r.nodes, n)
 		r.live[i] = true
+		r.byReplica[n.replica] = i
+		r.replicas = append(r.replicas, n.replica)
 	}
 	for _, n := range r.nodes {
 		r.recompute(n)
@@ -261,16 +383,22 @@ func runWith(sc *Scenario, strategy string, debug func(r *run, n *node, v *visit
 		}
 	}
 	for _, e := range sc.Events {
-		if e.Crash != nil {
+		switch {
+		case e.Crash != nil:
 			r.schedule(event{at: e.At.D(), kind: evCrash, node: int32(*e.Crash)})
+		case e.Leave != nil:
+			r.schedule(event{at: e.At.D(), kind: evLeave, node: int32(*e.Leave)})
+		case e.Partition != nil:
+			r.parts = append(r.parts, e.Partition)
+			r.schedule(event{at: e.At.D(), kind: evCut, vis: int32(len(r.parts) - 1)})
+			r.schedule(event{at: e.At.D() + e.Partition.For.D(), kind: evHeal, vis: int32(len(r.parts) - 1)})
 		}
 	}
 	if sc.Visitors.Arrival.SpoofBuckets {
 		r.seedQueue()
 	}
 	r.schedule(event{at: 0, kind: evSample})
-	r.loop()
-	return r.rec.result(), nil
+	return r, nil
 }
 
 func (r *run) schedule(e event) {
@@ -279,27 +407,24 @@ func (r *run) schedule(e event) {
 	r.q.push(e)
 }
 
+// loop runs the arrivals and events before r.end, in time order (an event
+// before an arrival at the same time). What lies beyond stays queued, so a
+// test may move r.end on and loop again.
 func (r *run) loop() {
 	for {
-		haveArr := r.next < len(r.arr)
-		if len(r.q) == 0 && !haveArr {
+		haveArr := r.next < len(r.arr) && r.arr[r.next].at < r.end
+		haveEv := len(r.q) > 0 && r.q[0].at < r.end
+		if !haveArr && !haveEv {
 			break
 		}
-		if haveArr && (len(r.q) == 0 || r.arr[r.next].at < r.q[0].at) {
+		if haveArr && (!haveEv || r.arr[r.next].at < r.q[0].at) {
 			i := r.next
 			r.next++
-			if r.arr[i].at >= r.end {
-				r.next = len(r.arr)
-				continue
-			}
 			r.now = r.arr[i].at
 			r.arrive(i)
 			continue
 		}
 		e := r.q.pop()
-		if e.at >= r.end {
-			break
-		}
 		r.now = e.at
 		r.handle(e)
 	}
@@ -308,7 +433,9 @@ func (r *run) loop() {
 
 func (r *run) handle(e event) {
 	var n *node
-	if e.kind != evRequest && e.kind != evSample {
+	switch e.kind {
+	case evRequest, evSample, evCut, evCutDetect, evHeal:
+	default:
 		n = r.nodes[e.node]
 	}
 	switch e.kind {
@@ -336,20 +463,49 @@ func (r *run) handle(e event) {
 	case evCrash:
 		r.crash(n)
 	case evDetect:
+		// memberlist declares the node dead: the others stop counting it
+		// live (but keep expecting it, see expectedMembers).
 		for _, o := range r.nodes {
 			if o.up {
-				o.members--
+				o.setSees(n.id, false, r.now)
 			}
 		}
 	case evSample:
 		r.rec.sample()
 		r.schedule(event{at: r.now + time.Second, kind: evSample})
+	case evLeave:
+		r.leave(n)
+	case evLeftNotice:
+		if n.up && !r.separated(n.id, int(e.vis)) {
+			n.markLeft(int(e.vis), r.now)
+		}
+	case evCut:
+		r.startCut(int(e.vis))
+	case evCutDetect:
+		if r.cut == int(e.vis)+1 {
+			for _, o := range r.nodes {
+				if !o.up {
+					continue
+				}
+				for j := range r.nodes {
+					if r.separated(o.id, j) {
+						o.setSees(j, false, r.now)
+					}
+				}
+			}
+		}
+	case evHeal:
+		r.heal(int(e.vis))
+	case evRejoin:
+		r.rejoin(n, int(e.vis))
 	}
 }
 
-// recompute is the edge's room.recompute: a snapshot of the merged state at
-// the node's clock, then Next on the previous allocation (Allocate the first
-// time), with Room.Nodes set from the node's membership.
+// recompute is the edge's room.recomputeLocked: Room.Nodes is the node's
+// expected members; while it counts fewer live, the snapshot holds only the
+// reachable replicas' entries and the room is cut off (Room.CutOff) with
+// what it last heard of the rest; then Next on the previous allocation
+// (Allocate the first time).
 func (r *run) recompute(n *node) {
 	now := n.clock(r.now)
 	minute := now.Unix() / 60
@@ -357,9 +513,16 @@ func (r *run) recompute(n *node) {
 		n.state.Prune(h)
 		n.horizon = h
 	}
-	snap := n.state.Snapshot(roomName, minute, r.win)
 	pol := r.room
-	pol.Nodes = n.members
+	pol.Nodes = n.expectedMembers(r.now)
+	var snap crdt.RoomSnapshot
+	if n.live < pol.Nodes && r.sc.Nodes.CutHandling != CutWhole {
+		snap = n.state.SnapshotOf(roomName, minute, r.win, n.reach)
+		rest := n.state.SnapshotOf(roomName, minute, r.win, n.unreach)
+		pol = pol.CutOff(n.live, &rest)
+	} else {
+		snap = n.state.Snapshot(roomName, minute, r.win)
+	}
 	if n.alloc == nil {
 		n.alloc = policy.Allocate(pol, &snap, n.replica, now, r.strategy)
 	} else {
@@ -398,8 +561,9 @@ func (r *run) gossipDelay() time.Duration {
 	return max(d, 0)
 }
 
-// flush ships the node's gathered entries to every other node, each copy
-// delayed and possibly lost on its own.
+// flush ships the node's gathered entries to every other node it counts
+// live (memberlist gossips to its members), each copy delayed and possibly
+// lost on its own; a copy across a partition is lost on delivery.
 func (r *run) flush(n *node) {
 	n.flushAt = false
 	if !n.up || len(n.outbox) == 0 {
@@ -409,7 +573,7 @@ func (r *run) flush(n *node) {
 	m := &message{entries: n.outbox, from: int32(n.id)}
 	n.outbox, n.outIdx = nil, map[crdt.Key]int{}
 	for _, o := range r.nodes {
-		if o == n || !o.up {
+		if o == n || !o.up || !n.sees[o.id] {
 			continue
 		}
 		r.counts.Messages++
@@ -422,9 +586,14 @@ func (r *run) flush(n *node) {
 }
 
 // deliver merges a message; a change kicks the allocation loop, which
-// recomputes at once or, within the throttle, as soon as it may.
+// recomputes at once or, within the throttle, as soon as it may. A message
+// across a partition is lost, in flight or not.
 func (r *run) deliver(n *node, m *message) {
 	if !n.up {
+		return
+	}
+	if r.separated(int(m.from), n.id) {
+		r.counts.MessagesCut++
 		return
 	}
 	changed := false
@@ -433,11 +602,25 @@ func (r *run) deliver(n *node, m *message) {
 			changed = true
 		}
 	}
+	if m.rejoin {
+		// The join's push-pull carries the membership: the state first,
+		// then the peer counts live, so its column is never read stale as
+		// live. What the peer knew of clean leaves comes with it (the
+		// NodeInfo registers).
+		from := r.nodes[m.from]
+		for j, gone := range from.left {
+			if gone {
+				n.markLeft(j, r.now)
+			}
+		}
+		n.setSees(from.id, true, r.now)
+		changed = true
+	}
 	if m.pushPull {
 		// The answer of push-pull: our whole state back to the initiator.
 		r.counts.PushPulls++
 		r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: m.from,
-			msg: &message{entries: n.state.Full().Entries, from: int32(n.id)}})
+			msg: &message{entries: n.state.Full().Entries, from: int32(n.id), rejoin: m.rejoin}})
 	}
 	if changed && !n.kicked {
 		n.kicked = true
@@ -446,12 +629,13 @@ func (r *run) deliver(n *node, m *message) {
 	}
 }
 
-// pushPull starts a full-state exchange with one random live peer. It runs
-// over TCP in memberlist, so it is never lost.
+// pushPull starts a full-state exchange with one random peer among those
+// the node counts live. It runs over TCP in memberlist, so it is never lost
+// (but fails across a partition, or with a peer that crashed).
 func (r *run) pushPull(n *node) {
 	var peers []int
 	for _, o := range r.nodes {
-		if o != n && o.up {
+		if o != n && n.sees[o.id] {
 			peers = append(peers, o.id)
 		}
 	}
@@ -472,6 +656,95 @@ func (r *run) crash(n *node) {
 	n.outbox, n.outIdx = nil, map[crdt.Key]int{}
 	r.rec.crashes = append(r.rec.crashes, r.now)
 	r.schedule(event{at: r.now + r.sc.Nodes.FailureDetection.D(), kind: evDetect, node: int32(n.id)})
+}
+
+// leave is gossip.Node.Close: the node ships its last counts and announces
+// its leave (over TCP to every peer: not lost, but not across a partition),
+// then stops. A peer that hears the announcement stops expecting it at
+// once; one that does not notices it gone after failure detection, like a
+// crash, and learns of the leave when it rejoins the node's side.
+func (r *run) leave(n *node) {
+	if !n.up {
+		return
+	}
+	r.flush(n)
+	n.up = false
+	r.live[n.id] = false
+	r.rec.leaves = append(r.rec.leaves, r.now)
+	for _, o := range r.nodes {
+		if o.up && n.sees[o.id] {
+			r.schedule(event{at: r.now + r.gossipDelay(), kind: evLeftNotice, node: int32(o.id), vis: int32(n.id)})
+		}
+	}
+	r.schedule(event{at: r.now + r.sc.Nodes.FailureDetection.D(), kind: evDetect, node: int32(n.id)})
+}
+
+// nodeOf returns the node of a replica, or -1. A snapshot of a cut ring
+// asks for every count of every cell, so a short list is scanned rather
+// than hashed.
+func (r *run) nodeOf(rep crdt.ReplicaID) int {
+	if len(r.replicas) <= 32 {
+		for j, x := range r.replicas {
+			if x == rep {
+				return j
+			}
+		}
+		return -1
+	}
+	if j, ok := r.byReplica[rep]; ok {
+		return j
+	}
+	return -1
+}
+
+// separated reports whether the partition in force keeps nodes a and b
+// apart.
+func (r *run) separated(a, b int) bool { return r.group != nil && r.group[a] != r.group[b] }
+
+// startCut puts partition p in force: from now on, gossip between its
+// groups is lost; after failure detection every node counts only its own
+// group live.
+func (r *run) startCut(p int) {
+	pt := r.parts[p]
+	r.group = make([]int, len(r.nodes))
+	for g, grp := range pt.Groups {
+		for _, id := range grp {
+			r.group[id] = g
+		}
+	}
+	r.cut = p + 1
+	r.rec.cuts = append(r.rec.cuts, cutSpan{from: r.now, to: r.now + pt.For.D(), groups: slices.Clone(r.group)})
+	r.schedule(event{at: r.now + r.sc.Nodes.FailureDetection.D(), kind: evCutDetect, vis: int32(p)})
+}
+
+// heal ends partition p: messages flow again, and every node rejoins the
+// peers it stopped counting live, as the gossip join loop does while it
+// sees fewer members than it expects (it retries every second).
+func (r *run) heal(p int) {
+	if r.cut != p+1 {
+		return
+	}
+	r.group, r.cut = nil, 0
+	for _, n := range r.nodes {
+		if !n.up {
+			continue
+		}
+		for _, o := range r.nodes {
+			if o != n && o.up && !n.sees[o.id] && !n.left[o.id] {
+				r.schedule(event{at: r.now + time.Duration(r.rng.Float64()*float64(time.Second)), kind: evRejoin, node: int32(n.id), vis: int32(o.id)})
+			}
+		}
+	}
+}
+
+// rejoin is one join after a heal: a push-pull of the whole state with
+// peer, after which each counts the other live (see deliver).
+func (r *run) rejoin(n *node, peer int) {
+	if !n.up || n.sees[peer] || !r.nodes[peer].up {
+		return
+	}
+	r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: int32(peer),
+		msg: &message{entries: n.state.Full().Entries, from: int32(n.id), pushPull: true, rejoin: true}})
 }
 
 // seedQueue sets up reference 000's experiment: "we spoofed the bucketIds
@@ -648,7 +921,7 @@ func (r *run) request(i int) {
 		tok.ExpiresAt = nowSec + sessionSecs
 		v.tok, v.hasTok = tok, true
 		r.rec.admit(i, tok.Bucket, fresh)
-		v.sessionStart, v.lastReq, v.inSession = r.now, r.now, true
+		v.sessionStart, v.lastReq, v.inSession, v.sessionNode = r.now, r.now, true, int32(v.node)
 		if v.admitted < 0 {
 			v.admitted = r.now
 			v.browseUntil = r.now + v.arr.onSite

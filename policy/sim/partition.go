@@ -1,0 +1,207 @@
+package sim
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// PartitionStat is what the room, and each side, did while the ring was cut
+// (from the partition's start to its heal, in true time).
+type PartitionStat struct {
+	From float64 `json:"from_s"`
+	To   float64 `json:"to_s"`
+	// The whole room, counted outside the nodes: the most admissions in one
+	// minute of true time that overlaps the cut, and the most live sessions
+	// during it, over the limits.
+	PeakNewPerMinute float64 `json:"peak_new_per_minute_over_limit"`
+	PeakActive       float64 `json:"peak_active_over_limit"`
+	// The same over the five minutes after the heal, while the sides merge
+	// (zero when the run ends first).
+	AfterHealPeakNewPerMinute float64 `json:"after_heal_peak_new_per_minute_over_limit"`
+	AfterHealPeakActive       float64 `json:"after_heal_peak_active_over_limit"`
+	// FIFOInversions is the share of the cut's admissions followed, within
+	// one refresh interval, by a refusal of someone who arrived in an
+	// earlier minute; AcrossInversions counts only refusals at a node of
+	// another side: a later bucket went in on one side while an earlier one
+	// waited on the other.
+	FIFOInversions   float64    `json:"fifo_inversions"`
+	AcrossInversions float64    `json:"fifo_inversions_across"`
+	Sides            []SideStat `json:"sides"`
+}
+
+// SideStat is one side of a cut ring.
+type SideStat struct {
+	Nodes []int `json:"nodes"`
+	// Part is the side's share of the nodes; a side cut off from the rest
+	// runs on that part of each limit, rounded down (policy.Room.CutOff).
+	Part         float64 `json:"part"`
+	PartNew      int     `json:"part_new_users_per_minute"`
+	PartActive   int     `json:"part_total_active_users"`
+	Arrivals     int     `json:"arrivals"` // new visitors who reached the side during the cut
+	Admitted     int     `json:"admitted"` // admissions at the side during the cut
+	ArrivedAdmit int     `json:"arrived_and_admitted"`
+	// AdmittedPerMinute counts the side's admissions in each minute of
+	// true time that overlaps the cut (only the cut's part of a minute at
+	// either end).
+	AdmittedPerMinute []int `json:"admitted_per_minute"`
+	// PeakActive is the most live sessions admitted at the side during the
+	// cut.
+	PeakActive int `json:"peak_active"`
+	// WaitingAtHeal is how many of the side's visitors were waiting when
+	// the ring healed.
+	WaitingAtHeal int `json:"waiting_at_heal"`
+	// Waits of the visitors who arrived at the side during the cut and were
+	// admitted (at any time), in seconds.
+	WaitP50 float64 `json:"wait_p50_s"`
+	WaitP90 float64 `json:"wait_p90_s"`
+}
+
+// afterHeal is the span after a heal over which the merge is watched.
+const afterHeal = 5 * time.Minute
+
+// partOf is policy's part of a limit for a side of a cut ring: rounded
+// down, never below one.
+func partOf(part float64, limit int) int {
+	return max(1, int(math.Floor(part*float64(limit)+1e-9)))
+}
+
+func (c *recorder) partitionStat(cs cutSpan, active []int, minutes []MinuteStat) PartitionStat {
+	r := c.r
+	T := float64(r.sc.Room.TotalActiveUsers)
+	N := float64(r.sc.Room.NewUsersPerMinute)
+	from, to := cs.from, min(cs.to, r.end)
+	ps := PartitionStat{From: from.Seconds(), To: cs.to.Seconds()}
+	nb := len(active) - 1
+
+	// The room, during the cut and after the heal.
+	peaks := func(a, b time.Duration) (perMin, act float64) {
+		if b <= a {
+			return 0, 0
+		}
+		for m := int(a / time.Minute); m < len(minutes) && time.Duration(m)*time.Minute < b; m++ {
+			perMin = max(perMin, float64(minutes[m].Admitted)/N)
+		}
+		peak := 0
+		for k := int(a / bin); k < min(int(b/bin), nb); k++ {
+			peak = max(peak, active[k])
+		}
+		return perMin, float64(peak) / T
+	}
+	ps.PeakNewPerMinute, ps.PeakActive = peaks(from, to)
+	ps.AfterHealPeakNewPerMinute, ps.AfterHealPeakActive = peaks(cs.to, min(cs.to+afterHeal, r.end))
+
+	groups := slices.Max(cs.groups) + 1
+	side := func(node int32) int {
+		if node < 0 {
+			return -1
+		}
+		return cs.groups[node]
+	}
+	ps.Sides = make([]SideStat, groups)
+	for g := range ps.Sides {
+		s := &ps.Sides[g]
+		for id, gg := range cs.groups {
+			if gg == g {
+				s.Nodes = append(s.Nodes, id)
+			}
+		}
+		s.Part = float64(len(s.Nodes)) / float64(len(cs.groups))
+		s.PartNew = partOf(s.Part, r.sc.Room.NewUsersPerMinute)
+		s.PartActive = partOf(s.Part, r.sc.Room.TotalActiveUsers)
+		first, last := int(from/time.Minute), int((to-1)/time.Minute)
+		s.AdmittedPerMinute = make([]int, max(last-first+1, 0))
+	}
+
+	// Admissions during the cut, by side, and the inversions after them.
+	var cutAdm []mark
+	for _, a := range c.admissions {
+		if a.at < from || a.at >= to {
+			continue
+		}
+		cutAdm = append(cutAdm, a)
+		if g := side(a.node); g >= 0 {
+			s := &ps.Sides[g]
+			s.Admitted++
+			s.AdmittedPerMinute[int(a.at/time.Minute)-int(from/time.Minute)]++
+		}
+	}
+	if len(cutAdm) > 0 {
+		ps.FIFOInversions = round6(float64(inversionCount(cutAdm, c.refusals)) / float64(len(cutAdm)))
+		across := 0
+		for g := range groups {
+			var adm, ref []mark
+			for _, a := range cutAdm {
+				if side(a.node) == g {
+					adm = append(adm, a)
+				}
+			}
+			for _, x := range c.refusals {
+				if side(x.node) != g {
+					ref = append(ref, x)
+				}
+			}
+			across += inversionCount(adm, ref)
+		}
+		ps.AcrossInversions = round6(float64(across) / float64(len(cutAdm)))
+	}
+
+	// Live sessions admitted at each side, during the cut.
+	lo, hi := int(from/bin), min(int(to/bin), nb)
+	if hi > lo {
+		counts := make([][]int, groups)
+		for g := range counts {
+			counts[g] = make([]int, hi-lo+1)
+		}
+		for _, sp := range c.sessions {
+			g := side(sp.node)
+			if g < 0 {
+				continue
+			}
+			a, b := max(int(sp.from/bin), lo), min(int(sp.to/bin), hi)
+			if a >= b {
+				continue
+			}
+			counts[g][a-lo]++
+			counts[g][b-lo]--
+		}
+		for g := range counts {
+			prefix(counts[g])
+			ps.Sides[g].PeakActive = slices.Max(counts[g][:hi-lo])
+		}
+	}
+
+	// The side's visitors: arrivals, waits, and who still waited at the
+	// heal.
+	waits := make([][]float64, groups)
+	for i := range r.vis {
+		v := &r.vis[i]
+		if v.node < 0 {
+			continue
+		}
+		g := cs.groups[v.node]
+		s := &ps.Sides[g]
+		at := r.arr[i].at
+		if at >= from && at < to {
+			s.Arrivals++
+			if v.admitted >= 0 {
+				s.ArrivedAdmit++
+				waits[g] = append(waits[g], (v.admitted - at).Seconds())
+			}
+		}
+		if v.firstQueued >= 0 && v.firstQueued < to && (v.admitted < 0 || v.admitted >= to) && (v.abandoned < 0 || v.abandoned >= to) {
+			s.WaitingAtHeal++
+		}
+	}
+	for g := range waits {
+		slices.Sort(waits[g])
+		ps.Sides[g].WaitP50 = round6(quantile(waits[g], 0.5))
+		ps.Sides[g].WaitP90 = round6(quantile(waits[g], 0.9))
+	}
+	ps.PeakNewPerMinute, ps.PeakActive = round6(ps.PeakNewPerMinute), round6(ps.PeakActive)
+	ps.AfterHealPeakNewPerMinute, ps.AfterHealPeakActive = round6(ps.AfterHealPeakNewPerMinute), round6(ps.AfterHealPeakActive)
+	for g := range ps.Sides {
+		ps.Sides[g].Part = round6(ps.Sides[g].Part)
+	}
+	return ps
+}

@@ -98,6 +98,13 @@ func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot 
 // accepts (all of them when keep is nil). A node cut off from part of the
 // ring uses it to tell what its side did from what it last heard of the
 // other side.
+//
+// With keep set, each session and waiting cell (one minute, one bucket) is
+// taken as at least zero before it is summed. A visitor who moved from a
+// replica left out to a kept one (queued at a node that crashed, checking in
+// at a survivor) has the kept replica's minus in the old cell, cancelling a
+// plus that is not counted, and its plus in the new cell: summed as they are,
+// the two would make the visitor vanish.
 func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(ReplicaID) bool) RoomSnapshot {
 	if w.History < 3 {
 		w.History = 3
@@ -124,6 +131,12 @@ func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(R
 	waitFirst := minute - int64(w.Waiting) + 1
 	var active, expiring int64
 	waiting := map[int64]int64{}
+	type cell struct{ bucket, minute int64 }
+	var sessions map[int64]int64 // by minute, when keep is set
+	var queued map[cell]int64
+	if keep != nil {
+		sessions, queued = map[int64]int64{}, map[cell]int64{}
+	}
 	var scratch []Count
 	for ck, g := range r.cells {
 		c := g.c
@@ -150,7 +163,9 @@ func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(R
 			if ck.Kind == ActiveMinus {
 				v = -v
 			}
-			if ck.Minute >= sessFirst {
+			if sessions != nil {
+				sessions[ck.Minute] += v
+			} else if ck.Minute >= sessFirst {
 				active += v
 			} else if ck.Minute == sessFirst-1 {
 				expiring += v
@@ -163,7 +178,11 @@ func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(R
 			if ck.Kind == WaitingMinus {
 				v = -v
 			}
-			waiting[ck.Bucket] += v
+			if queued != nil {
+				queued[cell{ck.Bucket, ck.Minute}] += v
+			} else {
+				waiting[ck.Bucket] += v
+			}
 		case Admitted, Arrivals:
 			i := ck.Minute - first
 			if i < 0 {
@@ -176,6 +195,16 @@ func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(R
 			dst.Total += sum(c)
 			dst.ByReplica = mergeCounts(dst.ByReplica, c)
 		}
+	}
+	for m, v := range sessions {
+		if m >= sessFirst {
+			active += max(v, 0)
+		} else if m == sessFirst-1 {
+			expiring += max(v, 0)
+		}
+	}
+	for c, v := range queued {
+		waiting[c.bucket] += max(v, 0)
 	}
 	snap.Active = max(active, 0)
 	snap.ActiveExpiring = max(expiring, 0)

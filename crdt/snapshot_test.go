@@ -258,9 +258,9 @@ func TestSnapshotPerMinuteCounts(t *testing.T) {
 	})
 }
 
-// TestSnapshotOfSumsOnlyTheKeptReplicas checks SnapshotOf against a model: a
-// state that only ever merged the kept replicas' entries, snapshotted in
-// full. With every replica kept (or keep nil) it is Snapshot; and the
+// TestSnapshotOfSumsOnlyTheKeptReplicas checks SnapshotOf against a model:
+// the kept replicas' entries alone, summed per cell with each session and
+// waiting cell taken as at least zero. With keep nil it is Snapshot; and the
 // per-minute counts of a side and of the rest add up to the whole.
 func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 	w := crdt.Windows{Session: 3, Waiting: 4, History: 4}
@@ -289,13 +289,11 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 			if got := m.SnapshotOf(room, minute, w, nil); !reflect.DeepEqual(got, whole) {
 				t.Fatalf("SnapshotOf with keep nil = %+v, Snapshot = %+v", got, whole)
 			}
-			all := m.SnapshotOf(room, minute, w, func(crdt.ReplicaID) bool { return true })
-			if !reflect.DeepEqual(all, whole) {
-				t.Fatalf("SnapshotOf keeping everyone = %+v, Snapshot = %+v", all, whole)
-			}
 			side := m.SnapshotOf(room, minute, w, keep)
-			if want := model.Snapshot(room, minute, w); !reflect.DeepEqual(side, want) {
-				t.Fatalf("SnapshotOf(kept) = %+v, the snapshot of a state with only the kept entries = %+v", side, want)
+			want := model.Snapshot(room, minute, w)
+			want.Active, want.ActiveExpiring, want.Waiting, want.TotalWaiting = cellwise(es, room, minute, w)
+			if !reflect.DeepEqual(side, want) {
+				t.Fatalf("SnapshotOf(kept) = %+v, want %+v", side, want)
 			}
 			other := m.SnapshotOf(room, minute, w, rest)
 			for i := range whole.Admitted {
@@ -304,6 +302,83 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 					t.Fatalf("minute %d: a side and the rest do not add up to the whole", whole.Admitted[i].Minute)
 				}
 			}
+		}
+	})
+}
+
+// cellwise is the model of SnapshotOf's session and waiting sums: net per
+// cell, each at least zero, then summed over the windows.
+func cellwise(es []crdt.Entry, room string, minute int64, w crdt.Windows) (active, expiring int64, waiting []crdt.BucketCount, total int64) {
+	type cell struct {
+		waiting        bool
+		bucket, minute int64
+	}
+	net := map[cell]int64{}
+	for _, e := range es {
+		if e.Key.Room != room {
+			continue
+		}
+		m := min(e.Key.Minute, minute)
+		v := int64(e.Value)
+		switch e.Key.Kind {
+		case crdt.ActiveMinus, crdt.WaitingMinus:
+			v = -v
+		case crdt.ActivePlus, crdt.WaitingPlus:
+		default:
+			continue
+		}
+		net[cell{isWaiting(e.Key.Kind), e.Key.Bucket, m}] += v
+	}
+	byBucket := map[int64]int64{}
+	for c, v := range net {
+		v = max(v, 0)
+		switch {
+		case c.waiting && c.minute > minute-int64(w.Waiting):
+			byBucket[c.bucket] += v
+		case !c.waiting && c.minute > minute-int64(w.Session):
+			active += v
+		case !c.waiting && c.minute == minute-int64(w.Session):
+			expiring += v
+		}
+	}
+	for b, n := range byBucket {
+		if n > 0 {
+			waiting = append(waiting, crdt.BucketCount{Bucket: b, N: n})
+			total += n
+		}
+	}
+	slices.SortFunc(waiting, func(a, b crdt.BucketCount) int { return int(a.Bucket - b.Bucket) })
+	return active, expiring, waiting, total
+}
+
+func TestSnapshotOfKeepsVisitorsWhoMoved(t *testing.T) {
+	w := crdt.Windows{Session: 5, History: 3}
+	// A visitor queued at C in bucket now-2 and counted there in minute
+	// now-2 checks in at A in minute now: A moves the count. A session
+	// admitted at C in minute now-1 comes back to A and is moved too.
+	s := apply(t, []write{
+		{by: nodeC, kind: crdt.WaitingPlus, bucket: -2, minute: -2, n: 1},
+		{by: nodeA, kind: crdt.WaitingMinus, bucket: -2, minute: -2, n: 1},
+		{by: nodeA, kind: crdt.WaitingPlus, bucket: -2, minute: 0, n: 1},
+		{by: nodeC, kind: crdt.ActivePlus, minute: -1, n: 1},
+		{by: nodeA, kind: crdt.ActiveMinus, minute: -1, n: 1},
+		{by: nodeA, kind: crdt.ActivePlus, minute: 0, n: 1},
+	})
+	side := s.SnapshotOf("tickets", now, w, func(r crdt.ReplicaID) bool { return r != nodeC })
+	t.Run("the part without C still counts the visitor as waiting", func(t *testing.T) {
+		if side.TotalWaiting != 1 {
+			t.Errorf("waiting %d, want 1", side.TotalWaiting)
+		}
+	})
+	t.Run("and the session as active", func(t *testing.T) {
+		if side.Active != 1 {
+			t.Errorf("active %d, want 1", side.Active)
+		}
+	})
+	t.Run("the whole state counts each once", func(t *testing.T) {
+		whole := s.Snapshot("tickets", now, w)
+		if whole.TotalWaiting != 1 || whole.Active != 1 {
+			t.Errorf("waiting %d and active %d, want 1 and 1", whole.TotalWaiting, whole.Active)
 		}
 	})
 }

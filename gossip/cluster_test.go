@@ -35,6 +35,10 @@ type clusterOpts struct {
 	transport func(t testing.TB, name string) memberlist.Transport
 	// quiet discards the nodes' logs even under -v (measurements).
 	quiet bool
+	// clock, when set, is the nodes' clock (memberlist keeps real time).
+	clock func() time.Time
+	// search is Config.SearchInterval.
+	search time.Duration
 }
 
 func newCluster(t testing.TB, n int, o clusterOpts) *cluster {
@@ -92,8 +96,10 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 			default:
 			}
 		},
-		Transport: tr,
-		Tune:      o.tune,
+		Transport:      tr,
+		Tune:           o.tune,
+		Clock:          o.clock,
+		SearchInterval: o.search,
 	})
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -141,7 +141,7 @@ func (e *events) NotifyJoin(m *memberlist.Node) {
 }
 func (e *events) NotifyLeave(m *memberlist.Node) {
 	n := (*Node)(e)
-	n.dropPeer(m.Name)
+	n.dropPeer(m)
 	if m.Name == n.cfg.Name {
 		return // our own leave, already logged by Close
 	}

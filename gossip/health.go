@@ -37,7 +37,8 @@ func (n *Node) Stale(now time.Time, after time.Duration) bool {
 	return now.Sub(last) > after
 }
 
-// peakMemory is how long the largest ring seen counts in ExpectedMembers.
+// peakMemory is how long the largest ring seen counts in ExpectedMembers
+// after it last had that size.
 const peakMemory = 10 * time.Minute
 
 // ExpectedMembers is how many nodes share the cluster's traffic, as far as
@@ -57,11 +58,10 @@ func (n *Node) ExpectedMembers(now time.Time) int {
 			seeds = append(seeds, s)
 		}
 	}
-	at := n.peakAt.Load()
-	goneAfterPeak, goneSeeds := n.goneSince(at, seeds)
-	want := max(live, len(seeds)-goneSeeds+1)
-	if at != 0 && now.Sub(time.Unix(0, at)) < peakMemory {
-		want = max(want, int(n.peakMembers.Load())-goneAfterPeak)
-	}
-	return want
+	n.peersMu.Lock()
+	n.observeRingLocked(now)
+	peak := int(n.peakMembers.Load())
+	goneFromPeak, goneSeeds := n.goneCounts(seeds)
+	n.peersMu.Unlock()
+	return max(live, len(seeds)-goneSeeds+1, peak-goneFromPeak)
 }

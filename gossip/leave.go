@@ -11,7 +11,9 @@ import (
 type goneNode struct {
 	incarnation uint64
 	addr        string
-	at          int64 // unix nanoseconds, by this node's clock
+	// inPeak: the node was a member when the peak ring size was last
+	// recorded, so its leave shrinks the ring expected from the peak.
+	inPeak bool
 }
 
 // announceLeave tells the peers that this node is leaving for good, so that
@@ -58,7 +60,7 @@ func (n *Node) noteNodeInfo(changed []crdt.RegisterEntry) {
 		g, known := n.gone[ni.Name]
 		switch {
 		case ni.Left && (!known || ni.Incarnation >= g.incarnation):
-			n.gone[ni.Name] = goneNode{incarnation: ni.Incarnation, addr: ni.Addr, at: n.clock().UnixNano()}
+			n.gone[ni.Name] = goneNode{incarnation: ni.Incarnation, addr: ni.Addr, inPeak: true}
 			n.log.Info().Str("peer", ni.Name).Msg("member announced a clean leave")
 		case !ni.Left && known && ni.Incarnation > g.incarnation:
 			delete(n.gone, ni.Name)
@@ -67,18 +69,35 @@ func (n *Node) noteNodeInfo(changed []crdt.RegisterEntry) {
 	}
 }
 
-// goneSince counts the nodes that announced their leave at or after since
-// (unix nanoseconds) and are no longer members, and how many of them were at
-// one of the addresses in seeds.
-func (n *Node) goneSince(since int64, seeds []string) (all, seeded int) {
-	n.peersMu.Lock()
-	defer n.peersMu.Unlock()
+// observeRingLocked records the ring's size as the peak when it is at least
+// the peak, or when the peak is older than peakMemory; nodes that left
+// cleanly before then are not part of the new peak. n.peersMu must be held.
+func (n *Node) observeRingLocked(now time.Time) {
+	c := int64(len(n.peers))
+	at := n.peakAt.Load()
+	if c < n.peakMembers.Load() && at != 0 && now.Sub(time.Unix(0, at)) < peakMemory {
+		return
+	}
+	n.peakMembers.Store(c)
+	n.peakAt.Store(now.UnixNano())
+	for name, g := range n.gone {
+		if _, live := n.peers[name]; !live && g.inPeak {
+			g.inPeak = false
+			n.gone[name] = g
+		}
+	}
+}
+
+// goneCounts counts the nodes that announced a clean leave and are no
+// longer members: those that were part of the peak ring, and those at one
+// of the addresses in seeds.
+func (n *Node) goneCounts(seeds []string) (fromPeak, seeded int) {
 	for name, g := range n.gone {
 		if _, live := n.peers[name]; live {
 			continue
 		}
-		if g.at >= since {
-			all++
+		if g.inPeak {
+			fromPeak++
 		}
 		for _, s := range seeds {
 			if s == g.addr {
@@ -87,5 +106,5 @@ func (n *Node) goneSince(since int64, seeds []string) (all, seeded int) {
 			}
 		}
 	}
-	return all, seeded
+	return fromPeak, seeded
 }

@@ -1,8 +1,11 @@
 package gossip_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
@@ -90,4 +93,99 @@ func TestLeaving(t *testing.T) {
 			t.Errorf("after the returned node crashed node 0 expects %d members, want 3", got)
 		}
 	})
+}
+
+// TestExpectedMembersRemembersTheRing checks the memory behind
+// ExpectedMembers: a ring that has had its size for a long time is still
+// remembered when a member crashes, and forgotten ten minutes after.
+func TestExpectedMembersRemembersTheRing(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	advance := func(d time.Duration) { now.Add(int64(d)) }
+
+	c := newCluster(t, 3, clusterOpts{clock: clock})
+	c.waitMembers(3, 10*time.Second)
+	// Long stable: nothing has joined or left for an hour, and nobody
+	// asked in between.
+	advance(time.Hour)
+	if err := c.nodes[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[2] = nil
+	c.waitMembers(2, 10*time.Second)
+
+	steps := []struct {
+		name  string
+		after time.Duration
+		want  int
+	}{
+		{"a crash after an hour of a stable ring is still expected back", 0, 3},
+		{"and nine minutes later", 9 * time.Minute, 3},
+		{"ten minutes after the crash it is forgotten", time.Minute + time.Second, 2},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			advance(st.after)
+			for i := range 2 {
+				if got := c.nodes[i].ExpectedMembers(clock()); got != st.want {
+					t.Errorf("node %d expects %d members, want %d", i, got, st.want)
+				}
+			}
+		})
+	}
+}
+
+// TestALongPartitionHeals cuts a ring for longer than the nodes remember
+// each other: once healed, the sides still find each other and merge.
+func TestALongPartitionHeals(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	fn := gossip.NewFaultNet(7)
+	c := newCluster(t, 3, clusterOpts{
+		clock:  clock,
+		search: 200 * time.Millisecond,
+		transport: func(t testing.TB, name string) memberlist.Transport {
+			tr, err := fn.Transport("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		},
+		tune: func(mc *memberlist.Config) {
+			mc.ProbeInterval = 200 * time.Millisecond
+			mc.ProbeTimeout = 100 * time.Millisecond
+			mc.SuspicionMult = 2
+			mc.GossipToTheDeadTime = time.Second
+			mc.TCPTimeout = 500 * time.Millisecond
+		},
+	})
+	c.waitMembers(3, 10*time.Second)
+	// node-00 has no seeds and node-01, node-02 have node-00: cut node-00
+	// off, so that only its memory of lost members can bring it back, and
+	// the others only their seed.
+	fn.Partition([]string{c.nodes[0].Addr()}, []string{c.nodes[1].Addr(), c.nodes[2].Addr()})
+	deadline := time.Now().Add(10 * time.Second)
+	for c.nodes[0].NumMembers() != 1 || c.nodes[1].NumMembers() != 2 || c.nodes[2].NumMembers() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the partition was never noticed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Past the ring's memory: each side now expects only itself.
+	now.Add(int64(11 * time.Minute))
+	if got := c.nodes[0].ExpectedMembers(clock()); got != 1 {
+		t.Fatalf("after eleven minutes node-00 still expects %d members", got)
+	}
+	k := minuteKey("shop", crdt.Admitted, nowMinute())
+	c.nodes[0].Add(gossip.Inc{Key: k, N: 4})
+	c.nodes[2].Add(gossip.Inc{Key: k, N: 5})
+	fn.Heal()
+	c.waitMembers(3, 10*time.Second)
+	for i := range c.nodes {
+		if !c.waitValue(i, k, 9, 10*time.Second) {
+			t.Fatalf("node %d did not merge the other side's counts", i)
+		}
+	}
 }

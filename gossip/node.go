@@ -47,6 +47,11 @@ type Config struct {
 	Retention   int      // minutes of counters kept; DefaultRetention when 0
 	Clock       func() time.Time
 	Log         zerolog.Logger
+	// SearchInterval is how often a node whose ring looks whole looks for
+	// members it lost and seeds outside the ring (0: 30 s), so that sides
+	// of a partition that forgot each other still merge when it heals.
+	SearchInterval time.Duration
+
 	// OnChange is called after a merge from a peer changed the state. It
 	// must not block (coalesce on a channel of size one).
 	OnChange func()
@@ -98,6 +103,10 @@ type Node struct {
 	// gone holds the nodes whose latest announcement said they were
 	// leaving for good (NodeInfo.Left), by name; guarded by peersMu.
 	gone map[string]goneNode
+	// lost holds the addresses of members that failed or were cut off
+	// (unix nanoseconds when), so the join loop keeps looking for them
+	// after they are no longer expected; guarded by peersMu.
+	lost map[string]int64
 	// gossipInterval is memberlist's, for the wait on a clean leave.
 	gossipInterval time.Duration
 
@@ -140,6 +149,7 @@ func Start(cfg Config) (*Node, error) {
 		started:   cfg.Clock(),
 		peers:     map[string]memberlist.Node{},
 		gone:      map[string]goneNode{},
+		lost:      map[string]int64{},
 		stop:      make(chan struct{}),
 	}
 	mc, err := n.memberlistConfig()
@@ -415,16 +425,22 @@ func (n *Node) setPeer(m *memberlist.Node) {
 	cp.Meta = slices.Clone(m.Meta)
 	n.peersMu.Lock()
 	n.peers[m.Name] = cp
-	if c := int64(len(n.peers)); c >= n.peakMembers.Load() {
-		n.peakMembers.Store(c)
-		n.peakAt.Store(n.clock().UnixNano())
-	}
+	delete(n.lost, m.Address())
+	n.observeRingLocked(n.clock())
 	n.peersMu.Unlock()
 }
 
-func (n *Node) dropPeer(name string) {
+// dropPeer forgets a member that left or failed; one that did not announce
+// a clean leave is remembered as lost, for the join loop to look for.
+func (n *Node) dropPeer(m *memberlist.Node) {
 	n.peersMu.Lock()
-	delete(n.peers, name)
+	// The ring had its full size until now: that is what a crashed or
+	// cut-off member is remembered by.
+	n.observeRingLocked(n.clock())
+	delete(n.peers, m.Name)
+	if g, clean := n.gone[m.Name]; m.Name != n.cfg.Name && (!clean || g.addr != m.Address()) {
+		n.lost[m.Address()] = n.clock().UnixNano()
+	}
 	n.peersMu.Unlock()
 }
 
@@ -477,9 +493,6 @@ func (n *Node) Join(addrs []string) (int, error) {
 // when the node finds itself alone (after a partition it was cut off by).
 func (n *Node) joinLoop() {
 	defer n.wg.Done()
-	if len(n.cfg.Seeds) == 0 {
-		return
-	}
 	// A node given its own address among the seeds (one seed list for the
 	// whole cluster is convenient) must not count itself as joined.
 	self := n.Addr()
@@ -489,8 +502,9 @@ func (n *Node) joinLoop() {
 			seeds = append(seeds, s)
 		}
 	}
-	if len(seeds) == 0 {
-		return
+	searchEvery := n.cfg.SearchInterval
+	if searchEvery <= 0 {
+		searchEvery = defaultSearchInterval
 	}
 	// Join until one join has synced with a seed (Join runs a full
 	// push-pull): counting members is not enough, since a gossip packet can
@@ -500,7 +514,8 @@ func (n *Node) joinLoop() {
 	// sides of a healed partition would otherwise stay apart for good.
 	backoff := 500 * time.Millisecond
 	const maxBackoff = 30 * time.Second
-	synced := false
+	synced := len(seeds) == 0 // nothing to join: the first node of a ring
+	lastSearch := time.Now()
 	for {
 		wait := 5 * time.Second
 		switch {
@@ -515,12 +530,26 @@ func (n *Node) joinLoop() {
 				n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("joined cluster")
 			}
 		case n.ml.NumMembers() < n.ExpectedMembers(n.clock()):
-			// Some of the ring is missing: try the seeds again, often, so a
-			// healed partition merges within seconds.
-			if k, err := n.Join(seeds); err == nil && n.ml.NumMembers() >= n.ExpectedMembers(n.clock()) {
-				n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("rejoined the rest of the cluster")
+			// Some of the ring is missing: try the seeds and the lost
+			// members again, often, so a healed partition merges within
+			// seconds.
+			if addrs := n.missing(seeds); len(addrs) > 0 {
+				if k, err := n.Join(addrs); err == nil && n.ml.NumMembers() >= n.ExpectedMembers(n.clock()) {
+					n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("rejoined the rest of the cluster")
+				}
 			}
 			wait = time.Second
+		case time.Since(lastSearch) >= searchEvery:
+			// The ring looks whole, but members that failed or were cut off
+			// may have been forgotten (ExpectedMembers lets them go after
+			// ten minutes): look for them and for seeds outside the ring
+			// now and then, so that even a long partition heals.
+			lastSearch = time.Now()
+			if addrs := n.missing(seeds); len(addrs) > 0 {
+				if k, err := n.Join(addrs); err == nil {
+					n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("found members the ring had lost")
+				}
+			}
 		}
 		select {
 		case <-n.stop:
@@ -528,6 +557,41 @@ func (n *Node) joinLoop() {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// defaultSearchInterval is how often the join loop looks for lost members
+// and seeds outside the ring while the ring looks whole, and lostMemory how
+// long a lost member is looked for.
+const (
+	defaultSearchInterval = 30 * time.Second
+	lostMemory            = 24 * time.Hour
+)
+
+// missing returns the seeds that are not members and the addresses of
+// members lost in the last lostMemory, forgetting older ones.
+func (n *Node) missing(seeds []string) []string {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	member := map[string]bool{}
+	for _, m := range n.peers {
+		member[m.Address()] = true
+	}
+	var out []string
+	for _, s := range seeds {
+		if !member[s] {
+			out = append(out, s)
+		}
+	}
+	now := n.clock().UnixNano()
+	for addr, at := range n.lost {
+		switch {
+		case now-at > lostMemory.Nanoseconds():
+			delete(n.lost, addr)
+		case !member[addr] && !slices.Contains(out, addr):
+			out = append(out, addr)
+		}
+	}
+	return out
 }
 
 func (n *Node) pruneLoop() {

@@ -49,7 +49,7 @@ const peakMemory = 10 * time.Minute
 // Nodes that announced a clean leave (Close) are not expected: a planned
 // scale-down or a rolling restart gives back their part at once, while a
 // crashed node, which cannot be told from a partitioned one, keeps its part
-// for the ten minutes.
+// for the ten minutes, and for as long as it is a seed of this node.
 func (n *Node) ExpectedMembers(now time.Time) int {
 	live := n.ml.NumMembers()
 	var seeds []string

@@ -183,3 +183,21 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSnapshotOf sums the busy room twice, as a node cut off from half
+// the ring does at each allocation: its part, and what it last heard of the
+// rest. Compare with BenchmarkSnapshot, the whole ring's one sum.
+func BenchmarkSnapshotOf(b *testing.B) {
+	s := buildRoom(roomReplicas(), 1)
+	w := roomWindows()
+	half := func(r crdt.ReplicaID) bool { return r%2 == 0 }
+	rest := func(r crdt.ReplicaID) bool { return r%2 != 0 }
+	b.ReportAllocs()
+	for b.Loop() {
+		part := s.SnapshotOf(busyRoom, roomNow, w, half)
+		other := s.SnapshotOf(busyRoom, roomNow, w, rest)
+		if len(part.Waiting)+len(other.Waiting) == 0 {
+			b.Fatal("empty snapshot")
+		}
+	}
+}

@@ -73,7 +73,7 @@ var shorts = []short{
 		sc.Events[0].At = dur(3 * time.Minute)
 		sc.Visitors.Arrival.End = dur(6 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.16}},
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.04}},
 	// A 2-vs-3 partition from minute 2 to minute 7 under 1.2 × the
 	// new-user limit, then the heal: the room keeps to its limits while cut
 	// (each side to its part) and while the sides merge. The uneven split

@@ -54,13 +54,7 @@ func TestLeaving(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.nodes[2] = nil
-		deadline := time.Now().Add(10 * time.Second)
-		for c.nodes[0].NumMembers() != 2 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the crash was never noticed: %d members", c.nodes[0].NumMembers())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitNumMembers(t, c.nodes[0], 2, 10*time.Second) // the crash is noticed
 		if got := expectedOn(c, 0); got != 3 {
 			t.Errorf("after a crash node 0 expects %d members, want 3", got)
 		}
@@ -82,13 +76,7 @@ func TestLeaving(t *testing.T) {
 		if err := back.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for c.nodes[0].NumMembers() != 2 {
-			if time.Now().After(deadline) {
-				t.Fatal("the crash was never noticed")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitNumMembers(t, c.nodes[0], 2, 10*time.Second)
 		if got := expectedOn(c, 0); got != 3 {
 			t.Errorf("after the returned node crashed node 0 expects %d members, want 3", got)
 		}
@@ -166,12 +154,9 @@ func TestALongPartitionHeals(t *testing.T) {
 	// off, so that only its memory of lost members can bring it back, and
 	// the others only their seed.
 	fn.Partition([]string{c.nodes[0].Addr()}, []string{c.nodes[1].Addr(), c.nodes[2].Addr()})
-	deadline := time.Now().Add(10 * time.Second)
-	for c.nodes[0].NumMembers() != 1 || c.nodes[1].NumMembers() != 2 || c.nodes[2].NumMembers() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the partition was never noticed")
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Each side notices the other is gone.
+	for i, want := range []int{1, 2, 2} {
+		waitNumMembers(t, c.nodes[i], want, 10*time.Second)
 	}
 	// Past the ring's memory: each side now expects only itself.
 	now.Add(int64(11 * time.Minute))

@@ -98,6 +98,7 @@ func (s *Server) roomStatus(rm *room, now time.Time) RoomStatus {
 		AdmissionsPerMinute:       sum.AdmissionRate,
 		Buckets:                   []BucketStatus{},
 		Nodes:                     []NodeShare{},
+		Cut:                       sum.Cut,
 	}
 	for _, b := range sum.Buckets {
 		rs.Buckets = append(rs.Buckets, BucketStatus{Bucket: time.Unix(b.Bucket*60, 0).UTC(), Waiting: b.Waiting, EligibleSlots: b.Eligible})

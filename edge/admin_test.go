@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/policy"
 )
 
 // busyShop is a room of two with two visitors admitted and three queued.
@@ -307,6 +308,22 @@ func TestWriteStateTable(t *testing.T) {
 			t.Errorf("no line matches %q in:\n%s", tt.line, out)
 		})
 	}
+	t.Run("a node cut off from part of the ring says so under the room", func(t *testing.T) {
+		cut := *doc
+		cut.Rooms = append([]edge.RoomStatus(nil), doc.Rooms...)
+		cut.Rooms[0].Cut = &policy.CutSummary{ReachableNodes: 2, ExpectedNodes: 5, TotalActiveUsers: 400, NewUsersPerMinute: 24, ElsewhereActive: 31.6, ElsewhereAdmitted: 7}
+		var buf bytes.Buffer
+		if err := edge.WriteStateTable(&buf, &cut); err != nil {
+			t.Fatal(err)
+		}
+		want := regexp.MustCompile(`(?m)^\s+CUT OFF\s+2 of 5 nodes reachable: figures are this part's, held to 400 active / 24 per minute; the others last said 32 active, 7 admitted this minute$`)
+		if !want.MatchString(buf.String()) {
+			t.Errorf("no cut line in:\n%s", buf.String())
+		}
+		if strings.Contains(out, "CUT OFF") {
+			t.Errorf("a whole ring shows a cut line:\n%s", out)
+		}
+	})
 	t.Run("a node without rooms says so", func(t *testing.T) {
 		var buf bytes.Buffer
 		if err := edge.WriteStateTable(&buf, &edge.StateDoc{Node: "n"}); err != nil || !strings.Contains(buf.String(), "no rooms on this node") {

@@ -422,6 +422,14 @@ func TestFaultPartition(t *testing.T) {
 		if admitted[0] == 0 || admitted[1] == 0 {
 			t.Errorf("a side stopped admitting during the partition: A %d, B %d", admitted[0], admitted[1])
 		}
+		// Each side says so on its status, with its part of the limit.
+		for s, n := range []*faultNode{c.nodes[0], c.nodes[4]} {
+			want := [2]int{2, 3}[s]
+			cs := roomStatus(t, n.admin, faultRoom).Cut
+			if cs == nil || cs.ReachableNodes != want || cs.ExpectedNodes != 5 || cs.NewUsersPerMinute != int64(perMinute*want/5) {
+				t.Errorf("side %c's status says cut %+v, want %d of 5 nodes and %d a minute", 'A'+s, cs, want, perMinute*want/5)
+			}
+		}
 		slack := perMinute/20 + 5
 		if sum := admitted[0] + admitted[1]; sum > perMinute+slack {
 			t.Errorf("during the partition the two sides admitted %d together, over the limit of %d (+%d)", sum, perMinute, slack)

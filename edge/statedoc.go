@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/policy"
 )
 
 // StateDoc is what GET /state answers: the node, the ring as it sees it and
@@ -45,6 +46,10 @@ type RoomStatus struct {
 	AdmissionsPerMinute       float64        `json:"admissions_per_minute"`
 	Buckets                   []BucketStatus `json:"buckets"`
 	Nodes                     []NodeShare    `json:"nodes"`
+	// Cut is set while part of the ring is unreachable: the figures above
+	// are then those of the part this node can reach, held to its share of
+	// the limits.
+	Cut *policy.CutSummary `json:"cut,omitempty"`
 	// Last10Minutes are the room's analytics over the last ten minutes.
 	Last10Minutes *Analytics `json:"last_10_minutes,omitempty"`
 }
@@ -132,6 +137,10 @@ func WriteStateTable(w io.Writer, d *StateDoc) error {
 		fmt.Fprintf(tw, "  open slots\t%d\n", r.OpenSlots)
 		fmt.Fprintf(tw, "  admissions per minute\t%.1f\n", r.AdmissionsPerMinute)
 		fmt.Fprintf(tw, "  longest estimated wait\t%d min\n", r.MaxEstimatedTimeMinutes)
+		if c := r.Cut; c != nil {
+			fmt.Fprintf(tw, "  CUT OFF\t%d of %d nodes reachable: figures are this part's, held to %d active / %d per minute; the others last said %.0f active, %d admitted this minute\n",
+				c.ReachableNodes, c.ExpectedNodes, c.TotalActiveUsers, c.NewUsersPerMinute, c.ElsewhereActive, c.ElsewhereAdmitted)
+		}
 		if len(r.Buckets) > 0 {
 			fmt.Fprintln(tw, "  BUCKET\tWAITING\tELIGIBLE SLOTS")
 			for _, b := range r.Buckets {

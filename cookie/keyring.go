@@ -296,7 +296,7 @@ func ParseKeys(data []byte) ([]Key, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cookie: key file line %d: key id %q is not a number from 0 to 255", line, fields[0])
 		}
-		secret, ok := decodeSecret(fields[1])
+		secret, ok := DecodeSecret(fields[1])
 		if !ok {
 			return nil, fmt.Errorf("cookie: key file line %d: secret is not base64", line)
 		}
@@ -315,8 +315,9 @@ func ParseKeys(data []byte) ([]Key, error) {
 	return keys, nil
 }
 
-// decodeSecret accepts standard or URL-safe base64, padded or not.
-func decodeSecret(s string) ([]byte, bool) {
+// DecodeSecret decodes a secret as key files write it: standard or URL-safe
+// base64, padded or not. The edge reads its gossip keys the same way.
+func DecodeSecret(s string) ([]byte, bool) {
 	enc := base64.StdEncoding
 	if strings.ContainsAny(s, "-_") {
 		enc = base64.URLEncoding

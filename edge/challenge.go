@@ -195,8 +195,7 @@ func (s *Server) challengeStep(r *http.Request, rm *room, a *allocation, tok *co
 	count := func(k crdt.Kind) {
 		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: k, Minute: nowMin}, N: 1})
 	}
-	if sol := r.URL.Query().Get(challengeParam); sol != "" {
-		stripChallengeParam(r)
+	if sol, _ := takeParam(r, challengeParam); sol != "" {
 		v, err := ch.check(r.Context(), sol, clientIP(r))
 		switch v {
 		case verdictSolved:
@@ -228,15 +227,6 @@ func (s *Server) challengeStep(r *http.Request, rm *room, a *allocation, tok *co
 func queueing(a *allocation) bool {
 	st := a.Status()
 	return st == policy.StatusQueueing || st == policy.StatusQueueAll
-}
-
-// stripChallengeParam removes the widget token from the URL, so the origin
-// never sees it.
-func stripChallengeParam(r *http.Request) {
-	q := r.URL.Query()
-	q.Del(challengeParam)
-	r.URL.RawQuery = q.Encode()
-	r.RequestURI = r.URL.RequestURI()
 }
 
 func clientIP(r *http.Request) string {

@@ -48,37 +48,48 @@ func (c cookieCheck) current(now int64) bool {
 	return c.present && c.issued >= now-int64(queuedTokenLife/time.Second) && c.issued <= now+int64(cookieCheckSkew/time.Second)
 }
 
-// takeCookieCheck removes cookieCheckParam from r's URL, keeping the rest
-// of the query as it was (order and encoding, which url.Values would
-// change), and returns what the parameter said. Requests without it, nearly
-// all of them, cost one substring search.
+// takeCookieCheck removes cookieCheckParam from r's URL and returns what
+// it said.
 func takeCookieCheck(r *http.Request) cookieCheck {
-	var cc cookieCheck
+	v, ok := takeParam(r, cookieCheckParam)
+	if !ok {
+		return cookieCheck{}
+	}
+	issued, _ := strconv.ParseInt(v, 10, 64)
+	return cookieCheck{present: true, issued: issued}
+}
+
+// takeParam removes every occurrence of one of waitroom's own query
+// parameters from r's URL, keeping the rest of the query as it was (order
+// and encoding, which url.Values would change), and returns the first
+// value, unescaped. Requests without it, nearly all of them, cost one
+// substring search.
+func takeParam(r *http.Request, name string) (value string, present bool) {
 	q := r.URL.RawQuery
-	if !strings.Contains(q, cookieCheckParam) {
-		return cc
+	if !strings.Contains(q, name) {
+		return "", false
 	}
 	var kept strings.Builder
 	for part := range strings.SplitSeq(q, "&") {
 		k, v, _ := strings.Cut(part, "=")
-		if k != cookieCheckParam {
+		if k != name {
 			if kept.Len() > 0 {
 				kept.WriteByte('&')
 			}
 			kept.WriteString(part)
 			continue
 		}
-		if !cc.present {
-			cc.issued, _ = strconv.ParseInt(v, 10, 64)
+		if !present {
+			value, _ = url.QueryUnescape(v)
 		}
-		cc.present = true
+		present = true
 	}
-	if cc.present {
+	if present {
 		r.URL.RawQuery = kept.String()
 		r.URL.ForceQuery = false
 		r.RequestURI = r.URL.RequestURI()
 	}
-	return cc
+	return value, present
 }
 
 // markedURL is u's address (path and query) with the cookie check issued at

@@ -2,7 +2,6 @@ package edge
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -78,7 +77,7 @@ func parseGossipKeys[S ~string | ~[]byte](items func(func(S) bool), unit string)
 		if strings.ContainsAny(text, " \t") {
 			return nil, fmt.Errorf("%s %d: want one base64 key, found several words", unit, n)
 		}
-		key, ok := decodeBase64(text)
+		key, ok := cookie.DecodeSecret(text)
 		if !ok {
 			return nil, fmt.Errorf("%s %d: key is not base64", unit, n)
 		}
@@ -97,19 +96,6 @@ func parseGossipKeys[S ~string | ~[]byte](items func(func(S) bool), unit string)
 		return nil, errors.New("no keys")
 	}
 	return keys, nil
-}
-
-// decodeBase64 accepts standard or URL-safe base64, padded or not.
-func decodeBase64(s string) ([]byte, bool) {
-	enc := base64.StdEncoding
-	if strings.ContainsAny(s, "-_") {
-		enc = base64.URLEncoding
-	}
-	if !strings.HasSuffix(s, "=") {
-		enc = enc.WithPadding(base64.NoPadding)
-	}
-	b, err := enc.Strict().DecodeString(s)
-	return b, err == nil
 }
 
 // LoadCookieKeys reads the visitor cookie keys from a key file (the format of

@@ -52,16 +52,10 @@ const peakMemory = 10 * time.Minute
 // for the ten minutes, and for as long as it is a seed of this node.
 func (n *Node) ExpectedMembers(now time.Time) int {
 	live := n.ml.NumMembers()
-	var seeds []string
-	for _, s := range n.cfg.Seeds {
-		if s != n.Addr() {
-			seeds = append(seeds, s)
-		}
-	}
 	n.peersMu.Lock()
 	n.observeRingLocked(now)
 	peak := int(n.peakMembers.Load())
-	goneFromPeak, goneSeeds := n.goneCounts(seeds)
+	goneFromPeak, goneSeeds := n.goneCounts(n.seeds)
 	n.peersMu.Unlock()
-	return max(live, len(seeds)-goneSeeds+1, peak-goneFromPeak)
+	return max(live, len(n.seeds)-goneSeeds+1, peak-goneFromPeak)
 }

@@ -107,6 +107,9 @@ type Node struct {
 	// (unix nanoseconds when), so the join loop keeps looking for them
 	// after they are no longer expected; guarded by peersMu.
 	lost map[string]int64
+	// seeds are the seeds other than this node's own address; set before
+	// the join loop starts, never changed.
+	seeds []string
 	// gossipInterval is memberlist's, for the wait on a clean leave.
 	gossipInterval time.Duration
 
@@ -169,6 +172,14 @@ func Start(cfg Config) (*Node, error) {
 	} else {
 		ln := ml.LocalNode() // not yet gossiped about: nothing rewrites it
 		n.addr = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
+	}
+	// A node given its own address among the seeds (one seed list for the
+	// whole cluster is convenient) must not count itself as joined or
+	// expected.
+	for _, s := range cfg.Seeds {
+		if s != n.addr {
+			n.seeds = append(n.seeds, s)
+		}
 	}
 	n.publishNodeInfo(false)
 	n.wg.Add(2)
@@ -493,15 +504,7 @@ func (n *Node) Join(addrs []string) (int, error) {
 // when the node finds itself alone (after a partition it was cut off by).
 func (n *Node) joinLoop() {
 	defer n.wg.Done()
-	// A node given its own address among the seeds (one seed list for the
-	// whole cluster is convenient) must not count itself as joined.
-	self := n.Addr()
-	var seeds []string
-	for _, s := range n.cfg.Seeds {
-		if s != self {
-			seeds = append(seeds, s)
-		}
-	}
+	seeds := n.seeds
 	searchEvery := n.cfg.SearchInterval
 	if searchEvery <= 0 {
 		searchEvery = defaultSearchInterval

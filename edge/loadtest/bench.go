@@ -310,12 +310,12 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 	run := func(s *side, d time.Duration, t *tally) error {
 		opt := s.opt
 		opt.Duration = d
-		c0 := processCPU()
+		c0 := ProcessCPU()
 		r, err := Run(ctx, opt)
 		if err != nil {
 			return err
 		}
-		t.cpu += processCPU() - c0
+		t.cpu += ProcessCPU() - c0
 		if countErrors {
 			errorsSoFar += r.Errors
 		}

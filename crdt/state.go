@@ -24,11 +24,32 @@ const (
 	// any node is refused; they are pruned with the rest once every token
 	// they could match has expired.
 	Revocations Kind = 7
+	// SessionPlus and SessionMinus count admitted sessions by when they
+	// expire, so a session stays counted for as long as its cookie lets the
+	// visitor back in and not to the end of a minute bucket. Bucket holds
+	// the expiry second, rounded up to the room's session slice; Minute is
+	// the unix minute of that second, so a cell is pruned like any other
+	// once its minute has passed. Cells of these kinds are dated in the
+	// future by up to the longest session (MaxSessionLead).
+	SessionPlus  Kind = 8
+	SessionMinus Kind = 9
 
 	// Analytics kinds: plain per-minute G-counters (issue: bot defence and
 	// analytics). Kinds from AnalyticsBase up are free for such counters.
 	AnalyticsBase Kind = 32
 )
+
+// MaxSessionLead is how far ahead of the current minute a session cell may
+// be dated: the longest session_duration (30 minutes) plus the minute its
+// expiry second is rounded into.
+const MaxSessionLead = 31
+
+// Inc is a local increment of one cell, the unit in which the counter rule
+// says what a request moves and a node adds to its own entries.
+type Inc struct {
+	Key Key
+	N   uint64
+}
 
 // Valid reports whether k is a kind this version understands. Unknown kinds
 // from a newer peer are still merged (they are G-counter cells like any other)

@@ -63,10 +63,7 @@ type Config struct {
 }
 
 // Inc is a local increment of the node's own entry in one cell.
-type Inc struct {
-	Key crdt.Key
-	N   uint64
-}
+type Inc = crdt.Inc
 
 type cellID struct {
 	key     crdt.Key

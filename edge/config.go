@@ -1271,7 +1271,7 @@ var (
 	yamlLineRE    = regexp.MustCompile(`^line (\d+): (.*)$`)
 	yamlUnknownRE = regexp.MustCompile(`^field (.*) not found in type (\S+)$`)
 	yamlTwiceRE   = regexp.MustCompile(`^mapping key "(.*)" already defined at line (\d+)$`)
-	yamlTypeRE    = regexp.MustCompile("^cannot unmarshal (.*) into (\\S+)$")
+	yamlTypeRE    = regexp.MustCompile(`^cannot unmarshal (.*) into (\S+)$`)
 )
 
 // Where an unknown key was found, by the Go type it was decoded into.

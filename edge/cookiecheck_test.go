@@ -132,7 +132,7 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 		if setCookie(resp, cookieName) == "" {
 			t.Error("the check-in on the marked address was not counted (no renewed cookie)")
 		}
-		secs, back, err := parseRefresh(resp.Header.Get("Refresh"))
+		_, back, err := parseRefresh(resp.Header.Get("Refresh"))
 		if err != nil || back != "/tickets?show=9" {
 			t.Errorf("Refresh %q after the check passed, want the clean address /tickets?show=9", resp.Header.Get("Refresh"))
 		}

@@ -51,6 +51,7 @@ func header(typ byte) byte { return wireVersion<<4 | typ }
 // wireEntry is one counter entry on the wire, as a msgpack array:
 // [room, kind, bucket, minute, replica, value].
 type wireEntry struct {
+	//lint:ignore U1000 msgpack reads this field by reflection: its tag writes the struct as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	Room     string
 	Kind     uint8
@@ -61,6 +62,7 @@ type wireEntry struct {
 }
 
 type wireRegister struct {
+	//lint:ignore U1000 msgpack reads this field by reflection: its tag writes the struct as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	Name     string
 	Value    []byte
@@ -72,6 +74,7 @@ type wireRegister struct {
 // wireFull is the whole state, grouped so that room names and replica ids
 // are written once: counts refer to replicas by their index in Replicas.
 type wireFull struct {
+	//lint:ignore U1000 msgpack reads this field by reflection: its tag writes the struct as an array
 	_msgpack  struct{} `msgpack:",as_array"`
 	Horizon   int64
 	Replicas  []uint64
@@ -80,12 +83,14 @@ type wireFull struct {
 }
 
 type wireRoom struct {
+	//lint:ignore U1000 msgpack reads this field by reflection: its tag writes the struct as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	Name     string
 	Cells    []wireCell
 }
 
 type wireCell struct {
+	//lint:ignore U1000 msgpack reads this field by reflection: its tag writes the struct as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	Kind     uint8
 	Bucket   int64

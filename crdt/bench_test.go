@@ -66,8 +66,9 @@ func roomWindows() crdt.Windows {
 	return crdt.Windows{Session: activeMinutes, Waiting: crdt.DefaultWaitingWindow, History: activeMinutes}
 }
 
-// TestMemoryPerRoom holds the state of the busy room to the goal of the
-// issue: at most 1 MiB per room at 50 nodes with a 60-minute queue.
+// TestMemoryPerRoom holds the state of the busy room to its memory budget,
+// so that a node can hold many rooms: at most 1 MiB per room at 50 nodes
+// with a 60-minute queue.
 func TestMemoryPerRoom(t *testing.T) {
 	const limit = 1 << 20
 	ids := roomReplicas()

@@ -20,7 +20,9 @@ type Windows struct {
 	History int
 }
 
-// DefaultWaitingWindow is the queued cookie's life in minutes (reference 003).
+// DefaultWaitingWindow is the queued cookie's life in minutes: five, as the
+// outside analysis "Cloudflare Waiting Room internals: the JWT, the estimated
+// wait, and edge coordination" reports for Cloudflare's queued cookie.
 const DefaultWaitingWindow = 5
 
 // BucketCount is the number of visitors waiting in one arrival bucket.

@@ -34,8 +34,9 @@ const (
 	SessionPlus  Kind = 8
 	SessionMinus Kind = 9
 
-	// Analytics kinds: plain per-minute G-counters (issue: bot defence and
-	// analytics). Kinds from AnalyticsBase up are free for such counters.
+	// Analytics kinds: plain per-minute G-counters of what the bot defence
+	// and the room's analytics count. Kinds from AnalyticsBase up are free
+	// for such counters.
 	AnalyticsBase Kind = 32
 )
 
@@ -56,9 +57,20 @@ type Inc struct {
 // but are never read by the policy.
 func (k Kind) Valid() bool { return k != 0 }
 
-// Key names one counter cell of a room. Bucket is the arrival bucket (unix
-// minute) for Waiting kinds and 0 otherwise; Minute is the unix minute the
-// count belongs to.
+// Key names one counter cell of a room. Minute is the unix minute the count
+// belongs to, by which the cell is pruned. What Bucket holds depends on Kind:
+//
+//   - WaitingPlus, WaitingMinus: the arrival bucket, the unix minute of the
+//     visitor's first request, so that the queue is counted per bucket and
+//     the oldest buckets are admitted first;
+//   - Revocations: the id of the revoked session, one cell per session;
+//   - SessionPlus, SessionMinus: the second the sessions expire, rounded up
+//     to the room's session slice (Minute is the minute of that second);
+//   - histogram kinds (Kind.IsHistogram): the index of the histogram bin;
+//   - every other kind: 0.
+//
+// One integer serves them all so that every cell is the same flat key,
+// merged, sent and pruned alike whatever it counts.
 type Key struct {
 	Room   string
 	Kind   Kind

@@ -45,7 +45,7 @@ func TestAdminState(t *testing.T) {
 	}
 	raw := body(t, resp)
 
-	t.Run("the document names every figure the issue asks for", func(t *testing.T) {
+	t.Run("the document names every figure an operator looks for", func(t *testing.T) {
 		var doc map[string]any
 		if err := json.Unmarshal([]byte(raw), &doc); err != nil {
 			t.Fatal(err)

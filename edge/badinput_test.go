@@ -12,7 +12,8 @@ import (
 	"github.com/waitroom/waitroom/edge"
 )
 
-// Bad input at the edge (issue: reliability and security). Every case must
+// Bad input at the edge: a client may send anything, and a node must survive
+// it and stay correct. Every case must
 // end as a new visitor or a clear page: never a 500, never a panic.
 func TestBadInputIsANewVisitor(t *testing.T) {
 	f := newFixture(t, room("shop", 1, 1))

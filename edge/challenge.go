@@ -20,7 +20,8 @@ import (
 	"github.com/waitroom/waitroom/policy"
 )
 
-// The bot challenge (reference 004). While a room queues, its queue page
+// The bot challenge, as in Cloudflare's "Banish bots from your Waiting Room
+// and improve wait times for real users". While a room queues, its queue page
 // carries a Turnstile-style widget; the page sends the widget's token back as
 // the query parameter challengeParam, and the node checks it against the
 // provider's siteverify endpoint (Turnstile, hCaptcha and reCAPTCHA speak

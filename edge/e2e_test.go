@@ -1,6 +1,6 @@
 package edge_test
 
-// The end-to-end test of issue #4, item 8: three real nodes in one process
+// The end-to-end test of the whole product: three real nodes in one process
 // (edge.New + Serve on loopback, gossiping over memberlist's local profile),
 // a test origin that counts concurrent sessions, and a crowd of HTTP
 // clients with cookie jars spread over the nodes.

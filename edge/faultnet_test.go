@@ -1,6 +1,6 @@
 package edge_test
 
-// The harness of the fault suite (faults_test.go, issue #9 item 1): real
+// The harness of the fault suite (faults_test.go): real
 // edge nodes in this process, each gossiping over memberlist on loopback
 // through a gossip.FaultNet transport that the test can make lose, delay,
 // duplicate and partition packets while the nodes run.
@@ -31,7 +31,7 @@ import (
 )
 
 // faultLong reports whether the long variants run (WAITROOM_LONG=1): the
-// issue's real durations instead of the scaled-down ones of the default
+// full durations instead of the scaled-down ones of the default
 // suite.
 func faultLong() bool { return os.Getenv("WAITROOM_LONG") == "1" }
 

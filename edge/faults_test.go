@@ -1,6 +1,6 @@
 package edge_test
 
-// The fault suite of issue #9, item 1, and the gossip part of item 5: real
+// The fault suite, and gossip encryption with key rotation: real
 // clusters of edge nodes in this process (see faultnet_test.go), with nodes
 // killed and restarted, the network partitioned, lossy and reordering,
 // clocks skewed, and cookie and gossip keys rotated. Every test logs what it
@@ -10,7 +10,7 @@ package edge_test
 // Real-time waits are scaled down for the default suite: gossip runs on the
 // timings of faultTune, about five times shorter than the LAN profile's, and
 // the 2-vs-3 partition lasts 8 s of real time (30 s with WAITROOM_LONG=1,
-// the issue's duration). Admission minutes run on fake clocks, so the policy
+// the full length). Admission minutes run on fake clocks, so the policy
 // sees the partition last 30 s either way.
 
 import (

@@ -15,7 +15,9 @@ import (
 	"github.com/waitroom/waitroom/policy"
 )
 
-// Cookie lifetimes and the refresh interval (reference 003): a queued
+// Cookie lifetimes and the refresh interval, those of Cloudflare's Waiting
+// Room as the outside analysis "Cloudflare Waiting Room internals: the JWT,
+// the estimated wait, and edge coordination" reads them: a queued
 // visitor's token lives five minutes and the page refreshes about every
 // twenty seconds, jittered per check-in so that check-ins spread out.
 const (

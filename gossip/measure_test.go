@@ -18,7 +18,8 @@ import (
 	"github.com/waitroom/waitroom/gossip"
 )
 
-// The measurements of issue #2 take minutes, so they only run on request:
+// The measurements of convergence time and gossip cost take minutes, so
+// they only run on request:
 //
 //	WAITROOM_MEASURE=1 go test -run 'TestMeasure' -v -timeout 30m ./gossip/
 func requireMeasure(t *testing.T) {
@@ -28,7 +29,7 @@ func requireMeasure(t *testing.T) {
 	}
 }
 
-// Knobs, for experiments (defaults: the issue's matrix, memberlist's
+// Knobs, for experiments (defaults: the sizes and profiles of the goals, memberlist's
 // profile timings):
 //
 //	WAITROOM_MEASURE_N=50              cluster sizes for convergence

@@ -23,9 +23,12 @@ jittered and lossy as the scenario says, and visitors arrive, queue, check in
 and browse. The same seed gives the same result.
 
 Prints a table comparing the strategies (ours: the continuous split;
-reference: the reference's per-minute split) and the goals of issue #5, and
-writes PNG plots into --out: active users against the limit, queue length,
-admissions per minute, and wait against arrival minute as a heatmap.`,
+reference: the once-a-minute split Cloudflare's write-ups describe) and
+checks the goals: limits held within 2%, nobody queued below 97% of them,
+at most 1% of admissions out of FIFO order, random queueing blind to arrival
+time, FIFO estimates within 20%. It also writes PNG plots into --out:
+active users against the limit, queue length, admissions per minute, and
+wait against arrival minute as a heatmap.`,
 		Example: "  waitroom sim --scenario testdata/scenarios/step-10x.yaml\n  waitroom sim --scenario testdata/scenarios/reference-fifo.yaml --strategy ours --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -114,7 +114,7 @@ func TestSoakMechanics(t *testing.T) {
 	}
 }
 
-// TestSoak is the steady-memory check of issue #8: five minutes of constant
+// TestSoak checks that memory holds steady under load: five minutes of constant
 // load, heap and goroutines sampled every 10 s, no growth allowed. Run it
 // with
 //

@@ -94,7 +94,7 @@ type Node struct {
 	// peers holds copies of the members memberlist reported through its
 	// events (which it calls under its node lock). The *memberlist.Node
 	// values Members() returns are rewritten in place by alive messages, so
-	// reading their fields races (hashicorp/memberlist#306).
+	// reading their fields races (a race known upstream in memberlist).
 	peersMu sync.Mutex
 	peers   map[string]memberlist.Node
 	// gone holds the nodes whose latest announcement said they were

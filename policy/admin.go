@@ -6,7 +6,7 @@ import (
 )
 
 // BucketSlots is one waiting bucket with its reserved slots: the
-// "eligibleSlots" of reference 002.
+// "eligibleSlots" of "Building Waiting Room on Workers and Durable Objects".
 type BucketSlots struct {
 	Bucket   int64 `json:"bucket"`
 	Waiting  int64 `json:"waiting"`

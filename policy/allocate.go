@@ -248,7 +248,8 @@ func (a *Allocation) partOf(limit int64) int64 {
 // negative. Random queueing under the continuous strategy releases the
 // new-user slots across the minute (paced) rather than all at :00, so that the
 // check-ins that happen to fall just after the minute turns do not take them
-// all (reference 000, "How random is random queueing?").
+// all (the section "How random is random queueing?" of "Waiting Room:
+// Random Queueing and Custom Web/Mobile Apps").
 //
 // While cut off from part of the ring, the reachable part keeps within its
 // part of each limit (partOf) and within what the whole room has left as
@@ -275,8 +276,9 @@ func (a *Allocation) openSlots(paced bool) int64 {
 	return int64(s)
 }
 
-// reserve gives the open slots to the oldest buckets first (reference 000,
-// 002): it fills sp's covered, pool and bucket boundaries for open slots s.
+// reserve gives the open slots to the oldest buckets first (the eligible
+// slots of Random Queueing and Durable Objects, see the package doc): it
+// fills sp's covered, pool and bucket boundaries for open slots s.
 //
 // With sticky set (the continuous strategy), buckets that an earlier
 // allocation of the same minute covered stay covered for the rest of the
@@ -416,7 +418,8 @@ func (a *Allocation) burstAllowance(snap *crdt.RoomSnapshot, u, k int64) int64 {
 // standard deviations of a Poisson count, a node's burst allowance reaches.
 const burstSigmas = 4
 
-// referenceSplit is the reference's split of a minute (000, 001, 002): this
+// referenceSplit is the reference's split of a minute (Random Queueing,
+// Queueing Decisions, Durable Objects; see the package doc): this
 // node's share of the traffic two minutes earlier, plus its part of the
 // Anywhere slots, fixed for the minute.
 func (a *Allocation) referenceSplit(snap *crdt.RoomSnapshot, pool, covered int64) split {
@@ -439,9 +442,9 @@ func (a *Allocation) referenceSplit(snap *crdt.RoomSnapshot, pool, covered int64
 }
 
 // shares turns traffic into this node's share and the Anywhere part, as
-// reference 001 does: a node's share is its traffic over the larger of the
-// total traffic and the per-minute limit; what the traffic does not claim is
-// Anywhere, divided evenly between the nodes.
+// Queueing Decisions does: a node's share is its traffic over the larger of
+// the total traffic and the per-minute limit; what the traffic does not claim
+// is Anywhere, divided evenly between the nodes.
 func (a *Allocation) shares(sp *split, t *trafficSums) {
 	sp.nodes = a.room.Nodes
 	if a.cut {

@@ -4,9 +4,13 @@
 // crdt snapshot and a time passed in into an Allocation; Decide then answers
 // one visitor at a time from it with a few atomic operations, and Estimate
 // says how long a queued visitor will wait. Nothing here reads a clock, draws
-// global randomness or does I/O. The reference design is in
-// shared/reference; the numbers below are its worked examples, and the tests
-// reproduce them.
+// global randomness or does I/O. The design is Cloudflare's Waiting Room as
+// its engineers describe it in "Waiting Room: Random Queueing and Custom
+// Web/Mobile Apps" (below: Random Queueing), "How Waiting Room makes queueing
+// decisions on Cloudflare's highly distributed network" (Queueing Decisions)
+// and "Building Waiting Room on Workers and Durable Objects" (Durable
+// Objects); "the reference" below is that design. The numbers below are the
+// write-ups' worked examples, and the tests reproduce them.
 //
 // # Open slots
 //
@@ -14,24 +18,24 @@
 //
 //	S = min(total_active_users − active, new_users_per_minute − admitted this minute)
 //
-// more visitors, never fewer than zero (000: 10,000 total, 2,000 per minute,
-// 7,000 active → min(3,000, 2,000) = 2,000). Active counts the sessions of
-// the last session_duration minutes. The sessions of the minute now expiring
-// leave during this minute at the second their last request came; not
-// knowing those seconds, we take them as spread evenly and count
+// more visitors, never fewer than zero (Random Queueing: 10,000 total, 2,000
+// per minute, 7,000 active → min(3,000, 2,000) = 2,000). Active counts the
+// sessions of the last session_duration minutes. The sessions of the minute
+// now expiring leave during this minute at the second their last request
+// came; not knowing those seconds, we take them as spread evenly and count
 // ActiveExpiring × (1 − elapsed/60) of them.
 //
 // # FIFO: the oldest buckets first
 //
 // A visitor's bucket is the minute of their first request. S is reserved for
-// the oldest buckets first (000: buckets of 500, 1,000 and 1,000 with 2,000
-// slots get 500, 1,000 and 500). A bucket reserved in full is covered: its
-// visitors may enter at any node, because they are distinct people already
-// counted and cannot be admitted twice. What is left, the pool U, is either
-// the slots of the one partly covered bucket or, when every bucket is
-// covered, the remainder for new visitors (200 waiting leave 1,800). The pool
-// is what nodes split between them. A bucket newer than the partial one, and
-// a new visitor while any bucket is partial, wait.
+// the oldest buckets first (Random Queueing: buckets of 500, 1,000 and 1,000
+// with 2,000 slots get 500, 1,000 and 500). A bucket reserved in full is
+// covered: its visitors may enter at any node, because they are distinct
+// people already counted and cannot be admitted twice. What is left, the pool
+// U, is either the slots of the one partly covered bucket or, when every
+// bucket is covered, the remainder for new visitors (200 waiting leave
+// 1,800). The pool is what nodes split between them. A bucket newer than the
+// partial one, and a new visitor while any bucket is partial, wait.
 //
 // Under the continuous strategy coverage sticks for the rest of the minute:
 // once an allocation of minute m has covered a bucket (of an earlier
@@ -47,28 +51,29 @@
 // # Random: everyone is new
 //
 // Random queueing keeps the same buckets but ignores them: all of S is pool,
-// and every request, first or queued, has the same chance at it (000: all
-// 2,000 slots split 1,200 / 800). Because the buckets are kept, switching
-// FIFO → random → FIFO keeps the order of those still waiting (000's
-// 5 → 4 → 3 → 2 → 1). Under the continuous strategy the new-user slots of a
-// minute are released with the clock (all of them by five seconds before its
-// end) rather than all at :00, so the check-ins that happen to come just
-// after the minute turns do not take them all; the randomness comes from when
-// visitors check in, which the edge jitters.
+// and every request, first or queued, has the same chance at it (Random
+// Queueing: all 2,000 slots split 1,200 / 800). Because the buckets are kept,
+// switching FIFO → random → FIFO keeps the order of those still waiting
+// (Random Queueing's 5 → 4 → 3 → 2 → 1). Under the continuous strategy the
+// new-user slots of a minute are released with the clock (all of them by five
+// seconds before its end) rather than all at :00, so the check-ins that
+// happen to come just after the minute turns do not take them all; the
+// randomness comes from when visitors check in, which the edge jitters.
 //
 // # Splitting the pool between nodes
 //
 // Each node decides alone, so the pool is split. A node's share is its
 // traffic over the larger of all traffic and new_users_per_minute; what
 // traffic does not claim is the Anywhere part, divided evenly between
-// Room.Nodes nodes (001: 50 active of 200, San Jose 20 and London 30 → San
-// Jose 10% of 150 = 15 slots, Anywhere 75% = 113, a tenth of it each). A node
-// with no history has only its Anywhere part. Within a node there is nothing
-// to split: one process counts exactly, as the reference's data-center
-// counters do. The reference later made the Anywhere part one global counter,
-// so one node could take all 113 at once; without a coordinator a node takes
-// its part per lag, and the continuous re-division below hands it the rest
-// within seconds (128 visitors reaching San Jose over ten seconds all go in).
+// Room.Nodes nodes (Queueing Decisions: 50 active of 200, San Jose 20 and
+// London 30 → San Jose 10% of 150 = 15 slots, Anywhere 75% = 113, a tenth of
+// it each). A node with no history has only its Anywhere part. Within a node
+// there is nothing to split: one process counts exactly, as the reference's
+// data-center counters do. The reference later made the Anywhere part one
+// global counter, so one node could take all 113 at once; without a
+// coordinator a node takes its part per lag, and the continuous re-division
+// below hands it the rest within seconds (128 visitors reaching San Jose over
+// ten seconds all go in).
 //
 // Traffic is a node's arrivals: the edge counts every distinct visitor it
 // sees in a minute, queued check-ins and admitted visitors' first request of
@@ -81,10 +86,10 @@
 // # Two strategies
 //
 // ReferencePerMinute is the reference: at the minute's first allocation the
-// pool is split by the traffic two minutes earlier (002: 16:31's 50/50 split
-// 16:33's slots, 16:32's 45/55 split 16:34's), and that split holds until the
-// minute ends. Slots a quiet node does not use stay unused; a busy node
-// queues with the room far from full. It is kept as a baseline.
+// pool is split by the traffic two minutes earlier (Durable Objects: 16:31's
+// 50/50 split 16:33's slots, 16:32's 45/55 split 16:34's), and that split
+// holds until the minute ends. Slots a quiet node does not use stay unused; a
+// busy node queues with the room far from full. It is kept as a baseline.
 //
 // Continuous, the default, re-divides the pool at every allocation, which
 // the edge makes whenever the merged state changes. Gossip shows every node
@@ -245,11 +250,11 @@
 // admissions come at its start, and a part of it overstates the whole; it
 // serves only until a full minute exists.
 //
-// FIFO (002): visitors ahead / rate, rounded up, at least one minute (60
-// ahead at 30 a minute: 2 minutes); a visitor whose bucket is covered is
-// told one minute. Ahead are everyone in older buckets and half of the
-// others in the visitor's own bucket: within a bucket the order is whoever
-// checks in first once slots open, so the visitor's place in it is
+// FIFO (Durable Objects): visitors ahead / rate, rounded up, at least one
+// minute (60 ahead at 30 a minute: 2 minutes); a visitor whose bucket is
+// covered is told one minute. Ahead are everyone in older buckets and half of
+// the others in the visitor's own bucket: within a bucket the order is
+// whoever checks in first once slots open, so the visitor's place in it is
 // anywhere, and half is its mean. The current minute's bucket still fills,
 // and later arrivals in it are as likely to go first, so it counts as
 // projected to the minute's end (its count over the elapsed part, at least a
@@ -261,8 +266,8 @@
 // buckets only, over the average of the last five minutes with the current
 // one in part.
 //
-// Random (000): with P = rate / visitors waiting, the wait within which a
-// share p of visitors get in is n = log(1 − p) / log(1 − P) (P = 0.1,
+// Random (Random Queueing): with P = rate / visitors waiting, the wait within
+// which a share p of visitors get in is n = log(1 − p) / log(1 − P) (P = 0.1,
 // p = 0.5: 6.58 minutes); the page shows the 25th to the 75th percentile.
 // Without a rate, and under queue_all, the wait is unknown.
 //

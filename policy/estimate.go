@@ -33,14 +33,16 @@ const maxWaitMinutes = 7 * 24 * 60
 // Estimate is the estimate for a visitor of arrival bucket bucket (the
 // current minute for a visitor who is just being queued).
 //
-// FIFO (reference 002): visitors ahead / admissions per minute, rounded up,
-// at least one minute. Under the continuous strategy ahead are the older
-// buckets and half of the visitor's own (see the package doc); VisitorsAhead
-// reports the older buckets alone. Random (reference 000): with P =
-// admissions per minute / visitors waiting, the wait within which a share p
-// of visitors get in is log(1 − p) / log(1 − P) minutes; WaitTime is the
-// median and the formatted text the 25th to the 75th percentile. Without an
-// admission rate, and under queue_all, the wait is unknown.
+// FIFO (as in "Building Waiting Room on Workers and Durable Objects"):
+// visitors ahead / admissions per minute, rounded up, at least one minute.
+// Under the continuous strategy ahead are the older buckets and half of the
+// visitor's own (see the package doc); VisitorsAhead reports the older
+// buckets alone. Random (as in "Waiting Room: Random Queueing and Custom
+// Web/Mobile Apps"): with P = admissions per minute / visitors waiting, the
+// wait within which a share p of visitors get in is log(1 − p) / log(1 − P)
+// minutes; WaitTime is the median and the formatted text the 25th to the 75th
+// percentile. Without an admission rate, and under queue_all, the wait is
+// unknown.
 func (a *Allocation) Estimate(bucket int64) Estimate {
 	e := Estimate{QueueIsFull: a.full, VisitorsAhead: a.ahead(bucket), WaitTimeFormatted: UnknownWait}
 	if a.mode != modeDecide {

@@ -1,6 +1,6 @@
 package policy_test
 
-// Tests for what the simulator of issue #5 (policy/sim, docs/sim) found:
+// Tests for what the simulator (policy/sim, docs/sim) found:
 // coverage that sticks within a minute, traffic counted once, and estimates
 // that count the visitor's place in their own bucket.
 

@@ -1,7 +1,11 @@
 package policy_test
 
-// The worked examples of the reference write-ups (shared/reference), with
-// their numbers. Where a write-up's example leaves a number out, the test
+// The worked examples of Cloudflare's write-ups on Waiting Room, with their
+// numbers: "Waiting Room: Random Queueing and Custom Web/Mobile Apps"
+// (Random Queueing below and in the test names), "How Waiting Room makes
+// queueing decisions on Cloudflare's highly distributed network" (Queueing
+// Decisions) and "Building Waiting Room on Workers and Durable Objects"
+// (Durable Objects). Where a write-up's example leaves a number out, the test
 // says what it chose.
 
 import (
@@ -23,9 +27,9 @@ func TestOpenSlots(t *testing.T) {
 		seconds                 int
 		want                    int64
 	}{
-		{name: "10,000 total, 2,000 per minute and 7,000 active leave 2,000 slots (000)", total: 10000, perMinute: 2000, active: 7000, want: 2000},
-		{name: "148 active of 200 leave 52 slots (002)", total: 200, perMinute: 200, active: 148, want: 52},
-		{name: "201 active of 200 leave none, not -1 (002)", total: 200, perMinute: 200, active: 201, want: 0},
+		{name: "10,000 total, 2,000 per minute and 7,000 active leave 2,000 slots (Random Queueing)", total: 10000, perMinute: 2000, active: 7000, want: 2000},
+		{name: "148 active of 200 leave 52 slots (Durable Objects)", total: 200, perMinute: 200, active: 148, want: 52},
+		{name: "201 active of 200 leave none, not -1 (Durable Objects)", total: 200, perMinute: 200, active: 201, want: 0},
 		{name: "admissions this minute count against new users per minute", total: 10000, perMinute: 2000, active: 7000, admit: 1500, want: 500},
 		{name: "the expiring minute counts in full at the start of the minute", total: 200, perMinute: 200, active: 100, expiring: 60, want: 40},
 		{name: "half of the expiring minute is gone at half past", total: 200, perMinute: 200, active: 100, expiring: 60, seconds: 30, want: 70},
@@ -54,22 +58,22 @@ func TestOldestBucketsAreReservedFirst(t *testing.T) {
 		want    []int64
 	}{
 		{
-			name: "2,000 slots over buckets of 500, 1,000 and 1,000 reserve 500, 1,000 and 500 (000)",
+			name: "2,000 slots over buckets of 500, 1,000 and 1,000 reserve 500, 1,000 and 500 (Random Queueing)",
 			room: policy.Room{TotalActiveUsers: 10000, NewUsersPerMinute: 2000}, active: 7000,
 			waiting: []int64{500, 1000, 1000}, want: []int64{500, 1000, 500},
 		},
 		{
-			name: "52 slots over buckets of 2, 50 and 60 make 2, 50 and 0 eligible (002)",
+			name: "52 slots over buckets of 2, 50 and 60 make 2, 50 and 0 eligible (Durable Objects)",
 			room: policy.Room{TotalActiveUsers: 200, NewUsersPerMinute: 200}, active: 148,
 			waiting: []int64{2, 50, 60}, want: []int64{2, 50, 0},
 		},
 		{
-			name: "72 slots leave 20 eligible in the third bucket (002)",
+			name: "72 slots leave 20 eligible in the third bucket (Durable Objects)",
 			room: policy.Room{TotalActiveUsers: 200, NewUsersPerMinute: 200}, active: 128,
 			waiting: []int64{2, 50, 60}, want: []int64{2, 50, 20},
 		},
 		{
-			name: "201 active of 200 make nobody eligible (002)",
+			name: "201 active of 200 make nobody eligible (Durable Objects)",
 			room: policy.Room{TotalActiveUsers: 200, NewUsersPerMinute: 200}, active: 201,
 			waiting: []int64{2, 50, 60}, want: []int64{0, 0, 0},
 		},
@@ -93,7 +97,7 @@ func TestOldestBucketsAreReservedFirst(t *testing.T) {
 	}
 }
 
-// The Nairobi (60%) / Dublin (40%) examples of reference 000. The reference
+// The Nairobi (60%) / Dublin (40%) examples of Random Queueing. The reference
 // strategy reads the traffic two minutes earlier; the continuous one the
 // last sixty seconds, so there the same traffic runs steadily through the
 // previous and the current minute.
@@ -164,9 +168,10 @@ func TestSlotsAreSplitByTrafficShare(t *testing.T) {
 	}
 }
 
-// Reference 002: for 16:33 the split follows 16:31, for 16:34 it follows
+// Durable Objects: for 16:33 the split follows 16:31, for 16:34 it follows
 // 16:32. The post's counts (50/50, then 45/55 users) are scaled by ten so the
-// traffic reaches the limit; below it, the rest would be Anywhere (001).
+// traffic reaches the limit; below it, the rest would be Anywhere (Queueing
+// Decisions).
 func TestTheTrafficTwoMinutesEarlierDecidesTheSplit(t *testing.T) {
 	room := policy.Room{TotalActiveUsers: 100000, NewUsersPerMinute: 1000}
 	arrivals := map[int64]perNode{
@@ -210,8 +215,8 @@ func TestTheTrafficTwoMinutesEarlierDecidesTheSplit(t *testing.T) {
 	})
 }
 
-// Reference 001, at 11:45:54: 50 active of 200, San Jose 20 and London 30
-// of the traffic, ten workers in the world (here: ten nodes). San Jose may
+// Queueing Decisions, at 11:45:54: 50 active of 200, San Jose 20 and London
+// 30 of the traffic, ten workers in the world (here: ten nodes). San Jose may
 // send 10% of the 150 slots, 15; the Anywhere part is 75% of them, 113, of
 // which each node takes a tenth, 11. Delhi, with no history, has only that.
 func TestSanJoseAndAnywhereSlots(t *testing.T) {
@@ -257,7 +262,7 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// Reference 002: 60 visitors ahead, 30 admitted per minute on average: two
+// Durable Objects: 60 visitors ahead, 30 admitted per minute on average: two
 // minutes. (The post's queue has 2 + 50 waiting ahead of the 15:56 bucket
 // but says 60; the queue here has 60 ahead, to keep the post's arithmetic.
 // The visitor is alone in their bucket: the estimate also counts half of
@@ -309,7 +314,7 @@ func TestFIFOEstimate(t *testing.T) {
 	})
 }
 
-// Reference 000: P = 0.1 and p = 0.5 give n = log(0.5)/log(0.9) ≈ 6.58.
+// Random Queueing: P = 0.1 and p = 0.5 give n = log(0.5)/log(0.9) ≈ 6.58.
 func TestRandomEstimate(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -372,7 +377,7 @@ func TestFormatWait(t *testing.T) {
 	}
 }
 
-// Reference 000: five visitors wait in the order 5 → 4 → 3 → 2 → 1 (1 is
+// Random Queueing: five visitors wait in the order 5 → 4 → 3 → 2 → 1 (1 is
 // next). Under random queueing visitor 4 gets in; back under FIFO the order
 // is 5 → 3 → 2 → 1, because random queueing kept the buckets.
 func TestSwitchingFIFORandomFIFOKeepsTheOrder(t *testing.T) {
@@ -418,8 +423,8 @@ func TestSwitchingFIFORandomFIFOKeepsTheOrder(t *testing.T) {
 	}
 }
 
-// Reference 001 ends with one global counter for the Anywhere slots, so that
-// "even if 128 (113 + 15) users end up going to the same worker" none is
+// Queueing Decisions ends with one global counter for the Anywhere slots, so
+// that "even if 128 (113 + 15) users end up going to the same worker" none is
 // queued. Without a coordinator a node takes its Anywhere part per lag, and
 // the continuous re-division hands it what the quiet nodes leave: 128
 // visitors reaching San Jose over ten seconds all go in; the per-minute

@@ -9,8 +9,9 @@ import (
 // Method is a room's queueing_method.
 type Method string
 
-// The queueing methods of the reference (003). Anything else is treated as
-// FIFO, the default; the edge refuses unknown values at load.
+// The queueing methods of Cloudflare's Waiting Room (fifo, random,
+// passthrough, reject). Anything else is treated as FIFO, the default; the
+// edge refuses unknown values at load.
 const (
 	FIFO        Method = "fifo"
 	Random      Method = "random"

@@ -11,7 +11,7 @@ import (
 // that every strategy sees the same traffic.
 type arrival struct {
 	at       time.Duration // true time of the first request
-	claimed  time.Duration // the arrival time written into a spoofed token (reference 000), else at
+	claimed  time.Duration // the arrival time written into a spoofed token (SpoofBuckets), else at
 	weights  []float64     // the phase's own node split, or nil for the current one
 	pick     float64       // uniform [0, 1): which node, resolved at arrival time
 	onSite   time.Duration // time on the origin once admitted
@@ -135,8 +135,9 @@ func (sc *Scenario) arrivals(rng *rand.Rand) []arrival {
 	slices.SortStableFunc(out, func(a, b arrival) int { return cmpDur(a.at, b.at) })
 	a := sc.Visitors.Arrival
 	if a.SpoofBuckets {
-		// Reference 000: "we spoofed the bucketIds of the users and let them
-		// all join the Waiting Room at once".
+		// As in Cloudflare's "Waiting Room: Random Queueing and Custom
+		// Web/Mobile Apps": "we spoofed the bucketIds of the users and let them all
+		// join the Waiting Room at once".
 		for i := range out {
 			out[i].at = a.Start.D() + time.Duration(rng.Float64()*float64(a.JoinOver))
 		}

@@ -1,7 +1,8 @@
 // Package sim measures how faithfully the admission policy holds a room's
 // limits across many independent nodes, and how fair it is to the people
 // waiting: a deterministic discrete-event simulation of a waitroom cluster
-// that drives the real crdt and policy code (issue #5).
+// that drives the real crdt and policy code, so that a change to the policy
+// is judged on a whole event before a real one meets it.
 //
 // # What is simulated
 //
@@ -64,17 +65,18 @@
 //
 // Ground truth is kept outside the nodes: live sessions, visitors really
 // waiting, admissions per minute of true time, and every decision. From them
-// Result.Figures gives the figures of issue #5 (peak active / limit, share
-// of time above the limit, peak new users per minute / limit, utilisation at
-// the first queueing, FIFO inversions, the correlation of wait with arrival
-// minute, estimate error) and CheckGoals the goals. Result.Partitions
-// adds, for each partition, the room's peaks while cut and after the heal,
-// the FIFO inversions across the sides, and each side's admissions per
-// minute against its part of the limit, its peak active, its queue at the
-// heal and the waits of those who arrived during the cut. Report prints the
-// comparison table, JSON and the PNG plots (gonum/plot): active users vs the
-// limit, queue length, admissions per minute, and the wait-vs-arrival-minute
-// heatmap of reference 000.
+// Result.Figures gives the fidelity and fairness figures (peak active /
+// limit, share of time above the limit, peak new users per minute / limit,
+// utilisation at the first queueing, FIFO inversions, the correlation of wait
+// with arrival minute, estimate error) and CheckGoals the goals.
+// Result.Partitions adds, for each partition, the room's peaks while cut and
+// after the heal, the FIFO inversions across the sides, and each side's
+// admissions per minute against its part of the limit, its peak active, its
+// queue at the heal and the waits of those who arrived during the cut. Report
+// prints the comparison table, JSON and the PNG plots (gonum/plot): active
+// users vs the limit, queue length, admissions per minute, and the
+// wait-vs-arrival-minute heatmap of Cloudflare's "Waiting Room: Random
+// Queueing and Custom Web/Mobile Apps".
 //
 // Scenarios live in testdata/scenarios; `waitroom sim --scenario FILE` runs
 // one. docs/sim/RESULTS.md holds the comparison of the reference's

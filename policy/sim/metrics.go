@@ -37,8 +37,9 @@ type Limits struct {
 	NewUsersPerMinute int `json:"new_users_per_minute"`
 }
 
-// Figures are the fidelity and fairness figures of issue #5. Optional
-// figures are null where they do not apply (nobody queued, no estimate).
+// Figures are the fidelity and fairness figures: how closely the room held
+// its limits and how fair it was to those waiting. Optional figures are null
+// where they do not apply (nobody queued, no estimate).
 type Figures struct {
 	// PeakActive is the most sessions live at once (a session lives from its
 	// admission to session_duration after its last request), over the
@@ -137,7 +138,8 @@ type Point struct {
 }
 
 // Heatmap counts admitted visitors by arrival minute (X) and wait (Y), as
-// reference 000's numpy.histogram2d with 30 × 30 bins.
+// the numpy.histogram2d with 30 × 30 bins of Cloudflare's "Waiting Room:
+// Random Queueing and Custom Web/Mobile Apps".
 type Heatmap struct {
 	XBins  int     `json:"x_bins"`
 	YBins  int     `json:"y_bins"`

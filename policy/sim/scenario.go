@@ -31,8 +31,8 @@ type Scenario struct {
 	Strategies []string `yaml:"strategies" json:"strategies"`
 	Visitors   Visitors `yaml:"visitors" json:"visitors"`
 	Events     []Event  `yaml:"events" json:"events,omitempty"`
-	// Goals names the goals of issue #5 that apply to this scenario (see
-	// GoalNames); empty means the defaults for the queueing method.
+	// Goals names the goals that apply to this scenario (see GoalNames); empty
+	// means the defaults for the queueing method.
 	Goals []string `yaml:"goals" json:"goals,omitempty"`
 	// SteadyAfter is when, counted from the first visitor queued, the queue
 	// is taken to be in a steady state for the estimate-error figure: the
@@ -170,9 +170,10 @@ type Arrival struct {
 
 	Phases []Phase `yaml:"phases" json:"phases,omitempty"`
 
-	// SpoofBuckets reproduces reference 000's experiment: the arrival
-	// times drawn above become the visitors' arrival buckets, written into
-	// their tokens, and everyone joins at Start, spread over JoinOver.
+	// SpoofBuckets reproduces the experiment of Cloudflare's "Waiting Room:
+	// Random Queueing and Custom Web/Mobile Apps": the arrival times drawn above
+	// become the visitors' arrival buckets, written into their tokens, and
+	// everyone joins at Start, spread over JoinOver.
 	SpoofBuckets bool     `yaml:"spoof_buckets" json:"spoof_buckets,omitempty"`
 	JoinOver     Duration `yaml:"join_over" json:"join_over,omitempty"`
 }
@@ -334,7 +335,8 @@ func (x Dist) validate(p *problems, field string) {
 	}
 }
 
-// GoalNames are the goals of issue #5 that a scenario may list.
+// GoalNames are the goals (see the thresholds in report.go) that a scenario
+// may list.
 var GoalNames = []string{GoalPeakActive, GoalPeakNew, GoalNoEarlyQueue, GoalFIFOInversions, GoalRandomCorrelation, GoalEstimate}
 
 // The goals.

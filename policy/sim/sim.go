@@ -747,7 +747,8 @@ func (r *run) rejoin(n *node, peer int) {
 		msg: &message{entries: n.state.Full().Entries, from: int32(n.id), pushPull: true, rejoin: true}})
 }
 
-// seedQueue sets up reference 000's experiment: "we spoofed the bucketIds
+// seedQueue sets up the experiment of Cloudflare's "Waiting Room: Random
+// Queueing and Custom Web/Mobile Apps": "we spoofed the bucketIds
 // of the users and let them all join the Waiting Room at once". Every
 // visitor already holds a queued token for the bucket of their claimed
 // arrival minute and is counted as waiting at their node, and every node

@@ -135,7 +135,8 @@ func shortColdStart(sc *sim.Scenario) {
 	sc.Duration = dur(4 * time.Minute)
 }
 
-// shortReference: reference 000's experiment at a tenth of the minutes: 1,500
+// shortReference: the experiment of Cloudflare's "Waiting Room: Random
+// Queueing and Custom Web/Mobile Apps" at a tenth of the minutes: 1,500
 // visitors whose arrival minutes span ten minutes, against a room that takes
 // 250 a minute, so the queue drains in about six minutes.
 func shortReference(sc *sim.Scenario) {
@@ -147,8 +148,9 @@ func shortReference(sc *sim.Scenario) {
 }
 
 // TestGoalsOnShortScenarios runs our policy on the short version of every
-// scenario file (the reference experiment's in TestReferenceExperiment) and asserts the goals of issue #5 (or, where the policy
-// misses one today, the ratchet in shorts).
+// scenario file (the reference experiment's in TestReferenceExperiment) and
+// asserts the goals (or, where the policy misses one today, the ratchet in
+// shorts).
 func TestGoalsOnShortScenarios(t *testing.T) {
 	seen := map[string]bool{}
 	for _, s := range shorts {
@@ -335,10 +337,10 @@ func deref(p *float64) any {
 	return *p
 }
 
-// TestReferenceExperiment reproduces reference 000's findings on the short
-// experiment, for both strategies: under FIFO the wait grows with the
-// arrival minute, nearly linearly; under random queueing it does not depend
-// on it.
+// TestReferenceExperiment reproduces the findings of Cloudflare's "Waiting
+// Room: Random Queueing and Custom Web/Mobile Apps" on the short experiment,
+// for both strategies: under FIFO the wait grows with the arrival minute,
+// nearly linearly; under random queueing it does not depend on it.
 func TestReferenceExperiment(t *testing.T) {
 	for _, strategy := range []string{sim.StrategyOurs, sim.StrategyReference} {
 		t.Run("fifo/"+strategy, func(t *testing.T) {

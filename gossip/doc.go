@@ -1,0 +1,62 @@
+// Package gossip keeps every node's copy of the replicated room state (a
+// crdt.State) in step with its peers over hashicorp/memberlist, with no
+// coordinator: each node adds only to its own entries, and every node merges
+// what the others send, so all copies converge on the same counts.
+//
+// # Deltas
+//
+// A local change (Node.Add, Node.SetRegister) marks the cells it touched as
+// dirty. When memberlist next asks for broadcasts, the dirty cells are
+// encoded, one cell or register per message, and queued under the cell's
+// name on a TransmitLimitedQueue, so a newer value replaces one not yet sent
+// instead of queueing behind it (a register too large for a packet, such as
+// a room's custom page, goes to every peer over TCP instead). A node that merges something new from a
+// broadcast relays it the same way; without the relay most nodes of a large
+// ring would wait for push-pull. Because a cell's value only grows and a merge
+// takes the maximum per replica, a message that is lost, duplicated or comes
+// late does no harm: the next one, or push-pull, carries the newer value.
+//
+// # Push-pull
+//
+// Periodically, and when a node joins, memberlist has two nodes swap their
+// whole states over TCP; each merges the other's. This is the anti-entropy
+// that repairs what broadcasts lost and brings a restarted or partitioned
+// node up to date. A node keeps its own pruning horizon (Config.Retention
+// minutes of its own clock) and never adopts a peer's, so a peer whose clock
+// runs far ahead cannot erase counts here.
+//
+// # Membership
+//
+// Join retries the seeds with backoff. A node rejoins when its ring looks
+// short and, every SearchInterval even when it looks whole, looks for the
+// members it lost and the seeds outside its ring, so the sides of a partition
+// that forgot each other merge again when it heals. ExpectedMembers says how many nodes
+// share the traffic: a node that crashed, which cannot be told from one cut
+// off, stays expected for ten minutes, while one that announced a clean leave
+// (Close) gives its part back at once.
+//
+// # Encryption
+//
+// With Config.Keys set, every packet and stream is encrypted and
+// authenticated with memberlist's keyring (AES-GCM; the first key encrypts,
+// all keys decrypt, so keys rotate in three steps: add, make primary,
+// remove), and unencrypted traffic is refused. Config.Label is checked on
+// every packet and stream, so two clusters on one network never merge.
+//
+// # What a peer may send
+//
+// A peer is trusted to be a member, not to be correct: every message is
+// decoded by hand (wire.go) and validated whole before anything is merged,
+// so a bad message is dropped entirely and counted in Stats, never merged
+// half-way and never a panic. Messages are bounded (MaxPacketMessage for a
+// broadcast, MaxReliableMessage for a TCP send, MaxFullState for push-pull),
+// every declared length is checked against the bytes left before anything
+// is allocated, integers out of range make a message malformed, and an entry
+// needs a room name, a kind, a replica and a positive value. A peer can send
+// counts for its own and other replicas' entries (relays do), but merging
+// takes the maximum, so a replayed or stale value changes nothing. Register
+// values are opaque here; the package that writes a register decodes it.
+//
+// FaultNet is a memberlist transport for tests that loses, delays,
+// duplicates and partitions packets between nodes of one process.
+package gossip

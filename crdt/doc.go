@@ -14,10 +14,11 @@
 //
 // # Room state
 //
-// State holds, per room, one GCounter per Key (kind, arrival bucket, minute).
-// PN counters are stored as two kinds (plus and minus) so that every cell of
-// the state is a plain max-merged G-counter entry; that keeps merge, delta
-// extraction and pruning one mechanism:
+// State holds, per room, one GCounter per Key (kind, bucket, minute; the
+// bucket is the arrival bucket for the Waiting kinds, see Key for the
+// others). PN counters are stored as two kinds (plus and minus) so that every
+// cell of the state is a plain max-merged G-counter entry; that keeps merge,
+// delta extraction and pruning one mechanism:
 //
 //   - Arrivals[minute]: distinct visitors first seen per node per minute; the
 //     traffic share of each node.

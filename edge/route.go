@@ -301,12 +301,15 @@ func normaliseHost(h string) (string, error) {
 	if port == "" {
 		return name, nil
 	}
-	if len(port) > 5 {
+	if len(port) > 5 || port[0] == '+' || port[0] == '-' {
 		return "", errHostBad
 	}
 	n, err := strconv.Atoi(port)
-	if err != nil || n < 0 || n > 65535 || port[0] == '+' || port[0] == '-' {
+	if err != nil || n > 65535 {
 		return "", errHostBad
+	}
+	if len(h) == len(name)+1+len(port) && h[:len(name)] == name && (port[0] != '0' || len(port) == 1) {
+		return h, nil // canonical already: no allocation on the request path
 	}
 	return name + ":" + strconv.Itoa(n), nil
 }

@@ -279,3 +279,16 @@ func FuzzNormaliseHost(f *testing.F) {
 		}
 	})
 }
+
+func TestCanonicalRequestsDoNotAllocate(t *testing.T) {
+	r := httptest.NewRequest("GET", "/shop/item?x=1", nil)
+	r.Host = "vip.example.com:8080"
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := canonicalise(r); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("canonicalising a canonical request allocates %v times", allocs)
+	}
+}

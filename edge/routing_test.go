@@ -116,6 +116,10 @@ func TestRoutingCannotBeDodged(t *testing.T) {
 		{"the host in capitals is the shop's", "/shop/secret.html", "VIP.EXAMPLE.COM", queued},
 		{"the host with a port is the shop's", "/shop/secret.html", "vip.example.com:8080", queued},
 		{"the host with a trailing dot and a port is the shop's", "/shop/secret.html", "Vip.Example.Com.:80", queued},
+		// An absolute request target names the host itself; it is routed
+		// by that host, canonical like any other.
+		{"an absolute target with a dotted host is the shop's", "http://VIP.example.com.//shop/secret.html", "other.example.com", queued},
+		{"an absolute target with a climb is the shop's", "http://vip.example.com/static/../shop/secret.html", "vip.example.com", queued},
 		{"a host with two trailing dots is refused", "/shop/secret.html", "vip.example.com..", refused},
 		{"a host with an escape is refused", "/shop/secret.html", "vip%2eexample.com", refused},
 		// Paths are case-sensitive: another case is another address, which

@@ -29,7 +29,8 @@ func TestBadInputIsANewVisitor(t *testing.T) {
 		{"a cookie of garbage bytes", "\x00\xff\xfe not base64 at all", "/", nil},
 		{"a cookie of valid base64 that is not a token", "AQEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "/", nil},
 		{"an empty cookie", "", "/", nil},
-		{"a path with dot segments and escapes", "", "/../../etc/passwd%00?x=%zz", nil},
+		// (an encoded NUL in the path is refused with 400: see TestRoutingCannotBeDodged)
+		{"a path with dot segments and escapes", "", "/../../etc/passwd?x=%zz", nil},
 		{"a very long path", "", "/" + strings.Repeat("a/", 8000), nil},
 		{"a malformed Accept and odd headers", "", "/", []string{"Accept", "application/json\x7f", "X-Forwarded-Proto", "gopher"}},
 		{"a forged challenge solution without a challenge configured", "", "/?__waitroom_challenge=x", nil},

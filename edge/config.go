@@ -37,6 +37,10 @@ const (
 	DefaultSameSite           = "auto"
 	DefaultSecure             = "auto"
 
+	// UnroutedRefuse and UnroutedPass are the values of unrouted.
+	UnroutedRefuse = "refuse"
+	UnroutedPass   = "pass"
+
 	// CookieBaseName is the visitor cookie's name for a room without a
 	// cookie_suffix; with one it is CookieBaseName + "_" + suffix.
 	CookieBaseName = "__waitroom"
@@ -99,6 +103,7 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 //     fragment. Rooms without their own origin inherit it; every room must end
 //     up with one.
 //   - origin_timeout: positive; 0 means the default 30s.
+//   - unrouted: refuse (default) or pass; pass needs origin.
 //   - rooms: at least one; names unique; no route (host + path) used twice
 //     across all rooms; two rooms that can be served on the same host (the
 //     port does not count: browsers share cookies across ports; an empty host
@@ -151,6 +156,15 @@ type Config struct {
 	StaleState string   `yaml:"stale_state" json:"stale_state,omitempty"`
 	StaleAfter Duration `yaml:"stale_after" json:"stale_after,omitempty"` // default 90s: longer than a push-pull round
 
+	// Unrouted is what a node does with a request that matches no room's
+	// route (after its path and host are put in canonical form): "refuse"
+	// (the default) answers 404, counted; "pass" sends it to the default
+	// origin, uncounted and unqueued. Pass is only safe when nothing behind
+	// that origin needs protecting outside the rooms' routes: every
+	// address the routes miss (another host name, another spelling of a
+	// path on a case-insensitive origin) reaches the origin as it is.
+	Unrouted string `yaml:"unrouted" json:"unrouted,omitempty"`
+
 	// Modified is when the config file was last written (LoadConfig sets
 	// it). The rooms it lists are stamped with it when they seed the
 	// replicated room settings, so a file edited after a runtime change
@@ -189,8 +203,12 @@ type CookieAttributes struct {
 //     with an optional :port from 1 to 65535. It is lower-cased and a trailing
 //     dot is dropped. No wildcards.
 //   - path: starts with "/"; default "/". Runs of "/" are collapsed; "." and
-//     ".." segments, "?", "#", spaces and control characters are refused.
-//     The case is kept: paths are case-sensitive.
+//     ".." segments (also encoded), "?", "#", spaces, control characters,
+//     backslashes, encoded slashes and backslashes ("%2F", "%5C") and double
+//     encoding ("%252e") are refused. The case is kept: paths are
+//     case-sensitive. Requests are matched in canonical form (see
+//     canonicalise): "/sh%6Fp" is "/shop", ";parameters" are ignored, and a
+//     path ending in "/" also covers itself without the "/".
 //   - additional_routes: each a host and path as above; an empty host means
 //     the room's own host, an empty path "/". No route may repeat another of
 //     the room's routes.
@@ -697,6 +715,15 @@ func (c *Config) validate() []error {
 	if c.StaleState != "" && c.StaleState != "open" && c.StaleState != "closed" {
 		p.add("stale_state", "%q must be open (keep deciding alone) or closed (queue new visitors)", c.StaleState)
 	}
+	switch c.Unrouted {
+	case "", UnroutedRefuse:
+	case UnroutedPass:
+		if c.Origin == "" {
+			p.add("unrouted", "pass needs origin: the default origin that requests matching no room go to")
+		}
+	default:
+		p.add("unrouted", "%q must be refuse (the default: 404 for a request no room routes) or pass (send it to the default origin, unqueued)", c.Unrouted)
+	}
 	if c.StaleAfter < 0 || (c.StaleAfter > 0 && time.Duration(c.StaleAfter) < time.Second) {
 		p.add("stale_after", "%v must be at least 1s (default %v)", c.StaleAfter, DefaultStaleAfter)
 	}
@@ -1035,9 +1062,13 @@ func checkPath(p string) error {
 			return errors.New("must not contain spaces or control characters")
 		}
 	}
-	for seg := range strings.SplitSeq(p, "/") {
-		if seg == "." || seg == ".." {
-			return errors.New("must not contain \".\" or \"..\" segments")
+	c, err := canonEscapes(p)
+	if err != nil {
+		return fmt.Errorf("has no single meaning: %v", err)
+	}
+	for seg := range strings.SplitSeq(c, "/") {
+		if name, _, _ := strings.Cut(seg, ";"); name == "." || name == ".." {
+			return errors.New("must not contain \".\" or \"..\" segments (also encoded, or with ;parameters)")
 		}
 	}
 	return nil

@@ -12,8 +12,14 @@
 //
 // # One request
 //
-//  1. Route: the most specific route wins (a named host before any host,
-//     then the longest path prefix).
+//  1. Route: the path and Host are put in canonical form first (dot
+//     segments resolved, escapes decoded or upper-cased, the host
+//     lower-cased without its trailing dot), and the request is rewritten
+//     so the origin receives that form; a path with no single meaning (an
+//     encoded slash, a backslash, double encoding) is refused with 400.
+//     Then the most specific route wins (a named host before any host, then
+//     the longest path prefix); a request no route matches is refused, or
+//     passed to the default origin with unrouted: pass.
 //  2. Token: the room's cookie is opened with the node's cookie keys and the
 //     room's name as associated data. A token that does not open, has
 //     expired or belongs to another room is a new visitor, never an error.

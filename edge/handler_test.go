@@ -835,7 +835,7 @@ func TestRouting(t *testing.T) {
 		{name: "an additional route without a host uses the room's host", url: "http://shop.test/deals", want: "promo"},
 		{name: "an additional route of the any-host room", url: "http://promo.test/sale/x", want: "anyhost"},
 		{name: "an unrouted request gets a 404 page", url: "http://elsewhere.test/", want: ""},
-		{name: "an unrouted request goes to the default origin when one is set", url: "http://elsewhere.test/", fallback: true, want: ""},
+		{name: "an unrouted request goes to the default origin with unrouted: pass", url: "http://elsewhere.test/", fallback: true, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -844,8 +844,11 @@ func TestRouting(t *testing.T) {
 			for i := range cfg.Rooms {
 				cfg.Rooms[i].Origin = o.URL
 			}
+			// A default origin alone does not expose it: unrouted requests
+			// are refused unless the operator says pass.
+			cfg.Origin = o.URL
 			if tt.fallback {
-				cfg.Origin = o.URL
+				cfg.Unrouted = edge.UnroutedPass
 			}
 			srv := startServer(t, cfg, newFakeClock(5))
 			resp := newVisitor().get(srv, tt.url)

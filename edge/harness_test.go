@@ -129,7 +129,11 @@ type origin struct {
 	uris []string // every request's path and query, as the origin saw it
 }
 
-func newOrigin(tb testing.TB) *origin {
+func newOrigin(tb testing.TB) *origin { return newOriginWith(tb, nil) }
+
+// newOriginWith is the test origin answering with site (such as an
+// http.FileServer) instead, still counting and recording every request.
+func newOriginWith(tb testing.TB, site http.Handler) *origin {
 	tb.Helper()
 	o := &origin{}
 	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -137,6 +141,10 @@ func newOrigin(tb testing.TB) *origin {
 		o.hits++
 		o.uris = append(o.uris, r.URL.RequestURI())
 		o.mu.Unlock()
+		if site != nil {
+			site.ServeHTTP(w, r)
+			return
+		}
 		switch r.URL.Path {
 		case "/revoke-cf":
 			w.Header().Set("Cf-Waiting-Room-Command", "revoke")

@@ -14,6 +14,8 @@ type metrics struct {
 	originErrors    *prometheus.CounterVec
 	challengeErrors *prometheus.CounterVec
 	unrouted        prometheus.Counter
+	unroutedPassed  prometheus.Counter
+	malformed       *prometheus.CounterVec
 }
 
 // roomMetrics are one room's request counters.
@@ -41,9 +43,17 @@ func newMetrics() *metrics {
 	}, []string{"room"})
 	m.unrouted = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "unrouted_requests_total",
-		Help: "Requests that matched no room and had no default origin.",
+		Help: "Requests that matched no room and were refused (unrouted: refuse, the default).",
 	})
-	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.challengeErrors, m.unrouted,
+	m.unroutedPassed = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "unrouted_passed_total",
+		Help: "Requests that matched no room and went to the default origin uncounted (unrouted: pass).",
+	})
+	m.malformed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "malformed_requests_total",
+		Help: "Requests refused with 400 before routing because their path or host has no single meaning (an encoded slash, a backslash, double encoding, a control character, a bad host), by part (path, host).",
+	}, []string{"reason"})
+	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.challengeErrors, m.unrouted, m.unroutedPassed, m.malformed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

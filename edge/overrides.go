@@ -11,6 +11,7 @@ type Overrides struct {
 	GossipProfile, GossipKeyFile           string
 	CookieKeyFile                          string
 	Origin, Host, Path                     string
+	Unrouted                               string
 	TotalActiveUsers, NewUsersPerMinute    int
 	SessionDuration                        int
 	QueueingMethod                         string
@@ -41,6 +42,7 @@ func (o *Overrides) Apply(c *Config) error {
 	str("gossip-key-file", &c.GossipKeyFile, o.GossipKeyFile)
 	str("cookie-key-file", &c.CookieKeyFile, o.CookieKeyFile)
 	str("log-level", &c.LogLevel, o.LogLevel)
+	str("unrouted", &c.Unrouted, o.Unrouted)
 	if set("seed") {
 		c.Seeds = o.Seeds
 	}

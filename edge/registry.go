@@ -90,7 +90,7 @@ func (s *Server) syncRoomsLocked(now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(t.rooms)) {
 		rm := t.rooms[name]
 		for _, rt := range rm.cfg.Routes() {
-			r := route{host: strings.ToLower(rt.Host), path: rt.Path, room: rm}
+			r := route{host: routeHost(rt.Host), path: routePath(rt.Path), room: rm}
 			key := route{host: r.host, path: r.path}
 			if other, dup := taken[key]; dup {
 				s.log.Error().Str("room", name).Str("route", routeString(rt)).Str("owner", other).Msg("route already belongs to another room; ignored")

@@ -3,7 +3,6 @@ package edge
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httputil"
 	"sync"
 	"sync/atomic"
@@ -246,17 +245,6 @@ func (rm *room) allocation(now time.Time) *allocation {
 		return rm.recompute(now)
 	}
 	return a
-}
-
-// bypassed reports whether a request skips the room: any bypass rule
-// holds.
-func (rm *room) bypassed(r *http.Request) bool {
-	for i := range rm.bypass {
-		if rm.bypass[i].matches(r) {
-			return true
-		}
-	}
-	return false
 }
 
 func unixMinute(t time.Time) int64 { return t.Unix() / 60 }

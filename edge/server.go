@@ -49,7 +49,7 @@ type Server struct {
 	seen     map[string]crdt.LWW[[]byte] // room registers the table was built from
 	adminTok []byte
 	wasStale atomic.Bool
-	fallback http.Handler // proxy to Config.Origin for unrouted requests, or nil
+	fallback http.Handler // answers unrouted requests (see unrouted), or nil without a public listener
 	metrics  *metrics
 	// revoked holds the sessions revoked here, until their tokens expire.
 	revoked revokedSet
@@ -114,12 +114,20 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 			return nil, fmt.Errorf("room %q: %w", cfg.Rooms[i].Name, err)
 		}
 	}
-	if cfg.Origin != "" {
-		p, err := newProxy(s, nil, cfg.Origin)
-		if err != nil {
-			return nil, fmt.Errorf("origin: %w", err)
+	// Requests that match no room: refused unless the operator chose to
+	// pass them to the default origin. The handler is in place whenever a
+	// public listener runs, so that a malformed request is always refused
+	// with 400, and never proxied.
+	if len(cfg.Rooms) > 0 || cfg.Origin != "" || cfg.Listen != DefaultListen {
+		u := &unrouted{s: s}
+		if cfg.Unrouted == UnroutedPass && cfg.Origin != "" {
+			p, err := newProxy(s, nil, cfg.Origin)
+			if err != nil {
+				return nil, fmt.Errorf("origin: %w", err)
+			}
+			u.pass = p
 		}
-		s.fallback = p
+		s.fallback = u
 	}
 	gcfg := gossip.Config{
 		Name:        cfg.Node,
@@ -368,20 +376,30 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 }
 
 // route finds the room for a request: the first matching route, most
-// specific first.
+// specific first. It first puts the request's path and Host in their
+// canonical spelling, in place (see canonicalise), so that the bypass rules
+// and the origin see what was routed. A request without a canonical
+// spelling matches no room; the unrouted handler refuses it.
 func (s *Server) route(r *http.Request) *room {
+	key, err := canonicalise(r)
+	if err != nil {
+		return nil
+	}
 	host := r.Host
 	hostNoPort := host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		hostNoPort = h
+		if strings.HasPrefix(host, "[") {
+			hostNoPort = "[" + h + "]"
+		}
 	}
 	routes := s.table.Load().routes
 	for i := range routes {
 		rt := &routes[i]
-		if rt.host != "" && !strings.EqualFold(rt.host, host) && !strings.EqualFold(rt.host, hostNoPort) {
+		if rt.host != "" && rt.host != host && rt.host != hostNoPort {
 			continue
 		}
-		if strings.HasPrefix(r.URL.Path, rt.path) {
+		if routeMatches(key, rt.path) {
 			return rt.room
 		}
 	}

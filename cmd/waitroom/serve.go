@@ -60,6 +60,7 @@ the address of at least one other node (--seed).`,
 	f.StringVar(&o.Origin, "origin", "", "origin URL; without a config file, protects this one site")
 	f.StringVar(&o.Host, "host", "", "host of the single room (default: any host)")
 	f.StringVar(&o.Path, "path", "", "path prefix of the single room (default /)")
+	f.StringVar(&o.Unrouted, "unrouted", "", "requests no room routes: refuse (default, 404) or pass (to --origin, unqueued: anything behind the origin outside the rooms' routes is reachable)")
 	f.IntVar(&o.TotalActiveUsers, "total-active-users", 0, "single room: users allowed on the origin at once")
 	f.IntVar(&o.NewUsersPerMinute, "new-users-per-minute", 0, "single room: new users let in per minute (default: total active users)")
 	f.IntVar(&o.SessionDuration, "session-duration", 0, "single room: minutes a session lasts after the last request (1–30, default 5)")

@@ -117,8 +117,11 @@ func (c *ring) gossip(cut bool) {
 		snapshot[i] = s.Clone()
 	}
 	c.sent = append(c.sent, snapshot)
-	lagSteps := int(c.delay / c.stepSize())
-	if len(c.sent) <= lagSteps {
+	// What a node sent at the end of a step is read from the step that is
+	// one delay after that one's start: no admission stays unseen longer
+	// than the delay (a step, at least).
+	lagSteps := max(1, int(c.delay/c.stepSize()))
+	if len(c.sent) < lagSteps {
 		return
 	}
 	arrived := c.sent[0]

@@ -155,11 +155,17 @@ type mark struct {
 	cur, prv float64 // own traffic of minute and minute−1 as counted then
 }
 
-const maxMarks = 16
+const maxMarks = 40
 
 // marks keeps the newest mark at least one lag old and every later one, at
-// most one per eighth of a lag; keeping fewer only makes the estimates of
-// recent own activity more conservative.
+// most one per 32nd of a lag; keeping fewer only makes the estimates of
+// recent own activity more conservative. How conservative matters in a
+// flood: the node counts as recent its admissions since the mark it finds
+// at or before one lag ago, and every admission counted too many holds back
+// (1 − f)/f slots of the pool, f being its fraction (two for each of three
+// nodes). With a mark per eighth of a lag, a fresh room flooded at three
+// nodes with gossip as slow as the lag queued its first visitor at 0.83 of
+// its limits; with a mark per 32nd, at 0.90.
 type marks struct {
 	m [maxMarks]mark
 	n int
@@ -188,7 +194,7 @@ func (ms *marks) record(m mark, lag time.Duration) {
 		copy(ms.m[:], ms.m[keep:ms.n])
 		ms.n -= keep
 	}
-	if ms.n > 0 && m.at-ms.m[ms.n-1].at < lag.Nanoseconds()/8 {
+	if ms.n > 0 && m.at-ms.m[ms.n-1].at < lag.Nanoseconds()/32 {
 		return
 	}
 	if ms.n == maxMarks {

@@ -1,196 +1,12 @@
 package policy_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/policy"
 )
-
-// split is a small cluster cut in two: every node keeps its own crdt state,
-// the nodes of one part see each other's entries at once, and from the cut
-// on neither part hears from the other. Visitors keep their home node and
-// check in every 20 s until admitted; the edge's counter bookkeeping is done
-// as edge/visit.go does it (arrivals once per visitor and minute, waiting
-// moved to the minute of the latest check-in, admitted and active on
-// admission).
-type split struct {
-	room      policy.Room
-	parts     [][]int // node indexes of each part
-	ids       []crdt.ReplicaID
-	states    []*crdt.State
-	allocs    []*policy.Allocation
-	start     time.Time
-	cutAt     time.Duration // from start; the cut lasts to the end
-	whole     bool          // read the whole snapshot while cut (what the edge did before Side)
-	newPer    func(node int, at time.Duration) int
-	visitors  []*splitVisitor
-	admitted  map[int64]int   // truth: admissions per minute, all nodes
-	byPart    []map[int64]int // per part
-	worstLive float64         // truth: the most active sessions seen at any step
-}
-
-type splitVisitor struct {
-	home          int
-	bucket        int64
-	counted       int64 // minute the waiting count sits in; 0 before the first queue
-	lastArrival   int64
-	next          time.Time
-	admittedAt    int64
-	admittedFirst bool
-}
-
-const splitRoom = "shop"
-
-func (c *split) partOf(node int) int {
-	for p, ns := range c.parts {
-		for _, n := range ns {
-			if n == node {
-				return p
-			}
-		}
-	}
-	panic("node in no part")
-}
-
-func (c *split) add(node int, kind crdt.Kind, bucket, minute int64) {
-	k := crdt.Key{Room: splitRoom, Kind: kind, Minute: minute}
-	if kind == crdt.WaitingPlus || kind == crdt.WaitingMinus {
-		k.Bucket = bucket
-	}
-	c.states[node].Add(k, c.ids[node], 1)
-}
-
-// gossip merges the states of every part, or of the whole ring before the
-// cut.
-func (c *split) gossip(cut bool) {
-	groups := c.parts
-	if !cut {
-		all := []int{}
-		for _, p := range c.parts {
-			all = append(all, p...)
-		}
-		groups = [][]int{all}
-	}
-	for _, g := range groups {
-		m := crdt.New()
-		for _, n := range g {
-			m.MergeState(c.states[n])
-		}
-		for _, n := range g {
-			c.states[n].MergeState(m)
-		}
-	}
-}
-
-func (c *split) run(t *testing.T, d time.Duration) {
-	t.Helper()
-	n := len(c.ids)
-	c.room.Nodes, c.room.Lag = n, time.Second
-	c.admitted = map[int64]int{}
-	c.byPart = make([]map[int64]int, len(c.parts))
-	for p := range c.byPart {
-		c.byPart[p] = map[int64]int{}
-	}
-	c.allocs = make([]*policy.Allocation, n)
-	w := c.room.Windows()
-	for step := time.Duration(0); step < d; step += time.Second {
-		now := c.start.Add(step)
-		m := now.Unix() / 60
-		cut := step >= c.cutAt
-		for i := range n {
-			part := c.parts[c.partOf(i)]
-			room := c.room
-			var snap crdt.RoomSnapshot
-			if cut && !c.whole {
-				in := map[crdt.ReplicaID]bool{}
-				for _, j := range part {
-					in[c.ids[j]] = true
-				}
-				snap = c.states[i].SnapshotOf(splitRoom, m, w, func(r crdt.ReplicaID) bool { return in[r] })
-				rest := c.states[i].SnapshotOf(splitRoom, m, w, func(r crdt.ReplicaID) bool { return !in[r] })
-				room = room.CutOff(len(part), &rest)
-			} else {
-				snap = c.states[i].Snapshot(splitRoom, m, w)
-			}
-			if c.allocs[i] == nil {
-				c.allocs[i] = policy.Allocate(room, &snap, c.ids[i], now, policy.Continuous)
-			} else {
-				c.allocs[i] = c.allocs[i].Next(room, &snap, now)
-			}
-			for range c.newPer(i, step) {
-				c.visitors = append(c.visitors, &splitVisitor{home: i, bucket: m, next: now})
-			}
-			for _, v := range c.visitors {
-				if v.home != i || v.admittedFirst || now.Before(v.next) {
-					continue
-				}
-				c.visit(i, v, now, m)
-			}
-		}
-		c.gossip(cut)
-		c.worstLive = max(c.worstLive, c.liveAt(now))
-	}
-}
-
-func (c *split) visit(i int, v *splitVisitor, now time.Time, m int64) {
-	if v.lastArrival != m {
-		c.add(i, crdt.Arrivals, 0, m)
-		v.lastArrival = m
-	}
-	switch c.allocs[i].Decide(policy.Visitor{Bucket: v.bucket, Queued: v.counted != 0}, nil) {
-	case policy.Admit:
-		c.add(i, crdt.Admitted, 0, m)
-		c.add(i, crdt.ActivePlus, 0, m)
-		if v.counted != 0 {
-			c.add(i, crdt.WaitingMinus, v.bucket, v.counted)
-		}
-		v.admittedFirst, v.admittedAt = true, m
-		c.admitted[m]++
-		c.byPart[c.partOf(i)][m]++
-	case policy.Queue:
-		if v.counted != m {
-			if v.counted != 0 {
-				c.add(i, crdt.WaitingMinus, v.bucket, v.counted)
-			}
-			c.add(i, crdt.WaitingPlus, v.bucket, m)
-			v.counted = m
-		}
-		v.next = now.Add(20 * time.Second)
-	}
-}
-
-// liveAt is the true number of active sessions at now, counted as the
-// policy counts them: sessions of the last SessionDuration minutes, the
-// expiring minute's pro rata.
-func (c *split) liveAt(now time.Time) float64 {
-	m := now.Unix() / 60
-	s := int64(c.room.SessionDuration)
-	frac := float64(now.Unix()%60) / 60
-	var live float64
-	for k := m - s + 1; k <= m; k++ {
-		live += float64(c.admitted[k])
-	}
-	return live + float64(c.admitted[m-s])*(1-frac)
-}
-
-func newSplit(room policy.Room, sizes ...int) *split {
-	c := &split{room: room, start: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	i := 0
-	for p, size := range sizes {
-		var part []int
-		for range size {
-			part = append(part, i)
-			c.ids = append(c.ids, crdt.NewReplicaID(fmt.Sprintf("part%d-node%d", p, i), 1))
-			c.states = append(c.states, crdt.New())
-			i++
-		}
-		c.parts = append(c.parts, part)
-	}
-	return c
-}
 
 func TestACutRingStaysWithinTheLimitsTogether(t *testing.T) {
 	steady := func(per int) func(int, time.Duration) int { return func(int, time.Duration) int { return per } }
@@ -240,7 +56,7 @@ func TestACutRingStaysWithinTheLimitsTogether(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newSplit(tt.room, tt.sizes...)
+			c := newRing(tt.room, tt.sizes...)
 			c.cutAt, c.newPer = tt.cutAt, tt.newPer
 			c.run(t, time.Duration(tt.minutes)*time.Minute)
 			m0 := c.start.Unix() / 60
@@ -273,7 +89,7 @@ func TestACutRingStaysWithinTheLimitsTogether(t *testing.T) {
 	}
 
 	t.Run("reading the other part's frozen columns as live overshoots, which is what Side prevents", func(t *testing.T) {
-		c := newSplit(policy.Room{TotalActiveUsers: 100_000, NewUsersPerMinute: 60, SessionDuration: 5}, 2, 3)
+		c := newRing(policy.Room{TotalActiveUsers: 100_000, NewUsersPerMinute: 60, SessionDuration: 5}, 2, 3)
 		c.cutAt, c.newPer, c.whole = 20*time.Second, steady(1), true
 		c.run(t, 3*time.Minute)
 		m0 := c.start.Unix() / 60

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 )
@@ -102,8 +103,17 @@ func (a *Allocation) classify(v Visitor) class {
 		return classPool
 	}
 	if !v.Queued {
-		// A first request comes after everyone already waiting.
-		if sp.hasFrontier {
+		// A first request comes after everyone already waiting in older
+		// buckets; within the current minute's bucket the order is whoever
+		// comes first once slots open, so it competes with those queued in
+		// it (which is no inversion: they came in the same minute).
+		// (The reference strategy keeps the reference's rule: behind any
+		// partial bucket.)
+		newer := a.minute
+		if a.strategy != Continuous {
+			newer = math.MaxInt64
+		}
+		if (sp.hasHold && newer > sp.holdAfter) || (sp.hasFrontier && sp.frontier < newer) {
 			return classWait
 		}
 		return classPool
@@ -111,12 +121,18 @@ func (a *Allocation) classify(v Visitor) class {
 	switch {
 	case sp.hasFrontier && v.Bucket < sp.frontier:
 		return classCovered
+	case !sp.hasFrontier && sp.hasWaiting && v.Bucket <= sp.newest:
+		return classCovered
+	case sp.hasHold && v.Bucket > sp.holdAfter:
+		// The partial bucket, or a visitor newer than every counted one,
+		// while an older bucket's visitors have not yet had their
+		// check-in since it was covered (see holdBack). Covered buckets
+		// are not held: their slots are reserved whatever the order.
+		return classWait
 	case sp.hasFrontier && v.Bucket == sp.frontier:
 		return classPool
 	case sp.hasFrontier:
 		return classWait
-	case sp.hasWaiting && v.Bucket <= sp.newest:
-		return classCovered
 	}
 	// Queued, but newer than every counted bucket (its count has not arrived
 	// yet): in line behind all of them, like a new visitor.

@@ -145,3 +145,76 @@ func TestTheAdmissionRateCountsFullMinutesSinceAdmissionsBegan(t *testing.T) {
 		})
 	}
 }
+
+// Once a bucket is covered, its visitors go in at their next check-in, up
+// to one refresh interval later. Admitting newer visitors from the pool
+// meanwhile lets in people of a later minute while people of an earlier one
+// wait: the pool waits for the covered bucket's check-ins, for one check-in
+// interval and a lag at most.
+func TestACoveredBucketsCheckInsGoBeforeNewerVisitors(t *testing.T) {
+	start := at(t, "2021-05-27T16:00:01Z")
+	m := minuteOf(start)
+	room := policy.Room{TotalActiveUsers: 100_000, NewUsersPerMinute: 100, Nodes: 1, Lag: time.Second}
+	covered, partial, fresh := policy.Visitor{Bucket: m - 2, Queued: true}, policy.Visitor{Bucket: m - 1, Queued: true}, policy.Visitor{Bucket: m}
+	// Before the minute turned, the slots of the minute were gone and both
+	// buckets waited; at :00 the new slots cover the older one.
+	full := world{now: start.Add(-2 * time.Second), waiting: []crdt.BucketCount{{Bucket: m - 2, N: 30}, {Bucket: m - 1, N: 200}},
+		admitted: map[int64]perNode{m - 1: {nairobi: 100}}}
+	turned := world{now: start, waiting: full.waiting}
+	chain := func(s policy.Strategy, method policy.Method) *policy.Allocation {
+		r := room
+		r.QueueingMethod = method
+		return policy.Allocate(r, full.snap(), nairobi, full.now, s).Next(r, turned.snap(), turned.now)
+	}
+	later := func(a *policy.Allocation, after time.Duration, w world) *policy.Allocation {
+		w.now = start.Add(after)
+		return a.Next(room, w.snap(), w.now)
+	}
+	tests := []struct {
+		name           string
+		alloc          func() *policy.Allocation
+		covered        policy.Outcome
+		partial, fresh policy.Outcome
+	}{
+		{"right after the bucket is covered, its visitors go in and the newer ones wait",
+			func() *policy.Allocation { return chain(policy.Continuous, policy.FIFO) }, policy.Admit, policy.Queue, policy.Queue},
+		{"a check-in interval and a lag later, the newer ones go in even if the count lingers",
+			func() *policy.Allocation {
+				return later(chain(policy.Continuous, policy.FIFO), policy.DefaultCheckIn+time.Second, turned)
+			}, policy.Admit, policy.Admit, policy.Queue},
+		{"once the covered bucket's count is gone, the newer ones go in at once",
+			func() *policy.Allocation {
+				gone := world{waiting: []crdt.BucketCount{{Bucket: m - 1, N: 200}}, admitted: map[int64]perNode{m: {nairobi: 30}}}
+				return later(chain(policy.Continuous, policy.FIFO), 5*time.Second, gone)
+			}, policy.Admit, policy.Admit, policy.Queue},
+		{"when every bucket is covered, new visitors wait for the check-ins too",
+			func() *policy.Allocation {
+				small := []crdt.BucketCount{{Bucket: m - 2, N: 30}, {Bucket: m - 1, N: 20}}
+				before, after := full, turned
+				before.waiting, after.waiting = small, small
+				return policy.Allocate(room, before.snap(), nairobi, before.now, policy.Continuous).Next(room, after.snap(), after.now)
+			}, policy.Admit, policy.Admit, policy.Queue},
+		{"the reference strategy keeps the reference's rule",
+			func() *policy.Allocation { return chain(policy.ReferencePerMinute, policy.FIFO) }, policy.Admit, policy.Admit, policy.Queue},
+		{"random queueing has no order to keep",
+			func() *policy.Allocation { return chain(policy.Continuous, policy.Random) }, policy.Admit, policy.Admit, policy.Admit},
+		{"a node that starts its chain finds the bucket covered long ago",
+			func() *policy.Allocation {
+				return policy.Allocate(room, turned.snap(), nairobi, start, policy.Continuous)
+			}, policy.Admit, policy.Admit, policy.Queue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := tt.alloc()
+			if got := a.Decide(partial, nil); got != tt.partial {
+				t.Errorf("the partial bucket's visitor: %v, want %v", got, tt.partial)
+			}
+			if got := a.Decide(fresh, nil); got != tt.fresh {
+				t.Errorf("a new visitor: %v, want %v", got, tt.fresh)
+			}
+			if got := a.Decide(covered, nil); got != tt.covered {
+				t.Errorf("the covered bucket's visitor: %v, want %v", got, tt.covered)
+			}
+		})
+	}
+}

@@ -86,7 +86,16 @@ type Room struct {
 	// bound of the package doc is void (gossip at 5 s under the default 2 s
 	// lag: twice the per-minute limit in the simulator).
 	Lag time.Duration
+	// CheckIn is the longest interval between two check-ins of a queued
+	// visitor (the refresh interval the edge gives, with its jitter); 0
+	// means DefaultCheckIn. A covered bucket holds newer ones back for this
+	// long at most (see the package doc).
+	CheckIn time.Duration
 }
+
+// DefaultCheckIn is the edge's refresh interval for queued visitors, 20 s,
+// with its jitter of ± 3 s.
+const DefaultCheckIn = 23 * time.Second
 
 // Side is the part of a cut ring that a node can still reach. The other
 // part's columns in the node's state stopped growing at the cut while its
@@ -155,6 +164,13 @@ func (r Room) method() Method {
 		return r.QueueingMethod
 	}
 	return FIFO
+}
+
+func (r Room) checkIn() time.Duration {
+	if r.CheckIn > 0 {
+		return r.CheckIn
+	}
+	return DefaultCheckIn
 }
 
 func (r Room) lag() time.Duration {

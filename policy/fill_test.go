@@ -1,0 +1,144 @@
+package policy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/policy"
+)
+
+// evenly spreads rate visitors a minute over a node's steps, from from to
+// to, with the node's weight of total.
+func evenly(rate float64, weights []float64, step, from, to time.Duration) func(int, time.Duration) int {
+	var sum float64
+	for _, w := range weights {
+		sum += w
+	}
+	acc := make([]float64, len(weights))
+	return func(node int, at time.Duration) int {
+		if at < from || at >= to {
+			return 0
+		}
+		acc[node] += rate * weights[node] / sum * step.Minutes()
+		n := int(acc[node] + 1e-9)
+		acc[node] -= float64(n)
+		return n
+	}
+}
+
+// TestTheRingFillsToTheLimitsAndStaysFair runs the floods a room meets, on
+// three nodes with their own state and a gossip delay, and judges them as
+// the origin sees them (see ring).
+func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
+	type want struct {
+		utilAtQueue  float64       // at least, when anyone was queued
+		inversions   float64       // at most, as a share of admissions
+		longestFree  time.Duration // at most, when the active limit binds
+		fullMinutes  float64       // the first full minutes of the queue admit at least this share of new_users_per_minute
+		nobodyQueued bool
+	}
+	tests := []struct {
+		name        string
+		room        policy.Room
+		delay, step time.Duration
+		newPer      func(step time.Duration) func(int, time.Duration) int
+		run         time.Duration
+		want        want
+	}{
+		{
+			name:  "a fresh room flooded at three nodes at once with gossip as slow as the lag fills to its limits before it queues anyone",
+			room:  policy.Room{TotalActiveUsers: 40, NewUsersPerMinute: 40, Lag: time.Second},
+			delay: time.Second, step: 100 * time.Millisecond, run: 2 * time.Minute,
+			newPer: func(step time.Duration) func(int, time.Duration) int {
+				return evenly(720, []float64{1, 1, 1}, step, 5*time.Second, 15*time.Second)
+			},
+			want: want{utilAtQueue: 0.95, inversions: 0.01, longestFree: 23 * time.Second},
+		},
+		{
+			name:  "a fresh room flooded at three nodes at once with the lag close to the gossip delay fills to its limits before it queues anyone",
+			room:  policy.Room{TotalActiveUsers: 40, NewUsersPerMinute: 40, Lag: 300 * time.Millisecond},
+			delay: 100 * time.Millisecond, step: 100 * time.Millisecond, run: 2 * time.Minute,
+			newPer: func(step time.Duration) func(int, time.Duration) int {
+				return evenly(720, []float64{1, 1, 1}, step, 5*time.Second, 15*time.Second)
+			},
+			want: want{utilAtQueue: 0.95, inversions: 0.01, longestFree: 23 * time.Second},
+		},
+		{
+			// What the lag hides: each node must leave room for what the
+			// others may have admitted within one lag without its knowing,
+			// (n − 1) × 4 a second × 2 s = 16 of the 40 here, however
+			// soon their admissions in fact arrive. The policy cannot tell
+			// a fast delivery from a slow one; only a lag that fits the
+			// real gossip delay fills the room (the row above).
+			name:  "a fresh room flooded at three nodes with gossip ten times faster than the lag queues early by what the lag could hide",
+			room:  policy.Room{TotalActiveUsers: 40, NewUsersPerMinute: 40, Lag: 2 * time.Second},
+			delay: 200 * time.Millisecond, step: 100 * time.Millisecond, run: 2 * time.Minute,
+			newPer: func(step time.Duration) func(int, time.Duration) int {
+				return evenly(720, []float64{1, 1, 1}, step, 5*time.Second, 15*time.Second)
+			},
+			want: want{utilAtQueue: 0.5, inversions: 0.01, longestFree: 23 * time.Second},
+		},
+		{
+			name:  "a regional flood at one node with four times the traffic of each other keeps the queue in order",
+			room:  policy.Room{TotalActiveUsers: 100_000, NewUsersPerMinute: 60, Lag: time.Second},
+			delay: 200 * time.Millisecond, step: 200 * time.Millisecond, run: 10 * time.Minute,
+			newPer: func(step time.Duration) func(int, time.Duration) int {
+				return evenly(90, []float64{4, 1, 1}, step, 0, 6*time.Minute)
+			},
+			// The per-minute limit binds: its slots open at :00 and wait
+			// for the oldest bucket's check-ins, so they are free for a
+			// while each minute but all used by its end.
+			want: want{utilAtQueue: 0.95, inversions: 0.01, fullMinutes: 0.98},
+		},
+		{
+			name:  "steady load at 95% of the limits queues nobody",
+			room:  policy.Room{TotalActiveUsers: 300, NewUsersPerMinute: 60, Lag: time.Second},
+			delay: 200 * time.Millisecond, step: 200 * time.Millisecond, run: 8 * time.Minute,
+			newPer: func(step time.Duration) func(int, time.Duration) int {
+				return evenly(57, []float64{1, 1, 1}, step, 0, 8*time.Minute)
+			},
+			want: want{nobodyQueued: true, inversions: 0.01, longestFree: 23 * time.Second},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newRing(tt.room, 3)
+			c.step, c.delay = tt.step, tt.delay
+			c.newPer = tt.newPer(tt.step)
+			c.run(t, tt.run)
+			r := c.truth
+			first := "never"
+			if !r.firstQueue.IsZero() {
+				first = r.firstQueue.Sub(c.start).String()
+			}
+			t.Logf("%d admitted, %d queued once or more; first queued at %s with utilisation %.3f; peaks %d active, %d a minute; inversions %d; longest free slot while someone waited %v",
+				r.admissions, r.waited, first, r.utilAtQueue, r.peakActive, r.peakPerMinute, r.inversions, r.longestFree)
+			if r.peakActive > tt.room.TotalActiveUsers {
+				t.Errorf("peak active %d, over the limit of %d", r.peakActive, tt.room.TotalActiveUsers)
+			}
+			if r.peakPerMinute > tt.room.NewUsersPerMinute {
+				t.Errorf("peak admissions in a minute %d, over the limit of %d", r.peakPerMinute, tt.room.NewUsersPerMinute)
+			}
+			if tt.want.nobodyQueued && r.waited > 0 {
+				t.Errorf("%d visitors queued", r.waited)
+			}
+			if !r.firstQueue.IsZero() && r.utilAtQueue < tt.want.utilAtQueue {
+				t.Errorf("utilisation at first queueing %.3f, want at least %.2f", r.utilAtQueue, tt.want.utilAtQueue)
+			}
+			if inv := float64(r.inversions) / float64(max(r.admissions, 1)); inv > tt.want.inversions {
+				t.Errorf("FIFO inversions %.2f%% of admissions, want at most %.0f%%", 100*inv, 100*tt.want.inversions)
+			}
+			if tt.want.fullMinutes > 0 {
+				m0 := c.start.Unix()/60 + (r.firstQueue.Unix()-c.start.Unix())/60 + 1
+				for m := m0; m < m0+4; m++ {
+					if float64(c.admitted[m]) < tt.want.fullMinutes*float64(tt.room.NewUsersPerMinute) {
+						t.Errorf("minute %d admitted %d with a queue, under the limit of %d", m-c.start.Unix()/60, c.admitted[m], tt.room.NewUsersPerMinute)
+					}
+				}
+			}
+			if tt.want.longestFree > 0 && r.longestFree > tt.want.longestFree {
+				t.Errorf("a slot stayed free for %v while someone waited, want at most %v", r.longestFree, tt.want.longestFree)
+			}
+		})
+	}
+}

@@ -1,0 +1,318 @@
+package policy_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/policy"
+)
+
+// ring is the model of several waitroom nodes in front of one origin that
+// the policy's cluster tests judge by: every node keeps its own crdt state
+// and allocation chain, sees its own counters at once and the others' one
+// gossip delay late (or, while the ring is cut, only its own part's), and
+// re-allocates every step, as the edge does when the merged state changes.
+// Visitors keep their home node, as cookie-keeping visitors of one region
+// do, and check in every refresh interval (17–23 s, as the edge jitters it)
+// until admitted. The counter bookkeeping is the edge's (edge/visit.go):
+// arrivals once per visitor and minute, the waiting count moved to the
+// minute of the latest check-in, admitted and active on admission.
+//
+// What it reports is the truth as the origin sees it, by wall-clock time:
+// admissions per wall-clock minute, sessions active from the admission
+// until session_duration after it (the model's visitors do not renew), the
+// utilisation when the first visitor is queued, FIFO inversions and how long
+// open slots stayed free while someone waited.
+type ring struct {
+	room   policy.Room
+	parts  [][]int // node indexes of each part
+	ids    []crdt.ReplicaID
+	states []*crdt.State
+	allocs []*policy.Allocation
+	start  time.Time
+	step   time.Duration // 0: one second
+	delay  time.Duration // gossip delay, a whole number of steps; 0: at the end of each step
+	cutAt  time.Duration // from start; the cut lasts to the end (0 with one part: never)
+	whole  bool          // read the whole snapshot while cut (what the edge did before Side)
+	// newPer says how many new visitors reach a node in the step that
+	// begins at at.
+	newPer   func(node int, at time.Duration) int
+	visitors []*ringVisitor
+	sent     [][]*crdt.State // per step still in flight, per node: its state as sent
+
+	admitted  map[int64]int   // truth: admissions per wall-clock minute, all nodes
+	byPart    []map[int64]int // per part
+	worstLive float64         // the most active sessions at any step, as the policy counts them
+	truth     ringTruth
+}
+
+type ringVisitor struct {
+	home        int
+	arrived     time.Time
+	bucket      int64
+	counted     int64 // minute the waiting count sits in; 0 before the first queue
+	lastArrival int64
+	next        time.Time
+	admitted    bool
+	admittedAt  time.Time
+}
+
+// ringTruth is what the origin saw.
+type ringTruth struct {
+	firstQueue     time.Time // zero while nobody was queued
+	utilAtQueue    float64   // utilisation when the first visitor was queued
+	peakActive     int       // sessions active at once
+	peakPerMinute  int       // admissions in one wall-clock minute
+	admissions     int
+	inversions     int           // admissions while an earlier minute's visitor waited, let in > 2 s later
+	longestFree    time.Duration // longest span with an open slot while someone waited
+	freeSince      time.Time
+	queued, waited int // queue outcomes; visitors who were queued at least once
+}
+
+const ringRoom = "shop"
+
+func newRing(room policy.Room, sizes ...int) *ring {
+	c := &ring{room: room, start: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	i := 0
+	for p, size := range sizes {
+		var part []int
+		for range size {
+			part = append(part, i)
+			c.ids = append(c.ids, crdt.NewReplicaID(fmt.Sprintf("part%d-node%d", p, i), 1))
+			c.states = append(c.states, crdt.New())
+			i++
+		}
+		c.parts = append(c.parts, part)
+	}
+	return c
+}
+
+func (c *ring) partOf(node int) int {
+	for p, ns := range c.parts {
+		if slices.Contains(ns, node) {
+			return p
+		}
+	}
+	panic("node in no part")
+}
+
+func (c *ring) add(node int, kind crdt.Kind, bucket, minute int64) {
+	k := crdt.Key{Room: ringRoom, Kind: kind, Minute: minute}
+	if kind == crdt.WaitingPlus || kind == crdt.WaitingMinus {
+		k.Bucket = bucket
+	}
+	c.states[node].Add(k, c.ids[node], 1)
+}
+
+// gossip delivers to every node the states that reachable nodes sent one
+// delay ago (at once when there is no delay): within a part while the ring
+// is cut, across the whole ring before.
+func (c *ring) gossip(cut bool) {
+	snapshot := make([]*crdt.State, len(c.states))
+	for i, s := range c.states {
+		snapshot[i] = s.Clone()
+	}
+	c.sent = append(c.sent, snapshot)
+	// What a node sent at the end of a step is read from the step that is
+	// one delay after that one's start: no admission stays unseen longer
+	// than the delay (a step, at least).
+	lagSteps := max(1, int(c.delay/c.stepSize()))
+	if len(c.sent) < lagSteps {
+		return
+	}
+	arrived := c.sent[0]
+	c.sent = c.sent[1:]
+	for i := range c.states {
+		for j, s := range arrived {
+			if i != j && (!cut || c.partOf(i) == c.partOf(j)) {
+				c.states[i].MergeState(s)
+			}
+		}
+	}
+}
+
+func (c *ring) stepSize() time.Duration {
+	if c.step <= 0 {
+		return time.Second
+	}
+	return c.step
+}
+
+func (c *ring) run(t *testing.T, d time.Duration) {
+	t.Helper()
+	n := len(c.ids)
+	c.room.Nodes = n
+	if c.room.Lag == 0 {
+		c.room.Lag = time.Second
+	}
+	c.admitted = map[int64]int{}
+	c.byPart = make([]map[int64]int, len(c.parts))
+	for p := range c.byPart {
+		c.byPart[p] = map[int64]int{}
+	}
+	c.allocs = make([]*policy.Allocation, n)
+	w := c.room.Windows()
+	for step := time.Duration(0); step < d; step += c.stepSize() {
+		now := c.start.Add(step)
+		m := now.Unix() / 60
+		cut := len(c.parts) > 1 && step >= c.cutAt
+		for i := range n {
+			part := c.parts[c.partOf(i)]
+			room := c.room
+			var snap crdt.RoomSnapshot
+			if cut && !c.whole {
+				in := map[crdt.ReplicaID]bool{}
+				for _, j := range part {
+					in[c.ids[j]] = true
+				}
+				snap = c.states[i].SnapshotOf(ringRoom, m, w, func(r crdt.ReplicaID) bool { return in[r] })
+				rest := c.states[i].SnapshotOf(ringRoom, m, w, func(r crdt.ReplicaID) bool { return !in[r] })
+				room = room.CutOff(len(part), &rest)
+			} else {
+				snap = c.states[i].Snapshot(ringRoom, m, w)
+			}
+			if c.allocs[i] == nil {
+				c.allocs[i] = policy.Allocate(room, &snap, c.ids[i], now, policy.Continuous)
+			} else {
+				c.allocs[i] = c.allocs[i].Next(room, &snap, now)
+			}
+			for range c.newPer(i, step) {
+				c.visitors = append(c.visitors, &ringVisitor{home: i, arrived: now, bucket: m, next: now})
+			}
+			for k, v := range c.visitors {
+				if v.home != i || v.admitted || now.Before(v.next) {
+					continue
+				}
+				c.visit(i, k, v, now, m)
+			}
+		}
+		c.gossip(cut)
+		c.worstLive = max(c.worstLive, c.liveAt(now))
+		c.observe(now)
+	}
+	c.judge()
+}
+
+func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
+	if v.lastArrival != m {
+		c.add(i, crdt.Arrivals, 0, m)
+		v.lastArrival = m
+	}
+	switch c.allocs[i].Decide(policy.Visitor{Bucket: v.bucket, Queued: v.counted != 0}, nil) {
+	case policy.Admit:
+		c.add(i, crdt.Admitted, 0, m)
+		c.add(i, crdt.ActivePlus, 0, m)
+		if v.counted != 0 {
+			c.add(i, crdt.WaitingMinus, v.bucket, v.counted)
+		}
+		v.admitted, v.admittedAt = true, now
+		c.admitted[m]++
+		c.byPart[c.partOf(i)][m]++
+		c.truth.admissions++
+	case policy.Queue:
+		if c.truth.firstQueue.IsZero() {
+			c.truth.firstQueue = now
+			c.truth.utilAtQueue = c.utilisation(now)
+		}
+		c.truth.queued++
+		if v.counted == 0 {
+			c.truth.waited++
+		}
+		if v.counted != m {
+			if v.counted != 0 {
+				c.add(i, crdt.WaitingMinus, v.bucket, v.counted)
+			}
+			c.add(i, crdt.WaitingPlus, v.bucket, m)
+			v.counted = m
+		}
+		// The edge's refresh interval, 20 s ± 3 s, jittered per visitor.
+		v.next = now.Add(time.Duration(17+k*5%7) * time.Second)
+	}
+}
+
+// activeAt is the true number of sessions active at now: admitted within
+// the last session_duration.
+func (c *ring) activeAt(now time.Time) int {
+	session := time.Duration(c.room.SessionDuration) * time.Minute
+	if session == 0 {
+		session = 5 * time.Minute
+	}
+	n := 0
+	for _, v := range c.visitors {
+		if v.admitted && !v.admittedAt.After(now) && now.Sub(v.admittedAt) < session {
+			n++
+		}
+	}
+	return n
+}
+
+// utilisation is the binding limit's use at now: active sessions over
+// total_active_users or this wall-clock minute's admissions over
+// new_users_per_minute, whichever is larger.
+func (c *ring) utilisation(now time.Time) float64 {
+	a := float64(c.activeAt(now)) / float64(c.room.TotalActiveUsers)
+	m := float64(c.admitted[now.Unix()/60]) / float64(c.room.NewUsersPerMinute)
+	return max(a, m)
+}
+
+// observe follows, at the end of each step, the peaks and how long an open
+// slot has stayed free while someone waited.
+func (c *ring) observe(now time.Time) {
+	active := c.activeAt(now)
+	c.truth.peakActive = max(c.truth.peakActive, active)
+	c.truth.peakPerMinute = max(c.truth.peakPerMinute, c.admitted[now.Unix()/60])
+	waiting := false
+	for _, v := range c.visitors {
+		if !v.admitted && v.counted != 0 {
+			waiting = true
+			break
+		}
+	}
+	open := active < c.room.TotalActiveUsers && c.admitted[now.Unix()/60] < c.room.NewUsersPerMinute
+	if !waiting || !open {
+		c.truth.freeSince = time.Time{}
+		return
+	}
+	if c.truth.freeSince.IsZero() {
+		c.truth.freeSince = now
+	}
+	c.truth.longestFree = max(c.truth.longestFree, now.Sub(c.truth.freeSince))
+}
+
+// judge counts the FIFO inversions: admissions while someone who arrived in
+// an earlier wall-clock minute still waited and was let in more than 2 s
+// later (or never, within the run).
+func (c *ring) judge() {
+	for _, v := range c.visitors {
+		if !v.admitted {
+			continue
+		}
+		for _, w := range c.visitors {
+			if w.bucket >= v.bucket || w.arrived.After(v.admittedAt) {
+				continue
+			}
+			if !w.admitted || w.admittedAt.Sub(v.admittedAt) > 2*time.Second {
+				c.truth.inversions++
+				break
+			}
+		}
+	}
+}
+
+// liveAt is the number of active sessions at now as the policy counts
+// them: sessions of the last SessionDuration minutes, the expiring minute's
+// pro rata.
+func (c *ring) liveAt(now time.Time) float64 {
+	m := now.Unix() / 60
+	s := int64(c.room.SessionDuration)
+	frac := float64(now.Unix()%60) / 60
+	var live float64
+	for k := m - s + 1; k <= m; k++ {
+		live += float64(c.admitted[k])
+	}
+	return live + float64(c.admitted[m-s])*(1-frac)
+}

@@ -326,17 +326,20 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(r.Goals) > 0 {
-		fmt.Fprintln(w, "goals (ours; a MISS is a goal the run misses):")
+		fmt.Fprintln(w, "goals (ours):")
+		missed := 0
 		for _, c := range r.Goals {
 			mark := "ok  "
 			switch {
 			case c.NotApplicable:
 				mark = "n/a "
-			case !c.Passed:
+			case c.Missed():
 				mark = "MISS"
+				missed++
 			}
 			fmt.Fprintf(w, "  %s %-48s %s\n", mark, c.Want, c.Got)
 		}
+		fmt.Fprintf(w, "goals missed: %d of %d\n", missed, len(r.Goals))
 	}
 	return nil
 }

@@ -247,3 +247,28 @@ func TestTheTruthJudgesWhatTheOriginSaw(t *testing.T) {
 }
 
 func ptr(f float64) *float64 { return &f }
+
+// TestAClusterWhoseClocksAgreeLetsNobodyInOutsideASession runs a short
+// scenario with one-minute sessions: with every node on the same clock, a
+// token expires exactly when the truth's session does, so no request
+// reaches the origin outside a session, and every admission is counted once
+// in the minutes.
+func TestAClusterWhoseClocksAgreeLetsNobodyInOutsideASession(t *testing.T) {
+	t.Parallel()
+	sc := load(t, "sessions-1min")
+	shortOf("sessions-1min").shrink(sc)
+	res, err := sim.Run(sc, sim.StrategyOurs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Figures.OutsideSession; n != 0 {
+		t.Errorf("%d origin requests outside a session, want 0", n)
+	}
+	sum := 0
+	for _, m := range res.Minutes {
+		sum += m.Admitted
+	}
+	if sum != res.Counts.Admissions || sum == 0 {
+		t.Errorf("the minutes hold %d admissions, the run counted %d", sum, res.Counts.Admissions)
+	}
+}

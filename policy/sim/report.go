@@ -430,6 +430,9 @@ func intsString(xs []int) string {
 	return strings.Join(s, " ")
 }
 
+// mdCell escapes the pipes of a Markdown table cell.
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
 // mdFlag marks a Markdown cell whose goal the run misses.
 func mdFlag(value string, checks []Check, g string) string {
 	if c, ok := checkOf(checks, g); ok && c.Missed() {
@@ -479,9 +482,9 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 				mark = "n/a"
 			case c.Missed():
 				mark = "**MISS**"
-				missed = append(missed, fmt.Sprintf("%s: %s (got %s)", rep.Scenario.Name, c.Want, c.Got))
+				missed = append(missed, fmt.Sprintf("%s: %s (got %s)", rep.Scenario.Name, mdCell(c.Want), mdCell(c.Got)))
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", rep.Scenario.Name, c.Want, c.Got, mark)
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", rep.Scenario.Name, mdCell(c.Want), mdCell(c.Got), mark)
 		}
 	}
 	fmt.Fprintln(w)

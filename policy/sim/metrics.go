@@ -256,10 +256,6 @@ const minEstimateWait = 5 * time.Minute
 // bin is the time step of the mean utilisation while queueing.
 const bin = 100 * time.Millisecond
 
-// earlyQueueUtil is the utilisation below which queueing a new visitor,
-// with nobody else waiting, counts as queueing early.
-const earlyQueueUtil = 0.97
-
 func (c *recorder) result() *Result {
 	r := c.r
 	sc := r.sc
@@ -323,7 +319,7 @@ func (c *recorder) result() *Result {
 	}
 
 	for _, t := range c.newQueued {
-		if u, _ := tr.Utilisation(active, lim, t); u < earlyQueueUtil && waiting.At(t-1) == 0 {
+		if u, _ := tr.Utilisation(active, lim, t); u < MinQueueUtil && waiting.At(t-1) == 0 {
 			f.QueuedEarly++
 		}
 	}

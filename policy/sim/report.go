@@ -430,6 +430,29 @@ func intsString(xs []int) string {
 	return strings.Join(s, " ")
 }
 
+// definitions opens the Markdown: what every figure means, as Truth and
+// the recorder measure it.
+const definitions = `Every figure is judged as the origin sees it, by the simulated wall clock, whatever the
+nodes' minute buckets say (` + "`sim.Truth`" + `).
+
+| figure | definition | goal |
+| --- | --- | --- |
+| peak active / total_active_users | most visitors active at once: from the admission until ` + "`session_duration`" + ` after the last request the origin saw (a request a node lets through after that opens a new session) | ≤ 1.02 |
+| peak new/min / new_users_per_minute | most admissions within one wall-clock minute | ≤ 1.02 |
+| util. at first queueing | when the first visitor is queued: active / total_active_users or this minute's admissions / new_users_per_minute, whichever is larger (the binding limit in brackets) | ≥ 0.95 |
+| FIFO inversions | share of admissions made while someone who arrived in an earlier wall-clock minute was waiting and was let in more than 2 s later, or not at all (count in brackets) | ≤ 1% |
+| errors (5xx) | the simulator answers no HTTP; the real-process run counts them | 0 |
+| time above limit | share of the run with more visitors active than total_active_users | |
+| queued < 0.97 | new visitors queued while the utilisation was below 0.97 and nobody else waited | |
+| util. while queueing | mean utilisation (active, or admissions of the last 60 s) while anyone waited | |
+| corr(arrival min, wait) | Pearson's r over admitted visitors | ≤ 0.1 for random |
+| estimate error | the estimate shown at a visitor's first check-in in the steady state against the wait that then remained, for remaining waits ≥ 5 min | within ±20% for 90% |
+
+A figure whose goal the run misses is bold and says MISS (for both strategies); the goals
+table below checks ours.
+
+`
+
 // mdCell escapes the pipes of a Markdown table cell.
 func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
@@ -446,6 +469,7 @@ func mdFlag(value string, checks []Check, g string) string {
 // run misses is bold and says MISS, for every strategy), then the goal
 // checks of our policy, the misses listed once more, and the partitions.
 func WriteMarkdown(w io.Writer, reports []*Report) error {
+	fmt.Fprint(w, definitions)
 	fmt.Fprintln(w, "| scenario | strategy | peak active / total_active_users | peak new/min / new_users_per_minute | util. at first queueing | FIFO inversions | errors (5xx) | time above limit | queued < 0.97 | util. while queueing | corr(arrival min, wait) | estimate error p50 / p90 | estimates within ±20% | wait p50 / p90 |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, rep := range reports {

@@ -526,6 +526,13 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 // WriteReadme prints the README's short table: a row per scenario, ours /
 // the reference's figure in each cell, a miss bold and marked.
 func WriteReadme(w io.Writer, reports []*Report) error {
+	if len(reports) > 0 {
+		var names []string
+		for _, res := range reports[0].Runs {
+			names = append(names, res.Strategy)
+		}
+		fmt.Fprintf(w, "Each cell: %s; goals ≤ 1.02, ≤ 1.02, ≥ 0.95, ≤ 1%%; a miss is bold and says MISS.\n\n", strings.Join(names, " / "))
+	}
 	fmt.Fprintln(w, "| scenario | peak active / limit | peak new per min / limit | utilisation at first queueing | FIFO inversions | errors | median wait |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
 	for _, rep := range reports {

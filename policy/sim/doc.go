@@ -1,8 +1,7 @@
 // Package sim measures how faithfully the admission policy holds a room's
 // limits across many independent nodes, and how fair it is to the people
 // waiting: a deterministic discrete-event simulation of a waitroom cluster
-// that drives the real crdt and policy code, so that a change to the policy
-// is judged on a whole event before a real one meets it.
+// that drives the real crdt and policy code.
 //
 // # What is simulated
 //
@@ -53,7 +52,10 @@
 //     reach other nodes with the same token; the others stop counting it
 //     live after nodes.failure_detection), a clean leave (the node ships
 //     its last counts and announces it; the others stop expecting it when
-//     the announcement arrives, one gossip delay later), a partition (for a
+//     the announcement arrives, one gossip delay later), a restart of a
+//     node that crashed or left (a new process: a new incarnation with an
+//     empty state that expects the whole ring, its seeds, and joins every
+//     live node at once by a full-state push-pull), a partition (for a
 //     while, every message between its groups is lost, in flight or not;
 //     after failure detection each node counts only its own group live; on
 //     heal every node rejoins the peers it lost within a second, by a
@@ -63,22 +65,33 @@
 //
 // # What is measured
 //
-// Ground truth is kept outside the nodes: live sessions, visitors really
-// waiting, admissions per minute of true time, and every decision. From them
-// Result.Figures gives the fidelity and fairness figures (peak active /
-// limit, share of time above the limit, peak new users per minute / limit,
-// utilisation at the first queueing, FIFO inversions, the correlation of wait
-// with arrival minute, estimate error) and CheckGoals the goals.
-// Result.Partitions adds, for each partition, the room's peaks while cut and
-// after the heal, the FIFO inversions across the sides, and each side's
-// admissions per minute against its part of the limit, its peak active, its
-// queue at the heal and the waits of those who arrived during the cut. Report
-// prints the comparison table, JSON and the PNG plots (gonum/plot): active
-// users vs the limit, queue length, admissions per minute, and the
-// wait-vs-arrival-minute heatmap of Cloudflare's "Waiting Room: Random
-// Queueing and Custom Web/Mobile Apps".
+// The truth, kept outside the nodes (Truth), as the origin sees it by the
+// simulated wall clock, whatever the nodes' minute buckets say: a visitor
+// is active from its admission until session_duration after its last
+// request to the origin (every request the origin sees is fed to it from
+// browse, the admission's own included; a request a node lets through after
+// the session ran out opens a new one); new users per minute are the
+// admissions within a wall-clock minute; a FIFO inversion is an admission
+// while someone who arrived in an earlier wall-clock minute still waits and
+// is let in more than two seconds later (or never); the utilisation at the
+// first queueing is active / total_active_users or this minute's admissions
+// / new_users_per_minute, whichever is larger, when the first visitor is
+// queued. Result.Figures gives those four and the others (share of time
+// above the limit, utilisation while queueing, the correlation of wait with
+// arrival minute, the estimate error), and CheckGoals checks every run
+// against the four goals (peak active and peak new users per minute ≤ 1.02
+// of the limits, utilisation at the first queueing ≥ 0.95, FIFO inversions
+// ≤ 1%) and any others the scenario lists; the text and Markdown reports
+// mark every miss. Result.Partitions adds, for each partition, the room's
+// peaks while cut and after the heal, the FIFO inversions across the sides,
+// and each side's admissions per minute against its part of the limit, its
+// peak active, its queue at the heal and the waits of those who arrived
+// during the cut. Report prints the comparison table, JSON and the PNG
+// plots (gonum/plot): active users vs the limit, queue length, admissions
+// per minute, and the wait-vs-arrival-minute heatmap of Cloudflare's "Waiting Room: Random Queueing and Custom Web/Mobile Apps".
 //
 // Scenarios live in testdata/scenarios; `waitroom sim --scenario FILE` runs
 // one. docs/sim/RESULTS.md holds the comparison of the reference's
-// per-minute split (policy.ReferencePerMinute) with ours (policy.Continuous).
+// per-minute split (policy.ReferencePerMinute) with ours (policy.Continuous);
+// `waitroom sim --markdown` prints its tables and `--readme` the README's.
 package sim

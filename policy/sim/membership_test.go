@@ -57,6 +57,22 @@ func TestMembershipFollowsTheGossipLayer(t *testing.T) {
 				{13*time.Minute + 4*time.Second, []int{5, 5, 5, 5, 5}, []int{5, 5, 5, 5, 5}},
 			},
 		},
+		{
+			name:   "a killed node that restarts counts only itself live until it has joined every node, then the ring is whole",
+			events: "[{at: 1m, crash: 4}, {at: 2m, restart: 4}]",
+			steps: []want{
+				{1*time.Minute + 10*time.Second, []int{4, 4, 4, 4, -1}, []int{5, 5, 5, 5, -1}},
+				{2*time.Minute + 500*time.Millisecond, []int{4, 4, 4, 4, 1}, []int{5, 5, 5, 5, 5}},
+				{2*time.Minute + 3*time.Second, []int{5, 5, 5, 5, 5}, []int{5, 5, 5, 5, 5}},
+			},
+		},
+		{
+			name:   "a node restarted before its crash was noticed is never counted dead",
+			events: "[{at: 1m, crash: 4}, {at: 1m2s, restart: 4}]",
+			steps: []want{
+				{1*time.Minute + 10*time.Second, []int{5, 5, 5, 5, 5}, []int{5, 5, 5, 5, 5}},
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

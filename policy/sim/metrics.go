@@ -3,7 +3,6 @@ package sim
 import (
 	"math"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -24,6 +23,7 @@ type Result struct {
 	Heatmap    Heatmap   `json:"heatmap"`
 	Crashes    []float64 `json:"crashes_s,omitempty"`
 	Leaves     []float64 `json:"leaves_s,omitempty"`
+	Restarts   []float64 `json:"restarts_s,omitempty"`
 	// Partitions has one entry per partition: what the room and each side
 	// did while the ring was cut.
 	Partitions []PartitionStat `json:"partitions,omitempty"`
@@ -37,40 +37,47 @@ type Limits struct {
 	NewUsersPerMinute int `json:"new_users_per_minute"`
 }
 
-// Figures are the fidelity and fairness figures: how closely the room held
-// its limits and how fair it was to those waiting. Optional figures are null
-// where they do not apply (nobody queued, no estimate).
+// Figures are the fidelity and fairness figures. The first four are the
+// truth the goals judge (see Truth): what the origin saw, by the simulated
+// wall clock, whatever the nodes' minute buckets say. Optional figures are
+// null where they do not apply (nobody queued, no estimate).
 type Figures struct {
-	// PeakActive is the most sessions live at once (a session lives from its
-	// admission to session_duration after its last request), over the
-	// limit.
+	// PeakActive is the most visitors active at once (from the admission
+	// until session_duration after the last request the origin saw), over
+	// total_active_users.
 	PeakActive float64 `json:"peak_active_over_limit"`
-	// TimeAboveLimit is the share of the run with more live sessions than
+	// TimeAboveLimit is the share of the run with more visitors active than
 	// total_active_users.
 	TimeAboveLimit float64 `json:"share_of_time_above_limit"`
-	// PeakNewPerMinute is the most admissions in one minute of true time,
+	// PeakNewPerMinute is the most admissions in one wall-clock minute,
 	// over new_users_per_minute.
 	PeakNewPerMinute float64 `json:"peak_new_per_minute_over_limit"`
-	// FirstQueueUtilisation is the room's utilisation when the first
-	// visitor was queued: the larger of live sessions / total_active_users
-	// and admissions so far this minute / new_users_per_minute.
+	// FirstQueueUtilisation is the room's utilisation at the moment the
+	// first visitor was queued: active / total_active_users or the
+	// minute's admissions so far / new_users_per_minute, whichever is
+	// larger; FirstQueueBinds names that limit.
 	FirstQueueUtilisation *float64 `json:"utilisation_at_first_queue"`
+	FirstQueueBinds       string   `json:"binding_limit_at_first_queue,omitempty"`
 	// QueuedEarly counts new visitors queued while the utilisation was
 	// below 0.97 and nobody else waited: queued with the room not full.
 	QueuedEarly int `json:"queued_below_097"`
-	// UtilisationWhileQueueing is the mean utilisation (live sessions or
+	// UtilisationWhileQueueing is the mean utilisation (active visitors or
 	// admissions of the last 60 s, whichever is nearer its limit) while
 	// anyone waited: how close to the limits the room runs when it queues.
 	UtilisationWhileQueueing *float64 `json:"utilisation_while_queueing"`
-	// FIFOInversions is the share of admissions after which, within one
-	// refresh interval, a visitor who arrived in an earlier minute was
-	// refused: a later bucket went in while an earlier one still waited.
-	// Minutes are true arrival minutes, so clock skew that files a visitor
-	// in the wrong bucket counts against fairness.
+	// FIFOInversions is the share of admissions that were FIFO inversions:
+	// admitted while someone who arrived in an earlier wall-clock minute
+	// still waited and was let in more than InversionGrace later (or not at
+	// all). Minutes are true arrival minutes, so clock skew that files a
+	// visitor in the wrong bucket counts against fairness. Inversions
+	// counts them.
 	FIFOInversions float64 `json:"fifo_inversions"`
-	// PassedOver counts the refusals behind those inversions: check-ins
-	// refused within one refresh interval after a later bucket went in.
-	PassedOver int `json:"passed_over_check_ins"`
+	Inversions     int     `json:"fifo_inversion_count"`
+	// OutsideSession counts requests that a node let through to the origin
+	// although the visitor's session had run out by the wall clock (a node
+	// whose clock is behind honours a token a little longer); each opens a
+	// session from then, counted in the active figures.
+	OutsideSession int `json:"origin_requests_outside_session"`
 	// WaitCorrelation is Pearson's r between arrival minute and wait over
 	// the admitted visitors; WaitSlope the least-squares slope in seconds
 	// of wait per arrival minute.
@@ -117,7 +124,7 @@ type Counts struct {
 	Allocations   int `json:"allocations"`
 }
 
-// MinuteStat is one minute of true time.
+// MinuteStat is one wall-clock minute.
 type MinuteStat struct {
 	Minute     int     `json:"minute"`
 	Arrivals   int     `json:"arrivals"`
@@ -127,8 +134,8 @@ type MinuteStat struct {
 	Util       float64 `json:"utilisation"`
 }
 
-// Point is one sample: true live sessions and waiting visitors, and the
-// same as the first live node's allocation saw them.
+// Point is one sample: the visitors active and waiting by the truth, and
+// the same as the first live node's allocation saw them.
 type Point struct {
 	T           float64 `json:"t_s"`
 	Active      int     `json:"active"`
@@ -138,25 +145,13 @@ type Point struct {
 }
 
 // Heatmap counts admitted visitors by arrival minute (X) and wait (Y), as
-// the numpy.histogram2d with 30 × 30 bins of Cloudflare's "Waiting Room:
-// Random Queueing and Custom Web/Mobile Apps".
+// the numpy.histogram2d of Cloudflare's "Waiting Room: Random Queueing and Custom Web/Mobile Apps", with 30 × 30 bins.
 type Heatmap struct {
 	XBins  int     `json:"x_bins"`
 	YBins  int     `json:"y_bins"`
 	XMax   float64 `json:"x_max_minute"`
 	YMax   float64 `json:"y_max_wait_s"`
 	Counts [][]int `json:"counts"` // [x][y]
-}
-
-type span struct {
-	from, to time.Duration
-	node     int32
-}
-
-type mark struct {
-	at     time.Duration
-	bucket int64
-	node   int32
 }
 
 // cutSpan is a partition as it happened: when, and each node's side.
@@ -170,36 +165,61 @@ type viewSample struct {
 	waiting int64
 }
 
+// recorder keeps the ground truth outside the nodes: it feeds a Truth with
+// every admission, refusal and request that reached the origin, by the
+// simulated wall clock, and samples what node 0 believed.
 type recorder struct {
 	r          *run
-	sessions   []span
-	admissions []mark
-	refusals   []mark
+	truth      *Truth
+	try        []time.Duration // when each visitor's current try began, -1 before its first decision
+	waiting    []bool
 	newQueued  []time.Duration
 	firstQueue time.Duration
 	steadyFrom time.Duration // firstQueue + steady_after
 	crashes    []time.Duration
 	leaves     []time.Duration
+	restarts   []time.Duration
 	cuts       []cutSpan
 	views      []viewSample
 	queued     int
 }
 
 func newRecorder(r *run) *recorder {
-	return &recorder{r: r, firstQueue: -1, steadyFrom: time.Duration(math.MaxInt64)}
+	c := &recorder{r: r, firstQueue: -1, steadyFrom: time.Duration(math.MaxInt64),
+		truth: NewTruth(r.session, true), try: make([]time.Duration, len(r.vis)), waiting: make([]bool, len(r.vis))}
+	for i := range c.try {
+		c.try[i] = -1
+	}
+	return c
 }
 
-// admit and queue record decisions for the fairness figures, keyed by the
-// visitor's true arrival minute (the claimed one in a spoofed experiment):
-// with skewed clocks a node's bucket can put a later arrival in an earlier
-// minute, and fairness is judged by when people really came.
+// tryOf is when visitor i's current try began: its arrival (the claimed one
+// in a spoofed experiment, as fairness is judged by when people say they
+// came), or, for a visitor back without a session after an earlier one, the
+// request that found it gone.
+func (c *recorder) tryOf(i int, fresh bool) time.Duration {
+	if fresh && c.r.vis[i].admitted >= 0 && !c.waiting[i] {
+		c.try[i] = c.r.now
+	}
+	if c.try[i] < 0 {
+		c.try[i] = c.r.arr[i].claimed
+	}
+	return c.try[i]
+}
+
+// admit and queue record the room's decisions, keyed by the wall-clock
+// minute of the visitor's arrival: with skewed clocks a node's bucket can
+// put a later arrival in an earlier minute, and fairness is judged by when
+// people really came.
 func (c *recorder) admit(i int, bucket int64, fresh bool) {
-	c.admissions = append(c.admissions, mark{c.r.now, c.arrivalMinute(i), int32(c.r.vis[i].node)})
+	c.truth.Admit(i, c.r.now, c.tryOf(i, fresh), c.r.vis[i].node)
+	c.waiting[i] = false
 	c.r.counts.Admissions++
 }
 
 func (c *recorder) queue(i int, bucket int64, fresh bool) {
-	c.refusals = append(c.refusals, mark{c.r.now, c.arrivalMinute(i), int32(c.r.vis[i].node)})
+	c.truth.Queue(i, c.r.now, c.tryOf(i, fresh), c.r.vis[i].node)
+	c.waiting[i] = true
 	if c.firstQueue < 0 {
 		c.firstQueue = c.r.now
 		c.steadyFrom = c.firstQueue + c.r.sc.SteadyAfter.D()
@@ -209,15 +229,14 @@ func (c *recorder) queue(i int, bucket int64, fresh bool) {
 	}
 }
 
-func (c *recorder) arrivalMinute(i int) int64 { return int64(c.r.arr[i].claimed / time.Minute) }
+// origin records a request of visitor i that reached the origin now.
+func (c *recorder) origin(i int) { c.truth.Origin(i, c.r.now) }
 
-func (c *recorder) endSession(v *visitor) {
-	if !v.inSession {
-		return
-	}
-	v.inSession = false
-	c.sessions = append(c.sessions, span{v.sessionStart, v.lastReq + c.r.session, v.sessionNode})
-}
+// endSession is told when the visitor's token no longer lets it in, or it
+// stops browsing. The truth needs nothing from it (a session lasts
+// session_duration after the last request the origin saw, whatever the
+// token says); the visitor's own bookkeeping does.
+func (c *recorder) endSession(v *visitor) { v.inSession = false }
 
 func (c *recorder) sample() {
 	var s viewSample
@@ -234,23 +253,18 @@ func (c *recorder) sample() {
 // minEstimateWait is the shortest remaining wait whose estimate is scored.
 const minEstimateWait = 5 * time.Minute
 
-// bin is the time resolution of the live-session and waiting counts.
+// bin is the time step of the mean utilisation while queueing.
 const bin = 100 * time.Millisecond
-
-// inversionWindow is one refresh interval at its longest (plus a second of
-// latency): a visitor waiting when another was admitted has checked in
-// within it.
-const inversionWindow = (refreshBase + refreshJitter + 1) * time.Second
 
 func (c *recorder) result() *Result {
 	r := c.r
 	sc := r.sc
-	T := float64(sc.Room.TotalActiveUsers)
-	N := float64(sc.Room.NewUsersPerMinute)
+	lim := Limits{sc.Room.TotalActiveUsers, sc.Room.NewUsersPerMinute}
+	T := float64(lim.TotalActiveUsers)
+	N := float64(lim.NewUsersPerMinute)
 	res := &Result{
 		Scenario: sc.Name, Strategy: r.name, Seed: sc.Seed,
-		Limits: Limits{sc.Room.TotalActiveUsers, sc.Room.NewUsersPerMinute},
-		Counts: r.counts, SeriesStep: 5,
+		Limits: lim, Counts: r.counts, SeriesStep: 5,
 	}
 	for _, t := range c.crashes {
 		res.Crashes = append(res.Crashes, t.Seconds())
@@ -258,132 +272,71 @@ func (c *recorder) result() *Result {
 	for _, t := range c.leaves {
 		res.Leaves = append(res.Leaves, t.Seconds())
 	}
-	// Close the sessions still open: those still browsing run past the end.
+	for _, t := range c.restarts {
+		res.Restarts = append(res.Restarts, t.Seconds())
+	}
 	for i := range r.vis {
 		v := &r.vis[i]
-		if v.inSession {
-			if v.st == vsBrowsing {
-				v.lastReq = max(v.lastReq, r.end)
-			}
-			c.endSession(v)
+		if v.abandoned >= 0 {
+			c.truth.GiveUp(i, v.abandoned)
 		}
-	}
-	nb := int(r.end/bin) + 1
-	active := make([]int, nb+1)
-	waiting := make([]int, nb+1)
-	for _, s := range c.sessions {
-		addSpan(active, s.from, s.to, nb)
-	}
-	for i := range r.vis {
-		v := &r.vis[i]
 		if v.firstQueued < 0 {
 			continue
 		}
 		c.queued++
-		stop := r.end
-		switch {
-		case v.admitted >= 0:
-			stop = v.admitted
-		case v.abandoned >= 0:
-			stop = v.abandoned
-		default:
-			if v.st != vsGone {
-				res.Counts.NeverAdmitted++
-			}
+		if v.admitted < 0 && v.abandoned < 0 && v.st != vsGone {
+			res.Counts.NeverAdmitted++
 		}
-		addSpan(waiting, v.firstQueued, stop, nb)
 	}
 	res.Counts.Queued = c.queued
-	prefix(active)
-	prefix(waiting)
-	// Admissions per bin, cumulative, for the trailing-minute rate.
-	admCum := make([]int, nb+1)
-	for _, a := range c.admissions {
-		admCum[min(int(a.at/bin), nb)]++
-	}
-	prefix(admCum)
-	perMin := int(time.Minute / bin)
-	util := func(k int) float64 {
-		k = min(max(k, 0), nb-1)
-		a := float64(active[k]) / T
-		lo := k - perMin
-		adm := admCum[k]
-		if lo >= 0 {
-			adm -= admCum[lo]
-		}
-		return max(a, float64(adm)/N)
-	}
-	// The utilisation at one instant, against this minute's admissions so
-	// far (the per-minute limit counts calendar minutes).
-	utilAt := func(t time.Duration) float64 {
-		k := min(int(t/bin), nb-1)
-		m0 := t.Truncate(time.Minute)
-		n := sort.Search(len(c.admissions), func(i int) bool { return c.admissions[i].at >= t }) -
-			sort.Search(len(c.admissions), func(i int) bool { return c.admissions[i].at >= m0 })
-		return max(float64(active[k])/T, float64(n)/N)
-	}
+	tr := c.truth
+	active := tr.ActiveCurve()
+	waiting := tr.WaitingCurve()
+	verdict := tr.Judge(r.end, lim)
 
 	f := &res.Figures
-	peak, above := 0, 0
-	for k := range nb {
-		peak = max(peak, active[k])
-		if float64(active[k]) > T {
-			above++
-		}
-	}
-	f.PeakActive = float64(peak) / T
-	f.TimeAboveLimit = float64(above) / float64(nb)
+	f.PeakActive = verdict.PeakActiveRatio
+	f.TimeAboveLimit = float64(active.Above(lim.TotalActiveUsers, 0, r.end)) / float64(r.end)
+	f.PeakNewPerMinute = verdict.PeakNewRatio
+	f.FirstQueueUtilisation, f.FirstQueueBinds = verdict.FirstQueueUtilisation, verdict.Binds
+	f.FIFOInversions, f.Inversions = verdict.InversionShare, verdict.Inversions
+	f.OutsideSession = tr.OutsideSession()
 
-	minutes := int((r.end + time.Minute - 1) / time.Minute)
-	res.Minutes = make([]MinuteStat, minutes)
+	perMinute := tr.PerMinute(r.end)
+	res.Minutes = make([]MinuteStat, len(perMinute))
 	for m := range res.Minutes {
-		res.Minutes[m].Minute = m
-	}
-	for _, a := range c.admissions {
-		if m := int(a.at / time.Minute); m < minutes {
-			res.Minutes[m].Admitted++
-		}
+		ms := &res.Minutes[m]
+		ms.Minute, ms.Admitted = m, perMinute[m]
+		lo, hi := time.Duration(m)*time.Minute, min(time.Duration(m+1)*time.Minute, r.end)
+		ms.PeakActive, _ = active.Peak(lo, hi)
+		ms.Waiting = waiting.At(hi - 1)
+		ms.Util = max(float64(ms.PeakActive)/T, float64(ms.Admitted)/N)
 	}
 	for i := range r.vis {
 		if r.vis[i].node >= 0 && r.arr[i].at < r.end {
 			res.Minutes[int(r.arr[i].at/time.Minute)].Arrivals++
 		}
 	}
-	peakNew := 0
-	for m := range res.Minutes {
-		ms := &res.Minutes[m]
-		peakNew = max(peakNew, ms.Admitted)
-		lo, hi := m*perMin, min((m+1)*perMin, nb)
-		for k := lo; k < hi; k++ {
-			ms.PeakActive = max(ms.PeakActive, active[k])
-		}
-		ms.Waiting = waiting[max(hi-1, 0)]
-		ms.Util = max(float64(ms.PeakActive)/T, float64(ms.Admitted)/N)
-	}
-	f.PeakNewPerMinute = float64(peakNew) / N
 
-	if c.firstQueue >= 0 {
-		f.FirstQueueUtilisation = ptr(utilAt(c.firstQueue))
-	}
 	for _, t := range c.newQueued {
-		k := int(t / bin)
-		if utilAt(t) < 0.97 && (k == 0 || waiting[k-1] == 0) {
+		if u, _ := tr.Utilisation(active, lim, t); u < MinQueueUtil && waiting.At(t-1) == 0 {
 			f.QueuedEarly++
 		}
 	}
+	// The mean utilisation while anyone waited, every bin: live sessions,
+	// or admissions of the last 60 s, whichever is nearer its limit.
 	var uSum float64
 	var uN int
-	for k := range nb {
-		if waiting[k] > 0 {
-			uSum += util(k)
+	for t := time.Duration(0); t < r.end; t += bin {
+		if waiting.At(t) > 0 {
+			adm := tr.AdmittedBetween(t-time.Minute+1, t)
+			uSum += max(float64(active.At(t))/T, float64(adm)/N)
 			uN++
 		}
 	}
 	if uN > 0 {
 		f.UtilisationWhileQueueing = ptr(uSum / float64(uN))
 	}
-	f.FIFOInversions = inversions(c.admissions, c.refusals)
-	f.PassedOver = passedOver(c.admissions, c.refusals)
 
 	// Waits, the heatmap and the correlation, over admitted visitors.
 	var xs, ys []float64
@@ -455,8 +408,8 @@ func (c *recorder) result() *Result {
 
 	// Series.
 	for s := 0; s < len(c.views); s++ {
-		k := min(s*int(time.Second/bin), nb-1)
-		p := Point{T: float64(s), Active: active[k], Waiting: waiting[k], ViewActive: round2(c.views[s].active), ViewWaiting: c.views[s].waiting}
+		t := min(time.Duration(s)*time.Second, r.end-1)
+		p := Point{T: float64(s), Active: active.At(t), Waiting: waiting.At(t), ViewActive: round2(c.views[s].active), ViewWaiting: c.views[s].waiting}
 		res.series1s = append(res.series1s, p)
 		if s%res.SeriesStep == 0 {
 			res.Series = append(res.Series, p)
@@ -464,85 +417,6 @@ func (c *recorder) result() *Result {
 	}
 	roundFigures(f)
 	return res
-}
-
-// addSpan adds one to every bin from from up to (not including) to, as a
-// difference array.
-func addSpan(d []int, from, to time.Duration, nb int) {
-	a := max(int(from/bin), 0)
-	b := min(int(to/bin), nb)
-	if a >= b {
-		if a < nb && to > from {
-			b = a + 1 // shorter than a bin: count it once
-		} else {
-			return
-		}
-	}
-	d[a]++
-	d[b]--
-}
-
-func prefix(d []int) {
-	for i := 1; i < len(d); i++ {
-		d[i] += d[i-1]
-	}
-}
-
-// inversions is the share of admissions followed, within one refresh
-// interval, by a refusal of an earlier bucket.
-func inversions(adm, ref []mark) float64 {
-	if len(adm) == 0 {
-		return 0
-	}
-	return float64(inversionCount(adm, ref)) / float64(len(adm))
-}
-
-// inversionCount counts the admissions followed, within one refresh
-// interval, by a refusal of an earlier bucket. Both lists are in time
-// order; a sliding-window minimum over the refusals' buckets answers each
-// admission in amortised constant time.
-func inversionCount(adm, ref []mark) int {
-	var dq []int // indexes into ref, buckets increasing
-	hi, n := 0, 0
-	for _, a := range adm {
-		for hi < len(ref) && ref[hi].at <= a.at+inversionWindow {
-			for len(dq) > 0 && ref[dq[len(dq)-1]].bucket >= ref[hi].bucket {
-				dq = dq[:len(dq)-1]
-			}
-			dq = append(dq, hi)
-			hi++
-		}
-		for len(dq) > 0 && ref[dq[0]].at <= a.at {
-			dq = dq[1:]
-		}
-		if len(dq) > 0 && ref[dq[0]].bucket < a.bucket {
-			n++
-		}
-	}
-	return n
-}
-
-// passedOver counts the refusals preceded, within one refresh interval, by
-// an admission of a later bucket.
-func passedOver(adm, ref []mark) int {
-	var dq []int // indexes into adm, buckets decreasing
-	hi, n := 0, 0
-	for _, x := range ref {
-		for hi < len(adm) && adm[hi].at < x.at {
-			for len(dq) > 0 && adm[dq[len(dq)-1]].bucket <= adm[hi].bucket {
-				dq = dq[:len(dq)-1]
-			}
-			dq = append(dq, hi)
-			hi++
-		}
-		for len(dq) > 0 && adm[dq[0]].at < x.at-inversionWindow {
-			dq = dq[1:]
-		}
-		if len(dq) > 0 && adm[dq[0]].bucket > x.bucket {
-			n++
-		}
-	}
-	return n
 }
 
 // pearson returns the correlation of xs and ys and the slope of ys on xs.

@@ -11,20 +11,19 @@ import (
 type PartitionStat struct {
 	From float64 `json:"from_s"`
 	To   float64 `json:"to_s"`
-	// The whole room, counted outside the nodes: the most admissions in one
-	// minute of true time that overlaps the cut, and the most live sessions
-	// during it, over the limits.
+	// The whole room, by the truth: the most admissions in one wall-clock
+	// minute that overlaps the cut, and the most visitors active during it,
+	// over the limits.
 	PeakNewPerMinute float64 `json:"peak_new_per_minute_over_limit"`
 	PeakActive       float64 `json:"peak_active_over_limit"`
 	// The same over the five minutes after the heal, while the sides merge
 	// (zero when the run ends first).
 	AfterHealPeakNewPerMinute float64 `json:"after_heal_peak_new_per_minute_over_limit"`
 	AfterHealPeakActive       float64 `json:"after_heal_peak_active_over_limit"`
-	// FIFOInversions is the share of the cut's admissions followed, within
-	// one refresh interval, by a refusal of someone who arrived in an
-	// earlier minute; AcrossInversions counts only refusals at a node of
-	// another side: a later bucket went in on one side while an earlier one
-	// waited on the other.
+	// FIFOInversions is the share of the cut's admissions that were FIFO
+	// inversions (see Truth); AcrossInversions counts only those where the
+	// earlier arrival waited at a node of another side: a later arrival went
+	// in on one side while an earlier one waited on the other.
 	FIFOInversions   float64    `json:"fifo_inversions"`
 	AcrossInversions float64    `json:"fifo_inversions_across"`
 	Sides            []SideStat `json:"sides"`
@@ -45,8 +44,8 @@ type SideStat struct {
 	// true time that overlaps the cut (only the cut's part of a minute at
 	// either end).
 	AdmittedPerMinute []int `json:"admitted_per_minute"`
-	// PeakActive is the most live sessions admitted at the side during the
-	// cut.
+	// PeakActive is the most visitors active during the cut whose session
+	// the side admitted.
 	PeakActive int `json:"peak_active"`
 	// WaitingAtHeal is how many of the side's visitors were waiting when
 	// the ring healed.
@@ -66,13 +65,13 @@ func partOf(part float64, limit int) int {
 	return max(1, int(math.Floor(part*float64(limit)+1e-9)))
 }
 
-func (c *recorder) partitionStat(cs cutSpan, active []int, minutes []MinuteStat) PartitionStat {
+func (c *recorder) partitionStat(cs cutSpan, active Curve, minutes []MinuteStat) PartitionStat {
 	r := c.r
+	tr := c.truth
 	T := float64(r.sc.Room.TotalActiveUsers)
 	N := float64(r.sc.Room.NewUsersPerMinute)
 	from, to := cs.from, min(cs.to, r.end)
 	ps := PartitionStat{From: from.Seconds(), To: cs.to.Seconds()}
-	nb := len(active) - 1
 
 	// The room, during the cut and after the heal.
 	peaks := func(a, b time.Duration) (perMin, act float64) {
@@ -82,10 +81,7 @@ func (c *recorder) partitionStat(cs cutSpan, active []int, minutes []MinuteStat)
 		for m := int(a / time.Minute); m < len(minutes) && time.Duration(m)*time.Minute < b; m++ {
 			perMin = max(perMin, float64(minutes[m].Admitted)/N)
 		}
-		peak := 0
-		for k := int(a / bin); k < min(int(b/bin), nb); k++ {
-			peak = max(peak, active[k])
-		}
+		peak, _ := active.Peak(a, b)
 		return perMin, float64(peak) / T
 	}
 	ps.PeakNewPerMinute, ps.PeakActive = peaks(from, to)
@@ -113,61 +109,52 @@ func (c *recorder) partitionStat(cs cutSpan, active []int, minutes []MinuteStat)
 		s.AdmittedPerMinute = make([]int, max(last-first+1, 0))
 	}
 
-	// Admissions during the cut, by side, and the inversions after them.
-	var cutAdm []mark
-	for _, a := range c.admissions {
-		if a.at < from || a.at >= to {
+	// Admissions during the cut, by side, and the inversions among them.
+	var cutAdm []Admission
+	for _, a := range tr.Admissions() {
+		if a.At < from || a.At >= to {
 			continue
 		}
 		cutAdm = append(cutAdm, a)
-		if g := side(a.node); g >= 0 {
+		if g := side(a.Node); g >= 0 {
 			s := &ps.Sides[g]
 			s.Admitted++
-			s.AdmittedPerMinute[int(a.at/time.Minute)-int(from/time.Minute)]++
+			s.AdmittedPerMinute[int(a.At/time.Minute)-int(from/time.Minute)]++
 		}
 	}
 	if len(cutAdm) > 0 {
-		ps.FIFOInversions = round6(float64(inversionCount(cutAdm, c.refusals)) / float64(len(cutAdm)))
+		ps.FIFOInversions = round6(float64(CountInversions(cutAdm, tr.Waits())) / float64(len(cutAdm)))
 		across := 0
 		for g := range groups {
-			var adm, ref []mark
+			var adm []Admission
+			var waits []WaitSpan
 			for _, a := range cutAdm {
-				if side(a.node) == g {
+				if side(a.Node) == g {
 					adm = append(adm, a)
 				}
 			}
-			for _, x := range c.refusals {
-				if side(x.node) != g {
-					ref = append(ref, x)
+			for _, w := range tr.Waits() {
+				if side(w.Node) != g {
+					waits = append(waits, w)
 				}
 			}
-			across += inversionCount(adm, ref)
+			across += CountInversions(adm, waits)
 		}
 		ps.AcrossInversions = round6(float64(across) / float64(len(cutAdm)))
 	}
 
-	// Live sessions admitted at each side, during the cut.
-	lo, hi := int(from/bin), min(int(to/bin), nb)
-	if hi > lo {
-		counts := make([][]int, groups)
-		for g := range counts {
-			counts[g] = make([]int, hi-lo+1)
-		}
-		for _, sp := range c.sessions {
-			g := side(sp.node)
-			if g < 0 {
-				continue
+	// Visitors active during the cut, by the side that admitted them.
+	if to > from {
+		spans := tr.Spans()
+		for g := range groups {
+			var mine []ActiveSpan
+			for _, sp := range spans {
+				if side(sp.Node) == g {
+					mine = append(mine, sp)
+				}
 			}
-			a, b := max(int(sp.from/bin), lo), min(int(sp.to/bin), hi)
-			if a >= b {
-				continue
-			}
-			counts[g][a-lo]++
-			counts[g][b-lo]--
-		}
-		for g := range counts {
-			prefix(counts[g])
-			ps.Sides[g].PeakActive = slices.Max(counts[g][:hi-lo])
+			cv := curveOf(len(mine), func(i int) (time.Duration, time.Duration) { return mine[i].From, mine[i].To })
+			ps.Sides[g].PeakActive, _ = cv.Peak(from, to)
 		}
 	}
 

@@ -14,7 +14,7 @@ import (
 
 // The plots of one run.
 const (
-	PlotActive     = "active"     // live sessions against total_active_users
+	PlotActive     = "active"     // active visitors (the truth) against total_active_users
 	PlotQueue      = "queue"      // visitors waiting
 	PlotAdmissions = "admissions" // admissions per minute against new_users_per_minute
 	PlotHeatmap    = "heatmap"    // wait against arrival minute
@@ -72,8 +72,8 @@ func (res *Result) Plot(name string) (*plot.Plot, error) {
 	case PlotActive:
 		p.Title.Text = title + ": active users vs limit"
 		p.X.Label.Text = "minutes"
-		p.Y.Label.Text = "active users (live sessions)"
-		if err := addLine(p, "actual", colTrue, nil, res.series1s, func(q Point) float64 { return float64(q.Active) }); err != nil {
+		p.Y.Label.Text = "active users (sessions the origin honours)"
+		if err := addLine(p, "actual (the truth)", colTrue, nil, res.series1s, func(q Point) float64 { return float64(q.Active) }); err != nil {
 			return nil, err
 		}
 		if err := addLine(p, "as node 0 saw it", colView, []vg.Length{vg.Points(3), vg.Points(2)}, res.series1s, func(q Point) float64 { return q.ViewActive }); err != nil {
@@ -175,7 +175,7 @@ func addHLine(p *plot.Plot, label string, y float64, pts []Point) {
 	p.Legend.Add(label, l)
 }
 
-// addCrashes marks node crashes and clean leaves, and the start and heal
+// addCrashes marks node crashes, clean leaves and restarts, and the start and heal
 // of partitions, with vertical lines.
 func (res *Result) addCrashes(p *plot.Plot) {
 	top := float64(res.Limits.TotalActiveUsers) * 1.1
@@ -195,6 +195,7 @@ func (res *Result) addCrashes(p *plot.Plot) {
 	}
 	marks("node crash", res.Crashes, []vg.Length{vg.Points(2), vg.Points(2)})
 	marks("node leave", res.Leaves, []vg.Length{vg.Points(1), vg.Points(3)})
+	marks("node restart", res.Restarts, []vg.Length{vg.Points(4), vg.Points(4)})
 	var cuts, heals []float64
 	for _, pt := range res.Partitions {
 		cuts = append(cuts, pt.From)

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/waitroom/waitroom/policy"
 )
 
 // Report is a scenario and the runs of it, one per strategy.
@@ -47,7 +50,7 @@ func (r *Report) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Check is one fidelity or fairness goal checked against one run.
+// Check is one goal checked against one run.
 type Check struct {
 	Goal   string  `json:"goal"`
 	Want   string  `json:"want"`
@@ -55,18 +58,24 @@ type Check struct {
 	Value  float64 `json:"value"`
 	Limit  float64 `json:"limit"`
 	Passed bool    `json:"passed"`
-	// NotApplicable: the run has too little of what the goal measures
-	// (e.g. no long waits for the estimate); it counts as passed.
+	// NotApplicable: the run has nothing the goal measures (nobody queued,
+	// a queue that existed before the run, no long waits for the estimate,
+	// random queueing for FIFO order); it counts as passed, and is shown as
+	// n/a, never as ok.
 	NotApplicable bool `json:"not_applicable,omitempty"`
 }
 
-// The goal thresholds: a room held within 2% of its limits, nobody queued
-// while it is below 97% of them, at most 1% of admissions out of FIFO order,
-// random queueing blind to arrival time, and FIFO estimates within ±20% for
-// 90% of visitors.
+// Missed reports whether the run misses the goal.
+func (c Check) Missed() bool { return !c.Passed && !c.NotApplicable }
+
+// The goal thresholds.
 const (
-	MaxPeakActive     = 1.02
-	MaxPeakNew        = 1.02
+	MaxPeakActive = 1.02
+	MaxPeakNew    = 1.02
+	// MinFirstQueueUtil is the least utilisation at the first queueing: a
+	// room fills to its limits before it queues anyone.
+	MinFirstQueueUtil = 0.95
+	// MinQueueUtil is no_early_queueing's bar: nobody queued below it.
 	MinQueueUtil      = 0.97
 	MaxFIFOInversions = 0.01
 	MaxRandomCorr     = 0.1
@@ -76,19 +85,50 @@ const (
 	MinEstimateSamples = 20
 )
 
-// CheckGoals checks the goals the scenario lists against a run.
+// TruthGoals are checked on every run, whatever the scenario lists: the
+// truth's four figures (see Truth).
+var TruthGoals = []string{GoalPeakActive, GoalPeakNew, GoalFirstQueue, GoalFIFOInversions}
+
+// goalsOf is every goal checked on the scenario: the truth's, then the
+// others it lists.
+func goalsOf(sc *Scenario) []string {
+	gs := slices.Clone(TruthGoals)
+	for _, g := range sc.Goals {
+		if !slices.Contains(gs, g) {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
+// CheckGoals checks a run against the truth's goals and the others the
+// scenario lists.
 func CheckGoals(sc *Scenario, res *Result) []Check {
 	f := res.Figures
 	var out []Check
-	for _, g := range sc.Goals {
+	for _, g := range goalsOf(sc) {
 		var c Check
 		switch g {
 		case GoalPeakActive:
-			c = Check{Goal: g, Want: "peak active ≤ 1.02 × limit", Value: f.PeakActive, Limit: MaxPeakActive, Passed: f.PeakActive <= MaxPeakActive}
+			c = Check{Goal: g, Want: "peak active ≤ 1.02 × total_active_users", Value: f.PeakActive, Limit: MaxPeakActive, Passed: f.PeakActive <= MaxPeakActive}
 			c.Got = fmt.Sprintf("%.3f", f.PeakActive)
 		case GoalPeakNew:
-			c = Check{Goal: g, Want: "peak new users per minute ≤ 1.02 × limit", Value: f.PeakNewPerMinute, Limit: MaxPeakNew, Passed: f.PeakNewPerMinute <= MaxPeakNew}
+			c = Check{Goal: g, Want: "peak new users per minute ≤ 1.02 × new_users_per_minute", Value: f.PeakNewPerMinute, Limit: MaxPeakNew, Passed: f.PeakNewPerMinute <= MaxPeakNew}
 			c.Got = fmt.Sprintf("%.3f", f.PeakNewPerMinute)
+		case GoalFirstQueue:
+			c = Check{Goal: g, Want: "utilisation at first queueing ≥ 0.95", Limit: MinFirstQueueUtil}
+			switch {
+			case f.FirstQueueUtilisation == nil:
+				c.NotApplicable, c.Passed, c.Got = true, true, "n/a: nobody was queued"
+			case sc.Visitors.Arrival.SpoofBuckets:
+				c.Value = *f.FirstQueueUtilisation
+				c.NotApplicable, c.Passed = true, true
+				c.Got = fmt.Sprintf("n/a: the queue exists from t = 0 (%.3f)", c.Value)
+			default:
+				c.Value = *f.FirstQueueUtilisation
+				c.Passed = c.Value >= MinFirstQueueUtil
+				c.Got = fmt.Sprintf("%.3f (%s)", c.Value, f.FirstQueueBinds)
+			}
 		case GoalNoEarlyQueue:
 			u := 1.0
 			if f.FirstQueueUtilisation != nil {
@@ -99,7 +139,11 @@ func CheckGoals(sc *Scenario, res *Result) []Check {
 			c.Got = fmt.Sprintf("first queued at %s, %d queued below 0.97", fmtOpt(f.FirstQueueUtilisation, "none queued"), f.QueuedEarly)
 		case GoalFIFOInversions:
 			c = Check{Goal: g, Want: "FIFO inversions ≤ 1% of admissions", Value: f.FIFOInversions, Limit: MaxFIFOInversions, Passed: f.FIFOInversions <= MaxFIFOInversions}
-			c.Got = fmt.Sprintf("%.2f%%", 100*f.FIFOInversions)
+			c.Got = fmt.Sprintf("%.2f%% (%d)", 100*f.FIFOInversions, f.Inversions)
+			if m := sc.Room.QueueingMethod; m != string(policy.FIFO) {
+				c.NotApplicable, c.Passed = true, true
+				c.Got = fmt.Sprintf("n/a: %s queueing (%.2f%%)", m, 100*f.FIFOInversions)
+			}
 		case GoalRandomCorrelation:
 			c = Check{Goal: g, Want: "|corr(arrival minute, wait)| ≤ 0.1", Value: f.WaitCorrelation, Limit: MaxRandomCorr, Passed: abs(f.WaitCorrelation) <= MaxRandomCorr}
 			c.Got = fmt.Sprintf("%.3f", f.WaitCorrelation)
@@ -119,6 +163,25 @@ func CheckGoals(sc *Scenario, res *Result) []Check {
 		out = append(out, c)
 	}
 	return out
+}
+
+// checkOf returns the check of goal g in checks.
+func checkOf(checks []Check, g string) (Check, bool) {
+	for _, c := range checks {
+		if c.Goal == g {
+			return c, true
+		}
+	}
+	return Check{}, false
+}
+
+// flag marks a figure whose goal the run misses, so that no table passes a
+// miss over in silence.
+func flag(value string, checks []Check, g string) string {
+	if c, ok := checkOf(checks, g); ok && c.Missed() {
+		return value + " MISS"
+	}
+	return value
 }
 
 func abs(f float64) float64 {
@@ -141,13 +204,25 @@ type Row struct {
 	Values []string
 }
 
-// Rows returns the summary table: the fidelity and fairness figures, then the
-// waits and counts, one column per run.
+// Rows returns the summary table, one column per run: the truth's figures
+// (a figure whose goal the run misses says MISS), then the other figures,
+// the waits and counts.
 func (r *Report) Rows() []Row {
+	checks := make([][]Check, len(r.Runs))
+	for i, res := range r.Runs {
+		checks[i] = CheckGoals(r.Scenario, res)
+	}
 	get := func(name string, fn func(*Result) string) Row {
 		row := Row{Name: name}
 		for _, res := range r.Runs {
 			row.Values = append(row.Values, fn(res))
+		}
+		return row
+	}
+	goal := func(name, g string, fn func(*Result) string) Row {
+		row := Row{Name: name}
+		for i, res := range r.Runs {
+			row.Values = append(row.Values, flag(fn(res), checks[i], g))
 		}
 		return row
 	}
@@ -159,14 +234,17 @@ func (r *Report) Rows() []Row {
 		return pct(*p)
 	}
 	return []Row{
-		get("peak active / limit", func(x *Result) string { return fmt.Sprintf("%.3f", x.Figures.PeakActive) }),
+		goal("peak active / total_active_users", GoalPeakActive, func(x *Result) string { return fmt.Sprintf("%.3f", x.Figures.PeakActive) }),
+		goal("peak new per minute / new_users_per_minute", GoalPeakNew, func(x *Result) string { return fmt.Sprintf("%.3f", x.Figures.PeakNewPerMinute) }),
+		goal("utilisation at first queueing", GoalFirstQueue, fmtFirstQueue),
+		goal("FIFO inversions (admissions)", GoalFIFOInversions, func(x *Result) string {
+			return fmt.Sprintf("%s (%d)", pct(x.Figures.FIFOInversions), x.Figures.Inversions)
+		}),
+		get("errors (5xx)", func(*Result) string { return noErrors }),
 		get("time above active limit", func(x *Result) string { return pct(x.Figures.TimeAboveLimit) }),
-		get("peak new per minute / limit", func(x *Result) string { return fmt.Sprintf("%.3f", x.Figures.PeakNewPerMinute) }),
-		get("utilisation at first queue", func(x *Result) string { return fmtOpt(x.Figures.FirstQueueUtilisation, "none queued") }),
 		get("new visitors queued below 0.97", func(x *Result) string { return fmt.Sprint(x.Figures.QueuedEarly) }),
 		get("utilisation while queueing", func(x *Result) string { return fmtOpt(x.Figures.UtilisationWhileQueueing, "-") }),
-		get("FIFO inversions", func(x *Result) string { return pct(x.Figures.FIFOInversions) }),
-		get("check-ins passed over", func(x *Result) string { return fmt.Sprint(x.Figures.PassedOver) }),
+		get("origin requests outside a session", func(x *Result) string { return fmt.Sprint(x.Figures.OutsideSession) }),
 		get("corr(arrival minute, wait)", func(x *Result) string { return fmt.Sprintf("%.3f", x.Figures.WaitCorrelation) }),
 		get("wait slope (s per arrival minute)", func(x *Result) string { return fmt.Sprintf("%.1f", x.Figures.WaitSlope) }),
 		get("estimate error p50", func(x *Result) string { return optPct(x.Figures.EstimateErrorP50) }),
@@ -189,6 +267,24 @@ func (r *Report) Rows() []Row {
 			return fmt.Sprintf("%d / %d / %d", x.Counts.Queued, x.Counts.NeverAdmitted, x.Counts.Abandoned)
 		}),
 	}
+}
+
+// noErrors fills the errors column: a simulator answers no HTTP, so it
+// has no 5xx to count (the real-process run does).
+const noErrors = "n/a (simulated)"
+
+// fmtFirstQueue is the utilisation at the first queueing and the limit
+// that bound it.
+func fmtFirstQueue(x *Result) string {
+	f := x.Figures
+	if f.FirstQueueUtilisation == nil {
+		return "none queued"
+	}
+	b := "active"
+	if f.FirstQueueBinds == BindsNewPerMinute {
+		b = "per minute"
+	}
+	return fmt.Sprintf("%.3f (%s)", *f.FirstQueueUtilisation, b)
 }
 
 func fmtSecs(s float64) string {
@@ -231,16 +327,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if len(r.Goals) > 0 {
 		fmt.Fprintln(w, "goals (ours):")
+		missed := 0
 		for _, c := range r.Goals {
 			mark := "ok  "
 			switch {
 			case c.NotApplicable:
 				mark = "n/a "
-			case !c.Passed:
+			case c.Missed():
 				mark = "MISS"
+				missed++
 			}
 			fmt.Fprintf(w, "  %s %-48s %s\n", mark, c.Want, c.Got)
 		}
+		fmt.Fprintf(w, "goals missed: %d of %d\n", missed, len(r.Goals))
 	}
 	return nil
 }
@@ -331,15 +430,52 @@ func intsString(xs []int) string {
 	return strings.Join(s, " ")
 }
 
+// definitions opens the Markdown: what every figure means, as Truth and
+// the recorder measure it.
+const definitions = `Every figure is judged as the origin sees it, by the simulated wall clock, whatever the
+nodes' minute buckets say (` + "`sim.Truth`" + `).
+
+| figure | definition | goal |
+| --- | --- | --- |
+| peak active / total_active_users | most visitors active at once: from the admission until ` + "`session_duration`" + ` after the last request the origin saw (a request a node lets through after that opens a new session) | ≤ 1.02 |
+| peak new/min / new_users_per_minute | most admissions within one wall-clock minute | ≤ 1.02 |
+| util. at first queueing | when the first visitor is queued: active / total_active_users or this minute's admissions / new_users_per_minute, whichever is larger (the binding limit in brackets) | ≥ 0.95 |
+| FIFO inversions | share of admissions made while someone who arrived in an earlier wall-clock minute was waiting and was let in more than 2 s later, or not at all (count in brackets) | ≤ 1% |
+| errors (5xx) | the simulator answers no HTTP; the real-process run counts them | 0 |
+| time above limit | share of the run with more visitors active than total_active_users | |
+| queued < 0.97 | new visitors queued while the utilisation was below 0.97 and nobody else waited | |
+| util. while queueing | mean utilisation (active, or admissions of the last 60 s) while anyone waited | |
+| corr(arrival min, wait) | Pearson's r over admitted visitors | ≤ 0.1 for random |
+| estimate error | the estimate shown at a visitor's first check-in in the steady state against the wait that then remained, for remaining waits ≥ 5 min | within ±20% for 90% |
+
+A figure whose goal the run misses is bold and says MISS (for both strategies); the goals
+table below checks ours.
+
+`
+
+// mdCell escapes the pipes of a Markdown table cell.
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// mdFlag marks a Markdown cell whose goal the run misses.
+func mdFlag(value string, checks []Check, g string) string {
+	if c, ok := checkOf(checks, g); ok && c.Missed() {
+		return "**" + value + " MISS**"
+	}
+	return value
+}
+
 // WriteMarkdown prints one comparison table for several reports: a row per
-// scenario and strategy, a column per figure (Figures), and then the goal
-// checks of our policy, marked where they miss.
+// scenario and strategy, the truth's figures first (a figure whose goal the
+// run misses is bold and says MISS, for every strategy), then the goal
+// checks of our policy, the misses listed once more, and the partitions.
 func WriteMarkdown(w io.Writer, reports []*Report) error {
-	fmt.Fprintln(w, "| scenario | strategy | peak active / limit | time above limit | peak new/min / limit | util. at first queue | queued < 0.97 | util. while queueing | FIFO inversions (passed over) | corr(arrival min, wait) | estimate error p50 / p90 | estimates within ±20% | wait p50 / p90 |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprint(w, definitions)
+	fmt.Fprintln(w, "| scenario | strategy | peak active / total_active_users | peak new/min / new_users_per_minute | util. at first queueing | FIFO inversions | errors (5xx) | time above limit | queued < 0.97 | util. while queueing | corr(arrival min, wait) | estimate error p50 / p90 | estimates within ±20% | wait p50 / p90 |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, rep := range reports {
 		for _, res := range rep.Runs {
 			f := res.Figures
+			checks := CheckGoals(rep.Scenario, res)
 			est := "-"
 			if f.EstimateErrorP50 != nil {
 				est = fmt.Sprintf("%.0f%% / %.0f%%", 100**f.EstimateErrorP50, 100**f.EstimateErrorP90)
@@ -348,28 +484,73 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 			if f.EstimateWithin20 != nil {
 				within = fmt.Sprintf("%.0f%% (n=%d)", 100**f.EstimateWithin20, f.EstimateSamples)
 			}
-			fmt.Fprintf(w, "| %s | %s | %.3f | %.2f%% | %.3f | %s | %d | %s | %.2f%% (%d) | %.3f | %s | %s | %s / %s |\n",
-				res.Scenario, res.Strategy, f.PeakActive, 100*f.TimeAboveLimit, f.PeakNewPerMinute,
-				fmtOpt(f.FirstQueueUtilisation, "none"), f.QueuedEarly, fmtOpt(f.UtilisationWhileQueueing, "-"),
-				100*f.FIFOInversions, f.PassedOver, f.WaitCorrelation, est, within, fmtSecs(f.WaitP50), fmtSecs(f.WaitP90))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.2f%% | %d | %s | %.3f | %s | %s | %s / %s |\n",
+				rep.Scenario.Name, res.Strategy,
+				mdFlag(fmt.Sprintf("%.3f", f.PeakActive), checks, GoalPeakActive),
+				mdFlag(fmt.Sprintf("%.3f", f.PeakNewPerMinute), checks, GoalPeakNew),
+				mdFlag(fmtFirstQueue(res), checks, GoalFirstQueue),
+				mdFlag(fmt.Sprintf("%.2f%% (%d)", 100*f.FIFOInversions, f.Inversions), checks, GoalFIFOInversions),
+				noErrors, 100*f.TimeAboveLimit, f.QueuedEarly, fmtOpt(f.UtilisationWhileQueueing, "-"),
+				f.WaitCorrelation, est, within, fmtSecs(f.WaitP50), fmtSecs(f.WaitP90))
 		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| scenario | goal (ours) | result | |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- |")
+	var missed []string
 	for _, rep := range reports {
 		for _, c := range rep.Goals {
 			mark := "ok"
 			switch {
 			case c.NotApplicable:
 				mark = "n/a"
-			case !c.Passed:
+			case c.Missed():
 				mark = "**MISS**"
+				missed = append(missed, fmt.Sprintf("%s: %s (got %s)", rep.Scenario.Name, mdCell(c.Want), mdCell(c.Got)))
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", rep.Scenario.Name, c.Want, c.Got, mark)
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", rep.Scenario.Name, mdCell(c.Want), mdCell(c.Got), mark)
+		}
+	}
+	fmt.Fprintln(w)
+	if len(missed) == 0 {
+		fmt.Fprintln(w, "Every goal holds in every scenario (ours).")
+	} else {
+		fmt.Fprintf(w, "**Missed goals (ours): %d.**\n\n", len(missed))
+		for _, m := range missed {
+			fmt.Fprintf(w, "- **MISS** %s\n", m)
 		}
 	}
 	return writePartitionsMarkdown(w, reports)
+}
+
+// WriteReadme prints the README's short table: a row per scenario, ours /
+// the reference's figure in each cell, a miss bold and marked.
+func WriteReadme(w io.Writer, reports []*Report) error {
+	if len(reports) > 0 {
+		var names []string
+		for _, res := range reports[0].Runs {
+			names = append(names, res.Strategy)
+		}
+		fmt.Fprintf(w, "Each cell: %s; goals ≤ 1.02, ≤ 1.02, ≥ 0.95, ≤ 1%%; a miss is bold and says MISS.\n\n", strings.Join(names, " / "))
+	}
+	fmt.Fprintln(w, "| scenario | peak active / limit | peak new per min / limit | utilisation at first queueing | FIFO inversions | errors | median wait |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
+	for _, rep := range reports {
+		cells := make([][]string, 5)
+		for _, res := range rep.Runs {
+			f := res.Figures
+			checks := CheckGoals(rep.Scenario, res)
+			cells[0] = append(cells[0], mdFlag(fmt.Sprintf("%.3f", f.PeakActive), checks, GoalPeakActive))
+			cells[1] = append(cells[1], mdFlag(fmt.Sprintf("%.3f", f.PeakNewPerMinute), checks, GoalPeakNew))
+			cells[2] = append(cells[2], mdFlag(fmtOpt(f.FirstQueueUtilisation, "none queued"), checks, GoalFirstQueue))
+			cells[3] = append(cells[3], mdFlag(fmt.Sprintf("%.2f%%", 100*f.FIFOInversions), checks, GoalFIFOInversions))
+			cells[4] = append(cells[4], fmtSecs(f.WaitP50))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | n/a | %s |\n", rep.Scenario.label(),
+			strings.Join(cells[0], " / "), strings.Join(cells[1], " / "), strings.Join(cells[2], " / "),
+			strings.Join(cells[3], " / "), strings.Join(cells[4], " / "))
+	}
+	return nil
 }
 
 // writePartitionsMarkdown prints, when any run had a partition, a row per

@@ -19,7 +19,9 @@ import (
 // testdata/scenarios. Durations are Go durations ("1m30s", "200ms") or plain
 // numbers of seconds.
 type Scenario struct {
-	Name        string `yaml:"name" json:"name"`
+	Name string `yaml:"name" json:"name"`
+	// Title is a few words for the README's table; the name when empty.
+	Title       string `yaml:"title" json:"title,omitempty"`
 	Description string `yaml:"description" json:"description,omitempty"`
 	Seed        uint64 `yaml:"seed" json:"seed"`
 	// Duration is the virtual time simulated from the first arrival phase's
@@ -31,8 +33,9 @@ type Scenario struct {
 	Strategies []string `yaml:"strategies" json:"strategies"`
 	Visitors   Visitors `yaml:"visitors" json:"visitors"`
 	Events     []Event  `yaml:"events" json:"events,omitempty"`
-	// Goals names the goals that apply to this scenario (see GoalNames); empty
-	// means the defaults for the queueing method.
+	// Goals names the goals checked besides TruthGoals, which every run is
+	// checked against (see GoalNames); empty means the defaults for the
+	// queueing method.
 	Goals []string `yaml:"goals" json:"goals,omitempty"`
 	// SteadyAfter is when, counted from the first visitor queued, the queue
 	// is taken to be in a steady state for the estimate-error figure: the
@@ -170,10 +173,9 @@ type Arrival struct {
 
 	Phases []Phase `yaml:"phases" json:"phases,omitempty"`
 
-	// SpoofBuckets reproduces the experiment of Cloudflare's "Waiting Room:
-	// Random Queueing and Custom Web/Mobile Apps": the arrival times drawn above
-	// become the visitors' arrival buckets, written into their tokens, and
-	// everyone joins at Start, spread over JoinOver.
+	// SpoofBuckets reproduces the experiment of Cloudflare's "Waiting Room: Random Queueing and Custom Web/Mobile Apps": the arrival
+	// times drawn above become the visitors' arrival buckets, written into
+	// their tokens, and everyone joins at Start, spread over JoinOver.
 	SpoofBuckets bool     `yaml:"spoof_buckets" json:"spoof_buckets,omitempty"`
 	JoinOver     Duration `yaml:"join_over" json:"join_over,omitempty"`
 }
@@ -192,8 +194,8 @@ type Phase struct {
 	Node     *int      `yaml:"node" json:"node,omitempty"`
 }
 
-// Event is something that happens to the cluster at a time: a node crash
-// or clean leave, a partition or a traffic shift.
+// Event is something that happens to the cluster at a time: a node crash,
+// clean leave or restart, a partition or a traffic shift.
 type Event struct {
 	At Duration `yaml:"at" json:"at"`
 	// Crash stops a node: it neither serves nor gossips again, and its
@@ -205,6 +207,12 @@ type Event struct {
 	// counts and announces its leave, and the others stop expecting it as
 	// soon as the announcement arrives.
 	Leave *int `yaml:"leave" json:"leave,omitempty"`
+	// Restart starts a node that crashed or left earlier again, as a new
+	// process: a new incarnation with an empty state, which expects the
+	// whole ring (its seeds) and joins every live node at once by a
+	// full-state exchange. New visitors reach it again; those who moved
+	// away stay where they went.
+	Restart *int `yaml:"restart" json:"restart,omitempty"`
 	// Partition cuts the ring into groups for a while.
 	Partition *Partition `yaml:"partition" json:"partition,omitempty"`
 	// Shift moves the arrival split to Weights, linearly over Over.
@@ -335,18 +343,18 @@ func (x Dist) validate(p *problems, field string) {
 	}
 }
 
-// GoalNames are the goals (see the thresholds in report.go) that a scenario
-// may list.
-var GoalNames = []string{GoalPeakActive, GoalPeakNew, GoalNoEarlyQueue, GoalFIFOInversions, GoalRandomCorrelation, GoalEstimate}
+// GoalNames are the goals a scenario may list.
+var GoalNames = []string{GoalPeakActive, GoalPeakNew, GoalFirstQueue, GoalNoEarlyQueue, GoalFIFOInversions, GoalRandomCorrelation, GoalEstimate}
 
 // The goals.
 const (
-	GoalPeakActive        = "peak_active"         // peak active ≤ 1.02 × limit
-	GoalPeakNew           = "peak_new_per_minute" // peak new users per minute ≤ 1.02 × limit
-	GoalNoEarlyQueue      = "no_early_queueing"   // nobody queued below 0.97 × the limit
-	GoalFIFOInversions    = "fifo_inversions"     // ≤ 1% of admissions
-	GoalRandomCorrelation = "random_correlation"  // |corr(arrival minute, wait)| ≤ 0.1
-	GoalEstimate          = "estimate"            // FIFO estimate within ±20% for 90%
+	GoalPeakActive        = "peak_active"             // peak active ≤ 1.02 × limit
+	GoalPeakNew           = "peak_new_per_minute"     // peak new users per minute ≤ 1.02 × limit
+	GoalFirstQueue        = "first_queue_utilisation" // utilisation at the first queueing ≥ 0.95
+	GoalNoEarlyQueue      = "no_early_queueing"       // nobody queued below 0.97 × the limit
+	GoalFIFOInversions    = "fifo_inversions"         // ≤ 1% of admissions
+	GoalRandomCorrelation = "random_correlation"      // |corr(arrival minute, wait)| ≤ 0.1
+	GoalEstimate          = "estimate"                // FIFO estimate within ±20% for 90%
 )
 
 // Load reads and validates a scenario file.
@@ -524,18 +532,22 @@ func (sc *Scenario) Validate() error {
 			p.add(f+".at", "must not be negative")
 		}
 		kinds := 0
-		for _, set := range []bool{e.Crash != nil, e.Leave != nil, e.Partition != nil, e.Shift != nil} {
+		for _, set := range []bool{e.Crash != nil, e.Leave != nil, e.Restart != nil, e.Partition != nil, e.Shift != nil} {
 			if set {
 				kinds++
 			}
 		}
 		switch {
 		case kinds != 1:
-			p.add(f, "needs exactly one of crash, leave, partition or shift")
+			p.add(f, "needs exactly one of crash, leave, restart, partition or shift")
 		case e.Crash != nil && (*e.Crash < 0 || *e.Crash >= n):
 			p.add(f+".crash", "node %d does not exist (0..%d)", *e.Crash, n-1)
 		case e.Leave != nil && (*e.Leave < 0 || *e.Leave >= n):
 			p.add(f+".leave", "node %d does not exist (0..%d)", *e.Leave, n-1)
+		case e.Restart != nil && (*e.Restart < 0 || *e.Restart >= n):
+			p.add(f+".restart", "node %d does not exist (0..%d)", *e.Restart, n-1)
+		case e.Restart != nil && !sc.stoppedBefore(*e.Restart, e.At):
+			p.add(f+".restart", "node %d is not down at %v: restart follows a crash or leave of the same node", *e.Restart, e.At.D())
 		case e.Partition != nil:
 			e.Partition.validate(&p, f+".partition", n)
 		case e.Shift != nil:
@@ -685,6 +697,24 @@ func (pt *Partition) validate(p *problems, field string, n int) {
 	}
 }
 
+// stoppedBefore reports whether node id crashed or left before at, and was
+// not restarted since.
+func (sc *Scenario) stoppedBefore(id int, at Duration) bool {
+	var stop, start Duration = -1, -1
+	for _, e := range sc.Events {
+		if e.At >= at {
+			continue
+		}
+		switch {
+		case (e.Crash != nil && *e.Crash == id) || (e.Leave != nil && *e.Leave == id):
+			stop = max(stop, e.At)
+		case e.Restart != nil && *e.Restart == id:
+			start = max(start, e.At)
+		}
+	}
+	return stop >= 0 && stop >= start
+}
+
 // validateOverlap refuses partitions that overlap in time: the ring is cut
 // one way at a time.
 func (sc *Scenario) validateOverlap(p *problems) {
@@ -738,6 +768,14 @@ func containsStr(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// label is the scenario's title, or its name.
+func (sc *Scenario) label() string {
+	if sc.Title != "" {
+		return sc.Title
+	}
+	return sc.Name
 }
 
 // HasGoal reports whether the scenario lists goal g.

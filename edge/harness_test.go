@@ -147,7 +147,7 @@ func serveNode(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
 
 // origin is a test origin. It answers 200 with "origin: <path>", and obeys a
 // few paths: /revoke-cf and /revoke-own answer with the revoke command under
-// Cloudflare's header and waitroom's own.
+// Cloudflare's header and waitroom's own; /stream answers as streamAnswer.
 type origin struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -164,6 +164,9 @@ func newOrigin(tb testing.TB) *origin {
 		o.uris = append(o.uris, r.URL.RequestURI())
 		o.mu.Unlock()
 		switch r.URL.Path {
+		case "/stream":
+			streamAnswer(w, r)
+			return
 		case "/revoke-cf":
 			w.Header().Set("Cf-Waiting-Room-Command", "revoke")
 		case "/revoke-own":
@@ -174,6 +177,34 @@ func newOrigin(tb testing.TB) *origin {
 	}))
 	tb.Cleanup(o.Close)
 	return o
+}
+
+// streamAnswer is the origin's /stream: a large or slow answer of chunks
+// chunks of size bytes, each after a pause (a slow origin is what it
+// plays, so it waits for real), with a Content-Length so that a client can
+// tell a cut answer from a whole one.
+func streamAnswer(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	chunks, _ := strconv.Atoi(q.Get("chunks"))
+	size, _ := strconv.Atoi(q.Get("size"))
+	pause, _ := time.ParseDuration(q.Get("pause"))
+	w.Header().Set("Content-Length", strconv.Itoa(chunks*size))
+	w.Header().Set("X-Origin", "yes")
+	buf := []byte(strings.Repeat("x", size))
+	rc := http.NewResponseController(w)
+	for i := 0; i < chunks; i++ {
+		if pause > 0 {
+			select {
+			case <-time.After(pause):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		_ = rc.Flush()
+	}
 }
 
 func (o *origin) Hits() int {

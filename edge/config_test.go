@@ -774,13 +774,15 @@ func TestExampleConfigs(t *testing.T) {
 		}
 		r := c.Rooms[0]
 		got := []any{c.Node, c.Listen, c.Admin, c.Gossip, c.Advertise, len(c.Seeds), c.GossipProfile, c.GossipLabel,
-			c.Origin, c.LogLevel, time.Duration(c.OriginTimeout),
+			c.Origin, c.LogLevel, time.Duration(c.OriginTimeout), len(c.AdminHosts), c.MaxConnections,
+			time.Duration(c.ReadHeaderTimeout), time.Duration(c.ClientTimeout), time.Duration(c.IdleTimeout),
 			r.Name, r.Description, r.Host, r.Path, len(r.AdditionalRoutes), r.Origin, r.TotalActiveUsers,
 			r.NewUsersPerMinute, r.SessionDuration, r.QueueingMethod, r.JSONResponseEnabled, r.CookieSuffix,
 			r.CookieAttributes, r.QueueingStatusCode, len(r.EnabledOriginCommands), r.TurnstileMode,
 			r.TurnstileAction, r.MaxQueue, r.CookieName()}
 		want := []any{"pop-ams-1", ":8080", "127.0.0.1:9090", "0.0.0.0:7946", "192.0.2.10:7946", 2, "lan", "waitroom-prod",
-			"https://origin.internal.example.com", "info", 30 * time.Second,
+			"https://origin.internal.example.com", "info", 30 * time.Second, 1, 10000,
+			10 * time.Second, 60 * time.Second, 120 * time.Second,
 			"shop", "The spring sale", "shop.example.com", "/sale", 2, "https://shop-origin.internal.example.com:8443", 5000,
 			1000, 10, "fifo", true, "shop",
 			edge.CookieAttributes{SameSite: "auto", Secure: "auto"}, 202, 1, "off",

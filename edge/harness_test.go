@@ -147,7 +147,8 @@ func serveNode(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
 
 // origin is a test origin. It answers 200 with "origin: <path>", and obeys a
 // few paths: /revoke-cf and /revoke-own answer with the revoke command under
-// Cloudflare's header and waitroom's own; /stream answers as streamAnswer.
+// Cloudflare's header and waitroom's own; /stream answers as streamAnswer;
+// /upload reads the whole request body and answers with its length.
 type origin struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -166,6 +167,15 @@ func newOrigin(tb testing.TB) *origin {
 		switch r.URL.Path {
 		case "/stream":
 			streamAnswer(w, r)
+			return
+		case "/upload":
+			// Reads the whole body before answering, as an upload form.
+			n, err := io.Copy(io.Discard, r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			_, _ = fmt.Fprintf(w, "origin: /upload %d bytes", n)
 			return
 		case "/revoke-cf":
 			w.Header().Set("Cf-Waiting-Room-Command", "revoke")

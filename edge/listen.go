@@ -72,7 +72,10 @@ type deadlineBody struct {
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	if !b.done {
-		_ = b.rc.SetReadDeadline(time.Now().Add(b.d))
+		now := time.Now()
+		_ = b.rc.SetReadDeadline(now.Add(b.d))
+		// The first read may make the server answer "100 Continue".
+		_ = b.rc.SetWriteDeadline(now.Add(b.d))
 	}
 	b.mu.Unlock()
 	n, err := b.ReadCloser.Read(p)

@@ -124,6 +124,27 @@ func TestPublicListenerLimits(t *testing.T) {
 		closedWithin(t, c, 20*clientTimeout)
 	})
 
+	t.Run("a slow but steady upload is not cut", func(t *testing.T) {
+		// Ten bytes, one every half client_timeout: the upload takes
+		// several times the timeout, but the client never stalls.
+		c := rawConn(t, addr, "POST /upload HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 10\r\n\r\n")
+		for i := 0; i < 10; i++ {
+			time.Sleep(clientTimeout / 2) // the client's pace is the input
+			if _, err := c.Write([]byte{'0' + byte(i)}); err != nil {
+				t.Fatalf("byte %d: %v", i, err)
+			}
+		}
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(b) != "origin: /upload 10 bytes" {
+			t.Errorf("%d %q, want the origin to have read all ten bytes", resp.StatusCode, b)
+		}
+	})
+
 	t.Run("a slow origin's large answer is delivered whole", func(t *testing.T) {
 		// Four MiB in four parts, the origin pausing longer than
 		// client_timeout before each: the answer takes many times the

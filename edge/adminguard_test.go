@@ -261,3 +261,27 @@ func TestAdminNeverShowsSecrets(t *testing.T) {
 		}
 	})
 }
+
+func TestHealthzSaysNotOKWhenFailingClosed(t *testing.T) {
+	o := newOrigin(t)
+	for _, tc := range []struct {
+		name  string
+		state string
+		want  int
+	}{
+		{"a node cut off from its seed that fails closed is not ok", "closed", http.StatusServiceUnavailable},
+		{"a node cut off from its seed that keeps deciding alone is ok", "open", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := nodeConfig("alone", keyFile(t, t.TempDir()), o.URL, room("shop", 10, 5))
+			cfg.Seeds = []string{"127.0.0.1:1"} // nobody there
+			cfg.StaleState = tc.state
+			admin := startServer(t, cfg, newFakeClock(5)).AdminHandler()
+			resp := adminGet(t, admin, "/healthz")
+			var h map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != tc.want || len(h) != 1 || h["ok"] != (tc.want == http.StatusOK) {
+				t.Errorf("GET /healthz: %d %v %v, want %d", resp.StatusCode, h, err, tc.want)
+			}
+		})
+	}
+}

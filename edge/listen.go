@@ -27,95 +27,131 @@ import (
 // each read of a request body and each write of the answer must finish
 // within client_timeout of its start, so a client that stalls is cut while
 // one that keeps receiving a long answer, or waits on a slow origin, is not.
+//
+// Setting a deadline costs a few hundred nanoseconds (a timer in the
+// runtime's poller), so a deadline is only moved once less than 7/8 of
+// client_timeout is left of it: a small answer costs one, and a stalled
+// client is cut after between 7/8 of client_timeout and all of it.
 
 // clientDeadlines gives a request's reads and writes on the connection
 // deadlines of d each, through the http.ResponseController.
 func clientDeadlines(next http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
 		// The previous request on a kept-alive connection left its
-		// deadlines; writes the server makes itself (100 Continue) need
-		// a current one.
-		_ = rc.SetWriteDeadline(time.Now().Add(d))
+		// deadlines behind; each is renewed before it can matter.
+		dl := &connDeadlines{rc: http.NewResponseController(w), d: d}
 		var body *deadlineBody
 		if r.Body != nil && r.Body != http.NoBody {
-			body = &deadlineBody{ReadCloser: r.Body, rc: rc, d: d}
+			body = &deadlineBody{ReadCloser: r.Body, dl: dl}
 			r.Body = body
 		}
-		dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: d}
+		dw := &deadlineWriter{ResponseWriter: w, dl: dl}
 		next.ServeHTTP(dw, r)
-		if body != nil {
-			body.finish()
-		}
+		unread := body != nil && body.finish()
 		if dw.hijacked.Load() {
 			return
 		}
 		// What the server does after the handler, flushing the answer
 		// and reading what is left of an unread body, is bounded too.
-		_ = rc.SetWriteDeadline(time.Now().Add(d))
-		_ = rc.SetReadDeadline(time.Now().Add(d))
+		now := time.Now()
+		dl.renewWrite(now)
+		if unread {
+			_ = dl.rc.SetReadDeadline(now.Add(d))
+		}
 	})
 }
 
-// deadlineBody sets a read deadline before each read of a request body and
-// clears it at the body's end: from then on the server reads ahead on the
-// connection to notice a client that hangs up, and a deadline there would
-// cancel the request.
+// connDeadlines are one request's deadlines on its connection. A body can
+// be read on another goroutine (the proxy's transport) than the one that
+// writes the answer, hence the atomics.
+type connDeadlines struct {
+	rc      *http.ResponseController
+	d       time.Duration
+	writeBy atomic.Int64 // the write deadline set, unix nanoseconds; 0: none yet
+	readBy  atomic.Int64 // the read deadline set; 0: none or cleared
+}
+
+// renewWrite moves the write deadline to now+d unless 7/8 of d are left.
+func (c *connDeadlines) renewWrite(now time.Time) {
+	if time.Duration(c.writeBy.Load()-now.UnixNano()) >= c.d*7/8 {
+		return
+	}
+	c.writeBy.Store(now.Add(c.d).UnixNano())
+	_ = c.rc.SetWriteDeadline(now.Add(c.d))
+}
+
+// renewRead is renewWrite for reads.
+func (c *connDeadlines) renewRead(now time.Time) {
+	if time.Duration(c.readBy.Load()-now.UnixNano()) >= c.d*7/8 {
+		return
+	}
+	c.readBy.Store(now.Add(c.d).UnixNano())
+	_ = c.rc.SetReadDeadline(now.Add(c.d))
+}
+
+// deadlineBody gives each read of a request body a deadline and clears it
+// at the body's end: from then on the server reads ahead on the connection
+// to notice a client that hangs up, and a deadline there would cancel the
+// request. After any other error the deadline stays, so that the server
+// does not wait for the rest of a body that stalled.
 type deadlineBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
-	d    time.Duration
-	mu   sync.Mutex
-	done bool // the handler returned: the connection may serve another request
+	dl    *connDeadlines
+	mu    sync.Mutex
+	ended bool // the body was read to its end
+	done  bool // the handler returned: the connection may serve another request
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	if !b.done {
 		now := time.Now()
-		_ = b.rc.SetReadDeadline(now.Add(b.d))
-		// The first read may make the server answer "100 Continue".
-		_ = b.rc.SetWriteDeadline(now.Add(b.d))
+		b.dl.renewRead(now)
+		// A read may make the server answer "100 Continue".
+		b.dl.renewWrite(now)
 	}
 	b.mu.Unlock()
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
+	if err == io.EOF {
 		b.mu.Lock()
-		if !b.done {
-			_ = b.rc.SetReadDeadline(time.Time{})
+		if !b.ended && !b.done {
+			b.dl.readBy.Store(0)
+			_ = b.dl.rc.SetReadDeadline(time.Time{})
 		}
+		b.ended = true
 		b.mu.Unlock()
 	}
 	return n, err
 }
 
-// finish stops the body from touching the connection's deadlines: a proxied
-// body can still be read by the transport after the handler returned.
-func (b *deadlineBody) finish() {
+// finish stops the body from touching the connection's deadlines (a
+// proxied body can still be read by the transport after the handler
+// returned) and reports whether the body was left unread.
+func (b *deadlineBody) finish() (unread bool) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.done = true
-	b.mu.Unlock()
+	return !b.ended
 }
 
-// deadlineWriter sets a write deadline before each write and flush of the
-// answer. Time spent waiting for the origin between writes is not counted.
+// deadlineWriter gives each write and flush of the answer a deadline. Time
+// spent waiting for the origin between writes is not counted.
 type deadlineWriter struct {
 	http.ResponseWriter
-	rc       *http.ResponseController
-	d        time.Duration
+	dl       *connDeadlines
 	hijacked atomic.Bool
 }
 
 func (w *deadlineWriter) Write(p []byte) (int, error) {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
+	w.dl.renewWrite(time.Now())
 	return w.ResponseWriter.Write(p)
 }
 
 // FlushError is what http.ResponseController and httputil.ReverseProxy
 // call to flush.
 func (w *deadlineWriter) FlushError() error {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
-	return w.rc.Flush()
+	w.dl.renewWrite(time.Now())
+	return w.dl.rc.Flush()
 }
 
 // Flush is http.Flusher's.
@@ -125,7 +161,7 @@ func (w *deadlineWriter) Flush() { _ = w.FlushError() }
 // the deadlines this wrapper set: from then on the connection is the
 // handler's.
 func (w *deadlineWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	c, brw, err := w.rc.Hijack()
+	c, brw, err := w.dl.rc.Hijack()
 	if err == nil {
 		w.hijacked.Store(true)
 		_ = c.SetDeadline(time.Time{})

@@ -118,11 +118,14 @@ func TestPublicListenerLimits(t *testing.T) {
 		served(t)
 	})
 
-	t.Run("a client that stalls its request body is cut", func(t *testing.T) {
-		c := rawConn(t, addr, "POST /upload HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 100000\r\n\r\n0123456789")
-		served(t)
-		closedWithin(t, c, 20*clientTimeout)
-	})
+	for _, path := range []string{"/upload", "/page"} {
+		// /upload's origin reads the body, /page's answers without.
+		t.Run("a client that stalls its request body to "+path+" is cut", func(t *testing.T) {
+			c := rawConn(t, addr, "POST "+path+" HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 100000\r\n\r\n0123456789")
+			served(t)
+			closedWithin(t, c, 20*clientTimeout)
+		})
+	}
 
 	t.Run("a slow but steady upload is not cut", func(t *testing.T) {
 		// Ten bytes, one every half client_timeout: the upload takes

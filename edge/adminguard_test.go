@@ -95,6 +95,20 @@ func TestAdminRefusesOtherSites(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the address a client connected to is a host the listener answers to, no other", func(t *testing.T) {
+		// As on a listener bound to every address: the connection's own
+		// address (a documentation address here; nothing is dialled).
+		local := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 9090}
+		for host, want := range map[string]int{"192.0.2.7:9090": http.StatusOK, "192.0.2.7": http.StatusOK, "192.0.2.8:9090": http.StatusMisdirectedRequest} {
+			req := httptest.NewRequest(http.MethodGet, "http://"+host+"/rooms", nil)
+			req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, local))
+			rec := httptest.NewRecorder()
+			f.admin.ServeHTTP(rec, req)
+			if rec.Code != want {
+				t.Errorf("Host %s on a connection to %s: %d, want %d", host, local, rec.Code, want)
+			}
+		}
+	})
 	t.Run("after all that the room runs and no other room was made", func(t *testing.T) {
 		if rc := getRoom(t, f.admin, "shop"); rc == nil || rc.Stopped {
 			t.Errorf("shop: %+v, want running", rc)

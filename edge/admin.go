@@ -14,8 +14,9 @@ import (
 )
 
 // AdminHandler serves the admin endpoint: GET /state, GET
-// /rooms/{name}/status, GET /metrics and GET /healthz. It listens on
-// loopback by default and never on the public listener.
+// /rooms/{name}/status, GET /metrics, GET /healthz and the room API. It
+// listens on loopback by default and never on the public listener; see
+// adminGate for who may use it.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
@@ -30,12 +31,22 @@ func (s *Server) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, s.roomStatus(rm, s.clock()))
 	})
 	mux.HandleFunc("GET /rooms/{name}/analytics", s.serveAnalytics)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "node": s.cfg.Node, "members": s.node.Stats().Members})
-	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.registerRoomAPI(mux)
-	return &adminAuth{token: s.adminTok, readOpen: s.cfg.AdminReadOpen, next: mux}
+	return newAdminGate(s.cfg, s.adminTok, http.HandlerFunc(s.serveHealth), mux)
+}
+
+// serveHealth answers GET /healthz, open to anyone who reaches the admin
+// listener (load balancers know no token), so it tells nothing but whether
+// the node should get traffic: 503 while it is cut off from its peers and
+// configured to fail closed (stale_state: closed), when it would queue every
+// new visitor; 200 otherwise.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if s.staleClosed(s.clock()) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]bool{"ok": false})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -123,15 +123,10 @@ func TestAdminState(t *testing.T) {
 		}
 	})
 
-	t.Run("healthz says ok with the node and its members", func(t *testing.T) {
+	t.Run("healthz says ok and nothing else", func(t *testing.T) {
 		resp := adminGet(t, f.admin, "/healthz")
-		var h struct {
-			OK      bool   `json:"ok"`
-			Node    string `json:"node"`
-			Members int    `json:"members"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != http.StatusOK || !h.OK || h.Node != "node-a" || h.Members != 1 {
-			t.Errorf("healthz: %d %+v %v", resp.StatusCode, h, err)
+		if got := strings.TrimSpace(body(t, resp)); resp.StatusCode != http.StatusOK || got != "{\n  \"ok\": true\n}" {
+			t.Errorf("healthz: %d %s", resp.StatusCode, got)
 		}
 	})
 
@@ -149,9 +144,12 @@ func TestAdminState(t *testing.T) {
 	})
 }
 
+// adminDo sends a bodiless request to the admin handler, as the CLI does.
 func adminDo(h http.Handler, method, path string) *http.Response {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	req := httptest.NewRequest(method, adminURL+path, nil)
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
 	return rec.Result()
 }
 

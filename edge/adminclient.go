@@ -15,7 +15,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// AdminClient talks to a node's admin endpoint, for the CLI.
+// AdminClient talks to a node's admin endpoint, for the CLI. It sends what
+// the endpoint asks of a caller: JSON with its Content-Type on every change,
+// and the bearer token when there is one.
 type AdminClient struct {
 	URL     string // e.g. http://127.0.0.1:9090
 	Token   string // bearer token; WAITROOM_ADMIN_TOKEN when empty
@@ -23,6 +25,21 @@ type AdminClient struct {
 }
 
 func (c *AdminClient) do(ctx context.Context, method, path string, body, out any) error {
+	raw, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// send makes one request and returns the answer's body, or an error with the
+// endpoint's message when it refused.
+func (c *AdminClient) send(ctx context.Context, method, path string, body any) ([]byte, error) {
 	base := c.URL
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
@@ -31,7 +48,7 @@ func (c *AdminClient) do(ctx context.Context, method, path string, body, out any
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
@@ -42,9 +59,11 @@ func (c *AdminClient) do(ctx context.Context, method, path string, body, out any
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
 	if err != nil {
-		return fmt.Errorf("admin URL %q: %w", c.URL, err)
+		return nil, fmt.Errorf("admin URL %q: %w", c.URL, err)
 	}
-	if body != nil {
+	if method != http.MethodGet && method != http.MethodHead {
+		// The endpoint takes changes only as JSON, bodiless ones too:
+		// that is what keeps web pages' forms out.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	tok := c.Token
@@ -56,28 +75,37 @@ func (c *AdminClient) do(ctx context.Context, method, path string, body, out any
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
 		var e struct {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s %s: %s", method, path, e.Error)
+			return nil, fmt.Errorf("%s %s: %s", method, path, e.Error)
 		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		return nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-		}
+	return raw, nil
+}
+
+// State reads the node's state document; it returns the decoded document
+// and the raw JSON.
+func (c *AdminClient) State(ctx context.Context) (*StateDoc, []byte, error) {
+	raw, err := c.send(ctx, http.MethodGet, "/state", nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ask %s: %w", c.URL, err)
 	}
-	return nil
+	var doc StateDoc
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, nil, fmt.Errorf("decode state from %s: %w", c.URL, err)
+	}
+	return &doc, raw, nil
 }
 
 // Rooms lists the rooms a node has in force.

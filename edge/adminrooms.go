@@ -2,7 +2,6 @@ package edge
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +20,7 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /rooms", func(w http.ResponseWriter, r *http.Request) {
 		out := []RoomConfig{}
 		for _, rm := range s.rooms() {
-			out = append(out, *rm.cfg)
+			out = append(out, redacted(*rm.cfg))
 		}
 		writeJSON(w, http.StatusOK, out)
 	})
@@ -31,7 +30,7 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 			writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
 			return
 		}
-		writeJSON(w, http.StatusOK, rm.cfg)
+		writeJSON(w, http.StatusOK, redacted(*rm.cfg))
 	})
 	mux.HandleFunc("POST /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
 		s.putRoom(w, r, false, true)
@@ -162,6 +161,15 @@ func (s *Server) changeRoom(w http.ResponseWriter, r *http.Request, fn func(*Roo
 
 // writeRoom validates a room against the others and stores it.
 func (s *Server) writeRoom(w http.ResponseWriter, r *http.Request, rc RoomConfig, created bool) {
+	if rc.TurnstileSecret == RedactedSecret {
+		// A room read from the API and applied back: keep its secret.
+		cur := s.room(rc.Name)
+		if cur == nil || cur.cfg.TurnstileSecret == "" {
+			writeError(w, http.StatusUnprocessableEntity, "turnstile_secret: %q stands for the room's current secret, and room %q has none; send the secret itself", RedactedSecret, rc.Name)
+			return
+		}
+		rc.TurnstileSecret = cur.cfg.TurnstileSecret
+	}
 	rc.ApplyDefaults()
 	if err := s.validateWith(rc); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "%v", err)
@@ -180,7 +188,22 @@ func (s *Server) writeRoom(w http.ResponseWriter, r *http.Request, rc RoomConfig
 		verb, status = "created", http.StatusCreated
 	}
 	s.log.Info().Str("room", rc.Name).Str("by", r.RemoteAddr).Msgf("room %s through the admin API", verb)
-	writeJSON(w, status, &rc)
+	writeJSON(w, status, redacted(rc))
+}
+
+// RedactedSecret is what the admin API shows in place of a room's secret
+// (turnstile_secret). Sent back in a room, it keeps the secret the room has,
+// so a room read with GET can be edited and applied as it is.
+const RedactedSecret = "(set)"
+
+// redacted is a room as the admin API shows it: its secret, if it has one,
+// replaced by RedactedSecret. The API never returns a secret: whoever can
+// read the API (admin_read_open, a leaked read path) would learn it.
+func redacted(rc RoomConfig) RoomConfig {
+	if rc.TurnstileSecret != "" {
+		rc.TurnstileSecret = RedactedSecret
+	}
+	return rc
 }
 
 // validateWith checks rc as the config would be with rc in place: the room's
@@ -229,35 +252,6 @@ func decodeBody(r *http.Request, v any, allowEmpty bool) error {
 
 func writeError(w http.ResponseWriter, status int, format string, args ...any) {
 	writeJSON(w, status, map[string]string{"error": fmt.Sprintf(format, args...)})
-}
-
-// adminAuth guards the admin endpoint. Without a token (allowed only on a
-// loopback listener) everything is open to local processes. With one, every
-// request that changes something needs "Authorization: Bearer TOKEN", and
-// read-only requests do too unless admin_read_open.
-type adminAuth struct {
-	token    []byte
-	readOpen bool
-	next     http.Handler
-}
-
-func (a *adminAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if a.token == nil {
-		a.next.ServeHTTP(w, r)
-		return
-	}
-	readOnly := r.Method == http.MethodGet || r.Method == http.MethodHead
-	if readOnly && a.readOpen {
-		a.next.ServeHTTP(w, r)
-		return
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), a.token) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom admin"`)
-		writeError(w, http.StatusUnauthorized, "this admin endpoint needs a bearer token (Authorization: Bearer ...)")
-		return
-	}
-	a.next.ServeHTTP(w, r)
 }
 
 // loadAdminToken reads the admin token file: its first non-empty line.

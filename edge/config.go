@@ -41,6 +41,12 @@ const (
 	UnroutedRefuse = "refuse"
 	UnroutedPass   = "pass"
 
+	// The public listener's limits; see [Config] and the README.
+	DefaultMaxConnections    = 10000
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultClientTimeout     = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+
 	// CookieBaseName is the visitor cookie's name for a room without a
 	// cookie_suffix; with one it is CookieBaseName + "_" + suffix.
 	CookieBaseName = "__waitroom"
@@ -104,6 +110,11 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 //     up with one.
 //   - origin_timeout: positive; 0 means the default 30s.
 //   - unrouted: refuse (default) or pass; pass needs origin.
+//   - admin_hosts: each a host name or IP address, without a port.
+//   - max_connections: 0 (the default 10000) or 1 to 1000000.
+//   - read_header_timeout: 0 (the default 10s) or 100ms to 5m.
+//   - client_timeout, idle_timeout: 0 (the defaults 60s and 120s) or 100ms
+//     to 1h.
 //   - rooms: at least one; names unique; no route (host + path) used twice
 //     across all rooms; two rooms that can be served on the same host (the
 //     port does not count: browsers share cookies across ports; an empty host
@@ -138,6 +149,31 @@ type Config struct {
 	// too unless AdminReadOpen.
 	AdminTokenFile string `yaml:"admin_token_file" json:"admin_token_file,omitempty"`
 	AdminReadOpen  bool   `yaml:"admin_read_open" json:"admin_read_open,omitempty"`
+	// AdminHosts are the names, besides "localhost", loopback addresses and
+	// the address a client reached the admin listener on, that admin
+	// requests may carry in their Host header: the names a reverse proxy or
+	// a metrics scraper uses to reach it. Requests naming any other host are
+	// refused, so that a web page whose domain resolves to this machine (DNS
+	// rebinding) cannot talk to the admin API.
+	AdminHosts []string `yaml:"admin_hosts" json:"admin_hosts,omitempty"`
+
+	// MaxConnections caps the public listener's open connections; further
+	// clients wait in the kernel's accept queue until one closes. Default
+	// 10000.
+	MaxConnections int `yaml:"max_connections" json:"max_connections,omitempty"`
+	// ReadHeaderTimeout is how long a client has to send a request's line
+	// and headers on the public listener. Default 10s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout" json:"read_header_timeout,omitempty"`
+	// ClientTimeout is the longest a client of the public listener may
+	// stall: between two reads of a request body, and between two writes
+	// of a response it does not take in. Time spent waiting for the origin
+	// does not count, so slow origins and long downloads are not cut.
+	// Default 60s.
+	ClientTimeout Duration `yaml:"client_timeout" json:"client_timeout,omitempty"`
+	// IdleTimeout is how long a kept-alive connection may wait for its next
+	// request. Default 120s: longer than the idle timeouts of common load
+	// balancers, which must close first.
+	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
 
 	// GossipLag bounds how late other nodes' admissions reach this one
 	// through gossip; the policy divides a minute's slots so that the nodes
@@ -539,6 +575,18 @@ func (c *Config) ApplyDefaults() {
 	if c.OriginTimeout == 0 {
 		c.OriginTimeout = Duration(DefaultOriginTimeout)
 	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = Duration(DefaultReadHeaderTimeout)
+	}
+	if c.ClientTimeout == 0 {
+		c.ClientTimeout = Duration(DefaultClientTimeout)
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = Duration(DefaultIdleTimeout)
+	}
 	for i := range c.Rooms {
 		r := &c.Rooms[i]
 		if r.Origin == "" {
@@ -707,6 +755,27 @@ func (c *Config) validate() []error {
 	for _, l := range listeners {
 		if l.field == "admin" && !isLoopbackHost(l.host) && c.AdminTokenFile == "" {
 			p.add("admin", "%q is not a loopback address: set admin_token_file so that only holders of the token can change rooms (or listen on 127.0.0.1)", c.Admin)
+		}
+	}
+	for i, h := range c.AdminHosts {
+		if !isHostname(strings.TrimSuffix(h, ".")) && !isIPHost(h) {
+			p.add(fmt.Sprintf("admin_hosts[%d]", i), "%q must be a host name or IP address without a port, as clients write it in the Host header (such as \"waitroom-admin.internal\")", h)
+		}
+	}
+	if c.MaxConnections < 0 || c.MaxConnections > 1000000 {
+		p.add("max_connections", "%d must be from 1 to 1000000 (default %d)", c.MaxConnections, DefaultMaxConnections)
+	}
+	for _, d := range []struct {
+		field    string
+		v        Duration
+		max, def time.Duration
+	}{
+		{"read_header_timeout", c.ReadHeaderTimeout, 5 * time.Minute, DefaultReadHeaderTimeout},
+		{"client_timeout", c.ClientTimeout, time.Hour, DefaultClientTimeout},
+		{"idle_timeout", c.IdleTimeout, time.Hour, DefaultIdleTimeout},
+	} {
+		if v := time.Duration(d.v); v < 0 || (v > 0 && v < 100*time.Millisecond) || v > d.max {
+			p.add(d.field, "%v must be from 100ms to %v (default %v)", d.v, Duration(d.max), Duration(d.def))
 		}
 	}
 	if c.GossipLag < 0 || (c.GossipLag > 0 && time.Duration(c.GossipLag) < 100*time.Millisecond) || time.Duration(c.GossipLag) > 5*time.Minute {
@@ -1209,6 +1278,12 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// isIPHost reports whether host is an IP address, IPv6 in brackets or not.
+func isIPHost(host string) bool {
+	_, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return err == nil
 }
 
 func isWildcard(host string) bool {

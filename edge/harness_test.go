@@ -6,6 +6,7 @@ package edge_test
 // admin endpoint.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -119,9 +120,35 @@ func startServer(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server
 	return srv
 }
 
+// serveNode builds a node as startServer does and serves it on its real
+// listeners (loopback, ports chosen by the system) until the test ends, for
+// tests of what only a listener does: Host headers, connection limits and
+// timeouts.
+func serveNode(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
+	tb.Helper()
+	srv := startServer(tb, cfg, clock)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		tb.Fatalf("serve: %v", err)
+	}
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("serve: %v", err)
+		}
+	})
+	return srv
+}
+
 // origin is a test origin. It answers 200 with "origin: <path>", and obeys a
 // few paths: /revoke-cf and /revoke-own answer with the revoke command under
-// Cloudflare's header and waitroom's own.
+// Cloudflare's header and waitroom's own; /stream answers as streamAnswer;
+// /upload reads the whole request body and answers with its length.
 type origin struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -146,6 +173,18 @@ func newOriginWith(tb testing.TB, site http.Handler) *origin {
 			return
 		}
 		switch r.URL.Path {
+		case "/stream":
+			streamAnswer(w, r)
+			return
+		case "/upload":
+			// Reads the whole body before answering, as an upload form.
+			n, err := io.Copy(io.Discard, r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			_, _ = fmt.Fprintf(w, "origin: /upload %d bytes", n)
+			return
 		case "/revoke-cf":
 			w.Header().Set("Cf-Waiting-Room-Command", "revoke")
 		case "/revoke-own":
@@ -156,6 +195,34 @@ func newOriginWith(tb testing.TB, site http.Handler) *origin {
 	}))
 	tb.Cleanup(o.Close)
 	return o
+}
+
+// streamAnswer is the origin's /stream: a large or slow answer of chunks
+// chunks of size bytes, each after a pause (a slow origin is what it
+// plays, so it waits for real), with a Content-Length so that a client can
+// tell a cut answer from a whole one.
+func streamAnswer(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	chunks, _ := strconv.Atoi(q.Get("chunks"))
+	size, _ := strconv.Atoi(q.Get("size"))
+	pause, _ := time.ParseDuration(q.Get("pause"))
+	w.Header().Set("Content-Length", strconv.Itoa(chunks*size))
+	w.Header().Set("X-Origin", "yes")
+	buf := []byte(strings.Repeat("x", size))
+	rc := http.NewResponseController(w)
+	for i := 0; i < chunks; i++ {
+		if pause > 0 {
+			select {
+			case <-time.After(pause):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		_ = rc.Flush()
+	}
 }
 
 func (o *origin) Hits() int {
@@ -276,11 +343,15 @@ func maxAge(tb testing.TB, line string) int {
 	return n
 }
 
+// adminURL is the address admin requests built in tests are sent to: a
+// loopback one, as the CLI's are (the endpoint refuses other hosts).
+const adminURL = "http://127.0.0.1:9090"
+
 // adminGet fetches path from the admin handler.
 func adminGet(tb testing.TB, admin http.Handler, path string) *http.Response {
 	tb.Helper()
 	rec := httptest.NewRecorder()
-	admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, adminURL+path, nil))
 	return rec.Result()
 }
 

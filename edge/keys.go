@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"runtime"
 	"strings"
+
+	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
 )
@@ -179,4 +183,72 @@ func readKeyFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("key file %s: over %d bytes; is it the right file?", path, maxKeyFileSize)
 	}
 	return data, nil
+}
+
+// KeyFileMode is the mode key files are written with: readable and writable
+// by their owner only.
+const KeyFileMode fs.FileMode = 0o600
+
+// WriteKeyFile writes a new key file readable by its owner only. It refuses
+// to replace an existing file: a replaced cookie key sends every visitor to
+// the back of the queue, a replaced gossip key splits the cluster.
+func WriteKeyFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, KeyFileMode)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("key file %s exists; keygen does not replace keys: remove it first or choose another name", path)
+		}
+		return err // *fs.PathError names the path
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("key file %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("key file %s: %w", path, err)
+	}
+	return nil
+}
+
+// ProtectKeyOutput makes f readable by its owner only when it is a regular
+// file, as when a key is printed with "waitroom keygen > cookie.key" (the
+// shell creates the file with its umask, usually readable by everyone). It
+// reports whether it did; a terminal or a pipe is left alone.
+func ProtectKeyOutput(f *os.File) (bool, error) {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return false, nil
+	}
+	if err := f.Chmod(KeyFileMode); err != nil {
+		return false, fmt.Errorf("make %s private: %w", f.Name(), err)
+	}
+	return true, nil
+}
+
+// warnOpenKeyFiles logs a warning for each of the config's key files (cookie
+// keys, gossip keys, admin token) that users other than its owner may read:
+// anyone who reads the cookie key can mint admitted visitors, the gossip key
+// can rewrite the cluster's counts and rooms, the token can change rooms.
+// The node still starts; the operator decides.
+func warnOpenKeyFiles(cfg *Config, log zerolog.Logger) {
+	if runtime.GOOS == "windows" {
+		return // permission bits there say nothing about who can read
+	}
+	for _, kf := range []struct{ field, path string }{
+		{"cookie_key_file", cfg.CookieKeyFile},
+		{"gossip_key_file", cfg.GossipKeyFile},
+		{"admin_token_file", cfg.AdminTokenFile},
+	} {
+		if kf.path == "" {
+			continue
+		}
+		st, err := os.Stat(kf.path)
+		if err != nil {
+			continue // reading it reports the problem
+		}
+		if perm := st.Mode().Perm(); perm&0o077 != 0 {
+			log.Warn().Str("field", kf.field).Str("file", kf.path).Str("mode", fmt.Sprintf("%04o", perm)).
+				Msgf("key file is readable by other users; make it private with: chmod 600 %s", kf.path)
+		}
+	}
 }

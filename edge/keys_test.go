@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
@@ -228,4 +232,101 @@ func TestCookieKeysFromEnv(t *testing.T) {
 			t.Errorf("got %v", err)
 		}
 	})
+}
+
+func TestKeyFilesArePrivate(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes do not say who can read a file on Windows")
+	}
+	data, err := cookie.GenerateKeyFile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a key file written by keygen is readable by its owner only", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "cookie.key")
+		if err := edge.WriteKeyFile(path, data); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("mode %v, %v; want 0600", st.Mode().Perm(), err)
+		}
+		if _, err := edge.LoadCookieKeys(path); err != nil {
+			t.Errorf("the written file does not load: %v", err)
+		}
+	})
+	t.Run("an existing key file is never replaced", func(t *testing.T) {
+		path := writeFile(t, "old")
+		err := edge.WriteKeyFile(path, data)
+		if got, _ := os.ReadFile(path); err == nil || !strings.Contains(err.Error(), "exists") || string(got) != "old" {
+			t.Errorf("err %v, file now %q", err, got)
+		}
+	})
+	t.Run("standard output redirected to a file is made private", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "redirected.key")
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Chmod(0o644); err != nil { // whatever the umask made of it
+			t.Fatal(err)
+		}
+		ok, err := edge.ProtectKeyOutput(f)
+		st, _ := os.Stat(path)
+		if !ok || err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("protected %v, %v, mode %v; want 0600", ok, err, st.Mode().Perm())
+		}
+	})
+	t.Run("a pipe is left alone", func(t *testing.T) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		if ok, err := edge.ProtectKeyOutput(w); ok || err != nil {
+			t.Errorf("protected %v, %v; want a pipe left alone", ok, err)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		mode os.FileMode
+		warn bool
+	}{
+		{"a cookie key file readable by others is named in a warning with its mode", 0o644, true},
+		{"a cookie key file readable by its group is named in a warning", 0o640, true},
+		{"a private cookie key file gives no warning", 0o600, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cookie.key")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			cfg := nodeConfig("modes", path, "http://127.0.0.1:1", room("shop", 10, 5))
+			cfg.ApplyDefaults()
+			srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.New(&logs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			var warned bool
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, "readable by other users") {
+					warned = true
+					wantMode := fmt.Sprintf(`"mode":"%04o"`, tc.mode)
+					if !strings.Contains(line, `"level":"warn"`) || !strings.Contains(line, `"file":"`+path+`"`) || !strings.Contains(line, wantMode) {
+						t.Errorf("warning %s lacks the level, the file or %s", line, wantMode)
+					}
+				}
+			}
+			if warned != tc.warn {
+				t.Errorf("warned = %v, want %v; log:\n%s", warned, tc.warn, logs.String())
+			}
+		})
+	}
 }

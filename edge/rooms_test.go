@@ -50,7 +50,8 @@ func newRing(t *testing.T, n int, rooms ...edge.RoomConfig) *ring {
 	return r
 }
 
-// adminSend sends a JSON body to the admin handler.
+// adminSend sends a JSON body to the admin handler, as the CLI does; hdr
+// (name, value pairs) adds or replaces headers.
 func adminSend(t *testing.T, h http.Handler, method, path string, v any, hdr ...string) *http.Response {
 	t.Helper()
 	var b []byte
@@ -60,7 +61,8 @@ func adminSend(t *testing.T, h http.Handler, method, path string, v any, hdr ...
 			t.Fatal(err)
 		}
 	}
-	req := httptest.NewRequest(method, path, bytes.NewReader(b))
+	req := httptest.NewRequest(method, adminURL+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

@@ -99,6 +99,7 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 		return nil, err
 	}
 	s.keys = keys
+	warnOpenKeyFiles(cfg, s.log)
 	gkeys, err := cfg.GossipKeys()
 	if err != nil {
 		return nil, err
@@ -329,17 +330,13 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 	var servers []*http.Server
 	errc := make(chan error, 2)
-	start := func(addr string, h http.Handler, what string) (string, error) {
+	start := func(addr string, srv *http.Server, what string, wrap func(net.Listener) net.Listener) (string, error) {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return "", fmt.Errorf("%s listener %q: %w", what, addr, err)
 		}
-		srv := &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    64 << 10,
-			ErrorLog:          nil,
+		if wrap != nil {
+			ln = wrap(ln)
 		}
 		servers = append(servers, srv)
 		go func() {
@@ -351,11 +348,42 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 	}
 	var err error
 	if len(s.cfg.Rooms) > 0 || s.fallback != nil || s.cfg.Listen != DefaultListen {
-		if s.publicAddr, err = start(s.cfg.Listen, s, "public"); err != nil {
+		// The public listener faces everyone: every stage of a request
+		// has a deadline and open connections are capped (see listen.go
+		// for why not ReadTimeout and WriteTimeout).
+		cfg := s.cfg
+		orDefault := func(d Duration, def time.Duration) time.Duration {
+			if d > 0 {
+				return time.Duration(d)
+			}
+			return def
+		}
+		maxConns := cfg.MaxConnections
+		if maxConns <= 0 {
+			maxConns = DefaultMaxConnections
+		}
+		public := &http.Server{
+			Handler:           clientDeadlines(s, orDefault(cfg.ClientTimeout, DefaultClientTimeout)),
+			ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+			IdleTimeout:       orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+			MaxHeaderBytes:    64 << 10,
+		}
+		limit := func(ln net.Listener) net.Listener { return newConnLimiter(ln, maxConns, s.log, s.metrics.reg) }
+		if s.publicAddr, err = start(cfg.Listen, public, "public", limit); err != nil {
 			return err
 		}
 	}
-	if s.adminAddr, err = start(s.cfg.Admin, s.AdminHandler(), "admin"); err != nil {
+	// The admin listener answers small documents only: whole-request
+	// deadlines fit it.
+	admin := &http.Server{
+		Handler:           s.AdminHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	if s.adminAddr, err = start(s.cfg.Admin, admin, "admin", nil); err != nil {
 		return err
 	}
 	s.log.Info().Str("node", s.cfg.Node).Str("public", s.publicAddr).Str("admin", s.adminAddr).Str("gossip", s.node.Addr()).Int("rooms", len(s.rooms())).Msg("waitroom node serving")

@@ -2,12 +2,8 @@ package edge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -70,41 +66,11 @@ type NodeShare struct {
 	AdmittedThisMinute uint64  `json:"admitted_this_minute"`
 }
 
-// FetchState asks a node's admin endpoint for its state. It returns the
-// decoded document and the raw JSON.
+// FetchState asks a node's admin endpoint for its state with an
+// [AdminClient]. It returns the decoded document and the raw JSON.
 func FetchState(ctx context.Context, adminURL, token string, timeout time.Duration) (*StateDoc, []byte, error) {
-	if !strings.Contains(adminURL, "://") {
-		adminURL = "http://" + adminURL
-	}
-	if token == "" {
-		token = os.Getenv("WAITROOM_ADMIN_TOKEN")
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(adminURL, "/")+"/state", nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("admin URL %q: %w", adminURL, err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("ask %s: %w", adminURL, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read state from %s: %w", adminURL, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("ask %s: %s: %s", adminURL, resp.Status, strings.TrimSpace(string(raw)))
-	}
-	var doc StateDoc
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, nil, fmt.Errorf("decode state from %s: %w", adminURL, err)
-	}
-	return &doc, raw, nil
+	c := &AdminClient{URL: adminURL, Token: token, Timeout: timeout}
+	return c.State(ctx)
 }
 
 // WriteStateTable prints a state document for a person.

@@ -211,7 +211,7 @@ func BenchmarkFlush(b *testing.B) {
 
 func startLoneB(b *testing.B) *Node {
 	b.Helper()
-	n, err := Start(Config{Name: "bench", Bind: "127.0.0.1:0", Profile: Local})
+	n, err := Start(Config{Name: "bench", Bind: "127.0.0.1:0", Profile: Local, Keys: [][]byte{loneKey}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,11 +22,17 @@ type cluster struct {
 	changed []chan struct{}
 }
 
+// testKey is the gossip key of the test rings: a ring never runs without
+// one unless a test asks for insecure gossip.
+var testKey = []byte("waitroom-test-gossip-key-32bytes")
+
 type clusterOpts struct {
 	profile gossip.Profile
-	keys    [][]byte
-	label   string
-	tune    func(*memberlist.Config)
+	keys    [][]byte // testKey when nil, unless insecure
+	// insecure runs the nodes without a key.
+	insecure bool
+	label    string
+	tune     func(*memberlist.Config)
 	// onChange, when set, is called besides the changed channel with the
 	// index of the node whose state a merge from a peer changed. It runs on
 	// memberlist's goroutines and must not block.
@@ -75,18 +81,23 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 			break
 		}
 	}
+	keys := o.keys
+	if keys == nil && !o.insecure {
+		keys = [][]byte{testKey}
+	}
 	lg := testLog(t)
 	if o.quiet {
 		lg = zerolog.Nop()
 	}
 	node, err := gossip.Start(gossip.Config{
-		Name:    name,
-		Bind:    "127.0.0.1:0",
-		Seeds:   seeds,
-		Keys:    o.keys,
-		Label:   o.label,
-		Profile: o.profile,
-		Log:     lg,
+		Name:     name,
+		Bind:     "127.0.0.1:0",
+		Seeds:    seeds,
+		Keys:     keys,
+		Insecure: o.insecure,
+		Label:    o.label,
+		Profile:  o.profile,
+		Log:      lg,
 		OnChange: func() {
 			if o.onChange != nil {
 				o.onChange(idx)
@@ -242,7 +253,7 @@ func TestCluster(t *testing.T) {
 				t.Fatalf("node %d did not converge", i)
 			}
 		}
-		intruder, err := gossip.Start(gossip.Config{Name: "intruder", Bind: "127.0.0.1:0", Profile: gossip.Local, Log: zerolog.New(io.Discard), Label: "waitroom-test"})
+		intruder, err := gossip.Start(gossip.Config{Name: "intruder", Bind: "127.0.0.1:0", Profile: gossip.Local, Log: zerolog.New(io.Discard), Label: "waitroom-test", Insecure: true})
 		if err != nil {
 			t.Fatal(err)
 		}

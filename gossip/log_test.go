@@ -24,7 +24,7 @@ func TestMemberlistLogLinesGoThroughZerolog(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			lg := log.New(logWriter{zerolog.New(&buf)}, "", 0)
+			lg := log.New(logWriter{log: zerolog.New(&buf)}, "", 0)
 			lg.Println(tc.line)
 			var got struct {
 				Level, Message, Component string
@@ -40,7 +40,7 @@ func TestMemberlistLogLinesGoThroughZerolog(t *testing.T) {
 
 	t.Run("debug lines are dropped when the logger is at info", func(t *testing.T) {
 		var buf bytes.Buffer
-		lg := log.New(logWriter{zerolog.New(&buf).Level(zerolog.InfoLevel)}, "", 0)
+		lg := log.New(logWriter{log: zerolog.New(&buf).Level(zerolog.InfoLevel)}, "", 0)
 		lg.Println("[DEBUG] memberlist: noise")
 		if buf.Len() != 0 {
 			t.Fatalf("logged %q", buf.String())

@@ -45,6 +45,9 @@ func startNode(t *testing.T, cfg gossip.Config) *gossip.Node {
 	if cfg.Profile == "" {
 		cfg.Profile = gossip.Local
 	}
+	if len(cfg.Keys) == 0 && !cfg.Insecure {
+		cfg.Keys = [][]byte{testKey}
+	}
 	n, err := gossip.Start(cfg)
 	if err != nil {
 		t.Fatalf("start %s: %v", cfg.Name, err)

@@ -96,6 +96,7 @@ type logLine struct {
 	Message string `json:"message"`
 	Error   string `json:"error"`
 	Peer    string `json:"peer"`
+	Reason  string `json:"reason"`
 }
 
 func newLogWatcher(t testing.TB, prefix string) *logWatcher {

@@ -41,6 +41,11 @@ type clusterOpts struct {
 	transport func(t testing.TB, name string) memberlist.Transport
 	// quiet discards the nodes' logs even under -v (measurements).
 	quiet bool
+	// logTo, when set, receives the nodes' JSON log lines (a logWatcher).
+	logTo io.Writer
+	// checkRegister and redact are Config.CheckRegister and Config.Redact.
+	checkRegister func(name string, value []byte) error
+	redact        func(name string, value []byte) []byte
 	// clock, when set, is the nodes' clock (memberlist keeps real time).
 	clock func() time.Time
 	// search is Config.SearchInterval.
@@ -89,6 +94,9 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 	if o.quiet {
 		lg = zerolog.Nop()
 	}
+	if o.logTo != nil {
+		lg = zerolog.New(o.logTo)
+	}
 	node, err := gossip.Start(gossip.Config{
 		Name:     name,
 		Bind:     "127.0.0.1:0",
@@ -110,6 +118,8 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 		Transport:      tr,
 		Tune:           o.tune,
 		Clock:          o.clock,
+		CheckRegister:  o.checkRegister,
+		Redact:         o.redact,
 		SearchInterval: o.search,
 	})
 	if err != nil {

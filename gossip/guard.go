@@ -164,7 +164,7 @@ func classifyMemberlist(line []byte) string {
 		return RefusedWrongLabel
 	case bytes.Contains(line, []byte("Decrypt packet failed")):
 		return RefusedUnauthenticated
-	case bytes.Contains(line, []byte("failed to receive")) && bytes.Contains(bytes.ToLower(line), []byte("encrypt")):
+	case bytes.Contains(line, []byte("failed to receive")) && bytes.Contains(bytes.ToLower(line), []byte("crypt")):
 		return RefusedUnauthenticated
 	}
 	return ""

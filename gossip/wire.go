@@ -577,3 +577,7 @@ func (r *reader) skipScalar() error {
 	_, err = r.dec.DecodeInterfaceLoose()
 	return err
 }
+
+// EncodeNodeInfo encodes a node announcement as nodes publish it (tests and
+// tools that speak for a node).
+func EncodeNodeInfo(ni crdt.NodeInfo) ([]byte, error) { return encodeNodeInfo(ni) }

@@ -119,6 +119,11 @@ type Config struct {
 	// LoadConfig resolves a relative path against the config file's directory.
 	GossipKeyFile string `yaml:"gossip_key_file" json:"gossip_key_file"`
 	GossipLabel   string `yaml:"gossip_label" json:"gossip_label"` // memberlist label: keeps clusters apart
+	// InsecureGossip runs gossip without a key: anyone who reaches the
+	// gossip address can rewrite rooms and counts. Without a key and
+	// without it, a node with seeds refuses to start, and a node without
+	// seeds runs alone on loopback (see gossipSecurityOf).
+	InsecureGossip bool `yaml:"insecure_gossip" json:"insecure_gossip,omitempty"`
 	// CookieKeyFile holds the visitor cookie keys (see [LoadCookieKeys]).
 	// LoadConfig resolves a relative path against the config file's directory.
 	CookieKeyFile string       `yaml:"cookie_key_file" json:"cookie_key_file"`

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/gossip"
 )
@@ -201,4 +203,36 @@ func writeGossipKey(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+func TestTheAdminAPIOverwritesARoomStampedInTheFarFuture(t *testing.T) {
+	r := newRing(t, 2, room("shop", 100, 50))
+	// Both nodes hold settings stamped at the largest stamp there is, as
+	// a ring attacked before peers' stamps were bounded would, restored
+	// from its snapshots: by last-writer-wins, nothing could follow them.
+	hostile := crdt.RegisterEntry{Name: "room/shop", Reg: crdt.LWW[[]byte]{
+		Value:   []byte(`{"name":"shop","total_active_users":1,"new_users_per_minute":1}`),
+		Stamp:   crdt.MaxHLC,
+		Replica: crdt.NewReplicaID("intruder", 1),
+	}}
+	for _, n := range r.nodes {
+		n.Node().Read(func(s *crdt.State) { s.ApplyRegister(hostile) })
+	}
+	resp := adminSend(t, r.admins[0], http.MethodPatch, "/rooms/shop", map[string]any{"total_active_users": 70, "new_users_per_minute": 30})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PATCH: %d %s", resp.StatusCode, body(t, resp))
+	}
+	within(t, 10*time.Second, "the operator's settings on every node", func() bool {
+		for _, n := range r.nodes {
+			reg, _ := n.Node().Register("room/shop")
+			var rc edge.RoomConfig
+			if json.Unmarshal(reg.Value, &rc) != nil || rc.TotalActiveUsers != 70 {
+				return false
+			}
+		}
+		return true
+	})
+	if rc := getRoom(t, r.admins[1], "shop"); rc == nil || rc.TotalActiveUsers != 70 {
+		t.Fatalf("b-node serves %+v, want the operator's settings", rc)
+	}
 }

@@ -127,6 +127,9 @@ func BenchmarkMergeFull(b *testing.B) {
 			for b.Loop() {
 				d.MergeRemoteState(msg, false)
 			}
+			if dropped := n.Stats().Dropped; dropped != nil {
+				b.Fatalf("refused: %v", dropped)
+			}
 		})
 	}
 }

@@ -37,9 +37,10 @@ func (d *delegate) NotifyMsg(b []byte) {
 		n.log.Debug().Err(err).Int("bytes", len(b)).Msg("dropped gossip message")
 		return
 	}
-	delta := n.screen(m.Delta)
+	now := n.clock().UnixMilli()
+	delta := n.screen(m.Delta, now)
 	n.mu.Lock()
-	changed := n.state.MergeAt(delta, n.clock().UnixMilli())
+	changed := n.state.MergeAt(delta, now)
 	for _, e := range changed.Entries {
 		n.dirty[cellID{e.Key, e.Replica}] = struct{}{}
 	}
@@ -112,9 +113,10 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	}
 	n.stats.pushPulls.Add(1)
 	n.heard()
-	delta := n.screen(m.Delta)
+	now := n.clock().UnixMilli()
+	delta := n.screen(m.Delta, now)
 	n.mu.Lock()
-	changed := n.state.MergeAt(delta, n.clock().UnixMilli())
+	changed := n.state.MergeAt(delta, now)
 	n.mu.Unlock()
 	n.noteNodeInfo(changed.Registers)
 	if !changed.Empty() {

@@ -69,11 +69,10 @@ func (n *Node) refuse(reason string, err error) {
 	n.log.Warn().Str("reason", reason).Err(err).Int("refused_without_a_line", since).Msg("refused gossip input from a peer")
 }
 
-// screen drops from a peer's delta everything the node refuses (see the
-// top of this file) and what could not change the state anyway (registers
-// no newer than those held), and returns the rest.
-func (n *Node) screen(d crdt.Delta) crdt.Delta {
-	nowMillis := n.clock().UnixMilli()
+// screen drops from a peer's delta everything the node refuses at
+// nowMillis (see the top of this file) and what could not change the state
+// anyway (registers no newer than those held), and returns the rest.
+func (n *Node) screen(d crdt.Delta, nowMillis int64) crdt.Delta {
 	entries := d.Entries[:0]
 	for _, e := range d.Entries {
 		if err := crdt.CheckEntry(e, nowMillis); err != nil {

@@ -826,7 +826,7 @@ type Stats struct {
 	EntriesMerged  uint64           `json:"entries_merged"`    // entries that changed the state
 	EntriesRelayed uint64           `json:"entries_relayed"`   // of those, queued again for peers
 	PushPulls      uint64           `json:"push_pulls"`        // remote states merged
-	Dropped        map[string]int64 `json:"dropped,omitempty"` // messages dropped, by reason
+	Dropped        map[string]int64 `json:"dropped,omitempty"` // messages, and items of them, dropped or refused, by reason
 	Queued         int              `json:"queued"`            // broadcasts waiting to go out
 	State          crdt.Stats       `json:"state"`
 }

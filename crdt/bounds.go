@@ -77,7 +77,7 @@ func CheckEntry(e Entry, nowMillis int64) error {
 // beyond nowMillis + MaxClockOffset, nil otherwise.
 func CheckStamp(h HLC, nowMillis int64) error {
 	if latest := LatestStamp(nowMillis); h.Wall > latest {
-		return &OutOfBounds{RefusedFutureStamp, fmt.Sprintf("stamp %d ms is %v past the latest allowed", h.Wall, time.Duration(h.Wall-latest)*time.Millisecond)}
+		return &OutOfBounds{RefusedFutureStamp, fmt.Sprintf("stamp %d ms is past the latest allowed (%d ms, %v ahead of this clock)", h.Wall, latest, MaxClockOffset)}
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ type Config struct {
 	Keys [][]byte
 	// Insecure runs the node without keys: anyone who reaches its gossip
 	// address can rewrite rooms and counts. The node says so in its log at
-	// start and every minute while it runs.
+	// start and every minute while it runs. Ignored when Keys are given.
 	Insecure  bool
 	Label     string  // cluster label, checked on every packet and stream
 	Profile   Profile // timings; LAN when empty
@@ -151,6 +151,9 @@ func Start(cfg Config) (*Node, error) {
 	}
 	if len(cfg.Keys) == 0 && !cfg.Insecure {
 		return nil, ErrNoKey
+	}
+	if len(cfg.Keys) > 0 {
+		cfg.Insecure = false // a key authenticates whatever else was asked
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now

@@ -186,10 +186,11 @@ func (s *State) Apply(e Entry) bool {
 }
 
 // SetRegister writes register name locally with a fresh HLC stamp taken from
-// the wall clock nowMillis, and returns the entry to ship.
+// the wall clock nowMillis, and returns the entry to ship. The write always
+// takes effect here, and its stamp is never beyond nowMillis +
+// MaxClockOffset, so peers take it too (see localStamp and MergeAt).
 func (s *State) SetRegister(name string, value []byte, r ReplicaID, nowMillis int64) RegisterEntry {
-	s.clock = s.clock.Next(nowMillis)
-	e := RegisterEntry{Name: name, Reg: LWW[[]byte]{Value: bytes.Clone(value), Stamp: s.clock, Replica: r}}
+	e := RegisterEntry{Name: name, Reg: LWW[[]byte]{Value: bytes.Clone(value), Stamp: s.localStamp(name, nowMillis), Replica: r}}
 	s.regs[name] = e.Reg
 	return e
 }

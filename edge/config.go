@@ -96,7 +96,9 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 //   - listen, admin: host:port; host empty, an IP address or a host name;
 //     port a number from 0 to 65535. Defaults ":8080" and "127.0.0.1:9090".
 //   - gossip: ip:port (memberlist binds to an IP address, not a name); the
-//     IP may be left out (":7946"). Default "0.0.0.0:7946".
+//     IP may be left out (":7946"). Default "0.0.0.0:7946"; a node without
+//     seeds and without a gossip key gossips on loopback only (a wildcard
+//     host becomes 127.0.0.1), since no other node could join it.
 //   - listen, admin and gossip must not overlap: the same non-zero port on
 //     the same host, or on a wildcard host ("", 0.0.0.0, ::).
 //   - advertise: empty, an IP address, or ip:port (memberlist advertises an
@@ -104,6 +106,9 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 //   - seeds: each a host name or IP address, with an optional :port.
 //   - gossip_profile: lan (default), local or wan.
 //   - gossip_label: at most 255 bytes (memberlist's limit).
+//   - gossip_key_file or $WAITROOM_GOSSIP_KEY: required on a node with seeds
+//     or a non-loopback gossip address unless insecure_gossip is true
+//     (checked when the node starts, as the key may come from elsewhere).
 //   - log_level: debug, info (default), warn or error.
 //   - origin: empty or an absolute http:// or https:// URL with a host and no
 //     fragment. Rooms without their own origin inherit it; every room must end
@@ -135,6 +140,11 @@ type Config struct {
 	// LoadConfig resolves a relative path against the config file's directory.
 	GossipKeyFile string `yaml:"gossip_key_file" json:"gossip_key_file"`
 	GossipLabel   string `yaml:"gossip_label" json:"gossip_label"` // memberlist label: keeps clusters apart
+	// InsecureGossip runs gossip without a key: anyone who reaches the
+	// gossip address can rewrite rooms and counts. Without a key and
+	// without it, a node with seeds refuses to start, and a node without
+	// seeds runs alone on loopback (see gossipSecurityOf).
+	InsecureGossip bool `yaml:"insecure_gossip" json:"insecure_gossip,omitempty"`
 	// CookieKeyFile holds the visitor cookie keys (see [LoadCookieKeys]).
 	// LoadConfig resolves a relative path against the config file's directory.
 	CookieKeyFile string       `yaml:"cookie_key_file" json:"cookie_key_file"`

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -77,6 +78,13 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log zerolog.Logg
 	var serving sync.WaitGroup
 	defer serving.Wait()
 	defer stopNodes()
+	// The demo's nodes share a gossip key made up for this process: its
+	// ring is authenticated like any other, and nothing outside it can
+	// join.
+	gossipKey := make([]byte, 32)
+	if _, err := crand.Read(gossipKey); err != nil {
+		return fmt.Errorf("demo gossip key: %w", err)
+	}
 	for i := 0; i < o.Nodes; i++ {
 		listen := "127.0.0.1:0"
 		if i == 0 {
@@ -106,7 +114,7 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log zerolog.Logg
 		if err := cfg.Validate(); err != nil {
 			return fmt.Errorf("demo config: %w", err)
 		}
-		s, err := New(cfg, RunOptions{Log: log})
+		s, err := New(cfg, RunOptions{Log: log, GossipKeys: [][]byte{gossipKey}})
 		if err != nil {
 			return err
 		}

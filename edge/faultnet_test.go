@@ -197,6 +197,7 @@ func (n *faultNode) start() {
 		// still, and a restart at the same fake instant would otherwise
 		// take the same replica id (production passes time.Now).
 		Incarnation: uint64(time.Now().UnixNano()),
+		GossipKeys:  testGossipKeys,
 		GossipTune: func(g *gossip.Config) {
 			g.Transport = tr
 			g.Tune = func(mc *memberlist.Config) {

@@ -816,6 +816,7 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 			s = setup{oldFile, label}
 		}
 		cfg.GossipKeyFile, cfg.GossipLabel = s.keys, s.label
+		cfg.InsecureGossip = s.keys == ""
 	}
 	for _, name := range []string{"pop-a", "pop-b", "pop-c"} {
 		c.add(name, 0)

@@ -100,6 +100,11 @@ func nodeConfig(name, keyPath, origin string, rooms ...edge.RoomConfig) *edge.Co
 	}
 }
 
+// testGossipKeys is the gossip key of the test rings, given to every node
+// the harnesses start (a key file in the config wins over it): a ring never
+// runs unauthenticated unless a test asks for insecure gossip.
+var testGossipKeys = [][]byte{[]byte("waitroom-edge-test-gossip-key-32")}
+
 // startServer validates cfg and builds a node on clock; the node is closed
 // when the test ends.
 func startServer(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
@@ -108,7 +113,7 @@ func startServer(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server
 	if err := cfg.Validate(); err != nil {
 		tb.Fatalf("config: %v", err)
 	}
-	opts := edge.RunOptions{Log: zerolog.Nop()}
+	opts := edge.RunOptions{Log: zerolog.Nop(), GossipKeys: testGossipKeys}
 	if clock != nil {
 		opts.Clock = clock.Now
 	}

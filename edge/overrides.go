@@ -16,6 +16,7 @@ type Overrides struct {
 	SessionDuration                        int
 	QueueingMethod                         string
 	LogLevel, LogFormat                    string
+	InsecureGossip                         bool
 
 	// Set reports whether the flag of that name was given.
 	Set func(flag string) bool
@@ -45,6 +46,9 @@ func (o *Overrides) Apply(c *Config) error {
 	str("unrouted", &c.Unrouted, o.Unrouted)
 	if set("seed") {
 		c.Seeds = o.Seeds
+	}
+	if set("insecure-gossip") {
+		c.InsecureGossip = o.InsecureGossip
 	}
 	roomFlags := set("total-active-users") || set("new-users-per-minute") || set("session-duration") || set("queueing-method") || set("host") || set("path")
 	switch {

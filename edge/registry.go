@@ -64,8 +64,9 @@ func (s *Server) syncRoomsLocked(now time.Time) {
 		rm, err := s.buildRoom(roomName, reg.Value)
 		if err != nil {
 			// A bad change must not take a room down: keep what was in
-			// force. Admin writes are validated first, so this only
-			// happens with a peer running other code.
+			// force. Admin writes are validated first and peers' writes
+			// before they merge (checkRoomRegister), so this only happens
+			// with settings this node cannot build.
 			s.log.Error().Err(err).Str("room", roomName).Msg("room settings from the cluster refused; keeping the previous ones")
 			if prev != nil {
 				t.rooms[roomName] = prev
@@ -128,6 +129,24 @@ func sameRegisters(a, b map[string]crdt.LWW[[]byte]) bool {
 
 // buildRoom decodes and validates a room register and builds the room.
 func (s *Server) buildRoom(name string, raw []byte) (*room, error) {
+	rc, err := s.decodeRoom(name, raw)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := newRoom(s, rc)
+	if err != nil {
+		return nil, err
+	}
+	rm.raw = raw
+	return rm, nil
+}
+
+// decodeRoom decodes a room register and validates it as the admin API and
+// the config file validate rooms. A room without an origin takes the
+// node's; one without a turnstile_secret takes the secret of the room of
+// the same name in the node's own config (registers gossiped without a key
+// leave the secret out).
+func (s *Server) decodeRoom(name string, raw []byte) (*RoomConfig, error) {
 	var rc RoomConfig
 	if err := json.Unmarshal(raw, &rc); err != nil {
 		return nil, fmt.Errorf("decode room %q: %w", name, err)
@@ -139,13 +158,15 @@ func (s *Server) buildRoom(name string, raw []byte) (*room, error) {
 	if rc.Origin == "" {
 		rc.Origin = s.cfg.Origin
 	}
+	if rc.TurnstileSecret == "" {
+		for i := range s.cfg.Rooms {
+			if s.cfg.Rooms[i].Name == name {
+				rc.TurnstileSecret = s.cfg.Rooms[i].TurnstileSecret
+			}
+		}
+	}
 	if err := rc.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("room %q: %w", name, err)
 	}
-	rm, err := newRoom(s, &rc)
-	if err != nil {
-		return nil, err
-	}
-	rm.raw = raw
-	return rm, nil
+	return &rc, nil
 }

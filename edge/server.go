@@ -31,6 +31,10 @@ type RunOptions struct {
 	Incarnation uint64
 	// GossipTune adjusts gossip (tests, the demo).
 	GossipTune func(*gossip.Config)
+	// GossipKeys are gossip keys held in memory, for a process that starts
+	// a ring itself (the demo, tests); used when the config names none and
+	// does not ask for insecure gossip.
+	GossipKeys [][]byte
 }
 
 // Server is one waitroom node: its rooms, its gossip node, its keys and its
@@ -100,7 +104,7 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 	}
 	s.keys = keys
 	warnOpenKeyFiles(cfg, s.log)
-	gkeys, err := cfg.GossipKeys()
+	gsec, err := gossipSecurityOf(cfg, opts, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -133,15 +137,22 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 	gcfg := gossip.Config{
 		Name:        cfg.Node,
 		Incarnation: opts.Incarnation,
-		Bind:        cfg.Gossip,
+		Bind:        gsec.bind,
 		Advertise:   cfg.Advertise,
 		Seeds:       cfg.Seeds,
-		Keys:        gkeys,
+		Keys:        gsec.keys,
+		Insecure:    gsec.insecure,
 		Label:       cfg.GossipLabel,
 		Profile:     gossip.Profile(cfg.GossipProfile),
 		Clock:       s.clock,
 		Log:         s.log,
 		OnChange:    s.kickAllocations,
+	}
+	// Room settings from peers are validated like the admin API's before
+	// they merge; without a key, secrets stay out of gossip.
+	gcfg.CheckRegister = s.checkRoomRegister
+	if gsec.insecure {
+		gcfg.Redact = stripRoomSecret
 	}
 	if opts.GossipTune != nil {
 		opts.GossipTune(&gcfg)

@@ -69,7 +69,7 @@ func TestSoak(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop()})
+		srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop(), GossipKeys: testGossipKeys})
 		if err != nil {
 			t.Fatal(err)
 		}

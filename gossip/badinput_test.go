@@ -35,12 +35,21 @@ func (p *prober) LocalState(bool) []byte {
 	return nil
 }
 
-func newProber(t *testing.T) *prober {
+// newProber starts a prober encrypting with key, or sending plaintext when
+// key is nil.
+func newProber(t *testing.T, key []byte) *prober {
 	t.Helper()
 	p := &prober{}
 	mc := memberlist.DefaultLocalConfig()
 	mc.Name = "prober"
 	mc.BindAddr, mc.BindPort = "127.0.0.1", 0
+	if key != nil {
+		kr, err := memberlist.NewKeyring(nil, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc.Keyring = kr
+	}
 	mc.PushPullInterval = 0 // push-pull only when the test joins
 	mc.Delegate = p
 	mc.Logger = log.New(io.Discard, "", 0)
@@ -87,6 +96,7 @@ type logLine struct {
 	Message string `json:"message"`
 	Error   string `json:"error"`
 	Peer    string `json:"peer"`
+	Reason  string `json:"reason"`
 }
 
 func newLogWatcher(t testing.TB, prefix string) *logWatcher {
@@ -133,7 +143,7 @@ func TestBadInputThroughALiveNode(t *testing.T) {
 	w := newLogWatcher(t, "dropped")
 	changed := make(chan struct{}, 1)
 	node, err := gossip.Start(gossip.Config{
-		Name: "target", Bind: "127.0.0.1:0", Profile: gossip.Local,
+		Name: "target", Bind: "127.0.0.1:0", Profile: gossip.Local, Keys: [][]byte{testKey},
 		Log: zerolog.New(w),
 		OnChange: func() {
 			select {
@@ -152,7 +162,7 @@ func TestBadInputThroughALiveNode(t *testing.T) {
 	shop := minuteKey("shop", crdt.Admitted, m)
 	node.Add(gossip.Inc{Key: shop, N: 5})
 
-	p := newProber(t)
+	p := newProber(t, testKey)
 	if _, err := p.ml.Join([]string{node.Addr()}); err != nil {
 		t.Fatal(err)
 	}

@@ -127,6 +127,9 @@ func BenchmarkMergeFull(b *testing.B) {
 			for b.Loop() {
 				d.MergeRemoteState(msg, false)
 			}
+			if dropped := n.Stats().Dropped; dropped != nil {
+				b.Fatalf("refused: %v", dropped)
+			}
 		})
 	}
 }
@@ -211,7 +214,7 @@ func BenchmarkFlush(b *testing.B) {
 
 func startLoneB(b *testing.B) *Node {
 	b.Helper()
-	n, err := Start(Config{Name: "bench", Bind: "127.0.0.1:0", Profile: Local})
+	n, err := Start(Config{Name: "bench", Bind: "127.0.0.1:0", Profile: Local, Keys: [][]byte{loneKey}})
 	if err != nil {
 		b.Fatal(err)
 	}

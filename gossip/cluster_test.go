@@ -22,11 +22,17 @@ type cluster struct {
 	changed []chan struct{}
 }
 
+// testKey is the gossip key of the test rings: a ring never runs without
+// one unless a test asks for insecure gossip.
+var testKey = []byte("waitroom-test-gossip-key-32bytes")
+
 type clusterOpts struct {
 	profile gossip.Profile
-	keys    [][]byte
-	label   string
-	tune    func(*memberlist.Config)
+	keys    [][]byte // testKey when nil, unless insecure
+	// insecure runs the nodes without a key.
+	insecure bool
+	label    string
+	tune     func(*memberlist.Config)
 	// onChange, when set, is called besides the changed channel with the
 	// index of the node whose state a merge from a peer changed. It runs on
 	// memberlist's goroutines and must not block.
@@ -35,6 +41,11 @@ type clusterOpts struct {
 	transport func(t testing.TB, name string) memberlist.Transport
 	// quiet discards the nodes' logs even under -v (measurements).
 	quiet bool
+	// logTo, when set, receives the nodes' JSON log lines (a logWatcher).
+	logTo io.Writer
+	// checkRegister and redact are Config.CheckRegister and Config.Redact.
+	checkRegister func(name string, value []byte) error
+	redact        func(name string, value []byte) []byte
 	// clock, when set, is the nodes' clock (memberlist keeps real time).
 	clock func() time.Time
 	// search is Config.SearchInterval.
@@ -75,18 +86,26 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 			break
 		}
 	}
+	keys := o.keys
+	if keys == nil && !o.insecure {
+		keys = [][]byte{testKey}
+	}
 	lg := testLog(t)
 	if o.quiet {
 		lg = zerolog.Nop()
 	}
+	if o.logTo != nil {
+		lg = zerolog.New(o.logTo)
+	}
 	node, err := gossip.Start(gossip.Config{
-		Name:    name,
-		Bind:    "127.0.0.1:0",
-		Seeds:   seeds,
-		Keys:    o.keys,
-		Label:   o.label,
-		Profile: o.profile,
-		Log:     lg,
+		Name:     name,
+		Bind:     "127.0.0.1:0",
+		Seeds:    seeds,
+		Keys:     keys,
+		Insecure: o.insecure,
+		Label:    o.label,
+		Profile:  o.profile,
+		Log:      lg,
 		OnChange: func() {
 			if o.onChange != nil {
 				o.onChange(idx)
@@ -99,6 +118,8 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 		Transport:      tr,
 		Tune:           o.tune,
 		Clock:          o.clock,
+		CheckRegister:  o.checkRegister,
+		Redact:         o.redact,
 		SearchInterval: o.search,
 	})
 	if err != nil {
@@ -242,7 +263,7 @@ func TestCluster(t *testing.T) {
 				t.Fatalf("node %d did not converge", i)
 			}
 		}
-		intruder, err := gossip.Start(gossip.Config{Name: "intruder", Bind: "127.0.0.1:0", Profile: gossip.Local, Log: zerolog.New(io.Discard), Label: "waitroom-test"})
+		intruder, err := gossip.Start(gossip.Config{Name: "intruder", Bind: "127.0.0.1:0", Profile: gossip.Local, Log: zerolog.New(io.Discard), Label: "waitroom-test", Insecure: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,8 +37,10 @@ func (d *delegate) NotifyMsg(b []byte) {
 		n.log.Debug().Err(err).Int("bytes", len(b)).Msg("dropped gossip message")
 		return
 	}
+	now := n.clock().UnixMilli()
+	delta := n.screen(m.Delta, now)
 	n.mu.Lock()
-	changed := n.state.Merge(m.Delta)
+	changed := n.state.MergeAt(delta, now)
 	for _, e := range changed.Entries {
 		n.dirty[cellID{e.Key, e.Replica}] = struct{}{}
 	}
@@ -78,6 +80,9 @@ func (d *delegate) LocalState(join bool) []byte {
 	full := n.state.Full()
 	horizon := n.state.Horizon()
 	n.mu.Unlock()
+	for i, r := range full.Registers {
+		full.Registers[i] = n.outgoing(r)
+	}
 	b, err := EncodeFull(full, horizon)
 	if err != nil {
 		n.log.Error().Err(err).Msg("encode full state")
@@ -108,8 +113,10 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	}
 	n.stats.pushPulls.Add(1)
 	n.heard()
+	now := n.clock().UnixMilli()
+	delta := n.screen(m.Delta, now)
 	n.mu.Lock()
-	changed := n.state.Merge(m.Delta)
+	changed := n.state.MergeAt(delta, now)
 	n.mu.Unlock()
 	n.noteNodeInfo(changed.Registers)
 	if !changed.Empty() {
@@ -119,13 +126,6 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 }
 
 func encodeNodeInfo(ni crdt.NodeInfo) ([]byte, error) { return msgpack.Marshal(ni) }
-
-// DecodeNodeInfo decodes a NodeInfo register value.
-func DecodeNodeInfo(b []byte) (crdt.NodeInfo, error) {
-	var ni crdt.NodeInfo
-	err := msgpack.Unmarshal(b, &ni)
-	return ni, err
-}
 
 // events logs membership changes: one line per event an operator cares about.
 // It also keeps the node's copy of the member list (see Node.peers): memberlist

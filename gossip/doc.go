@@ -37,10 +37,12 @@
 //
 // # Encryption
 //
-// With Config.Keys set, every packet and stream is encrypted and
-// authenticated with memberlist's keyring (AES-GCM; the first key encrypts,
-// all keys decrypt, so keys rotate in three steps: add, make primary,
-// remove), and unencrypted traffic is refused. Config.Label is checked on
+// Every packet and stream is encrypted and authenticated with memberlist's
+// keyring (AES-GCM; the first key encrypts, all keys decrypt, so keys rotate
+// in three steps: add, make primary, remove), and unencrypted traffic is
+// refused. A node refuses to start without Config.Keys unless Config.Insecure
+// says otherwise, and then warns every minute. Traffic no key opens is
+// refused by memberlist and counted here, by reason, logged once a minute. Config.Label is checked on
 // every packet and stream, so two clusters on one network never merge.
 //
 // # What a peer may send
@@ -54,7 +56,12 @@
 // is allocated, integers out of range make a message malformed, and an entry
 // needs a room name, a kind, a replica and a positive value. A peer can send
 // counts for its own and other replicas' entries (relays do), but merging
-// takes the maximum, so a replayed or stale value changes nothing. Register
+// takes the maximum, so a replayed or stale value changes nothing. Even a
+// key holder is believed only within what could be true (guard.go): cells
+// and stamps dated beyond the allowed clock offset, impossible counts, node
+// announcements that do not match their writer and registers the owner's
+// check refuses are dropped before they merge, counted by reason and logged
+// once a minute per reason. Register
 // values are opaque here; the package that writes a register decodes it.
 //
 // FaultNet is a memberlist transport for tests that loses, delays,

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"bytes"
 	"io"
 	"sync"
 	"testing"
@@ -11,9 +12,12 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 )
 
+// loneKey is the gossip key of the package's single-node tests.
+var loneKey = bytes.Repeat([]byte{9}, 32)
+
 func startLone(t *testing.T) *Node {
 	t.Helper()
-	n, err := Start(Config{Name: "lone", Bind: "127.0.0.1:0", Profile: Local, Log: zerolog.New(io.Discard)})
+	n, err := Start(Config{Name: "lone", Bind: "127.0.0.1:0", Profile: Local, Keys: [][]byte{loneKey}, Log: zerolog.New(io.Discard)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,3 +91,36 @@ func FuzzDecode(f *testing.F) {
 		st.Merge(m.Delta)
 	})
 }
+
+// FuzzDecodeNodeInfo feeds arbitrary bytes to DecodeNodeInfo, the decoder of
+// the node announcements (and leaves) peers publish. It must never panic nor
+// allocate without bound; what it accepts has a name and re-encodes to an
+// announcement that decodes the same.
+//
+//	go test -run '^$' -fuzz '^FuzzDecodeNodeInfo$' -fuzztime 30s ./gossip/
+func FuzzDecodeNodeInfo(f *testing.F) {
+	f.Add(must(encodeNodeInfo(crdt.NodeInfo{Name: "pop-1", Incarnation: 1_700_000_000_000_000_000, Addr: "127.0.0.1:7946"})))
+	f.Add(must(encodeNodeInfo(crdt.NodeInfo{Name: "pop-2", Incarnation: 2, Left: true})))
+	f.Add([]byte{0x81, 0xa1, 'n', 0xdb, 0xff, 0xff, 0xff, 0xff})     // a name claiming four gigabytes
+	f.Add([]byte{0x82, 0xa1, 'n', 0xa1, 'x', 0xa1, 'z', 0x91, 0x01}) // an unknown key holding an array
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ni, err := DecodeNodeInfo(b)
+		if err != nil {
+			if ni != (crdt.NodeInfo{}) {
+				t.Fatalf("refused (%v) but returned %+v", err, ni)
+			}
+			return
+		}
+		if ni.Name == "" || len(ni.Name) > maxRoomName {
+			t.Fatalf("accepted a name of %d bytes", len(ni.Name))
+		}
+		again, err := encodeNodeInfo(ni)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		ni2, err := DecodeNodeInfo(again)
+		if err != nil || ni2 != ni {
+			t.Fatalf("re-encoded announcement decodes to %+v (%v), want %+v", ni2, err, ni)
+		}
+	})
+}

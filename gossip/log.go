@@ -2,13 +2,20 @@ package gossip
 
 import (
 	"bytes"
+	"errors"
 
 	"github.com/rs/zerolog"
 )
 
 // logWriter turns memberlist's "[LEVEL] memberlist: text" lines into
-// zerolog events at the matching level.
-type logWriter struct{ log zerolog.Logger }
+// zerolog events at the matching level. A line that reports refused traffic
+// (no key opens it, another label) goes to refuse instead, when set, which
+// counts every such line and logs a few: a stranger's flood must not flood
+// the log.
+type logWriter struct {
+	log    zerolog.Logger
+	refuse func(reason string, err error)
+}
 
 func (w logWriter) Write(p []byte) (int, error) {
 	line := bytes.TrimSpace(p)
@@ -27,6 +34,12 @@ func (w logWriter) Write(p []byte) (int, error) {
 		}
 	}
 	line = bytes.TrimPrefix(line, []byte("memberlist: "))
+	if w.refuse != nil {
+		if reason := classifyMemberlist(line); reason != "" {
+			w.refuse(reason, errors.New(string(line)))
+			return len(p), nil
+		}
+	}
 	w.log.WithLevel(level).Str("component", "memberlist").Msg(string(line))
 	return len(p), nil
 }

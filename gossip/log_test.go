@@ -24,7 +24,7 @@ func TestMemberlistLogLinesGoThroughZerolog(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			lg := log.New(logWriter{zerolog.New(&buf)}, "", 0)
+			lg := log.New(logWriter{log: zerolog.New(&buf)}, "", 0)
 			lg.Println(tc.line)
 			var got struct {
 				Level, Message, Component string
@@ -38,9 +38,34 @@ func TestMemberlistLogLinesGoThroughZerolog(t *testing.T) {
 		})
 	}
 
+	for _, tc := range []struct {
+		name, line, reason string
+	}{
+		{"a packet no key opens is a refusal", "[ERR] memberlist: Decrypt packet failed: no installed keys could decrypt the message from=127.0.0.1:5000", RefusedUnauthenticated},
+		{"a plaintext packet to a keyed node is a refusal", "[ERR] memberlist: Decrypt packet failed: unsupported encryption version 8 from=127.0.0.1:5000", RefusedUnauthenticated},
+		{"a plaintext stream to a keyed node is a refusal", "[ERR] memberlist: failed to receive: Encryption is configured but remote state is not encrypted from=127.0.0.1:5000", RefusedUnauthenticated},
+		{"a stream no key opens is a refusal", "[ERR] memberlist: failed to receive: No installed keys could decrypt the message from=127.0.0.1:5000", RefusedUnauthenticated},
+		{"a packet of another cluster is a refusal", `[ERR] memberlist: discarding packet with unacceptable label "staging": from=127.0.0.1:5000`, RefusedWrongLabel},
+		{"a stream of another cluster is a refusal", `[ERR] memberlist: discarding stream with unacceptable label "staging": from=127.0.0.1:5000`, RefusedWrongLabel},
+		{"a failed push-pull for another reason is logged as it is", "[ERR] memberlist: failed to receive: EOF from=127.0.0.1:5000", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			var got []string
+			lg := log.New(logWriter{log: zerolog.New(&buf), refuse: func(reason string, err error) { got = append(got, reason) }}, "", 0)
+			lg.Println(tc.line)
+			switch {
+			case tc.reason == "" && (len(got) != 0 || buf.Len() == 0):
+				t.Fatalf("refusals %v, log %q; want the line logged", got, buf.String())
+			case tc.reason != "" && (len(got) != 1 || got[0] != tc.reason || buf.Len() != 0):
+				t.Fatalf("refusals %v, log %q; want one %s and no line of its own", got, buf.String(), tc.reason)
+			}
+		})
+	}
+
 	t.Run("debug lines are dropped when the logger is at info", func(t *testing.T) {
 		var buf bytes.Buffer
-		lg := log.New(logWriter{zerolog.New(&buf).Level(zerolog.InfoLevel)}, "", 0)
+		lg := log.New(logWriter{log: zerolog.New(&buf).Level(zerolog.InfoLevel)}, "", 0)
 		lg.Println("[DEBUG] memberlist: noise")
 		if buf.Len() != 0 {
 			t.Fatalf("logged %q", buf.String())

@@ -41,12 +41,20 @@ type Config struct {
 	Bind        string   // gossip address host:port; port 0 picks a free one
 	Advertise   string   // address peers should use, if not the bound one
 	Seeds       []string // addresses to join
-	Keys        [][]byte // gossip encryption keys (16, 24 or 32 bytes); the first encrypts
-	Label       string   // cluster label, checked on every packet and stream
-	Profile     Profile  // timings; LAN when empty
-	Retention   int      // minutes of counters kept; DefaultRetention when 0
-	Clock       func() time.Time
-	Log         zerolog.Logger
+	// Keys are the gossip encryption keys (16, 24 or 32 bytes), the first
+	// encrypting. They also authenticate: a packet or stream that no key
+	// opens is refused, so only holders of a key are part of the ring. A
+	// node refuses to start without one unless Insecure is set.
+	Keys [][]byte
+	// Insecure runs the node without keys: anyone who reaches its gossip
+	// address can rewrite rooms and counts. The node says so in its log at
+	// start and every minute while it runs. Ignored when Keys are given.
+	Insecure  bool
+	Label     string  // cluster label, checked on every packet and stream
+	Profile   Profile // timings; LAN when empty
+	Retention int     // minutes of counters kept; DefaultRetention when 0
+	Clock     func() time.Time
+	Log       zerolog.Logger
 	// SearchInterval is how often a node whose ring looks whole looks for
 	// members it lost and seeds outside the ring (0: 30 s), so that sides
 	// of a partition that forgot each other still merge when it heals.
@@ -55,6 +63,16 @@ type Config struct {
 	// OnChange is called after a merge from a peer changed the state. It
 	// must not block (coalesce on a channel of size one).
 	OnChange func()
+	// CheckRegister, when set, vets every register a peer sends before it
+	// is merged (room settings, say): a register it returns an error for is
+	// refused, counted and logged, and the node keeps what it had. It runs
+	// on memberlist's goroutines and must not block.
+	CheckRegister func(name string, value []byte) error
+	// Redact, when set, rewrites a register's value before it leaves the
+	// node (to keep secrets out of unencrypted gossip); the node's own
+	// state keeps the value as written. It must be deterministic.
+	Redact func(name string, value []byte) []byte
+
 	// Transport replaces memberlist's UDP/TCP transport, for fault
 	// injection in tests.
 	Transport memberlist.Transport
@@ -89,8 +107,9 @@ type Node struct {
 	// not queue it after another queued a newer one under the same name.
 	flushMu sync.Mutex
 
-	// addr is the advertised gossip address, fixed at start.
-	addr string
+	// addr is the advertised gossip address, fixed at start; bound is the
+	// address it listens on (host as configured, port as bound).
+	addr, bound string
 	// peers holds copies of the members memberlist reported through its
 	// events (which it calls under its node lock). The *memberlist.Node
 	// values Members() returns are rewritten in place by alive messages, so
@@ -110,9 +129,10 @@ type Node struct {
 	// gossipInterval is memberlist's, for the wait on a clean leave.
 	gossipInterval time.Duration
 
-	stats   stats
-	mlReady atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
-	heardAt atomic.Int64                          // unix nanoseconds of the last gossip from a peer
+	stats    stats
+	refusals refusalLog
+	mlReady  atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
+	heardAt  atomic.Int64                          // unix nanoseconds of the last gossip from a peer
 	// peakMembers is the largest ring this node has seen, and when.
 	peakMembers, peakAt atomic.Int64
 	hadPeers            atomic.Bool
@@ -128,6 +148,12 @@ type Node struct {
 func Start(cfg Config) (*Node, error) {
 	if cfg.Name == "" {
 		return nil, errors.New("gossip: node name is empty")
+	}
+	if len(cfg.Keys) == 0 && !cfg.Insecure {
+		return nil, ErrNoKey
+	}
+	if len(cfg.Keys) > 0 {
+		cfg.Insecure = false // a key authenticates whatever else was asked
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -182,8 +208,37 @@ func Start(cfg Config) (*Node, error) {
 	n.wg.Add(2)
 	go n.joinLoop()
 	go n.pruneLoop()
-	n.log.Info().Str("addr", n.Addr()).Str("replica", n.replica.String()).Msg("gossip node started")
+	n.log.Info().Str("addr", n.Addr()).Str("replica", n.replica.String()).Bool("authenticated", !cfg.Insecure).Msg("gossip node started")
+	if cfg.Insecure {
+		n.bound = net.JoinHostPort(mc.BindAddr, strconv.Itoa(mc.BindPort))
+		n.wg.Add(1)
+		go n.insecureLoop()
+	}
 	return n, nil
+}
+
+// ErrNoKey is Start's error for a node given no gossip key without
+// Insecure: a ring never runs unauthenticated unless its operator says so.
+var ErrNoKey = errors.New("gossip: no gossip encryption key: every node of the ring needs the same key; run without one only when insecure gossip is asked for")
+
+// InsecureInterval is how often a node without gossip keys repeats its
+// warning.
+const InsecureInterval = time.Minute
+
+// insecureLoop warns that gossip is unauthenticated, at once and every
+// InsecureInterval while the node runs.
+func (n *Node) insecureLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(InsecureInterval)
+	defer t.Stop()
+	for {
+		n.log.Warn().Str("gossip", n.bound).Msgf("gossip is unauthenticated: anyone who reaches %s can rewrite rooms and counts", n.bound)
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (n *Node) memberlistConfig() (*memberlist.Config, error) {
@@ -231,7 +286,7 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	}
 	mc.Delegate = (*delegate)(n)
 	mc.Events = (*events)(n)
-	mc.Logger = log.New(logWriter{n.log}, "", 0)
+	mc.Logger = log.New(logWriter{log: n.log, refuse: n.refuse}, "", 0)
 	mc.Label = n.cfg.Label
 	if len(n.cfg.Keys) > 0 {
 		kr, err := memberlist.NewKeyring(n.cfg.Keys, n.cfg.Keys[0])
@@ -600,11 +655,24 @@ func (n *Node) pruneLoop() {
 	defer t.Stop()
 	for {
 		n.Prune()
+		n.dropFuture()
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// dropFuture drops counter cells dated beyond what a peer may write (see
+// crdt.CheckEntry), kept from before such cells were refused or restored
+// from a snapshot: they would count until their far-future minute.
+func (n *Node) dropFuture() {
+	n.mu.Lock()
+	dropped := n.state.DropFuture(n.clock().UnixMilli())
+	n.mu.Unlock()
+	if dropped > 0 {
+		n.log.Warn().Int("cells", dropped).Msg("dropped counter cells dated in the future beyond the allowed clock offset")
 	}
 }
 
@@ -689,6 +757,7 @@ func (n *Node) flush() {
 		n.queue.QueueBroadcast(&broadcast{name: entryName(e), msg: msg})
 	}
 	for _, r := range regs {
+		r = n.outgoing(r)
 		msg, err := EncodeRegisters([]crdt.RegisterEntry{r})
 		if err != nil {
 			n.log.Error().Err(err).Str("register", r.Name).Msg("encode register")
@@ -760,7 +829,7 @@ type Stats struct {
 	EntriesMerged  uint64           `json:"entries_merged"`    // entries that changed the state
 	EntriesRelayed uint64           `json:"entries_relayed"`   // of those, queued again for peers
 	PushPulls      uint64           `json:"push_pulls"`        // remote states merged
-	Dropped        map[string]int64 `json:"dropped,omitempty"` // messages dropped, by reason
+	Dropped        map[string]int64 `json:"dropped,omitempty"` // messages, and items of them, dropped or refused, by reason
 	Queued         int              `json:"queued"`            // broadcasts waiting to go out
 	State          crdt.Stats       `json:"state"`
 }

@@ -45,6 +45,9 @@ func startNode(t *testing.T, cfg gossip.Config) *gossip.Node {
 	if cfg.Profile == "" {
 		cfg.Profile = gossip.Local
 	}
+	if len(cfg.Keys) == 0 && !cfg.Insecure {
+		cfg.Keys = [][]byte{testKey}
+	}
 	n, err := gossip.Start(cfg)
 	if err != nil {
 		t.Fatalf("start %s: %v", cfg.Name, err)
@@ -201,7 +204,12 @@ func TestEncryptionConfig(t *testing.T) {
 }
 
 func TestLargeRegisters(t *testing.T) {
-	c := newCluster(t, 3, clusterOpts{tune: func(mc *memberlist.Config) { mc.PushPullInterval = 200 * time.Millisecond }})
+	c := newCluster(t, 3, clusterOpts{tune: func(mc *memberlist.Config) {
+		mc.PushPullInterval = 200 * time.Millisecond
+		// A megabyte sealed, sent and opened within the local profile's
+		// one second is tight on a loaded machine under -race.
+		mc.TCPTimeout = 10 * time.Second
+	}})
 	c.waitMembers(3, 10*time.Second)
 	for _, tc := range []struct {
 		name string

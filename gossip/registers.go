@@ -7,11 +7,17 @@ import "github.com/waitroom/waitroom/crdt"
 // config file seeds room settings: stamped with the file's modification time,
 // a file edited after a runtime change wins over it, and a runtime change
 // made after the file was written wins over the file.
+//
+// A file cannot have been written in the future: a modification time ahead
+// of the node's clock is taken as now. A register held with a stamp beyond
+// the allowed clock offset does not hold the file's settings back (see
+// crdt.State.ApplyRegisterAt).
 func (n *Node) SeedRegister(name string, value []byte, wallMillis int64) bool {
-	e := crdt.RegisterEntry{Name: name, Reg: crdt.LWW[[]byte]{Value: value, Stamp: crdt.HLC{Wall: wallMillis}, Replica: n.replica}}
+	now := n.clock().UnixMilli()
+	e := crdt.RegisterEntry{Name: name, Reg: crdt.LWW[[]byte]{Value: value, Stamp: crdt.HLC{Wall: min(wallMillis, now)}, Replica: n.replica}}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.state.ApplyRegister(e) {
+	if !n.state.ApplyRegisterAt(e, now) {
 		return false
 	}
 	n.dirtyRegs[name] = struct{}{}

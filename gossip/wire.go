@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/waitroom/waitroom/crdt"
 )
@@ -494,3 +495,94 @@ func dropReason(err error) string {
 		return "malformed"
 	}
 }
+
+// maxNodeInfo bounds a NodeInfo register value: a name, an incarnation, an
+// address and a flag take well under a hundred bytes.
+const maxNodeInfo = 1024
+
+// DecodeNodeInfo decodes a NodeInfo register value (a peer's announcement of
+// itself, or of its leave) with the guards of every other message from a
+// peer: bounded size and lengths, no trailing bytes, integers in range. The
+// value is a msgpack map (see encodeNodeInfo); keys a newer version may add
+// are skipped when they hold a plain value.
+func DecodeNodeInfo(b []byte) (crdt.NodeInfo, error) {
+	if len(b) == 0 {
+		return crdt.NodeInfo{}, errEmpty
+	}
+	if len(b) > maxNodeInfo {
+		return crdt.NodeInfo{}, fmt.Errorf("%w: node info of %d bytes > %d", errOversize, len(b), maxNodeInfo)
+	}
+	ni, err := decodeBody(b, (*reader).nodeInfo)
+	if err != nil {
+		return crdt.NodeInfo{}, err
+	}
+	if ni.Name == "" {
+		return crdt.NodeInfo{}, fmt.Errorf("%w: node info without a name", errValidation)
+	}
+	return ni, nil
+}
+
+// nodeInfo reads a map of "n" (name), "i" (incarnation), "a" (address) and
+// "l" (left).
+func (r *reader) nodeInfo() (ni crdt.NodeInfo, err error) {
+	n, err := r.dec.DecodeMapLen()
+	if err != nil {
+		return ni, err
+	}
+	if n < 0 || n > r.rd.Len()/2 {
+		return ni, fmt.Errorf("map of %d keys in %d bytes", n, r.rd.Len())
+	}
+	seen := map[string]bool{}
+	for range n {
+		key, err := r.str()
+		if err != nil {
+			return ni, fmt.Errorf("key: %w", err)
+		}
+		if seen[key] {
+			return ni, fmt.Errorf("key %q twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "n":
+			ni.Name, err = r.str()
+			if err == nil && len(ni.Name) > maxRoomName {
+				err = fmt.Errorf("name of %d bytes", len(ni.Name))
+			}
+		case "i":
+			ni.Incarnation, err = r.dec.DecodeUint64()
+		case "a":
+			ni.Addr, err = r.str()
+		case "l":
+			ni.Left, err = r.dec.DecodeBool()
+		default:
+			err = r.skipScalar()
+		}
+		if err != nil {
+			return ni, fmt.Errorf("%q: %w", key, err)
+		}
+	}
+	return ni, nil
+}
+
+// skipScalar skips one value that is not an array, a map or an extension,
+// allocating no more than the bytes left.
+func (r *reader) skipScalar() error {
+	c, err := r.dec.PeekCode()
+	if err != nil {
+		return err
+	}
+	switch {
+	case msgpcode.IsFixedMap(c), msgpcode.IsFixedArray(c), msgpcode.IsExt(c),
+		c == msgpcode.Array16, c == msgpcode.Array32, c == msgpcode.Map16, c == msgpcode.Map32:
+		return fmt.Errorf("unexpected nested value (code %#x)", c)
+	case msgpcode.IsString(c), msgpcode.IsBin(c):
+		_, err = r.bin()
+		return err
+	}
+	_, err = r.dec.DecodeInterfaceLoose()
+	return err
+}
+
+// EncodeNodeInfo encodes a node announcement as nodes publish it (tests and
+// tools that speak for a node).
+func EncodeNodeInfo(ni crdt.NodeInfo) ([]byte, error) { return encodeNodeInfo(ni) }

@@ -54,7 +54,8 @@ func roomState(replicas, minutes int) *crdt.State { return roomStateAt(replicas,
 func roomStateAt(replicas, minutes int, base int64) *crdt.State {
 	s := crdt.New()
 	for r := 0; r < replicas; r++ {
-		id := crdt.NewReplicaID("node-"+string(rune('a'+r%26))+string(rune('a'+r/26)), uint64(r+1))
+		name := "node-" + string(rune('a'+r%26)) + string(rune('a'+r/26))
+		id := crdt.NewReplicaID(name, uint64(r+1))
 		for m := 0; m < minutes; m++ {
 			minute := base + int64(m)
 			for _, k := range []crdt.Kind{crdt.Arrivals, crdt.Admitted, crdt.ActivePlus, crdt.ActiveMinus} {
@@ -65,7 +66,7 @@ func roomStateAt(replicas, minutes int, base int64) *crdt.State {
 				s.Add(crdt.Key{Room: "shop", Kind: crdt.WaitingMinus, Bucket: base + int64(b), Minute: minute}, id, uint64(r+b+1))
 			}
 		}
-		s.SetRegister(NodeInfoRegister(id), []byte(`{"n":"node"}`), id, 1_700_000_000_000+int64(r))
+		s.SetRegister(NodeInfoRegister(id), must(encodeNodeInfo(crdt.NodeInfo{Name: name, Incarnation: uint64(r + 1)})), id, 1_700_000_000_000+int64(r))
 	}
 	return s
 }

@@ -24,8 +24,12 @@ settings. Without one, --origin protects a single site at once:
 
   waitroom serve --origin http://127.0.0.1:3000 --total-active-users 500 --new-users-per-minute 200
 
-Every node of a cluster needs the same cookie key file (waitroom keygen) and
-the address of at least one other node (--seed).`,
+Every node of a cluster needs the same cookie key file (waitroom keygen),
+the same gossip key file (waitroom keygen --gossip) and the address of at
+least one other node (--seed). Gossip carries the rooms and every count, so a
+node with seeds refuses to start without a gossip key unless told
+--insecure-gossip; a node without seeds and without a key runs alone, its
+gossip on loopback.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var cfg *edge.Config
@@ -51,11 +55,12 @@ the address of at least one other node (--seed).`,
 	f.StringVar(&o.Node, "node", "", "node name, unique in the cluster (default: hostname)")
 	f.StringVar(&o.Listen, "listen", "", "public HTTP listener (default :8080)")
 	f.StringVar(&o.Admin, "admin", "", "admin listener for /state, /metrics, /healthz (default 127.0.0.1:9090)")
-	f.StringVar(&o.Gossip, "gossip", "", "gossip bind address (default 0.0.0.0:7946)")
+	f.StringVar(&o.Gossip, "gossip", "", "gossip bind address (default 0.0.0.0:7946; 127.0.0.1:7946 for a node alone, without seeds or key)")
 	f.StringVar(&o.Advertise, "advertise", "", "gossip address other nodes should use, if not the bound one")
 	f.StringArrayVar(&o.Seeds, "seed", nil, "gossip address of another node to join (repeatable)")
 	f.StringVar(&o.GossipProfile, "gossip-profile", "", "gossip timings: lan (default), local or wan")
-	f.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "file of base64 gossip encryption keys, the first encrypting (or WAITROOM_GOSSIP_KEY)")
+	f.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "file of base64 gossip keys from 'waitroom keygen --gossip', the first encrypting (or WAITROOM_GOSSIP_KEY); only their holders are part of the ring")
+	f.BoolVar(&o.InsecureGossip, "insecure-gossip", false, "run gossip without a key: anyone who reaches the gossip address can rewrite rooms and counts")
 	f.StringVar(&o.CookieKeyFile, "cookie-key-file", "", "cookie key file from 'waitroom keygen', the same on every node (or WAITROOM_COOKIE_KEYS)")
 	f.StringVar(&o.Origin, "origin", "", "origin URL; without a config file, protects this one site")
 	f.StringVar(&o.Host, "host", "", "host of the single room (default: any host)")

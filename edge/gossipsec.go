@@ -1,0 +1,120 @@
+package edge
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// How a node's gossip is authenticated. Gossip carries the rooms' settings
+// and every count, so whoever can send to a node's gossip address could
+// rewrite both: a ring never runs without a key unless its operator says
+// so. The choices, in order:
+//
+//   - a key (gossip_key_file or $WAITROOM_GOSSIP_KEY; or, when the config
+//     does not ask for insecure gossip, RunOptions.GossipKeys for a process
+//     that starts nodes itself, like the demo): memberlist
+//     encrypts and authenticates every packet and stream with it, and the
+//     gossip address may be public (the default binds every address, so a
+//     ring can span machines);
+//   - insecure_gossip (--insecure-gossip): no key; the node warns at start
+//     and every minute, and a room's turnstile_secret stays out of what it
+//     gossips;
+//   - neither, on a node with no seeds: the node runs alone. It gossips on
+//     loopback only (a wildcard bind address, the default, becomes
+//     127.0.0.1 with the same port) with a key made up for this process, so
+//     no other process can talk to it. The single-site quick start runs
+//     this way;
+//   - neither, on a node with seeds or a non-loopback gossip address: the
+//     node refuses to start, saying how to make a key.
+
+// gossipSecurity is what gossipSecurityOf decided.
+type gossipSecurity struct {
+	keys     [][]byte
+	insecure bool
+	bind     string // the gossip bind address to use
+}
+
+func gossipSecurityOf(cfg *Config, opts RunOptions, log zerolog.Logger) (gossipSecurity, error) {
+	keys, err := cfg.GossipKeys()
+	if err != nil {
+		return gossipSecurity{}, err
+	}
+	sec := gossipSecurity{keys: keys, bind: cfg.Gossip}
+	switch {
+	case len(keys) > 0:
+		if cfg.InsecureGossip {
+			log.Warn().Msg("insecure_gossip ignored: a gossip key is given, and gossip is authenticated with it")
+		}
+		return sec, nil
+	case cfg.InsecureGossip:
+		sec.insecure = true
+		return sec, nil
+	case len(opts.GossipKeys) > 0:
+		sec.keys = opts.GossipKeys
+		return sec, nil
+	}
+	host, port, err := net.SplitHostPort(cfg.Gossip)
+	if err != nil {
+		return gossipSecurity{}, fmt.Errorf("gossip %q: %w", cfg.Gossip, err)
+	}
+	if len(cfg.Seeds) == 0 && (isWildcard(host) || isLoopbackHost(host)) {
+		if isWildcard(host) {
+			sec.bind = net.JoinHostPort("127.0.0.1", port)
+		}
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return gossipSecurity{}, fmt.Errorf("gossip key for a node alone: %w", err)
+		}
+		sec.keys = [][]byte{k}
+		log.Info().Str("gossip", sec.bind).Msg("no gossip key and no seeds: this node runs alone, gossiping on loopback with a key of this process only; to form a cluster, give every node the same --gossip-key-file")
+		return sec, nil
+	}
+	addr := net.JoinHostPort(host, port)
+	if p, _ := strconv.Atoi(port); p == 0 {
+		addr = host
+	}
+	return gossipSecurity{}, fmt.Errorf("gossip_key_file: no gossip key: anyone who reaches %s could rewrite rooms and counts. "+
+		"Make one key for the cluster with 'waitroom keygen --gossip > gossip.key' and give every node --gossip-key-file gossip.key "+
+		"(or gossip_key_file, or $%s), or pass --insecure-gossip (insecure_gossip: true) to run unauthenticated", addr, GossipKeyEnv)
+}
+
+// checkRoomRegister vets a room register a peer sends before it is merged:
+// the settings are decoded and validated as the admin API and the config
+// file validate theirs (see decodeRoom). A deleted room (empty value) and
+// registers that are not rooms pass.
+func (s *Server) checkRoomRegister(name string, value []byte) error {
+	roomName, ok := strings.CutPrefix(name, roomPrefix)
+	if !ok || len(value) == 0 {
+		return nil
+	}
+	_, err := s.decodeRoom(roomName, value)
+	return err
+}
+
+// stripRoomSecret removes a room's turnstile_secret from its register as it
+// leaves the node: without a gossip key, gossip is plaintext on the wire.
+// Nodes then take the secret from their own config (see decodeRoom).
+func stripRoomSecret(name string, value []byte) []byte {
+	if !strings.HasPrefix(name, roomPrefix) {
+		return value
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(value, &fields) != nil {
+		return value
+	}
+	if _, ok := fields["turnstile_secret"]; !ok {
+		return value
+	}
+	delete(fields, "turnstile_secret")
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return value
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package edge_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip"
+)
+
+func TestANodeNeedsAGossipKey(t *testing.T) {
+	t.Setenv(edge.GossipKeyEnv, "")
+	tests := []struct {
+		name   string
+		edit   func(*edge.Config)
+		starts bool
+	}{
+		{"a node with seeds and no key refuses to start", func(c *edge.Config) { c.Seeds = []string{"127.0.0.1:1"} }, false},
+		// Refused before anything binds.
+		{"a node alone on a public gossip address and no key refuses to start", func(c *edge.Config) { c.Gossip = "192.0.2.1:7946" }, false},
+		{"a node with seeds and insecure gossip starts", func(c *edge.Config) { c.Seeds = []string{"127.0.0.1:1"}; c.InsecureGossip = true }, true},
+		{"a node with a key file starts", func(c *edge.Config) { c.Seeds = []string{"127.0.0.1:1"}; c.GossipKeyFile = writeGossipKey(t) }, true},
+		{"a node alone without a key starts", func(c *edge.Config) {}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := nodeConfig("lone", keyFile(t, t.TempDir()), "http://127.0.0.1:1", room("shop", 10, 10))
+			tt.edit(cfg)
+			cfg.ApplyDefaults()
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop()})
+			if srv != nil {
+				defer srv.Close()
+			}
+			switch {
+			case tt.starts && err != nil:
+				t.Fatalf("refused: %v", err)
+			case !tt.starts && err == nil:
+				t.Fatal("started without a gossip key")
+			case !tt.starts:
+				for _, want := range []string{"--gossip-key-file", "--insecure-gossip", "waitroom keygen --gossip"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not name %s", err, want)
+					}
+				}
+			}
+		})
+	}
+
+	t.Run("a node alone without a key gossips on loopback only", func(t *testing.T) {
+		cfg := nodeConfig("lone", keyFile(t, t.TempDir()), "http://127.0.0.1:1", room("shop", 10, 10))
+		cfg.Gossip = "0.0.0.0:0"
+		cfg.ApplyDefaults()
+		srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		host, _, err := net.SplitHostPort(srv.Node().Addr())
+		if err != nil || !net.ParseIP(host).IsLoopback() {
+			t.Fatalf("gossip on %s, want loopback", srv.Node().Addr())
+		}
+	})
+
+	t.Run("a node with insecure gossip warns, naming its address", func(t *testing.T) {
+		var buf syncBuffer
+		cfg := nodeConfig("open", keyFile(t, t.TempDir()), "http://127.0.0.1:1", room("shop", 10, 10))
+		cfg.InsecureGossip = true
+		cfg.ApplyDefaults()
+		srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.New(&buf)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		within(t, 5*time.Second, "the warning", func() bool {
+			return strings.Contains(buf.String(), "gossip is unauthenticated: anyone who reaches 127.0.0.1:")
+		})
+	})
+}
+
+func TestRoomsFromPeersAreValidatedBeforeTheyMerge(t *testing.T) {
+	r := newRing(t, 1, room("shop", 100, 50))
+	// A peer holding the ring's key, writing room settings directly.
+	peer, err := gossip.Start(gossip.Config{Name: "peer", Bind: "127.0.0.1:0", Profile: gossip.Local, Keys: testGossipKeys, Clock: r.clock.Now, Seeds: []string{r.nodes[0].Node().Addr()}, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Kill()
+	within(t, 10*time.Second, "the peer joins", func() bool { return r.nodes[0].Node().NumMembers() == 2 })
+
+	refused := func() int64 { return r.nodes[0].Node().Stats().Dropped[gossip.RefusedRegister] }
+	for _, tc := range []struct {
+		name  string
+		value string
+	}{
+		{"settings that are not JSON are refused", `{"name":"shop",`},
+		{"settings of another room under this room's name are refused", `{"name":"other","total_active_users":5,"new_users_per_minute":5}`},
+		{"settings the admin API would refuse are refused", `{"name":"shop","total_active_users":-5,"new_users_per_minute":5}`},
+		{"an origin that is not a URL is refused", `{"name":"shop","total_active_users":5,"new_users_per_minute":5,"origin":"javascript:alert(1)"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			was := refused()
+			peer.SetRegister("room/shop", []byte(tc.value))
+			within(t, 10*time.Second, "the refusal is counted", func() bool { return refused() > was })
+			rc := getRoom(t, r.admins[0], "shop")
+			if rc == nil || rc.TotalActiveUsers != 100 {
+				t.Fatalf("room %+v, want the last valid settings (100 active users)", rc)
+			}
+			if reg, _ := r.nodes[0].Node().Register("room/shop"); bytes.Equal(reg.Value, []byte(tc.value)) {
+				t.Fatal("the refused settings are in the node's state")
+			}
+		})
+	}
+	t.Run("valid settings from the same peer take effect", func(t *testing.T) {
+		peer.SetRegister("room/shop", []byte(`{"name":"shop","total_active_users":70,"new_users_per_minute":5}`))
+		within(t, 10*time.Second, "the change", func() bool {
+			rc := getRoom(t, r.admins[0], "shop")
+			return rc != nil && rc.TotalActiveUsers == 70
+		})
+	})
+}
+
+func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
+	key := keyFile(t, t.TempDir())
+	rc := room("shop", 100, 50)
+	rc.TurnstileMode, rc.TurnstileSiteKey, rc.TurnstileSecret = "invisible", "site-key", "s3cret-of-the-room"
+	cfg := nodeConfig("a-node", key, newOrigin(t).URL, rc)
+	cfg.InsecureGossip = true
+	a := startServer(t, cfg, nil)
+
+	// A process on the same unauthenticated ring reads what a-node gossips.
+	listener, err := gossip.Start(gossip.Config{Name: "listener", Bind: "127.0.0.1:0", Profile: gossip.Local, Insecure: true, Seeds: []string{a.Node().Addr()}, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Kill()
+	var heard []byte
+	within(t, 10*time.Second, "the room reaches the listener", func() bool {
+		reg, ok := listener.Register("room/shop")
+		heard = reg.Value
+		return ok
+	})
+	if bytes.Contains(heard, []byte("s3cret")) {
+		t.Fatalf("the secret went out in plaintext gossip: %s", heard)
+	}
+	var got edge.RoomConfig
+	if err := json.Unmarshal(heard, &got); err != nil || got.TurnstileSiteKey != "site-key" || got.TotalActiveUsers != 100 {
+		t.Fatalf("the room arrived as %s (%v), want its other settings", heard, err)
+	}
+	if own, _ := a.Node().Register("room/shop"); !bytes.Contains(own.Value, []byte("s3cret")) {
+		t.Fatal("the node lost its own secret")
+	}
+
+	t.Run("a node with the room in its own config takes the secret from there", func(t *testing.T) {
+		cfg := nodeConfig("b-node", key, newOrigin(t).URL, rc)
+		cfg.InsecureGossip = true
+		cfg.Seeds = []string{a.Node().Addr()}
+		b := startServer(t, cfg, nil)
+		within(t, 10*time.Second, "b joins", func() bool { return b.Node().NumMembers() >= 2 })
+		if n := b.Node().Stats().Dropped[gossip.RefusedRegister]; n != 0 {
+			t.Fatalf("b refused %d room registers", n)
+		}
+	})
+}
+
+// syncBuffer is a log sink safe for the node's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// writeGossipKey writes a gossip key file as 'waitroom keygen --gossip' does.
+func writeGossipKey(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gossip.key")
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTheAdminAPIOverwritesARoomStampedInTheFarFuture(t *testing.T) {
+	r := newRing(t, 2, room("shop", 100, 50))
+	// Both nodes hold settings stamped at the largest stamp there is, as
+	// a ring attacked before peers' stamps were bounded would, restored
+	// from its snapshots: by last-writer-wins, nothing could follow them.
+	hostile := crdt.RegisterEntry{Name: "room/shop", Reg: crdt.LWW[[]byte]{
+		Value:   []byte(`{"name":"shop","total_active_users":1,"new_users_per_minute":1}`),
+		Stamp:   crdt.MaxHLC,
+		Replica: crdt.NewReplicaID("intruder", 1),
+	}}
+	for _, n := range r.nodes {
+		n.Node().Read(func(s *crdt.State) { s.ApplyRegister(hostile) })
+	}
+	resp := adminSend(t, r.admins[0], http.MethodPatch, "/rooms/shop", map[string]any{"total_active_users": 70, "new_users_per_minute": 30})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PATCH: %d %s", resp.StatusCode, body(t, resp))
+	}
+	within(t, 10*time.Second, "the operator's settings on every node", func() bool {
+		for _, n := range r.nodes {
+			reg, _ := n.Node().Register("room/shop")
+			var rc edge.RoomConfig
+			if json.Unmarshal(reg.Value, &rc) != nil || rc.TotalActiveUsers != 70 {
+				return false
+			}
+		}
+		return true
+	})
+	if rc := getRoom(t, r.admins[1], "shop"); rc == nil || rc.TotalActiveUsers != 70 {
+		t.Fatalf("b-node serves %+v, want the operator's settings", rc)
+	}
+}

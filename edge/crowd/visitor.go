@@ -164,15 +164,21 @@ func (v *Visitor) Waiting() bool { return v.next != nil }
 // ErrRejected is Follow's error when the room turns the visitor away.
 var ErrRejected = errors.New("visitor: turned away by the waiting room")
 
-// Follow loads target and, while the answer is a queue page, waits as long
-// as its Refresh asks and loads the address it names, as a browser left on
-// the page does, until the visitor is let in. Every answer is passed to
+// Follow loads target (or, if the visitor is on a queue page already, waits
+// for its refresh and loads the address it names) and, while the answer is a
+// queue page, waits as long as its Refresh asks and loads the address it
+// names, as a browser left on the page does, until the visitor is let in. Every answer is passed to
 // seen first (nil: none). A transport error or an error status is retried
 // after retry (a person pressing reload), unless retry is 0, when Follow
 // returns it. It returns the admitting answer, or ctx's error when ctx ends
 // first, or ErrRejected.
 func (v *Visitor) Follow(ctx context.Context, target string, retry time.Duration, seen func(Answer)) (Answer, error) {
 	for {
+		// A visitor on a queue page comes back when the page says, not
+		// before: an early check-in gains nothing.
+		if v.next != nil && !Sleep(ctx, time.Until(v.due)) {
+			return Answer{}, ctx.Err()
+		}
 		a := v.Get(ctx, target)
 		if ctx.Err() != nil {
 			return a, ctx.Err()
@@ -180,24 +186,21 @@ func (v *Visitor) Follow(ctx context.Context, target string, retry time.Duration
 		if seen != nil {
 			seen(a)
 		}
-		var wait time.Duration
 		switch a.Outcome {
 		case Admitted:
 			return a, nil
 		case Rejected:
 			return a, ErrRejected
 		case Queued:
-			wait = time.Until(v.due)
-		default:
-			if retry <= 0 {
-				if a.Err != nil {
-					return a, a.Err
-				}
-				return a, fmt.Errorf("visitor: %s answered %d", target, a.Status)
-			}
-			wait = retry
+			continue
 		}
-		if !Sleep(ctx, wait) {
+		if retry <= 0 {
+			if a.Err != nil {
+				return a, a.Err
+			}
+			return a, fmt.Errorf("visitor: %s answered %d", target, a.Status)
+		}
+		if !Sleep(ctx, retry) {
 			return a, ctx.Err()
 		}
 	}

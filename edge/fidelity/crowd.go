@@ -163,8 +163,12 @@ func visit(ctx context.Context, p plan, start time.Time, target string, tr http.
 		if arr.Arrived.IsZero() {
 			arr.Arrived = a.Sent
 		}
-		if a.Outcome == crowd.Queued && arr.Queued.IsZero() {
-			arr.Queued = a.At
+		if a.Outcome == crowd.Queued {
+			if arr.Queued.IsZero() {
+				arr.Queued = a.At
+			} else {
+				arr.TurnedAway = append(arr.TurnedAway, a.At)
+			}
 		}
 		log.answer(ctx, a)
 	}
@@ -183,8 +187,12 @@ func visit(ctx context.Context, p plan, start time.Time, target string, tr http.
 		}
 		return
 	}
+	// The pages come on a schedule from the admission, whatever each
+	// answer took, so a slow answer does not lengthen the stay.
+	next := time.Now()
 	for _, gap := range p.pageEvery {
-		if !crowd.Sleep(ctx, gap) {
+		next = next.Add(gap)
+		if !crowd.Sleep(ctx, time.Until(next)) {
 			return
 		}
 		a := v.Get(ctx, target)

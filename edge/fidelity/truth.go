@@ -32,6 +32,9 @@ type Arrival struct {
 	// GaveUp is when it stopped waiting without being let in; zero if it
 	// never did. A visitor still waiting when the run ends has not given up.
 	GaveUp time.Time
+	// TurnedAway are the times of its check-ins answered with the queue
+	// page again (the first page not included).
+	TurnedAway []time.Time
 }
 
 // Log is what a run recorded: the crowd's arrivals and the origin's hits.
@@ -45,6 +48,11 @@ type Log struct {
 // InversionGrace is how much later than an admission an earlier arrival may
 // still be let in without the admission counting as a FIFO inversion.
 const InversionGrace = 2 * time.Second
+
+// PassedOverWindow is how soon after an inversion the earlier arrival must
+// have been turned away at a check-in for the inversion to count as passed
+// over: one refresh interval (20 s ± 3 s) and a second.
+const PassedOverWindow = 24 * time.Second
 
 // Truth is what the origin saw, by wall-clock time, whatever the nodes'
 // minute buckets say.
@@ -75,6 +83,11 @@ type Truth struct {
 	// admission within InversionGrace of the end cannot be judged and is
 	// not counted.
 	Inversions int `json:"fifo_inversions"`
+	// PassedOver counts the inversions after which such an earlier arrival
+	// was turned away at a check-in within PassedOverWindow: its place was
+	// taken. The others let a later arrival into a slot while the earlier
+	// one had not checked in again yet.
+	PassedOver int `json:"fifo_passed_over"`
 	// Waited counts the visitors who were queued and then let in, and
 	// MedianWait is the middle of their waits (arrival to admission).
 	Waited     int           `json:"waited"`
@@ -205,10 +218,11 @@ func Judge(log Log, l Limits) Truth {
 	type waiter struct {
 		arrived, admitted, gaveUp time.Time
 		queued                    bool
+		turnedAway                []time.Time
 	}
 	waiters := map[string]*waiter{}
 	for _, a := range log.Arrivals {
-		waiters[a.Visitor] = &waiter{arrived: a.Arrived, gaveUp: a.GaveUp, queued: !a.Queued.IsZero()}
+		waiters[a.Visitor] = &waiter{arrived: a.Arrived, gaveUp: a.GaveUp, queued: !a.Queued.IsZero(), turnedAway: a.TurnedAway}
 	}
 	for _, s := range sessions {
 		w, ok := waiters[s.visitor]
@@ -253,6 +267,7 @@ func Judge(log Log, l Limits) Truth {
 		}
 		xMinute := x.arrived.Truncate(time.Minute)
 		deadline := at.Add(InversionGrace)
+		inverted, passedOver := false, false
 		for _, y := range ws {
 			if !y.arrived.Truncate(time.Minute).Before(xMinute) || y.arrived.After(at) {
 				continue
@@ -261,10 +276,25 @@ func Judge(log Log, l Limits) Truth {
 				continue // gone before this admission
 			}
 			stillOut := y.admitted.IsZero() || y.admitted.After(deadline)
-			if stillOut && (y.gaveUp.IsZero() || y.gaveUp.After(deadline)) {
-				t.Inversions++
+			if !stillOut || (!y.gaveUp.IsZero() && !y.gaveUp.After(deadline)) {
+				continue
+			}
+			inverted = true
+			for _, ta := range y.turnedAway {
+				if ta.After(at) && !ta.After(at.Add(PassedOverWindow)) {
+					passedOver = true
+					break
+				}
+			}
+			if passedOver {
 				break
 			}
+		}
+		if inverted {
+			t.Inversions++
+		}
+		if passedOver {
+			t.PassedOver++
 		}
 	}
 	return t

@@ -114,6 +114,24 @@ func TestJudgeFIFOInversions(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an inversion whose earlier arrival is turned away soon after passed it over", func(t *testing.T) {
+		for _, c := range []struct {
+			name       string
+			turnedAway float64
+			want       int
+		}{{"turned away 10 s later", 80, 1}, {"turned away 30 s later", 100, 0}, {"turned away before", 60, 0}} {
+			t.Run(c.name, func(t *testing.T) {
+				log := Log{
+					End:      at(300),
+					Arrivals: []Arrival{{Visitor: "y", Arrived: at(10), Queued: at(10), TurnedAway: []time.Time{at(c.turnedAway)}}, {Visitor: "x", Arrived: at(65)}},
+					Hits:     join(hits("x", 70), hits("y", 120)),
+				}
+				if got := Judge(log, oneMinute); got.Inversions != 1 || got.PassedOver != c.want {
+					t.Fatalf("inversions %d, passed over %d; want 1 and %d", got.Inversions, got.PassedOver, c.want)
+				}
+			})
+		}
+	})
 	t.Run("an admission too close to the end to judge is not counted", func(t *testing.T) {
 		log := Log{
 			End:      at(71),

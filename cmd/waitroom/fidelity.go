@@ -37,9 +37,11 @@ by wall-clock time:
   FIFO inversions                     admissions while someone from an earlier
                                        minute still waited and got in more
                                        than 2 s later               goal ≤ 1%
-                                       ("passed over": of those, the earlier
-                                       visitor was turned away at a check-in
-                                       within 24 s)
+                                       (of those, "newcomers": the later visitor
+                                       was let in at its first request, never
+                                       queued; "passed over": the earlier one
+                                       was turned away at a check-in within
+                                       24 s)
   5xx from waitroom                                                 goal 0
 
 Scenarios: sessions-1min, sessions-5min, regional-4-1-1, fresh-flood,

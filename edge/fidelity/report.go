@@ -51,7 +51,7 @@ func Goals(t Truth, l Limits, status5xx int) []Goal {
 			Shown: fmt.Sprintf("%.3f (%d of %d)", perMin, t.PeakNewPerMinute, l.NewUsersPerMinute)},
 		util,
 		{Figure: "FIFO inversions", Value: inv, Goal: fmt.Sprintf("≤ %g%%", MaxInversionShare*100), Met: inv <= MaxInversionShare,
-			Shown: fmt.Sprintf("%.2f%% (%d of %d admissions; %d passed over)", inv*100, t.Inversions, t.Admissions, t.PassedOver)},
+			Shown: fmt.Sprintf("%.2f%% (%d of %d admissions: %d newcomers let in at once, %d passed over)", inv*100, t.Inversions, t.Admissions, t.Newcomers, t.PassedOver)},
 		{Figure: "5xx from waitroom", Value: float64(status5xx), Goal: "0", Met: status5xx == 0, Shown: fmt.Sprint(status5xx)},
 	}
 }

@@ -88,6 +88,9 @@ type Truth struct {
 	// taken. The others let a later arrival into a slot while the earlier
 	// one had not checked in again yet.
 	PassedOver int `json:"fifo_passed_over"`
+	// Newcomers counts the inversions whose later arrival was let in at its
+	// first request, never queued: let in past the queue.
+	Newcomers int `json:"fifo_newcomers"`
 	// Waited counts the visitors who were queued and then let in, and
 	// MedianWait is the middle of their waits (arrival to admission).
 	Waited     int           `json:"waited"`
@@ -292,6 +295,9 @@ func Judge(log Log, l Limits) Truth {
 		}
 		if inverted {
 			t.Inversions++
+			if !x.queued {
+				t.Newcomers++
+			}
 		}
 		if passedOver {
 			t.PassedOver++

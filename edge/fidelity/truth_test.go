@@ -109,8 +109,8 @@ func TestJudgeFIFOInversions(t *testing.T) {
 				Hits:     join(hits("x", 70), hits("y", c.yIn...)),
 			}
 			got := Judge(log, oneMinute)
-			if got.Inversions != c.want {
-				t.Fatalf("inversions %d; want %d", got.Inversions, c.want)
+			if got.Inversions != c.want || got.Newcomers != 0 {
+				t.Fatalf("inversions %d (%d newcomers); want %d (none: x was queued)", got.Inversions, got.Newcomers, c.want)
 			}
 		})
 	}
@@ -130,6 +130,16 @@ func TestJudgeFIFOInversions(t *testing.T) {
 					t.Fatalf("inversions %d, passed over %d; want 1 and %d", got.Inversions, got.PassedOver, c.want)
 				}
 			})
+		}
+	})
+	t.Run("a newcomer let in at its first request past an earlier arrival is counted as such", func(t *testing.T) {
+		log := Log{
+			End:      at(300),
+			Arrivals: []Arrival{{Visitor: "y", Arrived: at(10), Queued: at(10)}, {Visitor: "x", Arrived: at(70)}},
+			Hits:     join(hits("x", 70), hits("y", 90)),
+		}
+		if got := Judge(log, oneMinute); got.Inversions != 1 || got.Newcomers != 1 {
+			t.Fatalf("inversions %d, newcomers %d; want 1 and 1", got.Inversions, got.Newcomers)
 		}
 	})
 	t.Run("an admission too close to the end to judge is not counted", func(t *testing.T) {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/waitroom/waitroom/edge/fidelity"
+)
+
+func newFidelity() *cobra.Command {
+	var (
+		short, asJSON, check bool
+		names                []string
+		nodes                int
+		o                    fidelity.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "fidelity",
+		Short: "Measure how faithfully a ring of real nodes holds the limits, as the origin sees it",
+		Long: `Start a ring of 'waitroom serve' processes on loopback (this binary), in front
+of an origin this command runs and instruments, drive a crowd of
+cookie-keeping visitors that follow the queue page's Refresh, browse the
+origin for a while and leave, and judge each scenario by what the origin saw,
+by wall-clock time:
+
+  peak active / total_active_users    a visitor is active from its first
+                                       origin request until session_duration
+                                       after its last one           goal ≤ 1.02
+  peak new users per minute / limit   admissions in a wall-clock minute
+                                                                    goal ≤ 1.02
+  utilisation at first queueing       the binding limit's use when the first
+                                       visitor was queued           goal ≥ 0.95
+  FIFO inversions                     admissions while someone from an earlier
+                                       minute still waited and got in more
+                                       than 2 s later               goal ≤ 1%
+                                       (of those, "newcomers": the later visitor
+                                       was let in at its first request, never
+                                       queued; "passed over": the earlier one
+                                       was turned away at a check-in within
+                                       24 s)
+  5xx from waitroom                                                 goal 0
+
+Scenarios: sessions-1min, sessions-5min, regional-4-1-1, fresh-flood,
+steady-95, node-restart (all by default). --short runs each in about three
+minutes (what CI runs); the full lengths take 5 to 15 minutes each.
+
+  waitroom fidelity --short --parallel 6
+  waitroom fidelity --scenario fresh-flood,steady-95 --json
+  waitroom fidelity --short --check     # exit status 1 when a goal is missed`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding this binary to run as the nodes: %w", err)
+			}
+			o.Binary = exe
+			o.Scenarios, err = fidelity.Select(fidelity.Scenarios(short, nodes), names)
+			if err != nil {
+				return err
+			}
+			o.Progress = cmd.ErrOrStderr()
+			results, err := fidelity.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				err = enc.Encode(results)
+			} else {
+				err = fidelity.WriteText(out, results)
+			}
+			if err != nil {
+				return err
+			}
+			if missed := fidelity.MissedGoals(results); check && len(missed) > 0 {
+				return fmt.Errorf("%d goals missed:\n  %s", len(missed), strings.Join(missed, "\n  "))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&short, "short", false, "run the short versions (about three minutes each)")
+	f.StringSliceVar(&names, "scenario", nil, "scenarios to run, comma-separated (default: all)")
+	f.IntVar(&nodes, "nodes", 3, "waitroom serve processes per scenario")
+	f.IntVar(&o.Parallel, "parallel", 1, "scenarios run side by side (each has its own ring, origin and crowd)")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the crowds' arrivals")
+	f.StringVar(&o.Dir, "keep", "", "keep each scenario's keys, config and node logs under this folder")
+	f.BoolVar(&asJSON, "json", false, "print the results as JSON")
+	f.BoolVar(&check, "check", false, "exit with status 1 when any goal is missed")
+	return cmd
+}

@@ -1,0 +1,126 @@
+// Package crowd is the visitor's side of a waiting room: the one parser of
+// the Refresh header a queue page answers with, and a cookie-keeping client
+// that follows it as a browser does (wait the interval, then load the
+// address it names, the cookie check of a new visitor's first page).
+//
+// It imports nothing of waitroom's own, so that whatever drives a room from
+// outside (the fidelity run, load generators, demos) can share it without
+// depending on the room's internals.
+package crowd
+
+import (
+	"math"
+	"strings"
+	"time"
+)
+
+// Refresh is a Refresh header (or a meta refresh's content) as a browser
+// reads it: how long to wait, and where to go then.
+type Refresh struct {
+	// After is the wait. Browsers ignore a fraction ("2.7" waits 2 s), and
+	// so does this parser.
+	After time.Duration
+	// URL is the address named ("20; url=/x" names "/x"), unresolved: a
+	// reference to resolve against the answer's own address. Empty when
+	// none is named and the page reloads itself.
+	URL string
+}
+
+// maxRefreshSeconds bounds the wait a header may ask for: larger values do
+// not fit a time.Duration and are refused rather than wrapped.
+const maxRefreshSeconds = math.MaxInt64 / int64(time.Second)
+
+// ParseRefresh reads a Refresh value the way HTML's shared declarative
+// refresh steps do: "N", "N; url=U", "N, URL = 'U'", "N;U" and "N U" all
+// parse; anything without a leading number (or ".") does not. It never
+// panics, whatever the input.
+func ParseRefresh(v string) (Refresh, bool) {
+	s := trimSpace(v)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	digits := s[:i]
+	if digits == "" && (i >= len(s) || s[i] != '.') {
+		return Refresh{}, false
+	}
+	var secs int64
+	for _, c := range digits {
+		secs = secs*10 + int64(c-'0')
+		if secs > maxRefreshSeconds {
+			return Refresh{}, false
+		}
+	}
+	// The fraction is collected and ignored.
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	r := Refresh{After: time.Duration(secs) * time.Second}
+	rest := s[i:]
+	if rest == "" {
+		return r, true
+	}
+	if c := rest[0]; c != ';' && c != ',' && !isSpace(c) {
+		return Refresh{}, false
+	}
+	rest = trimSpace(rest)
+	if rest != "" && (rest[0] == ';' || rest[0] == ',') {
+		rest = trimSpace(rest[1:])
+	}
+	if rest == "" {
+		return r, true
+	}
+	// An optional "url" and "=", in any case, before the address.
+	if len(rest) >= 3 && strings.EqualFold(rest[:3], "url") {
+		after := trimSpace(rest[3:])
+		if after != "" && after[0] == '=' {
+			rest = trimSpace(after[1:])
+		}
+	}
+	// A quoted address ends at its closing quote; an unquoted one runs to
+	// the end.
+	if rest != "" && (rest[0] == '\'' || rest[0] == '"') {
+		q := rest[0]
+		rest = rest[1:]
+		if j := strings.IndexByte(rest, q); j >= 0 {
+			rest = rest[:j]
+		}
+	}
+	r.URL = strings.TrimRight(rest, " \t\n\f\r")
+	return r, true
+}
+
+// String formats r as a Refresh header value that ParseRefresh reads back.
+func (r Refresh) String() string {
+	n := int64(r.After / time.Second)
+	if r.URL == "" {
+		return itoa(n)
+	}
+	return itoa(n) + "; url=" + r.URL
+}
+
+func itoa(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
+
+// isSpace is HTML's ASCII whitespace.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
+func trimSpace(s string) string {
+	for s != "" && isSpace(s[0]) {
+		s = s[1:]
+	}
+	return s
+}

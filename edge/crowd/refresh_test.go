@@ -1,0 +1,77 @@
+package crowd
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRefresh(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     Refresh
+		ok       bool
+	}{
+		{"a bare interval reloads the page", "20", Refresh{After: 20 * time.Second}, true},
+		{"an interval with a url goes there", "20; url=/x?__waitroom_cc=17", Refresh{20 * time.Second, "/x?__waitroom_cc=17"}, true},
+		{"the url keyword is read in any case", "5;URL=/y", Refresh{5 * time.Second, "/y"}, true},
+		{"a comma separates as a semicolon does", "5, url=/y", Refresh{5 * time.Second, "/y"}, true},
+		{"spaces around the equals sign are skipped", "5 ; url = /y", Refresh{5 * time.Second, "/y"}, true},
+		{"a url without the keyword is still the url", "5; /y", Refresh{5 * time.Second, "/y"}, true},
+		{"a space alone separates too", "5 /y", Refresh{5 * time.Second, "/y"}, true},
+		{"single quotes are taken off", "5; url='/y z'", Refresh{5 * time.Second, "/y z"}, true},
+		{"double quotes are taken off", `5; url="/y"`, Refresh{5 * time.Second, "/y"}, true},
+		{"text after a closing quote is dropped", `5; url="/y" tail`, Refresh{5 * time.Second, "/y"}, true},
+		{"an unclosed quote runs to the end", `5; url="/y`, Refresh{5 * time.Second, "/y"}, true},
+		{"a fraction is ignored as browsers do", "2.7", Refresh{After: 2 * time.Second}, true},
+		{"a leading dot means zero", ".5; url=/", Refresh{0, "/"}, true},
+		{"zero is an immediate refresh", "0", Refresh{}, true},
+		{"leading whitespace is skipped", "  \t7", Refresh{After: 7 * time.Second}, true},
+		{"a separator with nothing after it names no url", "7;  ", Refresh{After: 7 * time.Second}, true},
+		{"an empty value is not a refresh", "", Refresh{}, false},
+		{"a negative interval is not a refresh", "-1", Refresh{}, false},
+		{"a word is not a refresh", "soon", Refresh{}, false},
+		{"a number glued to text is not a refresh", "5x; url=/", Refresh{}, false},
+		{"an interval too long for a duration is refused", strings.Repeat("9", 30), Refresh{}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := ParseRefresh(c.in)
+			if ok != c.ok || got != c.want {
+				t.Fatalf("ParseRefresh(%q) = %+v, %v; want %+v, %v", c.in, got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+func TestRefreshStringReadsBack(t *testing.T) {
+	for _, r := range []Refresh{{}, {After: 20 * time.Second}, {17 * time.Second, "/a?b=c;d"}, {time.Second, "url=x"}} {
+		t.Run(r.String(), func(t *testing.T) {
+			got, ok := ParseRefresh(r.String())
+			if !ok || got != r {
+				t.Fatalf("ParseRefresh(%q) = %+v, %v; want %+v", r.String(), got, ok, r)
+			}
+		})
+	}
+}
+
+// FuzzParseRefresh: any header value parses without a panic into a wait
+// that is not negative, and a value the package formats reads back as it was.
+func FuzzParseRefresh(f *testing.F) {
+	for _, s := range []string{"20", "20; url=/x", "5, URL='/y'", "2.7", ".", "5x", "", strings.Repeat("9", 25)} {
+		f.Add(s, uint32(20), "/x")
+	}
+	f.Fuzz(func(t *testing.T, in string, secs uint32, u string) {
+		if r, ok := ParseRefresh(in); ok && r.After < 0 {
+			t.Fatalf("ParseRefresh(%q): negative wait %v", in, r.After)
+		}
+		if u != "" && (isSpace(u[0]) || u[0] == '\'' || u[0] == '"' || strings.TrimRight(u, " \t\n\f\r") != u) {
+			return // such an address cannot be written unquoted
+		}
+		want := Refresh{After: time.Duration(secs) * time.Second, URL: u}
+		got, ok := ParseRefresh(want.String())
+		if !ok || got != want {
+			t.Fatalf("ParseRefresh(%q) = %+v, %v; want %+v", want.String(), got, ok, want)
+		}
+	})
+}

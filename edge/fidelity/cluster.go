@@ -1,0 +1,342 @@
+package fidelity
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// roomName is the one room every fidelity ring serves.
+const roomName = "fidelity"
+
+// startTimeout bounds how long a ring may take to come up (every node
+// healthy and seeing all the others).
+const startTimeout = 45 * time.Second
+
+// node is one `waitroom serve` process.
+type node struct {
+	name                  string
+	listen, admin, gossip string
+	args                  []string
+	logPath               string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// cluster is a ring of nodes in front of one origin, with its files in dir.
+type cluster struct {
+	binary string
+	dir    string
+	nodes  []*node
+	client *http.Client
+}
+
+// startCluster writes the key files and the room's config into dir and
+// starts n nodes on free loopback ports, the first the others' seed. It
+// returns once every node is healthy and sees the whole ring.
+func startCluster(ctx context.Context, binary, dir string, s Scenario, originURL string) (*cluster, error) {
+	c := &cluster{binary: binary, dir: dir, client: &http.Client{Timeout: 2 * time.Second}}
+	cookieKey := filepath.Join(dir, "cookie.key")
+	gossipKey := filepath.Join(dir, "gossip.key")
+	if err := c.keygen(ctx, cookieKey); err != nil {
+		return nil, err
+	}
+	if err := c.keygen(ctx, gossipKey, "--gossip"); err != nil {
+		return nil, err
+	}
+	config := filepath.Join(dir, "room.yaml")
+	if err := os.WriteFile(config, roomConfig(s, originURL), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the room config: %w", err)
+	}
+	ports, err := freePorts(3 * s.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	for i := range s.Nodes {
+		n := &node{
+			name:    fmt.Sprintf("pop-%d", i+1),
+			listen:  "127.0.0.1:" + strconv.Itoa(ports[3*i]),
+			admin:   "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
+			gossip:  "127.0.0.1:" + strconv.Itoa(ports[3*i+2]),
+			logPath: filepath.Join(dir, fmt.Sprintf("pop-%d.log", i+1)),
+		}
+		n.args = []string{"serve", "--config", config, "--node", n.name,
+			"--listen", n.listen, "--admin", n.admin, "--gossip", n.gossip,
+			"--gossip-profile", "local",
+			"--cookie-key-file", cookieKey, "--gossip-key-file", gossipKey,
+			"--log-format", "json"}
+		if i > 0 {
+			n.args = append(n.args, "--seed", c.nodes[0].gossip)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		if err := n.start(binary); err != nil {
+			c.stop()
+			return nil, err
+		}
+	}
+	if err := c.waitReady(ctx, c.nodes); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// roomConfig is the config file every node reads: the origin and the
+// scenario's room.
+func roomConfig(s Scenario, originURL string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "origin: %q\nlog_level: info\nrooms:\n", originURL)
+	fmt.Fprintf(&b, "  - name: %s\n    total_active_users: %d\n    new_users_per_minute: %d\n    session_duration: %d\n    queueing_method: fifo\n",
+		roomName, s.Limits.TotalActiveUsers, s.Limits.NewUsersPerMinute, int(s.Limits.SessionDuration/time.Minute))
+	if s.Limits.DisableSessionRenewal {
+		b.WriteString("    disable_session_renewal: true\n")
+	}
+	return b.Bytes()
+}
+
+// keygen writes a key file made by the binary's own `waitroom keygen`, so
+// the run uses the formats an operator would.
+func (c *cluster) keygen(ctx context.Context, path string, args ...string) error {
+	cmd := exec.CommandContext(ctx, c.binary, append([]string{"keygen"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s keygen %s: %w: %s", c.binary, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// url is the public address of node i.
+func (c *cluster) url(i int) string { return "http://" + c.nodes[i].listen + "/" }
+
+// waitReady polls until every node of want answers /healthz and lists every
+// node of the ring as alive, or a process exits, or startTimeout passes.
+func (c *cluster) waitReady(ctx context.Context, want []*node) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ready := true
+		for _, n := range want {
+			if n.hasExited() {
+				return fmt.Errorf("node %s exited while starting: %s", n.name, n.logTail())
+			}
+			if alive, err := c.aliveMembers(ctx, n); err != nil || alive < len(c.nodes) {
+				ready = false
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			var tails []string
+			for _, n := range want {
+				tails = append(tails, n.name+": "+n.logTail())
+			}
+			return fmt.Errorf("the ring did not come up within %v: %s", startTimeout, strings.Join(tails, "; "))
+		case <-tick.C:
+		}
+	}
+}
+
+// aliveMembers asks a node's admin endpoint how many members it sees alive.
+func (c *cluster) aliveMembers(ctx context.Context, n *node) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.admin+"/state", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s/state: %s", n.admin, resp.Status)
+	}
+	var doc struct {
+		Members []struct {
+			Alive bool `json:"alive"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return 0, fmt.Errorf("%s/state: %w", n.admin, err)
+	}
+	alive := 0
+	for _, m := range doc.Members {
+		if m.Alive {
+			alive++
+		}
+	}
+	return alive, nil
+}
+
+// stop ends every node cleanly (SIGTERM), killing those that do not stop
+// within ten seconds.
+func (c *cluster) stop() {
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.stop(10 * time.Second)
+		}()
+	}
+	wg.Wait()
+}
+
+// start runs the node's process, its output into its log file.
+func (n *node) start(binary string) error {
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	cmd := exec.Command(binary, n.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("node %s: starting %s: %w", n.name, binary, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	n.mu.Lock()
+	n.cmd, n.exited = cmd, exited
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *node) hasExited() bool {
+	n.mu.Lock()
+	ch := n.exited
+	n.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill ends the process at once, as a crash would, and waits for it.
+func (n *node) kill() {
+	n.mu.Lock()
+	cmd, ch := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-ch
+}
+
+// stop asks the process to leave (SIGTERM) and kills it if it has not
+// within grace.
+func (n *node) stop(grace time.Duration) {
+	n.mu.Lock()
+	cmd, ch := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-ch:
+	case <-time.After(grace):
+		n.kill()
+	}
+}
+
+// logTail is the end of the node's log, for an error message.
+func (n *node) logTail() string {
+	b, err := os.ReadFile(n.logPath)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 600 {
+		s = "…" + s[len(s)-600:]
+	}
+	if s == "" {
+		return "(empty log)"
+	}
+	return s
+}
+
+// Ports are drawn below the kernel's usual ephemeral range (32768 and up),
+// so an outgoing connection of the crowd cannot take a node's port between
+// the check and the bind, or while a killed node is down.
+const (
+	portLow  = 20000
+	portHigh = 32000
+)
+
+var (
+	portsMu sync.Mutex
+	// portsTaken are the ports this process handed out already: runs side
+	// by side must not be given the same one.
+	portsTaken = map[int]bool{}
+)
+
+// freePorts finds n distinct loopback ports free for TCP and UDP both
+// (gossip binds both on one port).
+func freePorts(n int) ([]int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	var out []int
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 2000 {
+			return nil, errors.New("no free loopback ports found between 20000 and 32000")
+		}
+		p := portLow + rand.IntN(portHigh-portLow)
+		if portsTaken[p] || !portFree(p) {
+			continue
+		}
+		portsTaken[p] = true
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func portFree(p int) bool {
+	addr := "127.0.0.1:" + strconv.Itoa(p)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer l.Close()
+	u, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return false
+	}
+	u.Close()
+	return true
+}

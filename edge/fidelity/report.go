@@ -1,0 +1,141 @@
+package fidelity
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The goals every scenario is held to.
+const (
+	// MaxActiveRatio bounds peak active over total_active_users.
+	MaxActiveRatio = 1.02
+	// MaxNewPerMinuteRatio bounds peak admissions in a wall-clock minute
+	// over new_users_per_minute.
+	MaxNewPerMinuteRatio = 1.02
+	// MinUtilisationAtFirstQueue is how full the room must be when it
+	// queues its first visitor.
+	MinUtilisationAtFirstQueue = 0.95
+	// MaxInversionShare bounds FIFO inversions as a share of admissions.
+	MaxInversionShare = 0.01
+)
+
+// Goal is one figure held to its goal.
+type Goal struct {
+	Figure string  `json:"figure"`
+	Value  float64 `json:"value"`
+	// Shown is the value as the table prints it, with what it was made of.
+	Shown string `json:"shown"`
+	Goal  string `json:"goal"`
+	Met   bool   `json:"met"`
+}
+
+// Goals holds a run's truth to the goals.
+func Goals(t Truth, l Limits, status5xx int) []Goal {
+	active := t.ActiveRatio(l)
+	perMin := t.NewPerMinuteRatio(l)
+	inv := t.InversionShare()
+	util := Goal{Figure: "utilisation at first queueing", Goal: fmt.Sprintf("≥ %.2f", MinUtilisationAtFirstQueue), Met: true, Shown: "never queued"}
+	if !t.FirstQueued.IsZero() {
+		util.Value = t.UtilisationAtFirstQueue
+		util.Met = t.UtilisationAtFirstQueue >= MinUtilisationAtFirstQueue
+		util.Shown = fmt.Sprintf("%.3f (%d of %d active, %d of %d this minute)", t.UtilisationAtFirstQueue,
+			t.ActiveAtFirstQueue, l.TotalActiveUsers, t.AdmittedAtFirstQueue, l.NewUsersPerMinute)
+	}
+	return []Goal{
+		{Figure: "peak active / total_active_users", Value: active, Goal: fmt.Sprintf("≤ %.2f", MaxActiveRatio), Met: active <= MaxActiveRatio,
+			Shown: fmt.Sprintf("%.3f (%d of %d)", active, t.PeakActive, l.TotalActiveUsers)},
+		{Figure: "peak new users per minute / new_users_per_minute", Value: perMin, Goal: fmt.Sprintf("≤ %.2f", MaxNewPerMinuteRatio), Met: perMin <= MaxNewPerMinuteRatio,
+			Shown: fmt.Sprintf("%.3f (%d of %d)", perMin, t.PeakNewPerMinute, l.NewUsersPerMinute)},
+		util,
+		{Figure: "FIFO inversions", Value: inv, Goal: fmt.Sprintf("≤ %g%%", MaxInversionShare*100), Met: inv <= MaxInversionShare,
+			Shown: fmt.Sprintf("%.2f%% (%d of %d admissions: %d newcomers let in at once, %d passed over)", inv*100, t.Inversions, t.Admissions, t.Newcomers, t.PassedOver)},
+		{Figure: "5xx from waitroom", Value: float64(status5xx), Goal: "0", Met: status5xx == 0, Shown: fmt.Sprint(status5xx)},
+	}
+}
+
+// WriteText prints a table per result: each figure, its value, its goal and
+// whether it was met, then what else the run saw.
+func WriteText(w io.Writer, results []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, r := range results {
+		s := r.Scenario
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintf(tw, "%s: %s\n", s.Name, s.Description)
+		fmt.Fprintf(tw, "  %d nodes, total_active_users %d, new_users_per_minute %d, session_duration %v, %v\n",
+			s.Nodes, s.Limits.TotalActiveUsers, s.Limits.NewUsersPerMinute, minutes(s.Limits.SessionDuration), s.Length)
+		if r.Error != "" {
+			fmt.Fprintf(tw, "  NOT MEASURED: %s\n", r.Error)
+			continue
+		}
+		fmt.Fprintln(tw, "  figure\tvalue\tgoal\t")
+		for _, g := range r.Goals {
+			met := "met"
+			if !g.Met {
+				met = "MISSED"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", g.Figure, g.Shown, g.Goal, met)
+		}
+		t := r.Truth
+		wait := "nobody waited"
+		if t.Waited > 0 {
+			wait = fmt.Sprintf("%v (%d queued, then let in)", t.MedianWait.Round(time.Second), t.Waited)
+		}
+		fmt.Fprintf(tw, "  median wait\t%s\t\t\n", wait)
+		fmt.Fprintf(tw, "  visitors\t%d arrived, %d admissions, %d still waiting at the end\t\t\n", r.Visitors, t.Admissions, t.StillWaiting)
+		var notes []string
+		if r.ConnectionErrors > 0 {
+			notes = append(notes, fmt.Sprintf("%d requests unanswered (node down)", r.ConnectionErrors))
+		}
+		if r.Requeued > 0 {
+			notes = append(notes, fmt.Sprintf("%d visitors queued again while browsing", r.Requeued))
+		}
+		if t.Unidentified > 0 {
+			notes = append(notes, fmt.Sprintf("%d origin requests without a visitor", t.Unidentified))
+		}
+		if r.Killed != nil {
+			back := "not back by the end"
+			if r.Back != nil {
+				back = fmt.Sprintf("back in the ring %v later", r.Back.Sub(*r.Killed).Round(100*time.Millisecond))
+			}
+			notes = append(notes, fmt.Sprintf("node %d killed at %s, %s", s.Restart.Node+1, r.Killed.UTC().Format("15:04:05"), back))
+		}
+		if len(notes) > 0 {
+			fmt.Fprintf(tw, "  also\t%s\t\t\n", strings.Join(notes, "; "))
+		}
+		if r.Logs != "" {
+			fmt.Fprintf(tw, "  node logs\t%s\t\t\n", r.Logs)
+		}
+	}
+	return tw.Flush()
+}
+
+func minutes(d time.Duration) string {
+	n := int(d / time.Minute)
+	if n == 1 {
+		return "1 min"
+	}
+	return fmt.Sprintf("%d min", n)
+}
+
+// MissedGoals lists every goal missed (and every scenario not measured),
+// one line each: scenario, figure, value and goal.
+func MissedGoals(results []Result) []string {
+	var out []string
+	for _, r := range results {
+		if r.Error != "" {
+			out = append(out, fmt.Sprintf("%s: not measured: %s", r.Scenario.Name, r.Error))
+			continue
+		}
+		for _, g := range r.Goals {
+			if !g.Met {
+				out = append(out, fmt.Sprintf("%s: %s %s, goal %s", r.Scenario.Name, g.Figure, g.Shown, g.Goal))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,228 @@
+package fidelity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/edge/crowd"
+)
+
+// Options configure a fidelity run.
+type Options struct {
+	// Binary is the waitroom executable the nodes run (and whose keygen
+	// makes the key files).
+	Binary    string
+	Scenarios []Scenario
+	// Parallel is how many scenarios run at once (default 1). Each has its
+	// own ring, origin and crowd; side by side they share the CPU.
+	Parallel int
+	// Seed draws the crowds; the same seed gives the same arrivals.
+	Seed uint64
+	// Dir keeps each scenario's key files, config and node logs in a
+	// subfolder; empty: a temporary folder, removed afterwards.
+	Dir string
+	// Progress, when set, gets one line per step of each scenario.
+	Progress io.Writer
+}
+
+// Result is one scenario's outcome.
+type Result struct {
+	Scenario Scenario `json:"scenario"`
+	// Visitors counts the crowd's visitors who arrived within the run.
+	Visitors int   `json:"visitors"`
+	Truth    Truth `json:"truth"`
+	// Status5xx counts the 5xx answers the crowd got: the origin never
+	// answers one, so each is the room's.
+	Status5xx int `json:"status_5xx"`
+	// ConnectionErrors counts requests that got no answer (a node down).
+	ConnectionErrors int `json:"connection_errors"`
+	// Requeued counts visitors let in who got a queue page again while
+	// browsing: a session lost.
+	Requeued int `json:"requeued"`
+	// Killed and Back are when a restarted node was killed and seen back in
+	// the ring.
+	Killed *time.Time `json:"killed,omitempty"`
+	Back   *time.Time `json:"back,omitempty"`
+	Goals  []Goal     `json:"goals"`
+	// Error says why the scenario could not be measured; its goals are then
+	// missed.
+	Error string `json:"error,omitempty"`
+	// Logs is the folder with the nodes' logs, when kept.
+	Logs string `json:"logs,omitempty"`
+}
+
+// Missed reports whether any goal of the result was missed, or it could not
+// be measured.
+func (r Result) Missed() bool {
+	if r.Error != "" {
+		return true
+	}
+	for _, g := range r.Goals {
+		if !g.Met {
+			return true
+		}
+	}
+	return false
+}
+
+// Run runs the scenarios and returns their results, in the scenarios'
+// order. A scenario that cannot be run has its Error set; Run itself fails
+// only on bad options or when ctx ends.
+func Run(ctx context.Context, o Options) ([]Result, error) {
+	if o.Binary == "" {
+		return nil, errors.New("fidelity: no waitroom binary to run")
+	}
+	if _, err := os.Stat(o.Binary); err != nil {
+		return nil, fmt.Errorf("fidelity: the waitroom binary: %w", err)
+	}
+	if len(o.Scenarios) == 0 {
+		return nil, errors.New("fidelity: no scenario")
+	}
+	for _, s := range o.Scenarios {
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("fidelity: %w", err)
+		}
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 1
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	base := o.Dir
+	if base == "" {
+		d, err := os.MkdirTemp("", "waitroom-fidelity-")
+		if err != nil {
+			return nil, fmt.Errorf("fidelity: %w", err)
+		}
+		defer os.RemoveAll(d)
+		base = d
+	}
+	var (
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, o.Parallel)
+		results = make([]Result, len(o.Scenarios))
+		pmu     sync.Mutex
+	)
+	say := func(s Scenario, format string, args ...any) {
+		pmu.Lock()
+		defer pmu.Unlock()
+		fmt.Fprintf(o.Progress, "%s %s: %s\n", time.Now().UTC().Format("15:04:05"), s.Name, fmt.Sprintf(format, args...))
+	}
+	for i, s := range o.Scenarios {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				results[i] = Result{Scenario: s, Error: ctx.Err().Error()}
+				return
+			}
+			defer func() { <-sem }()
+			dir := filepath.Join(base, s.Name)
+			r, err := runScenario(ctx, o, s, dir, func(f string, a ...any) { say(s, f, a...) })
+			if err != nil {
+				r.Error = err.Error()
+				say(s, "not measured: %v", err)
+			}
+			if o.Dir != "" {
+				r.Logs = dir
+			}
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return results, err
+	}
+	return results, nil
+}
+
+// startAttempts is how often a ring is tried before the scenario is given
+// up: a port found free can be taken by something else before a node binds
+// it.
+const startAttempts = 3
+
+func runScenario(ctx context.Context, o Options, s Scenario, dir string, say func(string, ...any)) (Result, error) {
+	r := Result{Scenario: s}
+	org, err := startOrigin()
+	if err != nil {
+		return r, err
+	}
+	defer org.close()
+	var c *cluster
+	for attempt := 1; c == nil; attempt++ {
+		adir := dir
+		if attempt > 1 {
+			adir = fmt.Sprintf("%s-try%d", dir, attempt)
+		}
+		if err := os.MkdirAll(adir, 0o700); err != nil {
+			return r, fmt.Errorf("fidelity: %w", err)
+		}
+		c, err = startCluster(ctx, o.Binary, adir, s, org.url)
+		if err != nil {
+			if attempt >= startAttempts || ctx.Err() != nil {
+				return r, err
+			}
+			say("the ring did not start (%v); trying again on other ports", err)
+		}
+	}
+	defer c.stop()
+	ps := plans(s, o.Seed)
+	say("%d nodes up (first at %s), origin %s; %d visitors over %v", len(c.nodes), c.url(0), org.url, len(ps), s.Length)
+
+	crowdCtx, cancel := context.WithTimeout(ctx, s.Length)
+	defer cancel()
+	var restarts sync.WaitGroup
+	if rs := s.Restart; rs != nil {
+		restarts.Add(1)
+		go func() {
+			defer restarts.Done()
+			if !crowd.Sleep(crowdCtx, rs.At) {
+				return
+			}
+			n := c.nodes[rs.Node]
+			n.kill()
+			killed := time.Now()
+			r.Killed = &killed
+			say("%s killed (SIGKILL)", n.name)
+			if !crowd.Sleep(crowdCtx, rs.Down) {
+				return
+			}
+			if err := n.start(o.Binary); err != nil {
+				say("%s did not start again: %v", n.name, err)
+				return
+			}
+			if err := c.waitReady(crowdCtx, []*node{n}); err != nil {
+				say("%s is not back in the ring: %v", n.name, err)
+				return
+			}
+			back := time.Now()
+			r.Back = &back
+			say("%s back in the ring after %v", n.name, back.Sub(killed).Round(100*time.Millisecond))
+		}()
+	}
+	start := time.Now()
+	cl := runCrowd(crowdCtx, ps, start, c.url)
+	restarts.Wait()
+	end := start.Add(s.Length)
+	if ctx.Err() != nil {
+		return r, ctx.Err()
+	}
+	r.Visitors = len(cl.arrivals)
+	r.Status5xx, r.ConnectionErrors, r.Requeued = cl.status5xx, cl.connErrors, cl.requeued
+	r.Truth = Judge(Log{End: end, Arrivals: cl.arrivals, Hits: org.log()}, s.Limits)
+	r.Goals = Goals(r.Truth, s.Limits, r.Status5xx)
+	if r.Truth.Admissions == 0 {
+		return r, fmt.Errorf("the origin saw nobody let in: the ring did not work (logs: %s)", dir)
+	}
+	say("done: %d admissions, peak active %d of %d", r.Truth.Admissions, r.Truth.PeakActive, s.Limits.TotalActiveUsers)
+	return r, nil
+}

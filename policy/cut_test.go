@@ -12,10 +12,8 @@ import (
 // split is a small cluster cut in two: every node keeps its own crdt state,
 // the nodes of one part see each other's entries at once, and from the cut
 // on neither part hears from the other. Visitors keep their home node and
-// check in every 20 s until admitted; the edge's counter bookkeeping is done
-// as edge/visit.go does it (arrivals once per visitor and minute, waiting
-// moved to the minute of the latest check-in, admitted and active on
-// admission).
+// check in every 20 s until admitted; what each request counts is the
+// counter rule's (policy.Count), as at the edge.
 type split struct {
 	room      policy.Room
 	parts     [][]int // node indexes of each part
@@ -28,17 +26,15 @@ type split struct {
 	newPer    func(node int, at time.Duration) int
 	visitors  []*splitVisitor
 	admitted  map[int64]int   // truth: admissions per minute, all nodes
+	admits    []int64         // truth: the second of every admission
 	byPart    []map[int64]int // per part
 	worstLive float64         // truth: the most active sessions seen at any step
 }
 
 type splitVisitor struct {
 	home          int
-	bucket        int64
-	counted       int64 // minute the waiting count sits in; 0 before the first queue
-	lastArrival   int64
+	tok           policy.Counting // zero before the first request
 	next          time.Time
-	admittedAt    int64
 	admittedFirst bool
 }
 
@@ -53,14 +49,6 @@ func (c *split) partOf(node int) int {
 		}
 	}
 	panic("node in no part")
-}
-
-func (c *split) add(node int, kind crdt.Kind, bucket, minute int64) {
-	k := crdt.Key{Room: splitRoom, Kind: kind, Minute: minute}
-	if kind == crdt.WaitingPlus || kind == crdt.WaitingMinus {
-		k.Bucket = bucket
-	}
-	c.states[node].Add(k, c.ids[node], 1)
 }
 
 // gossip merges the states of every part, or of the whole ring before the
@@ -109,11 +97,11 @@ func (c *split) run(t *testing.T, d time.Duration) {
 				for _, j := range part {
 					in[c.ids[j]] = true
 				}
-				snap = c.states[i].SnapshotOf(splitRoom, m, w, func(r crdt.ReplicaID) bool { return in[r] })
-				rest := c.states[i].SnapshotOf(splitRoom, m, w, func(r crdt.ReplicaID) bool { return !in[r] })
+				snap = c.states[i].SnapshotOf(splitRoom, now.Unix(), w, func(r crdt.ReplicaID) bool { return in[r] })
+				rest := c.states[i].SnapshotOf(splitRoom, now.Unix(), w, func(r crdt.ReplicaID) bool { return !in[r] })
 				room = room.CutOff(len(part), &rest)
 			} else {
-				snap = c.states[i].Snapshot(splitRoom, m, w)
+				snap = c.states[i].Snapshot(splitRoom, now.Unix(), w)
 			}
 			if c.allocs[i] == nil {
 				c.allocs[i] = policy.Allocate(room, &snap, c.ids[i], now, policy.Continuous)
@@ -121,7 +109,7 @@ func (c *split) run(t *testing.T, d time.Duration) {
 				c.allocs[i] = c.allocs[i].Next(room, &snap, now)
 			}
 			for range c.newPer(i, step) {
-				c.visitors = append(c.visitors, &splitVisitor{home: i, bucket: m, next: now})
+				c.visitors = append(c.visitors, &splitVisitor{home: i, next: now})
 			}
 			for _, v := range c.visitors {
 				if v.home != i || v.admittedFirst || now.Before(v.next) {
@@ -136,44 +124,41 @@ func (c *split) run(t *testing.T, d time.Duration) {
 }
 
 func (c *split) visit(i int, v *splitVisitor, now time.Time, m int64) {
-	if v.lastArrival != m {
-		c.add(i, crdt.Arrivals, 0, m)
-		v.lastArrival = m
+	sec := now.Unix()
+	fresh := v.tok == policy.Counting{}
+	bucket := v.tok.Bucket
+	if fresh {
+		bucket = m
 	}
-	switch c.allocs[i].Decide(policy.Visitor{Bucket: v.bucket, Queued: v.counted != 0}, nil) {
+	out := c.allocs[i].Decide(policy.Visitor{Bucket: bucket, Queued: v.tok.Waiting()}, nil)
+	incs, tok := policy.Count(nil, c.room, splitRoom, v.tok, policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out, Refresh: 20}, sec)
+	for _, in := range incs {
+		c.states[i].Add(in.Key, c.ids[i], in.N)
+	}
+	v.tok = tok
+	switch out {
 	case policy.Admit:
-		c.add(i, crdt.Admitted, 0, m)
-		c.add(i, crdt.ActivePlus, 0, m)
-		if v.counted != 0 {
-			c.add(i, crdt.WaitingMinus, v.bucket, v.counted)
-		}
-		v.admittedFirst, v.admittedAt = true, m
+		v.admittedFirst = true
+		c.admits = append(c.admits, sec)
 		c.admitted[m]++
 		c.byPart[c.partOf(i)][m]++
 	case policy.Queue:
-		if v.counted != m {
-			if v.counted != 0 {
-				c.add(i, crdt.WaitingMinus, v.bucket, v.counted)
-			}
-			c.add(i, crdt.WaitingPlus, v.bucket, m)
-			v.counted = m
-		}
 		v.next = now.Add(20 * time.Second)
 	}
 }
 
-// liveAt is the true number of active sessions at now, counted as the
-// policy counts them: sessions of the last SessionDuration minutes, the
-// expiring minute's pro rata.
+// liveAt is the true number of active sessions at now: those admitted less
+// than SessionDuration ago (visitors here make no request after the
+// admission, so sessions are never renewed).
 func (c *split) liveAt(now time.Time) float64 {
-	m := now.Unix() / 60
-	s := int64(c.room.SessionDuration)
-	frac := float64(now.Unix()%60) / 60
+	d := int64(c.room.SessionDuration) * 60
 	var live float64
-	for k := m - s + 1; k <= m; k++ {
-		live += float64(c.admitted[k])
+	for _, s := range c.admits {
+		if s+d > now.Unix() {
+			live++
+		}
 	}
-	return live + float64(c.admitted[m-s])*(1-frac)
+	return live
 }
 
 func newSplit(room policy.Room, sizes ...int) *split {

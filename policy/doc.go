@@ -15,11 +15,11 @@
 //	S = min(total_active_users − active, new_users_per_minute − admitted this minute)
 //
 // more visitors, never fewer than zero (000: 10,000 total, 2,000 per minute,
-// 7,000 active → min(3,000, 2,000) = 2,000). Active counts the sessions of
-// the last session_duration minutes. The sessions of the minute now expiring
-// leave during this minute at the second their last request came; not
-// knowing those seconds, we take them as spread evenly and count
-// ActiveExpiring × (1 − elapsed/60) of them.
+// 7,000 active → min(3,000, 2,000) = 2,000). Active counts the sessions
+// whose cookies still let their visitors in: each session is counted in the
+// cell of its expiry second, rounded up to the room's session slice (5 s,
+// 15 s for 30-minute sessions, see SessionSlice), and a snapshot at second t
+// sums the cells that expire after t.
 //
 // # FIFO: the oldest buckets first
 //
@@ -274,9 +274,10 @@
 // admission counters and the record of its recent admissions that the
 // continuous split needs (Allocate alone must assume all of this minute's
 // own admissions are recent, which gives about the reference's split). Per
-// request, Decide; on Admit record Admitted and Active for the current
-// minute and take the visitor out of its Waiting cell before the next
-// allocation; on Queue move the Waiting count to (bucket, now). Estimate
+// request, Decide, then Count (the counter rule) says what to add to the
+// node's entries: on Admit the admission and the session, the visitor taken
+// out of its Waiting cell; on Queue its Waiting count moved to (bucket,
+// now). Estimate
 // fills the queue page; Summary and EligibleSlots serve the admin endpoint.
 // The snapshot is read with Room.Windows().
 package policy

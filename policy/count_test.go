@@ -23,7 +23,8 @@ func sessionKey(k crdt.Kind, cell int64) crdt.Key { return key(k, cell, cell/60)
 func TestCount(t *testing.T) {
 	m := int64(countNow / 60)
 	five := policy.Room{SessionDuration: 5}
-	admitted := policy.Counting{Bucket: m - 3, AcceptedAt: countNow - 100, LastCheckIn: countNow - 40, Counted: policy.SessionCell(countNow-40+300, 5), ExpiresAt: countNow - 40 + 300}
+	cell := func(expires int64) int64 { return policy.SessionCell(expires, policy.SessionSlice(5)) }
+	admitted := policy.Counting{Bucket: m - 3, AcceptedAt: countNow - 100, LastCheckIn: countNow - 40, Counted: cell(countNow - 40 + 300), ExpiresAt: countNow - 40 + 300}
 	waiting := policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 25, RefreshInterval: 20, Counted: m - 1, ExpiresAt: countNow - 25 + 300}
 	tests := []struct {
 		name   string
@@ -37,9 +38,9 @@ func TestCount(t *testing.T) {
 		{
 			name: "a first request that is admitted counts an arrival, the admission and a session in the slice of its expiry",
 			room: five, ev: policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Admit}, now: countNow,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, countNow+305), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m)},
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+300)), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m)},
 			check: func(t *testing.T, c policy.Counting) {
-				if c.Counted != countNow+305 || c.ExpiresAt != countNow+300 || c.AcceptedAt != countNow || c.Bucket != m {
+				if c.Counted != cell(countNow+300) || c.ExpiresAt != countNow+300 || c.AcceptedAt != countNow || c.Bucket != m {
 					t.Errorf("state %+v", c)
 				}
 			},
@@ -66,7 +67,7 @@ func TestCount(t *testing.T) {
 		{
 			name: "a waiting visitor admitted leaves its waiting cell, and its time in queue is counted",
 			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Admit}, now: countNow,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, countNow+305), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m),
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+300)), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m),
 				key(crdt.TimeInQueue, crdt.HistogramBin(float64(countNow-((m-2)*60+30))), m), key(crdt.WaitingMinus, m-2, m-1)},
 		},
 		{
@@ -93,11 +94,11 @@ func TestCount(t *testing.T) {
 			name: "a session's request in a later slice moves its count to the slice of its renewed expiry",
 			room: five, before: admitted, ev: policy.Event{Step: policy.StepSession}, now: countNow,
 			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.TimeOnOriginMinus, crdt.HistogramBin(60), (countNow-100)/60), key(crdt.TimeOnOrigin, crdt.HistogramBin(100), (countNow-100)/60),
-				sessionKey(crdt.SessionMinus, admitted.Counted), sessionKey(crdt.SessionPlus, countNow+305)},
+				sessionKey(crdt.SessionMinus, admitted.Counted), sessionKey(crdt.SessionPlus, cell(countNow+300))},
 		},
 		{
 			name: "a session's request within the same slice moves nothing",
-			room: five, before: policy.Counting{AcceptedAt: countNow - 1000, LastCheckIn: countNow, Counted: policy.SessionCell(countNow+300, 5), ExpiresAt: countNow + 300}, ev: policy.Event{Step: policy.StepSession}, now: countNow + 1,
+			room: five, before: policy.Counting{AcceptedAt: countNow - 1000, LastCheckIn: countNow, Counted: cell(countNow + 300), ExpiresAt: countNow + 300}, ev: policy.Event{Step: policy.StepSession}, now: countNow + 1,
 		},
 		{
 			name: "with disable_session_renewal a session is never moved and its expiry stays",
@@ -157,7 +158,7 @@ func TestSessionSlice(t *testing.T) {
 	tests := []struct {
 		minutes int
 		want    int64
-	}{{1, 5}, {10, 5}, {11, 10}, {20, 10}, {21, 15}, {30, 15}}
+	}{{1, 1}, {2, 1}, {3, 2}, {5, 3}, {10, 5}, {20, 10}, {30, 15}}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("sessions of %d minutes are cut into %d-second slices", tt.minutes, tt.want), func(t *testing.T) {
 			if got := policy.SessionSlice(tt.minutes); got != tt.want || int64(tt.minutes)*60/got > 120 {

@@ -164,7 +164,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.node.Add(add...)
 	}
 	rm.mu.RUnlock()
-	if out != policy.Bypass {
+	if out != policy.Bypass && (!fresh || after.Counted != 0) {
+		// A first request counted nowhere (queued or turned away) keeps
+		// no entry: a flood of cookieless requests leaves nothing behind.
 		sh.put(tok.ID, after, nowSec)
 	}
 	sh.unlock()
@@ -224,7 +226,9 @@ func (s *Server) holdVisitor(w http.ResponseWriter, r *http.Request, rm *room, a
 	}
 	add, after := policy.Count(add, a.view.pol, rm.name, before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Refresh: jitteredRefresh()}, nowSec)
 	s.record(rm, add)
-	sh.put(tok.ID, after, nowSec)
+	if !fresh {
+		sh.put(tok.ID, after, nowSec)
+	}
 	sh.unlock()
 	setCounting(&tok, after)
 	s.writeQueue(w, r, rm, a, tok, now, https, newTokenAnswer(fresh), marked)

@@ -13,7 +13,7 @@ type Token struct {
 	AcceptedAt      int64  // unix seconds when admitted; 0 while queued
 	LastCheckIn     int64  // unix seconds of the last counted request/check-in
 	RefreshInterval uint16 // seconds until the next check-in counts (jittered per check-in)
-	CountedMinute   int64  // unix minute the visitor is currently counted in (active or waiting); 0 = not counted
+	CountedMinute   int64  // where the visitor is counted: queued, the unix minute of its waiting cell; admitted, the expiry second of its session cell; 0 = not counted
 	ExpiresAt       int64  // unix seconds; the server checks this, never trusting the browser's cookie expiry
 	Infinite        bool   // flagged for the infinite queue (bots)
 	ID              uint64 // random per visitor, drawn at the first request: orders a shuffled pre-queue

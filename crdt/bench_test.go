@@ -13,8 +13,11 @@ import (
 const (
 	roomNodes     = 50
 	queueMinutes  = 60 // arrival buckets
-	activeMinutes = 30 // minutes of active, admitted and arrivals
-	busyRoom      = "tickets"
+	activeMinutes = 30 // minutes of admitted and arrivals, and the session length
+	// sessionSlice is the session cells' width for 30-minute sessions
+	// (policy.SessionSlice): 120 live cells on each side.
+	sessionSlice = 15
+	busyRoom     = "tickets"
 )
 
 // roomNow is the current unix minute of the benchmarks.
@@ -28,13 +31,16 @@ func roomReplicas() []crdt.ReplicaID {
 	return ids
 }
 
-// roomEntries lists every entry of a busy room: per replica, 60 arrival
-// buckets each counted over the 5 minutes of the waiting window on the plus
-// and the minus side, and 30 minutes of active (plus and minus), admitted and
-// arrivals. That is 50 × (60×5×2 + 30×4) = 36,000 entries in 720 cells.
+// roomEntries lists every entry of a busy room with 30-minute sessions, the
+// longest: per replica, 60 arrival buckets each counted over the 5 minutes
+// of the waiting window on the plus and the minus side, 30 minutes of
+// admitted and arrivals, and the sessions of the next 30 minutes in
+// 15-second slices on the plus and the minus side. That is
+// 50 × (60×5×2 + 30×2 + 120×2) = 45,000 entries in 900 cells.
 func roomEntries(ids []crdt.ReplicaID, seed uint64) []crdt.Entry {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	out := make([]crdt.Entry, 0, len(ids)*(queueMinutes*crdt.DefaultWaitingWindow*2+activeMinutes*4))
+	slices := int64(activeMinutes * 60 / sessionSlice)
+	out := make([]crdt.Entry, 0, len(ids)*(queueMinutes*crdt.DefaultWaitingWindow*2+activeMinutes*2+int(slices)*2))
 	for _, r := range ids {
 		for b := roomNow - queueMinutes + 1; b <= roomNow; b++ {
 			for m := roomNow - crdt.DefaultWaitingWindow + 1; m <= roomNow; m++ {
@@ -44,8 +50,14 @@ func roomEntries(ids []crdt.ReplicaID, seed uint64) []crdt.Entry {
 			}
 		}
 		for m := roomNow - activeMinutes + 1; m <= roomNow; m++ {
-			for _, k := range []crdt.Kind{crdt.ActivePlus, crdt.ActiveMinus, crdt.Admitted, crdt.Arrivals} {
+			for _, k := range []crdt.Kind{crdt.Admitted, crdt.Arrivals} {
 				out = append(out, crdt.Entry{Key: crdt.Key{Room: busyRoom, Kind: k, Minute: m}, Replica: r, Value: 1 + rng.Uint64N(200)})
+			}
+		}
+		for i := range slices {
+			e := roomNow*60 + (i+1)*sessionSlice
+			for _, k := range []crdt.Kind{crdt.SessionPlus, crdt.SessionMinus} {
+				out = append(out, crdt.Entry{Key: crdt.Key{Room: busyRoom, Kind: k, Bucket: e, Minute: e / 60}, Replica: r, Value: 1 + rng.Uint64N(200)})
 			}
 		}
 	}
@@ -63,7 +75,7 @@ func buildRoom(ids []crdt.ReplicaID, seed uint64) *crdt.State {
 }
 
 func roomWindows() crdt.Windows {
-	return crdt.Windows{Session: activeMinutes, Waiting: crdt.DefaultWaitingWindow, History: activeMinutes}
+	return crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: activeMinutes}
 }
 
 // TestMemoryPerRoom holds the state of the busy room to its memory budget,
@@ -89,8 +101,8 @@ func TestMemoryPerRoom(t *testing.T) {
 	st := s.Stats()
 	runtime.KeepAlive(s)
 
-	if st.Cells != 720 || st.Entries != len(entries) {
-		t.Fatalf("room holds %d cells and %d entries, want 720 and %d", st.Cells, st.Entries, len(entries))
+	if st.Cells != 900 || st.Entries != len(entries) {
+		t.Fatalf("room holds %d cells and %d entries, want 900 and %d", st.Cells, st.Entries, len(entries))
 	}
 	retained := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("room of %d nodes, %d-minute queue: %d cells, %d entries, %d bytes retained (%.1f KiB, %.1f bytes per entry)",
@@ -178,7 +190,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	w := roomWindows()
 	b.ReportAllocs()
 	for b.Loop() {
-		snap := s.Snapshot(busyRoom, roomNow, w)
+		snap := s.Snapshot(busyRoom, roomNow*60, w)
 		if len(snap.Waiting) == 0 {
 			b.Fatal("empty snapshot")
 		}
@@ -195,8 +207,8 @@ func BenchmarkSnapshotOf(b *testing.B) {
 	rest := func(r crdt.ReplicaID) bool { return r%2 != 0 }
 	b.ReportAllocs()
 	for b.Loop() {
-		part := s.SnapshotOf(busyRoom, roomNow, w, half)
-		other := s.SnapshotOf(busyRoom, roomNow, w, rest)
+		part := s.SnapshotOf(busyRoom, roomNow*60, w, half)
+		other := s.SnapshotOf(busyRoom, roomNow*60, w, rest)
 		if len(part.Waiting)+len(other.Waiting) == 0 {
 			b.Fatal("empty snapshot")
 		}

@@ -160,11 +160,3 @@ func (s *State) DropFuture(nowMillis int64) int {
 	}
 	return dropped
 }
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}

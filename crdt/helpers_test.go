@@ -61,12 +61,15 @@ var (
 	testRooms = []string{"tickets", "vaccine"}
 	testKinds = []crdt.Kind{
 		crdt.Arrivals, crdt.Admitted, crdt.ActivePlus, crdt.ActiveMinus,
-		crdt.WaitingPlus, crdt.WaitingMinus, crdt.AnalyticsBase + 1,
+		crdt.WaitingPlus, crdt.WaitingMinus, crdt.SessionPlus, crdt.SessionMinus,
+		crdt.AnalyticsBase + 1,
 	}
 	testRegisters = []string{"room/tickets", "room/vaccine", "node/1"}
 )
 
 func isWaiting(k crdt.Kind) bool { return k == crdt.WaitingPlus || k == crdt.WaitingMinus }
+
+func isSession(k crdt.Kind) bool { return k == crdt.SessionPlus || k == crdt.SessionMinus }
 
 // drawKey draws a cell key among two rooms, every kind, three arrival buckets
 // and six minutes, so that independent writers often share a cell.
@@ -78,6 +81,10 @@ func drawKey(t *rapid.T) crdt.Key {
 	}
 	if isWaiting(k.Kind) {
 		k.Bucket = k.Minute - rapid.Int64Range(0, 2).Draw(t, "queued for")
+	}
+	if isSession(k.Kind) {
+		// Dated by the expiry second, a few slices apart.
+		k.Bucket = k.Minute*60 + 15*rapid.Int64Range(0, 3).Draw(t, "slice")
 	}
 	return k
 }

@@ -6,11 +6,9 @@ import (
 )
 
 // Windows are the spans, in minutes, over which a snapshot sums a room's
-// counters.
+// counters. Sessions need none: each session cell carries the second its
+// sessions expire, so Active reads exactly the sessions still running.
 type Windows struct {
-	// Session is the room's session_duration: a session counted in minute m
-	// is still active in minutes m..m+Session (the last of them in part).
-	Session int
 	// Waiting is the life of a queued visitor's cookie (5 minutes): a queued
 	// visitor counted in minute m still waits in minutes m..m+Waiting-1.
 	Waiting int
@@ -48,19 +46,18 @@ func (m MinuteCounts) Of(r ReplicaID) uint64 {
 	return 0
 }
 
-// RoomSnapshot is the read-only picture of one room at one minute: the
+// RoomSnapshot is the read-only picture of one room at one second: the
 // totals the admission policy needs, summed from the merged state.
 type RoomSnapshot struct {
 	Room   string
-	Minute int64 // the current unix minute
+	Now    int64 // the unix second the snapshot was taken at
+	Minute int64 // the current unix minute, Now / 60
 
-	// Active is the net of sessions counted in minutes Minute-Session+1 ..
-	// Minute, clamped at zero. ActiveExpiring is the net of minute
-	// Minute-Session: those sessions expire during the current minute, so a
-	// reader that knows the second within the minute can count the
-	// unexpired part of them.
-	Active         int64
-	ActiveExpiring int64
+	// Active is the net of the session cells (SessionPlus minus
+	// SessionMinus) whose expiry second is after Now, clamped at zero: the
+	// sessions whose cookies still let their visitors in, to within the
+	// room's session slice.
+	Active int64
 
 	// Waiting lists, oldest bucket first, the visitors waiting per arrival
 	// bucket over the waiting window; buckets with nobody waiting are left
@@ -91,9 +88,9 @@ func minuteOf(ms []MinuteCounts, m int64) MinuteCounts {
 	return ms[i]
 }
 
-// Snapshot sums room's cells as seen at unix minute minute.
-func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot {
-	return s.SnapshotOf(roomName, minute, w, nil)
+// Snapshot sums room's cells as seen at unix second now.
+func (s *State) Snapshot(roomName string, now int64, w Windows) RoomSnapshot {
+	return s.SnapshotOf(roomName, now, w, nil)
 }
 
 // SnapshotOf is Snapshot summing only the entries of the replicas keep
@@ -101,23 +98,25 @@ func (s *State) Snapshot(roomName string, minute int64, w Windows) RoomSnapshot 
 // ring uses it to tell what its side did from what it last heard of the
 // other side.
 //
-// With keep set, each session and waiting cell (one minute, one bucket) is
+// With keep set, each session cell (one expiry second) and waiting cell (one
+// bucket, one minute) is
 // taken as at least zero before it is summed. A visitor who moved from a
 // replica left out to a kept one (queued at a node that crashed, checking in
 // at a survivor) has the kept replica's minus in the old cell, cancelling a
 // plus that is not counted, and its plus in the new cell: summed as they are,
 // the two would make the visitor vanish.
-func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(ReplicaID) bool) RoomSnapshot {
+//
+// Session cells dated further ahead than MaxSessionLead minutes cannot be
+// real sessions and are left out.
+func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(ReplicaID) bool) RoomSnapshot {
 	if w.History < 3 {
 		w.History = 3
 	}
 	if w.Waiting < 1 {
 		w.Waiting = DefaultWaitingWindow
 	}
-	if w.Session < 1 {
-		w.Session = 1
-	}
-	snap := RoomSnapshot{Room: roomName, Minute: minute}
+	minute := floorDiv(now, 60)
+	snap := RoomSnapshot{Room: roomName, Now: now, Minute: minute}
 	first := minute - int64(w.History) + 1
 	snap.Admitted = make([]MinuteCounts, w.History)
 	snap.Arrivals = make([]MinuteCounts, w.History)
@@ -129,12 +128,12 @@ func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(R
 	if r == nil {
 		return snap
 	}
-	sessFirst := minute - int64(w.Session) + 1
 	waitFirst := minute - int64(w.Waiting) + 1
-	var active, expiring int64
+	lastExpiry := now + MaxSessionLead*60
+	var active int64
 	waiting := map[int64]int64{}
 	type cell struct{ bucket, minute int64 }
-	var sessions map[int64]int64 // by minute, when keep is set
+	var sessions map[int64]int64 // by expiry second, when keep is set
 	var queued map[cell]int64
 	if keep != nil {
 		sessions, queued = map[int64]int64{}, map[cell]int64{}
@@ -154,24 +153,28 @@ func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(R
 			}
 			c = scratch
 		}
+		if ck.Kind == SessionPlus || ck.Kind == SessionMinus {
+			// Dated by expiry: counted while the expiry second is ahead.
+			if ck.Bucket <= now || ck.Bucket > lastExpiry {
+				continue
+			}
+			v := int64(sum(c))
+			if ck.Kind == SessionMinus {
+				v = -v
+			}
+			if sessions != nil {
+				sessions[ck.Bucket] += v
+			} else {
+				active += v
+			}
+			continue
+		}
 		if ck.Minute > minute {
 			// A peer whose clock runs ahead wrote into a minute that has not
 			// begun here; count it as the current minute rather than lose it.
 			ck.Minute = minute
 		}
 		switch ck.Kind {
-		case ActivePlus, ActiveMinus:
-			v := int64(sum(c))
-			if ck.Kind == ActiveMinus {
-				v = -v
-			}
-			if sessions != nil {
-				sessions[ck.Minute] += v
-			} else if ck.Minute >= sessFirst {
-				active += v
-			} else if ck.Minute == sessFirst-1 {
-				expiring += v
-			}
 		case WaitingPlus, WaitingMinus:
 			if ck.Minute < waitFirst {
 				continue
@@ -198,18 +201,13 @@ func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(R
 			dst.ByReplica = mergeCounts(dst.ByReplica, c)
 		}
 	}
-	for m, v := range sessions {
-		if m >= sessFirst {
-			active += max(v, 0)
-		} else if m == sessFirst-1 {
-			expiring += max(v, 0)
-		}
+	for _, v := range sessions {
+		active += max(v, 0)
 	}
 	for c, v := range queued {
 		waiting[c.bucket] += max(v, 0)
 	}
 	snap.Active = max(active, 0)
-	snap.ActiveExpiring = max(expiring, 0)
 	for b, n := range waiting {
 		if n > 0 {
 			snap.Waiting = append(snap.Waiting, BucketCount{Bucket: b, N: n})
@@ -218,6 +216,16 @@ func (s *State) SnapshotOf(roomName string, minute int64, w Windows, keep func(R
 	}
 	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
 	return snap
+}
+
+// floorDiv divides rounding towards minus infinity, so second -1 is in
+// minute -1.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 func sum(c []Count) uint64 {

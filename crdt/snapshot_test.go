@@ -25,7 +25,7 @@ const now = base + 100
 type write struct {
 	by     crdt.ReplicaID
 	kind   crdt.Kind
-	bucket int64 // relative to now; Waiting kinds only
+	bucket int64 // Waiting kinds: minutes relative to now; Session kinds: the expiry second relative to now's first
 	minute int64 // relative to now
 	n      uint64
 }
@@ -44,6 +44,11 @@ func apply(t *testing.T, ws []write) *crdt.State {
 		if w.kind == crdt.WaitingPlus || w.kind == crdt.WaitingMinus {
 			k.Bucket = now + w.bucket
 		}
+		if w.kind == crdt.SessionPlus || w.kind == crdt.SessionMinus {
+			// bucket is the expiry second, relative to the start of now.
+			k.Bucket = now*60 + w.bucket
+			k.Minute = k.Bucket / 60
+		}
 		e, ok := writers[w.by].Add(k, w.by, w.n)
 		if !ok {
 			t.Fatalf("Add(%+v) refused", k)
@@ -54,76 +59,74 @@ func apply(t *testing.T, ws []write) *crdt.State {
 }
 
 func TestSnapshotTotals(t *testing.T) {
-	w := crdt.Windows{Session: 5, History: 3} // Waiting defaults to 5 minutes
+	w := crdt.Windows{History: 3} // Waiting defaults to 5 minutes
 	type bucket struct {
 		at int64 // relative to now
 		n  int64
 	}
 	tests := []struct {
-		name     string
-		room     string // "tickets" unless set
-		writes   []write
-		active   int64
-		expiring int64
-		waiting  []bucket
+		name    string
+		room    string // "tickets" unless set
+		second  int64  // of the snapshot, into minute now
+		writes  []write
+		active  int64
+		waiting []bucket
 	}{
 		{
-			name: "active sums the plus and minus sides over the session window",
+			name: "active sums the plus and minus sides of the sessions not yet expired",
 			writes: []write{
-				{nodeA, crdt.ActivePlus, 0, -4, 2},
-				{nodeB, crdt.ActivePlus, 0, 0, 3},
-				{nodeA, crdt.ActivePlus, 0, -2, 1},
-				{nodeC, crdt.ActiveMinus, 0, -2, 1},
+				{nodeA, crdt.SessionPlus, 30, 0, 2},
+				{nodeB, crdt.SessionPlus, 300, 0, 3},
+				{nodeA, crdt.SessionPlus, 1800, 0, 1},
+				{nodeC, crdt.SessionMinus, 1800, 0, 1},
 			},
 			active: 5,
 		},
 		{
-			name: "a session moved to a later minute is counted once",
+			name:   "a session is counted before its expiry second",
+			second: 29,
+			writes: []write{{nodeA, crdt.SessionPlus, 30, 0, 1}},
+			active: 1,
+		},
+		{
+			name:   "and not from its expiry second on",
+			second: 30,
+			writes: []write{{nodeA, crdt.SessionPlus, 30, 0, 1}},
+		},
+		{
+			name: "a session moved to a later slice is counted once",
 			writes: []write{
-				{nodeA, crdt.ActivePlus, 0, -3, 1},
-				{nodeB, crdt.ActiveMinus, 0, -3, 1},
-				{nodeB, crdt.ActivePlus, 0, -1, 1},
+				{nodeA, crdt.SessionPlus, 100, 0, 1},
+				{nodeB, crdt.SessionMinus, 100, 0, 1},
+				{nodeB, crdt.SessionPlus, 115, 0, 1},
 			},
 			active: 1,
 		},
 		{
 			name: "a revoked session is no longer active",
 			writes: []write{
-				{nodeA, crdt.ActivePlus, 0, -1, 2},
-				{nodeB, crdt.ActiveMinus, 0, -1, 1},
+				{nodeA, crdt.SessionPlus, 60, 0, 2},
+				{nodeB, crdt.SessionMinus, 60, 0, 1},
 			},
 			active: 1,
-		},
-		{
-			name: "sessions counted in the minute before the window are expiring, not active",
-			writes: []write{
-				{nodeA, crdt.ActivePlus, 0, -5, 4},
-				{nodeB, crdt.ActivePlus, 0, -4, 1},
-			},
-			active:   1,
-			expiring: 4,
-		},
-		{
-			name: "sessions older than the expiring minute are not counted",
-			writes: []write{
-				{nodeA, crdt.ActivePlus, 0, -6, 7},
-				{nodeB, crdt.ActivePlus, 0, -60, 1},
-			},
 		},
 		{
 			name: "a minus that arrives without its plus does not make active negative",
 			writes: []write{
-				{nodeA, crdt.ActivePlus, 0, -2, 2},
-				{nodeB, crdt.ActiveMinus, 0, -1, 3},
+				{nodeA, crdt.SessionPlus, 60, 0, 2},
+				{nodeB, crdt.SessionMinus, 90, 0, 3},
 			},
 		},
 		{
-			name: "a session moved out of the expiring minute leaves expiring at zero, not below",
+			name:   "a cell dated beyond the longest session cannot be a session and is left out",
+			writes: []write{{nodeA, crdt.SessionPlus, crdt.MaxSessionLead*60 + 60, 0, 5}},
+		},
+		{
+			name: "the old per-minute active kinds are not read",
 			writes: []write{
-				{nodeB, crdt.ActiveMinus, 0, -5, 1},
-				{nodeB, crdt.ActivePlus, 0, 0, 1},
+				{nodeA, crdt.ActivePlus, 0, 0, 4},
+				{nodeA, crdt.ActivePlus, 0, -1, 4},
 			},
-			active: 1,
 		},
 		{
 			name: "waiting is summed per bucket over the five-minute window, oldest bucket first",
@@ -157,17 +160,15 @@ func TestSnapshotTotals(t *testing.T) {
 		{
 			name: "a future minute from a peer with a skewed clock is counted in the current minute",
 			writes: []write{
-				{nodeA, crdt.ActivePlus, 0, +1, 2},
 				{nodeA, crdt.WaitingPlus, +1, +1, 3},
 				{nodeB, crdt.WaitingPlus, -1, +2, 1},
 			},
-			active:  2,
 			waiting: []bucket{{-1, 1}, {+1, 3}},
 		},
 		{
 			name:   "a room nobody wrote to has nobody active or waiting",
 			room:   "vaccine",
-			writes: []write{{nodeA, crdt.ActivePlus, 0, 0, 1}},
+			writes: []write{{nodeA, crdt.SessionPlus, 60, 0, 1}},
 		},
 	}
 	for _, tt := range tests {
@@ -176,12 +177,12 @@ func TestSnapshotTotals(t *testing.T) {
 			if room == "" {
 				room = "tickets"
 			}
-			snap := apply(t, tt.writes).Snapshot(room, now, w)
-			if snap.Room != room || snap.Minute != now {
-				t.Errorf("snapshot of %q at %d, want %q at %d", snap.Room, snap.Minute, room, now)
+			snap := apply(t, tt.writes).Snapshot(room, now*60+tt.second, w)
+			if snap.Room != room || snap.Minute != now || snap.Now != now*60+tt.second {
+				t.Errorf("snapshot of %q at minute %d second %d, want %q at %d", snap.Room, snap.Minute, snap.Now, room, now)
 			}
-			if snap.Active != tt.active || snap.ActiveExpiring != tt.expiring {
-				t.Errorf("active %d, expiring %d; want %d and %d", snap.Active, snap.ActiveExpiring, tt.active, tt.expiring)
+			if snap.Active != tt.active {
+				t.Errorf("active %d, want %d", snap.Active, tt.active)
 			}
 			var want []crdt.BucketCount
 			var total int64
@@ -200,7 +201,7 @@ func TestSnapshotTotals(t *testing.T) {
 }
 
 func TestSnapshotPerMinuteCounts(t *testing.T) {
-	w := crdt.Windows{Session: 5, History: 4}
+	w := crdt.Windows{History: 4}
 	s := apply(t, []write{
 		{nodeA, crdt.Admitted, 0, -3, 2},
 		{nodeA, crdt.Admitted, 0, -1, 1},
@@ -212,7 +213,7 @@ func TestSnapshotPerMinuteCounts(t *testing.T) {
 		{nodeC, crdt.Arrivals, 0, +1, 6}, // a peer whose clock runs ahead
 		{nodeC, crdt.Arrivals, 0, 0, 1},
 	})
-	snap := s.Snapshot("tickets", now, w)
+	snap := s.Snapshot("tickets", now*60, w)
 
 	counts := func(cs ...crdt.Count) []crdt.Count { return cs }
 	tests := []struct {
@@ -244,15 +245,15 @@ func TestSnapshotPerMinuteCounts(t *testing.T) {
 		}
 	})
 	t.Run("History shorter than three minutes is raised to three", func(t *testing.T) {
-		snap := s.Snapshot("tickets", now, crdt.Windows{Session: 5, History: 1})
+		snap := s.Snapshot("tickets", now*60, crdt.Windows{History: 1})
 		if len(snap.Admitted) != 3 || snap.Admitted[0].Minute != now-2 {
 			t.Errorf("%d minutes starting at %d, want 3 starting at %d", len(snap.Admitted), snap.Admitted[0].Minute-now, -2)
 		}
 	})
 	t.Run("a snapshot does not share memory with the state", func(t *testing.T) {
-		snap := s.Snapshot("tickets", now, w)
+		snap := s.Snapshot("tickets", now*60, w)
 		snap.Admitted[3].ByReplica[0].N = 1000
-		if again := s.Snapshot("tickets", now, w); again.AdmittedIn(now).Of(nodeA) != 5 {
+		if again := s.Snapshot("tickets", now*60, w); again.AdmittedIn(now).Of(nodeA) != 5 {
 			t.Errorf("changing a snapshot changed the state: A now %d", again.AdmittedIn(now).Of(nodeA))
 		}
 	})
@@ -263,7 +264,7 @@ func TestSnapshotPerMinuteCounts(t *testing.T) {
 // waiting cell taken as at least zero. With keep nil it is Snapshot; and the
 // per-minute counts of a side and of the rest add up to the whole.
 func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
-	w := crdt.Windows{Session: 3, Waiting: 4, History: 4}
+	w := crdt.Windows{Waiting: 4, History: 4}
 	checkLaw(t, func(t *rapid.T) {
 		c := drawCluster(t, 4, rapid.Bool().Draw(t, "prune"))
 		m := c.merged()
@@ -284,18 +285,19 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 		model.Merge(crdt.Delta{Entries: es})
 
 		minute := base + rapid.Int64Range(0, 6).Draw(t, "minute")
+		sec := minute*60 + rapid.Int64Range(0, 59).Draw(t, "second")
 		for _, room := range testRooms {
-			whole := m.Snapshot(room, minute, w)
-			if got := m.SnapshotOf(room, minute, w, nil); !reflect.DeepEqual(got, whole) {
+			whole := m.Snapshot(room, sec, w)
+			if got := m.SnapshotOf(room, sec, w, nil); !reflect.DeepEqual(got, whole) {
 				t.Fatalf("SnapshotOf with keep nil = %+v, Snapshot = %+v", got, whole)
 			}
-			side := m.SnapshotOf(room, minute, w, keep)
-			want := model.Snapshot(room, minute, w)
-			want.Active, want.ActiveExpiring, want.Waiting, want.TotalWaiting = cellwise(es, room, minute, w)
+			side := m.SnapshotOf(room, sec, w, keep)
+			want := model.Snapshot(room, sec, w)
+			want.Active, want.Waiting, want.TotalWaiting = cellwise(es, room, sec, w)
 			if !reflect.DeepEqual(side, want) {
 				t.Fatalf("SnapshotOf(kept) = %+v, want %+v", side, want)
 			}
-			other := m.SnapshotOf(room, minute, w, rest)
+			other := m.SnapshotOf(room, sec, w, rest)
 			for i := range whole.Admitted {
 				if side.Admitted[i].Total+other.Admitted[i].Total != whole.Admitted[i].Total ||
 					side.Arrivals[i].Total+other.Arrivals[i].Total != whole.Arrivals[i].Total {
@@ -307,12 +309,14 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 }
 
 // cellwise is the model of SnapshotOf's session and waiting sums: net per
-// cell, each at least zero, then summed over the windows.
-func cellwise(es []crdt.Entry, room string, minute int64, w crdt.Windows) (active, expiring int64, waiting []crdt.BucketCount, total int64) {
+// cell, each at least zero, then summed: sessions whose expiry second is
+// after sec, waiting cells within the window.
+func cellwise(es []crdt.Entry, room string, sec int64, w crdt.Windows) (active int64, waiting []crdt.BucketCount, total int64) {
 	type cell struct {
 		waiting        bool
 		bucket, minute int64
 	}
+	minute := sec / 60
 	net := map[cell]int64{}
 	for _, e := range es {
 		if e.Key.Room != room {
@@ -321,11 +325,14 @@ func cellwise(es []crdt.Entry, room string, minute int64, w crdt.Windows) (activ
 		m := min(e.Key.Minute, minute)
 		v := int64(e.Value)
 		switch e.Key.Kind {
-		case crdt.ActiveMinus, crdt.WaitingMinus:
+		case crdt.SessionMinus, crdt.WaitingMinus:
 			v = -v
-		case crdt.ActivePlus, crdt.WaitingPlus:
+		case crdt.SessionPlus, crdt.WaitingPlus:
 		default:
 			continue
+		}
+		if isSession(e.Key.Kind) {
+			m = 0
 		}
 		net[cell{isWaiting(e.Key.Kind), e.Key.Bucket, m}] += v
 	}
@@ -335,10 +342,8 @@ func cellwise(es []crdt.Entry, room string, minute int64, w crdt.Windows) (activ
 		switch {
 		case c.waiting && c.minute > minute-int64(w.Waiting):
 			byBucket[c.bucket] += v
-		case !c.waiting && c.minute > minute-int64(w.Session):
+		case !c.waiting && c.bucket > sec && c.bucket <= sec+crdt.MaxSessionLead*60:
 			active += v
-		case !c.waiting && c.minute == minute-int64(w.Session):
-			expiring += v
 		}
 	}
 	for b, n := range byBucket {
@@ -348,23 +353,23 @@ func cellwise(es []crdt.Entry, room string, minute int64, w crdt.Windows) (activ
 		}
 	}
 	slices.SortFunc(waiting, func(a, b crdt.BucketCount) int { return int(a.Bucket - b.Bucket) })
-	return active, expiring, waiting, total
+	return active, waiting, total
 }
 
 func TestSnapshotOfKeepsVisitorsWhoMoved(t *testing.T) {
-	w := crdt.Windows{Session: 5, History: 3}
+	w := crdt.Windows{History: 3}
 	// A visitor queued at C in bucket now-2 and counted there in minute
 	// now-2 checks in at A in minute now: A moves the count. A session
-	// admitted at C in minute now-1 comes back to A and is moved too.
+	// admitted at C comes back to A and is moved to a later slice too.
 	s := apply(t, []write{
 		{by: nodeC, kind: crdt.WaitingPlus, bucket: -2, minute: -2, n: 1},
 		{by: nodeA, kind: crdt.WaitingMinus, bucket: -2, minute: -2, n: 1},
 		{by: nodeA, kind: crdt.WaitingPlus, bucket: -2, minute: 0, n: 1},
-		{by: nodeC, kind: crdt.ActivePlus, minute: -1, n: 1},
-		{by: nodeA, kind: crdt.ActiveMinus, minute: -1, n: 1},
-		{by: nodeA, kind: crdt.ActivePlus, minute: 0, n: 1},
+		{by: nodeC, kind: crdt.SessionPlus, bucket: 240, n: 1},
+		{by: nodeA, kind: crdt.SessionMinus, bucket: 240, n: 1},
+		{by: nodeA, kind: crdt.SessionPlus, bucket: 300, n: 1},
 	})
-	side := s.SnapshotOf("tickets", now, w, func(r crdt.ReplicaID) bool { return r != nodeC })
+	side := s.SnapshotOf("tickets", now*60, w, func(r crdt.ReplicaID) bool { return r != nodeC })
 	t.Run("the part without C still counts the visitor as waiting", func(t *testing.T) {
 		if side.TotalWaiting != 1 {
 			t.Errorf("waiting %d, want 1", side.TotalWaiting)
@@ -376,7 +381,7 @@ func TestSnapshotOfKeepsVisitorsWhoMoved(t *testing.T) {
 		}
 	})
 	t.Run("the whole state counts each once", func(t *testing.T) {
-		whole := s.Snapshot("tickets", now, w)
+		whole := s.Snapshot("tickets", now*60, w)
 		if whole.TotalWaiting != 1 || whole.Active != 1 {
 			t.Errorf("waiting %d and active %d, want 1 and 1", whole.TotalWaiting, whole.Active)
 		}

@@ -12,10 +12,14 @@ type Kind uint8
 // The counter kinds of a room. PN counters are two kinds, plus and minus, so
 // every cell is a plain G-counter.
 const (
-	Arrivals     Kind = 1 // distinct visitors first seen, per node per minute
-	Admitted     Kind = 2 // new admissions, per node per minute
-	ActivePlus   Kind = 3 // sessions counted in this minute
-	ActiveMinus  Kind = 4 // sessions moved out of this minute, or revoked
+	Arrivals Kind = 1 // distinct visitors first seen, per node per minute
+	Admitted Kind = 2 // new admissions, per node per minute
+	// ActivePlus and ActiveMinus counted sessions by the minute of their
+	// latest request. They are no longer written (sessions are counted by
+	// expiry in SessionPlus and SessionMinus) and no reader sums them; cells
+	// from an older peer are merged and pruned like any other.
+	ActivePlus   Kind = 3
+	ActiveMinus  Kind = 4
 	WaitingPlus  Kind = 5 // queued visitors counted in this (bucket, minute)
 	WaitingMinus Kind = 6 // queued visitors moved out of this (bucket, minute)
 	// Revocations records sessions ended by an origin command, one cell per
@@ -31,6 +35,14 @@ const (
 	// the unix minute of that second, so a cell is pruned like any other
 	// once its minute has passed. Cells of these kinds are dated in the
 	// future by up to the longest session (MaxSessionLead).
+	//
+	// An admission adds one to SessionPlus of its cell; a renewal that
+	// lands in another slice adds one to SessionMinus of the old cell and
+	// one to SessionPlus of the new; a revocation adds one to SessionMinus
+	// of the cell the session is counted in. A snapshot at second t sums
+	// plus minus minus over the cells whose expiry second is after t
+	// (RoomSnapshot.Active); policy.Count is the one place that writes
+	// them.
 	SessionPlus  Kind = 8
 	SessionMinus Kind = 9
 

@@ -11,8 +11,8 @@ import (
 
 func TestRestartedNode(t *testing.T) {
 	admitted := crdt.Key{Room: "tickets", Kind: crdt.Admitted, Minute: now}
-	active := crdt.Key{Room: "tickets", Kind: crdt.ActivePlus, Minute: now}
-	w := crdt.Windows{Session: 5, History: 3}
+	active := crdt.Key{Room: "tickets", Kind: crdt.SessionPlus, Bucket: now*60 + 300, Minute: now + 5}
+	w := crdt.Windows{History: 3}
 
 	// pop-ams admits 5 visitors, pop-fra 3; both know everything.
 	ams1 := crdt.NewReplicaID("pop-ams", 1000)
@@ -49,7 +49,7 @@ func TestRestartedNode(t *testing.T) {
 		ams.Merge(old.Full())
 
 		for name, s := range map[string]*crdt.State{"restarted node": ams, "peer": fra} {
-			snap := s.Snapshot("tickets", now, w)
+			snap := s.Snapshot("tickets", now*60, w)
 			if got := snap.AdmittedIn(now); got.Total != 10 || got.Of(ams1) != 5 || got.Of(ams2) != 2 || got.Of(fraID) != 3 {
 				t.Errorf("%s: admitted %+v, want 10 = 5 (old incarnation) + 2 (new) + 3 (peer)", name, got)
 			}

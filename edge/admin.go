@@ -91,7 +91,7 @@ func (s *Server) roomStatus(rm *room, now time.Time) RoomStatus {
 	// admissions rather than those of the last periodic recompute.
 	a := rm.recompute(now)
 	sum := a.Summary()
-	snap := s.node.Snapshot(rm.name, unixMinute(now), a.view.win)
+	snap := s.node.Snapshot(rm.name, now.Unix(), a.view.win)
 	rs := RoomStatus{
 		Name:                      rm.name,
 		Host:                      rm.cfg.Host,

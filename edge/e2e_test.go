@@ -182,11 +182,11 @@ func (c *e2eCluster) converge(t *testing.T) time.Duration {
 	w := policy.Room{SessionDuration: 1}.Windows()
 	deadline := start.Add(30 * time.Second)
 	for {
-		minute := c.clock.Now().Unix() / 60
-		first := c.nodes[0].Node().Snapshot(e2eRoom, minute, w)
+		sec := c.clock.Now().Unix()
+		first := c.nodes[0].Node().Snapshot(e2eRoom, sec, w)
 		same := true
 		for _, n := range c.nodes[1:] {
-			if s := n.Node().Snapshot(e2eRoom, minute, w); !reflect.DeepEqual(first, s) {
+			if s := n.Node().Snapshot(e2eRoom, sec, w); !reflect.DeepEqual(first, s) {
 				same = false
 				break
 			}
@@ -204,7 +204,7 @@ func (c *e2eCluster) converge(t *testing.T) time.Duration {
 		if time.Now().After(deadline) {
 			var views []string
 			for i, n := range c.nodes {
-				views = append(views, fmt.Sprintf("pop-%d: %+v", i+1, n.Node().Snapshot(e2eRoom, minute, w)))
+				views = append(views, fmt.Sprintf("pop-%d: %+v", i+1, n.Node().Snapshot(e2eRoom, sec, w)))
 			}
 			t.Fatalf("replicas did not converge within 5 s at %v:\n%s", c.clock.Now(), strings.Join(views, "\n"))
 		}

@@ -61,7 +61,7 @@ func faultTune(mc *memberlist.Config) {
 
 // faultWindows are snapshot windows wide enough for every count the fault
 // tests make.
-var faultWindows = crdt.Windows{Session: 30, Waiting: crdt.DefaultWaitingWindow, History: 10}
+var faultWindows = crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 10}
 
 // faultCluster is a set of edge nodes on one FaultNet.
 type faultCluster struct {
@@ -361,16 +361,17 @@ func (c *faultCluster) waitConverged(room string, nodes []*faultNode, d time.Dur
 	})
 }
 
-// snap is the node's snapshot of room at unix minute m, over faultWindows.
+// snap is the node's snapshot of room at the start of unix minute m, over
+// faultWindows.
 func (n *faultNode) snap(room string, m int64) crdt.RoomSnapshot {
-	return n.srv.Node().Snapshot(room, m, faultWindows)
+	return n.srv.Node().Snapshot(room, m*60, faultWindows)
 }
 
 // faultTotals are the figures the fault tests compare with the truth.
 type faultTotals struct {
 	Admitted uint64 // admissions over the history window
 	Arrivals uint64
-	Active   int64 // sessions, the expiring minute included
+	Active   int64 // sessions not yet expired
 	Waiting  int64
 }
 
@@ -379,7 +380,7 @@ func (ft faultTotals) String() string {
 }
 
 func faultTotalsOf(s crdt.RoomSnapshot) faultTotals {
-	ft := faultTotals{Active: s.Active + s.ActiveExpiring, Waiting: s.TotalWaiting}
+	ft := faultTotals{Active: s.Active, Waiting: s.TotalWaiting}
 	for _, mc := range s.Admitted {
 		ft.Admitted += mc.Total
 	}

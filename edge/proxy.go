@@ -14,7 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/policy"
 )
 
 // Origin command headers: Cloudflare's name, so an origin written for it
@@ -124,31 +124,27 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 	return p, nil
 }
 
-// revokeSession ends an admitted visitor's session at once: its active count
-// is taken off the minute it was counted in, here at once and on every other
-// node after one gossip round.
+// revokeSession ends an admitted visitor's session at once: its count is
+// taken off the session cell it is counted in (the counter rule's
+// StepRevoke), here at once and on every other node after one gossip round.
 func (rm *room) revokeSession(tok cookie.Token) {
-	if tok.CountedMinute == 0 {
-		return
-	}
-	if !rm.s.revoked.add(rm.name, tok.ID, tok.ExpiresAt, rm.s.clock().Unix()) {
+	now := rm.s.clock().Unix()
+	if !rm.s.revoked.add(rm.name, tok.ID, tok.ExpiresAt, now) {
 		// Revoked before (two requests in flight, or a client replaying
 		// its old cookie): the slot was freed once already.
 		return
 	}
-	incs := []gossip.Inc{
-		{Key: crdt.Key{Room: rm.name, Kind: crdt.ActiveMinus, Minute: tok.CountedMinute}, N: 1},
-		{Key: crdt.Key{Room: rm.name, Kind: crdt.SessionsRevoked, Minute: tok.CountedMinute}, N: 1},
+	var buf [3]crdt.Inc
+	sh := rm.counted.lock(tok.ID)
+	incs, after := policy.Count(buf[:0], rm.viewAt(time.Unix(now, 0)).pol, rm.name, sh.before(tok), policy.Event{Step: policy.StepRevoke, ID: tok.ID}, now)
+	if len(incs) > 0 {
+		rm.mu.RLock()
+		rm.s.node.Add(incs...)
+		rm.mu.RUnlock()
+		rm.m.revoked.Inc()
 	}
-	if tok.ID != 0 {
-		// Tell every node, so the old cookie is refused wherever it is
-		// replayed (see syncRevocations).
-		incs = append(incs, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Revocations, Bucket: int64(tok.ID), Minute: unixMinute(rm.s.clock())}, N: 1})
-	}
-	rm.mu.RLock()
-	rm.s.node.Add(incs...)
-	rm.mu.RUnlock()
-	rm.m.revoked.Inc()
+	sh.put(tok.ID, after, now)
+	sh.unlock()
 }
 
 // copyBuffers are ReverseProxy's 32 KiB copy buffers, reused: without a pool

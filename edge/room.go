@@ -20,16 +20,9 @@ import (
 // visitor's token lives five minutes and the page refreshes about every
 // twenty seconds, jittered per check-in so that check-ins spread out.
 const (
-	queuedTokenLife = crdt.DefaultWaitingWindow * time.Minute
+	queuedTokenLife = policy.QueuedTokenLife * time.Second
 	refreshBase     = 20
 	refreshJitter   = 3 // ± seconds
-	// earlyCheckInSlack is how early (seconds) a check-in may come and
-	// still count. Zero: the token stores whole seconds rounded down and a
-	// browser refreshes no sooner than the interval after the answer, so an
-	// honest check-in is never early, and any slack would let a client that
-	// refreshes every second attempt a little more often than one that
-	// follows the page.
-	earlyCheckInSlack = 0
 )
 
 // room is one waiting room at run time. Its settings are immutable: a change
@@ -47,6 +40,9 @@ type room struct {
 	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
 	stopTmpl   *mustache.Template            // the emergency stop page, if given
 	challenge  *challenge                    // the bot challenge, nil when off
+	// counted is the node's one count per visitor (see countedTable),
+	// handed on to every later version of the room.
+	counted *countedTable
 
 	// mu orders admissions against allocation: requests hold it shared while
 	// they decide and record, the allocator exclusively while it snapshots,
@@ -90,6 +86,7 @@ func newRoom(s *Server, c *RoomConfig) (*room, error) {
 		cookieName: c.CookieName(),
 		m:          s.metrics.forRoom(c.Name),
 		eventTmpl:  map[string]*mustache.Template{},
+		counted:    &countedTable{},
 	}
 	for _, cmd := range c.EnabledOriginCommands {
 		if cmd == "revoke" {
@@ -156,13 +153,14 @@ func (rm *room) viewAt(t time.Time) *view {
 		}
 	}
 	v.pol = policy.Room{
-		TotalActiveUsers:  v.cfg.TotalActiveUsers,
-		NewUsersPerMinute: v.cfg.NewUsersPerMinute,
-		SessionDuration:   v.cfg.SessionDuration,
-		QueueingMethod:    policy.Method(v.cfg.QueueingMethod),
-		QueueAll:          v.cfg.QueueAll,
-		Suspended:         v.cfg.Suspended,
-		MaxQueue:          v.cfg.MaxQueue,
+		TotalActiveUsers:      v.cfg.TotalActiveUsers,
+		NewUsersPerMinute:     v.cfg.NewUsersPerMinute,
+		SessionDuration:       v.cfg.SessionDuration,
+		DisableSessionRenewal: v.cfg.DisableSessionRenewal,
+		QueueingMethod:        policy.Method(v.cfg.QueueingMethod),
+		QueueAll:              v.cfg.QueueAll,
+		Suspended:             v.cfg.Suspended,
+		MaxQueue:              v.cfg.MaxQueue,
 	}
 	switch {
 	case v.cfg.Stopped:
@@ -207,11 +205,11 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
 		// growing, so this part runs on its own columns and its part of
 		// the limits until the ring is whole again (policy.Side).
 		reach := rm.s.node.Reachable()
-		snap = rm.s.node.SnapshotOf(rm.name, minute, v.win, func(r crdt.ReplicaID) bool { return reach[r] })
-		rest := rm.s.node.SnapshotOf(rm.name, minute, v.win, func(r crdt.ReplicaID) bool { return !reach[r] })
+		snap = rm.s.node.SnapshotOf(rm.name, now.Unix(), v.win, func(r crdt.ReplicaID) bool { return reach[r] })
+		rest := rm.s.node.SnapshotOf(rm.name, now.Unix(), v.win, func(r crdt.ReplicaID) bool { return !reach[r] })
 		pol = pol.CutOff(live, &rest)
 	} else {
-		snap = rm.s.node.Snapshot(rm.name, minute, v.win)
+		snap = rm.s.node.Snapshot(rm.name, now.Unix(), v.win)
 	}
 	var a *policy.Allocation
 	if prev != nil {
@@ -232,6 +230,7 @@ func (rm *room) takeOver(old *room, now time.Time) {
 	var prev *allocation
 	if old != nil {
 		prev = old.alloc.Load()
+		rm.counted = old.counted
 	}
 	rm.recomputeLocked(now, prev)
 }

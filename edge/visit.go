@@ -12,7 +12,6 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -80,7 +79,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// address at its next step.
 	marked := cc.present
 
-	if !fresh && tok.Admitted() && !tok.Infinite {
+	// The counter rule starts from the newest state this node knows of the
+	// token (see countedTable); the token's lock is held from reading it to
+	// recording what the request counted, never while the origin or a
+	// verifier is asked.
+	var before policy.Counting
+	if !fresh {
+		sh := rm.counted.lock(tok.ID)
+		before = sh.before(tok)
+		sh.unlock()
+	}
+
+	if !fresh && before.Admitted() && !tok.Infinite {
 		if v.cfg.Stopped {
 			// The emergency stop holds admitted visitors too. Their token is
 			// left as it is, so they are back in on resume if their session
@@ -89,126 +99,92 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
 			return
 		}
-		// An admitted visitor within its session: to the origin. Its active
-		// count follows it to the current minute.
-		var incs [5]gossip.Inc
-		k := incs[:0]
-		if tok.CountedMinute != nowMin {
-			k = moveActive(k, rm.name, tok.CountedMinute, nowMin)
-			k = append(k, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Arrivals, Minute: nowMin}, N: 1})
-		}
-		k = moveTimeOnOrigin(k, rm.name, tok, nowSec)
-		if len(k) > 0 {
-			rm.mu.RLock()
-			s.node.Add(k...)
-			rm.mu.RUnlock()
-		}
-		tok.CountedMinute = nowMin
-		tok.LastCheckIn = nowSec
-		if !v.cfg.DisableSessionRenewal {
-			tok.ExpiresAt = nowSec + int64(v.cfg.SessionDuration)*60
-		}
+		// An admitted visitor within its session: to the origin. Its
+		// session's count follows its expiry.
+		var incs [8]crdt.Inc
+		sh := rm.counted.lock(tok.ID)
+		k, after := policy.Count(incs[:0], v.pol, rm.name, sh.before(tok), policy.Event{Step: policy.StepSession}, nowSec)
+		s.record(rm, k)
+		sh.put(tok.ID, after, nowSec)
+		sh.unlock()
+		setCounting(&tok, after)
 		rm.m.admittedRequests.Inc()
 		s.proxyVisit(w, r, rm, v, tok, https, marked)
 		return
 	}
 
-	if !fresh && nowSec < tok.LastCheckIn+int64(tok.RefreshInterval)-earlyCheckInSlack {
+	if !fresh && policy.EarlyCheckIn(before, nowSec) {
 		// Earlier than the refresh interval the token was given: the page
 		// again, but no attempt, so refreshing faster gains nothing.
+		setCounting(&tok, before)
 		rm.m.earlyCheckIns.Inc()
 		s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
 		return
 	}
 
-	var incs [10]gossip.Inc
+	var incs [12]crdt.Inc
 	add := incs[:0]
 	if fresh {
 		tok = cookie.Token{Bucket: nowMin, ID: randomID()}
 	}
 	gated, add := s.challengeStep(r, rm, a, &tok, fresh, nowMin, add)
+	sh := rm.counted.lock(tok.ID)
+	if !fresh {
+		before = sh.before(tok)
+		if policy.EarlyCheckIn(before, nowSec) || before.Admitted() {
+			// Another request of the same token was counted meanwhile (a
+			// browser's parallel requests): this one counts nothing.
+			sh.unlock()
+			setCounting(&tok, before)
+			rm.m.earlyCheckIns.Inc()
+			s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
+			return
+		}
+	}
 	if tok.Infinite || gated {
-		s.holdVisitor(w, r, rm, a, tok, fresh, marked, now, https, add)
+		s.holdVisitor(w, r, rm, a, tok, before, sh, fresh, marked, now, https, add)
 		return
 	}
-	if tok.CountedMinute != nowMin {
-		// Arrivals count distinct visitors seen per node per minute, the
-		// queued ones included: the traffic share that splits slots between
-		// nodes follows where the queue is.
-		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Arrivals, Minute: nowMin}, N: 1})
+	ev := policy.Event{Step: policy.StepDecided, Fresh: fresh, Refresh: jitteredRefresh(), Challenged: rm.challenge != nil && !tok.Verified}
+	bucket := before.Bucket
+	if fresh {
+		bucket = nowMin
 	}
-	// countedBucket is where the visitor's waiting count sits now; a
-	// shuffle at the event's start gives it a new bucket.
-	countedBucket := tok.Bucket
-	if e := v.event; v.phase == EventActive && e.ShuffleAtEventStart && e.isPrequeued(tok.Bucket) {
-		tok.Bucket = shuffledBucket(s.shuffleKey, rm.name, e, tok.ID)
+	if e := v.event; v.phase == EventActive && e.ShuffleAtEventStart && e.isPrequeued(bucket) {
+		// A shuffle at the event's start gives the visitor a new bucket.
+		ev.Shuffled = shuffledBucket(s.shuffleKey, rm.name, e, tok.ID)
+		bucket = ev.Shuffled
 	}
 	rm.mu.RLock()
 	a = rm.alloc.Load()
-	out := a.Decide(policy.Visitor{Bucket: tok.Bucket, Queued: !fresh}, nil)
-	leaveWaiting := func() {
-		if tok.CountedMinute != 0 {
-			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingMinus, Bucket: countedBucket, Minute: tok.CountedMinute}, N: 1})
-		}
-	}
-	switch out {
-	case policy.Admit:
-		add = append(add,
-			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.Admitted, Minute: nowMin}, N: 1},
-			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ActivePlus, Minute: nowMin}, N: 1},
-			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.VisitorsAdmitted, Minute: nowMin}, N: 1},
-			gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.TimeOnOrigin, Bucket: crdt.HistogramBin(0), Minute: nowMin}, N: 1})
-		if !fresh {
-			// Time in queue of those who waited; the arrival second is not
-			// kept, so the middle of the arrival minute stands for it.
-			waited := float64(nowSec - (tok.Bucket*60 + 30))
-			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.TimeInQueue, Bucket: crdt.HistogramBin(waited), Minute: nowMin}, N: 1})
-		}
-		leaveWaiting()
-	case policy.Queue:
-		if tok.CountedMinute != nowMin || countedBucket != tok.Bucket {
-			leaveWaiting()
-			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingPlus, Bucket: tok.Bucket, Minute: nowMin}, N: 1})
-		}
-		if fresh {
-			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.VisitorsQueued, Minute: nowMin}, N: 1})
-		}
-		if rm.challenge != nil && !tok.Verified {
-			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ChallengesIssued, Minute: nowMin}, N: 1})
-		}
-	case policy.Reject:
-		// A visitor who waited before the room turned to reject (or whose
-		// queue filled) no longer waits.
-		leaveWaiting()
-	}
+	out := a.Decide(policy.Visitor{Bucket: bucket, Queued: before.Waiting()}, nil)
+	ev.Outcome = out
+	add, after := policy.Count(add, a.view.pol, rm.name, before, ev, nowSec)
 	if len(add) > 0 {
 		s.node.Add(add...)
 	}
 	rm.mu.RUnlock()
+	if out != policy.Bypass && (!fresh || after.Counted != 0) {
+		// A first request counted nowhere (queued or turned away) keeps
+		// no entry: a flood of cookieless requests leaves nothing behind.
+		sh.put(tok.ID, after, nowSec)
+	}
+	sh.unlock()
+	setCounting(&tok, after)
 
 	switch out {
 	case policy.Admit:
 		rm.m.admitted.Inc()
-		tok.AcceptedAt = nowSec
-		tok.LastCheckIn = nowSec
-		tok.CountedMinute = nowMin
-		tok.ExpiresAt = nowSec + int64(a.view.cfg.SessionDuration)*60
 		rm.m.admittedRequests.Inc()
 		s.proxyVisit(w, r, rm, a.view, tok, https, marked)
 	case policy.Queue:
 		rm.m.queued.Inc()
-		tok.LastCheckIn = nowSec
-		tok.CountedMinute = nowMin
-		tok.RefreshInterval = jitteredRefresh()
-		tok.ExpiresAt = nowSec + int64(queuedTokenLife/time.Second)
 		s.writeQueue(w, r, rm, a, tok, now, https, newTokenAnswer(fresh), marked)
 	case policy.Reject:
 		rm.m.rejected.Inc()
 		if a.view.pol.QueueingMethod != policy.MethodReject {
 			// The queue is full: say so, and let the page try again later.
 			// The visitor is not counted as waiting and keeps no token.
-			tok.RefreshInterval = jitteredRefresh()
-			tok.LastCheckIn = nowSec
 			s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
 			return
 		}
@@ -220,37 +196,41 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// record adds a request's increments to the node's entries, ordered against
+// the allocator like every admission (see room.mu).
+func (s *Server) record(rm *room, k []crdt.Inc) {
+	if len(k) == 0 {
+		return
+	}
+	rm.mu.RLock()
+	s.node.Add(k...)
+	rm.mu.RUnlock()
+}
+
 // holdVisitor answers a visitor who is not decided on: one in the infinite
 // queue, or one who has not solved the challenge while the room queues
 // (under infinite_queue). Neither is counted as waiting, so bots neither
 // take slots nor lengthen the estimates of the people behind them; both get
-// the same page, headers and cookie as a real queued visitor.
-func (s *Server) holdVisitor(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, fresh, marked bool, now time.Time, https bool, add []gossip.Inc) {
-	nowMin, nowSec := unixMinute(now), now.Unix()
-	if tok.CountedMinute != 0 {
-		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute}, N: 1})
-	}
+// the same page, headers and cookie as a real queued visitor. sh is the
+// token's shard, locked (nil for a token without an id); holdVisitor
+// releases it.
+func (s *Server) holdVisitor(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, before policy.Counting, sh *countedShard, fresh, marked bool, now time.Time, https bool, add []crdt.Inc) {
+	nowSec := now.Unix()
 	if tok.Infinite {
 		rm.m.infinite.Inc()
-		if !fresh {
-			add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.InfiniteQueueRefreshes, Minute: nowMin}, N: 1})
-		}
 	} else {
 		rm.m.challenged.Inc()
-		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.ChallengesIssued, Minute: nowMin}, N: 1})
 	}
 	if fresh {
-		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: crdt.VisitorsQueued, Minute: nowMin}, N: 1})
+		before = policy.Counting{Bucket: tok.Bucket}
 	}
-	if len(add) > 0 {
-		rm.mu.RLock()
-		s.node.Add(add...)
-		rm.mu.RUnlock()
+	add, after := policy.Count(add, a.view.pol, rm.name, before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Refresh: jitteredRefresh()}, nowSec)
+	s.record(rm, add)
+	if !fresh {
+		sh.put(tok.ID, after, nowSec)
 	}
-	tok.CountedMinute = 0
-	tok.LastCheckIn = nowSec
-	tok.RefreshInterval = jitteredRefresh()
-	tok.ExpiresAt = nowSec + int64(queuedTokenLife/time.Second)
+	sh.unlock()
+	setCounting(&tok, after)
 	s.writeQueue(w, r, rm, a, tok, now, https, newTokenAnswer(fresh), marked)
 }
 
@@ -263,22 +243,6 @@ func newTokenAnswer(fresh bool) queueAnswer {
 	return answerCounted
 }
 
-// moveTimeOnOrigin moves an admitted session's count in the time-on-origin
-// histogram from the bin of its duration so far to the bin of its new one.
-// The cells are those of the admission minute, so each session counts once,
-// at its latest duration, however long it lasts.
-func moveTimeOnOrigin(dst []gossip.Inc, room string, tok cookie.Token, nowSec int64) []gossip.Inc {
-	from := crdt.HistogramBin(float64(tok.LastCheckIn - tok.AcceptedAt))
-	to := crdt.HistogramBin(float64(nowSec - tok.AcceptedAt))
-	if from == to {
-		return dst
-	}
-	m := tok.AcceptedAt / 60
-	return append(dst,
-		gossip.Inc{Key: crdt.Key{Room: room, Kind: crdt.TimeOnOriginMinus, Bucket: from, Minute: m}, N: 1},
-		gossip.Inc{Key: crdt.Key{Room: room, Kind: crdt.TimeOnOrigin, Bucket: to, Minute: m}, N: 1})
-}
-
 func jitteredRefresh() uint16 {
 	return uint16(refreshBase - refreshJitter + rand.IntN(2*refreshJitter+1))
 }
@@ -289,18 +253,6 @@ func randomID() uint64 {
 	var b [8]byte
 	_, _ = crand.Read(b[:])
 	return binary.LittleEndian.Uint64(b[:])
-}
-
-// moveActive appends the increments that move a session's active count from
-// minute from to minute to.
-func moveActive(dst []gossip.Inc, room string, from, to int64) []gossip.Inc {
-	if from == to {
-		return dst
-	}
-	if from != 0 {
-		dst = append(dst, gossip.Inc{Key: crdt.Key{Room: room, Kind: crdt.ActiveMinus, Minute: from}, N: 1})
-	}
-	return append(dst, gossip.Inc{Key: crdt.Key{Room: room, Kind: crdt.ActivePlus, Minute: to}, N: 1})
 }
 
 // openToken reads the room's cookie. Anything that does not open is a new

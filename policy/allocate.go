@@ -29,7 +29,7 @@ type Allocation struct {
 	now       time.Time
 	minute    int64
 	frac      float64 // elapsed part of the current minute, 0..1
-	activeEff float64 // active users, the expiring minute counted pro rata
+	activeEff float64 // active users: the sessions not yet expired
 	admitted  int64   // admissions of the current minute, all nodes
 	open      int64   // open slots S as of now
 
@@ -233,11 +233,11 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, self crdt.Repli
 	}
 	start := time.Unix(snap.Minute*60, 0)
 	a.frac = min(max(now.Sub(start).Seconds()/60, 0), 1)
-	a.activeEff = float64(snap.Active) + float64(snap.ActiveExpiring)*(1-a.frac)
+	a.activeEff = float64(snap.Active)
 	a.admitted = int64(snap.AdmittedIn(snap.Minute).Total)
 	a.cut, a.part = room.cut()
 	if a.cut {
-		a.elseActive = float64(room.Side.Active) + float64(room.Side.ActiveExpiring)*(1-a.frac)
+		a.elseActive = float64(room.Side.Active)
 		a.elseAdm = room.Side.Admitted
 	}
 	a.buckets = make([]bucket, len(snap.Waiting))

@@ -51,7 +51,7 @@ func BenchmarkDecide(b *testing.B) {
 func BenchmarkAllocate(b *testing.B) {
 	now := time.Unix(28_000_000*60+30, 0)
 	m := minuteOf(now)
-	w := world{now: now, active: 90_000, expiring: 5_000, arrivals: map[int64]perNode{}, admitted: map[int64]perNode{}}
+	w := world{now: now, active: 95_000, arrivals: map[int64]perNode{}, admitted: map[int64]perNode{}}
 	for i := range 50 {
 		id := crdt.NewReplicaID(fmt.Sprintf("pop-%d", i), 1)
 		for dm := range int64(policy.HistoryMinutes) {

@@ -20,10 +20,10 @@
 //
 // more visitors, never fewer than zero (Random Queueing: 10,000 total, 2,000
 // per minute, 7,000 active → min(3,000, 2,000) = 2,000). Active counts the
-// sessions of the last session_duration minutes. The sessions of the minute
-// now expiring leave during this minute at the second their last request
-// came; not knowing those seconds, we take them as spread evenly and count
-// ActiveExpiring × (1 − elapsed/60) of them.
+// sessions whose cookies still let their visitors in: each session is
+// counted in the cell of its expiry second, rounded up to the room's session
+// slice (1 s for short sessions, 15 s for 30-minute ones, see SessionSlice),
+// and a snapshot at second t sums the cells that expire after t.
 //
 // # FIFO: the oldest buckets first
 //
@@ -338,10 +338,10 @@
 // continuous split needs (Allocate alone must assume all of this minute's
 // own admissions are recent, which gives about the reference's split).
 // Room.CheckIn is the longest refresh interval the edge gives queued
-// visitors (0: DefaultCheckIn, the edge's 20 s ± 3 s). Per request, Decide;
-// on Admit record Admitted and Active for the current
-// minute and take the visitor out of its Waiting cell before the next
-// allocation; on Queue move the Waiting count to (bucket, now). Estimate
+// visitors (0: DefaultCheckIn, the edge's 20 s ± 3 s). Per request, Decide,
+// then Count (the counter rule) says what to add to the node's entries: on
+// Admit the admission and the session, the visitor taken out of its Waiting
+// cell; on Queue its Waiting count moved to (bucket, now). Estimate
 // fills the queue page; Summary and EligibleSlots serve the admin endpoint.
 // The snapshot is read with Room.Windows().
 package policy

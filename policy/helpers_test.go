@@ -36,16 +36,16 @@ type perNode map[crdt.ReplicaID]uint64
 // world describes a merged state in the reference's terms; snap turns it
 // into the crdt snapshot the policy reads.
 type world struct {
-	now              time.Time
-	active, expiring int64
-	waiting          []crdt.BucketCount
-	arrivals         map[int64]perNode // by unix minute
-	admitted         map[int64]perNode
+	now      time.Time
+	active   int64
+	waiting  []crdt.BucketCount
+	arrivals map[int64]perNode // by unix minute
+	admitted map[int64]perNode
 }
 
 func (w world) snap() *crdt.RoomSnapshot {
 	m := minuteOf(w.now)
-	s := &crdt.RoomSnapshot{Room: "shop", Minute: m, Active: w.active, ActiveExpiring: w.expiring}
+	s := &crdt.RoomSnapshot{Room: "shop", Now: w.now.Unix(), Minute: m, Active: w.active}
 	for _, b := range w.waiting {
 		if b.N > 0 {
 			s.Waiting = append(s.Waiting, b)

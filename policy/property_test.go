@@ -23,7 +23,6 @@ func drawRoom(t *rapid.T, n int) (policy.Room, world, []crdt.ReplicaID) {
 		Nodes:             n,
 	}
 	w := world{now: now, active: int64(rapid.IntRange(0, total+100).Draw(t, "active")),
-		expiring: int64(rapid.IntRange(0, 500).Draw(t, "expiring")),
 		arrivals: map[int64]perNode{}, admitted: map[int64]perNode{}}
 	ids := make([]crdt.ReplicaID, n)
 	for i := range ids {

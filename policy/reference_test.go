@@ -21,23 +21,21 @@ func TestOpenSlots(t *testing.T) {
 	now := at(t, "2021-05-27T15:57:00Z")
 	m := minuteOf(now)
 	tests := []struct {
-		name                    string
-		total, perMinute        int
-		active, expiring, admit int64
-		seconds                 int
-		want                    int64
+		name             string
+		total, perMinute int
+		active, admit    int64
+		seconds          int
+		want             int64
 	}{
 		{name: "10,000 total, 2,000 per minute and 7,000 active leave 2,000 slots (Random Queueing)", total: 10000, perMinute: 2000, active: 7000, want: 2000},
 		{name: "148 active of 200 leave 52 slots (Durable Objects)", total: 200, perMinute: 200, active: 148, want: 52},
 		{name: "201 active of 200 leave none, not -1 (Durable Objects)", total: 200, perMinute: 200, active: 201, want: 0},
 		{name: "admissions this minute count against new users per minute", total: 10000, perMinute: 2000, active: 7000, admit: 1500, want: 500},
-		{name: "the expiring minute counts in full at the start of the minute", total: 200, perMinute: 200, active: 100, expiring: 60, want: 40},
-		{name: "half of the expiring minute is gone at half past", total: 200, perMinute: 200, active: 100, expiring: 60, seconds: 30, want: 70},
-		{name: "all of the expiring minute is gone at its end", total: 200, perMinute: 200, active: 100, expiring: 60, seconds: 59, want: 99},
+		{name: "active sessions count in full whatever the second within the minute", total: 200, perMinute: 200, active: 160, seconds: 45, want: 40},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := world{now: now.Add(time.Duration(tc.seconds) * time.Second), active: tc.active, expiring: tc.expiring,
+			w := world{now: now.Add(time.Duration(tc.seconds) * time.Second), active: tc.active,
 				admitted: map[int64]perNode{m: {nairobi: uint64(tc.admit)}}}
 			room := policy.Room{TotalActiveUsers: tc.total, NewUsersPerMinute: tc.perMinute}
 			for _, s := range strategies {

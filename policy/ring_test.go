@@ -17,9 +17,8 @@ import (
 // re-allocates every step, as the edge does when the merged state changes.
 // Visitors keep their home node, as cookie-keeping visitors of one region
 // do, and check in every refresh interval (17–23 s, as the edge jitters it)
-// until admitted. The counter bookkeeping is the edge's (edge/visit.go):
-// arrivals once per visitor and minute, the waiting count moved to the
-// minute of the latest check-in, admitted and active on admission.
+// until admitted. What each request counts is the counter rule's
+// (policy.Count), as at the edge.
 //
 // What it reports is the truth as the origin sees it, by wall-clock time:
 // admissions per wall-clock minute, sessions active from the admission
@@ -50,14 +49,13 @@ type ring struct {
 }
 
 type ringVisitor struct {
-	home        int
-	arrived     time.Time
-	bucket      int64
-	counted     int64 // minute the waiting count sits in; 0 before the first queue
-	lastArrival int64
-	next        time.Time
-	admitted    bool
-	admittedAt  time.Time
+	home       int
+	arrived    time.Time
+	bucket     int64
+	tok        policy.Counting // zero before the first request
+	next       time.Time
+	admitted   bool
+	admittedAt time.Time
 }
 
 // ringTruth is what the origin saw.
@@ -98,14 +96,6 @@ func (c *ring) partOf(node int) int {
 		}
 	}
 	panic("node in no part")
-}
-
-func (c *ring) add(node int, kind crdt.Kind, bucket, minute int64) {
-	k := crdt.Key{Room: ringRoom, Kind: kind, Minute: minute}
-	if kind == crdt.WaitingPlus || kind == crdt.WaitingMinus {
-		k.Bucket = bucket
-	}
-	c.states[node].Add(k, c.ids[node], 1)
 }
 
 // gossip delivers to every node the states that reachable nodes sent one
@@ -169,11 +159,11 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 				for _, j := range part {
 					in[c.ids[j]] = true
 				}
-				snap = c.states[i].SnapshotOf(ringRoom, m, w, func(r crdt.ReplicaID) bool { return in[r] })
-				rest := c.states[i].SnapshotOf(ringRoom, m, w, func(r crdt.ReplicaID) bool { return !in[r] })
+				snap = c.states[i].SnapshotOf(ringRoom, now.Unix(), w, func(r crdt.ReplicaID) bool { return in[r] })
+				rest := c.states[i].SnapshotOf(ringRoom, now.Unix(), w, func(r crdt.ReplicaID) bool { return !in[r] })
 				room = room.CutOff(len(part), &rest)
 			} else {
-				snap = c.states[i].Snapshot(ringRoom, m, w)
+				snap = c.states[i].Snapshot(ringRoom, now.Unix(), w)
 			}
 			if c.allocs[i] == nil {
 				c.allocs[i] = policy.Allocate(room, &snap, c.ids[i], now, policy.Continuous)
@@ -198,17 +188,22 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 }
 
 func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
-	if v.lastArrival != m {
-		c.add(i, crdt.Arrivals, 0, m)
-		v.lastArrival = m
+	fresh := v.tok == policy.Counting{}
+	bucket := v.tok.Bucket
+	if fresh {
+		bucket = m
 	}
-	switch c.allocs[i].Decide(policy.Visitor{Bucket: v.bucket, Queued: v.counted != 0}, nil) {
+	// The edge's refresh interval, 20 s ± 3 s, jittered per visitor.
+	refresh := 17 + k*5%7
+	out := c.allocs[i].Decide(policy.Visitor{Bucket: bucket, Queued: v.tok.Waiting()}, nil)
+	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out, Refresh: uint16(refresh)}, now.Unix())
+	for _, in := range incs {
+		c.states[i].Add(in.Key, c.ids[i], in.N)
+	}
+	wasWaiting := v.tok.Waiting()
+	v.tok = tok
+	switch out {
 	case policy.Admit:
-		c.add(i, crdt.Admitted, 0, m)
-		c.add(i, crdt.ActivePlus, 0, m)
-		if v.counted != 0 {
-			c.add(i, crdt.WaitingMinus, v.bucket, v.counted)
-		}
 		v.admitted, v.admittedAt = true, now
 		c.admitted[m]++
 		c.byPart[c.partOf(i)][m]++
@@ -219,18 +214,10 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 			c.truth.utilAtQueue = c.utilisation(now)
 		}
 		c.truth.queued++
-		if v.counted == 0 {
+		if !wasWaiting {
 			c.truth.waited++
 		}
-		if v.counted != m {
-			if v.counted != 0 {
-				c.add(i, crdt.WaitingMinus, v.bucket, v.counted)
-			}
-			c.add(i, crdt.WaitingPlus, v.bucket, m)
-			v.counted = m
-		}
-		// The edge's refresh interval, 20 s ± 3 s, jittered per visitor.
-		v.next = now.Add(time.Duration(17+k*5%7) * time.Second)
+		v.next = now.Add(time.Duration(refresh) * time.Second)
 	}
 }
 
@@ -267,7 +254,7 @@ func (c *ring) observe(now time.Time) {
 	c.truth.peakPerMinute = max(c.truth.peakPerMinute, c.admitted[now.Unix()/60])
 	waiting := false
 	for _, v := range c.visitors {
-		if !v.admitted && v.counted != 0 {
+		if !v.admitted && v.tok.Waiting() {
 			waiting = true
 			break
 		}
@@ -304,15 +291,14 @@ func (c *ring) judge() {
 }
 
 // liveAt is the number of active sessions at now as the policy counts
-// them: sessions of the last SessionDuration minutes, the expiring minute's
-// pro rata.
+// them: sessions whose session cell (their expiry, rounded up to the
+// room's session slice) is after now.
 func (c *ring) liveAt(now time.Time) float64 {
-	m := now.Unix() / 60
-	s := int64(c.room.SessionDuration)
-	frac := float64(now.Unix()%60) / 60
 	var live float64
-	for k := m - s + 1; k <= m; k++ {
-		live += float64(c.admitted[k])
+	for _, v := range c.visitors {
+		if v.admitted && v.tok.Counted > now.Unix() {
+			live++
+		}
 	}
-	return live + float64(c.admitted[m-s])*(1-frac)
+	return live
 }

@@ -60,9 +60,13 @@ type Room struct {
 	TotalActiveUsers  int
 	NewUsersPerMinute int
 	SessionDuration   int // minutes, 1–30; 0 means the default 5
-	QueueingMethod    Method
-	QueueAll          bool
-	Suspended         bool
+	// DisableSessionRenewal: a session ends session_duration after its
+	// admission whatever the visitor does, and is counted once, in the
+	// cell of that expiry (see Count).
+	DisableSessionRenewal bool
+	QueueingMethod        Method
+	QueueAll              bool
+	Suspended             bool
 	// MaxQueue caps the queue: when TotalWaiting >= MaxQueue (> 0), a new
 	// visitor who would have been queued is turned away with Reject instead,
 	// so the queue stops growing, and Estimate reports QueueIsFull. Visitors
@@ -116,12 +120,12 @@ type Side struct {
 	// What this node last heard of the unreachable nodes: their admissions
 	// in the current minute and their active sessions, as in
 	// crdt.RoomSnapshot.
-	Admitted, Active, ActiveExpiring int64
+	Admitted, Active int64
 }
 
 // CutOff returns r for a node that can reach reachable of the r.Nodes
 // nodes, rest being the snapshot of the unreachable replicas' entries at the
-// same minute as the reachable ones' snapshot that the caller hands to
+// same second as the reachable ones' snapshot that the caller hands to
 // Allocate or Next. With every node reachable it returns r unchanged.
 func (r Room) CutOff(reachable int, rest *crdt.RoomSnapshot) Room {
 	r.Side = Side{}
@@ -129,10 +133,9 @@ func (r Room) CutOff(reachable int, rest *crdt.RoomSnapshot) Room {
 		return r
 	}
 	r.Side = Side{
-		Nodes:          reachable,
-		Admitted:       int64(rest.AdmittedIn(rest.Minute).Total),
-		Active:         rest.Active,
-		ActiveExpiring: rest.ActiveExpiring,
+		Nodes:    reachable,
+		Admitted: int64(rest.AdmittedIn(rest.Minute).Total),
+		Active:   rest.Active,
 	}
 	return r
 }
@@ -148,7 +151,7 @@ func (r Room) cut() (bool, float64) {
 
 // Windows returns the spans the crdt snapshot must sum for this room.
 func (r Room) Windows() crdt.Windows {
-	return crdt.Windows{Session: r.session(), Waiting: crdt.DefaultWaitingWindow, History: HistoryMinutes}
+	return crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: HistoryMinutes}
 }
 
 func (r Room) session() int {

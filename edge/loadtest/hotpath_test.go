@@ -49,7 +49,7 @@ func BenchmarkDecision(b *testing.B) {
 	}{{"admit", 1 << 40}, {"queue", 10}} {
 		b.Run(c.name, func(b *testing.B) {
 			room := policy.Room{TotalActiveUsers: c.total, NewUsersPerMinute: c.total, SessionDuration: 5, Nodes: 1}
-			snap := st.Snapshot("shop", m, room.Windows())
+			snap := st.Snapshot("shop", now.Unix(), room.Windows())
 			a := policy.Allocate(room, &snap, self, now, policy.Continuous)
 			value := ring.Seal("shop", cookie.Token{Bucket: m - 1, LastCheckIn: now.Unix() - 30, RefreshInterval: 20, CountedMinute: m - 1, ExpiresAt: now.Unix() + 300, ID: 42})
 			buf := make([]byte, 0, 256)

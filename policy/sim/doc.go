@@ -39,11 +39,11 @@
 //   - Visitors: arrivals follow the scenario's curve (uniform, step, spike
 //     or phases, Poisson or evenly spaced) and its per-node split, which
 //     shift events move over time. The token is the visitor's state
-//     (cookie.Token: bucket, accepted-at, last check-in, refresh interval,
-//     counted minute, expiry). Each request is handled as edge/visit.go
-//     ServeHTTP handles it: the few lines of counter bookkeeping are
-//     replicated in run.request, not factored out of the edge, so keep the
-//     two in step. A queued visitor checks in after the page's 17–23 s
+//     (policy.Counting: bucket, accepted-at, last check-in, refresh
+//     interval, where it is counted, expiry). Each request is handled as
+//     edge/visit.go ServeHTTP handles it, and what it counts is the counter
+//     rule's: run.request calls policy.Count, as the edge does. A queued
+//     visitor checks in after the page's 17–23 s
 //     refresh interval (a refresh spammer sooner; an early check-in is not
 //     an attempt), may give up (abandonment), and once admitted browses for
 //     its time on the origin, a request every request interval; its session

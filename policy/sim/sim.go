@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -36,13 +35,11 @@ var Epoch = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 const roomName = "sim"
 
 // The edge's queue-page constants (edge/room.go): the page refreshes every
-// 17–23 s, a queued token lives five minutes, and a check-in up to one
-// second early still counts.
+// 17–23 s. What counts as early, and how long a queued token lives, are the
+// counter rule's (policy.EarlyCheckIn, policy.QueuedTokenLife).
 const (
-	refreshBase       = 20
-	refreshJitter     = 3
-	earlyCheckInSlack = 1
-	queuedTokenLife   = int64(crdt.DefaultWaitingWindow * 60)
+	refreshBase   = 20
+	refreshJitter = 3
 )
 
 type evKind uint8
@@ -257,7 +254,7 @@ const (
 type visitor struct {
 	arr    *arrival
 	node   int
-	tok    cookie.Token
+	tok    policy.Counting
 	hasTok bool
 	st     vstate
 
@@ -348,7 +345,9 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 	r.win = r.room.Windows()
 	// Keep only the minutes the policy reads (plus a margin for skew): the
 	// gossip node keeps 35 for the admin view, which changes no decision.
-	r.retain = int64(max(r.win.Session+1, r.win.Waiting, r.win.History)) + 2
+	// Session cells are dated by expiry, so they outlive the horizon on
+	// their own; the rest needs the waiting window and the history.
+	r.retain = int64(max(r.win.Waiting, r.win.History)) + 2
 	r.arr = sc.arrivals(r.rng)
 	r.vis = make([]visitor, len(r.arr))
 	for i := range r.vis {
@@ -528,11 +527,11 @@ func (r *run) recompute(n *node) {
 	pol.Nodes = n.expectedMembers(r.now)
 	var snap crdt.RoomSnapshot
 	if n.live < pol.Nodes && r.sc.Nodes.CutHandling != CutWhole {
-		snap = n.state.SnapshotOf(roomName, minute, r.win, n.reach)
-		rest := n.state.SnapshotOf(roomName, minute, r.win, n.unreach)
+		snap = n.state.SnapshotOf(roomName, now.Unix(), r.win, n.reach)
+		rest := n.state.SnapshotOf(roomName, now.Unix(), r.win, n.unreach)
 		pol = pol.CutOff(n.live, &rest)
 	} else {
-		snap = n.state.Snapshot(roomName, minute, r.win)
+		snap = n.state.Snapshot(roomName, now.Unix(), r.win)
 	}
 	if n.alloc == nil {
 		n.alloc = policy.Allocate(pol, &snap, n.replica, now, r.strategy)
@@ -830,12 +829,12 @@ func (r *run) seedQueue() {
 		n := r.nodes[v.node]
 		now := n.clock(0)
 		minute := now.Unix() / 60
-		v.tok = cookie.Token{
+		v.tok = policy.Counting{
 			Bucket:          Epoch.Add(a.claimed).Unix() / 60,
 			LastCheckIn:     now.Unix() - 60,
 			RefreshInterval: refreshBase,
-			CountedMinute:   minute,
-			ExpiresAt:       now.Unix() + queuedTokenLife,
+			Counted:         minute,
+			ExpiresAt:       now.Unix() + policy.QueuedTokenLife,
 		}
 		v.hasTok = true
 		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.Arrivals, Minute: minute}, n.replica, 1)
@@ -873,9 +872,8 @@ func (r *run) arrive(i int) {
 }
 
 // request is one request of visitor i, handled as edge/visit.go ServeHTTP
-// handles it. The bookkeeping is replicated here line for line rather than
-// factored out of the edge, which works on HTTP requests, sealed cookies and
-// gossip.Node; keep the two in step.
+// handles it: what it counts is the counter rule's (policy.Count), the one
+// the edge calls.
 func (r *run) request(i int) {
 	v := &r.vis[i]
 	if v.st == vsGone {
@@ -914,28 +912,17 @@ func (r *run) request(i int) {
 		// request plus session_duration.
 		r.rec.endSession(v)
 	}
-	sessionSecs := int64(r.session / time.Second)
 
 	if !fresh && v.tok.Admitted() {
-		// An admitted visitor within its session: to the origin. Its active
-		// count follows it to the current minute (edge: moveActive, and the
-		// visitor is counted in this minute's arrivals).
-		if v.tok.CountedMinute != nowMin {
-			if v.tok.CountedMinute != 0 {
-				r.add(n, crdt.Key{Room: roomName, Kind: crdt.ActiveMinus, Minute: v.tok.CountedMinute})
-			}
-			r.add(n, crdt.Key{Room: roomName, Kind: crdt.ActivePlus, Minute: nowMin})
-			r.add(n, crdt.Key{Room: roomName, Kind: crdt.Arrivals, Minute: nowMin})
-		}
-		v.tok.CountedMinute = nowMin
-		v.tok.LastCheckIn = nowSec
-		v.tok.ExpiresAt = nowSec + sessionSecs
+		// An admitted visitor within its session: to the origin. Its
+		// session's count follows its expiry.
+		r.count(n, v, policy.Event{Step: policy.StepSession}, nowSec)
 		v.lastReq = r.now
 		r.browse(i)
 		return
 	}
 
-	if !fresh && nowSec < v.tok.LastCheckIn+int64(v.tok.RefreshInterval)-earlyCheckInSlack {
+	if !fresh && policy.EarlyCheckIn(v.tok, nowSec) {
 		// Earlier than the token's refresh interval: the page again, no
 		// attempt. The page says when the next check-in will count.
 		r.counts.EarlyCheckIns++
@@ -946,42 +933,32 @@ func (r *run) request(i int) {
 
 	tok := v.tok
 	if fresh {
-		tok = cookie.Token{Bucket: nowMin}
-	}
-	if tok.CountedMinute != nowMin {
-		r.add(n, crdt.Key{Room: roomName, Kind: crdt.Arrivals, Minute: nowMin})
+		tok = policy.Counting{Bucket: nowMin}
 	}
 	r.counts.Attempts++
-	out := n.alloc.Decide(policy.Visitor{Bucket: tok.Bucket, Queued: !fresh}, nil)
+	out := n.alloc.Decide(policy.Visitor{Bucket: tok.Bucket, Queued: tok.Waiting()}, nil)
 	if r.debug != nil {
 		r.debug(r, n, v, out, tok.Bucket, fresh)
 	}
-	switch out {
-	case policy.Admit:
-		r.add(n, crdt.Key{Room: roomName, Kind: crdt.Admitted, Minute: nowMin})
-		r.add(n, crdt.Key{Room: roomName, Kind: crdt.ActivePlus, Minute: nowMin})
-		if tok.CountedMinute != 0 {
-			r.add(n, crdt.Key{Room: roomName, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute})
-		}
-	case policy.Queue:
-		if tok.CountedMinute != nowMin {
-			if tok.CountedMinute != 0 {
-				r.add(n, crdt.Key{Room: roomName, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute})
-			}
-			r.add(n, crdt.Key{Room: roomName, Kind: crdt.WaitingPlus, Bucket: tok.Bucket, Minute: nowMin})
-		}
-	case policy.Reject:
-		if tok.CountedMinute != 0 {
-			r.add(n, crdt.Key{Room: roomName, Kind: crdt.WaitingMinus, Bucket: tok.Bucket, Minute: tok.CountedMinute})
-		}
+	ev := policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out}
+	if out == policy.Queue {
+		ev.Refresh = uint16(refreshBase - refreshJitter + r.rng.IntN(2*refreshJitter+1))
+	}
+	var incs [12]crdt.Inc
+	k, after := policy.Count(incs[:0], r.room, roomName, tok, ev, nowSec)
+	for _, in := range k {
+		r.add(n, in.Key)
+	}
+	if out != policy.Bypass {
+		tok = after
 	}
 
 	switch out {
 	case policy.Admit, policy.Bypass:
-		tok.AcceptedAt = nowSec
-		tok.LastCheckIn = nowSec
-		tok.CountedMinute = nowMin
-		tok.ExpiresAt = nowSec + sessionSecs
+		if out == policy.Bypass {
+			// Passed through uncounted: the visitor browses as if admitted.
+			tok.AcceptedAt, tok.LastCheckIn, tok.ExpiresAt = nowSec, nowSec, nowSec+int64(r.session/time.Second)
+		}
 		v.tok, v.hasTok = tok, true
 		r.rec.admit(i, tok.Bucket, fresh)
 		v.sessionStart, v.lastReq, v.inSession, v.sessionNode = r.now, r.now, true, int32(v.node)
@@ -992,10 +969,6 @@ func (r *run) request(i int) {
 		v.st = vsBrowsing
 		r.browse(i)
 	case policy.Queue:
-		tok.LastCheckIn = nowSec
-		tok.CountedMinute = nowMin
-		tok.RefreshInterval = uint16(refreshBase - refreshJitter + r.rng.IntN(2*refreshJitter+1))
-		tok.ExpiresAt = nowSec + queuedTokenLife
 		v.tok, v.hasTok = tok, true
 		if v.firstQueued < 0 && v.admitted < 0 {
 			v.firstQueued = r.now
@@ -1013,6 +986,11 @@ func (r *run) request(i int) {
 		}
 		r.checkInAfter(i, time.Duration(tok.RefreshInterval)*time.Second)
 	case policy.Reject:
+		if v.hasTok {
+			// The node remembers that the visitor no longer waits (edge:
+			// its counted table); the visitor keeps its cookie.
+			v.tok = tok
+		}
 		r.counts.Rejected++
 		if r.room.QueueingMethod == policy.MethodReject {
 			v.st = vsGone
@@ -1021,6 +999,17 @@ func (r *run) request(i int) {
 		// A full queue: the page again later, no cookie.
 		r.checkInAfter(i, time.Duration(refreshBase)*time.Second)
 	}
+}
+
+// count applies the counter rule to visitor v's state at node n and records
+// the increments, as the edge does.
+func (r *run) count(n *node, v *visitor, ev policy.Event, nowSec int64) {
+	var incs [12]crdt.Inc
+	k, after := policy.Count(incs[:0], r.room, roomName, v.tok, ev, nowSec)
+	for _, in := range k {
+		r.add(n, in.Key)
+	}
+	v.tok = after
 }
 
 // checkInAfter schedules a queued visitor's next check-in: after the page's

@@ -96,6 +96,9 @@ var shorts = []short{
 	{name: "gossip-delay-5s", shrink: shortStep, limits: map[string]float64{sim.GoalPeakNew: 1.5, sim.GoalEstimate: 0}},
 	{name: "gossip-delay-5s-lag10s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.7, sim.GoalEstimate: 0}},
 	// Needs clocks that agree across nodes (out of the policy's scope).
+	// Sessions counted by expiry move every few seconds while visitors
+	// browse, so more gossip messages and recomputes run: 34 % → 37 %
+	// here, within the noise of a scenario that misses by thirty times.
 	{name: "clock-skew", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(4 * time.Minute)
 		sc.Duration = dur(6 * time.Minute)

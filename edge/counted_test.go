@@ -1,0 +1,126 @@
+package edge_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/policy"
+)
+
+// counts is what a set of nodes together count in room at the clock's now:
+// their states merged, as gossip would.
+func counts(t *testing.T, clock *fakeClock, roomName string, nodes ...*edge.Server) crdt.RoomSnapshot {
+	t.Helper()
+	merged := crdt.New()
+	for _, n := range nodes {
+		n.Node().Read(func(st *crdt.State) { merged.MergeState(st) })
+	}
+	return merged.Snapshot(roomName, clock.Now().Unix(), policy.Room{}.Windows())
+}
+
+// replay sends one request carrying exactly cookie c (the visitor keeps no
+// answer), n times, in parallel when parallel is set.
+func replay(t *testing.T, h http.Handler, v *visitor, n int, parallel bool) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range n {
+		r := v.req(http.MethodGet, "http://shop.test/")
+		if !parallel {
+			newVisitor().do(h, r)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			newVisitor().do(h, r)
+		}()
+	}
+	wg.Wait()
+}
+
+func TestOneCountPerVisitor(t *testing.T) {
+	open := room("shop", 1000, 1000)
+	open.Host = "shop.test"
+	full := room("shop", 1, 1)
+	full.Host = "shop.test"
+
+	t.Run("an admitted cookie replayed 20 times after a slice boundary counts one session", func(t *testing.T) {
+		f := newFixture(t, open)
+		v := admitFirst(t, f, "http://shop.test/")
+		f.clock.Advance(12 * time.Second)
+		replay(t, f.srv, v, 20, false)
+		if a := counts(t, f.clock, "shop", f.srv).Active; a != 1 {
+			t.Errorf("active %d, want 1", a)
+		}
+	})
+	t.Run("six parallel requests of one browser at a slice boundary count one session", func(t *testing.T) {
+		f := newFixture(t, open)
+		v := admitFirst(t, f, "http://shop.test/")
+		f.clock.Advance(12 * time.Second)
+		replay(t, f.srv, v, 6, true)
+		if a := counts(t, f.clock, "shop", f.srv).Active; a != 1 {
+			t.Errorf("active %d, want 1", a)
+		}
+	})
+	t.Run("a queued cookie replayed 20 times in a later minute counts one waiting visitor", func(t *testing.T) {
+		f := newFixture(t, full)
+		admitFirst(t, f, "http://shop.test/")
+		v := newVisitor()
+		if resp := v.get(f.srv, "http://shop.test/"); resp.Header.Get("Refresh") == "" {
+			t.Fatalf("second visitor not queued: %d", resp.StatusCode)
+		}
+		f.clock.Advance(70 * time.Second)
+		replay(t, f.srv, v, 20, true)
+		if w := counts(t, f.clock, "shop", f.srv).TotalWaiting; w != 1 {
+			t.Errorf("waiting %d, want 1", w)
+		}
+	})
+	t.Run("one cookie replayed at two nodes counts at most once per node", func(t *testing.T) {
+		clock := newFakeClock(5)
+		o := newOrigin(t)
+		key := keyFile(t, t.TempDir())
+		a := startServer(t, nodeConfig("node-a", key, o.URL, open), clock)
+		b := startServer(t, nodeConfig("node-b", key, o.URL, open), clock)
+		v := newVisitor()
+		if resp := v.get(a, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("first visitor: %d", resp.StatusCode)
+		}
+		clock.Advance(12 * time.Second)
+		replay(t, a, v, 10, true)
+		replay(t, b, v, 10, true)
+		if got := counts(t, clock, "shop", a, b).Active; got < 1 || got > 2 {
+			t.Errorf("active %d, want 1 or 2 (at most one per node)", got)
+		}
+		// Both nodes took the count out of the cookie's cell (admitted at
+		// second 5, a 5-minute session: the cell ending at second 310) and
+		// put their own in (renewed at second 17: the cell ending at 320).
+		// Between the two, each node's one count remains: two, never more.
+		clock.Advance(295 * time.Second)
+		if got := counts(t, clock, "shop", a, b).Active; got != 2 {
+			t.Errorf("active %d after the old slice ended, want 2", got)
+		}
+	})
+	t.Run("a visitor who moves between nodes with its latest cookie counts once", func(t *testing.T) {
+		clock := newFakeClock(5)
+		o := newOrigin(t)
+		key := keyFile(t, t.TempDir())
+		a := startServer(t, nodeConfig("node-a", key, o.URL, open), clock)
+		b := startServer(t, nodeConfig("node-b", key, o.URL, open), clock)
+		v := newVisitor()
+		for i, n := range []*edge.Server{a, b, a, b, a} {
+			if resp := v.get(n, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+				t.Fatalf("request %d: %d", i, resp.StatusCode)
+			}
+			clock.Advance(12 * time.Second)
+		}
+		clock.Advance(5 * time.Minute)
+		v.get(a, "http://shop.test/")
+		if got := counts(t, clock, "shop", a, b).Active; got != 1 {
+			t.Errorf("active %d, want 1", got)
+		}
+	})
+}

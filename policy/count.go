@@ -1,0 +1,328 @@
+package policy
+
+import "github.com/waitroom/waitroom/crdt"
+
+// The counter rule: what one request moves in a room's replicated counters.
+// It is the only place that says so. The edge calls it for every counted
+// request (copying its cookie's fields to and from Counting), the simulator
+// replays it, and the tests check it; nothing else writes arrivals,
+// admissions, session and waiting counts, revocations or the visitor
+// analytics.
+//
+// A visitor is counted in at most one place at a time: a waiting cell
+// (arrival bucket, minute of its last counted check-in) while it waits, a
+// session cell (the second its session expires, rounded up to the room's
+// session slice) while it is admitted. Each step of the rule takes the
+// visitor out of where Counting says it is counted and puts it where it is
+// counted now, so applied to a chain of states (each step's result the next
+// one's input) the counts telescope to exactly one per visitor. Two steps
+// from the same old state (a replayed cookie, parallel requests of one
+// browser) would each add a count; that is what the edge's per-node table
+// of counted tokens prevents (see edge's counted table), by handing the rule
+// the newest state this node knows instead of the cookie's.
+
+// Counting is the part of a visitor's token that the counter rule reads and
+// writes. The edge copies it to and from its sealed cookie; the simulator
+// keeps it per visitor.
+type Counting struct {
+	// Bucket is the arrival bucket: the unix minute of the first request
+	// (a shuffle at an event's start may replace it).
+	Bucket int64
+	// AcceptedAt is the unix second of the admission; 0 while not admitted.
+	AcceptedAt int64
+	// LastCheckIn is the unix second of the last counted request.
+	LastCheckIn int64
+	// RefreshInterval is how many seconds after LastCheckIn the next
+	// check-in counts.
+	RefreshInterval uint16
+	// Counted is where the visitor is counted now: for a waiting visitor
+	// the unix minute of its waiting cell (its bucket being Bucket); for an
+	// admitted one the expiry second of its session cell; 0 when it is
+	// counted nowhere (a held visitor, one turned away by a full queue, a
+	// revoked session).
+	Counted int64
+	// ExpiresAt is the unix second after which the token is worthless.
+	ExpiresAt int64
+}
+
+// Admitted reports whether the visitor has been let through to the origin.
+func (c Counting) Admitted() bool { return c.AcceptedAt != 0 }
+
+// Waiting reports whether the visitor is counted in a waiting cell: what
+// Decide's Visitor.Queued must say. A visitor counted nowhere (held for the
+// challenge, or turned away by a full queue) is not, so Decide places it
+// behind everyone counted, never in a bucket whose reserved slots belong to
+// the people counted in it.
+func (c Counting) Waiting() bool { return c.Counted != 0 && !c.Admitted() }
+
+// EarlyCheckInSlack is how early (seconds) a check-in may come and still
+// count. Zero: the token stores whole seconds rounded down and a browser
+// refreshes no sooner than the interval after the answer, so an honest
+// check-in is never early, and any slack would let a client that refreshes
+// every second attempt a little more often than one that follows the page.
+const EarlyCheckInSlack = 0
+
+// QueuedTokenLife is how long, in seconds, a queued visitor's token lives
+// after its last counted check-in: the waiting window, so that a token
+// outlives its waiting count by less than a minute.
+const QueuedTokenLife = crdt.DefaultWaitingWindow * 60
+
+// EarlyCheckIn reports whether a waiting visitor's request at second now
+// comes before its refresh interval is over: such a request counts nothing
+// and is not decided on, so refreshing faster gains nothing.
+func EarlyCheckIn(c Counting, now int64) bool {
+	return now < c.LastCheckIn+int64(c.RefreshInterval)-EarlyCheckInSlack
+}
+
+// SessionSlice is the width, in seconds, of the session cells of a room
+// whose sessions last sessionMinutes: the narrowest that cuts a session into
+// at most 120 slices (1 s up to 2-minute sessions, 3 s at 5 minutes, 5 s at
+// 10, 15 s at 30). A session is counted up to its expiry rounded up to the
+// slice (SessionCell): never less than its cookie lets the visitor in, at
+// most one slice more. The bound keeps the number of live session cells,
+// and so the state, the same for every session length. Narrow slices matter
+// beyond the count itself: the slots of sessions that end together open
+// together, and coarse steps let whoever checks in right after a step take
+// them out of arrival order (the simulator's reference experiment: 0 % FIFO
+// inversions with 1-second slices for its 1-minute sessions, 3.4 % with
+// 5-second ones, 13 % with whole minutes).
+func SessionSlice(sessionMinutes int) int64 {
+	const maxSlices = 120
+	d := int64(max(sessionMinutes, 1)) * 60
+	return max(1, (d+maxSlices-1)/maxSlices)
+}
+
+// SessionCell is the expiry second of the session cell that counts a session
+// expiring at second expires: the first multiple of the slice g after it. A
+// cookie still opens at its expiry second, and a snapshot at second t counts
+// the cells whose second is after t, so the session is counted through its
+// expiry second and at most g seconds longer.
+func SessionCell(expires, g int64) int64 {
+	g = max(g, 1)
+	c := expires / g * g
+	for c <= expires {
+		c += g
+	}
+	return c
+}
+
+// Step is what happened to a visitor, as far as the counters go.
+type Step uint8
+
+const (
+	// StepSession is a request of an admitted visitor within its session:
+	// the session's count follows its expiry (unless renewal is disabled)
+	// and its time on the origin grows.
+	StepSession Step = iota
+	// StepDecided is a request that Decide decided on (Event.Outcome): a
+	// first request, or a waiting visitor's check-in that is not early.
+	StepDecided
+	// StepHold is a request that is not decided on: a visitor held for the
+	// bot challenge while the room queues, or one in the infinite queue.
+	// Neither is counted as waiting.
+	StepHold
+	// StepRevoke is an origin's command to end the visitor's session.
+	StepRevoke
+)
+
+// Event is one request, or one command, for the counter rule.
+type Event struct {
+	Step Step
+	// Fresh: the request carried no valid token (a first request).
+	Fresh bool
+	// Outcome is Decide's answer, for StepDecided.
+	Outcome Outcome
+	// Shuffled, when not zero, is the arrival bucket a shuffle at the
+	// event's start gives the visitor (StepDecided).
+	Shuffled int64
+	// Challenged: the queue page shown carries the bot challenge
+	// (StepDecided with Queue).
+	Challenged bool
+	// Infinite: a StepHold visitor is in the infinite queue (otherwise it
+	// is held for the challenge).
+	Infinite bool
+	// Refresh is the refresh interval, in seconds, the next token gets when
+	// the visitor is shown the queue page (drawn, with its jitter, by the
+	// caller so that the rule stays pure).
+	Refresh uint16
+	// ID is the session's id, for StepRevoke: every node learns it and
+	// refuses the old cookie (crdt.Revocations). 0 when the token has none.
+	ID uint64
+}
+
+// Count applies the counter rule: for visitor state c and what happened at
+// unix second now in room (named name), it appends to dst the increments to
+// add to this node's entries and returns them with the visitor's new state.
+// It never reads a clock and never allocates beyond growing dst (nine
+// increments at most).
+//
+//   - A first request counts an arrival. Admitted, it counts the admission
+//     and a session in the cell of its expiry; queued, a place in the
+//     waiting count of its bucket (the minute of that first request).
+//   - A waiting visitor's counted check-in counts an arrival in each minute
+//     it is seen, and moves its waiting count to (its bucket, this minute)
+//     when the minute or the bucket changed. Admitted, the waiting count
+//     goes and the session comes.
+//   - Rejected, a waiting visitor's count goes.
+//   - A session's request counts an arrival in each minute it is seen,
+//     moves its session count to the slice of its renewed expiry when that
+//     slice differs (never with disable_session_renewal: counted once at
+//     admission), and moves its time-on-origin histogram count.
+//   - Held (challenge, infinite queue), a visitor is counted nowhere.
+//   - Revoked, the session's count goes from the cell it is counted in.
+func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event, now int64) ([]crdt.Inc, Counting) {
+	nowMin := floorMinute(now)
+	inc := func(k crdt.Kind, bucket, minute int64) {
+		dst = append(dst, crdt.Inc{Key: crdt.Key{Room: name, Kind: k, Bucket: bucket, Minute: minute}, N: 1})
+	}
+	session := func(k crdt.Kind, cell int64) { inc(k, cell, floorMinute(cell)) }
+	waiting := c.Waiting()
+	leaveWaiting := func() {
+		if waiting {
+			inc(crdt.WaitingMinus, c.Bucket, c.Counted)
+		}
+	}
+	// seen: the visitor is seen, counted, for the first time this minute
+	// (a waiting visitor's count sits in the minute it was last counted in;
+	// a session's last request is its last check-in).
+	last := floorMinute(c.LastCheckIn)
+	if waiting {
+		last = c.Counted
+	}
+	seen := c.Counted == 0 || last != nowMin
+	dur := int64(room.session()) * 60
+	g := SessionSlice(room.session())
+
+	switch ev.Step {
+	case StepSession:
+		if seen {
+			inc(crdt.Arrivals, 0, nowMin)
+		}
+		from := crdt.HistogramBin(float64(c.LastCheckIn - c.AcceptedAt))
+		to := crdt.HistogramBin(float64(now - c.AcceptedAt))
+		if from != to {
+			// The cells of the admission minute: each session counts once,
+			// at its latest duration, however long it lasts.
+			m := floorMinute(c.AcceptedAt)
+			inc(crdt.TimeOnOriginMinus, from, m)
+			inc(crdt.TimeOnOrigin, to, m)
+		}
+		if !room.DisableSessionRenewal {
+			c.ExpiresAt = now + dur
+			if cell := SessionCell(c.ExpiresAt, g); cell != c.Counted {
+				if c.Counted != 0 {
+					session(crdt.SessionMinus, c.Counted)
+				}
+				session(crdt.SessionPlus, cell)
+				c.Counted = cell
+			}
+		}
+		c.LastCheckIn = now
+		return dst, c
+
+	case StepHold:
+		leaveWaiting()
+		if ev.Infinite {
+			if !ev.Fresh {
+				inc(crdt.InfiniteQueueRefreshes, 0, nowMin)
+			}
+		} else {
+			inc(crdt.ChallengesIssued, 0, nowMin)
+		}
+		if ev.Fresh {
+			inc(crdt.VisitorsQueued, 0, nowMin)
+		}
+		c.Counted, c.LastCheckIn = 0, now
+		c.RefreshInterval = ev.Refresh
+		c.ExpiresAt = now + QueuedTokenLife
+		return dst, c
+
+	case StepRevoke:
+		if !c.Admitted() || c.Counted == 0 {
+			return dst, c
+		}
+		session(crdt.SessionMinus, c.Counted)
+		inc(crdt.SessionsRevoked, 0, nowMin)
+		if ev.ID != 0 {
+			inc(crdt.Revocations, int64(ev.ID), nowMin)
+		}
+		c.Counted = 0
+		return dst, c
+	}
+
+	// StepDecided.
+	if ev.Fresh {
+		c = Counting{Bucket: nowMin}
+		waiting, seen = false, true
+	}
+	bucket := c.Bucket
+	if ev.Shuffled != 0 {
+		bucket = ev.Shuffled
+	}
+	switch ev.Outcome {
+	case Admit:
+		if seen {
+			inc(crdt.Arrivals, 0, nowMin)
+		}
+		c.ExpiresAt = now + dur
+		cell := SessionCell(c.ExpiresAt, g)
+		inc(crdt.Admitted, 0, nowMin)
+		session(crdt.SessionPlus, cell)
+		inc(crdt.VisitorsAdmitted, 0, nowMin)
+		inc(crdt.TimeOnOrigin, crdt.HistogramBin(0), nowMin)
+		if !ev.Fresh {
+			// Time in queue of those who waited; the arrival second is not
+			// kept, so the middle of the arrival minute stands for it.
+			waited := float64(now - (bucket*60 + 30))
+			inc(crdt.TimeInQueue, crdt.HistogramBin(waited), nowMin)
+		}
+		leaveWaiting()
+		c.Bucket, c.AcceptedAt, c.LastCheckIn, c.Counted = bucket, now, now, cell
+	case Queue:
+		if seen {
+			inc(crdt.Arrivals, 0, nowMin)
+		}
+		if !ev.Fresh && !waiting && ev.Shuffled == 0 && bucket < nowMin {
+			// Counted again after a while counted nowhere (held, or turned
+			// away by a full queue): it joins the current minute's bucket.
+			// An older bucket may already be reserved in full, for the
+			// people counted in it, and any node admits those; one more in
+			// it would be admitted over the limits.
+			bucket = nowMin
+		}
+		if !waiting || c.Counted != nowMin || bucket != c.Bucket {
+			leaveWaiting()
+			inc(crdt.WaitingPlus, bucket, nowMin)
+		}
+		if ev.Fresh {
+			inc(crdt.VisitorsQueued, 0, nowMin)
+		}
+		if ev.Challenged {
+			inc(crdt.ChallengesIssued, 0, nowMin)
+		}
+		c.Counted = nowMin
+		c.Bucket, c.LastCheckIn = bucket, now
+		c.RefreshInterval = ev.Refresh
+		c.ExpiresAt = now + QueuedTokenLife
+	case Reject:
+		// A visitor who waited before the room turned to reject (or whose
+		// queue filled) no longer waits.
+		if seen {
+			inc(crdt.Arrivals, 0, nowMin)
+		}
+		leaveWaiting()
+		c.Counted, c.LastCheckIn = 0, now
+		c.RefreshInterval = ev.Refresh
+	}
+	// Bypass (a suspended room): uncounted, and the state is unchanged.
+	return dst, c
+}
+
+// floorMinute is the unix minute of unix second s.
+func floorMinute(s int64) int64 {
+	m := s / 60
+	if s%60 != 0 && s < 0 {
+		m--
+	}
+	return m
+}

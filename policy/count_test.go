@@ -1,0 +1,287 @@
+package policy_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/policy"
+)
+
+// countNow is a unix second 10 s into a minute.
+const countNow = 28_000_000*60 + 10
+
+func key(k crdt.Kind, bucket, minute int64) crdt.Key {
+	return crdt.Key{Room: "shop", Kind: k, Bucket: bucket, Minute: minute}
+}
+
+func sessionKey(k crdt.Kind, cell int64) crdt.Key { return key(k, cell, cell/60) }
+
+func TestCount(t *testing.T) {
+	m := int64(countNow / 60)
+	five := policy.Room{SessionDuration: 5}
+	cell := func(expires int64) int64 { return policy.SessionCell(expires, policy.SessionSlice(5)) }
+	admitted := policy.Counting{Bucket: m - 3, AcceptedAt: countNow - 100, LastCheckIn: countNow - 40, Counted: cell(countNow - 40 + 300), ExpiresAt: countNow - 40 + 300}
+	waiting := policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 25, RefreshInterval: 20, Counted: m - 1, ExpiresAt: countNow - 25 + 300}
+	tests := []struct {
+		name   string
+		room   policy.Room
+		before policy.Counting
+		ev     policy.Event
+		now    int64
+		want   []crdt.Key
+		check  func(t *testing.T, c policy.Counting)
+	}{
+		{
+			name: "a first request that is admitted counts an arrival, the admission and a session in the slice of its expiry",
+			room: five, ev: policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Admit}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+300)), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m)},
+			check: func(t *testing.T, c policy.Counting) {
+				if c.Counted != cell(countNow+300) || c.ExpiresAt != countNow+300 || c.AcceptedAt != countNow || c.Bucket != m {
+					t.Errorf("state %+v", c)
+				}
+			},
+		},
+		{
+			name: "a first request that is queued counts an arrival and a place in its bucket",
+			room: five, ev: policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 19}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingPlus, m, m), key(crdt.VisitorsQueued, 0, m)},
+			check: func(t *testing.T, c policy.Counting) {
+				if c.Counted != m || c.RefreshInterval != 19 || c.ExpiresAt != countNow+policy.QueuedTokenLife {
+					t.Errorf("state %+v", c)
+				}
+			},
+		},
+		{
+			name: "a check-in in a new minute moves the waiting count to this minute and counts an arrival",
+			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 20}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingMinus, m-2, m-1), key(crdt.WaitingPlus, m-2, m)},
+		},
+		{
+			name: "a second check-in in the same minute counts nothing",
+			room: five, before: policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 1, Counted: m}, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue}, now: countNow + 30,
+		},
+		{
+			name: "a waiting visitor admitted leaves its waiting cell, and its time in queue is counted",
+			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Admit}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+300)), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m),
+				key(crdt.TimeInQueue, crdt.HistogramBin(float64(countNow-((m-2)*60+30))), m), key(crdt.WaitingMinus, m-2, m-1)},
+		},
+		{
+			name: "a waiting visitor rejected leaves its waiting cell",
+			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Reject}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingMinus, m-2, m-1)},
+			check: func(t *testing.T, c policy.Counting) {
+				if c.Counted != 0 {
+					t.Errorf("still counted in %d", c.Counted)
+				}
+			},
+		},
+		{
+			name: "a shuffle moves the waiting count to the new bucket",
+			room: five, before: policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 5, Counted: m}, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Shuffled: m - 7}, now: countNow,
+			want: []crdt.Key{key(crdt.WaitingMinus, m-2, m), key(crdt.WaitingPlus, m-7, m)},
+		},
+		{
+			name: "a visitor counted nowhere joins the current minute's bucket when counted again later",
+			room: five, before: policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 25}, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingPlus, m, m)},
+		},
+		{
+			name: "a session's request in a later slice moves its count to the slice of its renewed expiry",
+			room: five, before: admitted, ev: policy.Event{Step: policy.StepSession}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.TimeOnOriginMinus, crdt.HistogramBin(60), (countNow-100)/60), key(crdt.TimeOnOrigin, crdt.HistogramBin(100), (countNow-100)/60),
+				sessionKey(crdt.SessionMinus, admitted.Counted), sessionKey(crdt.SessionPlus, cell(countNow+300))},
+		},
+		{
+			name: "a session's request within the same slice moves nothing",
+			room: five, before: policy.Counting{AcceptedAt: countNow - 1000, LastCheckIn: countNow, Counted: cell(countNow + 300), ExpiresAt: countNow + 300}, ev: policy.Event{Step: policy.StepSession}, now: countNow + 1,
+		},
+		{
+			name: "with disable_session_renewal a session is never moved and its expiry stays",
+			room: policy.Room{SessionDuration: 5, DisableSessionRenewal: true}, before: admitted, ev: policy.Event{Step: policy.StepSession}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.TimeOnOriginMinus, crdt.HistogramBin(60), (countNow-100)/60), key(crdt.TimeOnOrigin, crdt.HistogramBin(100), (countNow-100)/60)},
+			check: func(t *testing.T, c policy.Counting) {
+				if c.ExpiresAt != admitted.ExpiresAt || c.Counted != admitted.Counted {
+					t.Errorf("state %+v", c)
+				}
+			},
+		},
+		{
+			name: "a revocation takes the session off the cell it is counted in and tells every node",
+			room: five, before: admitted, ev: policy.Event{Step: policy.StepRevoke, ID: 42}, now: countNow,
+			want: []crdt.Key{sessionKey(crdt.SessionMinus, admitted.Counted), key(crdt.SessionsRevoked, 0, m), key(crdt.Revocations, 42, m)},
+		},
+		{
+			name: "a second revocation of the same state finds nothing counted",
+			room: five, before: policy.Counting{AcceptedAt: 1, Counted: 0}, ev: policy.Event{Step: policy.StepRevoke, ID: 42}, now: countNow,
+		},
+		{
+			name: "a visitor held for the challenge leaves the waiting count and the challenge is counted",
+			room: five, before: waiting, ev: policy.Event{Step: policy.StepHold}, now: countNow,
+			want: []crdt.Key{key(crdt.WaitingMinus, m-2, m-1), key(crdt.ChallengesIssued, 0, m)},
+		},
+		{
+			name: "a check-in in the infinite queue counts a refresh and nothing else",
+			room: five, before: policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 25}, ev: policy.Event{Step: policy.StepHold, Infinite: true}, now: countNow,
+			want: []crdt.Key{key(crdt.InfiniteQueueRefreshes, 0, m)},
+		},
+		{
+			name: "a suspended room's pass-through counts nothing",
+			room: five, ev: policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Bypass}, now: countNow,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			incs, after := policy.Count(nil, tt.room, "shop", tt.before, tt.ev, tt.now)
+			var got []crdt.Key
+			for _, in := range incs {
+				if in.N != 1 {
+					t.Errorf("%+v adds %d", in.Key, in.N)
+				}
+				got = append(got, in.Key)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("increments\n got %v\nwant %v", got, tt.want)
+			}
+			if tt.check != nil {
+				tt.check(t, after)
+			}
+		})
+	}
+}
+
+func TestSessionSlice(t *testing.T) {
+	tests := []struct {
+		minutes int
+		want    int64
+	}{{1, 1}, {2, 1}, {3, 2}, {5, 3}, {10, 5}, {20, 10}, {30, 15}}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("sessions of %d minutes are cut into %d-second slices", tt.minutes, tt.want), func(t *testing.T) {
+			if got := policy.SessionSlice(tt.minutes); got != tt.want || int64(tt.minutes)*60/got > 120 {
+				t.Errorf("SessionSlice(%d) = %d, want %d", tt.minutes, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEarlyCheckIn(t *testing.T) {
+	c := policy.Counting{LastCheckIn: 1000, RefreshInterval: 20}
+	tests := []struct {
+		name string
+		now  int64
+		want bool
+	}{
+		{"a check-in a second before the interval is over is early", 1019, true},
+		{"a check-in when the interval is over counts", 1020, false},
+		{"a later one counts", 1100, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := policy.EarlyCheckIn(c, tt.now); got != tt.want {
+				t.Errorf("EarlyCheckIn at %d = %v", tt.now, got)
+			}
+		})
+	}
+}
+
+// TestASessionIsActiveUntilItsExpiryRoundedUpToTheSlice: admitted at t, a
+// session with renewal off is active in the snapshot at every second up to
+// its expiry rounded up to the slice, and not after.
+func TestASessionIsActiveUntilItsExpiryRoundedUpToTheSlice(t *testing.T) {
+	for _, minutes := range []int{1, 5, 30} {
+		room := policy.Room{SessionDuration: minutes, DisableSessionRenewal: true}
+		for _, at := range []int64{countNow, countNow + 1, countNow + 4, countNow + 7} {
+			t.Run(fmt.Sprintf("a %d-minute session admitted at second %d", minutes, at%60), func(t *testing.T) {
+				s := crdt.New()
+				incs, c := policy.Count(nil, room, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Admit}, at)
+				for _, in := range incs {
+					s.Add(in.Key, 1, in.N)
+				}
+				end := policy.SessionCell(c.ExpiresAt, policy.SessionSlice(minutes))
+				if end <= c.ExpiresAt || end > c.ExpiresAt+policy.SessionSlice(minutes) {
+					t.Fatalf("counted until %d for an expiry at %d", end, c.ExpiresAt)
+				}
+				for _, now := range []int64{at, c.ExpiresAt - 1, c.ExpiresAt, end - 1} {
+					if a := s.Snapshot("shop", now, room.Windows()).Active; a != 1 {
+						t.Errorf("at %+d s: active %d, want 1", now-at, a)
+					}
+				}
+				if a := s.Snapshot("shop", end, room.Windows()).Active; a != 0 {
+					t.Errorf("at the slice end %+d s: active %d, want 0", end-at, a)
+				}
+			})
+		}
+	}
+}
+
+// TestCountedTotalsEqualTheLiveVisitors: for any sequence of requests of
+// any number of tokens at one node, each step applied to the newest state of
+// its token (what the edge's table hands the rule), the summed session and
+// waiting counts equal the number of distinct live tokens in each state.
+func TestCountedTotalsEqualTheLiveVisitors(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		room := policy.Room{SessionDuration: rapid.SampledFrom([]int{1, 5, 30}).Draw(t, "session"), DisableSessionRenewal: rapid.Bool().Draw(t, "no renewal")}
+		s := crdt.New()
+		now := int64(countNow)
+		type tok struct {
+			c     policy.Counting
+			fresh bool
+			gone  bool
+		}
+		toks := make([]tok, rapid.IntRange(1, 6).Draw(t, "tokens"))
+		for i := range toks {
+			toks[i].fresh = true
+		}
+		for range rapid.IntRange(1, 60).Draw(t, "requests") {
+			now += rapid.Int64Range(0, 40).Draw(t, "seconds later")
+			i := rapid.IntRange(0, len(toks)-1).Draw(t, "token")
+			v := &toks[i]
+			if v.gone || (!v.fresh && now > v.c.ExpiresAt) {
+				continue // an expired cookie: a new visitor, another token
+			}
+			var ev policy.Event
+			switch {
+			case !v.fresh && v.c.Admitted():
+				ev.Step = policy.StepSession
+				if rapid.IntRange(0, 9).Draw(t, "revoke") == 0 {
+					ev = policy.Event{Step: policy.StepRevoke, ID: uint64(i + 1)}
+					v.gone = true
+				}
+			case !v.fresh && policy.EarlyCheckIn(v.c, now):
+				continue
+			case rapid.IntRange(0, 9).Draw(t, "hold") == 0:
+				ev = policy.Event{Step: policy.StepHold, Fresh: v.fresh, Refresh: 20}
+			default:
+				ev = policy.Event{Step: policy.StepDecided, Fresh: v.fresh, Refresh: 20,
+					Outcome: rapid.SampledFrom([]policy.Outcome{policy.Admit, policy.Queue, policy.Queue, policy.Reject}).Draw(t, "outcome")}
+			}
+			incs, after := policy.Count(nil, room, "shop", v.c, ev, now)
+			for _, in := range incs {
+				s.Add(in.Key, 1, in.N)
+			}
+			v.c, v.fresh = after, false
+			if ev.Outcome == policy.Reject && ev.Step == policy.StepDecided {
+				v.gone = true
+			}
+
+			var wantActive, wantWaiting int64
+			for _, o := range toks {
+				switch {
+				case o.fresh || o.gone && !o.c.Admitted():
+				case o.c.Admitted() && o.c.Counted > now && !o.gone:
+					wantActive++
+				case !o.c.Admitted() && o.c.Counted != 0 && o.c.Counted > now/60-crdt.DefaultWaitingWindow:
+					wantWaiting++
+				}
+			}
+			snap := s.Snapshot("shop", now, room.Windows())
+			if snap.Active != wantActive || snap.TotalWaiting != wantWaiting {
+				t.Fatalf("at %d: active %d waiting %d, want %d and %d", now-countNow, snap.Active, snap.TotalWaiting, wantActive, wantWaiting)
+			}
+		}
+	})
+}

@@ -59,8 +59,6 @@ type exception struct {
 }
 
 var exceptions = []exception{
-	{from: "policy/sim", to: "cookie",
-		why: "the simulated visitor keeps its state in a cookie.Token, as a browser keeps its cookie"},
 	{from: "edge/loadtest", to: "edge",
 		why: "env.go, the bench harness, starts a waitroom node next to the load generator"},
 	{from: "edge/loadtest", to: "cookie",

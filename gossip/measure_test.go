@@ -16,6 +16,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/policy"
 )
 
 // The measurements of convergence time and gossip cost take minutes, so
@@ -267,6 +268,10 @@ func TestMeasureConvergence(t *testing.T) {
 	t.Log(b.String())
 }
 
+// measureRoom is the room the gossip cost is measured for: 30-minute
+// sessions, the most live session cells a room can have.
+var measureRoom = policy.Room{TotalActiveUsers: 1_000_000, NewUsersPerMinute: 100_000, SessionDuration: 30}
+
 func TestMeasureGossipCost(t *testing.T) {
 	requireMeasure(t)
 	const (
@@ -296,13 +301,26 @@ func TestMeasureGossipCost(t *testing.T) {
 						hist = append(hist, crdt.Entry{Key: crdt.Key{Room: "shop", Kind: kind, Bucket: bucket, Minute: m}, Replica: r, Value: v})
 					}
 					add(crdt.Admitted, 0, 60*perNode)
-					add(crdt.ActivePlus, 0, 60*perNode)
-					add(crdt.ActiveMinus, 0, 30*perNode)
 					add(crdt.Arrivals, 0, 60*perNode)
 					for b := 1; b <= buckets; b++ {
 						add(crdt.WaitingPlus, m-int64(b), 60*perNode)
 						add(crdt.WaitingMinus, m-int64(b), 60*perNode/uint64(buckets))
 					}
+				}
+			}
+			// The live sessions of 30-minute sessions: every session cell
+			// of the next half hour, a plus and a minus per node (the
+			// counter rule moves a renewed session between them).
+			g := policy.SessionSlice(measureRoom.SessionDuration)
+			for _, n := range c.nodes {
+				r := n.Replica()
+				for cell := policy.SessionCell(now*60, g); cell <= (now+30)*60; cell += g {
+					k := func(kind crdt.Kind) crdt.Key {
+						return crdt.Key{Room: "shop", Kind: kind, Bucket: cell, Minute: cell / 60}
+					}
+					hist = append(hist,
+						crdt.Entry{Key: k(crdt.SessionPlus), Replica: r, Value: 60 * perNode},
+						crdt.Entry{Key: k(crdt.SessionMinus), Replica: r, Value: 30 * perNode})
 				}
 			}
 			for _, n := range c.nodes {
@@ -333,14 +351,17 @@ func TestMeasureGossipCost(t *testing.T) {
 						case <-stop:
 							return
 						case now := <-tk.C:
-							m := now.Unix() / 60
+							sec := now.Unix()
+							m := sec / 60
 							b := m - 1 - int64(rand.IntN(buckets))
-							incs := []gossip.Inc{
-								{Key: crdt.Key{Room: "shop", Kind: crdt.Admitted, Minute: m}, N: 1},
-								{Key: crdt.Key{Room: "shop", Kind: crdt.ActivePlus, Minute: m}, N: 1},
-								{Key: crdt.Key{Room: "shop", Kind: crdt.WaitingMinus, Bucket: b, Minute: m}, N: 1},
-								{Key: crdt.Key{Room: "shop", Kind: crdt.Arrivals, Minute: m}, N: 1},
-							}
+							// What the counter rule moves for one admission
+							// of a waiting visitor, and for one request of a
+							// session admitted a minute ago, renewed.
+							waiting := policy.Counting{Bucket: b, Counted: m, LastCheckIn: sec - 20, RefreshInterval: 20, ExpiresAt: sec + 280}
+							incs, _ := policy.Count(nil, measureRoom, "shop", waiting, policy.Event{Step: policy.StepDecided, Outcome: policy.Admit}, sec)
+							browsing := policy.Counting{Bucket: b, AcceptedAt: sec - 60, LastCheckIn: sec - 10}
+							browsing.Counted = policy.SessionCell(sec-10+60*int64(measureRoom.SessionDuration), g)
+							incs, _ = policy.Count(incs, measureRoom, "shop", browsing, policy.Event{Step: policy.StepSession}, sec)
 							n.Add(incs...)
 							for _, in := range incs {
 								tallies[i][in.Key]++

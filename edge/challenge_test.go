@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // siteverify is a fake Turnstile/hCaptcha siteverify endpoint: "human"
@@ -180,14 +181,14 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	}
 	// Every node must know the one slot is taken before the crowd comes.
 	settleActive := func(want int64) {
-		within(t, 3*time.Second, "active users on every node", func() bool {
+		testkit.Eventually(t, 3*time.Second, 0, "active users on every node", func() bool {
 			for _, a := range r.admins {
 				if roomStatus(t, a, "shop").EstimatedTotalActiveUsers != want {
 					return false
 				}
 			}
 			return true
-		})
+		}, nil)
 	}
 	settleActive(1)
 

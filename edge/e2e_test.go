@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -51,7 +52,7 @@ type sessionOrigin struct {
 	active  map[string]bool
 	max     int
 	maxAt   time.Time
-	clock   *fakeClock
+	clock   *testkit.Clock
 	strayed []string // requests after logout: must not happen
 	ended   map[string]bool
 }
@@ -113,12 +114,12 @@ type crowdVisitor struct {
 
 // e2eCluster is the three nodes and what the test needs of them.
 type e2eCluster struct {
-	clock *fakeClock
+	clock *testkit.Clock
 	nodes []*edge.Server
 	urls  []string
 }
 
-func startE2ECluster(t *testing.T, clock *fakeClock, originURL string) *e2eCluster {
+func startE2ECluster(t *testing.T, clock *testkit.Clock, originURL string) *e2eCluster {
 	t.Helper()
 	key := keyFile(t, t.TempDir())
 	c := &e2eCluster{clock: clock}
@@ -155,22 +156,14 @@ func startE2ECluster(t *testing.T, clock *fakeClock, originURL string) *e2eClust
 	}
 	// Wait for the ring: the policy divides the Anywhere slots by the
 	// number of live members, so all three must see each other first.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok := true
+	testkit.Eventually(t, 10*time.Second, 0, "the three nodes forming a ring", func() bool {
 		for _, n := range c.nodes {
 			if len(n.StateDoc().Members) != e2eNodes {
-				ok = false
+				return false
 			}
 		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the three nodes did not form a ring within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return true
+	}, nil)
 	return c
 }
 
@@ -178,38 +171,30 @@ func startE2ECluster(t *testing.T, clock *fakeClock, originURL string) *e2eClust
 // room. It returns how long gossip took.
 func (c *e2eCluster) converge(t *testing.T) time.Duration {
 	t.Helper()
-	start := time.Now()
 	w := policy.Room{SessionDuration: 1}.Windows()
-	deadline := start.Add(30 * time.Second)
-	for {
-		minute := c.clock.Now().Unix() / 60
+	minute := c.clock.Now().Unix() / 60
+	took := testkit.Eventually(t, 30*time.Second, 5*time.Millisecond, fmt.Sprintf("the replicas agreeing at %v", c.clock.Now()), func() bool {
 		first := c.nodes[0].Node().Snapshot(e2eRoom, minute, w)
-		same := true
 		for _, n := range c.nodes[1:] {
 			if s := n.Node().Snapshot(e2eRoom, minute, w); !reflect.DeepEqual(first, s) {
-				same = false
-				break
+				return false
 			}
 		}
-		if same {
-			took := time.Since(start)
-			if took > 2*time.Second {
-				// Broadcasts arrive within a few gossip rounds (100 ms each
-				// in the local profile); this long means one was lost and
-				// push-pull repaired it.
-				t.Logf("at %v the replicas took %v to agree: a lost delta, repaired by push-pull", c.clock.Now().Format("15:04:05"), took.Round(time.Millisecond))
-			}
-			return took
+		return true
+	}, func() string {
+		var views []string
+		for i, n := range c.nodes {
+			views = append(views, fmt.Sprintf("\n  pop-%d: %+v", i+1, n.Node().Snapshot(e2eRoom, minute, w)))
 		}
-		if time.Now().After(deadline) {
-			var views []string
-			for i, n := range c.nodes {
-				views = append(views, fmt.Sprintf("pop-%d: %+v", i+1, n.Node().Snapshot(e2eRoom, minute, w)))
-			}
-			t.Fatalf("replicas did not converge within 5 s at %v:\n%s", c.clock.Now(), strings.Join(views, "\n"))
-		}
-		time.Sleep(5 * time.Millisecond)
+		return strings.Join(views, "")
+	})
+	if took > 2*time.Second {
+		// Broadcasts arrive within a few gossip rounds (100 ms each in the
+		// local profile); this long means one was lost and push-pull
+		// repaired it.
+		t.Logf("at %v the replicas took %v to agree: a lost delta, repaired by push-pull", c.clock.Now().Format("15:04:05"), took.Round(time.Millisecond))
 	}
+	return took
 }
 
 // tick lets gossip settle, moves the clock to to, and has every node
@@ -392,20 +377,16 @@ func TestEndToEnd(t *testing.T) {
 		_, _ = drain(resp)
 		revokedAt := time.Now()
 		for i := 1; i < e2eNodes; i++ {
-			for {
+			var active int64
+			testkit.Eventually(t, 5*time.Second-time.Since(revokedAt), 0, fmt.Sprintf("pop-%d no longer counting the revoked session", i+1), func() bool {
 				doc, _, err := edge.FetchState(context.Background(), c.nodes[i].AdminAddr(), "", 2*time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if doc.Rooms[0].EstimatedTotalActiveUsers == 0 {
-					t.Logf("pop-%d saw the revoke after %v", i+1, time.Since(revokedAt).Round(time.Millisecond))
-					break
-				}
-				if time.Since(revokedAt) > 5*time.Second {
-					t.Fatalf("pop-%d still counts the revoked session after 5 s", i+1)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				active = doc.Rooms[0].EstimatedTotalActiveUsers
+				return active == 0
+			}, func() string { return fmt.Sprintf("%d active", active) })
+			t.Logf("pop-%d saw the revoke after %v", i+1, time.Since(revokedAt).Round(time.Millisecond))
 		}
 	})
 	if t.Failed() {

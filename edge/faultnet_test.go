@@ -28,6 +28,7 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // faultLong reports whether the long variants run (WAITROOM_LONG=1): the
@@ -67,7 +68,7 @@ var faultWindows = crdt.Windows{Session: 30, Waiting: crdt.DefaultWaitingWindow,
 type faultCluster struct {
 	t      *testing.T
 	net    *gossip.FaultNet
-	base   *fakeClock
+	base   *testkit.Clock
 	origin *origin
 	key    string // cookie key file, shared by every node
 	rooms  []edge.RoomConfig
@@ -178,12 +179,10 @@ func (n *faultNode) start() {
 	// holds it for a moment; retry briefly.
 	var tr *gossip.FaultTransport
 	var err error
-	for try := 0; try < 50; try++ {
-		if tr, err = n.c.net.Transport(bind); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Poll(time.Second, 20*time.Millisecond, func() bool {
+		tr, err = n.c.net.Transport(bind)
+		return err == nil
+	})
 	if err != nil {
 		t.Fatalf("%s: %v", n.name, err)
 	}
@@ -278,7 +277,7 @@ func (n *faultNode) members() int { return n.srv.Node().NumMembers() }
 // waitRing waits until every one of nodes sees exactly them as members.
 func (c *faultCluster) waitRing(nodes []*faultNode, d time.Duration) time.Duration {
 	c.t.Helper()
-	return faultWithin(c.t, d, fmt.Sprintf("a ring of %d", len(nodes)), func() bool {
+	return testkit.Eventually(c.t, d, 0, fmt.Sprintf("a ring of %d", len(nodes)), func() bool {
 		for _, n := range nodes {
 			if n.members() != len(nodes) {
 				return false
@@ -298,24 +297,6 @@ func (c *faultCluster) membership(nodes []*faultNode) string {
 		fmt.Fprintf(&b, "\n  %s sees %d: %v", n.name, n.members(), names)
 	}
 	return b.String()
-}
-
-// faultWithin polls cond every 10 ms for up to d and returns how long it
-// took; on timeout it fails the test with what, and with show's report.
-func faultWithin(t *testing.T, d time.Duration, what string, cond func() bool, show func() string) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			msg := ""
-			if show != nil {
-				msg = show()
-			}
-			t.Fatalf("%s: not within %s%s", what, d, msg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 // cells returns the node's counter cells of room, sorted: the replicated
@@ -351,7 +332,7 @@ func faultSameCells(room string, nodes []*faultNode) bool {
 // how long it took.
 func (c *faultCluster) waitConverged(room string, nodes []*faultNode, d time.Duration) time.Duration {
 	c.t.Helper()
-	return faultWithin(c.t, d, "replicas converge", func() bool { return faultSameCells(room, nodes) }, func() string {
+	return testkit.Eventually(c.t, d, 0, "replicas converge", func() bool { return faultSameCells(room, nodes) }, func() string {
 		var b strings.Builder
 		m := c.base.Now().Unix() / 60
 		for _, n := range nodes {

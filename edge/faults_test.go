@@ -32,6 +32,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 const faultRoom = "sale"
@@ -228,7 +229,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 	})
 	b := c.add("pop-b", 0)
 	c.waitRing(c.nodes, 10*time.Second)
-	faultWithin(t, 5*time.Second, "a's first packets to b", func() bool {
+	testkit.Eventually(t, 5*time.Second, 0, "a's first packets to b", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(early) == 5
@@ -244,7 +245,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 		t.Fatalf("setup: %d admitted and %d waiting, want a queue", taken, waiting)
 	}
 	// A quiet moment: every broadcast has been sent its number of times.
-	faultWithin(t, 5*time.Second, "broadcast queues drained", func() bool {
+	testkit.Eventually(t, 5*time.Second, 0, "broadcast queues drained", func() bool {
 		return a.srv.Node().Stats().Queued == 0 && b.srv.Node().Stats().Queued == 0
 	}, nil)
 	time.Sleep(200 * time.Millisecond)
@@ -277,14 +278,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 		start := time.Now()
 		b.start()
 		ring := c.waitRing(c.nodes, 10*time.Second)
-		ok := true
-		for !faultSameCells(faultRoom, c.nodes) {
-			if time.Since(start) > 2*time.Second {
-				ok = false
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		_, ok := testkit.Poll(2*time.Second-time.Since(start), 0, func() bool { return faultSameCells(faultRoom, c.nodes) })
 		m := faultMinute(c.base.Now())
 		if !ok {
 			t.Errorf("2 s after its restart %s holds %d of the ring's %d cells (%s; the ring holds %s), after %d push-pulls; it was in the ring after %s and waits for the next push-pull, up to 30 s",
@@ -449,14 +443,7 @@ func TestFaultPartition(t *testing.T) {
 			v.home = i
 			v.visit(t, c.nodes[i])
 		}
-		ok := true
-		for !faultSameCells(faultRoom, c.nodes) {
-			if time.Since(healed) > 5*time.Second {
-				ok = false
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		_, ok := testkit.Poll(5*time.Second-time.Since(healed), 0, func() bool { return faultSameCells(faultRoom, c.nodes) })
 		took := time.Since(healed)
 		var views []string
 		for _, n := range c.nodes {
@@ -467,7 +454,7 @@ func TestFaultPartition(t *testing.T) {
 			return
 		}
 		t.Logf("converged %s after the heal:\n  %s", took.Round(time.Millisecond), strings.Join(views, "\n  "))
-		faultWithin(t, 5*time.Second, "one ring of five after the heal", func() bool {
+		testkit.Eventually(t, 5*time.Second, 0, "one ring of five after the heal", func() bool {
 			for _, n := range c.nodes {
 				if n.members() != 5 {
 					return false

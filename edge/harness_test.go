@@ -26,40 +26,14 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
-// fakeClock is a clock the test advances by hand. Every node of a test
-// shares one, so time moves for all of them at once.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// newFakeClock starts a clock at sec seconds into a fixed minute.
-func newFakeClock(sec int) *fakeClock {
-	return &fakeClock{t: time.Date(2030, 6, 1, 12, 0, sec, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
-}
-
-// Set moves the clock to t (forward only).
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.t) {
-		c.t = t
-	}
+// newFakeClock is the clock of a test's nodes, standing at sec seconds into
+// a fixed minute until the test moves it. Every node of a test shares one,
+// so time moves for all of them at once.
+func newFakeClock(sec int) *testkit.Clock {
+	return testkit.NewClock(time.Date(2030, 6, 1, 12, 0, sec, 0, time.UTC))
 }
 
 // keyFile writes a fresh cookie key file into dir and returns its path.
@@ -107,7 +81,7 @@ var testGossipKeys = [][]byte{[]byte("waitroom-edge-test-gossip-key-32")}
 
 // startServer validates cfg and builds a node on clock; the node is closed
 // when the test ends.
-func startServer(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
+func startServer(tb testing.TB, cfg *edge.Config, clock *testkit.Clock) *edge.Server {
 	tb.Helper()
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -129,7 +103,7 @@ func startServer(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server
 // listeners (loopback, ports chosen by the system) until the test ends, for
 // tests of what only a listener does: Host headers, connection limits and
 // timeouts.
-func serveNode(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
+func serveNode(tb testing.TB, cfg *edge.Config, clock *testkit.Clock) *edge.Server {
 	tb.Helper()
 	srv := startServer(tb, cfg, clock)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -246,7 +220,7 @@ func (o *origin) URIs() []string {
 // fixture is one node in front of one test origin, on a fake clock.
 type fixture struct {
 	srv    *edge.Server
-	clock  *fakeClock
+	clock  *testkit.Clock
 	origin *origin
 	admin  http.Handler
 }

@@ -3,6 +3,7 @@ package edge_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // ring starts n nodes on one fake clock and one cookie key, joined into a
@@ -21,7 +23,7 @@ import (
 type ring struct {
 	nodes  []*edge.Server
 	admins []http.Handler
-	clock  *fakeClock
+	clock  *testkit.Clock
 	origin *origin
 	key    string
 }
@@ -38,15 +40,14 @@ func newRing(t *testing.T, n int, rooms ...edge.RoomConfig) *ring {
 		r.nodes = append(r.nodes, srv)
 		r.admins = append(r.admins, srv.AdminHandler())
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, s := range r.nodes {
-		for s.Node().NumMembers() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("ring of %d did not form", n)
+	testkit.Eventually(t, 10*time.Second, 0, fmt.Sprintf("a ring of %d", n), func() bool {
+		for _, s := range r.nodes {
+			if s.Node().NumMembers() < n {
+				return false
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return true
+	}, nil)
 	return r
 }
 
@@ -88,21 +89,6 @@ func getRoom(t *testing.T, h http.Handler, name string) *edge.RoomConfig {
 	return &rc
 }
 
-// within waits up to d for cond to hold on every node and returns how long
-// it took. Settings have no change event to wait on from outside, so it
-// polls every 10 ms.
-func within(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 func TestRoomsAreReplicated(t *testing.T) {
 	r := newRing(t, 3, room("shop", 100, 50))
 
@@ -114,14 +100,14 @@ func TestRoomsAreReplicated(t *testing.T) {
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("POST: %d %s", resp.StatusCode, body(t, resp))
 		}
-		took := within(t, 2*time.Second, "room on every node", func() bool {
+		took := testkit.Eventually(t, 2*time.Second, 0, "room on every node", func() bool {
 			for _, a := range r.admins {
 				if getRoom(t, a, "sale") == nil {
 					return false
 				}
 			}
 			return true
-		})
+		}, nil)
 		t.Logf("created on a-node, in force everywhere after %s", took)
 		// And it serves: a visitor at node c gets the sale room's cookie.
 		v := newVisitor()
@@ -136,14 +122,14 @@ func TestRoomsAreReplicated(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("PATCH: %d %s", resp.StatusCode, body(t, resp))
 		}
-		took := within(t, 2*time.Second, "change on every node", func() bool {
+		took := testkit.Eventually(t, 2*time.Second, 0, "change on every node", func() bool {
 			for _, a := range r.admins {
 				if rs := roomStatus(t, a, "shop"); rs.TotalActiveUsers != 70 || rs.NewUsersPerMinute != 30 {
 					return false
 				}
 			}
 			return true
-		})
+		}, nil)
 		t.Logf("changed on b-node, in force everywhere after %s", took)
 	})
 
@@ -174,7 +160,7 @@ func TestRoomsAreReplicated(t *testing.T) {
 		}
 		wg.Wait()
 		var settled int
-		within(t, 3*time.Second, "one value everywhere", func() bool {
+		testkit.Eventually(t, 3*time.Second, 0, "one value everywhere", func() bool {
 			first := getRoom(t, r.admins[0], "shop").TotalActiveUsers
 			for _, a := range r.admins[1:] {
 				if getRoom(t, a, "shop").TotalActiveUsers != first {
@@ -183,7 +169,7 @@ func TestRoomsAreReplicated(t *testing.T) {
 			}
 			settled = first
 			return true
-		})
+		}, nil)
 		if settled != 55 && settled != 66 && settled != 77 {
 			t.Errorf("settled on %d, which nobody wrote", settled)
 		}
@@ -194,14 +180,14 @@ func TestRoomsAreReplicated(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("DELETE: %d %s", resp.StatusCode, body(t, resp))
 		}
-		within(t, 2*time.Second, "deletion everywhere", func() bool {
+		testkit.Eventually(t, 2*time.Second, 0, "deletion everywhere", func() bool {
 			for _, a := range r.admins {
 				if getRoom(t, a, "sale") != nil {
 					return false
 				}
 			}
 			return true
-		})
+		}, nil)
 	})
 }
 
@@ -218,10 +204,10 @@ func TestEmergencyStop(t *testing.T) {
 			t.Fatalf("stop: %d %s", resp.StatusCode, body(t, resp))
 		}
 		hits := r.origin.Hits()
-		took := within(t, 2*time.Second, "stop page at node c", func() bool {
+		took := testkit.Eventually(t, 2*time.Second, 0, "stop page at node c", func() bool {
 			resp := v.get(r.nodes[2], "http://shop.test/")
 			return strings.Contains(body(t, resp), "Back soon") && resp.Header.Get("Refresh") != ""
-		})
+		}, nil)
 		t.Logf("stopped on a-node, admitted visitor at c-node held after %s", took)
 		// Held means held: a few more requests do not reach the origin.
 		before := r.origin.Hits()
@@ -235,9 +221,9 @@ func TestEmergencyStop(t *testing.T) {
 		// A newcomer is queued too, and keeps a place, at every node once the
 		// stop has reached it.
 		for i := range r.nodes {
-			within(t, 2*time.Second, "stop in force everywhere", func() bool {
+			testkit.Eventually(t, 2*time.Second, 0, "stop in force everywhere", func() bool {
 				return getRoom(t, r.admins[i], "shop").Stopped
-			})
+			}, nil)
 			n := newVisitor()
 			if resp := n.get(r.nodes[i], "http://shop.test/"); resp.Header.Get("X-Origin") != "" || setCookie(resp, "__waitroom") == "" {
 				t.Errorf("a newcomer at node %d during the stop was not queued with a token", i)
@@ -250,9 +236,9 @@ func TestEmergencyStop(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("resume: %d %s", resp.StatusCode, body(t, resp))
 		}
-		within(t, 2*time.Second, "origin again at node c", func() bool {
+		testkit.Eventually(t, 2*time.Second, 0, "origin again at node c", func() bool {
 			return v.get(r.nodes[2], "http://shop.test/").Header.Get("X-Origin") == "yes"
-		})
+		}, nil)
 	})
 }
 
@@ -371,9 +357,9 @@ func TestScheduledEvent(t *testing.T) {
 
 	t.Run("after the end the room's own settings are back", func(t *testing.T) {
 		r.clock.Set(end.Add(time.Minute))
-		within(t, 2*time.Second, "room settings back", func() bool {
+		testkit.Eventually(t, 2*time.Second, 0, "room settings back", func() bool {
 			return roomStatus(t, admin, "launch").TotalActiveUsers == 1000
-		})
+		}, nil)
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // TestSoak runs three nodes under constant load for ten minutes (set
@@ -82,11 +83,14 @@ func TestSoak(t *testing.T) {
 	}
 
 	// Traffic opens once the ring has formed, as it would for an on-sale.
-	for _, n := range nodes {
-		for n.Node().NumMembers() < len(nodes) {
-			time.Sleep(20 * time.Millisecond)
+	testkit.Eventually(t, time.Minute, 0, fmt.Sprintf("a ring of %d", len(nodes)), func() bool {
+		for _, n := range nodes {
+			if n.Node().NumMembers() < len(nodes) {
+				return false
+			}
 		}
-	}
+		return true
+	}, nil)
 	var requests, fivexx, admitted atomic.Int64
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(duration)

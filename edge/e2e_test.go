@@ -20,7 +20,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"reflect"
 	"sort"
 	"strconv"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -306,8 +306,9 @@ func (v *crowdVisitor) checkIn(t *testing.T, c *e2eCluster, now time.Time) {
 		v.admittedAt = now
 		v.leaveAt = now.Add(v.browseFor)
 	case resp.Header.Get("Refresh") != "":
-		secs, next, err := parseRefresh(resp.Header.Get("Refresh"))
-		if err != nil || secs < 1 || secs > 23 {
+		rf, ok := crowd.ParseRefresh(resp.Header.Get("Refresh"))
+		secs, next := int(rf.After/time.Second), rf.URL
+		if !ok || secs < 1 || secs > 23 {
 			t.Errorf("visitor %s: Refresh %q", v.id, resp.Header.Get("Refresh"))
 		}
 		if next != "" {
@@ -336,9 +337,7 @@ func TestEndToEnd(t *testing.T) {
 	probeMinute := clock.Now()
 	start := probeMinute.Add(time.Minute)
 	org := &sessionOrigin{active: map[string]bool{}, ended: map[string]bool{}, clock: clock}
-	originSrv := httptest.NewServer(org)
-	t.Cleanup(originSrv.Close)
-	c := startE2ECluster(t, clock, originSrv.URL)
+	c := startE2ECluster(t, clock, newOrigin(t, serving(org)).URL)
 
 	transport := &http.Transport{MaxIdleConns: 200, MaxIdleConnsPerHost: 100, IdleConnTimeout: 30 * time.Second}
 	t.Cleanup(transport.CloseIdleConnections)

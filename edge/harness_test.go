@@ -26,6 +26,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -124,31 +125,50 @@ func serveNode(tb testing.TB, cfg *edge.Config, clock *testkit.Clock) *edge.Serv
 	return srv
 }
 
-// origin is a test origin. It answers 200 with "origin: <path>", and obeys a
-// few paths: /revoke-cf and /revoke-own answer with the revoke command under
+// origin is the test origin, the one every edge test puts behind its
+// nodes. It answers 200 with "origin: <path>", and obeys a few paths:
+// /revoke-cf and /revoke-own answer with the revoke command under
 // Cloudflare's header and waitroom's own; /stream answers as streamAnswer;
-// /upload reads the whole request body and answers with its length.
+// /upload reads the whole request body and answers with its length. Options
+// give it another site to serve (serving) or stop it recording (unrecorded).
 type origin struct {
 	*httptest.Server
-	mu   sync.Mutex
-	hits int
-	uris []string // every request's path and query, as the origin saw it
+	site   http.Handler // what it serves, when not its own paths
+	silent bool         // neither counts nor records requests
+	mu     sync.Mutex
+	hits   int
+	uris   []string // every request's path and query, as the origin saw it
 }
 
-func newOrigin(tb testing.TB) *origin { return newOriginWith(tb, nil) }
+// originOption adjusts the test origin.
+type originOption func(*origin)
 
-// newOriginWith is the test origin answering with site (such as an
-// http.FileServer) instead, still counting and recording every request.
-func newOriginWith(tb testing.TB, site http.Handler) *origin {
+// serving makes the origin answer with site (an http.FileServer, a site
+// that counts sessions, one that stalls…) instead of its own paths, still
+// counting and recording every request.
+func serving(site http.Handler) originOption { return func(o *origin) { o.site = site } }
+
+// unrecorded makes the origin neither count nor record requests: for
+// benchmarks and measurements, which send millions of them and measure the
+// proxy, not the origin's bookkeeping.
+func unrecorded() originOption { return func(o *origin) { o.silent = true } }
+
+// newOrigin starts the test origin on loopback until the test ends.
+func newOrigin(tb testing.TB, opts ...originOption) *origin {
 	tb.Helper()
 	o := &origin{}
+	for _, opt := range opts {
+		opt(o)
+	}
 	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o.mu.Lock()
-		o.hits++
-		o.uris = append(o.uris, r.URL.RequestURI())
-		o.mu.Unlock()
-		if site != nil {
-			site.ServeHTTP(w, r)
+		if !o.silent {
+			o.mu.Lock()
+			o.hits++
+			o.uris = append(o.uris, r.URL.RequestURI())
+			o.mu.Unlock()
+		}
+		if o.site != nil {
+			o.site.ServeHTTP(w, r)
 			return
 		}
 		switch r.URL.Path {
@@ -366,31 +386,15 @@ func metric(tb testing.TB, admin http.Handler, prefix string) float64 {
 	return 0
 }
 
-// parseRefresh reads a Refresh header as a browser does: "N" reloads the
-// page after N seconds, "N; url=U" loads U instead. It returns the seconds
-// and U ("" for the page itself).
-func parseRefresh(h string) (int, string, error) {
-	secs, rest, _ := strings.Cut(h, ";")
-	n, err := strconv.Atoi(strings.TrimSpace(secs))
-	if err != nil {
-		return 0, "", fmt.Errorf("refresh %q: %w", h, err)
-	}
-	rest = strings.TrimSpace(rest)
-	if rest == "" {
-		return n, "", nil
-	}
-	k, u, ok := strings.Cut(rest, "=")
-	if !ok || !strings.EqualFold(strings.TrimSpace(k), "url") {
-		return 0, "", fmt.Errorf("refresh %q: want \"N\" or \"N; url=...\"", h)
-	}
-	return n, strings.Trim(strings.TrimSpace(u), `'"`), nil
-}
-
 // refreshSeconds is the interval of resp's Refresh header, whatever address
 // it names.
 func refreshSeconds(resp *http.Response) (int, error) {
-	n, _, err := parseRefresh(resp.Header.Get("Refresh"))
-	return n, err
+	h := resp.Header.Get("Refresh")
+	r, ok := crowd.ParseRefresh(h)
+	if !ok {
+		return 0, fmt.Errorf("Refresh %q does not parse", h)
+	}
+	return int(r.After / time.Second), nil
 }
 
 // refreshTarget is the absolute URL a browser loads when resp's Refresh
@@ -398,10 +402,12 @@ func refreshSeconds(resp *http.Response) (int, error) {
 // own.
 func refreshTarget(tb testing.TB, resp *http.Response) string {
 	tb.Helper()
-	_, u, err := parseRefresh(resp.Header.Get("Refresh"))
-	if err != nil {
-		tb.Fatal(err)
+	h := resp.Header.Get("Refresh")
+	r, ok := crowd.ParseRefresh(h)
+	if !ok {
+		tb.Fatalf("Refresh %q does not parse", h)
 	}
+	u := r.URL
 	if u == "" {
 		return resp.Request.URL.String()
 	}

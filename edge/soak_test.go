@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"os"
 	"runtime"
 	"sync"
@@ -39,7 +38,7 @@ func TestSoak(t *testing.T) {
 	// The origin counts the sessions it holds: a client that got in is
 	// "on" the origin until it says goodbye.
 	var onOrigin, peak atomic.Int64
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	origin := newOrigin(t, unrecorded(), serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/enter":
 			if n := onOrigin.Add(1); n > peak.Load() {
@@ -50,8 +49,7 @@ func TestSoak(t *testing.T) {
 			w.Header().Set("Cf-Waiting-Room-Command", "revoke")
 		}
 		_, _ = io.WriteString(w, "ok")
-	}))
-	defer origin.Close()
+	})))
 
 	key := keyFile(t, t.TempDir())
 	rc := room("shop", limit, limit)

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -503,25 +502,6 @@ func header(h network.Headers, name string) string {
 		}
 	}
 	return ""
-}
-
-// parseRefresh reads a Refresh header: "N" reloads the page after N seconds,
-// "N; url=U" loads U instead. It returns the seconds and U ("" for the page
-// itself).
-func parseRefresh(h string) (int, string, error) {
-	secs, rest, _ := strings.Cut(h, ";")
-	n, err := strconv.Atoi(strings.TrimSpace(secs))
-	if err != nil {
-		return 0, "", fmt.Errorf("refresh %q: %w", h, err)
-	}
-	k, u, ok := strings.Cut(rest, "=")
-	if !ok {
-		return n, "", nil
-	}
-	if !strings.EqualFold(strings.TrimSpace(k), "url") {
-		return 0, "", fmt.Errorf("refresh %q: want \"N\" or \"N; url=...\"", h)
-	}
-	return n, strings.Trim(strings.TrimSpace(u), `'"`), nil
 }
 
 // blockAllCookies gives the browser a profile whose cookie setting is

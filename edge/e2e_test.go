@@ -119,51 +119,26 @@ type e2eCluster struct {
 	urls  []string
 }
 
-func startE2ECluster(t *testing.T, clock *testkit.Clock, originURL string) *e2eCluster {
+// startE2ECluster is the harness's cluster for the end-to-end test: three
+// nodes served on their listeners, on clock, in front of the origin.
+func startE2ECluster(t *testing.T, clock *testkit.Clock, o *origin) *e2eCluster {
 	t.Helper()
-	key := keyFile(t, t.TempDir())
-	c := &e2eCluster{clock: clock}
-	ctx, cancel := context.WithCancel(context.Background())
-	var serving sync.WaitGroup
-	t.Cleanup(func() {
-		cancel()
-		serving.Wait()
+	rc := room(e2eRoom, e2eLimit, e2eLimit)
+	rc.SessionDuration = 1
+	rc.EnabledOriginCommands = []string{"revoke"}
+	// The policy divides the Anywhere slots by the number of live
+	// members, so newCluster waits until all three see each other.
+	cl := newCluster(t, e2eNodes, clusterOpts{
+		rooms:  []edge.RoomConfig{rc},
+		clock:  clock,
+		serve:  true,
+		origin: o,
+		name:   func(i int) string { return fmt.Sprintf("pop-%d", i+1) },
 	})
-	for i := 0; i < e2eNodes; i++ {
-		rc := room(e2eRoom, e2eLimit, e2eLimit)
-		rc.SessionDuration = 1
-		rc.EnabledOriginCommands = []string{"revoke"}
-		cfg := nodeConfig(fmt.Sprintf("pop-%d", i+1), key, originURL, rc)
-		if i > 0 {
-			cfg.Seeds = []string{c.nodes[0].Node().Addr()}
-		}
-		srv := startServer(t, cfg, clock)
-		ready := make(chan struct{})
-		serving.Add(1)
-		go func() {
-			defer serving.Done()
-			if err := srv.Serve(ctx, func(*edge.Server) { close(ready) }); err != nil {
-				t.Errorf("node %d: %v", i+1, err)
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("node %d did not start", i+1)
-		}
-		c.nodes = append(c.nodes, srv)
-		c.urls = append(c.urls, "http://"+srv.PublicAddr())
+	c := &e2eCluster{clock: clock, nodes: cl.servers()}
+	for _, n := range cl.nodes {
+		c.urls = append(c.urls, n.url())
 	}
-	// Wait for the ring: the policy divides the Anywhere slots by the
-	// number of live members, so all three must see each other first.
-	testkit.Eventually(t, 10*time.Second, 0, "the three nodes forming a ring", func() bool {
-		for _, n := range c.nodes {
-			if len(n.StateDoc().Members) != e2eNodes {
-				return false
-			}
-		}
-		return true
-	}, nil)
 	return c
 }
 
@@ -337,7 +312,7 @@ func TestEndToEnd(t *testing.T) {
 	probeMinute := clock.Now()
 	start := probeMinute.Add(time.Minute)
 	org := &sessionOrigin{active: map[string]bool{}, ended: map[string]bool{}, clock: clock}
-	c := startE2ECluster(t, clock, newOrigin(t, serving(org)).URL)
+	c := startE2ECluster(t, clock, newOrigin(t, serving(org)))
 
 	transport := &http.Transport{MaxIdleConns: 200, MaxIdleConnsPerHost: 100, IdleConnTimeout: 30 * time.Second}
 	t.Cleanup(transport.CloseIdleConnections)

@@ -22,11 +22,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -416,4 +418,354 @@ func refreshTarget(tb testing.TB, resp *http.Response) string {
 		tb.Fatalf("Refresh url %q: %v", u, err)
 	}
 	return resp.Request.URL.ResolveReference(ref).String()
+}
+
+// cluster is the one in-process cluster of the edge tests: real nodes
+// (edge.New) in this process, on loopback, joined into one gossip ring in
+// front of one origin, sharing one cookie key. Admission minutes run on one
+// fake base clock the test moves (each node may be offset from it: clock
+// skew), or on the wall clock. Gossip runs on real time, over memberlist's
+// own transport or, when the options give one, through a gossip.FaultNet
+// that the test makes lose, delay, duplicate and partition packets while
+// the nodes run. Nodes can be killed, stopped and restarted at their old
+// address.
+type cluster struct {
+	t      *testing.T
+	opts   clusterOpts
+	net    *gossip.FaultNet // nil: gossip without injected faults
+	base   *testkit.Clock   // nil: the nodes run on the wall clock
+	origin *origin
+	key    string // cookie key file, shared by every node
+	rooms  []edge.RoomConfig
+	nodes  []*clusterNode
+	// edit adjusts a node's config before it starts (keys, label).
+	edit func(n *clusterNode, cfg *edge.Config)
+	// tune runs after the options' tune on each node's memberlist config.
+	tune func(n *clusterNode, mc *memberlist.Config)
+}
+
+// clusterOpts says what cluster to build; the zero value is a ring on a
+// fake clock at 5 s into a minute, in front of the test origin, without
+// faults and without listeners.
+type clusterOpts struct {
+	rooms []edge.RoomConfig // every node's rooms, seeded from its config
+	// faults, when set, carries the nodes' gossip with its faults.
+	faults *gossip.FaultNet
+	// tune adjusts memberlist's timings (faultTune for the fault suite).
+	tune func(mc *memberlist.Config)
+	// clock is the fake base clock; a new one at 5 s into a minute when
+	// nil.
+	clock *testkit.Clock
+	// wallClock runs the nodes on the wall clock instead of a fake one.
+	wallClock bool
+	// serve serves each node on its real listeners (loopback, ports
+	// chosen by the system), for tests that speak HTTP to them.
+	serve bool
+	// origin is the origin the nodes front; a new test origin when nil.
+	origin *origin
+	// name is node i's name; "pop-a", "pop-b", … when nil.
+	name func(i int) string
+}
+
+// clusterNode is one node of a cluster. It keeps its name and gossip
+// address across restarts.
+type clusterNode struct {
+	c     *cluster
+	name  string
+	addr  string        // gossip address, "" until first started
+	skew  time.Duration // clock offset from the cluster's base clock
+	keys  string        // cookie key file; the cluster's when ""
+	srv   *edge.Server
+	admin http.Handler
+	mc    *memberlist.Config // memberlist's config, captured at start
+	up    bool
+	// starts counts the node's incarnations.
+	starts int
+	// bound, when set, runs once the node's gossip address is bound and
+	// before the node starts: packets sent to it then wait in its socket.
+	// Only with faults (the FaultNet binds the address).
+	bound func(tr *gossip.FaultTransport)
+	// stopServing ends Serve and waits for it, when the node serves.
+	stopServing func()
+}
+
+// now is the node's clock: the base clock plus its skew.
+func (n *clusterNode) now() time.Time {
+	if n.c.base == nil {
+		return time.Now().Add(n.skew)
+	}
+	return n.c.base.Now().Add(n.skew)
+}
+
+// newCluster starts n nodes and waits until they form one ring.
+func newCluster(t *testing.T, n int, o clusterOpts) *cluster {
+	t.Helper()
+	c := clusterOf(t, o)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("pop-%c", 'a'+i)
+		if o.name != nil {
+			name = o.name(i)
+		}
+		c.add(name, 0)
+	}
+	c.waitRing(c.nodes, 15*time.Second)
+	return c
+}
+
+// clusterOf makes an empty cluster; add nodes with add.
+func clusterOf(t *testing.T, o clusterOpts) *cluster {
+	t.Helper()
+	c := &cluster{
+		t:      t,
+		opts:   o,
+		net:    o.faults,
+		origin: o.origin,
+		key:    keyFile(t, t.TempDir()),
+		rooms:  o.rooms,
+	}
+	switch {
+	case o.clock != nil:
+		c.base = o.clock
+	case !o.wallClock:
+		c.base = newFakeClock(5)
+	}
+	if c.origin == nil {
+		c.origin = newOrigin(t)
+	}
+	t.Cleanup(func() {
+		// Kill rather than leave: a leave under injected faults can wait
+		// for its full timeout, and the test is over anyway.
+		for _, n := range c.nodes {
+			if n.up {
+				n.kill()
+			}
+		}
+	})
+	return c
+}
+
+// add starts a new node.
+func (c *cluster) add(name string, skew time.Duration) *clusterNode {
+	c.t.Helper()
+	n := &clusterNode{c: c, name: name, skew: skew}
+	c.nodes = append(c.nodes, n)
+	n.start()
+	return n
+}
+
+// start starts the node (again): same name and gossip address, a new
+// incarnation, the seeds being every other node's address.
+func (n *clusterNode) start() {
+	t := n.c.t
+	t.Helper()
+	keys := n.keys
+	if keys == "" {
+		keys = n.c.key
+	}
+	cfg := nodeConfig(n.name, keys, n.c.origin.URL, n.c.rooms...)
+	bind := "127.0.0.1:0"
+	if n.addr != "" {
+		bind = n.addr
+		cfg.Gossip = n.addr
+	}
+	for _, o := range n.c.nodes {
+		if o != n && o.addr != "" {
+			cfg.Seeds = append(cfg.Seeds, o.addr)
+		}
+	}
+	if n.c.edit != nil {
+		n.c.edit(n, cfg)
+	}
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("%s config: %v", n.name, err)
+	}
+	var tr *gossip.FaultTransport
+	if n.c.net != nil {
+		// A restarted node may need its old port back while the kernel
+		// still holds it for a moment; retry briefly.
+		var err error
+		testkit.Poll(time.Second, 20*time.Millisecond, func() bool {
+			tr, err = n.c.net.Transport(bind)
+			return err == nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", n.name, err)
+		}
+		if n.bound != nil {
+			n.bound(tr)
+		}
+	}
+	srv, err := edge.New(cfg, edge.RunOptions{
+		Log:   clusterLog(t),
+		Clock: n.now,
+		// The incarnation comes from the real clock: the fake clocks stand
+		// still, and a restart at the same fake instant would otherwise
+		// take the same replica id (production passes time.Now).
+		Incarnation: uint64(time.Now().UnixNano()),
+		GossipKeys:  testGossipKeys,
+		GossipTune: func(g *gossip.Config) {
+			if tr != nil {
+				g.Transport = tr
+			}
+			g.Tune = func(mc *memberlist.Config) {
+				if n.c.opts.tune != nil {
+					n.c.opts.tune(mc)
+				}
+				if n.c.tune != nil {
+					n.c.tune(n, mc)
+				}
+				n.mc = mc
+			}
+		},
+	})
+	if err != nil {
+		if tr != nil {
+			_ = tr.Shutdown()
+		}
+		t.Fatalf("%s: edge.New: %v", n.name, err)
+	}
+	n.srv, n.admin, n.up = srv, srv.AdminHandler(), true
+	n.addr = srv.Node().Addr()
+	if tr != nil {
+		n.addr = tr.Addr()
+	}
+	n.starts++
+	if n.c.opts.serve {
+		n.serve()
+	}
+}
+
+// serve serves the node on its real listeners until it stops.
+func (n *clusterNode) serve() {
+	t := n.c.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	srv := n.srv
+	go func() { done <- srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("%s: serve: %v", n.name, err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatalf("%s did not start serving", n.name)
+	}
+	n.stopServing = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: serve: %v", n.name, err)
+		}
+	}
+}
+
+// url is the address of the node's public listener (when it serves).
+func (n *clusterNode) url() string { return "http://" + n.srv.PublicAddr() }
+
+// kill stops the node as a crash would: gossip stops without a leave, the
+// counts it held in memory are gone.
+func (n *clusterNode) kill() {
+	_ = n.srv.Node().Kill()
+	n.halt()
+}
+
+// stop shuts the node down cleanly: it leaves the ring.
+func (n *clusterNode) stop() { n.halt() }
+
+func (n *clusterNode) halt() {
+	if n.stopServing != nil {
+		n.stopServing()
+		n.stopServing = nil
+	}
+	_ = n.srv.Close()
+	n.up = false
+}
+
+// advance moves the base clock on by d and has every live node recompute
+// its allocations at the new time: a node's allocation loop would do so
+// within 250 ms of real time, but fake time jumps, and the visits right
+// after a jump must not be decided on an allocation from before it.
+func (c *cluster) advance(d time.Duration) {
+	c.base.Advance(d)
+	c.recompute()
+}
+
+// setTime moves the base clock forward to t, then recomputes like advance.
+func (c *cluster) setTime(t time.Time) {
+	c.base.Set(t)
+	c.recompute()
+}
+
+func (c *cluster) recompute() {
+	for _, n := range c.live() {
+		n.srv.StateDoc()
+	}
+}
+
+// live returns the nodes that are up.
+func (c *cluster) live() []*clusterNode {
+	var out []*clusterNode
+	for _, n := range c.nodes {
+		if n.up {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// servers returns the nodes' servers, in order.
+func (c *cluster) servers() []*edge.Server {
+	out := make([]*edge.Server, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.srv
+	}
+	return out
+}
+
+// faultAddrs returns the gossip addresses of nodes.
+func faultAddrs(nodes []*clusterNode) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.addr)
+	}
+	return out
+}
+
+// members is the number of live members node n sees, itself included.
+func (n *clusterNode) members() int { return n.srv.Node().NumMembers() }
+
+// waitRing waits until every one of nodes sees exactly them as members.
+func (c *cluster) waitRing(nodes []*clusterNode, d time.Duration) time.Duration {
+	c.t.Helper()
+	return testkit.Eventually(c.t, d, 0, fmt.Sprintf("a ring of %d", len(nodes)), func() bool {
+		for _, n := range nodes {
+			if n.members() != len(nodes) {
+				return false
+			}
+		}
+		return true
+	}, func() string { return c.membership(nodes) })
+}
+
+func (c *cluster) membership(nodes []*clusterNode) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		var names []string
+		for _, m := range n.srv.Node().Members() {
+			names = append(names, m.Name)
+		}
+		fmt.Fprintf(&b, "\n  %s sees %d: %v", n.name, n.members(), names)
+	}
+	return b.String()
+}
+
+// clusterLog is the nodes' log: silent, unless WAITROOM_FAULT_LOG=1 sends
+// it to the test's log (with -v).
+func clusterLog(t *testing.T) zerolog.Logger {
+	if os.Getenv("WAITROOM_FAULT_LOG") == "1" {
+		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
+	}
+	return zerolog.Nop()
 }

@@ -3,7 +3,6 @@ package edge_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,9 +17,12 @@ import (
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
-// ring starts n nodes on one fake clock and one cookie key, joined into a
-// gossip ring, each with the given rooms seeded from its config.
+// ring is the harness's cluster as the rooms tests use it: n nodes on one
+// fake clock and one cookie key, joined into a gossip ring without faults,
+// each with the given rooms seeded from its config; their servers and admin
+// handlers by index.
 type ring struct {
+	c      *cluster
 	nodes  []*edge.Server
 	admins []http.Handler
 	clock  *testkit.Clock
@@ -30,24 +32,11 @@ type ring struct {
 
 func newRing(t *testing.T, n int, rooms ...edge.RoomConfig) *ring {
 	t.Helper()
-	r := &ring{clock: newFakeClock(5), origin: newOrigin(t), key: keyFile(t, t.TempDir())}
-	for i := 0; i < n; i++ {
-		cfg := nodeConfig(string(rune('a'+i))+"-node", r.key, r.origin.URL, rooms...)
-		if i > 0 {
-			cfg.Seeds = []string{r.nodes[0].Node().Addr()}
-		}
-		srv := startServer(t, cfg, r.clock)
-		r.nodes = append(r.nodes, srv)
-		r.admins = append(r.admins, srv.AdminHandler())
+	c := newCluster(t, n, clusterOpts{rooms: rooms})
+	r := &ring{c: c, nodes: c.servers(), clock: c.base, origin: c.origin, key: c.key}
+	for _, n := range c.nodes {
+		r.admins = append(r.admins, n.admin)
 	}
-	testkit.Eventually(t, 10*time.Second, 0, fmt.Sprintf("a ring of %d", n), func() bool {
-		for _, s := range r.nodes {
-			if s.Node().NumMembers() < n {
-				return false
-			}
-		}
-		return true
-	}, nil)
 	return r
 }
 

@@ -14,10 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/waitroom/waitroom/edge"
-	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // TestSoak runs three nodes under constant load for ten minutes (set
@@ -51,44 +48,24 @@ func TestSoak(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	})))
 
-	key := keyFile(t, t.TempDir())
 	rc := room("shop", limit, limit)
 	rc.EnabledOriginCommands = []string{"revoke"}
 	rc.SessionDuration = 1
-	var nodes []*edge.Server
-	var urls []string
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for i := 0; i < 3; i++ {
-		cfg := nodeConfig(fmt.Sprintf("soak-%d", i), key, origin.URL, rc)
-		if i > 0 {
-			cfg.Seeds = []string{nodes[0].Node().Addr()}
-		}
-		cfg.ApplyDefaults()
-		if err := cfg.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop(), GossipKeys: testGossipKeys})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Close()
-		ready := make(chan struct{})
-		go func() { _ = srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
-		<-ready
-		nodes = append(nodes, srv)
-		urls = append(urls, "http://"+srv.PublicAddr())
+	// Traffic opens once the ring has formed, as it would for an on-sale:
+	// newCluster waits for it.
+	cl := newCluster(t, 3, clusterOpts{
+		rooms:     []edge.RoomConfig{rc},
+		wallClock: true,
+		serve:     true,
+		origin:    origin,
+		name:      func(i int) string { return fmt.Sprintf("soak-%d", i) },
+	})
+	var urls []string
+	for _, n := range cl.nodes {
+		urls = append(urls, n.url())
 	}
-
-	// Traffic opens once the ring has formed, as it would for an on-sale.
-	testkit.Eventually(t, time.Minute, 0, fmt.Sprintf("a ring of %d", len(nodes)), func() bool {
-		for _, n := range nodes {
-			if n.Node().NumMembers() < len(nodes) {
-				return false
-			}
-		}
-		return true
-	}, nil)
 	var requests, fivexx, admitted atomic.Int64
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(duration)

@@ -34,6 +34,7 @@ func busyShop(t *testing.T) *fixture {
 			t.Fatalf("visitor %d not queued: %d", i+3, resp.StatusCode)
 		}
 	}
+	f.srv.RefreshAllocations() // as the allocation loop would, before an operator looks
 	return f
 }
 

@@ -288,8 +288,8 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 		}
 		// Visitors wait for the minute's ten slots: a newcomer at the
 		// restarted node must wait behind them, once its allocation loop
-		// (every 250 ms) has caught up with what it holds.
-		time.Sleep(300 * time.Millisecond)
+		// (every 250 ms) has caught up with what it holds: run it now.
+		b.srv.RefreshAllocations()
 		in := 0
 		for _, v := range crowd.add(5) {
 			if v.visit(t, b) == faultAdmitted {

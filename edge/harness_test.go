@@ -1,9 +1,13 @@
 package edge_test
 
-// The test harness shared by the handler tests, the end-to-end test and the
-// benchmarks: a fake clock, a node built with edge.New on loopback, a test
-// origin, and small helpers to send requests and read cookies, JSON and the
-// admin endpoint.
+// The test harness every edge test shares: the fake clock (testkit.Clock),
+// one node built with edge.New on loopback (startServer, serveNode,
+// newFixture), the one in-process cluster (newCluster: N nodes, fake or wall
+// clock, optionally gossiping through a gossip.FaultNet), the one test
+// origin, and small helpers to send requests and read cookies, Refresh (with
+// edge/crowd's parser), JSON and the admin endpoint. Waiting is done with
+// testkit.Eventually; the allocation loop is run with
+// Server.RefreshAllocations rather than slept for.
 
 import (
 	"context"
@@ -255,7 +259,21 @@ func newFixture(tb testing.TB, rooms ...edge.RoomConfig) *fixture {
 	clock := newFakeClock(5)
 	cfg := nodeConfig("node-a", keyFile(tb, tb.TempDir()), o.URL, rooms...)
 	srv := startServer(tb, cfg, clock)
-	return &fixture{srv: srv, clock: clock, origin: o, admin: srv.AdminHandler()}
+	return &fixture{srv: srv, clock: clock, origin: o, admin: adminAfterLoop(srv)}
+}
+
+// adminAfterLoop is the node's admin handler with every request preceded by
+// a round of the node's allocation loop (Server.RefreshAllocations). GET
+// /state and the room status only read the last allocation, which the loop
+// recomputes within 250 ms; a test reads what an operator would see a
+// quarter of a second after the requests it made, without sleeping for the
+// loop.
+func adminAfterLoop(srv *edge.Server) http.Handler {
+	admin := srv.AdminHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.RefreshAllocations()
+		admin.ServeHTTP(w, r)
+	})
 }
 
 // visitor is one browser: its cookies, kept by name.
@@ -625,7 +643,7 @@ func (n *clusterNode) start() {
 		}
 		t.Fatalf("%s: edge.New: %v", n.name, err)
 	}
-	n.srv, n.admin, n.up = srv, srv.AdminHandler(), true
+	n.srv, n.admin, n.up = srv, adminAfterLoop(srv), true
 	n.addr = srv.Node().Addr()
 	if tr != nil {
 		n.addr = tr.Addr()
@@ -698,9 +716,10 @@ func (c *cluster) setTime(t time.Time) {
 	c.recompute()
 }
 
+// recompute has every live node run a round of its allocation loop now.
 func (c *cluster) recompute() {
 	for _, n := range c.live() {
-		n.srv.StateDoc()
+		n.srv.RefreshAllocations()
 	}
 }
 

@@ -33,9 +33,9 @@ func TestRevocationReachesEveryNode(t *testing.T) {
 			testkit.Eventually(t, 2*time.Second, 0, "revocation known at the node", func() bool {
 				return len(revokedKnown(t, r, i)) > 0
 			}, nil)
-			// The node adds what it learned to its revoked set on its next
-			// allocation tick (every 250 ms); no event tells when.
-			time.Sleep(300 * time.Millisecond)
+			// The node adds what it learned to its revoked set on its
+			// allocation loop's next round (every 250 ms): run it now.
+			r.nodes[i].RefreshAllocations()
 			req := newVisitor().req(http.MethodGet, "http://shop.test/")
 			req.AddCookie(&old)
 			rec := newVisitor()

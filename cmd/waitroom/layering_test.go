@@ -111,8 +111,6 @@ func TestTheLayeringCheck(t *testing.T) {
 		{prefix: "crdt"},
 		{prefix: "policy", may: []string{"crdt"}},
 		{prefix: "gossip", may: []string{"crdt"}},
-	// The test support every package's tests share (poll, fake clock).
-	{prefix: "gossip/testkit"},
 		{prefix: "edge", may: []string{"crdt", "gossip", "policy", "edge"}},
 		{prefix: "edge/load"},
 	}

@@ -1,9 +1,10 @@
 package edge_test
 
-// The harness of the fault suite (faults_test.go): real
+// The fault suite's use of the harness's cluster (faults_test.go): real
 // edge nodes in this process, each gossiping over memberlist on loopback
 // through a gossip.FaultNet transport that the test can make lose, delay,
-// duplicate and partition packets while the nodes run.
+// duplicate and partition packets while the nodes run; and what the suite
+// compares them by (cells, totals, a crowd of visitors).
 //
 // Gossip runs on real time with memberlist timings shortened about five
 // times from the LAN profile (faultTune), so that a node is declared dead in

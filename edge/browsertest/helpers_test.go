@@ -24,6 +24,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 const (
@@ -372,31 +373,30 @@ func readPage(ctx context.Context) (pageState, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[pageState](readPageJS))
 }
 
-// poll calls f every 250 ms until it reports done, ctx ends or limit passes.
-// Errors from f (a page between two documents, say) are kept for the
-// message and otherwise ignored.
+// poll calls f every 250 ms (testkit.Poll) until it reports done, ctx ends
+// or limit passes. Errors from f (a page between two documents, say) are
+// kept for the message and otherwise ignored.
 func poll(ctx context.Context, limit time.Duration, f func() (bool, error)) error {
-	deadline := time.Now().Add(limit)
 	var last error
-	for {
-		done, err := f()
-		if done {
-			return nil
+	_, done := testkit.Poll(limit, 250*time.Millisecond, func() bool {
+		if ctx.Err() != nil {
+			return true
 		}
+		done, err := f()
 		if err != nil {
 			last = err
 		}
-		if time.Now().After(deadline) {
-			if last != nil {
-				return fmt.Errorf("gave up after %s; last error: %w", limit, last)
-			}
-			return fmt.Errorf("gave up after %s", limit)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
+		return done
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case done:
+		return nil
+	case last != nil:
+		return fmt.Errorf("gave up after %s; last error: %w", limit, last)
+	default:
+		return fmt.Errorf("gave up after %s", limit)
 	}
 }
 

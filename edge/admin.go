@@ -87,9 +87,10 @@ func (s *Server) StateDoc() *StateDoc {
 // roomStatus reports a room from its current allocation (the policy's
 // figures) and the merged snapshot (who sent how much traffic).
 func (s *Server) roomStatus(rm *room, now time.Time) RoomStatus {
-	// A fresh allocation, so that the figures include this very moment's
-	// admissions rather than those of the last periodic recompute.
-	a := rm.recompute(now)
+	// The allocation the loop made last (at most 250 ms old): reading the
+	// state never changes it, so what an operator or a monitor sees is
+	// what the request path decides by.
+	a := rm.alloc.Load()
 	sum := a.Summary()
 	snap := s.node.Snapshot(rm.name, now.Unix(), a.view.win)
 	rs := RoomStatus{

@@ -34,6 +34,7 @@ func busyShop(t *testing.T) *fixture {
 			t.Fatalf("visitor %d not queued: %d", i+3, resp.StatusCode)
 		}
 	}
+	f.srv.RefreshAllocations() // as the allocation loop would, before an operator looks
 	return f
 }
 
@@ -328,4 +329,23 @@ func TestWriteStateTable(t *testing.T) {
 			t.Errorf("%v:\n%s", err, buf.String())
 		}
 	})
+}
+
+func TestReadingTheStateChangesNothing(t *testing.T) {
+	f := busyShop(t)
+	raw := f.srv.AdminHandler() // without the harness's round of the loop
+	// The allocation loop may replace the allocation between two reads
+	// (it runs every 250 ms); a read that replaced it would do so every time.
+	for try := 0; try < 20; try++ {
+		before := f.srv.CurrentAllocation("shop")
+		for _, path := range []string{"/state", "/rooms/shop/status", "/metrics"} {
+			if resp := adminGet(t, raw, path); resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s: %d", path, resp.StatusCode)
+			}
+		}
+		if f.srv.CurrentAllocation("shop") == before {
+			return
+		}
+	}
+	t.Fatal("every read of the state replaced the room's allocation")
 }

@@ -216,15 +216,14 @@ func TestOverload(t *testing.T) {
 func TestProxyHeaders(t *testing.T) {
 	var mu sync.Mutex
 	var seen http.Header
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := newOrigin(t, serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen = r.Header.Clone()
 		mu.Unlock()
 		w.Header().Set("Cf-Waiting-Room-Command", "revoke")
 		w.Header().Set("X-Origin", "yes")
 		_, _ = io.WriteString(w, "hello")
-	}))
-	t.Cleanup(up.Close)
+	})))
 	rc := room("shop", 10, 10)
 	rc.Origin = up.URL
 	f := newFixture(t, rc)

@@ -24,14 +24,13 @@ import (
 // originBody is what the benchmark origin answers: a small page.
 var originBody = []byte("<!doctype html><title>ok</title><p>hello from the origin</p>\n")
 
-func benchOrigin(tb testing.TB) *httptest.Server {
+// benchOrigin is the test origin serving one small page, unrecorded.
+func benchOrigin(tb testing.TB) *origin {
 	tb.Helper()
-	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return newOrigin(tb, unrecorded(), serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(originBody)
-	}))
-	tb.Cleanup(o.Close)
-	return o
+	})))
 }
 
 // originTransport is the transport waitroom uses to reach an origin, for

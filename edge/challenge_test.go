@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // siteverify is a fake Turnstile/hCaptcha siteverify endpoint: "human"
@@ -146,8 +148,8 @@ func TestChallengeVerdicts(t *testing.T) {
 			}
 			// Free the slot: the first visitor's session is revoked.
 			first.get(f.srv, "http://shop.test/revoke-cf")
-			f.clock.Advance(40 * time.Second)  // into the next minute: new_users_per_minute is 1
-			time.Sleep(300 * time.Millisecond) // let the allocation loop see the freed slot
+			f.clock.Advance(40 * time.Second) // into the next minute: new_users_per_minute is 1
+			f.srv.RefreshAllocations()        // the allocation loop sees the freed slot
 			resp = v.get(f.srv, "http://shop.test/")
 			admitted := resp.Header.Get("X-Origin") == "yes"
 			if admitted != tc.wantAdmitted {
@@ -175,19 +177,18 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 		if try == 10 {
 			t.Fatal("the first visitor was not admitted")
 		}
-		r.clock.Advance(25 * time.Second)
-		time.Sleep(300 * time.Millisecond)
+		r.c.advance(25 * time.Second) // and every node's allocation loop runs
 	}
 	// Every node must know the one slot is taken before the crowd comes.
 	settleActive := func(want int64) {
-		within(t, 3*time.Second, "active users on every node", func() bool {
+		testkit.Eventually(t, 3*time.Second, 0, "active users on every node", func() bool {
 			for _, a := range r.admins {
 				if roomStatus(t, a, "shop").EstimatedTotalActiveUsers != want {
 					return false
 				}
 			}
 			return true
-		})
+		}, nil)
 	}
 	settleActive(1)
 
@@ -229,7 +230,7 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	for round := 0; round < 12 && len(admitted) < len(humans); round++ {
 		cur.get(r.nodes[round%3], "http://shop.test/revoke-cf")
 		settleActive(0)
-		time.Sleep(300 * time.Millisecond) // the allocation loop
+		r.c.recompute() // every node's allocation loop sees the freed slot
 		r.clock.Advance(25 * time.Second)
 		for i, h := range humans {
 			if admitted[h] {
@@ -260,13 +261,27 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	}
 
 	t.Run("analytics written on every node add up on any node", func(t *testing.T) {
-		time.Sleep(500 * time.Millisecond)
-		for i, admin := range r.admins {
+		analytics := func(admin http.Handler) edge.Analytics {
 			resp := adminGet(t, admin, "/rooms/shop/analytics?minutes=35")
 			var a edge.Analytics
 			if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
 				t.Fatal(err)
 			}
+			return a
+		}
+		// Gossip brings every node's analytics to the others: wait until
+		// the nodes agree.
+		testkit.Eventually(t, 5*time.Second, 0, "every node holding the same analytics", func() bool {
+			first := analytics(r.admins[0])
+			for _, admin := range r.admins[1:] {
+				if !reflect.DeepEqual(analytics(admin), first) {
+					return false
+				}
+			}
+			return true
+		}, nil)
+		for i, admin := range r.admins {
+			a := analytics(admin)
 			tot := a.Totals
 			if tot["challenges_solved"] != 3 || tot["challenges_failed"] != 1 || tot["challenges_unsolved"] == 0 || tot["infinite_queue_refreshes"] == 0 || tot["visitors_admitted"] < 4 {
 				t.Errorf("node %d analytics: %v", i, tot)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/crowd"
 )
 
 const (
@@ -132,8 +133,8 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 		if setCookie(resp, cookieName) == "" {
 			t.Error("the check-in on the marked address was not counted (no renewed cookie)")
 		}
-		_, back, err := parseRefresh(resp.Header.Get("Refresh"))
-		if err != nil || back != "/tickets?show=9" {
+		back, ok := crowd.ParseRefresh(resp.Header.Get("Refresh"))
+		if !ok || back.URL != "/tickets?show=9" {
 			t.Errorf("Refresh %q after the check passed, want the clean address /tickets?show=9", resp.Header.Get("Refresh"))
 		}
 		next = refreshTarget(t, resp)
@@ -297,7 +298,8 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 		for _, path := range []string{"/a", "/b?x=1", "/a"} {
 			resp := cookielessGet(f, "http://shop.test"+path)
 			h := resp.Header.Get("Refresh")
-			_, next, _ := parseRefresh(h)
+			rf, _ := crowd.ParseRefresh(h)
+			next := rf.URL
 			sep := "?"
 			if strings.Contains(path, "?") {
 				sep = "&"
@@ -322,7 +324,7 @@ func TestCookieCheckForJSONClients(t *testing.T) {
 
 	t.Run("an app's first answer polls its own address, with cookiesRequired false", func(t *testing.T) {
 		resp := newVisitor().get(f.srv, "http://app.test/api", "Accept", "application/json")
-		if _, next, err := parseRefresh(resp.Header.Get("Refresh")); err != nil || next != "" {
+		if rf, ok := crowd.ParseRefresh(resp.Header.Get("Refresh")); !ok || rf.URL != "" {
 			t.Errorf("Refresh %q, want the plain form: an app polls the address it chose", resp.Header.Get("Refresh"))
 		}
 		if obj := queueJSON(t, resp); obj["cookiesRequired"] != false || obj["inWaitingRoom"] != true {

@@ -8,12 +8,13 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
 )
 
 // counts is what a set of nodes together count in room at the clock's now:
 // their states merged, as gossip would.
-func counts(t *testing.T, clock *fakeClock, roomName string, nodes ...*edge.Server) crdt.RoomSnapshot {
+func counts(t *testing.T, clock *testkit.Clock, roomName string, nodes ...*edge.Server) crdt.RoomSnapshot {
 	t.Helper()
 	merged := crdt.New()
 	for _, n := range nodes {

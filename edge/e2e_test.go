@@ -20,7 +20,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"reflect"
 	"sort"
 	"strconv"
@@ -30,6 +29,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -51,7 +52,7 @@ type sessionOrigin struct {
 	active  map[string]bool
 	max     int
 	maxAt   time.Time
-	clock   *fakeClock
+	clock   *testkit.Clock
 	strayed []string // requests after logout: must not happen
 	ended   map[string]bool
 }
@@ -113,63 +114,30 @@ type crowdVisitor struct {
 
 // e2eCluster is the three nodes and what the test needs of them.
 type e2eCluster struct {
-	clock *fakeClock
+	clock *testkit.Clock
 	nodes []*edge.Server
 	urls  []string
 }
 
-func startE2ECluster(t *testing.T, clock *fakeClock, originURL string) *e2eCluster {
+// startE2ECluster is the harness's cluster for the end-to-end test: three
+// nodes served on their listeners, on clock, in front of the origin.
+func startE2ECluster(t *testing.T, clock *testkit.Clock, o *origin) *e2eCluster {
 	t.Helper()
-	key := keyFile(t, t.TempDir())
-	c := &e2eCluster{clock: clock}
-	ctx, cancel := context.WithCancel(context.Background())
-	var serving sync.WaitGroup
-	t.Cleanup(func() {
-		cancel()
-		serving.Wait()
+	rc := room(e2eRoom, e2eLimit, e2eLimit)
+	rc.SessionDuration = 1
+	rc.EnabledOriginCommands = []string{"revoke"}
+	// The policy divides the Anywhere slots by the number of live
+	// members, so newCluster waits until all three see each other.
+	cl := newCluster(t, e2eNodes, clusterOpts{
+		rooms:  []edge.RoomConfig{rc},
+		clock:  clock,
+		serve:  true,
+		origin: o,
+		name:   func(i int) string { return fmt.Sprintf("pop-%d", i+1) },
 	})
-	for i := 0; i < e2eNodes; i++ {
-		rc := room(e2eRoom, e2eLimit, e2eLimit)
-		rc.SessionDuration = 1
-		rc.EnabledOriginCommands = []string{"revoke"}
-		cfg := nodeConfig(fmt.Sprintf("pop-%d", i+1), key, originURL, rc)
-		if i > 0 {
-			cfg.Seeds = []string{c.nodes[0].Node().Addr()}
-		}
-		srv := startServer(t, cfg, clock)
-		ready := make(chan struct{})
-		serving.Add(1)
-		go func() {
-			defer serving.Done()
-			if err := srv.Serve(ctx, func(*edge.Server) { close(ready) }); err != nil {
-				t.Errorf("node %d: %v", i+1, err)
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("node %d did not start", i+1)
-		}
-		c.nodes = append(c.nodes, srv)
-		c.urls = append(c.urls, "http://"+srv.PublicAddr())
-	}
-	// Wait for the ring: the policy divides the Anywhere slots by the
-	// number of live members, so all three must see each other first.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok := true
-		for _, n := range c.nodes {
-			if len(n.StateDoc().Members) != e2eNodes {
-				ok = false
-			}
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the three nodes did not form a ring within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
+	c := &e2eCluster{clock: clock, nodes: cl.servers()}
+	for _, n := range cl.nodes {
+		c.urls = append(c.urls, n.url())
 	}
 	return c
 }
@@ -178,38 +146,30 @@ func startE2ECluster(t *testing.T, clock *fakeClock, originURL string) *e2eClust
 // room. It returns how long gossip took.
 func (c *e2eCluster) converge(t *testing.T) time.Duration {
 	t.Helper()
-	start := time.Now()
 	w := policy.Room{SessionDuration: 1}.Windows()
-	deadline := start.Add(30 * time.Second)
-	for {
-		sec := c.clock.Now().Unix()
+	sec := c.clock.Now().Unix()
+	took := testkit.Eventually(t, 30*time.Second, 5*time.Millisecond, fmt.Sprintf("the replicas agreeing at %v", c.clock.Now()), func() bool {
 		first := c.nodes[0].Node().Snapshot(e2eRoom, sec, w)
-		same := true
 		for _, n := range c.nodes[1:] {
 			if s := n.Node().Snapshot(e2eRoom, sec, w); !reflect.DeepEqual(first, s) {
-				same = false
-				break
+				return false
 			}
 		}
-		if same {
-			took := time.Since(start)
-			if took > 2*time.Second {
-				// Broadcasts arrive within a few gossip rounds (100 ms each
-				// in the local profile); this long means one was lost and
-				// push-pull repaired it.
-				t.Logf("at %v the replicas took %v to agree: a lost delta, repaired by push-pull", c.clock.Now().Format("15:04:05"), took.Round(time.Millisecond))
-			}
-			return took
+		return true
+	}, func() string {
+		var views []string
+		for i, n := range c.nodes {
+			views = append(views, fmt.Sprintf("\n  pop-%d: %+v", i+1, n.Node().Snapshot(e2eRoom, sec, w)))
 		}
-		if time.Now().After(deadline) {
-			var views []string
-			for i, n := range c.nodes {
-				views = append(views, fmt.Sprintf("pop-%d: %+v", i+1, n.Node().Snapshot(e2eRoom, sec, w)))
-			}
-			t.Fatalf("replicas did not converge within 5 s at %v:\n%s", c.clock.Now(), strings.Join(views, "\n"))
-		}
-		time.Sleep(5 * time.Millisecond)
+		return strings.Join(views, "")
+	})
+	if took > 2*time.Second {
+		// Broadcasts arrive within a few gossip rounds (100 ms each in the
+		// local profile); this long means one was lost and push-pull
+		// repaired it.
+		t.Logf("at %v the replicas took %v to agree: a lost delta, repaired by push-pull", c.clock.Now().Format("15:04:05"), took.Round(time.Millisecond))
 	}
+	return took
 }
 
 // tick lets gossip settle, moves the clock to to, and has every node
@@ -220,7 +180,7 @@ func (c *e2eCluster) tick(t *testing.T, to time.Time) time.Duration {
 	took := c.converge(t)
 	c.clock.Set(to)
 	for _, n := range c.nodes {
-		n.StateDoc() // recomputes every room's allocation
+		n.RefreshAllocations()
 	}
 	return took
 }
@@ -228,6 +188,7 @@ func (c *e2eCluster) tick(t *testing.T, to time.Time) time.Duration {
 // roomOf returns node i's view of the room.
 func (c *e2eCluster) roomOf(t *testing.T, i int) edge.RoomStatus {
 	t.Helper()
+	c.nodes[i].RefreshAllocations() // as the loop would before an operator looks
 	for _, r := range c.nodes[i].StateDoc().Rooms {
 		if r.Name == e2eRoom {
 			return r
@@ -321,8 +282,9 @@ func (v *crowdVisitor) checkIn(t *testing.T, c *e2eCluster, now time.Time) {
 		v.admittedAt = now
 		v.leaveAt = now.Add(v.browseFor)
 	case resp.Header.Get("Refresh") != "":
-		secs, next, err := parseRefresh(resp.Header.Get("Refresh"))
-		if err != nil || secs < 1 || secs > 23 {
+		rf, ok := crowd.ParseRefresh(resp.Header.Get("Refresh"))
+		secs, next := int(rf.After/time.Second), rf.URL
+		if !ok || secs < 1 || secs > 23 {
 			t.Errorf("visitor %s: Refresh %q", v.id, resp.Header.Get("Refresh"))
 		}
 		if next != "" {
@@ -351,9 +313,7 @@ func TestEndToEnd(t *testing.T) {
 	probeMinute := clock.Now()
 	start := probeMinute.Add(time.Minute)
 	org := &sessionOrigin{active: map[string]bool{}, ended: map[string]bool{}, clock: clock}
-	originSrv := httptest.NewServer(org)
-	t.Cleanup(originSrv.Close)
-	c := startE2ECluster(t, clock, originSrv.URL)
+	c := startE2ECluster(t, clock, newOrigin(t, serving(org)))
 
 	transport := &http.Transport{MaxIdleConns: 200, MaxIdleConnsPerHost: 100, IdleConnTimeout: 30 * time.Second}
 	t.Cleanup(transport.CloseIdleConnections)
@@ -392,20 +352,16 @@ func TestEndToEnd(t *testing.T) {
 		_, _ = drain(resp)
 		revokedAt := time.Now()
 		for i := 1; i < e2eNodes; i++ {
-			for {
+			var active int64
+			testkit.Eventually(t, 5*time.Second-time.Since(revokedAt), 0, fmt.Sprintf("pop-%d no longer counting the revoked session", i+1), func() bool {
 				doc, _, err := edge.FetchState(context.Background(), c.nodes[i].AdminAddr(), "", 2*time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if doc.Rooms[0].EstimatedTotalActiveUsers == 0 {
-					t.Logf("pop-%d saw the revoke after %v", i+1, time.Since(revokedAt).Round(time.Millisecond))
-					break
-				}
-				if time.Since(revokedAt) > 5*time.Second {
-					t.Fatalf("pop-%d still counts the revoked session after 5 s", i+1)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				active = doc.Rooms[0].EstimatedTotalActiveUsers
+				return active == 0
+			}, func() string { return fmt.Sprintf("%d active", active) })
+			t.Logf("pop-%d saw the revoke after %v", i+1, time.Since(revokedAt).Round(time.Millisecond))
 		}
 	})
 	if t.Failed() {

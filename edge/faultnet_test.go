@@ -1,9 +1,10 @@
 package edge_test
 
-// The harness of the fault suite (faults_test.go): real
+// The fault suite's use of the harness's cluster (faults_test.go): real
 // edge nodes in this process, each gossiping over memberlist on loopback
 // through a gossip.FaultNet transport that the test can make lose, delay,
-// duplicate and partition packets while the nodes run.
+// duplicate and partition packets while the nodes run; and what the suite
+// compares them by (cells, totals, a crowd of visitors).
 //
 // Gossip runs on real time with memberlist timings shortened about five
 // times from the LAN profile (faultTune), so that a node is declared dead in
@@ -14,7 +15,6 @@ package edge_test
 import (
 	"cmp"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -23,26 +23,17 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // faultLong reports whether the long variants run (WAITROOM_LONG=1): the
 // full durations instead of the scaled-down ones of the default
 // suite.
 func faultLong() bool { return os.Getenv("WAITROOM_LONG") == "1" }
-
-// faultLog is the nodes' log: silent, unless WAITROOM_FAULT_LOG=1 sends it
-// to the test's log (with -v).
-func faultLog(t *testing.T) zerolog.Logger {
-	if os.Getenv("WAITROOM_FAULT_LOG") == "1" {
-		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	}
-	return zerolog.Nop()
-}
 
 // faultTune shortens memberlist's timings for the fault suite: probes every
 // 200 ms (LAN: 1 s), suspicion over in about a second, push-pull every two
@@ -63,45 +54,9 @@ func faultTune(mc *memberlist.Config) {
 // tests make.
 var faultWindows = crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 10}
 
-// faultCluster is a set of edge nodes on one FaultNet.
-type faultCluster struct {
-	t      *testing.T
-	net    *gossip.FaultNet
-	base   *fakeClock
-	origin *origin
-	key    string // cookie key file, shared by every node
-	rooms  []edge.RoomConfig
-	nodes  []*faultNode
-	// edit adjusts a node's config before it starts (keys, label).
-	edit func(n *faultNode, cfg *edge.Config)
-	// tune runs after faultTune on each node's memberlist config.
-	tune func(n *faultNode, mc *memberlist.Config)
-}
-
-// faultNode is one node of a faultCluster. It keeps its name and gossip
-// address across restarts.
-type faultNode struct {
-	c     *faultCluster
-	name  string
-	addr  string        // gossip address, "" until first started
-	skew  time.Duration // clock offset from the cluster's base clock
-	keys  string        // cookie key file; the cluster's when ""
-	srv   *edge.Server
-	admin http.Handler
-	mc    *memberlist.Config // memberlist's config, captured at start
-	up    bool
-	// starts counts the node's incarnations.
-	starts int
-	// bound, when set, runs once the node's gossip address is bound and
-	// before the node starts: packets sent to it then wait in its socket.
-	bound func(tr *gossip.FaultTransport)
-}
-
-func (n *faultNode) now() time.Time { return n.c.base.Now().Add(n.skew) }
-
-// newFaultCluster starts n nodes (skews, if given, offset their clocks) and
-// waits until they form one ring.
-func newFaultCluster(t *testing.T, seed uint64, n int, skews []time.Duration, rooms ...edge.RoomConfig) *faultCluster {
+// newFaultCluster starts n nodes on a FaultNet seeded with seed (skews, if
+// given, offset their clocks) and waits until they form one ring.
+func newFaultCluster(t *testing.T, seed uint64, n int, skews []time.Duration, rooms ...edge.RoomConfig) *cluster {
 	t.Helper()
 	c := faultClusterOf(t, seed, rooms...)
 	for i := 0; i < n; i++ {
@@ -115,212 +70,17 @@ func newFaultCluster(t *testing.T, seed uint64, n int, skews []time.Duration, ro
 	return c
 }
 
-// faultClusterOf makes an empty cluster; add nodes with add.
-func faultClusterOf(t *testing.T, seed uint64, rooms ...edge.RoomConfig) *faultCluster {
+// faultClusterOf makes an empty cluster of the fault suite: gossip over a
+// FaultNet seeded with seed, memberlist's timings shortened (faultTune).
+// Add nodes with add.
+func faultClusterOf(t *testing.T, seed uint64, rooms ...edge.RoomConfig) *cluster {
 	t.Helper()
-	c := &faultCluster{
-		t:      t,
-		net:    gossip.NewFaultNet(seed),
-		base:   newFakeClock(5),
-		origin: newOrigin(t),
-		key:    keyFile(t, t.TempDir()),
-		rooms:  rooms,
-	}
-	t.Cleanup(func() {
-		// Kill rather than leave: a leave under injected faults can wait
-		// for its full timeout, and the test is over anyway.
-		for _, n := range c.nodes {
-			if n.up {
-				n.kill()
-			}
-		}
-	})
-	return c
-}
-
-// add starts a new node.
-func (c *faultCluster) add(name string, skew time.Duration) *faultNode {
-	c.t.Helper()
-	n := &faultNode{c: c, name: name, skew: skew}
-	c.nodes = append(c.nodes, n)
-	n.start()
-	return n
-}
-
-// start starts the node (again): same name and gossip address, a new
-// incarnation, the seeds being every other node's address.
-func (n *faultNode) start() {
-	t := n.c.t
-	t.Helper()
-	keys := n.keys
-	if keys == "" {
-		keys = n.c.key
-	}
-	cfg := nodeConfig(n.name, keys, n.c.origin.URL, n.c.rooms...)
-	bind := "127.0.0.1:0"
-	if n.addr != "" {
-		bind = n.addr
-		cfg.Gossip = n.addr
-	}
-	for _, o := range n.c.nodes {
-		if o != n && o.addr != "" {
-			cfg.Seeds = append(cfg.Seeds, o.addr)
-		}
-	}
-	if n.c.edit != nil {
-		n.c.edit(n, cfg)
-	}
-	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("%s config: %v", n.name, err)
-	}
-	// A restarted node may need its old port back while the kernel still
-	// holds it for a moment; retry briefly.
-	var tr *gossip.FaultTransport
-	var err error
-	for try := 0; try < 50; try++ {
-		if tr, err = n.c.net.Transport(bind); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", n.name, err)
-	}
-	if n.bound != nil {
-		n.bound(tr)
-	}
-	srv, err := edge.New(cfg, edge.RunOptions{
-		Log:   faultLog(t),
-		Clock: n.now,
-		// The incarnation comes from the real clock: the fake clocks stand
-		// still, and a restart at the same fake instant would otherwise
-		// take the same replica id (production passes time.Now).
-		Incarnation: uint64(time.Now().UnixNano()),
-		GossipKeys:  testGossipKeys,
-		GossipTune: func(g *gossip.Config) {
-			g.Transport = tr
-			g.Tune = func(mc *memberlist.Config) {
-				faultTune(mc)
-				if n.c.tune != nil {
-					n.c.tune(n, mc)
-				}
-				n.mc = mc
-			}
-		},
-	})
-	if err != nil {
-		_ = tr.Shutdown()
-		t.Fatalf("%s: edge.New: %v", n.name, err)
-	}
-	n.srv, n.admin, n.addr, n.up = srv, srv.AdminHandler(), tr.Addr(), true
-	n.starts++
-}
-
-// kill stops the node as a crash would: gossip stops without a leave, the
-// counts it held in memory are gone.
-func (n *faultNode) kill() {
-	_ = n.srv.Node().Kill()
-	_ = n.srv.Close()
-	n.up = false
-}
-
-// stop shuts the node down cleanly: it leaves the ring.
-func (n *faultNode) stop() {
-	_ = n.srv.Close()
-	n.up = false
-}
-
-// advance moves the base clock on by d and has every live node recompute
-// its allocations at the new time. A node's allocation loop does so at least
-// every 250 ms of real time; fake time jumps, and the visits right after a
-// jump must not be decided on an allocation from before it.
-func (c *faultCluster) advance(d time.Duration) {
-	c.base.Advance(d)
-	c.recompute()
-}
-
-// setTime moves the base clock forward to t, then recomputes like advance.
-func (c *faultCluster) setTime(t time.Time) {
-	c.base.Set(t)
-	c.recompute()
-}
-
-func (c *faultCluster) recompute() {
-	for _, n := range c.live() {
-		n.srv.StateDoc()
-	}
-}
-
-// live returns the nodes that are up.
-func (c *faultCluster) live() []*faultNode {
-	var out []*faultNode
-	for _, n := range c.nodes {
-		if n.up {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// addrs returns the gossip addresses of nodes.
-func faultAddrs(nodes []*faultNode) []string {
-	var out []string
-	for _, n := range nodes {
-		out = append(out, n.addr)
-	}
-	return out
-}
-
-// members is the number of live members node n sees, itself included.
-func (n *faultNode) members() int { return n.srv.Node().NumMembers() }
-
-// waitRing waits until every one of nodes sees exactly them as members.
-func (c *faultCluster) waitRing(nodes []*faultNode, d time.Duration) time.Duration {
-	c.t.Helper()
-	return faultWithin(c.t, d, fmt.Sprintf("a ring of %d", len(nodes)), func() bool {
-		for _, n := range nodes {
-			if n.members() != len(nodes) {
-				return false
-			}
-		}
-		return true
-	}, func() string { return c.membership(nodes) })
-}
-
-func (c *faultCluster) membership(nodes []*faultNode) string {
-	var b strings.Builder
-	for _, n := range nodes {
-		var names []string
-		for _, m := range n.srv.Node().Members() {
-			names = append(names, m.Name)
-		}
-		fmt.Fprintf(&b, "\n  %s sees %d: %v", n.name, n.members(), names)
-	}
-	return b.String()
-}
-
-// faultWithin polls cond every 10 ms for up to d and returns how long it
-// took; on timeout it fails the test with what, and with show's report.
-func faultWithin(t *testing.T, d time.Duration, what string, cond func() bool, show func() string) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			msg := ""
-			if show != nil {
-				msg = show()
-			}
-			t.Fatalf("%s: not within %s%s", what, d, msg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
+	return clusterOf(t, clusterOpts{rooms: rooms, faults: gossip.NewFaultNet(seed), tune: faultTune})
 }
 
 // cells returns the node's counter cells of room, sorted: the replicated
 // state itself, to compare nodes by.
-func (n *faultNode) cells(room string) []crdt.Entry {
+func (n *clusterNode) cells(room string) []crdt.Entry {
 	var out []crdt.Entry
 	n.srv.Node().Read(func(s *crdt.State) {
 		for _, e := range s.Full().Entries {
@@ -337,7 +97,7 @@ func (n *faultNode) cells(room string) []crdt.Entry {
 }
 
 // sameCells reports whether every one of nodes holds the same cells of room.
-func faultSameCells(room string, nodes []*faultNode) bool {
+func faultSameCells(room string, nodes []*clusterNode) bool {
 	first := nodes[0].cells(room)
 	for _, n := range nodes[1:] {
 		if !slices.Equal(first, n.cells(room)) {
@@ -349,9 +109,9 @@ func faultSameCells(room string, nodes []*faultNode) bool {
 
 // waitConverged waits until nodes hold the same cells of room and returns
 // how long it took.
-func (c *faultCluster) waitConverged(room string, nodes []*faultNode, d time.Duration) time.Duration {
+func (c *cluster) waitConverged(room string, nodes []*clusterNode, d time.Duration) time.Duration {
 	c.t.Helper()
-	return faultWithin(c.t, d, "replicas converge", func() bool { return faultSameCells(room, nodes) }, func() string {
+	return testkit.Eventually(c.t, d, 0, "replicas converge", func() bool { return faultSameCells(room, nodes) }, func() string {
 		var b strings.Builder
 		m := c.base.Now().Unix() / 60
 		for _, n := range nodes {
@@ -363,7 +123,7 @@ func (c *faultCluster) waitConverged(room string, nodes []*faultNode, d time.Dur
 
 // snap is the node's snapshot of room at the start of unix minute m, over
 // faultWindows.
-func (n *faultNode) snap(room string, m int64) crdt.RoomSnapshot {
+func (n *clusterNode) snap(room string, m int64) crdt.RoomSnapshot {
 	return n.srv.Node().Snapshot(room, m*60, faultWindows)
 }
 
@@ -454,7 +214,7 @@ const (
 // visit sends v to node n for room's page and records the outcome. A
 // visitor already admitted must stay admitted, and no answer may be an
 // error page.
-func (v *faultVisitor) visit(t *testing.T, n *faultNode) faultOutcome {
+func (v *faultVisitor) visit(t *testing.T, n *clusterNode) faultOutcome {
 	t.Helper()
 	first := len(v.cookies) == 0
 	resp := v.get(n.srv, "http://shop.test/")

@@ -32,6 +32,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 const faultRoom = "sale"
@@ -43,7 +44,7 @@ func faultMinute(t time.Time) int64 { return t.Unix() / 60 }
 func faultAt(m int64, sec int) time.Time { return time.Unix(m*60+int64(sec), 0) }
 
 // faultCheckTotals fails unless node n's merged figures are want.
-func faultCheckTotals(t *testing.T, n *faultNode, m int64, want faultTotals) {
+func faultCheckTotals(t *testing.T, n *clusterNode, m int64, want faultTotals) {
 	t.Helper()
 	got := faultTotalsOf(n.snap(faultRoom, m))
 	got.Arrivals, want.Arrivals = 0, 0 // arrivals count check-ins per minute; not compared
@@ -213,7 +214,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 	// Push-pull at the LAN profile's 30 s, so that only the join can bring
 	// a restarted node the state in time.
 	c := faultClusterOf(t, 12, room(faultRoom, 100, 10))
-	c.tune = func(n *faultNode, mc *memberlist.Config) { mc.PushPullInterval = 30 * time.Second }
+	c.tune = func(n *clusterNode, mc *memberlist.Config) { mc.PushPullInterval = 30 * time.Second }
 	a := c.add("pop-a", 0)
 	// Keep what a sends in its first moments with a peer: its own alive
 	// message rides along, as memberlist gossips it to every newcomer.
@@ -228,7 +229,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 	})
 	b := c.add("pop-b", 0)
 	c.waitRing(c.nodes, 10*time.Second)
-	faultWithin(t, 5*time.Second, "a's first packets to b", func() bool {
+	testkit.Eventually(t, 5*time.Second, 0, "a's first packets to b", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(early) == 5
@@ -244,7 +245,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 		t.Fatalf("setup: %d admitted and %d waiting, want a queue", taken, waiting)
 	}
 	// A quiet moment: every broadcast has been sent its number of times.
-	faultWithin(t, 5*time.Second, "broadcast queues drained", func() bool {
+	testkit.Eventually(t, 5*time.Second, 0, "broadcast queues drained", func() bool {
 		return a.srv.Node().Stats().Queued == 0 && b.srv.Node().Stats().Queued == 0
 	}, nil)
 	time.Sleep(200 * time.Millisecond)
@@ -277,14 +278,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 		start := time.Now()
 		b.start()
 		ring := c.waitRing(c.nodes, 10*time.Second)
-		ok := true
-		for !faultSameCells(faultRoom, c.nodes) {
-			if time.Since(start) > 2*time.Second {
-				ok = false
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		_, ok := testkit.Poll(2*time.Second-time.Since(start), 0, func() bool { return faultSameCells(faultRoom, c.nodes) })
 		m := faultMinute(c.base.Now())
 		if !ok {
 			t.Errorf("2 s after its restart %s holds %d of the ring's %d cells (%s; the ring holds %s), after %d push-pulls; it was in the ring after %s and waits for the next push-pull, up to 30 s",
@@ -294,8 +288,8 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 		}
 		// Visitors wait for the minute's ten slots: a newcomer at the
 		// restarted node must wait behind them, once its allocation loop
-		// (every 250 ms) has caught up with what it holds.
-		time.Sleep(300 * time.Millisecond)
+		// (every 250 ms) has caught up with what it holds: run it now.
+		b.srv.RefreshAllocations()
 		in := 0
 		for _, v := range crowd.add(5) {
 			if v.visit(t, b) == faultAdmitted {
@@ -315,13 +309,13 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 // set. Each step lasts step of real time. It returns the cluster, the crowd,
 // each side's admissions in the span and each side's share of the traffic
 // before it.
-func faultSplitRun(t *testing.T, seed uint64, cut bool, step time.Duration) (*faultCluster, *faultCrowd, [2]int, [2]float64) {
+func faultSplitRun(t *testing.T, seed uint64, cut bool, step time.Duration) (*cluster, *faultCrowd, [2]int, [2]float64) {
 	t.Helper()
 	const steps = 6
 	c := newFaultCluster(t, seed, 5, nil, room(faultRoom, 10000, faultSplitLimit))
 	crowd := &faultCrowd{}
 	m0 := faultMinute(c.base.Now())
-	sideOf := func(n *faultNode) int {
+	sideOf := func(n *clusterNode) int {
 		if n == c.nodes[0] || n == c.nodes[1] {
 			return 0
 		}
@@ -405,7 +399,7 @@ func TestFaultPartition(t *testing.T) {
 		// How each side sees the traffic at the end: its own column is
 		// fresh, the other side's froze at the cut.
 		var seen [2]float64
-		for s, n := range []*faultNode{c.nodes[0], c.nodes[4]} {
+		for s, n := range []*clusterNode{c.nodes[0], c.nodes[4]} {
 			for _, ns := range roomStatus(t, n.admin, faultRoom).Nodes {
 				if (ns.Node == "pop-a" || ns.Node == "pop-b") == (s == 0) {
 					seen[s] += ns.TrafficShare
@@ -423,7 +417,7 @@ func TestFaultPartition(t *testing.T) {
 			t.Errorf("a side stopped admitting during the partition: A %d, B %d", admitted[0], admitted[1])
 		}
 		// Each side says so on its status, with its part of the limit.
-		for s, n := range []*faultNode{c.nodes[0], c.nodes[4]} {
+		for s, n := range []*clusterNode{c.nodes[0], c.nodes[4]} {
 			want := [2]int{2, 3}[s]
 			cs := roomStatus(t, n.admin, faultRoom).Cut
 			if cs == nil || cs.ReachableNodes != want || cs.ExpectedNodes != 5 || cs.NewUsersPerMinute != int64(perMinute*want/5) {
@@ -449,14 +443,7 @@ func TestFaultPartition(t *testing.T) {
 			v.home = i
 			v.visit(t, c.nodes[i])
 		}
-		ok := true
-		for !faultSameCells(faultRoom, c.nodes) {
-			if time.Since(healed) > 5*time.Second {
-				ok = false
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		_, ok := testkit.Poll(5*time.Second-time.Since(healed), 0, func() bool { return faultSameCells(faultRoom, c.nodes) })
 		took := time.Since(healed)
 		var views []string
 		for _, n := range c.nodes {
@@ -467,7 +454,7 @@ func TestFaultPartition(t *testing.T) {
 			return
 		}
 		t.Logf("converged %s after the heal:\n  %s", took.Round(time.Millisecond), strings.Join(views, "\n  "))
-		faultWithin(t, 5*time.Second, "one ring of five after the heal", func() bool {
+		testkit.Eventually(t, 5*time.Second, 0, "one ring of five after the heal", func() bool {
 			for _, n := range c.nodes {
 				if n.members() != 5 {
 					return false
@@ -481,7 +468,7 @@ func TestFaultPartition(t *testing.T) {
 // faultSteps sends, in each of steps steps of fake time step apart and real
 // time pause apart, fresh new visitors to every node and every due queued
 // visitor back to its home node. It returns when the last visit was made.
-func faultSteps(t *testing.T, c *faultCluster, crowd *faultCrowd, steps, fresh int, step, pause time.Duration) (last time.Time) {
+func faultSteps(t *testing.T, c *cluster, crowd *faultCrowd, steps, fresh int, step, pause time.Duration) (last time.Time) {
 	t.Helper()
 	for s := 0; s < steps; s++ {
 		for _, v := range crowd.visitors {
@@ -700,7 +687,7 @@ func TestFaultCookieKeyRestart(t *testing.T) {
 	active, sleepers := queued[:len(queued)/2], queued[len(queued)/2:]
 	c.waitConverged(faultRoom, c.nodes, 5*time.Second)
 
-	restart := func(t *testing.T, n *faultNode, keys string) {
+	restart := func(t *testing.T, n *clusterNode, keys string) {
 		t.Helper()
 		n.stop()
 		n.keys = keys
@@ -715,7 +702,7 @@ func TestFaultCookieKeyRestart(t *testing.T) {
 	// and fails unless each token opened (same bucket, read with keys).
 	checkIn := func(t *testing.T, vs []*faultVisitor, keys string) {
 		t.Helper()
-		for _, n := range []*faultNode{b, a} {
+		for _, n := range []*clusterNode{b, a} {
 			c.advance(25 * time.Second)
 			for _, v := range vs {
 				if got := v.visit(t, n); got != faultQueued {
@@ -731,7 +718,7 @@ func TestFaultCookieKeyRestart(t *testing.T) {
 			faultCheckTotals(t, n, faultMinute(c.base.Now()), faultTruth(crowd))
 		}
 	}
-	unknownKey := func(n *faultNode) float64 {
+	unknownKey := func(n *clusterNode) float64 {
 		return metric(t, n.admin, `waitroom_cookie_errors_total{reason="unknown_key",room="sale"}`)
 	}
 
@@ -810,7 +797,7 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 	type setup struct{ keys, label string }
 	setups := map[string]setup{}
 	c := faultClusterOf(t, 66, room(faultRoom, 1000, 100))
-	c.edit = func(n *faultNode, cfg *edge.Config) {
+	c.edit = func(n *clusterNode, cfg *edge.Config) {
 		s, ok := setups[n.name]
 		if !ok {
 			s = setup{oldFile, label}
@@ -825,7 +812,7 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 	c.waitRing(ring, 10*time.Second)
 	crowd := &faultCrowd{}
 	// converges sends a visitor to node n and waits until the ring agrees.
-	converges := func(t *testing.T, n *faultNode, what string) time.Duration {
+	converges := func(t *testing.T, n *clusterNode, what string) time.Duration {
 		t.Helper()
 		v := crowd.add(1)[0]
 		v.visit(t, n)
@@ -847,7 +834,7 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 			// both ways between a changed node and an unchanged one.
 			next := ring[(slices.Index(ring, n)+1)%len(ring)]
 			took = append(took, converges(t, next, what))
-			for _, p := range [][2]*faultNode{{n, next}, {next, n}} {
+			for _, p := range [][2]*clusterNode{{n, next}, {next, n}} {
 				if _, err := p[0].srv.Node().Join([]string{p[1].addr}); err != nil {
 					t.Errorf("%s after %s on %s: push-pull from %s to %s failed: %v", what, what, n.name, p[0].name, p[1].name, err)
 				}
@@ -883,7 +870,7 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 		setups["old-key"] = setup{oldFile, label}
 		setups["no-label"] = setup{newFile, ""}
 		setups["plain"] = setup{"", label}
-		var outsiders []*faultNode
+		var outsiders []*clusterNode
 		for _, name := range []string{"old-key", "no-label", "plain"} {
 			outsiders = append(outsiders, c.add(name, 0))
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 func TestANodeNeedsAGossipKey(t *testing.T) {
@@ -86,9 +87,9 @@ func TestANodeNeedsAGossipKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		within(t, 5*time.Second, "the warning", func() bool {
+		testkit.Eventually(t, 5*time.Second, 0, "the warning", func() bool {
 			return strings.Contains(buf.String(), "gossip is unauthenticated: anyone who reaches 127.0.0.1:")
-		})
+		}, nil)
 	})
 }
 
@@ -100,7 +101,7 @@ func TestRoomsFromPeersAreValidatedBeforeTheyMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer peer.Kill()
-	within(t, 10*time.Second, "the peer joins", func() bool { return r.nodes[0].Node().NumMembers() == 2 })
+	testkit.Eventually(t, 10*time.Second, 0, "the peer joins", func() bool { return r.nodes[0].Node().NumMembers() == 2 }, nil)
 
 	refused := func() int64 { return r.nodes[0].Node().Stats().Dropped[gossip.RefusedRegister] }
 	for _, tc := range []struct {
@@ -115,7 +116,7 @@ func TestRoomsFromPeersAreValidatedBeforeTheyMerge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			was := refused()
 			peer.SetRegister("room/shop", []byte(tc.value))
-			within(t, 10*time.Second, "the refusal is counted", func() bool { return refused() > was })
+			testkit.Eventually(t, 10*time.Second, 0, "the refusal is counted", func() bool { return refused() > was }, nil)
 			rc := getRoom(t, r.admins[0], "shop")
 			if rc == nil || rc.TotalActiveUsers != 100 {
 				t.Fatalf("room %+v, want the last valid settings (100 active users)", rc)
@@ -127,10 +128,10 @@ func TestRoomsFromPeersAreValidatedBeforeTheyMerge(t *testing.T) {
 	}
 	t.Run("valid settings from the same peer take effect", func(t *testing.T) {
 		peer.SetRegister("room/shop", []byte(`{"name":"shop","total_active_users":70,"new_users_per_minute":5}`))
-		within(t, 10*time.Second, "the change", func() bool {
+		testkit.Eventually(t, 10*time.Second, 0, "the change", func() bool {
 			rc := getRoom(t, r.admins[0], "shop")
 			return rc != nil && rc.TotalActiveUsers == 70
-		})
+		}, nil)
 	})
 }
 
@@ -149,11 +150,11 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 	}
 	defer listener.Kill()
 	var heard []byte
-	within(t, 10*time.Second, "the room reaches the listener", func() bool {
+	testkit.Eventually(t, 10*time.Second, 0, "the room reaches the listener", func() bool {
 		reg, ok := listener.Register("room/shop")
 		heard = reg.Value
 		return ok
-	})
+	}, nil)
 	if bytes.Contains(heard, []byte("s3cret")) {
 		t.Fatalf("the secret went out in plaintext gossip: %s", heard)
 	}
@@ -170,7 +171,7 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 		cfg.InsecureGossip = true
 		cfg.Seeds = []string{a.Node().Addr()}
 		b := startServer(t, cfg, nil)
-		within(t, 10*time.Second, "b joins", func() bool { return b.Node().NumMembers() >= 2 })
+		testkit.Eventually(t, 10*time.Second, 0, "b joins", func() bool { return b.Node().NumMembers() >= 2 }, nil)
 		if n := b.Node().Stats().Dropped[gossip.RefusedRegister]; n != 0 {
 			t.Fatalf("b refused %d room registers", n)
 		}
@@ -222,7 +223,7 @@ func TestTheAdminAPIOverwritesARoomStampedInTheFarFuture(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("PATCH: %d %s", resp.StatusCode, body(t, resp))
 	}
-	within(t, 10*time.Second, "the operator's settings on every node", func() bool {
+	testkit.Eventually(t, 10*time.Second, 0, "the operator's settings on every node", func() bool {
 		for _, n := range r.nodes {
 			reg, _ := n.Node().Register("room/shop")
 			var rc edge.RoomConfig
@@ -231,7 +232,7 @@ func TestTheAdminAPIOverwritesARoomStampedInTheFarFuture(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, nil)
 	if rc := getRoom(t, r.admins[1], "shop"); rc == nil || rc.TotalActiveUsers != 70 {
 		t.Fatalf("b-node serves %+v, want the operator's settings", rc)
 	}

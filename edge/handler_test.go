@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/crowd"
 )
 
 const cookieName = "__waitroom"
@@ -35,13 +35,12 @@ func admitFirst(t *testing.T, f *fixture, url string) *visitor {
 	return v
 }
 
-// settle makes every room recompute its allocation from the merged state, as
-// the allocation loop does within 250 ms: GET /state reports fresh figures.
+// settle has the node run a round of its allocation loop now, as the loop
+// does within 250 ms: every room's allocation is recomputed from the merged
+// state, and GET /state then reports fresh figures.
 func settle(t *testing.T, f *fixture) {
 	t.Helper()
-	if resp := adminGet(t, f.admin, "/state"); resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /state: %d", resp.StatusCode)
-	}
+	f.srv.RefreshAllocations()
 }
 
 func TestFirstVisitorIsAdmittedWithACookie(t *testing.T) {
@@ -134,8 +133,9 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 			}
 			// A new visitor's first page refreshes to its own address with
 			// the cookie check (see TestCookieCheck).
-			refresh, next, err := parseRefresh(resp.Header.Get("Refresh"))
-			if err != nil || refresh < 17 || refresh > 23 {
+			rf, ok := crowd.ParseRefresh(resp.Header.Get("Refresh"))
+			refresh, next := int(rf.After/time.Second), rf.URL
+			if !ok || refresh < 17 || refresh > 23 {
 				t.Errorf("Refresh %q, want 20 ± 3 seconds", resp.Header.Get("Refresh"))
 			}
 			if want := fmt.Sprintf("/tickets?__waitroom_cc=%d", f.clock.Now().Unix()); next != want {
@@ -596,7 +596,7 @@ func withHost(rc edge.RoomConfig, host string) edge.RoomConfig {
 
 func TestOriginFailures(t *testing.T) {
 	t.Run("an origin that is down gives a 502 page without Go error text, and the admitted visitor keeps the session", func(t *testing.T) {
-		dead := httptest.NewServer(http.NotFoundHandler())
+		dead := newOrigin(t)
 		deadURL := dead.URL
 		dead.Close()
 		rc := room("shop", 5, 5)
@@ -629,14 +629,13 @@ func TestOriginFailures(t *testing.T) {
 
 	t.Run("an origin slower than origin_timeout gives a 504 page", func(t *testing.T) {
 		release := make(chan struct{})
-		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slow := newOrigin(t, serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-release:
 			case <-r.Context().Done():
 			case <-time.After(10 * time.Second):
 			}
-		}))
-		defer slow.Close()
+		})))
 		defer close(release)
 		clock := newFakeClock(5)
 		rc := room("shop", 5, 5)

@@ -1,9 +1,13 @@
 package edge_test
 
-// The test harness shared by the handler tests, the end-to-end test and the
-// benchmarks: a fake clock, a node built with edge.New on loopback, a test
-// origin, and small helpers to send requests and read cookies, JSON and the
-// admin endpoint.
+// The test harness every edge test shares: the fake clock (testkit.Clock),
+// one node built with edge.New on loopback (startServer, serveNode,
+// newFixture), the one in-process cluster (newCluster: N nodes, fake or wall
+// clock, optionally gossiping through a gossip.FaultNet), the one test
+// origin, and small helpers to send requests and read cookies, Refresh (with
+// edge/crowd's parser), JSON and the admin endpoint. Waiting is done with
+// testkit.Eventually; the allocation loop is run with
+// Server.RefreshAllocations rather than slept for.
 
 import (
 	"context"
@@ -22,44 +26,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
-// fakeClock is a clock the test advances by hand. Every node of a test
-// shares one, so time moves for all of them at once.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// newFakeClock starts a clock at sec seconds into a fixed minute.
-func newFakeClock(sec int) *fakeClock {
-	return &fakeClock{t: time.Date(2030, 6, 1, 12, 0, sec, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
-}
-
-// Set moves the clock to t (forward only).
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.t) {
-		c.t = t
-	}
+// newFakeClock is the clock of a test's nodes, standing at sec seconds into
+// a fixed minute until the test moves it. Every node of a test shares one,
+// so time moves for all of them at once.
+func newFakeClock(sec int) *testkit.Clock {
+	return testkit.NewClock(time.Date(2030, 6, 1, 12, 0, sec, 0, time.UTC))
 }
 
 // keyFile writes a fresh cookie key file into dir and returns its path.
@@ -107,7 +88,7 @@ var testGossipKeys = [][]byte{[]byte("waitroom-edge-test-gossip-key-32")}
 
 // startServer validates cfg and builds a node on clock; the node is closed
 // when the test ends.
-func startServer(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
+func startServer(tb testing.TB, cfg *edge.Config, clock *testkit.Clock) *edge.Server {
 	tb.Helper()
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -129,7 +110,7 @@ func startServer(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server
 // listeners (loopback, ports chosen by the system) until the test ends, for
 // tests of what only a listener does: Host headers, connection limits and
 // timeouts.
-func serveNode(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
+func serveNode(tb testing.TB, cfg *edge.Config, clock *testkit.Clock) *edge.Server {
 	tb.Helper()
 	srv := startServer(tb, cfg, clock)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,31 +131,50 @@ func serveNode(tb testing.TB, cfg *edge.Config, clock *fakeClock) *edge.Server {
 	return srv
 }
 
-// origin is a test origin. It answers 200 with "origin: <path>", and obeys a
-// few paths: /revoke-cf and /revoke-own answer with the revoke command under
+// origin is the test origin, the one every edge test puts behind its
+// nodes. It answers 200 with "origin: <path>", and obeys a few paths:
+// /revoke-cf and /revoke-own answer with the revoke command under
 // Cloudflare's header and waitroom's own; /stream answers as streamAnswer;
-// /upload reads the whole request body and answers with its length.
+// /upload reads the whole request body and answers with its length. Options
+// give it another site to serve (serving) or stop it recording (unrecorded).
 type origin struct {
 	*httptest.Server
-	mu   sync.Mutex
-	hits int
-	uris []string // every request's path and query, as the origin saw it
+	site   http.Handler // what it serves, when not its own paths
+	silent bool         // neither counts nor records requests
+	mu     sync.Mutex
+	hits   int
+	uris   []string // every request's path and query, as the origin saw it
 }
 
-func newOrigin(tb testing.TB) *origin { return newOriginWith(tb, nil) }
+// originOption adjusts the test origin.
+type originOption func(*origin)
 
-// newOriginWith is the test origin answering with site (such as an
-// http.FileServer) instead, still counting and recording every request.
-func newOriginWith(tb testing.TB, site http.Handler) *origin {
+// serving makes the origin answer with site (an http.FileServer, a site
+// that counts sessions, one that stalls…) instead of its own paths, still
+// counting and recording every request.
+func serving(site http.Handler) originOption { return func(o *origin) { o.site = site } }
+
+// unrecorded makes the origin neither count nor record requests: for
+// benchmarks and measurements, which send millions of them and measure the
+// proxy, not the origin's bookkeeping.
+func unrecorded() originOption { return func(o *origin) { o.silent = true } }
+
+// newOrigin starts the test origin on loopback until the test ends.
+func newOrigin(tb testing.TB, opts ...originOption) *origin {
 	tb.Helper()
 	o := &origin{}
+	for _, opt := range opts {
+		opt(o)
+	}
 	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o.mu.Lock()
-		o.hits++
-		o.uris = append(o.uris, r.URL.RequestURI())
-		o.mu.Unlock()
-		if site != nil {
-			site.ServeHTTP(w, r)
+		if !o.silent {
+			o.mu.Lock()
+			o.hits++
+			o.uris = append(o.uris, r.URL.RequestURI())
+			o.mu.Unlock()
+		}
+		if o.site != nil {
+			o.site.ServeHTTP(w, r)
 			return
 		}
 		switch r.URL.Path {
@@ -246,7 +246,7 @@ func (o *origin) URIs() []string {
 // fixture is one node in front of one test origin, on a fake clock.
 type fixture struct {
 	srv    *edge.Server
-	clock  *fakeClock
+	clock  *testkit.Clock
 	origin *origin
 	admin  http.Handler
 }
@@ -259,7 +259,21 @@ func newFixture(tb testing.TB, rooms ...edge.RoomConfig) *fixture {
 	clock := newFakeClock(5)
 	cfg := nodeConfig("node-a", keyFile(tb, tb.TempDir()), o.URL, rooms...)
 	srv := startServer(tb, cfg, clock)
-	return &fixture{srv: srv, clock: clock, origin: o, admin: srv.AdminHandler()}
+	return &fixture{srv: srv, clock: clock, origin: o, admin: adminAfterLoop(srv)}
+}
+
+// adminAfterLoop is the node's admin handler with every request preceded by
+// a round of the node's allocation loop (Server.RefreshAllocations). GET
+// /state and the room status only read the last allocation, which the loop
+// recomputes within 250 ms; a test reads what an operator would see a
+// quarter of a second after the requests it made, without sleeping for the
+// loop.
+func adminAfterLoop(srv *edge.Server) http.Handler {
+	admin := srv.AdminHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.RefreshAllocations()
+		admin.ServeHTTP(w, r)
+	})
 }
 
 // visitor is one browser: its cookies, kept by name.
@@ -392,31 +406,15 @@ func metric(tb testing.TB, admin http.Handler, prefix string) float64 {
 	return 0
 }
 
-// parseRefresh reads a Refresh header as a browser does: "N" reloads the
-// page after N seconds, "N; url=U" loads U instead. It returns the seconds
-// and U ("" for the page itself).
-func parseRefresh(h string) (int, string, error) {
-	secs, rest, _ := strings.Cut(h, ";")
-	n, err := strconv.Atoi(strings.TrimSpace(secs))
-	if err != nil {
-		return 0, "", fmt.Errorf("refresh %q: %w", h, err)
-	}
-	rest = strings.TrimSpace(rest)
-	if rest == "" {
-		return n, "", nil
-	}
-	k, u, ok := strings.Cut(rest, "=")
-	if !ok || !strings.EqualFold(strings.TrimSpace(k), "url") {
-		return 0, "", fmt.Errorf("refresh %q: want \"N\" or \"N; url=...\"", h)
-	}
-	return n, strings.Trim(strings.TrimSpace(u), `'"`), nil
-}
-
 // refreshSeconds is the interval of resp's Refresh header, whatever address
 // it names.
 func refreshSeconds(resp *http.Response) (int, error) {
-	n, _, err := parseRefresh(resp.Header.Get("Refresh"))
-	return n, err
+	h := resp.Header.Get("Refresh")
+	r, ok := crowd.ParseRefresh(h)
+	if !ok {
+		return 0, fmt.Errorf("Refresh %q does not parse", h)
+	}
+	return int(r.After / time.Second), nil
 }
 
 // refreshTarget is the absolute URL a browser loads when resp's Refresh
@@ -424,10 +422,12 @@ func refreshSeconds(resp *http.Response) (int, error) {
 // own.
 func refreshTarget(tb testing.TB, resp *http.Response) string {
 	tb.Helper()
-	_, u, err := parseRefresh(resp.Header.Get("Refresh"))
-	if err != nil {
-		tb.Fatal(err)
+	h := resp.Header.Get("Refresh")
+	r, ok := crowd.ParseRefresh(h)
+	if !ok {
+		tb.Fatalf("Refresh %q does not parse", h)
 	}
+	u := r.URL
 	if u == "" {
 		return resp.Request.URL.String()
 	}
@@ -436,4 +436,355 @@ func refreshTarget(tb testing.TB, resp *http.Response) string {
 		tb.Fatalf("Refresh url %q: %v", u, err)
 	}
 	return resp.Request.URL.ResolveReference(ref).String()
+}
+
+// cluster is the one in-process cluster of the edge tests: real nodes
+// (edge.New) in this process, on loopback, joined into one gossip ring in
+// front of one origin, sharing one cookie key. Admission minutes run on one
+// fake base clock the test moves (each node may be offset from it: clock
+// skew), or on the wall clock. Gossip runs on real time, over memberlist's
+// own transport or, when the options give one, through a gossip.FaultNet
+// that the test makes lose, delay, duplicate and partition packets while
+// the nodes run. Nodes can be killed, stopped and restarted at their old
+// address.
+type cluster struct {
+	t      *testing.T
+	opts   clusterOpts
+	net    *gossip.FaultNet // nil: gossip without injected faults
+	base   *testkit.Clock   // nil: the nodes run on the wall clock
+	origin *origin
+	key    string // cookie key file, shared by every node
+	rooms  []edge.RoomConfig
+	nodes  []*clusterNode
+	// edit adjusts a node's config before it starts (keys, label).
+	edit func(n *clusterNode, cfg *edge.Config)
+	// tune runs after the options' tune on each node's memberlist config.
+	tune func(n *clusterNode, mc *memberlist.Config)
+}
+
+// clusterOpts says what cluster to build; the zero value is a ring on a
+// fake clock at 5 s into a minute, in front of the test origin, without
+// faults and without listeners.
+type clusterOpts struct {
+	rooms []edge.RoomConfig // every node's rooms, seeded from its config
+	// faults, when set, carries the nodes' gossip with its faults.
+	faults *gossip.FaultNet
+	// tune adjusts memberlist's timings (faultTune for the fault suite).
+	tune func(mc *memberlist.Config)
+	// clock is the fake base clock; a new one at 5 s into a minute when
+	// nil.
+	clock *testkit.Clock
+	// wallClock runs the nodes on the wall clock instead of a fake one.
+	wallClock bool
+	// serve serves each node on its real listeners (loopback, ports
+	// chosen by the system), for tests that speak HTTP to them.
+	serve bool
+	// origin is the origin the nodes front; a new test origin when nil.
+	origin *origin
+	// name is node i's name; "pop-a", "pop-b", … when nil.
+	name func(i int) string
+}
+
+// clusterNode is one node of a cluster. It keeps its name and gossip
+// address across restarts.
+type clusterNode struct {
+	c     *cluster
+	name  string
+	addr  string        // gossip address, "" until first started
+	skew  time.Duration // clock offset from the cluster's base clock
+	keys  string        // cookie key file; the cluster's when ""
+	srv   *edge.Server
+	admin http.Handler
+	mc    *memberlist.Config // memberlist's config, captured at start
+	up    bool
+	// starts counts the node's incarnations.
+	starts int
+	// bound, when set, runs once the node's gossip address is bound and
+	// before the node starts: packets sent to it then wait in its socket.
+	// Only with faults (the FaultNet binds the address).
+	bound func(tr *gossip.FaultTransport)
+	// stopServing ends Serve and waits for it, when the node serves.
+	stopServing func()
+}
+
+// now is the node's clock: the base clock plus its skew.
+func (n *clusterNode) now() time.Time {
+	if n.c.base == nil {
+		return time.Now().Add(n.skew)
+	}
+	return n.c.base.Now().Add(n.skew)
+}
+
+// newCluster starts n nodes and waits until they form one ring.
+func newCluster(t *testing.T, n int, o clusterOpts) *cluster {
+	t.Helper()
+	c := clusterOf(t, o)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("pop-%c", 'a'+i)
+		if o.name != nil {
+			name = o.name(i)
+		}
+		c.add(name, 0)
+	}
+	c.waitRing(c.nodes, 15*time.Second)
+	return c
+}
+
+// clusterOf makes an empty cluster; add nodes with add.
+func clusterOf(t *testing.T, o clusterOpts) *cluster {
+	t.Helper()
+	c := &cluster{
+		t:      t,
+		opts:   o,
+		net:    o.faults,
+		origin: o.origin,
+		key:    keyFile(t, t.TempDir()),
+		rooms:  o.rooms,
+	}
+	switch {
+	case o.clock != nil:
+		c.base = o.clock
+	case !o.wallClock:
+		c.base = newFakeClock(5)
+	}
+	if c.origin == nil {
+		c.origin = newOrigin(t)
+	}
+	t.Cleanup(func() {
+		// Kill rather than leave: a leave under injected faults can wait
+		// for its full timeout, and the test is over anyway.
+		for _, n := range c.nodes {
+			if n.up {
+				n.kill()
+			}
+		}
+	})
+	return c
+}
+
+// add starts a new node.
+func (c *cluster) add(name string, skew time.Duration) *clusterNode {
+	c.t.Helper()
+	n := &clusterNode{c: c, name: name, skew: skew}
+	c.nodes = append(c.nodes, n)
+	n.start()
+	return n
+}
+
+// start starts the node (again): same name and gossip address, a new
+// incarnation, the seeds being every other node's address.
+func (n *clusterNode) start() {
+	t := n.c.t
+	t.Helper()
+	keys := n.keys
+	if keys == "" {
+		keys = n.c.key
+	}
+	cfg := nodeConfig(n.name, keys, n.c.origin.URL, n.c.rooms...)
+	bind := "127.0.0.1:0"
+	if n.addr != "" {
+		bind = n.addr
+		cfg.Gossip = n.addr
+	}
+	for _, o := range n.c.nodes {
+		if o != n && o.addr != "" {
+			cfg.Seeds = append(cfg.Seeds, o.addr)
+		}
+	}
+	if n.c.edit != nil {
+		n.c.edit(n, cfg)
+	}
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("%s config: %v", n.name, err)
+	}
+	var tr *gossip.FaultTransport
+	if n.c.net != nil {
+		// A restarted node may need its old port back while the kernel
+		// still holds it for a moment; retry briefly.
+		var err error
+		testkit.Poll(time.Second, 20*time.Millisecond, func() bool {
+			tr, err = n.c.net.Transport(bind)
+			return err == nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", n.name, err)
+		}
+		if n.bound != nil {
+			n.bound(tr)
+		}
+	}
+	srv, err := edge.New(cfg, edge.RunOptions{
+		Log:   clusterLog(t),
+		Clock: n.now,
+		// The incarnation comes from the real clock: the fake clocks stand
+		// still, and a restart at the same fake instant would otherwise
+		// take the same replica id (production passes time.Now).
+		Incarnation: uint64(time.Now().UnixNano()),
+		GossipKeys:  testGossipKeys,
+		GossipTune: func(g *gossip.Config) {
+			if tr != nil {
+				g.Transport = tr
+			}
+			g.Tune = func(mc *memberlist.Config) {
+				if n.c.opts.tune != nil {
+					n.c.opts.tune(mc)
+				}
+				if n.c.tune != nil {
+					n.c.tune(n, mc)
+				}
+				n.mc = mc
+			}
+		},
+	})
+	if err != nil {
+		if tr != nil {
+			_ = tr.Shutdown()
+		}
+		t.Fatalf("%s: edge.New: %v", n.name, err)
+	}
+	n.srv, n.admin, n.up = srv, adminAfterLoop(srv), true
+	n.addr = srv.Node().Addr()
+	if tr != nil {
+		n.addr = tr.Addr()
+	}
+	n.starts++
+	if n.c.opts.serve {
+		n.serve()
+	}
+}
+
+// serve serves the node on its real listeners until it stops.
+func (n *clusterNode) serve() {
+	t := n.c.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	srv := n.srv
+	go func() { done <- srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("%s: serve: %v", n.name, err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatalf("%s did not start serving", n.name)
+	}
+	n.stopServing = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: serve: %v", n.name, err)
+		}
+	}
+}
+
+// url is the address of the node's public listener (when it serves).
+func (n *clusterNode) url() string { return "http://" + n.srv.PublicAddr() }
+
+// kill stops the node as a crash would: gossip stops without a leave, the
+// counts it held in memory are gone.
+func (n *clusterNode) kill() {
+	_ = n.srv.Node().Kill()
+	n.halt()
+}
+
+// stop shuts the node down cleanly: it leaves the ring.
+func (n *clusterNode) stop() { n.halt() }
+
+func (n *clusterNode) halt() {
+	if n.stopServing != nil {
+		n.stopServing()
+		n.stopServing = nil
+	}
+	_ = n.srv.Close()
+	n.up = false
+}
+
+// advance moves the base clock on by d and has every live node recompute
+// its allocations at the new time: a node's allocation loop would do so
+// within 250 ms of real time, but fake time jumps, and the visits right
+// after a jump must not be decided on an allocation from before it.
+func (c *cluster) advance(d time.Duration) {
+	c.base.Advance(d)
+	c.recompute()
+}
+
+// setTime moves the base clock forward to t, then recomputes like advance.
+func (c *cluster) setTime(t time.Time) {
+	c.base.Set(t)
+	c.recompute()
+}
+
+// recompute has every live node run a round of its allocation loop now.
+func (c *cluster) recompute() {
+	for _, n := range c.live() {
+		n.srv.RefreshAllocations()
+	}
+}
+
+// live returns the nodes that are up.
+func (c *cluster) live() []*clusterNode {
+	var out []*clusterNode
+	for _, n := range c.nodes {
+		if n.up {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// servers returns the nodes' servers, in order.
+func (c *cluster) servers() []*edge.Server {
+	out := make([]*edge.Server, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.srv
+	}
+	return out
+}
+
+// faultAddrs returns the gossip addresses of nodes.
+func faultAddrs(nodes []*clusterNode) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.addr)
+	}
+	return out
+}
+
+// members is the number of live members node n sees, itself included.
+func (n *clusterNode) members() int { return n.srv.Node().NumMembers() }
+
+// waitRing waits until every one of nodes sees exactly them as members.
+func (c *cluster) waitRing(nodes []*clusterNode, d time.Duration) time.Duration {
+	c.t.Helper()
+	return testkit.Eventually(c.t, d, 0, fmt.Sprintf("a ring of %d", len(nodes)), func() bool {
+		for _, n := range nodes {
+			if n.members() != len(nodes) {
+				return false
+			}
+		}
+		return true
+	}, func() string { return c.membership(nodes) })
+}
+
+func (c *cluster) membership(nodes []*clusterNode) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		var names []string
+		for _, m := range n.srv.Node().Members() {
+			names = append(names, m.Name)
+		}
+		fmt.Fprintf(&b, "\n  %s sees %d: %v", n.name, n.members(), names)
+	}
+	return b.String()
+}
+
+// clusterLog is the nodes' log: silent, unless WAITROOM_FAULT_LOG=1 sends
+// it to the test's log (with -v).
+func clusterLog(t *testing.T) zerolog.Logger {
+	if os.Getenv("WAITROOM_FAULT_LOG") == "1" {
+		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
+	}
+	return zerolog.Nop()
 }

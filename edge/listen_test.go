@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // clientTimeout is the listener figures' scale in these tests: small, so
@@ -202,9 +203,9 @@ func TestPublicConnectionCap(t *testing.T) {
 
 	// Two clients connect and hold their connections.
 	holders := []net.Conn{rawConn(t, addr, ""), rawConn(t, addr, "")}
-	within(t, 5*time.Second, "two connections open", func() bool {
+	testkit.Eventually(t, 5*time.Second, 0, "two connections open", func() bool {
 		return metric(t, admin, "waitroom_public_connections") == 2
-	})
+	}, nil)
 
 	type result struct {
 		status int
@@ -221,9 +222,9 @@ func TestPublicConnectionCap(t *testing.T) {
 		third <- result{status: resp.StatusCode}
 	}()
 	t.Run("a third connection waits while two are open", func(t *testing.T) {
-		within(t, 5*time.Second, "the third connection waiting", func() bool {
+		testkit.Eventually(t, 5*time.Second, 0, "the third connection waiting", func() bool {
 			return metric(t, admin, "waitroom_public_connection_waits_total") >= 1
-		})
+		}, nil)
 		select {
 		case r := <-third:
 			t.Fatalf("the third client was answered while two connections were open: %+v", r)

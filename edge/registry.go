@@ -114,13 +114,17 @@ func (s *Server) syncRoomsLocked(now time.Time) {
 	s.seen = regs
 }
 
+// sameRegisters reports whether two sets of room registers are the same,
+// values included: a node whose clock stands still (or repeats a
+// millisecond) can write new settings under the stamp and replica of its
+// earlier ones, after an overwrite of a register stamped in the far future.
 func sameRegisters(a, b map[string]crdt.LWW[[]byte]) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for k, x := range a {
 		y, ok := b[k]
-		if !ok || x.Stamp != y.Stamp || x.Replica != y.Replica {
+		if !ok || x.Stamp != y.Stamp || x.Replica != y.Replica || !bytes.Equal(x.Value, y.Value) {
 			return false
 		}
 	}

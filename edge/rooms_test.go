@@ -14,38 +14,28 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
-// ring starts n nodes on one fake clock and one cookie key, joined into a
-// gossip ring, each with the given rooms seeded from its config.
+// ring is the harness's cluster as the rooms tests use it: n nodes on one
+// fake clock and one cookie key, joined into a gossip ring without faults,
+// each with the given rooms seeded from its config; their servers and admin
+// handlers by index.
 type ring struct {
+	c      *cluster
 	nodes  []*edge.Server
 	admins []http.Handler
-	clock  *fakeClock
+	clock  *testkit.Clock
 	origin *origin
 	key    string
 }
 
 func newRing(t *testing.T, n int, rooms ...edge.RoomConfig) *ring {
 	t.Helper()
-	r := &ring{clock: newFakeClock(5), origin: newOrigin(t), key: keyFile(t, t.TempDir())}
-	for i := 0; i < n; i++ {
-		cfg := nodeConfig(string(rune('a'+i))+"-node", r.key, r.origin.URL, rooms...)
-		if i > 0 {
-			cfg.Seeds = []string{r.nodes[0].Node().Addr()}
-		}
-		srv := startServer(t, cfg, r.clock)
-		r.nodes = append(r.nodes, srv)
-		r.admins = append(r.admins, srv.AdminHandler())
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, s := range r.nodes {
-		for s.Node().NumMembers() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("ring of %d did not form", n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	c := newCluster(t, n, clusterOpts{rooms: rooms})
+	r := &ring{c: c, nodes: c.servers(), clock: c.base, origin: c.origin, key: c.key}
+	for _, n := range c.nodes {
+		r.admins = append(r.admins, n.admin)
 	}
 	return r
 }
@@ -88,21 +78,6 @@ func getRoom(t *testing.T, h http.Handler, name string) *edge.RoomConfig {
 	return &rc
 }
 
-// within waits up to d for cond to hold on every node and returns how long
-// it took. Settings have no change event to wait on from outside, so it
-// polls every 10 ms.
-func within(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 func TestRoomsAreReplicated(t *testing.T) {
 	r := newRing(t, 3, room("shop", 100, 50))
 
@@ -114,14 +89,14 @@ func TestRoomsAreReplicated(t *testing.T) {
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("POST: %d %s", resp.StatusCode, body(t, resp))
 		}
-		took := within(t, 2*time.Second, "room on every node", func() bool {
+		took := testkit.Eventually(t, 2*time.Second, 0, "room on every node", func() bool {
 			for _, a := range r.admins {
 				if getRoom(t, a, "sale") == nil {
 					return false
 				}
 			}
 			return true
-		})
+		}, nil)
 		t.Logf("created on a-node, in force everywhere after %s", took)
 		// And it serves: a visitor at node c gets the sale room's cookie.
 		v := newVisitor()
@@ -136,14 +111,14 @@ func TestRoomsAreReplicated(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("PATCH: %d %s", resp.StatusCode, body(t, resp))
 		}
-		took := within(t, 2*time.Second, "change on every node", func() bool {
+		took := testkit.Eventually(t, 2*time.Second, 0, "change on every node", func() bool {
 			for _, a := range r.admins {
 				if rs := roomStatus(t, a, "shop"); rs.TotalActiveUsers != 70 || rs.NewUsersPerMinute != 30 {
 					return false
 				}
 			}
 			return true
-		})
+		}, nil)
 		t.Logf("changed on b-node, in force everywhere after %s", took)
 	})
 
@@ -174,7 +149,7 @@ func TestRoomsAreReplicated(t *testing.T) {
 		}
 		wg.Wait()
 		var settled int
-		within(t, 3*time.Second, "one value everywhere", func() bool {
+		testkit.Eventually(t, 3*time.Second, 0, "one value everywhere", func() bool {
 			first := getRoom(t, r.admins[0], "shop").TotalActiveUsers
 			for _, a := range r.admins[1:] {
 				if getRoom(t, a, "shop").TotalActiveUsers != first {
@@ -183,7 +158,7 @@ func TestRoomsAreReplicated(t *testing.T) {
 			}
 			settled = first
 			return true
-		})
+		}, nil)
 		if settled != 55 && settled != 66 && settled != 77 {
 			t.Errorf("settled on %d, which nobody wrote", settled)
 		}
@@ -194,14 +169,14 @@ func TestRoomsAreReplicated(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("DELETE: %d %s", resp.StatusCode, body(t, resp))
 		}
-		within(t, 2*time.Second, "deletion everywhere", func() bool {
+		testkit.Eventually(t, 2*time.Second, 0, "deletion everywhere", func() bool {
 			for _, a := range r.admins {
 				if getRoom(t, a, "sale") != nil {
 					return false
 				}
 			}
 			return true
-		})
+		}, nil)
 	})
 }
 
@@ -218,10 +193,10 @@ func TestEmergencyStop(t *testing.T) {
 			t.Fatalf("stop: %d %s", resp.StatusCode, body(t, resp))
 		}
 		hits := r.origin.Hits()
-		took := within(t, 2*time.Second, "stop page at node c", func() bool {
+		took := testkit.Eventually(t, 2*time.Second, 0, "stop page at node c", func() bool {
 			resp := v.get(r.nodes[2], "http://shop.test/")
 			return strings.Contains(body(t, resp), "Back soon") && resp.Header.Get("Refresh") != ""
-		})
+		}, nil)
 		t.Logf("stopped on a-node, admitted visitor at c-node held after %s", took)
 		// Held means held: a few more requests do not reach the origin.
 		before := r.origin.Hits()
@@ -235,9 +210,9 @@ func TestEmergencyStop(t *testing.T) {
 		// A newcomer is queued too, and keeps a place, at every node once the
 		// stop has reached it.
 		for i := range r.nodes {
-			within(t, 2*time.Second, "stop in force everywhere", func() bool {
+			testkit.Eventually(t, 2*time.Second, 0, "stop in force everywhere", func() bool {
 				return getRoom(t, r.admins[i], "shop").Stopped
-			})
+			}, nil)
 			n := newVisitor()
 			if resp := n.get(r.nodes[i], "http://shop.test/"); resp.Header.Get("X-Origin") != "" || setCookie(resp, "__waitroom") == "" {
 				t.Errorf("a newcomer at node %d during the stop was not queued with a token", i)
@@ -250,9 +225,9 @@ func TestEmergencyStop(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("resume: %d %s", resp.StatusCode, body(t, resp))
 		}
-		within(t, 2*time.Second, "origin again at node c", func() bool {
+		testkit.Eventually(t, 2*time.Second, 0, "origin again at node c", func() bool {
 			return v.get(r.nodes[2], "http://shop.test/").Header.Get("X-Origin") == "yes"
-		})
+		}, nil)
 	})
 }
 
@@ -371,9 +346,9 @@ func TestScheduledEvent(t *testing.T) {
 
 	t.Run("after the end the room's own settings are back", func(t *testing.T) {
 		r.clock.Set(end.Add(time.Minute))
-		within(t, 2*time.Second, "room settings back", func() bool {
+		testkit.Eventually(t, 2*time.Second, 0, "room settings back", func() bool {
 			return roomStatus(t, admin, "launch").TotalActiveUsers == 1000
-		})
+		}, nil)
 	})
 }
 

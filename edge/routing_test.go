@@ -137,7 +137,7 @@ func TestRoutingCannotBeDodged(t *testing.T) {
 	}
 	for _, mode := range []string{edge.UnroutedRefuse, edge.UnroutedPass} {
 		t.Run("with unrouted "+mode, func(t *testing.T) {
-			o := newOriginWith(t, protectedSite(t))
+			o := newOrigin(t, serving(protectedSite(t)))
 			rc := room("shop", 100, 100)
 			rc.Host, rc.Path, rc.QueueAll = "vip.example.com", "/shop/", true
 			rc.AdditionalRoutes = []edge.Route{{Path: "/static/"}}

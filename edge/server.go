@@ -305,12 +305,18 @@ func (s *Server) allocationLoop() {
 			}
 		}
 		last = time.Now()
-		now := s.clock()
-		s.syncRooms(now)
-		s.syncRevocations(now)
-		for _, rm := range s.rooms() {
-			rm.recompute(now)
-		}
+		s.refreshAllocations(s.clock())
+	}
+}
+
+// refreshAllocations is one round of the allocation loop: rooms and
+// revocations synced from what gossip brought, then every room's
+// allocation recomputed at now.
+func (s *Server) refreshAllocations(now time.Time) {
+	s.syncRooms(now)
+	s.syncRevocations(now)
+	for _, rm := range s.rooms() {
+		rm.recompute(now)
 	}
 }
 

@@ -7,15 +7,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/edge"
 )
@@ -38,7 +35,7 @@ func TestSoak(t *testing.T) {
 	// The origin counts the sessions it holds: a client that got in is
 	// "on" the origin until it says goodbye.
 	var onOrigin, peak atomic.Int64
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	origin := newOrigin(t, unrecorded(), serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/enter":
 			if n := onOrigin.Add(1); n > peak.Load() {
@@ -49,43 +46,25 @@ func TestSoak(t *testing.T) {
 			w.Header().Set("Cf-Waiting-Room-Command", "revoke")
 		}
 		_, _ = io.WriteString(w, "ok")
-	}))
-	defer origin.Close()
+	})))
 
-	key := keyFile(t, t.TempDir())
 	rc := room("shop", limit, limit)
 	rc.EnabledOriginCommands = []string{"revoke"}
 	rc.SessionDuration = 1
-	var nodes []*edge.Server
-	var urls []string
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for i := 0; i < 3; i++ {
-		cfg := nodeConfig(fmt.Sprintf("soak-%d", i), key, origin.URL, rc)
-		if i > 0 {
-			cfg.Seeds = []string{nodes[0].Node().Addr()}
-		}
-		cfg.ApplyDefaults()
-		if err := cfg.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop(), GossipKeys: testGossipKeys})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Close()
-		ready := make(chan struct{})
-		go func() { _ = srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
-		<-ready
-		nodes = append(nodes, srv)
-		urls = append(urls, "http://"+srv.PublicAddr())
-	}
-
-	// Traffic opens once the ring has formed, as it would for an on-sale.
-	for _, n := range nodes {
-		for n.Node().NumMembers() < len(nodes) {
-			time.Sleep(20 * time.Millisecond)
-		}
+	// Traffic opens once the ring has formed, as it would for an on-sale:
+	// newCluster waits for it.
+	cl := newCluster(t, 3, clusterOpts{
+		rooms:     []edge.RoomConfig{rc},
+		wallClock: true,
+		serve:     true,
+		origin:    origin,
+		name:      func(i int) string { return fmt.Sprintf("soak-%d", i) },
+	})
+	var urls []string
+	for _, n := range cl.nodes {
+		urls = append(urls, n.url())
 	}
 	var requests, fivexx, admitted atomic.Int64
 	var wg sync.WaitGroup

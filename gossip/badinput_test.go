@@ -15,6 +15,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // prober is a bare memberlist member that speaks no waitroom: it sends
@@ -141,16 +142,9 @@ func mustBytes(b []byte, err error) []byte {
 
 func TestBadInputThroughALiveNode(t *testing.T) {
 	w := newLogWatcher(t, "dropped")
-	changed := make(chan struct{}, 1)
 	node, err := gossip.Start(gossip.Config{
 		Name: "target", Bind: "127.0.0.1:0", Profile: gossip.Local, Keys: [][]byte{testKey},
-		Log: zerolog.New(w),
-		OnChange: func() {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
+		Log:  zerolog.New(w),
 		Tune: func(mc *memberlist.Config) { mc.PushPullInterval = 0 },
 	})
 	if err != nil {
@@ -249,34 +243,21 @@ func TestBadInputThroughALiveNode(t *testing.T) {
 		if err := p.ml.SendBestEffort(target, goodEntries); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, changed, func() bool {
+		testkit.Eventually(t, 10*time.Second, 0, "the good entries merged", func() bool {
 			var v uint64
 			node.Read(func(s *crdt.State) { v = s.Value(valid(0).Key) })
 			return v == 100
-		})
+		}, nil)
 		if err := p.pushState(node.Addr(), goodFull); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, changed, func() bool {
+		testkit.Eventually(t, 10*time.Second, 0, "the good state merged", func() bool {
 			var v uint64
 			node.Read(func(s *crdt.State) { v = s.Value(shop) })
 			return v == 5+9
-		})
+		}, nil)
 		if st := node.Stats(); st.PushPulls == 0 || st.EntriesMerged < 3 {
 			t.Fatalf("stats do not show the merges: %+v", st)
 		}
 	})
-}
-
-// waitFor re-checks cond on every change event until it holds.
-func waitFor(t *testing.T, changed <-chan struct{}, cond func() bool) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for !cond() {
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatal("condition not reached")
-		}
-	}
 }

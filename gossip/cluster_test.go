@@ -3,6 +3,7 @@ package gossip_test
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // cluster is N real memberlist nodes on loopback in this process.
@@ -133,9 +135,7 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 // waitMembers waits until every live node sees want alive members.
 func (c *cluster) waitMembers(want int, timeout time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok := true
+	testkit.Eventually(c.t, timeout, 0, fmt.Sprintf("every node seeing %d alive members", want), func() bool {
 		for _, n := range c.nodes {
 			if n == nil {
 				continue
@@ -147,43 +147,30 @@ func (c *cluster) waitMembers(want int, timeout time.Duration) {
 				}
 			}
 			if alive != want {
-				ok = false
+				return false
 			}
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			for i, n := range c.nodes {
-				if n != nil {
-					c.t.Logf("node %d (%s) sees %+v", i, n.Addr(), n.Members())
-				}
+		return true
+	}, func() string {
+		var b strings.Builder
+		for i, n := range c.nodes {
+			if n != nil {
+				fmt.Fprintf(&b, "\n  node %d (%s) sees %+v", i, n.Addr(), n.Members())
 			}
-			c.t.Fatalf("members did not reach %d within %s", want, timeout)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return b.String()
+	})
 }
 
-// waitValue waits, event-driven, until node i sees value want in cell k.
+// waitValue waits up to timeout until node i sees value want in cell k,
+// and reports whether it did.
 func (c *cluster) waitValue(i int, k crdt.Key, want uint64, timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
+	_, ok := testkit.Poll(timeout, 0, func() bool {
 		var got uint64
 		c.nodes[i].Read(func(s *crdt.State) { got = s.Value(k) })
-		if got == want {
-			return true
-		}
-		select {
-		case <-c.changed[i]:
-		case <-deadline.C:
-			return false
-		case <-time.After(50 * time.Millisecond):
-			// OnChange is coalesced; re-read now and then in case a signal
-			// was consumed before the value landed.
-		}
-	}
+		return got == want
+	})
+	return ok
 }
 
 func minuteKey(room string, kind crdt.Kind, minute int64) crdt.Key {

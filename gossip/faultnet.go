@@ -39,6 +39,11 @@ type FaultNet struct {
 	jitter  time.Duration
 	blocked func(from, to string) bool
 	trace   func(from, to string, packet []byte)
+	// lateCopy and lateMax: a duplicate's second copy comes late with
+	// probability lateCopy, by up to lateMax.
+	lateCopy float64
+	lateMax  time.Duration
+	dialFail float64
 
 	sent, lost, duplicated, delayed, blockedPackets, refusedDials atomic.Int64
 }
@@ -50,7 +55,7 @@ type FaultStats struct {
 	Duplicated   int64 // sent twice
 	Delayed      int64 // sent late
 	Blocked      int64 // dropped by the partition
-	RefusedDials int64 // stream dials refused by the partition
+	RefusedDials int64 // stream dials refused by the partition or by chance
 }
 
 // NewFaultNet returns a network with no faults yet; seed fixes its random
@@ -72,6 +77,23 @@ func (f *FaultNet) SetLoss(p float64) {
 func (f *FaultNet) SetDuplication(p float64) {
 	f.mu.Lock()
 	f.dup = p
+	f.mu.Unlock()
+}
+
+// SetLateCopies makes the second copy of a duplicated packet come late with
+// probability p, by a uniform draw in [0, max) on top of the delay: behind
+// packets sent after it, as a copy that took a slower path does.
+func (f *FaultNet) SetLateCopies(p float64, max time.Duration) {
+	f.mu.Lock()
+	f.lateCopy, f.lateMax = p, max
+	f.mu.Unlock()
+}
+
+// SetDialFailure makes each stream dial (push-pull, join, reliable message)
+// refused with probability p, as a connection reset or a full backlog would.
+func (f *FaultNet) SetDialFailure(p float64) {
+	f.mu.Lock()
+	f.dialFail = p
 	f.mu.Unlock()
 }
 
@@ -167,6 +189,9 @@ func (f *FaultNet) fate(from, to string) packetFate {
 		if f.jitter > 0 {
 			d += time.Duration(f.rng.Int64N(int64(f.jitter)))
 		}
+		if i == 1 && f.lateCopy > 0 && f.lateMax > 0 && f.rng.Float64() < f.lateCopy {
+			d += time.Duration(f.rng.Int64N(int64(f.lateMax)))
+		}
 		pf.delays[i] = d
 		if d > 0 {
 			f.delayed.Add(1)
@@ -175,14 +200,20 @@ func (f *FaultNet) fate(from, to string) packetFate {
 	return pf
 }
 
-func (f *FaultNet) dialFate(from, to string) (time.Duration, bool) {
+// dialFate is the delay before a stream dial connects, or why it is
+// refused ("" when it is not).
+func (f *FaultNet) dialFate(from, to string) (time.Duration, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.blocked != nil && (f.blocked(from, to) || f.blocked(to, from)) {
 		f.refusedDials.Add(1)
-		return 0, false
+		return 0, "partitioned"
 	}
-	return f.delay, true
+	if f.dialFail > 0 && f.rng.Float64() < f.dialFail {
+		f.refusedDials.Add(1)
+		return 0, "dial refused by injected failure"
+	}
+	return f.delay, ""
 }
 
 // Transport binds a new memberlist NetTransport at bind ("127.0.0.1:0"
@@ -208,6 +239,11 @@ func (f *FaultNet) Transport(bind string) (*FaultTransport, error) {
 		addr:         net.JoinHostPort(host, strconv.Itoa(nt.GetAutoBindPort())),
 	}, nil
 }
+
+// A FaultTransport is a memberlist.NodeAwareTransport, so memberlist sends
+// through the address-aware calls that carry the faults; checked here, as
+// memberlist checks its own mock transport.
+var _ memberlist.NodeAwareTransport = (*FaultTransport)(nil)
 
 // FaultTransport is one node's transport on a FaultNet.
 type FaultTransport struct {
@@ -277,9 +313,9 @@ func (t *FaultTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Ti
 
 // DialAddressTimeout opens a stream unless the partition cuts it.
 func (t *FaultTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
-	d, ok := t.net.dialFate(t.addr, a.Addr)
-	if !ok {
-		return nil, fmt.Errorf("fault net: %s cannot reach %s: partitioned", t.addr, a.Addr)
+	d, refused := t.net.dialFate(t.addr, a.Addr)
+	if refused != "" {
+		return nil, fmt.Errorf("fault net: %s cannot reach %s: %s", t.addr, a.Addr, refused)
 	}
 	if d > 0 {
 		if d >= timeout {

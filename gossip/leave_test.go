@@ -1,7 +1,7 @@
 package gossip_test
 
 import (
-	"sync/atomic"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +9,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // TestLeaving checks what a node's departure tells the others: a clean
@@ -19,13 +20,9 @@ func TestLeaving(t *testing.T) {
 	expectedOn := func(c *cluster, i int) int { return c.nodes[i].ExpectedMembers(time.Now()) }
 	waitExpected := func(t *testing.T, c *cluster, i, want int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for expectedOn(c, i) != want || c.nodes[i].NumMembers() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d expects %d members and sees %d, want %d", i, expectedOn(c, i), c.nodes[i].NumMembers(), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.Eventually(t, 10*time.Second, 0, fmt.Sprintf("node %d expecting and seeing %d members", i, want),
+			func() bool { return expectedOn(c, i) == want && c.nodes[i].NumMembers() == want },
+			func() string { return fmt.Sprintf("expects %d, sees %d", expectedOn(c, i), c.nodes[i].NumMembers()) })
 	}
 
 	t.Run("a node that leaves cleanly sends its last counts and is no longer expected", func(t *testing.T) {
@@ -87,10 +84,8 @@ func TestLeaving(t *testing.T) {
 // ExpectedMembers: a ring that has had its size for a long time is still
 // remembered when a member crashes, and forgotten ten minutes after.
 func TestExpectedMembersRemembersTheRing(t *testing.T) {
-	var now atomic.Int64
-	now.Store(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC).UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	advance := func(d time.Duration) { now.Add(int64(d)) }
+	fake := testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	clock, advance := fake.Now, func(d time.Duration) { fake.Advance(d) }
 
 	c := newCluster(t, 3, clusterOpts{clock: clock})
 	c.waitMembers(3, 10*time.Second)
@@ -127,9 +122,8 @@ func TestExpectedMembersRemembersTheRing(t *testing.T) {
 // TestALongPartitionHeals cuts a ring for longer than the nodes remember
 // each other: once healed, the sides still find each other and merge.
 func TestALongPartitionHeals(t *testing.T) {
-	var now atomic.Int64
-	now.Store(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC).UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	fake := testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	clock := fake.Now
 	fn := gossip.NewFaultNet(7)
 	c := newCluster(t, 3, clusterOpts{
 		clock:  clock,
@@ -159,7 +153,7 @@ func TestALongPartitionHeals(t *testing.T) {
 		waitNumMembers(t, c.nodes[i], want, 10*time.Second)
 	}
 	// Past the ring's memory: each side now expects only itself.
-	now.Add(int64(11 * time.Minute))
+	fake.Advance(11 * time.Minute)
 	if got := c.nodes[0].ExpectedMembers(clock()); got != 1 {
 		t.Fatalf("after eleven minutes node-00 still expects %d members", got)
 	}

@@ -1,14 +1,8 @@
 package gossip_test
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"log"
-	"math/rand/v2"
-	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,105 +12,21 @@ import (
 	"github.com/waitroom/waitroom/gossip"
 )
 
-// faults says what a faultyTransport does to the packets (UDP) a node
-// sends: drop some, send some twice (the second copy possibly late, so
-// behind later packets), and refuse some stream (TCP) dials.
+// faults says what the network does to the packets (UDP) a node sends:
+// lose some, send some twice (the second copy possibly late, so behind later
+// packets), and refuse some stream (TCP) dials.
 type faults struct {
 	drop, dup, late, dialFail float64
 }
 
-type faultCounts struct {
-	sent, dropped, duplicated, dialsRefused atomic.Int64
-}
-
-// faultyTransport is memberlist's UDP/TCP transport with faults injected on
-// the sending side.
-type faultyTransport struct {
-	*memberlist.NetTransport
-	f       faults
-	counts  *faultCounts
-	mu      sync.Mutex
-	closed  bool
-	pending sync.WaitGroup // late copies in flight; Add only under mu while open
-}
-
-func newFaultyTransport(t testing.TB, f faults, counts *faultCounts) *faultyTransport {
-	t.Helper()
-	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-		BindAddrs: []string{"127.0.0.1"},
-		Logger:    log.New(io.Discard, "", 0),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &faultyTransport{NetTransport: nt, f: f, counts: counts}
-}
-
-// FinalAdvertiseAddr advertises the port the transport bound: with a
-// custom transport memberlist passes on the configured port, 0.
-func (t *faultyTransport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
-	if port == 0 {
-		port = t.GetAutoBindPort()
-	}
-	return t.NetTransport.FinalAdvertiseAddr(ip, port)
-}
-
-func (t *faultyTransport) send(b []byte, write func([]byte) error) (time.Time, error) {
-	t.counts.sent.Add(1)
-	r := rand.Float64()
-	if r < t.f.drop {
-		t.counts.dropped.Add(1)
-		return time.Now(), nil
-	}
-	if err := write(b); err != nil {
-		return time.Time{}, err
-	}
-	if r < t.f.drop+t.f.dup {
-		t.counts.duplicated.Add(1)
-		cp := bytes.Clone(b)
-		if rand.Float64() < t.f.late {
-			t.mu.Lock()
-			if !t.closed {
-				t.pending.Add(1)
-				time.AfterFunc(time.Duration(rand.IntN(300))*time.Millisecond, func() {
-					defer t.pending.Done()
-					_ = write(cp)
-				})
-			}
-			t.mu.Unlock()
-		} else {
-			_ = write(cp)
-		}
-	}
-	return time.Now(), nil
-}
-
-func (t *faultyTransport) WriteTo(b []byte, addr string) (time.Time, error) {
-	return t.send(b, func(p []byte) error { _, err := t.NetTransport.WriteTo(p, addr); return err })
-}
-
-func (t *faultyTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
-	return t.send(b, func(p []byte) error { _, err := t.NetTransport.WriteToAddress(p, a); return err })
-}
-
-func (t *faultyTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
-	if rand.Float64() < t.f.dialFail {
-		t.counts.dialsRefused.Add(1)
-		return nil, fmt.Errorf("injected: dial %s refused", a.Addr)
-	}
-	return t.NetTransport.DialAddressTimeout(a, timeout)
-}
-
-func (t *faultyTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
-	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
-}
-
-func (t *faultyTransport) Shutdown() error {
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
-	t.pending.Wait()
-	return t.NetTransport.Shutdown()
+// faultNet is a gossip.FaultNet with f's faults.
+func (f faults) faultNet(seed uint64) *gossip.FaultNet {
+	fn := gossip.NewFaultNet(seed)
+	fn.SetLoss(f.drop)
+	fn.SetDuplication(f.dup)
+	fn.SetLateCopies(f.late, 300*time.Millisecond)
+	fn.SetDialFailure(f.dialFail)
+	return fn
 }
 
 func TestLossAndDuplication(t *testing.T) {
@@ -140,10 +50,16 @@ func TestLossAndDuplication(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const nodes, writesPerNode = 5, 40
-			var counts faultCounts
+			fn := tc.f.faultNet(1)
 			c := newCluster(t, nodes, clusterOpts{
-				transport: func(t testing.TB, name string) memberlist.Transport { return newFaultyTransport(t, tc.f, &counts) },
-				tune:      func(mc *memberlist.Config) { mc.PushPullInterval = tc.pushPull },
+				transport: func(t testing.TB, name string) memberlist.Transport {
+					tr, err := fn.Transport("127.0.0.1:0")
+					if err != nil {
+						t.Fatal(err)
+					}
+					return tr
+				},
+				tune: func(mc *memberlist.Config) { mc.PushPullInterval = tc.pushPull },
 			})
 			c.waitMembers(nodes, 30*time.Second)
 
@@ -197,9 +113,10 @@ func TestLossAndDuplication(t *testing.T) {
 					t.Errorf("%s dropped messages: %v", n.Name(), st.Dropped)
 				}
 			}
+			counts := fn.Stats()
 			t.Logf("%d cells converged on %d nodes %v after the last write; packets sent %d, lost %d, duplicated %d; dials refused %d; entries merged %d, push-pulls %d",
-				len(want), nodes, time.Since(start).Round(time.Millisecond), counts.sent.Load(), counts.dropped.Load(), counts.duplicated.Load(), counts.dialsRefused.Load(), merged, pushPulls)
-			if tc.f.drop > 0 && counts.dropped.Load() == 0 || tc.f.dup > 0 && counts.duplicated.Load() == 0 {
+				len(want), nodes, time.Since(start).Round(time.Millisecond), counts.Sent, counts.Lost, counts.Duplicated, counts.RefusedDials, merged, pushPulls)
+			if tc.f.drop > 0 && counts.Lost == 0 || tc.f.dup > 0 && counts.Duplicated == 0 {
 				t.Fatal("the transport injected no fault")
 			}
 		})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -442,16 +443,14 @@ func TestMeasureGossipCost(t *testing.T) {
 // traffic has drained), polling as membership waits do.
 func waitQuiet(t *testing.T, c *cluster, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	if _, quiet := testkit.Poll(timeout, 50*time.Millisecond, func() bool {
 		q := 0
 		for _, n := range c.nodes {
 			q += n.Stats().Queued
 		}
-		if q == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		return q == 0
+	}); quiet {
+		return
 	}
 	t.Logf("broadcast queues still busy after %v; measuring anyway", timeout)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // freePort finds a loopback port free for both UDP and TCP, for a node that
@@ -59,13 +60,9 @@ func startNode(t *testing.T, cfg gossip.Config) *gossip.Node {
 // waitNumMembers polls (membership has no event here) until n sees want.
 func waitNumMembers(t *testing.T, n *gossip.Node, want int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for len(n.Members()) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s sees %v, want %d members", n.Name(), n.Members(), want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, timeout, 0, fmt.Sprintf("%s seeing %d members", n.Name(), want),
+		func() bool { return len(n.Members()) == want },
+		func() string { return fmt.Sprint(n.Members()) })
 }
 
 func TestJoin(t *testing.T) {
@@ -223,18 +220,10 @@ func TestLargeRegisters(t *testing.T) {
 			value := []byte(strings.Repeat("<p>queue</p>", tc.size/12+1))[:tc.size]
 			c.nodes[0].SetRegister(name, value)
 			for i := 1; i < len(c.nodes); i++ {
-				deadline := time.After(15 * time.Second)
-				for {
+				testkit.Eventually(t, 15*time.Second, 0, fmt.Sprintf("node %d receiving the %d-byte register", i, tc.size), func() bool {
 					r, ok := c.nodes[i].Register(name)
-					if ok && bytes.Equal(r.Value, value) {
-						break
-					}
-					select {
-					case <-c.changed[i]:
-					case <-deadline:
-						t.Fatalf("node %d did not receive the %d-byte register", i, tc.size)
-					}
-				}
+					return ok && bytes.Equal(r.Value, value)
+				}, nil)
 			}
 		})
 	}
@@ -245,22 +234,17 @@ func TestNodeInfoIsPublished(t *testing.T) {
 	c.waitMembers(2, 10*time.Second)
 	want := c.nodes[0]
 	name := gossip.NodeInfoRegister(want.Replica())
-	deadline := time.After(10 * time.Second)
-	for {
-		if r, ok := c.nodes[1].Register(name); ok {
-			ni, err := gossip.DecodeNodeInfo(r.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ni != (crdt.NodeInfo{Name: want.Name(), Incarnation: want.Incarnation(), Addr: want.Addr()}) {
-				t.Fatalf("node info %+v, want %s/%d at %s", ni, want.Name(), want.Incarnation(), want.Addr())
-			}
-			return
-		}
-		select {
-		case <-c.changed[1]:
-		case <-deadline:
-			t.Fatal("node 1 never learned node 0's info")
-		}
+	var r crdt.LWW[[]byte]
+	testkit.Eventually(t, 10*time.Second, 0, "node 1 learning node 0's info", func() bool {
+		var ok bool
+		r, ok = c.nodes[1].Register(name)
+		return ok
+	}, nil)
+	ni, err := gossip.DecodeNodeInfo(r.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ni != (crdt.NodeInfo{Name: want.Name(), Incarnation: want.Incarnation(), Addr: want.Addr()}) {
+		t.Fatalf("node info %+v, want %s/%d at %s", ni, want.Name(), want.Incarnation(), want.Addr())
 	}
 }

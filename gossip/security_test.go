@@ -17,6 +17,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // refusedLine is the message of the line a node logs for refused input.
@@ -82,13 +83,9 @@ func TestOutsidersCannotInject(t *testing.T) {
 			t.Run(who.name+" "+tc.name+" is refused, logged and counted", func(t *testing.T) {
 				was := c.nodes[0].Stats().Dropped[gossip.RefusedUnauthenticated]
 				_ = tc.send() // a stream is answered with an error, or cut
-				deadline := time.Now().Add(10 * time.Second)
-				for c.nodes[0].Stats().Dropped[gossip.RefusedUnauthenticated] == was {
-					if time.Now().After(deadline) {
-						t.Fatalf("no refusal counted; dropped %v", c.nodes[0].Stats().Dropped)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				testkit.Eventually(t, 10*time.Second, 0, "a refusal counted",
+					func() bool { return c.nodes[0].Stats().Dropped[gossip.RefusedUnauthenticated] != was },
+					func() string { return fmt.Sprintf("dropped %v", c.nodes[0].Stats().Dropped) })
 				for i := range c.nodes {
 					if !c.stateOf(i).Equal(before[i]) {
 						t.Fatalf("node %d's state changed", i)
@@ -198,13 +195,9 @@ func TestPeersAreBelievedOnlyWithinWhatCouldBeTrue(t *testing.T) {
 				}
 				logged[tc.reason] = true
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for node.Stats().Dropped[tc.reason] < was+tc.n {
-				if time.Now().After(deadline) {
-					t.Fatalf("dropped[%s] = %d, want %d", tc.reason, node.Stats().Dropped[tc.reason], was+tc.n)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			testkit.Eventually(t, 10*time.Second, 0, fmt.Sprintf("dropped[%s] = %d", tc.reason, was+tc.n),
+				func() bool { return node.Stats().Dropped[tc.reason] >= was+tc.n },
+				func() string { return fmt.Sprint(node.Stats().Dropped[tc.reason]) })
 			if got := node.Stats().Dropped[tc.reason]; got != was+tc.n {
 				t.Fatalf("dropped[%s] = %d, want %d", tc.reason, got, was+tc.n)
 			}
@@ -235,7 +228,7 @@ func TestPeersAreBelievedOnlyWithinWhatCouldBeTrue(t *testing.T) {
 		if err := registers(reg("room/shop", []byte(`{"name":"shop"}`), ahead, peer), reg(gossip.NodeInfoRegister(peer), info, stamp, peer))(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, c.changed[0], func() bool {
+		testkit.Eventually(t, 10*time.Second, 0, "the peer's good entries and registers merged", func() bool {
 			s := c.stateOf(0)
 			for _, e := range ok {
 				if s.Get(e.Key, peer) != e.Value {
@@ -245,7 +238,7 @@ func TestPeersAreBelievedOnlyWithinWhatCouldBeTrue(t *testing.T) {
 			_, room := s.Register("room/shop")
 			_, ni := s.Register(gossip.NodeInfoRegister(peer))
 			return room && ni
-		})
+		}, nil)
 		if name := node.ReplicaNames()[peer]; name != "peer" {
 			t.Fatalf("the peer's announcement reads %q", name)
 		}
@@ -269,18 +262,9 @@ func TestNoStampLocksARoomOnTheRing(t *testing.T) {
 	}
 	c.nodes[0].SetRegister("room/shop", []byte("operator"))
 	for i := range c.nodes {
-		deadline := time.After(10 * time.Second)
-		for {
-			if r, _ := c.nodes[i].Register("room/shop"); string(r.Value) == "operator" {
-				break
-			}
-			select {
-			case <-c.changed[i]:
-			case <-time.After(50 * time.Millisecond):
-			case <-deadline:
-				r, _ := c.nodes[i].Register("room/shop")
-				t.Fatalf("node %d holds %q, want the operator's write", i, r.Value)
-			}
+		if !waitRegister(c, i, "room/shop", "operator") {
+			r, _ := c.nodes[i].Register("room/shop")
+			t.Fatalf("node %d holds %q, want the operator's write", i, r.Value)
 		}
 	}
 	// A later write on the other node wins too: its clock was not
@@ -291,19 +275,14 @@ func TestNoStampLocksARoomOnTheRing(t *testing.T) {
 	}
 }
 
+// waitRegister waits up to ten seconds until node i holds want in register
+// name, and reports whether it did.
 func waitRegister(c *cluster, i int, name, want string) bool {
-	deadline := time.After(10 * time.Second)
-	for {
-		if r, _ := c.nodes[i].Register(name); string(r.Value) == want {
-			return true
-		}
-		select {
-		case <-c.changed[i]:
-		case <-time.After(50 * time.Millisecond):
-		case <-deadline:
-			return false
-		}
-	}
+	_, ok := testkit.Poll(10*time.Second, 0, func() bool {
+		r, _ := c.nodes[i].Register(name)
+		return string(r.Value) == want
+	})
+	return ok
 }
 
 func TestARingNeedsAKey(t *testing.T) {

@@ -41,6 +41,8 @@ var layers = []layer{
 	{prefix: "policy/sim", may: []string{"crdt", "policy"}},
 	// Keeping the replicas of the crdt state in step.
 	{prefix: "gossip", may: []string{"crdt"}},
+	// The test support every package's tests share (poll, fake clock).
+	{prefix: "gossip/testkit"},
 	// The HTTP side wires the others together; packages split out of it
 	// (under edge/) may use it and each other.
 	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge"}},

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/crowd"
 )
 
 // TestBrowserQueuesThenLandsOnOrigin: a browser that finds the room full
@@ -42,8 +43,9 @@ func TestBrowserQueuesThenLandsOnOrigin(t *testing.T) {
 	}
 	// A new visitor's first page refreshes to the cookie check's address.
 	refreshHeader := header(resp.Headers, "Refresh")
-	refresh, next, err := parseRefresh(refreshHeader)
-	if err != nil || refresh < 17 || refresh > 23 {
+	rf, ok := crowd.ParseRefresh(refreshHeader)
+	refresh, next := int(rf.After/time.Second), rf.URL
+	if !ok || refresh < 17 || refresh > 23 {
 		t.Fatalf("queue page Refresh header %q, want 20±3 seconds", refreshHeader)
 	}
 	if !strings.HasPrefix(next, "/?__waitroom_cc=") {

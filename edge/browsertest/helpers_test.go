@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 const (
@@ -373,31 +373,30 @@ func readPage(ctx context.Context) (pageState, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[pageState](readPageJS))
 }
 
-// poll calls f every 250 ms until it reports done, ctx ends or limit passes.
-// Errors from f (a page between two documents, say) are kept for the
-// message and otherwise ignored.
+// poll calls f every 250 ms (testkit.Poll) until it reports done, ctx ends
+// or limit passes. Errors from f (a page between two documents, say) are
+// kept for the message and otherwise ignored.
 func poll(ctx context.Context, limit time.Duration, f func() (bool, error)) error {
-	deadline := time.Now().Add(limit)
 	var last error
-	for {
-		done, err := f()
-		if done {
-			return nil
+	_, done := testkit.Poll(limit, 250*time.Millisecond, func() bool {
+		if ctx.Err() != nil {
+			return true
 		}
+		done, err := f()
 		if err != nil {
 			last = err
 		}
-		if time.Now().After(deadline) {
-			if last != nil {
-				return fmt.Errorf("gave up after %s; last error: %w", limit, last)
-			}
-			return fmt.Errorf("gave up after %s", limit)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
+		return done
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case done:
+		return nil
+	case last != nil:
+		return fmt.Errorf("gave up after %s; last error: %w", limit, last)
+	default:
+		return fmt.Errorf("gave up after %s", limit)
 	}
 }
 
@@ -503,25 +502,6 @@ func header(h network.Headers, name string) string {
 		}
 	}
 	return ""
-}
-
-// parseRefresh reads a Refresh header: "N" reloads the page after N seconds,
-// "N; url=U" loads U instead. It returns the seconds and U ("" for the page
-// itself).
-func parseRefresh(h string) (int, string, error) {
-	secs, rest, _ := strings.Cut(h, ";")
-	n, err := strconv.Atoi(strings.TrimSpace(secs))
-	if err != nil {
-		return 0, "", fmt.Errorf("refresh %q: %w", h, err)
-	}
-	k, u, ok := strings.Cut(rest, "=")
-	if !ok {
-		return n, "", nil
-	}
-	if !strings.EqualFold(strings.TrimSpace(k), "url") {
-		return 0, "", fmt.Errorf("refresh %q: want \"N\" or \"N; url=...\"", h)
-	}
-	return n, strings.Trim(strings.TrimSpace(u), `'"`), nil
 }
 
 // blockAllCookies gives the browser a profile whose cookie setting is

@@ -1,0 +1,91 @@
+package testkit_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/gossip/testkit"
+)
+
+// recorder is a testing.TB that keeps a failure instead of ending the test.
+type recorder struct {
+	testing.TB
+	failed string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.failed = fmt.Sprintf(format, args...)
+}
+
+func TestPoll(t *testing.T) {
+	t.Run("a condition that holds at once returns without waiting a tick", func(t *testing.T) {
+		took, ok := testkit.Poll(time.Second, time.Hour, func() bool { return true })
+		if !ok || took >= time.Hour {
+			t.Fatalf("Poll = %v, %v", took, ok)
+		}
+	})
+	t.Run("a condition made true by another goroutine ends the wait", func(t *testing.T) {
+		var v atomic.Bool
+		go v.Store(true)
+		if _, ok := testkit.Poll(10*time.Second, time.Millisecond, v.Load); !ok {
+			t.Fatal("the condition held but Poll gave up")
+		}
+	})
+	t.Run("a condition that never holds reports false after the timeout", func(t *testing.T) {
+		var checks atomic.Int32
+		_, ok := testkit.Poll(30*time.Millisecond, time.Millisecond, func() bool { checks.Add(1); return false })
+		if ok {
+			t.Fatal("Poll reported a condition that never held")
+		}
+		if checks.Load() < 2 {
+			t.Fatalf("checked %d times, want the condition re-checked", checks.Load())
+		}
+	})
+}
+
+func TestEventually(t *testing.T) {
+	t.Run("a timeout fails the test with what was awaited and the last value seen", func(t *testing.T) {
+		r := &recorder{TB: t}
+		n := 0
+		testkit.Eventually(r, 20*time.Millisecond, time.Millisecond, "three members", func() bool { n++; return false },
+			func() string { return fmt.Sprintf("%d checks", n) })
+		if !strings.Contains(r.failed, "three members: not within 20ms") || !strings.Contains(r.failed, "last seen: ") {
+			t.Fatalf("failure %q does not say what was awaited and seen", r.failed)
+		}
+	})
+	t.Run("a condition that holds does not fail the test", func(t *testing.T) {
+		r := &recorder{TB: t}
+		testkit.Eventually(r, time.Second, 0, "anything", func() bool { return true }, nil)
+		if r.failed != "" {
+			t.Fatalf("failed: %s", r.failed)
+		}
+	})
+}
+
+func TestClock(t *testing.T) {
+	start := time.Date(2030, 6, 1, 12, 0, 5, 0, time.UTC)
+	tests := []struct {
+		name string
+		move func(c *testkit.Clock)
+		want time.Time
+	}{
+		{"a new clock stands still at its start", func(*testkit.Clock) {}, start},
+		{"advance moves it on", func(c *testkit.Clock) { c.Advance(time.Minute) }, start.Add(time.Minute)},
+		{"set moves it forward", func(c *testkit.Clock) { c.Set(start.Add(time.Hour)) }, start.Add(time.Hour)},
+		{"set never moves it back", func(c *testkit.Clock) { c.Set(start.Add(-time.Hour)) }, start},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testkit.NewClock(start)
+			tc.move(c)
+			if got := c.Now(); !got.Equal(tc.want) {
+				t.Fatalf("Now = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -23,7 +23,7 @@ type StateDoc struct {
 	// Lag is the gossip delay the allocations assume, measured or
 	// configured, with each peer's measured delay and clock offset.
 	Lag   *LagDoc      `json:"lag,omitempty"`
-	Rooms       []RoomStatus    `json:"rooms"`
+	Rooms []RoomStatus `json:"rooms"`
 }
 
 // RoomStatus is one room's merged figures, named after Cloudflare's waiting

@@ -143,9 +143,9 @@ type Node struct {
 	names      map[crdt.ReplicaID]string
 	stampPeers atomic.Bool
 	lagCache   atomic.Pointer[cachedLag]
-	skewLogged time.Time // guarded by peersMu
-	mlReady  atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
-	heardAt  atomic.Int64                          // unix nanoseconds of the last gossip from a peer
+	skewLogged time.Time                             // guarded by peersMu
+	mlReady    atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
+	heardAt    atomic.Int64                          // unix nanoseconds of the last gossip from a peer
 	// peakMembers is the largest ring this node has seen, and when.
 	peakMembers, peakAt atomic.Int64
 	hadPeers            atomic.Bool

@@ -61,6 +61,7 @@ func (d *delegate) NotifyMsg(b []byte) {
 	if m.At > 0 && len(changed.Entries) > 0 {
 		n.noteDelay(changed.Entries, m.At, at)
 	}
+	n.noteBeats(changed.Registers, at)
 	if !changed.Empty() {
 		k := uint64(len(changed.Entries) + len(changed.Registers))
 		n.stats.merged.Add(k)

@@ -112,3 +112,28 @@ func TestMeasuredClockOffset(t *testing.T) {
 		})
 	}
 }
+
+// TestAnIdleRingIsMeasured: nodes that count nothing still beat, so their
+// peers know how late their news would arrive before a flood begins.
+func TestAnIdleRingIsMeasured(t *testing.T) {
+	const beat = 100 * time.Millisecond
+	a := startNode(t, gossip.Config{Name: "a", BeatInterval: beat, Tune: lagTune, Log: testLog(t)})
+	b := startNode(t, gossip.Config{Name: "b", BeatInterval: beat, Tune: lagTune, Log: testLog(t), Seeds: []string{a.Addr()}})
+	waitNumMembers(t, a, 2, 10*time.Second)
+	waitNumMembers(t, b, 2, 10*time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		la, lb := a.Lag(time.Now()), b.Lag(time.Now())
+		if la.Measured && lb.Measured {
+			t.Logf("idle ring measured: a hears b %.1f ms late, b hears a %.1f ms late", la.DelayMs, lb.DelayMs)
+			if la.Delay >= time.Second || lb.Delay >= time.Second {
+				t.Errorf("an idle loopback ring measured %v and %v", la.Delay, lb.Delay)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an idle ring was not measured within 20 s: %+v %+v", la, lb)
+		}
+		time.Sleep(beat)
+	}
+}

@@ -76,6 +76,12 @@ func (n *Node) noteDelay(entries []crdt.Entry, at int64, now time.Time) {
 			return
 		}
 	}
+	n.noteDelayOf(r, at, now)
+}
+
+// noteDelayOf records the delay of a change replica r made at unix ms at
+// (its clock), received at now.
+func (n *Node) noteDelayOf(r crdt.ReplicaID, at int64, now time.Time) {
 	n.peersMu.Lock()
 	name, ok := n.names[r]
 	n.peersMu.Unlock()

@@ -59,6 +59,10 @@ type Config struct {
 	// members it lost and seeds outside the ring (0: 30 s), so that sides
 	// of a partition that forgot each other still merge when it heals.
 	SearchInterval time.Duration
+	// BeatInterval is how long a node without counts of its own to send
+	// waits before it beats, so its peers can still measure how late its
+	// news reaches them (0: BeatInterval).
+	BeatInterval time.Duration
 
 	// OnChange is called after a merge from a peer changed the state. It
 	// must not block (coalesce on a channel of size one).
@@ -143,6 +147,9 @@ type Node struct {
 	names      map[crdt.ReplicaID]string
 	stampPeers atomic.Bool
 	lagCache   atomic.Pointer[cachedLag]
+	// lastOwn is when (unix ns, node clock) the node last queued counts of
+	// its own or beat (beat.go).
+	lastOwn    atomic.Int64
 	skewLogged time.Time                             // guarded by peersMu
 	mlReady    atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
 	heardAt    atomic.Int64                          // unix nanoseconds of the last gossip from a peer
@@ -220,9 +227,10 @@ func Start(cfg Config) (*Node, error) {
 		}
 	}
 	n.publishNodeInfo(false)
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.joinLoop()
 	go n.pruneLoop()
+	go n.beatLoop()
 	n.log.Info().Str("addr", n.Addr()).Str("replica", n.replica.String()).Bool("authenticated", !cfg.Insecure).Msg("gossip node started")
 	if cfg.Insecure {
 		n.bound = net.JoinHostPort(mc.BindAddr, strconv.Itoa(mc.BindPort))
@@ -778,6 +786,9 @@ func (n *Node) flush() {
 
 	stamped := n.stampPeers.Load()
 	for i, e := range entries {
+		if e.Replica == n.replica {
+			n.lastOwn.Store(n.clock().UnixNano())
+		}
 		var msg []byte
 		var err error
 		if stamped {

@@ -52,6 +52,20 @@ func TestMeasureFloodFill(t *testing.T) {
 					t.Fatal("no ring")
 				}
 			}
+			// A ring that has run a while: with the lag measured, every
+			// node has heard every peer's beats before the flood.
+			for deadline := time.Now().Add(60 * time.Second); measured; time.Sleep(100 * time.Millisecond) {
+				ok := true
+				for _, s := range srvs {
+					ok = ok && s.StateDoc().Lag.Measured
+				}
+				if ok {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the lag was not measured within a minute")
+				}
+			}
 			admitted, firstQueuedAfter := 0, -1
 			var lagAtFirstQueue float64
 			start := time.Now()

@@ -83,6 +83,12 @@ func TestMeasureFloodFill(t *testing.T) {
 			}
 			t.Logf("profile %s, gossip_lag_measured %v: first queued after %d of %d admitted (utilisation %.3f, lag in use there %.0f ms); %d admitted in all",
 				profile, measured, firstQueuedAfter, limit, float64(firstQueuedAfter)/limit, lagAtFirstQueue, admitted)
+			for i, s := range srvs {
+				l := s.StateDoc().Lag
+				for _, p := range l.Ring.Peers {
+					t.Logf("after the flood, pop-%d hears %s %.0f ms late (p99; max %.0f ms over %d samples)", i+1, p.Name, p.DelayMs, p.DelayMaxMs, p.Samples)
+				}
+			}
 			if admitted > limit*102/100 {
 				t.Errorf("admitted %d, limit %d", admitted, limit)
 			}

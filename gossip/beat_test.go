@@ -64,3 +64,47 @@ func TestBeatOnlyWhenIdle(t *testing.T) {
 		}
 	})
 }
+
+func TestClockSkewIsLoggedOnceAMinute(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	n := bareNode("a", func() time.Time { return now })
+	n.log = zerolog.New(&buf)
+	for _, p := range []string{"b", "c", "d"} {
+		n.peers[p] = memberlist.Node{Name: p}
+	}
+	// Two of three peers agree among themselves, 6 minutes ahead of a.
+	n.lag.addOffset("b", now, 6*time.Minute, time.Millisecond)
+	n.lag.addOffset("c", now, 6*time.Minute+time.Second, time.Millisecond)
+	n.lag.addOffset("d", now, 0, time.Millisecond)
+	lines := func() int { return strings.Count(buf.String(), "clock is") }
+	n.checkClock(now)
+	t.Run("a node whose clock is 6 minutes off its peers' median says so", func(t *testing.T) {
+		if lines() != 1 || !strings.Contains(buf.String(), `"level":"warn"`) {
+			t.Fatalf("log:\n%s", buf.String())
+		}
+	})
+	t.Run("it says so once a minute, not at every check", func(t *testing.T) {
+		now = now.Add(15 * time.Second)
+		n.checkClock(now)
+		if lines() != 1 {
+			t.Fatalf("log:\n%s", buf.String())
+		}
+		now = now.Add(time.Minute)
+		n.checkClock(now)
+		if lines() != 2 {
+			t.Fatalf("log:\n%s", buf.String())
+		}
+	})
+	t.Run("a node in step with its peers' median says nothing", func(t *testing.T) {
+		var quiet bytes.Buffer
+		m := bareNode("a", func() time.Time { return now })
+		m.log = zerolog.New(&quiet)
+		m.peers["b"] = memberlist.Node{Name: "b"}
+		m.lag.addOffset("b", now, 4*time.Minute, time.Millisecond)
+		m.checkClock(now)
+		if quiet.Len() != 0 {
+			t.Fatalf("log:\n%s", quiet.String())
+		}
+	})
+}

@@ -1,8 +1,13 @@
 package gossip
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/crdt"
 )

@@ -70,7 +70,8 @@
 // oldest change in it (a stamped entries message), kept as it is relayed;
 // every probe's ack carries the responder's clock, which gives each peer's
 // clock offset NTP-style. When a stamped change first reaches a node, its
-// delay (receive time − stamp + offset) is a sample of its origin. Lag and
+// delay (receive time − stamp + offset) is a sample of its origin; a node
+// with no counts of its own to send beats instead (beat.go). Lag and
 // RingDelay report each live peer's offset and delay percentile over the
 // last minute, and the ring's figure once every live peer has given enough
 // samples (lag.go). A node sends stamped messages only while every peer's

@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,43 +13,55 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 )
 
-func TestBeatRegisters(t *testing.T) {
-	a, b := crdt.NewReplicaID("a", 1), crdt.NewReplicaID("b", 1)
-	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+func TestBeats(t *testing.T) {
+	a := crdt.NewReplicaID("a", 1)
+	t.Run("a beat decodes to its replica and time", func(t *testing.T) {
+		m, err := Decode(must(EncodeBeat(a, 1_700_000_000_123)), MaxPacketMessage)
+		if err != nil || m.Type != msgBeat || m.Origin != a || m.At != 1_700_000_000_123 {
+			t.Fatalf("got %+v (%v)", m, err)
+		}
+	})
 	for _, tc := range []struct {
-		name  string
-		reg   crdt.RegisterEntry
-		valid bool
+		name string
+		body any
+		want error
 	}{
-		{"a beat under its writer's name holding a time is accepted", crdt.RegisterEntry{Name: BeatRegister(a), Reg: crdt.LWW[[]byte]{Value: encodeBeat(now.UnixMilli()), Replica: a}}, true},
-		{"a beat written by another replica is refused", crdt.RegisterEntry{Name: BeatRegister(a), Reg: crdt.LWW[[]byte]{Value: encodeBeat(now.UnixMilli()), Replica: b}}, false},
-		{"a beat that holds no time is refused", crdt.RegisterEntry{Name: BeatRegister(a), Reg: crdt.LWW[[]byte]{Value: []byte("soon"), Replica: a}}, false},
-		{"a beat at time zero is refused", crdt.RegisterEntry{Name: BeatRegister(a), Reg: crdt.LWW[[]byte]{Value: encodeBeat(0), Replica: a}}, false},
+		{"a beat without a replica is refused", []any{uint64(0), int64(1)}, errValidation},
+		{"a beat at time zero is refused", []any{uint64(a), int64(0)}, errValidation},
+		{"a beat before 1970 is refused", []any{uint64(a), int64(-5)}, errValidation},
+		{"a beat with a field missing is refused", []any{uint64(a)}, errMalformed},
+		{"a beat with a string for a time is refused", []any{uint64(a), "now"}, errMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := checkBeat(tc.reg); (err == nil) != tc.valid {
-				t.Fatalf("checkBeat: %v, want valid %v", err, tc.valid)
+			if _, err := Decode(raw(t, msgBeat, tc.body), MaxPacketMessage); !errors.Is(err, tc.want) {
+				t.Fatalf("error %v, want %v", err, tc.want)
 			}
 		})
 	}
 }
 
+// queued decodes what n's broadcast queue holds.
+func queued(t *testing.T, n *Node) []Message {
+	t.Helper()
+	var out []Message
+	for _, b := range n.queue.GetBroadcasts(0, 1<<16) {
+		m, err := Decode(b, MaxPacketMessage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 func TestBeatOnlyWhenIdle(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	n := bareNode("a", clock)
+	n := bareNode("a", func() time.Time { return now })
 	n.updateStampPeersLocked()
-	beat := func() (int64, bool) {
-		r, ok := n.Register(BeatRegister(n.replica))
-		if !ok {
-			return 0, false
-		}
-		return decodeBeat(r.Value)
-	}
-	n.beatIfIdle(now)
 	t.Run("a node that has sent nothing beats", func(t *testing.T) {
-		if at, ok := beat(); !ok || at != now.UnixMilli() {
-			t.Fatalf("beat %d (%v), want %d", at, ok, now.UnixMilli())
+		n.beatIfIdle(now)
+		if q := queued(t, n); len(q) != 1 || q[0].Type != msgBeat || q[0].At != now.UnixMilli() || q[0].Origin != n.replica {
+			t.Fatalf("queued %+v", q)
 		}
 	})
 	t.Run("a node that sent counts within the interval does not beat", func(t *testing.T) {
@@ -57,15 +70,64 @@ func TestBeatOnlyWhenIdle(t *testing.T) {
 		n.flush()
 		now = now.Add(BeatInterval / 2)
 		n.beatIfIdle(now)
-		if at, _ := beat(); at != now.Add(-3*BeatInterval/2).UnixMilli() {
-			t.Fatalf("beat at %d, want the first one only", at)
+		for _, m := range queued(t, n) {
+			if m.Type == msgBeat && m.At == now.UnixMilli() {
+				t.Fatalf("beat while sending counts: %+v", m)
+			}
 		}
 	})
 	t.Run("a node idle for the interval beats again", func(t *testing.T) {
 		now = now.Add(BeatInterval / 2)
 		n.beatIfIdle(now)
-		if at, _ := beat(); at != now.UnixMilli() {
-			t.Fatalf("beat at %d, want %d", at, now.UnixMilli())
+		beat := false
+		for _, m := range queued(t, n) {
+			beat = beat || (m.Type == msgBeat && m.At == now.UnixMilli())
+		}
+		if !beat {
+			t.Fatal("no beat")
+		}
+	})
+	t.Run("a node with a peer that predates beats does not beat", func(t *testing.T) {
+		m := bareNode("a", func() time.Time { return now })
+		m.peers["old"] = memberlist.Node{Name: "old"}
+		m.updateStampPeersLocked()
+		m.beatIfIdle(now)
+		if q := queued(t, m); len(q) != 0 {
+			t.Fatalf("queued %+v", q)
+		}
+	})
+}
+
+func TestBeatArrival(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	origin := crdt.NewReplicaID("a", 1)
+	n := bareNode("b", func() time.Time { return now })
+	n.names[origin] = "a"
+	n.lag.addOffset("a", now, 30*time.Second, time.Millisecond) // a's clock runs 30 s ahead
+	beat := must(EncodeBeat(origin, now.Add(30*time.Second-90*time.Millisecond).UnixMilli()))
+	(*delegate)(n).NotifyMsg(beat)
+	t.Run("the first arrival of a beat is a delay sample of its origin", func(t *testing.T) {
+		if p := n.lag.peer("a", now); p.Samples != 1 || p.Delay() != 90*time.Millisecond {
+			t.Fatalf("origin a: %+v", p)
+		}
+	})
+	t.Run("the first arrival is relayed", func(t *testing.T) {
+		if q := queued(t, n); len(q) != 1 || q[0].Origin != origin {
+			t.Fatalf("queued %+v", q)
+		}
+	})
+	t.Run("a beat heard again is neither a sample nor relayed", func(t *testing.T) {
+		(*delegate)(n).NotifyMsg(beat)
+		if p := n.lag.peer("a", now); p.Samples != 1 {
+			t.Fatalf("origin a: %+v", p)
+		}
+		if q := queued(t, n); len(q) != 0 {
+			t.Fatalf("queued %+v", q)
+		}
+	})
+	t.Run("a beat changes nothing in the state", func(t *testing.T) {
+		if st := n.state.Stats(); st.Entries != 0 || st.Registers != 0 {
+			t.Fatalf("state %+v", st)
 		}
 	})
 }

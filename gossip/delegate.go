@@ -38,6 +38,10 @@ func (d *delegate) NotifyMsg(b []byte) {
 		n.log.Debug().Err(err).Int("bytes", len(b)).Msg("dropped gossip message")
 		return
 	}
+	if m.Type == msgBeat {
+		n.onBeat(b, m, n.clock())
+		return
+	}
 	at := n.clock()
 	now := at.UnixMilli()
 	delta := n.screen(m.Delta, now)
@@ -61,7 +65,6 @@ func (d *delegate) NotifyMsg(b []byte) {
 	if m.At > 0 && len(changed.Entries) > 0 {
 		n.noteDelay(changed.Entries, m.At, at)
 	}
-	n.noteBeats(changed.Registers, at)
 	if !changed.Empty() {
 		k := uint64(len(changed.Entries) + len(changed.Registers))
 		n.stats.merged.Add(k)

@@ -108,11 +108,6 @@ func (n *Node) screen(d crdt.Delta, nowMillis int64) crdt.Delta {
 				n.refuse(RefusedNodeInfo, err)
 				continue
 			}
-		} else if strings.HasPrefix(r.Name, beatPrefix) {
-			if err := checkBeat(r); err != nil {
-				n.refuse(RefusedBeat, err)
-				continue
-			}
 		} else if n.cfg.CheckRegister != nil {
 			if err := n.cfg.CheckRegister(r.Name, r.Reg.Value); err != nil {
 				n.refuse(RefusedRegister, fmt.Errorf("register %q: %w", r.Name, err))

@@ -148,8 +148,11 @@ type Node struct {
 	stampPeers atomic.Bool
 	lagCache   atomic.Pointer[cachedLag]
 	// lastOwn is when (unix ns, node clock) the node last queued counts of
-	// its own or beat (beat.go).
-	lastOwn    atomic.Int64
+	// its own or a beat (beat.go).
+	lastOwn atomic.Int64
+	// beats is the latest beat heard from each replica (unix ms, its
+	// clock); guarded by peersMu.
+	beats      map[crdt.ReplicaID]int64
 	skewLogged time.Time                             // guarded by peersMu
 	mlReady    atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
 	heardAt    atomic.Int64                          // unix nanoseconds of the last gossip from a peer

@@ -28,6 +28,11 @@ const (
 	// every peer announced that it reads it (featureStamped in the node
 	// meta); every node still reads msgEntries.
 	msgStampedEntries = 4
+	// msgBeat is an idle node's heartbeat, [replica, at]: its clock (unix
+	// ms) when it beat. It is not state: a node takes a delay sample from
+	// the first arrival of each beat and relays it. Sent, like stamped
+	// entries, only when every peer reads it.
+	msgBeat = 5
 
 	// MaxPacketMessage bounds a broadcast message: well under memberlist's
 	// 1,400-byte UDP budget once compound-message overhead and the label are
@@ -145,6 +150,11 @@ func EncodeStampedEntries(es []crdt.Entry, at int64) ([]byte, error) {
 	return encode(msgStampedEntries, []any{at, ws})
 }
 
+// EncodeBeat encodes replica r's heartbeat at unix ms at of its clock.
+func EncodeBeat(r crdt.ReplicaID, at int64) ([]byte, error) {
+	return encode(msgBeat, []any{uint64(r), at})
+}
+
 // EncodeRegisters encodes a batch of registers as one message.
 func EncodeRegisters(rs []crdt.RegisterEntry) ([]byte, error) {
 	ws := make([]wireRegister, len(rs))
@@ -201,8 +211,11 @@ type Message struct {
 	Delta   crdt.Delta
 	Horizon int64 // full state only
 	// At is the origin's wall-clock time (unix ms) of the oldest change a
-	// stamped entries message carries; 0 when unknown or not stamped.
+	// stamped entries message carries (0 when unknown or not stamped), or
+	// of a beat.
 	At int64
+	// Origin is the replica that beat (beats only).
+	Origin crdt.ReplicaID
 }
 
 // Decode parses and validates one message of at most limit bytes. Any error
@@ -247,6 +260,15 @@ func Decode(b []byte, limit int) (Message, error) {
 			}
 			m.Delta.Entries[i] = e
 		}
+	case msgBeat:
+		bt, err := decodeBody(body, (*reader).beat)
+		if err != nil {
+			return Message{}, err
+		}
+		if bt.replica == 0 || bt.at <= 0 {
+			return Message{}, fmt.Errorf("%w: beat of replica %d at %d", errValidation, bt.replica, bt.at)
+		}
+		m.Origin, m.At = crdt.ReplicaID(bt.replica), bt.at
 	case msgRegisters:
 		ws, err := decodeBody(body, func(r *reader) ([]wireRegister, error) { return list(r, 6, r.register) })
 		if err != nil {
@@ -452,6 +474,25 @@ func (r *reader) stamped() (s stamped, err error) {
 	}
 	s.entries, err = list(r, 7, r.entry)
 	return s, err
+}
+
+type beat struct {
+	replica uint64
+	at      int64
+}
+
+// beat reads [replica, at].
+func (r *reader) beat() (b beat, err error) {
+	if err = r.array(2); err != nil {
+		return b, err
+	}
+	if b.replica, err = r.dec.DecodeUint64(); err != nil {
+		return b, fmt.Errorf("replica: %w", err)
+	}
+	if b.at, err = r.dec.DecodeInt64(); err != nil {
+		return b, fmt.Errorf("time: %w", err)
+	}
+	return b, nil
 }
 
 // register reads [name, value, wall, logical, replica].

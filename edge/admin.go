@@ -68,6 +68,7 @@ func (s *Server) StateDoc() *StateDoc {
 		Time:        now.UTC(),
 		Members:     s.node.Members(),
 		Gossip:      s.node.Stats(),
+		Lag:         s.lagDoc(now),
 	}
 	slices.SortFunc(d.Members, func(a, b gossip.Member) int {
 		if a.Name < b.Name {

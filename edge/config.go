@@ -106,6 +106,8 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 //   - seeds: each a host name or IP address, with an optional :port.
 //   - gossip_profile: lan (default), local or wan.
 //   - gossip_label: at most 255 bytes (memberlist's limit).
+//   - gossip_lag: 0 (by profile: local 1s, lan 2s, wan 10s) or 100ms to 5m;
+//     gossip_lag_measured: true (default) or false.
 //   - gossip_key_file or $WAITROOM_GOSSIP_KEY: required on a node with seeds
 //     or a non-loopback gossip address unless insecure_gossip is true
 //     (checked when the node starts, as the key may come from elsewhere).
@@ -191,6 +193,15 @@ type Config struct {
 	// must cover the real delay. Default by profile: local 1s, lan 2s,
 	// wan 10s.
 	GossipLag Duration `yaml:"gossip_lag" json:"gossip_lag,omitempty"`
+	// GossipLagMeasured (default true) lets the policy assume the gossip
+	// delay this node measures instead of GossipLag, once every live peer
+	// has given enough samples: twice the measured delay plus the time an
+	// allocation takes to follow a merge, at least 150ms and never more
+	// than GossipLag. The configured bound is far above what a ring
+	// usually sees, and each second of it leaves (nodes − 1) × the
+	// admission rate × that second of the limits unused at the start of
+	// a flood. false always assumes GossipLag.
+	GossipLagMeasured *bool `yaml:"gossip_lag_measured" json:"gossip_lag_measured,omitempty"`
 
 	// StaleState is what a node does when it has lost touch with its peers
 	// (no other member, or no gossip for StaleAfter): "open" (default)

@@ -74,3 +74,36 @@ func (m *metrics) forRoom(name string) roomMetrics {
 		cookiesRequired:  c("cookies_required"),
 	}
 }
+
+// lagCollector exports the gossip lag the allocations assume and each live
+// peer's measured delay and clock offset, at scrape time.
+type lagCollector struct{ s *Server }
+
+var (
+	descLagInUse   = prometheus.NewDesc("waitroom_gossip_lag_seconds", "The gossip delay the allocations assume (measured, or the configured gossip_lag); measured is 1 when it comes from measurement.", []string{"measured"}, nil)
+	descPeerDelay  = prometheus.NewDesc("waitroom_gossip_peer_delay_seconds", "How late a peer's counts reach this node: the 99th percentile over the last minute.", []string{"peer"}, nil)
+	descPeerOffset = prometheus.NewDesc("waitroom_gossip_peer_clock_offset_seconds", "A peer's clock minus this node's, measured over gossip probes.", []string{"peer"}, nil)
+)
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLagInUse
+	ch <- descPeerDelay
+	ch <- descPeerOffset
+}
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	d := c.s.lagDoc(c.s.clock())
+	measured := "0"
+	if d.Measured {
+		measured = "1"
+	}
+	ch <- prometheus.MustNewConstMetric(descLagInUse, prometheus.GaugeValue, d.InUseMs/1000, measured)
+	for _, p := range d.Ring.Peers {
+		if p.Samples > 0 {
+			ch <- prometheus.MustNewConstMetric(descPeerDelay, prometheus.GaugeValue, p.DelayMs/1000, p.Name)
+		}
+		if p.OffsetKnown {
+			ch <- prometheus.MustNewConstMetric(descPeerOffset, prometheus.GaugeValue, p.ClockOffsetMs/1000, p.Name)
+		}
+	}
+}

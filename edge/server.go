@@ -97,7 +97,7 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 		s.clock = time.Now
 	}
 	s.metrics = newMetrics()
-	s.metrics.reg.MustRegister(&stateCollector{s: s})
+	s.metrics.reg.MustRegister(&stateCollector{s: s}, &lagCollector{s: s})
 	keys, err := loadCookieKeys(cfg, s.log)
 	if err != nil {
 		return nil, err
@@ -223,9 +223,16 @@ func loadCookieKeys(cfg *Config, log zerolog.Logger) (*cookie.Keyring, error) {
 	return LoadCookieKeys(path)
 }
 
-// gossipLag is the bound on gossip delay the policy assumes: the config's,
-// or the profile's typical worst case.
+// gossipLag is the bound on gossip delay the policy assumes (policy.Room.Lag):
+// the measured one when there is one, else the configured one.
 func (s *Server) gossipLag() time.Duration {
+	l, _ := s.lagInUse(s.clock())
+	return l
+}
+
+// configuredLag is the config's bound on gossip delay, or the profile's
+// typical worst case.
+func (s *Server) configuredLag() time.Duration {
 	if s.cfg.GossipLag > 0 {
 		return time.Duration(s.cfg.GossipLag)
 	}
@@ -237,6 +244,76 @@ func (s *Server) gossipLag() time.Duration {
 	}
 	return 2 * time.Second
 }
+
+// How the measured gossip delay becomes the lag the policy assumes (see
+// measuredLag).
+const (
+	// lagSafety multiplies the measured delay: the delay is a percentile
+	// over the last minute, and a burst may be slower than what was seen.
+	lagSafety = 2
+	// allocationFollow is how long an allocation may take to follow a
+	// merge: the allocation loop recomputes at most every 50 ms.
+	allocationFollow = 50 * time.Millisecond
+	// lagFloor is the least lag assumed, however fast the ring looks.
+	lagFloor = 150 * time.Millisecond
+)
+
+// measuredLag is the lag assumed for a measured ring delay d: d ×
+// lagSafety + allocationFollow, at least lagFloor, never more than the
+// configured bound.
+func measuredLag(d, configured time.Duration) time.Duration {
+	return min(max(d*lagSafety+allocationFollow, lagFloor), configured)
+}
+
+// lagInUse is the lag the policy assumes at now and whether it comes from
+// measurement. The policy must leave room for what the other nodes admitted
+// within the lag that this node has not heard of, so the lag decides how
+// full a flooded room gets before it queues: the configured bound (1-10 s)
+// is far above the usual delay (0.1-0.3 s). The measurement is used only
+// once every live peer has given enough recent samples (gossip.RingDelay),
+// and never beyond the configured bound; gossip_lag_measured: false turns
+// it off.
+func (s *Server) lagInUse(now time.Time) (time.Duration, bool) {
+	conf := s.configuredLag()
+	if s.cfg.GossipLagMeasured != nil && !*s.cfg.GossipLagMeasured {
+		return conf, false
+	}
+	d, ok := s.node.RingDelay(now)
+	if !ok {
+		return conf, false
+	}
+	return measuredLag(d, conf), true
+}
+
+// LagDoc is the lag section of the state document: the gossip delay the
+// allocation assumes and what it was derived from.
+type LagDoc struct {
+	// InUseMs is the lag the policy assumes now (policy.Room.Lag), in ms.
+	InUseMs float64 `json:"in_use_ms"`
+	// Measured: InUseMs comes from the measured delay, not the config.
+	Measured bool `json:"measured"`
+	// ConfiguredMs is the configured bound (gossip_lag, or the profile's).
+	ConfiguredMs float64 `json:"configured_ms"`
+	// MeasuringOn is false when gossip_lag_measured is false.
+	MeasuringOn bool `json:"measuring_on"`
+	// Ring is the measured delay: the ring-wide figure and each live
+	// peer's delay and clock offset.
+	Ring gossip.RingLag `json:"ring"`
+}
+
+// lagDoc reports the lag in use at now.
+func (s *Server) lagDoc(now time.Time) *LagDoc {
+	inUse, measured := s.lagInUse(now)
+	return &LagDoc{
+		InUseMs:      durMs(inUse),
+		Measured:     measured,
+		ConfiguredMs: durMs(s.configuredLag()),
+		MeasuringOn:  s.cfg.GossipLagMeasured == nil || *s.cfg.GossipLagMeasured,
+		Ring:         s.node.Lag(now),
+	}
+}
+
+func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // staleClosed reports whether the node is cut off from its peers and
 // configured to fail closed. Entering and leaving that state is logged.

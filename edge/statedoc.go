@@ -20,7 +20,10 @@ type StateDoc struct {
 	Time        time.Time       `json:"time"`
 	Members     []gossip.Member `json:"members"`
 	Gossip      gossip.Stats    `json:"gossip"`
-	Rooms       []RoomStatus    `json:"rooms"`
+	// Lag is the gossip delay the allocations assume, measured or
+	// configured, with each peer's measured delay and clock offset.
+	Lag   *LagDoc      `json:"lag,omitempty"`
+	Rooms []RoomStatus `json:"rooms"`
 }
 
 // RoomStatus is one room's merged figures, named after Cloudflare's waiting
@@ -88,6 +91,23 @@ func WriteStateTable(w io.Writer, d *StateDoc) error {
 		fmt.Fprintf(tw, ", dropped %v", g.Dropped)
 	}
 	fmt.Fprintln(tw)
+	if l := d.Lag; l != nil {
+		src := "configured"
+		if l.Measured {
+			src = "measured"
+		}
+		fmt.Fprintf(tw, "gossip lag in use: %s (%s; configured %s)\n", msDur(l.InUseMs), src, msDur(l.ConfiguredMs))
+		if len(l.Ring.Peers) > 0 {
+			fmt.Fprintln(tw, "PEER\tDELAY P99\tDELAY MAX\tSAMPLES\tCLOCK OFFSET")
+			for _, p := range l.Ring.Peers {
+				off := "unknown"
+				if p.OffsetKnown {
+					off = fmt.Sprintf("%s ± %s", msDur(p.ClockOffsetMs), msDur(p.OffsetRTTMs/2))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", p.Name, msDur(p.DelayMs), msDur(p.DelayMaxMs), p.Samples, off)
+			}
+		}
+	}
 	if len(d.Rooms) == 0 {
 		fmt.Fprintln(tw, "\nno rooms on this node")
 	}
@@ -135,6 +155,10 @@ func WriteStateTable(w io.Writer, d *StateDoc) error {
 		}
 	}
 	return tw.Flush()
+}
+
+func msDur(ms float64) string {
+	return time.Duration(ms * float64(time.Millisecond)).Round(time.Millisecond).String()
 }
 
 func humanBytes(n uint64) string {

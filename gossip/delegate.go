@@ -14,7 +14,8 @@ type delegate Node
 
 func (d *delegate) node() *Node { return (*Node)(d) }
 
-func (d *delegate) NodeMeta(limit int) []byte { return nil }
+// NodeMeta announces the wire features this node reads (see featureStamped).
+func (d *delegate) NodeMeta(limit int) []byte { return []byte{featureStamped} }
 
 // NotifyMsg merges a broadcast from a peer and relays what was new here:
 // without the relay, most nodes of a large ring would wait for push-pull.
@@ -37,18 +38,33 @@ func (d *delegate) NotifyMsg(b []byte) {
 		n.log.Debug().Err(err).Int("bytes", len(b)).Msg("dropped gossip message")
 		return
 	}
-	now := n.clock().UnixMilli()
+	if m.Type == msgBeat {
+		n.onBeat(b, m, n.clock())
+		return
+	}
+	at := n.clock()
+	now := at.UnixMilli()
 	delta := n.screen(m.Delta, now)
 	n.mu.Lock()
 	changed := n.state.MergeAt(delta, now)
 	for _, e := range changed.Entries {
-		n.dirty[cellID{e.Key, e.Replica}] = struct{}{}
+		id := cellID{e.Key, e.Replica}
+		n.dirty[id] = struct{}{}
+		// Relayed with the origin's stamp: the oldest change not yet sent.
+		if old, ok := n.dirtyAt[id]; m.At > 0 && (!ok || old == 0 || m.At < old) {
+			n.dirtyAt[id] = m.At
+		} else if !ok {
+			n.dirtyAt[id] = 0
+		}
 	}
 	for _, r := range changed.Registers {
 		n.dirtyRegs[r.Name] = struct{}{}
 	}
 	n.mu.Unlock()
 	n.noteNodeInfo(changed.Registers)
+	if m.At > 0 && len(changed.Entries) > 0 {
+		n.noteDelay(changed.Entries, m.At, at)
+	}
 	if !changed.Empty() {
 		k := uint64(len(changed.Entries) + len(changed.Registers))
 		n.stats.merged.Add(k)

@@ -64,6 +64,21 @@
 // once a minute per reason. Register
 // values are opaque here; the package that writes a register decodes it.
 //
+// # How late peers' counts arrive
+//
+// Every counter broadcast carries its origin's wall-clock time of the
+// oldest change in it (a stamped entries message), kept as it is relayed;
+// every probe's ack carries the responder's clock, which gives each peer's
+// clock offset NTP-style. When a stamped change first reaches a node, its
+// delay (receive time − stamp + offset) is a sample of its origin; a node
+// with no counts of its own to send beats instead (beat.go). Lag and
+// RingDelay report each live peer's offset and delay percentile over the
+// last minute, and the ring's figure once every live peer has given enough
+// samples (lag.go). A node sends stamped messages only while every peer's
+// memberlist meta says it reads them, so older nodes keep getting plain
+// ones; every node still reads both. A node whose clock is more than five
+// minutes off its peers' median says so in its log once a minute.
+//
 // FaultNet is a memberlist transport for tests that loses, delays,
 // duplicates and partitions packets between nodes of one process.
 package gossip

@@ -22,6 +22,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(must(EncodeRegisters([]crdt.RegisterEntry{register("room/shop", []byte(`{"total_active_users":100}`), 1_700_000_000_000, 2, a)})))
 	s := roomState(3, 3)
 	f.Add(must(EncodeFull(s.Full(), s.Horizon())))
+	f.Add(must(EncodeBeat(a, 1_700_000_000_123)))
+	f.Add(must(EncodeStampedEntries([]crdt.Entry{entry("shop", crdt.Admitted, 0, testMinute, a, 3)}, 1_700_000_000_123)))
 
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		m, err := Decode(msg, MaxFullState)
@@ -49,10 +51,20 @@ func FuzzDecode(f *testing.F) {
 		var again []byte
 		switch m.Type {
 		case msgEntries:
-			if len(m.Delta.Registers) != 0 || m.Horizon != 0 {
+			if len(m.Delta.Registers) != 0 || m.Horizon != 0 || m.At != 0 {
 				t.Fatalf("an entries message carried more: %+v", m)
 			}
 			again, err = EncodeEntries(m.Delta.Entries)
+		case msgStampedEntries:
+			if len(m.Delta.Registers) != 0 || m.Horizon != 0 || m.At < 0 {
+				t.Fatalf("a stamped entries message carried more: %+v", m)
+			}
+			again, err = EncodeStampedEntries(m.Delta.Entries, m.At)
+		case msgBeat:
+			if len(m.Delta.Entries) != 0 || len(m.Delta.Registers) != 0 || m.At <= 0 || m.Origin == 0 {
+				t.Fatalf("a beat carried more or less: %+v", m)
+			}
+			again, err = EncodeBeat(m.Origin, m.At)
 		case msgRegisters:
 			if len(m.Delta.Entries) != 0 || m.Horizon != 0 {
 				t.Fatalf("a register message carried more: %+v", m)
@@ -70,13 +82,17 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a re-encoded message is refused: %v\nfirst: % x\nagain: % x", err, msg, again)
 		}
-		if m2.Type != m.Type || m2.Horizon != m.Horizon || !sameDelta(m.Delta, m2.Delta) {
+		if m2.Type != m.Type || m2.Horizon != m.Horizon || m2.At != m.At || m2.Origin != m.Origin || !sameDelta(m.Delta, m2.Delta) {
 			t.Fatalf("the delta changed on re-encoding:\n%+v\n%+v", m, m2)
 		}
 		var third []byte
 		switch m2.Type {
 		case msgEntries:
 			third, _ = EncodeEntries(m2.Delta.Entries)
+		case msgStampedEntries:
+			third, _ = EncodeStampedEntries(m2.Delta.Entries, m2.At)
+		case msgBeat:
+			third, _ = EncodeBeat(m2.Origin, m2.At)
 		case msgRegisters:
 			third, _ = EncodeRegisters(m2.Delta.Registers)
 		case msgFull:

@@ -57,6 +57,7 @@ func (n *Node) noteNodeInfo(changed []crdt.RegisterEntry) {
 			continue
 		}
 		n.peersMu.Lock()
+		n.names[r.Reg.Replica] = ni.Name
 		g, known := n.gone[ni.Name]
 		switch {
 		case ni.Left && (!known || ni.Incarnation >= g.incarnation):

@@ -59,6 +59,10 @@ type Config struct {
 	// members it lost and seeds outside the ring (0: 30 s), so that sides
 	// of a partition that forgot each other still merge when it heals.
 	SearchInterval time.Duration
+	// BeatInterval is how long a node without counts of its own to send
+	// waits before it beats, so its peers can still measure how late its
+	// news reaches them (0: BeatInterval).
+	BeatInterval time.Duration
 
 	// OnChange is called after a merge from a peer changed the state. It
 	// must not block (coalesce on a channel of size one).
@@ -101,6 +105,10 @@ type Node struct {
 	state     *crdt.State
 	dirty     map[cellID]struct{}
 	dirtyRegs map[string]struct{}
+	// dirtyAt holds, for dirty cells whose time is known, the origin's
+	// wall-clock time (unix ms) of the oldest change not yet queued: the
+	// stamp of the broadcast (see lag.go).
+	dirtyAt map[cellID]int64
 
 	// flushMu serialises flushes: memberlist asks for broadcasts from
 	// several goroutines at once, and a flush that read an older value must
@@ -131,8 +139,23 @@ type Node struct {
 
 	stats    stats
 	refusals refusalLog
-	mlReady  atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
-	heardAt  atomic.Int64                          // unix nanoseconds of the last gossip from a peer
+	// lag holds the delay and clock-offset samples of the peers (lag.go);
+	// names maps the replicas of peers to their names, for the delay of
+	// a stamped broadcast (guarded by peersMu); stampPeers is set while
+	// every peer reads stamped broadcasts.
+	lag        lagBook
+	names      map[crdt.ReplicaID]string
+	stampPeers atomic.Bool
+	lagCache   atomic.Pointer[cachedLag]
+	// lastOwn is when (unix ns, node clock) the node last queued counts of
+	// its own or a beat (beat.go).
+	lastOwn atomic.Int64
+	// beats is the latest beat heard from each replica (unix ms, its
+	// clock); guarded by peersMu.
+	beats      map[crdt.ReplicaID]int64
+	skewLogged time.Time                             // guarded by peersMu
+	mlReady    atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
+	heardAt    atomic.Int64                          // unix nanoseconds of the last gossip from a peer
 	// peakMembers is the largest ring this node has seen, and when.
 	peakMembers, peakAt atomic.Int64
 	hadPeers            atomic.Bool
@@ -172,6 +195,8 @@ func Start(cfg Config) (*Node, error) {
 		state:     crdt.New(),
 		dirty:     map[cellID]struct{}{},
 		dirtyRegs: map[string]struct{}{},
+		dirtyAt:   map[cellID]int64{},
+		names:     map[crdt.ReplicaID]string{},
 		started:   cfg.Clock(),
 		peers:     map[string]memberlist.Node{},
 		gone:      map[string]goneNode{},
@@ -205,9 +230,10 @@ func Start(cfg Config) (*Node, error) {
 		}
 	}
 	n.publishNodeInfo(false)
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.joinLoop()
 	go n.pruneLoop()
+	go n.beatLoop()
 	n.log.Info().Str("addr", n.Addr()).Str("replica", n.replica.String()).Bool("authenticated", !cfg.Insecure).Msg("gossip node started")
 	if cfg.Insecure {
 		n.bound = net.JoinHostPort(mc.BindAddr, strconv.Itoa(mc.BindPort))
@@ -286,6 +312,7 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	}
 	mc.Delegate = (*delegate)(n)
 	mc.Events = (*events)(n)
+	mc.Ping = (*pinger)(n)
 	mc.Logger = log.New(logWriter{log: n.log, refuse: n.refuse}, "", 0)
 	mc.Label = n.cfg.Label
 	if len(n.cfg.Keys) > 0 {
@@ -365,10 +392,15 @@ func (n *Node) Addr() string { return n.addr }
 // deferred to the next gossip round, so a cell that changes a hundred times
 // between rounds is encoded and sent once, with its latest value.
 func (n *Node) Add(incs ...Inc) {
+	now := n.clock().UnixMilli()
 	n.mu.Lock()
 	for _, in := range incs {
 		if _, ok := n.state.Add(in.Key, n.replica, in.N); ok {
-			n.dirty[cellID{in.Key, n.replica}] = struct{}{}
+			id := cellID{in.Key, n.replica}
+			n.dirty[id] = struct{}{}
+			if _, ok := n.dirtyAt[id]; !ok {
+				n.dirtyAt[id] = now
+			}
 		}
 	}
 	n.mu.Unlock()
@@ -490,6 +522,7 @@ func (n *Node) setPeer(m *memberlist.Node) {
 	n.peers[m.Name] = cp
 	delete(n.lost, m.Address())
 	n.observeRingLocked(n.clock())
+	n.updateStampPeersLocked()
 	n.peersMu.Unlock()
 }
 
@@ -501,6 +534,8 @@ func (n *Node) dropPeer(m *memberlist.Node) {
 	// cut-off member is remembered by.
 	n.observeRingLocked(n.clock())
 	delete(n.peers, m.Name)
+	n.updateStampPeersLocked()
+	n.lag.forget(m.Name)
 	if g, clean := n.gone[m.Name]; m.Name != n.cfg.Name && (!clean || g.addr != m.Address()) {
 		n.lost[m.Address()] = n.clock().UnixNano()
 	}
@@ -656,6 +691,7 @@ func (n *Node) pruneLoop() {
 	for {
 		n.Prune()
 		n.dropFuture()
+		n.checkClock(n.clock())
 		select {
 		case <-n.stop:
 			return
@@ -731,14 +767,17 @@ func (n *Node) flush() {
 		return
 	}
 	entries := make([]crdt.Entry, 0, len(n.dirty))
+	stamps := make([]int64, 0, len(n.dirty))
 	for id := range n.dirty {
 		v := n.state.Get(id.key, id.replica)
 		if v == 0 {
 			continue // pruned meanwhile
 		}
 		entries = append(entries, crdt.Entry{Key: id.key, Replica: id.replica, Value: v})
+		stamps = append(stamps, n.dirtyAt[id])
 	}
 	clear(n.dirty)
+	clear(n.dirtyAt)
 	regs := make([]crdt.RegisterEntry, 0, len(n.dirtyRegs))
 	for name := range n.dirtyRegs {
 		if r, ok := n.state.Register(name); ok {
@@ -748,8 +787,18 @@ func (n *Node) flush() {
 	clear(n.dirtyRegs)
 	n.mu.Unlock()
 
-	for _, e := range entries {
-		msg, err := EncodeEntries([]crdt.Entry{e})
+	stamped := n.stampPeers.Load()
+	for i, e := range entries {
+		if e.Replica == n.replica {
+			n.lastOwn.Store(n.clock().UnixNano())
+		}
+		var msg []byte
+		var err error
+		if stamped {
+			msg, err = EncodeStampedEntries([]crdt.Entry{e}, stamps[i])
+		} else {
+			msg, err = EncodeEntries([]crdt.Entry{e})
+		}
 		if err != nil {
 			n.log.Error().Err(err).Msg("encode entry")
 			continue

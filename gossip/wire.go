@@ -22,6 +22,17 @@ const (
 	msgEntries   = 1 // a batch of counter entries (broadcast)
 	msgRegisters = 2 // a batch of registers (broadcast, or reliable send when large)
 	msgFull      = 3 // the whole state (push-pull)
+	// msgStampedEntries is msgEntries with the origin's wall-clock time (unix
+	// ms) of the oldest change it carries: [at, [entries...]]. Nodes that
+	// predate it drop it as an unknown type, so a node sends it only when
+	// every peer announced that it reads it (featureStamped in the node
+	// meta); every node still reads msgEntries.
+	msgStampedEntries = 4
+	// msgBeat is an idle node's heartbeat, [replica, at]: its clock (unix
+	// ms) when it beat. It is not state: a node takes a delay sample from
+	// the first arrival of each beat and relays it. Sent, like stamped
+	// entries, only when every peer reads it.
+	msgBeat = 5
 
 	// MaxPacketMessage bounds a broadcast message: well under memberlist's
 	// 1,400-byte UDP budget once compound-message overhead and the label are
@@ -128,6 +139,22 @@ func EncodeEntries(es []crdt.Entry) ([]byte, error) {
 	return encode(msgEntries, ws)
 }
 
+// EncodeStampedEntries encodes a batch of entries with the origin's time
+// (unix ms, 0 when unknown) of the oldest change among them. All entries of
+// a stamped message are of one replica, whose clock at is read on.
+func EncodeStampedEntries(es []crdt.Entry, at int64) ([]byte, error) {
+	ws := make([]any, len(es))
+	for i, e := range es {
+		ws[i] = toWireEntry(e)
+	}
+	return encode(msgStampedEntries, []any{at, ws})
+}
+
+// EncodeBeat encodes replica r's heartbeat at unix ms at of its clock.
+func EncodeBeat(r crdt.ReplicaID, at int64) ([]byte, error) {
+	return encode(msgBeat, []any{uint64(r), at})
+}
+
 // EncodeRegisters encodes a batch of registers as one message.
 func EncodeRegisters(rs []crdt.RegisterEntry) ([]byte, error) {
 	ws := make([]wireRegister, len(rs))
@@ -183,6 +210,12 @@ type Message struct {
 	Type    byte
 	Delta   crdt.Delta
 	Horizon int64 // full state only
+	// At is the origin's wall-clock time (unix ms) of the oldest change a
+	// stamped entries message carries (0 when unknown or not stamped), or
+	// of a beat.
+	At int64
+	// Origin is the replica that beat (beats only).
+	Origin crdt.ReplicaID
 }
 
 // Decode parses and validates one message of at most limit bytes. Any error
@@ -200,8 +233,19 @@ func Decode(b []byte, limit int) (Message, error) {
 	m := Message{Type: b[0] & 0x0f}
 	body := b[1:]
 	switch m.Type {
-	case msgEntries:
-		ws, err := decodeBody(body, func(r *reader) ([]wireEntry, error) { return list(r, 7, r.entry) })
+	case msgEntries, msgStampedEntries:
+		var ws []wireEntry
+		var err error
+		if m.Type == msgEntries {
+			ws, err = decodeBody(body, func(r *reader) ([]wireEntry, error) { return list(r, 7, r.entry) })
+		} else {
+			var st stamped
+			st, err = decodeBody(body, (*reader).stamped)
+			ws, m.At = st.entries, st.at
+			if err == nil && m.At < 0 {
+				err = fmt.Errorf("%w: negative stamp %d", errValidation, m.At)
+			}
+		}
 		if err != nil {
 			return Message{}, err
 		}
@@ -216,6 +260,15 @@ func Decode(b []byte, limit int) (Message, error) {
 			}
 			m.Delta.Entries[i] = e
 		}
+	case msgBeat:
+		bt, err := decodeBody(body, (*reader).beat)
+		if err != nil {
+			return Message{}, err
+		}
+		if bt.replica == 0 || bt.at <= 0 {
+			return Message{}, fmt.Errorf("%w: beat of replica %d at %d", errValidation, bt.replica, bt.at)
+		}
+		m.Origin, m.At = crdt.ReplicaID(bt.replica), bt.at
 	case msgRegisters:
 		ws, err := decodeBody(body, func(r *reader) ([]wireRegister, error) { return list(r, 6, r.register) })
 		if err != nil {
@@ -404,6 +457,42 @@ func (r *reader) entry() (w wireEntry, err error) {
 	}
 	w.Value, err = r.dec.DecodeUint64()
 	return w, err
+}
+
+type stamped struct {
+	at      int64
+	entries []wireEntry
+}
+
+// stamped reads [at, [entries...]].
+func (r *reader) stamped() (s stamped, err error) {
+	if err = r.array(2); err != nil {
+		return s, err
+	}
+	if s.at, err = r.dec.DecodeInt64(); err != nil {
+		return s, fmt.Errorf("stamp: %w", err)
+	}
+	s.entries, err = list(r, 7, r.entry)
+	return s, err
+}
+
+type beat struct {
+	replica uint64
+	at      int64
+}
+
+// beat reads [replica, at].
+func (r *reader) beat() (b beat, err error) {
+	if err = r.array(2); err != nil {
+		return b, err
+	}
+	if b.replica, err = r.dec.DecodeUint64(); err != nil {
+		return b, fmt.Errorf("replica: %w", err)
+	}
+	if b.at, err = r.dec.DecodeInt64(); err != nil {
+		return b, fmt.Errorf("time: %w", err)
+	}
+	return b, nil
 }
 
 // register reads [name, value, wall, logical, replica].

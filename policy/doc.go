@@ -173,11 +173,17 @@
 // 0.525 of the limits; lag 1 s and gossip 1 s at 0.95; lag 300 ms and
 // gossip 100 ms at 0.975; never above the limits. The simulator agrees
 // (3 nodes, gossip 100 ms: 0.45 with the default lag, 0.925 with 300 ms).
-// Estimating the delay from the merged state is not possible: the counts
-// carry no send times, and a steady stream of updates looks the same
-// whether each is 0.1 s or 1 s old. The remedy is a Room.Lag that fits the
-// real gossip delay, measured rather than configured; a larger one only
-// costs this fill, a smaller one voids the overshoot bound below.
+// Estimating the delay from the merged state is not possible: a steady
+// stream of updates looks the same whether each is 0.1 s or 1 s old. The
+// remedy is a Room.Lag that fits the real gossip delay, measured rather
+// than configured; a larger one only costs this fill, a smaller one voids
+// the overshoot bound below. So gossip stamps every count it sends with the
+// time of the change at its origin and measures each peer's clock offset
+// over its probes, and the edge sets Room.Lag to twice the highest per-peer
+// 99th percentile of the delay over the last minute plus the 50 ms an
+// allocation takes to follow a merge, at least 150 ms and never above the
+// configured gossip_lag; until every live peer has given enough samples,
+// and with gossip_lag_measured: false, it keeps the configured lag.
 //
 // # Bursts
 //
@@ -245,8 +251,9 @@
 // 5,000 of 1,000 with gossip at 2 L). Hence DefaultLag is 2 s, twice a slow
 // gossip round; a larger L only slows re-division, and leaves about one
 // lag's refill of active slots unused.
-// Room.Lag must cover the real gossip delay: the edge sets it from its
-// gossip settings (gossip_lag, or the profile's). In the simulator, gossip at
+// Room.Lag must cover the real gossip delay: the edge sets it from the
+// delay it measures, bounded by its gossip settings (gossip_lag, or the
+// profile's), as above. In the simulator, gossip at
 // 5 s with the default 2 s lag admitted 1.9–2.0 × the per-minute limit and
 // 1.11 × the active one; the same traffic with Room.Lag = 10 s stays within
 // 1.01.

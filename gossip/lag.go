@@ -1,0 +1,265 @@
+package gossip
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// How late peers' counts reach this node. The allocation must leave room for
+// what other nodes admitted that this node has not heard of yet, and the
+// configured bound on that delay (gossip_lag: 1 s, 2 s or 10 s by profile) is
+// far above what a ring usually sees (about 0.1 s on loopback, a few hundred
+// milliseconds across regions). So the node measures it:
+//
+//   - every counter broadcast carries the origin's wall-clock time of the
+//     oldest change it carries (see msgStampedEntries), kept as it is relayed;
+//   - the clock offset to each peer is measured over memberlist's probes, NTP
+//     style: the ack carries the responder's clock, and the offset is their
+//     time + rtt/2 − our time, taken from the probe with the shortest round
+//     trip among the recent ones;
+//   - when a broadcast changes the state here (its first arrival), the delay
+//     is receive time − stamp + offset, kept per origin for LagWindow.
+//
+// The ring's figure is the highest per-peer percentile over the live peers,
+// and only once every live peer has given enough recent samples: a peer
+// that has said nothing lately may be slower than the others, so then the
+// caller keeps its configured bound.
+
+// Measurement bounds.
+const (
+	// LagWindow is how long a delay sample counts.
+	LagWindow = time.Minute
+	// LagMinSamples is how many delay samples within LagWindow a peer must
+	// have given before its delay is trusted.
+	LagMinSamples = 8
+	// LagQuantile is the percentile of a peer's delays reported as its
+	// delay.
+	LagQuantile = 0.99
+	// OffsetWindow is how long a clock-offset sample counts: a peer is
+	// probed about once per probe interval times the ring's size, which on
+	// a large WAN ring is minutes.
+	OffsetWindow = 10 * time.Minute
+	// ClockSkewLimit is how far this node's clock may be from its peers'
+	// median before it says so in its log.
+	ClockSkewLimit = 5 * time.Minute
+
+	maxDelaySamples  = 512 // per peer; the most recent are kept
+	maxOffsetSamples = 16  // per peer
+)
+
+type delaySample struct {
+	at time.Time // when it was taken, our clock
+	d  time.Duration
+}
+
+type offsetSample struct {
+	at       time.Time
+	off, rtt time.Duration
+}
+
+// peerSamples are one peer's recent samples, each kept in a ring buffer.
+type peerSamples struct {
+	delays  []delaySample
+	dnext   int
+	offsets []offsetSample
+	onext   int
+}
+
+// lagBook keeps the samples of every peer. Its methods take now, so its
+// statistics are pure functions of what was added.
+type lagBook struct {
+	mu    sync.Mutex
+	peers map[string]*peerSamples
+}
+
+func (b *lagBook) samples(peer string) *peerSamples {
+	if b.peers == nil {
+		b.peers = map[string]*peerSamples{}
+	}
+	p := b.peers[peer]
+	if p == nil {
+		p = &peerSamples{}
+		b.peers[peer] = p
+	}
+	return p
+}
+
+// addDelay records that a change made at peer reached this node d after it
+// was made. A negative figure (the offset's error exceeds the delay) counts
+// as zero.
+func (b *lagBook) addDelay(peer string, now time.Time, d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.samples(peer)
+	s := delaySample{at: now, d: max(d, 0)}
+	if len(p.delays) < maxDelaySamples {
+		p.delays = append(p.delays, s)
+		return
+	}
+	p.delays[p.dnext] = s
+	p.dnext = (p.dnext + 1) % maxDelaySamples
+}
+
+// addOffset records one probe of peer: its clock minus ours (off) as
+// measured over a round trip of rtt.
+func (b *lagBook) addOffset(peer string, now time.Time, off, rtt time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.samples(peer)
+	s := offsetSample{at: now, off: off, rtt: rtt}
+	if len(p.offsets) < maxOffsetSamples {
+		p.offsets = append(p.offsets, s)
+		return
+	}
+	p.offsets[p.onext] = s
+	p.onext = (p.onext + 1) % maxOffsetSamples
+}
+
+// forget drops what is known of a peer (it left the ring).
+func (b *lagBook) forget(peer string) {
+	b.mu.Lock()
+	delete(b.peers, peer)
+	b.mu.Unlock()
+}
+
+// offset is peer's clock minus ours at now, from the recent probe with the
+// shortest round trip (the one whose rtt/2 guess errs least).
+func (b *lagBook) offset(peer string, now time.Time) (off, rtt time.Duration, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peers[peer]
+	if p == nil {
+		return 0, 0, false
+	}
+	return p.offsetAt(now)
+}
+
+func (p *peerSamples) offsetAt(now time.Time) (off, rtt time.Duration, ok bool) {
+	for _, s := range p.offsets {
+		if now.Sub(s.at) > OffsetWindow || s.at.After(now) {
+			continue
+		}
+		if !ok || s.rtt < rtt {
+			off, rtt, ok = s.off, s.rtt, true
+		}
+	}
+	return off, rtt, ok
+}
+
+// PeerLag is what this node has measured of one peer.
+type PeerLag struct {
+	Name string `json:"name"`
+	// ClockOffsetMs is the peer's clock minus this node's, in ms; valid
+	// when OffsetKnown.
+	ClockOffsetMs float64 `json:"clock_offset_ms"`
+	// OffsetRTTMs is the round trip of the probe the offset was taken from:
+	// the offset is right within half of it.
+	OffsetRTTMs float64 `json:"offset_rtt_ms"`
+	OffsetKnown bool    `json:"offset_known"`
+	// DelayMs is the LagQuantile of how late the peer's changes reached
+	// this node over LagWindow, and DelayMaxMs the longest; Samples is how
+	// many that is taken from.
+	DelayMs    float64 `json:"delay_ms"`
+	DelayMaxMs float64 `json:"delay_max_ms"`
+	Samples    int     `json:"samples"`
+
+	offset, delay time.Duration
+}
+
+// Offset is the peer's clock minus this node's (zero when unknown).
+func (p PeerLag) Offset() time.Duration { return p.offset }
+
+// Delay is the peer's delay percentile (zero when there are no samples).
+func (p PeerLag) Delay() time.Duration { return p.delay }
+
+// Trusted reports whether the peer's delay is measured well enough to use:
+// its offset is known and it gave LagMinSamples within the window.
+func (p PeerLag) Trusted() bool { return p.OffsetKnown && p.Samples >= LagMinSamples }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// peer summarises one peer's samples at now.
+func (b *lagBook) peer(name string, now time.Time) PeerLag {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := PeerLag{Name: name}
+	p := b.peers[name]
+	if p == nil {
+		return out
+	}
+	if off, rtt, ok := p.offsetAt(now); ok {
+		out.offset, out.OffsetKnown = off, true
+		out.ClockOffsetMs, out.OffsetRTTMs = ms(off), ms(rtt)
+	}
+	ds := make([]time.Duration, 0, len(p.delays))
+	for _, s := range p.delays {
+		if now.Sub(s.at) <= LagWindow && !s.at.After(now) {
+			ds = append(ds, s.d)
+		}
+	}
+	out.Samples = len(ds)
+	if len(ds) > 0 {
+		out.delay = quantile(ds, LagQuantile)
+		out.DelayMs = ms(out.delay)
+		out.DelayMaxMs = ms(slices.Max(ds))
+	}
+	return out
+}
+
+// quantile is the nearest-rank q-quantile of ds (sorted in place).
+func quantile(ds []time.Duration, q float64) time.Duration {
+	slices.Sort(ds)
+	i := int(q*float64(len(ds))+0.999999999) - 1
+	return ds[min(max(i, 0), len(ds)-1)]
+}
+
+// RingLag is how late the live peers' changes reach this node.
+type RingLag struct {
+	// Delay is the highest peer delay; meaningful when Measured.
+	Delay time.Duration `json:"-"`
+	// DelayMs is Delay in ms.
+	DelayMs float64 `json:"delay_ms"`
+	// Measured: every live peer's delay is Trusted (and there is at least
+	// one peer).
+	Measured bool `json:"measured"`
+	// Peers are the live peers, by name.
+	Peers []PeerLag `json:"peers"`
+}
+
+// ring summarises the live peers at now.
+func (b *lagBook) ring(live []string, now time.Time) RingLag {
+	out := RingLag{Measured: len(live) > 0}
+	for _, name := range live {
+		p := b.peer(name, now)
+		out.Peers = append(out.Peers, p)
+		if !p.Trusted() {
+			out.Measured = false
+		}
+		out.Delay = max(out.Delay, p.delay)
+	}
+	sort.Slice(out.Peers, func(i, j int) bool { return out.Peers[i].Name < out.Peers[j].Name })
+	out.DelayMs = ms(out.Delay)
+	return out
+}
+
+// clockSkew is how far this node's clock is from the median of its peers'
+// (their offsets are their clocks minus ours), and whether that is more than
+// limit. With no peer it is zero.
+func clockSkew(offsets []time.Duration, limit time.Duration) (time.Duration, bool) {
+	if len(offsets) == 0 {
+		return 0, false
+	}
+	s := slices.Clone(offsets)
+	slices.Sort(s)
+	var med time.Duration
+	if k := len(s); k%2 == 1 {
+		med = s[k/2]
+	} else {
+		med = s[k/2-1] + (s[k/2]-s[k/2-1])/2
+	}
+	// Ours minus theirs: positive when this node's clock is ahead.
+	skew := -med
+	return skew, skew > limit || skew < -limit
+}

@@ -406,19 +406,19 @@ func (n *Node) Add(incs ...Inc) {
 	n.mu.Unlock()
 }
 
-// Snapshot sums a room's merged counters at unix minute minute.
-func (n *Node) Snapshot(room string, minute int64, w crdt.Windows) crdt.RoomSnapshot {
+// Snapshot sums a room's merged counters as seen at unix second now.
+func (n *Node) Snapshot(room string, now int64, w crdt.Windows) crdt.RoomSnapshot {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.state.Snapshot(room, minute, w)
+	return n.state.Snapshot(room, now, w)
 }
 
 // SnapshotOf sums the entries of the replicas keep accepts (see
 // crdt.State.SnapshotOf); keep is called with the node's lock held.
-func (n *Node) SnapshotOf(room string, minute int64, w crdt.Windows, keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
+func (n *Node) SnapshotOf(room string, now int64, w crdt.Windows, keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.state.SnapshotOf(room, minute, w, keep)
+	return n.state.SnapshotOf(room, now, w, keep)
 }
 
 // ReplicaNames maps the replicas that announced themselves (NodeInfo

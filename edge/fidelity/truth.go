@@ -129,10 +129,10 @@ type Passage struct {
 	Queued bool `json:"queued"`
 	// Admitted is when the origin first saw it; zero: never within the
 	// run.
-	Admitted time.Time `json:"admitted,omitempty"`
+	Admitted time.Time `json:"admitted,omitzero"`
 	// LastTurnedAway is its last check-in answered with the queue page
 	// before the other's admission; zero if none.
-	LastTurnedAway time.Time `json:"last_turned_away,omitempty"`
+	LastTurnedAway time.Time `json:"last_turned_away,omitzero"`
 }
 
 // ActiveRatio is PeakActive over the room's total_active_users.

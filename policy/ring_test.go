@@ -219,7 +219,7 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 	switch out {
 	case policy.Admit:
 		v.admitted, v.admittedAt, v.lastPage = true, now, now
-		v.next = now.Add(time.Duration(1<<62 - 1))
+		v.next = now.Add(gone)
 		if c.browse != nil {
 			v.stay, v.every = c.browse(k)
 			v.next = now.Add(v.every)
@@ -241,11 +241,15 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 	}
 }
 
+// gone is how long until a visitor who has left the origin asks again:
+// never, within any run (a century and more).
+const gone = time.Duration(1 << 62)
+
 // page is an admitted visitor's request to the origin while it browses:
 // the counter rule renews its session.
 func (c *ring) page(i int, v *ringVisitor, now time.Time) {
 	if now.Sub(v.admittedAt) > v.stay {
-		v.next = now.Add(time.Duration(1<<62 - 1)) // gone
+		v.next = now.Add(gone)
 		return
 	}
 	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepSession}, now.Unix())

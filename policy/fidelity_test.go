@@ -218,3 +218,54 @@ func TestACoveredBucketsCheckInsGoBeforeNewerVisitors(t *testing.T) {
 		})
 	}
 }
+
+// A covered bucket's hold runs from when the bucket was last seen becoming
+// covered as it stands: its visitors turned away while it was not covered,
+// and those who joined it after it was covered, check in up to one
+// interval after that, and a newer bucket let in meanwhile goes before
+// them.
+func TestAHoldRunsFromWhenTheBucketWasLastCoveredAsItStands(t *testing.T) {
+	// The bucket is covered at 16:00:45; the minute turns 15 s later, and
+	// with it the coverage, which sticks only within a minute.
+	start := at(t, "2021-05-27T16:00:45Z")
+	m := minuteOf(start)
+	room := policy.Room{TotalActiveUsers: 1000, NewUsersPerMinute: 100, Nodes: 1, Lag: time.Second}
+	older, newer := policy.Visitor{Bucket: m - 2, Queued: true}, policy.Visitor{Bucket: m - 1, Queued: true}
+	span := policy.DefaultCheckIn + room.Lag
+	w := func(after time.Duration, active, olderN int64) world {
+		return world{now: start.Add(after), active: active, waiting: []crdt.BucketCount{{Bucket: m - 2, N: olderN}, {Bucket: m - 1, N: 200}}}
+	}
+	tests := []struct {
+		name  string
+		steps []world // the chain's allocations after its first, which covers the older bucket
+		newer policy.Outcome
+	}{
+		{"covered without a break and as it stands, the hold ends one interval and a lag after the coverage",
+			[]world{w(16*time.Second, 960, 30), w(span+time.Second, 960, 30)}, policy.Admit},
+		{"covered again after its slots went elsewhere, the newer bucket waits another interval",
+			[]world{w(16*time.Second, 1000, 30), w(span+time.Second, 960, 30)}, policy.Queue},
+		{"joined by a visitor after it was covered, the newer bucket waits another interval",
+			[]world{w(16*time.Second, 960, 31), w(span+time.Second, 960, 31)}, policy.Queue},
+		{"a bucket that shrinks as its visitors go in keeps its hold's start",
+			[]world{w(16*time.Second, 970, 20), w(span+time.Second, 970, 20)}, policy.Admit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first := w(0, 960, 30)
+			a := policy.Allocate(room, w(-2*time.Second, 1000, 30).snap(), nairobi, start.Add(-2*time.Second), policy.Continuous).
+				Next(room, first.snap(), first.now)
+			if got := a.Decide(newer, nil); got != policy.Queue {
+				t.Fatalf("right after the coverage the newer bucket's visitor: %v, want queue", got)
+			}
+			for _, s := range tt.steps {
+				a = a.Next(room, s.snap(), s.now)
+			}
+			if got := a.Decide(newer, nil); got != tt.newer {
+				t.Errorf("the newer bucket's visitor: %v, want %v", got, tt.newer)
+			}
+			if got := a.Decide(older, nil); got != policy.Admit {
+				t.Errorf("the covered bucket's visitor: %v, want admit", got)
+			}
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package policy_test
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -26,6 +28,51 @@ func evenly(rate float64, weights []float64, step, from, to time.Duration) func(
 	}
 }
 
+// atRandom sends rate visitors a minute from from to to as a Poisson
+// stream drawn from seed, each to a node picked by weight.
+func atRandom(rate float64, weights []float64, seed uint64, step, from, to time.Duration) func(int, time.Duration) int {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var sum float64
+	for _, w := range weights {
+		sum += w
+	}
+	// Draw the whole stream up front: per step, the arrivals at each node.
+	perStep := map[time.Duration][]int{}
+	for at := from; ; {
+		at += time.Duration(-math.Log(1-rng.Float64()) * float64(time.Minute) / rate)
+		if at >= to {
+			break
+		}
+		x, node := rng.Float64()*sum, 0
+		for node < len(weights)-1 && x >= weights[node] {
+			x -= weights[node]
+			node++
+		}
+		k := at / step * step
+		if perStep[k] == nil {
+			perStep[k] = make([]int, len(weights))
+		}
+		perStep[k][node]++
+	}
+	return func(node int, at time.Duration) int {
+		if n := perStep[at]; n != nil {
+			return n[node]
+		}
+		return 0
+	}
+}
+
+// browsing has the kth visitor stay on the origin between minStay and
+// maxStay, a page every minEvery to maxEvery, spread by k alone.
+func browsing(minStay, maxStay, minEvery, maxEvery time.Duration) func(int) (time.Duration, time.Duration) {
+	return func(k int) (time.Duration, time.Duration) {
+		const a, b = 37, 11 // co-prime strides spread the draws over their ranges
+		stay := minStay + time.Duration(k*a%101)*(maxStay-minStay)/100
+		every := minEvery + time.Duration(k*b%13)*(maxEvery-minEvery)/12
+		return stay, every
+	}
+}
+
 // TestTheRingFillsToTheLimitsAndStaysFair runs the floods a room meets, on
 // three nodes with their own state and a gossip delay, and judges them as
 // the origin sees them (see ring).
@@ -42,6 +89,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 		room        policy.Room
 		delay, step time.Duration
 		newPer      func(step time.Duration) func(int, time.Duration) int
+		browse      func(k int) (stay, every time.Duration)
 		run         time.Duration
 		want        want
 	}{
@@ -91,6 +139,18 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			want: want{utilAtQueue: 0.95, inversions: 0.01, fullMinutes: 0.98},
 		},
 		{
+			// The fidelity run's sessions-1min: the active limit binds, and
+			// its slots open one by one as browsing visitors' sessions end.
+			name:  "1-minute sessions at 1.5 times the per-minute limit at three nodes keep the queue in order",
+			room:  policy.Room{TotalActiveUsers: 60, NewUsersPerMinute: 40, SessionDuration: 1, Lag: 2 * time.Second},
+			delay: 200 * time.Millisecond, step: 200 * time.Millisecond, run: 10 * time.Minute,
+			newPer: func(step time.Duration) func(int, time.Duration) int {
+				return atRandom(60, []float64{1, 1, 1}, 1, step, 0, 15*time.Minute/2)
+			},
+			browse: browsing(20*time.Second, 90*time.Second, 3*time.Second, 8*time.Second),
+			want:   want{utilAtQueue: 0.95, inversions: 0.01},
+		},
+		{
 			name:  "steady load at 95% of the limits queues nobody",
 			room:  policy.Room{TotalActiveUsers: 300, NewUsersPerMinute: 60, Lag: time.Second},
 			delay: 200 * time.Millisecond, step: 200 * time.Millisecond, run: 8 * time.Minute,
@@ -105,6 +165,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			c := newRing(tt.room, 3)
 			c.step, c.delay = tt.step, tt.delay
 			c.newPer = tt.newPer(tt.step)
+			c.browse = tt.browse
 			c.run(t, tt.run)
 			r := c.truth
 			first := "never"
@@ -127,6 +188,9 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			}
 			if inv := float64(r.inversions) / float64(max(r.admissions, 1)); inv > tt.want.inversions {
 				t.Errorf("FIFO inversions %.2f%% of admissions, want at most %.0f%%", 100*inv, 100*tt.want.inversions)
+				for _, p := range r.pairs {
+					t.Log(p)
+				}
 			}
 			if tt.want.fullMinutes > 0 {
 				m0 := c.start.Unix()/60 + (r.firstQueue.Unix()-c.start.Unix())/60 + 1

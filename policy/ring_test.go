@@ -17,12 +17,13 @@ import (
 // re-allocates every step, as the edge does when the merged state changes.
 // Visitors keep their home node, as cookie-keeping visitors of one region
 // do, and check in every refresh interval (17–23 s, as the edge jitters it)
-// until admitted. What each request counts is the counter rule's
-// (policy.Count), as at the edge.
+// until admitted; let in, they browse the origin for a while when the ring
+// has browse set, each page renewing the session. What each request counts
+// is the counter rule's (policy.Count), as at the edge.
 //
 // What it reports is the truth as the origin sees it, by wall-clock time:
 // admissions per wall-clock minute, sessions active from the admission
-// until session_duration after it (the model's visitors do not renew), the
+// until session_duration after the visitor's last page, the
 // utilisation when the first visitor is queued, FIFO inversions and how long
 // open slots stayed free while someone waited.
 type ring struct {
@@ -38,7 +39,11 @@ type ring struct {
 	whole  bool          // read the whole snapshot while cut (what the edge did before Side)
 	// newPer says how many new visitors reach a node in the step that
 	// begins at at.
-	newPer   func(node int, at time.Duration) int
+	newPer func(node int, at time.Duration) int
+	// browse, when set, says how long the kth visitor stays on the origin
+	// once let in and how often it requests a page meanwhile, each request
+	// renewing its session; nil: one request, at the admission.
+	browse   func(k int) (stay, every time.Duration)
 	visitors []*ringVisitor
 	sent     [][]*crdt.State // per step still in flight, per node: its state as sent
 
@@ -56,6 +61,10 @@ type ringVisitor struct {
 	next       time.Time
 	admitted   bool
 	admittedAt time.Time
+	lastPage   time.Time     // its latest request to the origin
+	stay       time.Duration // how long it browses once let in
+	every      time.Duration // between its pages
+	checkIns   []time.Time   // its requests answered with the queue page
 }
 
 // ringTruth is what the origin saw.
@@ -68,7 +77,8 @@ type ringTruth struct {
 	inversions     int           // admissions while an earlier minute's visitor waited, let in > 2 s later
 	longestFree    time.Duration // longest span with an open slot while someone waited
 	freeSince      time.Time
-	queued, waited int // queue outcomes; visitors who were queued at least once
+	queued, waited int      // queue outcomes; visitors who were queued at least once
+	pairs          []string // each inversion: who went before whom, where and when
 }
 
 const ringRoom = "shop"
@@ -174,7 +184,11 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 				c.visitors = append(c.visitors, &ringVisitor{home: i, arrived: now, bucket: m, next: now})
 			}
 			for k, v := range c.visitors {
-				if v.home != i || v.admitted || now.Before(v.next) {
+				if v.home != i || now.Before(v.next) {
+					continue
+				}
+				if v.admitted {
+					c.page(i, v, now)
 					continue
 				}
 				c.visit(i, k, v, now, m)
@@ -204,7 +218,12 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 	v.tok = tok
 	switch out {
 	case policy.Admit:
-		v.admitted, v.admittedAt = true, now
+		v.admitted, v.admittedAt, v.lastPage = true, now, now
+		v.next = now.Add(gone)
+		if c.browse != nil {
+			v.stay, v.every = c.browse(k)
+			v.next = now.Add(v.every)
+		}
 		c.admitted[m]++
 		c.byPart[c.partOf(i)][m]++
 		c.truth.admissions++
@@ -218,11 +237,30 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 			c.truth.waited++
 		}
 		v.next = now.Add(time.Duration(refresh) * time.Second)
+		v.checkIns = append(v.checkIns, now)
 	}
 }
 
-// activeAt is the true number of sessions active at now: admitted within
-// the last session_duration.
+// gone is how long until a visitor who has left the origin asks again:
+// never, within any run (a century and more).
+const gone = time.Duration(1 << 62)
+
+// page is an admitted visitor's request to the origin while it browses:
+// the counter rule renews its session.
+func (c *ring) page(i int, v *ringVisitor, now time.Time) {
+	if now.Sub(v.admittedAt) > v.stay {
+		v.next = now.Add(gone)
+		return
+	}
+	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepSession}, now.Unix())
+	for _, in := range incs {
+		c.states[i].Add(in.Key, c.ids[i], in.N)
+	}
+	v.tok, v.lastPage, v.next = tok, now, now.Add(v.every)
+}
+
+// activeAt is the true number of sessions active at now: admitted, and
+// within session_duration of the visitor's last page.
 func (c *ring) activeAt(now time.Time) int {
 	session := time.Duration(c.room.SessionDuration) * time.Minute
 	if session == 0 {
@@ -230,7 +268,7 @@ func (c *ring) activeAt(now time.Time) int {
 	}
 	n := 0
 	for _, v := range c.visitors {
-		if v.admitted && !v.admittedAt.After(now) && now.Sub(v.admittedAt) < session {
+		if v.admitted && !v.admittedAt.After(now) && now.Sub(v.lastPage) < session {
 			n++
 		}
 	}
@@ -284,10 +322,28 @@ func (c *ring) judge() {
 			}
 			if !w.admitted || w.admittedAt.Sub(v.admittedAt) > 2*time.Second {
 				c.truth.inversions++
+				c.truth.pairs = append(c.truth.pairs, c.pair(v, w))
 				break
 			}
 		}
 	}
+}
+
+// pair says who went before whom in an inversion: v let in before w.
+func (c *ring) pair(v, w *ringVisitor) string {
+	at := func(t time.Time) string { return t.Sub(c.start).String() }
+	in := "never"
+	if w.admitted {
+		in = at(w.admittedAt)
+	}
+	var last []string
+	for _, t := range w.checkIns {
+		if !t.After(v.admittedAt.Add(30*time.Second)) && t.After(v.admittedAt.Add(-30*time.Second)) {
+			last = append(last, at(t))
+		}
+	}
+	return fmt.Sprintf("node %d (minute %d) let in at %s before node %d (minute %d, arrived %s, queued at %v, let in %s)",
+		v.home, v.bucket-c.start.Unix()/60, at(v.admittedAt), w.home, w.bucket-c.start.Unix()/60, at(w.arrived), last, in)
 }
 
 // liveAt is the number of active sessions at now as the policy counts

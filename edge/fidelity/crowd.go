@@ -158,7 +158,7 @@ func visit(ctx context.Context, p plan, start time.Time, target string, tr http.
 		return
 	}
 	v := crowd.NewVisitor(tr, http.Header{VisitorHeader: {p.id}}, 10*time.Second)
-	arr := Arrival{Visitor: p.id}
+	arr := Arrival{Visitor: p.id, Node: p.node}
 	seen := func(a crowd.Answer) {
 		if arr.Arrived.IsZero() {
 			arr.Arrived = a.Sent

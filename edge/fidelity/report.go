@@ -86,6 +86,17 @@ func WriteText(w io.Writer, results []Result) error {
 			wait = fmt.Sprintf("%v (%d queued, then let in)", t.MedianWait.Round(time.Second), t.Waited)
 		}
 		fmt.Fprintf(tw, "  median wait\t%s\t\t\n", wait)
+		for i, p := range t.InvertedPairs {
+			if i == maxPairsShown {
+				fmt.Fprintf(tw, "  \t… %d more (all in --json)\t\t\n", len(t.InvertedPairs)-i)
+				break
+			}
+			label := ""
+			if i == 0 {
+				label = "inverted pairs"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t\t\n", label, p)
+		}
 		fmt.Fprintf(tw, "  visitors\t%d arrived, %d admissions, %d still waiting at the end\t\t\n", r.Visitors, t.Admissions, t.StillWaiting)
 		var notes []string
 		if r.ConnectionErrors > 0 {
@@ -113,6 +124,36 @@ func WriteText(w io.Writer, results []Result) error {
 	}
 	return tw.Flush()
 }
+
+// maxPairsShown is how many inverted pairs the table lists.
+const maxPairsShown = 12
+
+// String says who went before whom, where and when, in one line: the later
+// arrival's node and admission, then the earlier one's arrival, last
+// check-in turned away and admission.
+func (p InvertedPair) String() string {
+	l, e := p.Later, p.Earlier
+	how := "queued"
+	if !l.Queued {
+		how = "at once"
+	}
+	s := fmt.Sprintf("%s (node %d, arrived %s) let in %s %s before %s (node %d, arrived %s",
+		l.Visitor, l.Node+1, clock(l.Arrived), how, clock(l.Admitted), e.Visitor, e.Node+1, clock(e.Arrived))
+	if !e.LastTurnedAway.IsZero() {
+		s += ", turned away " + clock(e.LastTurnedAway)
+	}
+	if e.Admitted.IsZero() {
+		s += ", never let in"
+	} else {
+		s += fmt.Sprintf(", let in %s, %v later", clock(e.Admitted), e.Admitted.Sub(l.Admitted).Round(100*time.Millisecond))
+	}
+	if p.PassedOver {
+		s += ", passed over"
+	}
+	return s + ")"
+}
+
+func clock(t time.Time) string { return t.UTC().Format("15:04:05.0") }
 
 func minutes(d time.Duration) string {
 	n := int(d / time.Minute)

@@ -25,6 +25,8 @@ type Hit struct {
 // Arrival is one visitor as the crowd saw it.
 type Arrival struct {
 	Visitor string
+	// Node is the node (0 is the first) the visitor sends its requests to.
+	Node int
 	// Arrived is the visitor's first request to the waiting room.
 	Arrived time.Time
 	// Queued is when it first got a queue page; zero if it never did.
@@ -101,6 +103,36 @@ type Truth struct {
 	// Unidentified counts origin requests that named no visitor: they are
 	// left out of every figure above.
 	Unidentified int `json:"unidentified_hits"`
+	// InvertedPairs names, for each inversion, the visitor let in and the
+	// earliest arrival it went before: what an operator needs to see
+	// where the order broke (which nodes, which minutes, how long after).
+	InvertedPairs []InvertedPair `json:"fifo_inverted_pairs,omitempty"`
+}
+
+// InvertedPair is one FIFO inversion: Later was let in while Earlier, who
+// arrived in an earlier wall-clock minute, still waited, and Earlier was
+// let in more than InversionGrace after (or not at all).
+type InvertedPair struct {
+	Later   Passage `json:"later"`
+	Earlier Passage `json:"earlier"`
+	// PassedOver: Earlier was turned away at a check-in within
+	// PassedOverWindow after Later's admission.
+	PassedOver bool `json:"passed_over,omitempty"`
+}
+
+// Passage is one visitor's way through the room.
+type Passage struct {
+	Visitor string    `json:"visitor"`
+	Node    int       `json:"node"`
+	Arrived time.Time `json:"arrived"`
+	// Queued: the visitor got a queue page at least once.
+	Queued bool `json:"queued"`
+	// Admitted is when the origin first saw it; zero: never within the
+	// run.
+	Admitted time.Time `json:"admitted,omitzero"`
+	// LastTurnedAway is its last check-in answered with the queue page
+	// before the other's admission; zero if none.
+	LastTurnedAway time.Time `json:"last_turned_away,omitzero"`
 }
 
 // ActiveRatio is PeakActive over the room's total_active_users.
@@ -219,19 +251,30 @@ func Judge(log Log, l Limits) Truth {
 
 	// Waiting: from arrival to the first admission (or giving up).
 	type waiter struct {
+		visitor                   string
+		node                      int
 		arrived, admitted, gaveUp time.Time
 		queued                    bool
 		turnedAway                []time.Time
 	}
 	waiters := map[string]*waiter{}
 	for _, a := range log.Arrivals {
-		waiters[a.Visitor] = &waiter{arrived: a.Arrived, gaveUp: a.GaveUp, queued: !a.Queued.IsZero(), turnedAway: a.TurnedAway}
+		waiters[a.Visitor] = &waiter{visitor: a.Visitor, node: a.Node, arrived: a.Arrived, gaveUp: a.GaveUp, queued: !a.Queued.IsZero(), turnedAway: a.TurnedAway}
+	}
+	passage := func(w *waiter, before time.Time) Passage {
+		p := Passage{Visitor: w.visitor, Node: w.node, Arrived: w.arrived, Queued: w.queued, Admitted: w.admitted}
+		for _, ta := range w.turnedAway {
+			if ta.Before(before) {
+				p.LastTurnedAway = ta
+			}
+		}
+		return p
 	}
 	for _, s := range sessions {
 		w, ok := waiters[s.visitor]
 		if !ok {
 			// Not in the crowd's log: it arrived when it was let in.
-			w = &waiter{arrived: s.admitted}
+			w = &waiter{visitor: s.visitor, node: -1, arrived: s.admitted}
 			waiters[s.visitor] = w
 		}
 		if w.admitted.IsZero() {
@@ -257,11 +300,17 @@ func Judge(log Log, l Limits) Truth {
 
 	// FIFO inversions, judged on each admission: was someone from an
 	// earlier arrival minute waiting then, and left waiting for longer
-	// than the grace?
+	// than the grace? The earliest such arrival is the one listed.
 	ws := make([]*waiter, 0, len(waiters))
 	for _, w := range waiters {
 		ws = append(ws, w)
 	}
+	sort.Slice(ws, func(i, j int) bool {
+		if !ws[i].arrived.Equal(ws[j].arrived) {
+			return ws[i].arrived.Before(ws[j].arrived)
+		}
+		return ws[i].visitor < ws[j].visitor
+	})
 	for _, s := range sessions {
 		x := waiters[s.visitor]
 		at := s.admitted
@@ -271,6 +320,7 @@ func Judge(log Log, l Limits) Truth {
 		xMinute := x.arrived.Truncate(time.Minute)
 		deadline := at.Add(InversionGrace)
 		inverted, passedOver := false, false
+		var first *waiter
 		for _, y := range ws {
 			if !y.arrived.Truncate(time.Minute).Before(xMinute) || y.arrived.After(at) {
 				continue
@@ -283,6 +333,9 @@ func Judge(log Log, l Limits) Truth {
 				continue
 			}
 			inverted = true
+			if first == nil {
+				first = y
+			}
 			for _, ta := range y.turnedAway {
 				if ta.After(at) && !ta.After(at.Add(PassedOverWindow)) {
 					passedOver = true
@@ -290,6 +343,7 @@ func Judge(log Log, l Limits) Truth {
 				}
 			}
 			if passedOver {
+				first = y
 				break
 			}
 		}
@@ -298,6 +352,7 @@ func Judge(log Log, l Limits) Truth {
 			if !x.queued {
 				t.Newcomers++
 			}
+			t.InvertedPairs = append(t.InvertedPairs, InvertedPair{Later: passage(x, at), Earlier: passage(first, at), PassedOver: passedOver})
 		}
 		if passedOver {
 			t.PassedOver++

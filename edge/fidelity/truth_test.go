@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -140,6 +141,29 @@ func TestJudgeFIFOInversions(t *testing.T) {
 		}
 		if got := Judge(log, oneMinute); got.Inversions != 1 || got.Newcomers != 1 {
 			t.Fatalf("inversions %d, newcomers %d; want 1 and 1", got.Inversions, got.Newcomers)
+		}
+	})
+	t.Run("each inversion names the visitor let in and the earliest arrival it went before", func(t *testing.T) {
+		log := Log{
+			End: at(300),
+			Arrivals: []Arrival{
+				{Visitor: "w", Node: 0, Arrived: at(5), Queued: at(5), TurnedAway: []time.Time{at(25)}},
+				{Visitor: "y", Node: 2, Arrived: at(10), Queued: at(10), TurnedAway: []time.Time{at(30), at(50), at(75)}},
+				{Visitor: "x", Node: 1, Arrived: at(65), Queued: at(65)},
+			},
+			Hits: join(hits("w", 30), hits("x", 70), hits("y", 95)),
+		}
+		got := Judge(log, oneMinute)
+		want := InvertedPair{
+			Later:      Passage{Visitor: "x", Node: 1, Arrived: at(65), Queued: true, Admitted: at(70)},
+			Earlier:    Passage{Visitor: "y", Node: 2, Arrived: at(10), Queued: true, Admitted: at(95), LastTurnedAway: at(50)},
+			PassedOver: true,
+		}
+		if len(got.InvertedPairs) != 1 || got.InvertedPairs[0] != want {
+			t.Fatalf("pairs %+v; want just %+v", got.InvertedPairs, want)
+		}
+		if s := want.String(); !strings.Contains(s, "x (node 2,") || !strings.Contains(s, "y (node 3,") || !strings.Contains(s, "25s later") {
+			t.Errorf("the listing %q does not say who, where and how much later", s)
 		}
 	})
 	t.Run("an admission too close to the end to judge is not counted", func(t *testing.T) {

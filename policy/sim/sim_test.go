@@ -44,10 +44,11 @@ type short struct {
 }
 
 // The misses the truth shows today, in short:
-//   - FIFO inversions wherever a queue drains bucket by bucket: the visitors
-//     of a bucket check in over a refresh interval (17–23 s) after it is
-//     covered, and the next bucket's visitors who check in meanwhile go in
-//     first, more than 2 s ahead of them.
+//   - FIFO inversions, fewer since a covered bucket's hold runs from when
+//     it last became covered as it stands: a few percent still at steady
+//     load near the limits and across a node restart, more where the
+//     order cannot hold (a node's own flood before the others hear of it,
+//     a cut ring, skewed clocks).
 //   - Utilisation at the first queueing after a step or a flood: each node
 //     queues on its share of the minute before the others' traffic has
 //     reached it.
@@ -61,34 +62,35 @@ var shorts = []short{
 	{name: "steady-uniform", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.1}},
+	}},
 	{name: "region-shift", shrink: func(sc *sim.Scenario) {
 		sc.Events[0].At = dur(3 * time.Minute)
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.27}},
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.013}},
 	{name: "single-node-flood", shrink: func(sc *sim.Scenario) {
 		a := &sc.Visitors.Arrival
 		a.SpikeAt, a.SpikeVisitors, a.End = dur(2*time.Minute), 1500, dur(7*time.Minute)
 		sc.Duration = dur(9 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFirstQueue: 0.82, sim.GoalFIFOInversions: 0.21}},
+	}, limits: map[string]float64{sim.GoalFirstQueue: 0.82, sim.GoalFIFOInversions: 0.15}},
 	// The survivors of a crash expect the crashed node for ten minutes and
 	// read only their own columns meanwhile. Its queued visitors move to
 	// them; SnapshotOf sums waiting cells each at least zero, so the moves
 	// do not make them vanish, but the survivors cannot see how many still
-	// wait in the crashed node's cells, so later arrivals go first.
+	// wait in the crashed node's cells, so later arrivals go first (0.99% of
+	// the admissions in the short run: within the goal, just).
 	{name: "node-crash", shrink: func(sc *sim.Scenario) {
 		sc.Events[0].At = dur(3 * time.Minute)
 		sc.Visitors.Arrival.End = dur(6 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.47}},
+	}},
 	// A 2-vs-3 partition from minute 2 to minute 7 under 1.2 × the
 	// new-user limit, then the heal: the room keeps to its limits while cut
 	// (each side to its part) and while the sides merge. The uneven split
 	// queues the busy small side while the large one admits later arrivals
 	// at once: FIFO order cannot hold across a cut.
-	{name: "partition-2v3", shrink: shortPartition, limits: map[string]float64{sim.GoalFIFOInversions: 0.44}},
-	{name: "partition-2v3-uneven", shrink: shortPartition, limits: map[string]float64{sim.GoalFIFOInversions: 0.45}},
+	{name: "partition-2v3", shrink: shortPartition, limits: map[string]float64{sim.GoalFIFOInversions: 0.08}},
+	{name: "partition-2v3-uneven", shrink: shortPartition, limits: map[string]float64{sim.GoalFIFOInversions: 0.2}},
 	{name: "gossip-delay-0.2s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.32, sim.GoalEstimate: 0}},
 	{name: "gossip-delay-1s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.59, sim.GoalEstimate: 0}},
 	// Gossip slower than the policy's assumed lag (the edge now sets
@@ -102,7 +104,7 @@ var shorts = []short{
 	{name: "clock-skew", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(4 * time.Minute)
 		sc.Duration = dur(6 * time.Minute)
-	}, limits: map[string]float64{sim.GoalPeakNew: 1.2, sim.GoalFIFOInversions: 0.54}},
+	}, limits: map[string]float64{sim.GoalPeakNew: 1.2, sim.GoalFIFOInversions: 0.37}},
 	// An on-sale opening at a cold cluster (the edge soak's shape). The
 	// cold start itself stays within the limits (38 of 50 admitted in the
 	// first second, none of the flood beyond the per-minute limit); the
@@ -114,27 +116,27 @@ var shorts = []short{
 	{name: "sessions-1min", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(5 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalPeakActive: 1.08, sim.GoalFIFOInversions: 0.14}},
+	}, limits: map[string]float64{sim.GoalPeakActive: 1.08}},
 	{name: "sessions-5min", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(5 * time.Minute)
 		sc.Duration = dur(10 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.25}},
+	}},
 	{name: "regional-flood-4-1-1", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(4 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalPeakActive: 1.09, sim.GoalFIFOInversions: 0.09}},
+	}, limits: map[string]float64{sim.GoalPeakActive: 1.09}},
 	{name: "fresh-flood-all-nodes", shrink: func(sc *sim.Scenario) {
 		sc.Duration = dur(4 * time.Minute)
 	}, limits: map[string]float64{sim.GoalPeakActive: 1.13, sim.GoalFirstQueue: 0.44}},
 	{name: "steady-95", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(8 * time.Minute)
 		sc.Duration = dur(9 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.24}},
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.025}},
 	{name: "node-restart", shrink: func(sc *sim.Scenario) {
 		sc.Events[0].At, sc.Events[1].At = dur(2*time.Minute), dur(3*time.Minute)
 		sc.Visitors.Arrival.End = dur(6 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFirstQueue: 0.93, sim.GoalFIFOInversions: 0.31}},
+	}, limits: map[string]float64{sim.GoalFirstQueue: 0.93, sim.GoalFIFOInversions: 0.026}},
 	{name: "reference-fifo", shrink: shortReference, limits: map[string]float64{sim.GoalFIFOInversions: 0.5}},
 	{name: "reference-random", shrink: shortReference},
 }
@@ -217,13 +219,14 @@ func TestGoalsOnShortScenarios(t *testing.T) {
 // TestFIFOOrderWhileTheActiveLimitBinds runs a longer step than the short
 // versions: two minutes at ten times the new-user limit, twelve in all, so
 // that the active limit binds and frees slots within each minute. The
-// limits hold. FIFO order does not, by the truth: each covered bucket's
-// visitors check in over a refresh interval, and the next bucket's who
-// check in meanwhile go in first (8.7% of the admissions; a ratchet just
-// above it).
+// limits hold, and so does FIFO order, by the truth: a covered bucket's
+// hold runs from when it last became covered as it stands, so the next
+// bucket waits for the check-ins of the visitors it turned away while it
+// was not covered (timed from its first coverage, 8.7% of the admissions
+// were inversions; now none, held to the goal).
 func TestFIFOOrderWhileTheActiveLimitBinds(t *testing.T) {
 	t.Parallel()
-	const ratchet = 0.09
+	const ratchet = sim.MaxFIFOInversions
 	sc := load(t, "step-10x")
 	sc.Visitors.Arrival.End = sc.Visitors.Arrival.At + dur(2*time.Minute)
 	sc.Duration = dur(12 * time.Minute)
@@ -232,7 +235,7 @@ func TestFIFOOrderWhileTheActiveLimitBinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := res.Figures
-	t.Logf("inversions %.2f%% (%d admissions), peak active %.3f, peak new %.3f", 100*f.FIFOInversions, f.Inversions, f.PeakActive, f.PeakNewPerMinute)
+	t.Logf("inversions %.2f%% (%d of them), peak active %.3f, peak new %.3f", 100*f.FIFOInversions, f.Inversions, f.PeakActive, f.PeakNewPerMinute)
 	if f.FIFOInversions > ratchet || f.PeakActive > sim.MaxPeakActive || f.PeakNewPerMinute > sim.MaxPeakNew {
 		t.Errorf("inversions %.2f%%, peak active %.3f, peak new %.3f; want ≤ %.0f%% (ratchet; the goal is 1%%), %.2f, %.2f",
 			100*f.FIFOInversions, f.PeakActive, f.PeakNewPerMinute, 100*ratchet, sim.MaxPeakActive, sim.MaxPeakNew)

@@ -3,6 +3,7 @@ package fidelity
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,8 +23,22 @@ const (
 	MaxInversionShare = 0.01
 )
 
+// The goals' keys, as --check-only names them.
+const (
+	GoalActive       = "active"
+	GoalNewPerMinute = "new-per-minute"
+	GoalUtilisation  = "utilisation"
+	GoalFIFO         = "fifo"
+	Goal5xx          = "5xx"
+)
+
+// GoalKeys lists every goal's key, in the order of the table.
+var GoalKeys = []string{GoalActive, GoalNewPerMinute, GoalUtilisation, GoalFIFO, Goal5xx}
+
 // Goal is one figure held to its goal.
 type Goal struct {
+	// Key names the goal for --check-only: one of GoalKeys.
+	Key    string  `json:"key"`
 	Figure string  `json:"figure"`
 	Value  float64 `json:"value"`
 	// Shown is the value as the table prints it, with what it was made of.
@@ -37,7 +52,7 @@ func Goals(t Truth, l Limits, status5xx int) []Goal {
 	active := t.ActiveRatio(l)
 	perMin := t.NewPerMinuteRatio(l)
 	inv := t.InversionShare()
-	util := Goal{Figure: "utilisation at first queueing", Goal: fmt.Sprintf("≥ %.2f", MinUtilisationAtFirstQueue), Met: true, Shown: "never queued"}
+	util := Goal{Key: GoalUtilisation, Figure: "utilisation at first queueing", Goal: fmt.Sprintf("≥ %.2f", MinUtilisationAtFirstQueue), Met: true, Shown: "never queued"}
 	if !t.FirstQueued.IsZero() {
 		util.Value = t.UtilisationAtFirstQueue
 		util.Met = t.UtilisationAtFirstQueue >= MinUtilisationAtFirstQueue
@@ -45,14 +60,14 @@ func Goals(t Truth, l Limits, status5xx int) []Goal {
 			t.ActiveAtFirstQueue, l.TotalActiveUsers, t.AdmittedAtFirstQueue, l.NewUsersPerMinute)
 	}
 	return []Goal{
-		{Figure: "peak active / total_active_users", Value: active, Goal: fmt.Sprintf("≤ %.2f", MaxActiveRatio), Met: active <= MaxActiveRatio,
+		{Key: GoalActive, Figure: "peak active / total_active_users", Value: active, Goal: fmt.Sprintf("≤ %.2f", MaxActiveRatio), Met: active <= MaxActiveRatio,
 			Shown: fmt.Sprintf("%.3f (%d of %d)", active, t.PeakActive, l.TotalActiveUsers)},
-		{Figure: "peak new users per minute / new_users_per_minute", Value: perMin, Goal: fmt.Sprintf("≤ %.2f", MaxNewPerMinuteRatio), Met: perMin <= MaxNewPerMinuteRatio,
+		{Key: GoalNewPerMinute, Figure: "peak new users per minute / new_users_per_minute", Value: perMin, Goal: fmt.Sprintf("≤ %.2f", MaxNewPerMinuteRatio), Met: perMin <= MaxNewPerMinuteRatio,
 			Shown: fmt.Sprintf("%.3f (%d of %d)", perMin, t.PeakNewPerMinute, l.NewUsersPerMinute)},
 		util,
-		{Figure: "FIFO inversions", Value: inv, Goal: fmt.Sprintf("≤ %g%%", MaxInversionShare*100), Met: inv <= MaxInversionShare,
+		{Key: GoalFIFO, Figure: "FIFO inversions", Value: inv, Goal: fmt.Sprintf("≤ %g%%", MaxInversionShare*100), Met: inv <= MaxInversionShare,
 			Shown: fmt.Sprintf("%.2f%% (%d of %d admissions: %d newcomers let in at once, %d passed over)", inv*100, t.Inversions, t.Admissions, t.Newcomers, t.PassedOver)},
-		{Figure: "5xx from waitroom", Value: float64(status5xx), Goal: "0", Met: status5xx == 0, Shown: fmt.Sprint(status5xx)},
+		{Key: Goal5xx, Figure: "5xx from waitroom", Value: float64(status5xx), Goal: "0", Met: status5xx == 0, Shown: fmt.Sprint(status5xx)},
 	}
 }
 
@@ -164,8 +179,9 @@ func minutes(d time.Duration) string {
 }
 
 // MissedGoals lists every goal missed (and every scenario not measured),
-// one line each: scenario, figure, value and goal.
-func MissedGoals(results []Result) []string {
+// one line each: scenario, figure, value and goal. With keys given, only
+// the goals they name count.
+func MissedGoals(results []Result, keys ...string) []string {
 	var out []string
 	for _, r := range results {
 		if r.Error != "" {
@@ -173,7 +189,7 @@ func MissedGoals(results []Result) []string {
 			continue
 		}
 		for _, g := range r.Goals {
-			if !g.Met {
+			if !g.Met && (len(keys) == 0 || slices.Contains(keys, g.Key)) {
 				out = append(out, fmt.Sprintf("%s: %s %s, goal %s", r.Scenario.Name, g.Figure, g.Shown, g.Goal))
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
+	visitor "github.com/waitroom/waitroom/edge/crowd"
 )
 
 // DemoOptions configure `waitroom demo`.
@@ -347,27 +348,25 @@ func (c *crowd) visit(ctx context.Context) {
 	c.done.Add(1)
 }
 
-// followRefresh reads a queue page's Refresh header as a browser does: the
-// interval (0 when there is none) and the address to load then, which is
-// the url it names ("20; url=/x", resolved against the request's address:
-// the cookie check of a new visitor's first page) or the page's own.
+// followRefresh reads a queue page's Refresh header as a browser does, with
+// edge/crowd's ParseRefresh, the one parser of it: the interval (0 when
+// there is none) and the address to load then, which is the url it names
+// ("20; url=/x", resolved against the request's address: the cookie check
+// of a new visitor's first page) or the page's own.
 func followRefresh(resp *http.Response) (time.Duration, string) {
-	v := resp.Header.Get("Refresh")
-	secs, rest, _ := strings.Cut(v, ";")
-	n, err := strconv.Atoi(strings.TrimSpace(secs))
-	if err != nil || n < 0 {
+	r, ok := visitor.ParseRefresh(resp.Header.Get("Refresh"))
+	if !ok {
 		return 0, ""
 	}
 	here := resp.Request.URL
-	k, ref, ok := strings.Cut(rest, "=")
-	if !ok || !strings.EqualFold(strings.TrimSpace(k), "url") {
-		return time.Duration(n) * time.Second, here.String()
+	if r.URL == "" {
+		return r.After, here.String()
 	}
-	next, err := here.Parse(strings.Trim(strings.TrimSpace(ref), `'"`))
+	next, err := here.Parse(r.URL)
 	if err != nil {
-		return time.Duration(n) * time.Second, here.String()
+		return r.After, here.String()
 	}
-	return time.Duration(n) * time.Second, next.String()
+	return r.After, next.String()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -42,6 +42,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/waitroom/waitroom/edge/crowd"
 )
 
 // Options configure a run.
@@ -154,52 +156,29 @@ func (o Outcome) String() string {
 }
 
 // Classify tells what a response was and, for a queued one, the refresh
-// interval it asked for. For an error the second result is the error kind
-// ("http_502", ...).
+// interval it asked for, read as a browser reads it (whole seconds; a
+// Refresh that does not parse is a reload after no wait). For an error the
+// second result is the error kind ("http_502", ...).
 func Classify(resp *http.Response) (Outcome, time.Duration, string) {
-	if v := resp.Header.Get("Refresh"); v != "" {
-		return Queued, parseRefresh(v), ""
-	}
-	switch s := resp.StatusCode; {
-	case s >= 200 && s < 400:
-		return Admitted, 0, ""
-	case s == http.StatusTooManyRequests:
-		return Rejected, 0, ""
-	case s == http.StatusServiceUnavailable && strings.Contains(resp.Header.Get("Cache-Control"), "no-store"):
-		return Rejected, 0, ""
+	out, r, kind := classify(resp)
+	return out, r.After, kind
+}
+
+// classify is Classify with the whole refresh (the address it names too),
+// as the visitor's side of a room reads it in edge/crowd, the one parser of
+// the Refresh header.
+func classify(resp *http.Response) (Outcome, crowd.Refresh, string) {
+	out, r := crowd.Classify(resp)
+	switch out {
+	case crowd.Queued:
+		return Queued, r, ""
+	case crowd.Admitted:
+		return Admitted, crowd.Refresh{}, ""
+	case crowd.Rejected:
+		return Rejected, crowd.Refresh{}, ""
 	default:
-		return Failed, 0, "http_" + strconv.Itoa(s)
+		return Failed, crowd.Refresh{}, "http_" + strconv.Itoa(resp.StatusCode)
 	}
-}
-
-// parseRefresh reads the interval of "20" or "20; url=/": whole seconds
-// (fractions are accepted, as browsers do).
-func parseRefresh(v string) time.Duration {
-	v, _, _ = strings.Cut(v, ";")
-	v, _, _ = strings.Cut(v, ",")
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || f < 0 {
-		return 0
-	}
-	return time.Duration(f * float64(time.Second))
-}
-
-// RefreshURL is the address a Refresh header value names ("20; url=/x"
-// names "/x", quoted or not), or "" when it names none and the page reloads
-// itself. It is a reference to resolve against the request's URL.
-func RefreshURL(v string) string {
-	_, rest, ok := strings.Cut(v, ";")
-	if !ok {
-		_, rest, ok = strings.Cut(v, ",")
-	}
-	if !ok {
-		return ""
-	}
-	k, u, ok := strings.Cut(rest, "=")
-	if !ok || !strings.EqualFold(strings.TrimSpace(k), "url") {
-		return ""
-	}
-	return strings.Trim(strings.TrimSpace(u), `'"`)
 }
 
 // ErrorKind names a transport error: timeout, refused, reset, eof or
@@ -606,7 +585,8 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 		return 0, true
 	}
 	v.keep(resp, now)
-	out, wait, kind := Classify(resp)
+	out, refresh, kind := classify(resp)
+	wait := refresh.After
 	e.requests.Add(1)
 	sh := &e.shards[v.id%uint64(len(e.shards))]
 	sh.mu.Lock()
@@ -642,8 +622,8 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 		e.queued.Add(1)
 		// A plain Refresh reloads the page where it is; one with a url
 		// goes there.
-		if ref := RefreshURL(resp.Header.Get("Refresh")); ref != "" {
-			if next, err := u.Parse(ref); err == nil {
+		if refresh.URL != "" {
+			if next, err := u.Parse(refresh.URL); err == nil {
 				v.page = next
 			}
 		}

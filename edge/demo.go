@@ -265,13 +265,13 @@ func (c *crowd) run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if !sleepCtx(ctx, delay) {
+			if !visitor.Sleep(ctx, delay) {
 				return
 			}
 			for ctx.Err() == nil {
 				c.visit(ctx)
 				// Come back later as somebody new.
-				if !sleepCtx(ctx, 30*time.Second+time.Duration(rand.Int64N(int64(90*time.Second)))) {
+				if !visitor.Sleep(ctx, 30*time.Second+time.Duration(rand.Int64N(int64(90*time.Second)))) {
 					return
 				}
 			}
@@ -313,7 +313,7 @@ func (c *crowd) visit(ctx context.Context) {
 			if errors.Is(ctx.Err(), context.Canceled) || ctx.Err() != nil {
 				return
 			}
-			if !sleepCtx(ctx, 5*time.Second) {
+			if !visitor.Sleep(ctx, 5*time.Second) {
 				return
 			}
 			continue
@@ -327,7 +327,7 @@ func (c *crowd) visit(ctx context.Context) {
 			return
 		}
 		page = next
-		if !sleepCtx(ctx, refresh) {
+		if !visitor.Sleep(ctx, refresh) {
 			return
 		}
 	}
@@ -338,7 +338,7 @@ func (c *crowd) visit(ctx context.Context) {
 	// Browse for 20–60 s, a page every 5–10 s.
 	end := time.Now().Add(20*time.Second + time.Duration(rand.Int64N(int64(40*time.Second))))
 	for time.Now().Before(end) {
-		if !sleepCtx(ctx, 5*time.Second+time.Duration(rand.Int64N(int64(5*time.Second)))) {
+		if !visitor.Sleep(ctx, 5*time.Second+time.Duration(rand.Int64N(int64(5*time.Second)))) {
 			return
 		}
 		if _, err := get(url); err != nil && ctx.Err() != nil {
@@ -367,15 +367,4 @@ func followRefresh(resp *http.Response) (time.Duration, string) {
 		return r.After, here.String()
 	}
 	return r.After, next.String()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

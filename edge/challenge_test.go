@@ -181,7 +181,7 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	}
 	// Every node must know the one slot is taken before the crowd comes.
 	settleActive := func(want int64) {
-		testkit.Eventually(t, 3*time.Second, 0, "active users on every node", func() bool {
+		testkit.Eventually(t, 10*time.Second, 0, "active users on every node", func() bool {
 			for _, a := range r.admins {
 				if roomStatus(t, a, "shop").EstimatedTotalActiveUsers != want {
 					return false

@@ -481,12 +481,7 @@ func settledHeap() uint64 {
 }
 
 func queuedIn(env *Env, room string) int64 {
-	for _, r := range env.Node.StateDoc().Rooms {
-		if r.Name == room {
-			return r.EstimatedQueuedUsers
-		}
-	}
-	return -1
+	return env.Node.WaitingNow(room)
 }
 
 // WriteText prints the report: machine, method, the ratio table and notes.

@@ -146,18 +146,6 @@ func countedUntil(c policy.Counting) int64 {
 	return until
 }
 
-// size is the number of entries, for tests and metrics.
-func (t *countedTable) size() int {
-	n := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
-}
-
 // countingOf is the counter rule's view of a cookie's token.
 func countingOf(t cookie.Token) policy.Counting {
 	return policy.Counting{

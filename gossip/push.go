@@ -29,9 +29,12 @@ const (
 	// going into debt if it cost more than the burst). At
 	// 1,000 admissions a second over 10 nodes, gossip alone costs about
 	// 13 kB/s per node, and with the push about 16 kB/s (TestMeasureGossipCost),
-	// under the 20 kB/s the product allows. When the
-	// budget is spent, the next push waits for it, so a busy node pushes
-	// every ~150 ms (10 nodes) and an idle one at once.
+	// under the 20 kB/s the product allows. When the budget is spent, the
+	// next push waits for it: a node of that busy 10-node ring pushes a
+	// few times a second (a push of its ~6 changed cells costs ~3.5 kB),
+	// and between pushes its changes travel by gossip as before; a node of
+	// a 3-node ring, or one admitting a few visitors a second, pushes
+	// every change within the window.
 	pushBudget = 6000
 	pushBurst  = 2 * pushBudget / 5
 	// pushOverhead is what a packet costs besides the message: the user

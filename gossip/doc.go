@@ -16,6 +16,21 @@
 // takes the maximum per replica, a message that is lost, duplicated or comes
 // late does no harm: the next one, or push-pull, carries the newer value.
 //
+// # Push of own changes
+//
+// A broadcast waits for the next gossip round (every 200 ms with LAN
+// timings) and reaches most peers of a ring only through a relay a round
+// later, and every node keeps back what its peers may have admitted within
+// that delay. So Node.Add also arms a push (push.go): 15 ms later, the
+// node's changed own cells, gathered over that window, go straight to every
+// live peer with memberlist's SendBestEffort, in the same stamped entries
+// message a broadcast carries (peers decode, screen and time it alike). The
+// cells are queued for gossip as before, for relays and for the peers a
+// lost packet missed. The push costs a packet per peer, so it is bounded:
+// only in rings of at most 16 members, and within 6 kB/s per node (a token
+// bucket; when it is spent, the next push waits for it), which keeps the
+// gossip of 1,000 admissions a second over 10 nodes under 20 kB/s per node.
+//
 // # Push-pull
 //
 // Periodically, and when a node joins, memberlist has two nodes swap their

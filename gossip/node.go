@@ -114,6 +114,9 @@ type Node struct {
 	// several goroutines at once, and a flush that read an older value must
 	// not queue it after another queued a newer one under the same name.
 	flushMu sync.Mutex
+	// pushMu guards push, the push of own changes to every peer (push.go).
+	pushMu sync.Mutex
+	push   pusher
 
 	// addr is the advertised gossip address, fixed at start; bound is the
 	// address it listens on (host as configured, port as bound).
@@ -390,12 +393,15 @@ func (n *Node) Addr() string { return n.addr }
 
 // Add raises the node's own entries and queues them for gossip. Encoding is
 // deferred to the next gossip round, so a cell that changes a hundred times
-// between rounds is encoded and sent once, with its latest value.
+// between rounds is encoded and sent once, with its latest value; the push
+// (push.go) sends them to every peer within a few milliseconds meanwhile.
 func (n *Node) Add(incs ...Inc) {
 	now := n.clock().UnixMilli()
+	own := false
 	n.mu.Lock()
 	for _, in := range incs {
 		if _, ok := n.state.Add(in.Key, n.replica, in.N); ok {
+			own = true
 			id := cellID{in.Key, n.replica}
 			n.dirty[id] = struct{}{}
 			if _, ok := n.dirtyAt[id]; !ok {
@@ -404,6 +410,9 @@ func (n *Node) Add(incs ...Inc) {
 		}
 	}
 	n.mu.Unlock()
+	if own {
+		n.schedulePush()
+	}
 }
 
 // Snapshot sums a room's merged counters as seen at unix second now.
@@ -752,7 +761,11 @@ func (n *Node) Kill() error {
 // flush encodes the dirty cells and registers and queues them as broadcasts.
 // A broadcast is named after its cell and replica, so a newer value replaces
 // an older one that has not been sent out yet.
-func (n *Node) flush() {
+func (n *Node) flush() { n.flushWith(nil) }
+
+// flushWith is flush, calling each (when set) with every entry queued and
+// its stamp.
+func (n *Node) flushWith(each func(crdt.Entry, int64)) {
 	var reliable [][]byte
 	defer func() {
 		for _, msg := range reliable {
@@ -804,6 +817,9 @@ func (n *Node) flush() {
 			continue
 		}
 		n.queue.QueueBroadcast(&broadcast{name: entryName(e), msg: msg})
+		if each != nil {
+			each(e, stamps[i])
+		}
 	}
 	for _, r := range regs {
 		r = n.outgoing(r)

@@ -1,0 +1,54 @@
+package gossip_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
+)
+
+// slowGossip is a ring where nothing but the push carries a change soon: a
+// gossip round, and the probes broadcasts ride along with, every ten
+// seconds, and no periodic push-pull.
+const slowGossip = 10 * time.Second
+
+func slowTune(mc *memberlist.Config) {
+	mc.GossipInterval = slowGossip
+	mc.ProbeInterval = slowGossip
+	mc.PushPullInterval = 0
+}
+
+// A node's own change reaches every peer promptly, not at the next gossip
+// round: in a ring that gossips every ten seconds, each of several changes
+// in a row arrives at both peers within a tenth of the interval. Without the
+// push, a change waits for the round (at a random point of the interval), so
+// three in a row arriving that early would be chance of about one in a
+// thousand.
+func TestOwnChangesReachPeersBeforeTheGossipRound(t *testing.T) {
+	a := startNode(t, gossip.Config{Name: "a", Tune: slowTune, Log: testLog(t)})
+	b := startNode(t, gossip.Config{Name: "b", Tune: slowTune, Log: testLog(t), Seeds: []string{a.Addr()}})
+	c := startNode(t, gossip.Config{Name: "c", Tune: slowTune, Log: testLog(t), Seeds: []string{a.Addr(), b.Addr()}})
+	for _, n := range []*gossip.Node{a, b, c} {
+		waitNumMembers(t, n, 3, 10*time.Second)
+	}
+	// The peers list fills from memberlist's events, which the joins'
+	// push-pulls have sent by now.
+	k := minuteKey("shop", crdt.Admitted, nowMinute())
+	for round := 1; round <= 3; round++ {
+		a.Add(gossip.Inc{Key: k, N: 1})
+		for _, p := range []*gossip.Node{b, c} {
+			var got uint64
+			testkit.Eventually(t, slowGossip/10, 0, fmt.Sprintf("change %d of a at %s", round, p.Name()),
+				func() bool {
+					p.Read(func(s *crdt.State) { got = s.Get(k, a.Replica()) })
+					return got == uint64(round)
+				},
+				func() string { return fmt.Sprintf("%d", got) })
+		}
+	}
+}

@@ -20,8 +20,6 @@ import (
 type cluster struct {
 	t     testing.TB
 	nodes []*gossip.Node
-	// changed[i] receives a signal whenever node i merged something new.
-	changed []chan struct{}
 }
 
 // testKey is the gossip key of the test rings: a ring never runs without
@@ -35,8 +33,8 @@ type clusterOpts struct {
 	insecure bool
 	label    string
 	tune     func(*memberlist.Config)
-	// onChange, when set, is called besides the changed channel with the
-	// index of the node whose state a merge from a peer changed. It runs on
+	// onChange, when set, is called with the index of the node whose state
+	// a merge from a peer changed. It runs on
 	// memberlist's goroutines and must not block.
 	onChange func(i int)
 	// transport, when set, builds the node's transport (fault injection).
@@ -75,7 +73,6 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 	if o.profile == "" {
 		o.profile = gossip.Local
 	}
-	ch := make(chan struct{}, 1)
 	idx := len(c.nodes)
 	var tr memberlist.Transport
 	if o.transport != nil {
@@ -112,10 +109,6 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 			if o.onChange != nil {
 				o.onChange(idx)
 			}
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
 		},
 		Transport:      tr,
 		Tune:           o.tune,
@@ -128,7 +121,6 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	c.nodes = append(c.nodes, node)
-	c.changed = append(c.changed, ch)
 	return node
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -273,7 +274,7 @@ func TestWriteStateTable(t *testing.T) {
 	f := busyShop(t)
 	doc := f.srv.StateDoc()
 	var buf bytes.Buffer
-	if err := edge.WriteStateTable(&buf, doc); err != nil {
+	if err := adminclient.WriteStateTable(&buf, doc); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -312,7 +313,7 @@ func TestWriteStateTable(t *testing.T) {
 		cut.Rooms = append([]edge.RoomStatus(nil), doc.Rooms...)
 		cut.Rooms[0].Cut = &policy.CutSummary{ReachableNodes: 2, ExpectedNodes: 5, TotalActiveUsers: 400, NewUsersPerMinute: 24, ElsewhereActive: 31.6, ElsewhereAdmitted: 7}
 		var buf bytes.Buffer
-		if err := edge.WriteStateTable(&buf, &cut); err != nil {
+		if err := adminclient.WriteStateTable(&buf, &cut); err != nil {
 			t.Fatal(err)
 		}
 		want := regexp.MustCompile(`(?m)^\s+CUT OFF\s+2 of 5 nodes reachable: figures are this part's, held to 400 active / 24 per minute; the others last said 32 active, 7 admitted this minute$`)
@@ -325,7 +326,7 @@ func TestWriteStateTable(t *testing.T) {
 	})
 	t.Run("a node without rooms says so", func(t *testing.T) {
 		var buf bytes.Buffer
-		if err := edge.WriteStateTable(&buf, &edge.StateDoc{Node: "n"}); err != nil || !strings.Contains(buf.String(), "no rooms on this node") {
+		if err := adminclient.WriteStateTable(&buf, &edge.StateDoc{Node: "n"}); err != nil || !strings.Contains(buf.String(), "no rooms on this node") {
 			t.Errorf("%v:\n%s", err, buf.String())
 		}
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/adminclient"
 )
 
 // adminRaw sends a request with the given body and headers ("Host" sets the
@@ -198,7 +199,7 @@ func TestAdminListener(t *testing.T) {
 		}
 	})
 	t.Run("the CLI's client reads, changes and reads the state", func(t *testing.T) {
-		c := &edge.AdminClient{URL: "http://" + addr, Token: token, Timeout: 5 * time.Second}
+		c := &adminclient.Client{URL: "http://" + addr, Token: token, Timeout: 5 * time.Second}
 		ctx := context.Background()
 		if _, err := c.Stop(ctx, "shop", ""); err != nil {
 			t.Fatalf("stop: %v", err)
@@ -219,7 +220,7 @@ func TestAdminListener(t *testing.T) {
 		if err := c.Delete(ctx, "sale"); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
-		doc, _, err := edge.FetchState(ctx, addr, token, 5*time.Second)
+		doc, _, err := adminclient.FetchState(ctx, addr, token, 5*time.Second)
 		if err != nil || len(doc.Rooms) != 1 || doc.Rooms[0].Name != "shop" {
 			t.Fatalf("state: %+v, %v", doc, err)
 		}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
@@ -354,7 +355,7 @@ func TestEndToEnd(t *testing.T) {
 		for i := 1; i < e2eNodes; i++ {
 			var active int64
 			testkit.Eventually(t, 5*time.Second-time.Since(revokedAt), 0, fmt.Sprintf("pop-%d no longer counting the revoked session", i+1), func() bool {
-				doc, _, err := edge.FetchState(context.Background(), c.nodes[i].AdminAddr(), "", 2*time.Second)
+				doc, _, err := adminclient.FetchState(context.Background(), c.nodes[i].AdminAddr(), "", 2*time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}

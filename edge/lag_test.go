@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/gossip"
 )
 
@@ -84,7 +85,7 @@ func TestMeasuredGossipLag(t *testing.T) {
 				}
 			}
 			var buf bytes.Buffer
-			if err := edge.WriteStateTable(&buf, n.StateDoc()); err != nil || !strings.Contains(buf.String(), "gossip lag in use") || !strings.Contains(buf.String(), "(measured;") {
+			if err := adminclient.WriteStateTable(&buf, n.StateDoc()); err != nil || !strings.Contains(buf.String(), "gossip lag in use") || !strings.Contains(buf.String(), "(measured;") {
 				t.Errorf("state table (%v):\n%s", err, buf.String())
 			}
 		})

@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/adminclient"
 )
 
 func newRooms() *cobra.Command {
-	c := &edge.AdminClient{}
+	c := &adminclient.Client{}
 	cmd := &cobra.Command{
 		Use:   "rooms",
 		Short: "List, change, stop and resume rooms on a running cluster",
@@ -76,7 +76,7 @@ seconds; no restart is needed.`,
 			if err != nil {
 				return err
 			}
-			rooms, err := edge.ParseRooms(data)
+			rooms, err := adminclient.ParseRooms(data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}

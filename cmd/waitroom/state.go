@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/adminclient"
 )
 
 func newState() *cobra.Command {
@@ -24,7 +24,7 @@ ring and, per room, active users against the limit, who waits in which
 arrival bucket, admissions this minute and each node's traffic share.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			doc, raw, err := edge.FetchState(cmd.Context(), admin, token, timeout)
+			doc, raw, err := adminclient.FetchState(cmd.Context(), admin, token, timeout)
 			if err != nil {
 				return err
 			}
@@ -38,7 +38,7 @@ arrival bucket, admissions this minute and each node's traffic share.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(v)
 			}
-			return edge.WriteStateTable(out, doc)
+			return adminclient.WriteStateTable(out, doc)
 		},
 	}
 	cmd.Flags().StringVar(&admin, "admin", "http://127.0.0.1:9090", "admin endpoint of the node to ask")

@@ -1,4 +1,8 @@
-package edge
+// Package adminclient is the one client of a node's admin endpoint: what
+// `waitroom state` and `waitroom rooms` send (reading the state document,
+// listing, applying, stopping and resuming rooms), the rooms file they
+// apply, and the table the state is printed as for a person.
+package adminclient
 
 import (
 	"bytes"
@@ -13,18 +17,20 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/waitroom/waitroom/edge"
 )
 
-// AdminClient talks to a node's admin endpoint, for the CLI. It sends what
+// Client talks to a node's admin endpoint, for the CLI. It sends what
 // the endpoint asks of a caller: JSON with its Content-Type on every change,
 // and the bearer token when there is one.
-type AdminClient struct {
+type Client struct {
 	URL     string // e.g. http://127.0.0.1:9090
 	Token   string // bearer token; WAITROOM_ADMIN_TOKEN when empty
 	Timeout time.Duration
 }
 
-func (c *AdminClient) do(ctx context.Context, method, path string, body, out any) error {
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	raw, err := c.send(ctx, method, path, body)
 	if err != nil {
 		return err
@@ -39,7 +45,7 @@ func (c *AdminClient) do(ctx context.Context, method, path string, body, out any
 
 // send makes one request and returns the answer's body, or an error with the
 // endpoint's message when it refused.
-func (c *AdminClient) send(ctx context.Context, method, path string, body any) ([]byte, error) {
+func (c *Client) send(ctx context.Context, method, path string, body any) ([]byte, error) {
 	base := c.URL
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
@@ -96,12 +102,12 @@ func (c *AdminClient) send(ctx context.Context, method, path string, body any) (
 
 // State reads the node's state document; it returns the decoded document
 // and the raw JSON.
-func (c *AdminClient) State(ctx context.Context) (*StateDoc, []byte, error) {
+func (c *Client) State(ctx context.Context) (*edge.StateDoc, []byte, error) {
 	raw, err := c.send(ctx, http.MethodGet, "/state", nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("ask %s: %w", c.URL, err)
 	}
-	var doc StateDoc
+	var doc edge.StateDoc
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, nil, fmt.Errorf("decode state from %s: %w", c.URL, err)
 	}
@@ -109,50 +115,50 @@ func (c *AdminClient) State(ctx context.Context) (*StateDoc, []byte, error) {
 }
 
 // Rooms lists the rooms a node has in force.
-func (c *AdminClient) Rooms(ctx context.Context) ([]RoomConfig, error) {
-	var out []RoomConfig
+func (c *Client) Rooms(ctx context.Context) ([]edge.RoomConfig, error) {
+	var out []edge.RoomConfig
 	return out, c.do(ctx, http.MethodGet, "/rooms", nil, &out)
 }
 
 // Room reads one room.
-func (c *AdminClient) Room(ctx context.Context, name string) (*RoomConfig, error) {
-	var out RoomConfig
+func (c *Client) Room(ctx context.Context, name string) (*edge.RoomConfig, error) {
+	var out edge.RoomConfig
 	return &out, c.do(ctx, http.MethodGet, "/rooms/"+url.PathEscape(name), nil, &out)
 }
 
 // Apply creates or replaces a room.
-func (c *AdminClient) Apply(ctx context.Context, rc RoomConfig) (*RoomConfig, error) {
-	var out RoomConfig
+func (c *Client) Apply(ctx context.Context, rc edge.RoomConfig) (*edge.RoomConfig, error) {
+	var out edge.RoomConfig
 	return &out, c.do(ctx, http.MethodPut, "/rooms/"+url.PathEscape(rc.Name), rc, &out)
 }
 
 // Delete deletes a room.
-func (c *AdminClient) Delete(ctx context.Context, name string) error {
+func (c *Client) Delete(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/rooms/"+url.PathEscape(name), nil, nil)
 }
 
 // Stop queues everyone in a room, admitted visitors included, behind
 // pageHTML (the built-in paused page when empty).
-func (c *AdminClient) Stop(ctx context.Context, name, pageHTML string) (*RoomConfig, error) {
-	var out RoomConfig
+func (c *Client) Stop(ctx context.Context, name, pageHTML string) (*edge.RoomConfig, error) {
+	var out edge.RoomConfig
 	return &out, c.do(ctx, http.MethodPost, "/rooms/"+url.PathEscape(name)+"/stop", map[string]string{"page_html": pageHTML}, &out)
 }
 
 // Resume ends an emergency stop.
-func (c *AdminClient) Resume(ctx context.Context, name string) (*RoomConfig, error) {
-	var out RoomConfig
+func (c *Client) Resume(ctx context.Context, name string) (*edge.RoomConfig, error) {
+	var out edge.RoomConfig
 	return &out, c.do(ctx, http.MethodPost, "/rooms/"+url.PathEscape(name)+"/resume", nil, &out)
 }
 
 // ParseRooms reads rooms to apply from YAML or JSON: one room, a list of
 // rooms, or a config file's "rooms:". Each is checked on its own here; the
 // node checks them against its other rooms.
-func ParseRooms(data []byte) ([]RoomConfig, error) {
+func ParseRooms(data []byte) ([]edge.RoomConfig, error) {
 	var probe any
 	if err := yaml.Unmarshal(data, &probe); err != nil {
 		return nil, fmt.Errorf("parse rooms: %w", err)
 	}
-	var rooms []RoomConfig
+	var rooms []edge.RoomConfig
 	decode := func(v any) error {
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
@@ -165,17 +171,17 @@ func ParseRooms(data []byte) ([]RoomConfig, error) {
 		}
 	case map[string]any:
 		if _, ok := p["rooms"]; ok {
-			c, err := ParseConfig(data)
+			c, err := edge.ParseConfig(data)
 			if err != nil {
 				return nil, err
 			}
 			rooms = c.Rooms
 		} else {
-			var rc RoomConfig
+			var rc edge.RoomConfig
 			if err := decode(&rc); err != nil {
 				return nil, fmt.Errorf("parse room: %w", err)
 			}
-			rooms = []RoomConfig{rc}
+			rooms = []edge.RoomConfig{rc}
 		}
 	default:
 		return nil, fmt.Errorf("parse rooms: want a room, a list of rooms or a config with rooms")

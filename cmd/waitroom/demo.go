@@ -3,11 +3,11 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/demo"
 )
 
 func newDemo() *cobra.Command {
-	var o edge.DemoOptions
+	var o demo.Options
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Watch queueing happen: three nodes, an origin and a crowd, in one process",
@@ -17,7 +17,7 @@ follow the queue page's refresh. Every second the live merged state is
 printed; open the URL shown to join the queue yourself. Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return edge.RunDemo(cmd.Context(), o, cmd.OutOrStdout(), newLogger(o.LogLevel, "console"))
+			return demo.Run(cmd.Context(), o, cmd.OutOrStdout(), newLogger(o.LogLevel, "console"))
 		},
 	}
 	f := cmd.Flags()

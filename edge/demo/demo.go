@@ -1,15 +1,17 @@
-package edge
+// Package demo is `waitroom demo`: in one process, a ring of nodes on
+// loopback in front of a small origin, a crowd of synthetic visitors who
+// keep their cookies and follow the queue page's refresh (the visitor's side
+// in edge/crowd), and the merged state printed every second.
+package demo
 
 import (
 	"context"
 	crand "crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,11 +23,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
-	visitor "github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/crowd"
 )
 
-// DemoOptions configure `waitroom demo`.
-type DemoOptions struct {
+// Options configure `waitroom demo`.
+type Options struct {
 	Listen            string // the first node's public address
 	Nodes             int
 	TotalActiveUsers  int
@@ -36,10 +39,10 @@ type DemoOptions struct {
 	LogLevel          string
 }
 
-// RunDemo runs, in this process, a ring of nodes on loopback in front of a
+// Run runs, in this process, a ring of nodes on loopback in front of a
 // small demo origin, with a crowd of synthetic visitors, and prints the
 // merged state every second until ctx is done (or Duration has passed).
-func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log zerolog.Logger) error {
+func Run(ctx context.Context, o Options, out io.Writer, log zerolog.Logger) error {
 	if o.Nodes < 1 {
 		o.Nodes = 3
 	}
@@ -68,7 +71,7 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log zerolog.Logg
 		return err
 	}
 
-	nodes := make([]*Server, 0, o.Nodes)
+	nodes := make([]*edge.Server, 0, o.Nodes)
 	defer func() {
 		for _, s := range nodes {
 			_ = s.Close()
@@ -91,14 +94,14 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log zerolog.Logg
 		if i == 0 {
 			listen = o.Listen
 		}
-		cfg := &Config{
+		cfg := &edge.Config{
 			Node:          fmt.Sprintf("pop-%d", i+1),
 			Listen:        listen,
 			Admin:         "127.0.0.1:0",
 			Gossip:        "127.0.0.1:0",
 			GossipProfile: "local",
 			CookieKeyFile: keyFile,
-			Rooms: []RoomConfig{{
+			Rooms: []edge.RoomConfig{{
 				Name:                "demo",
 				Origin:              origin.url,
 				TotalActiveUsers:    o.TotalActiveUsers,
@@ -115,7 +118,7 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log zerolog.Logg
 		if err := cfg.Validate(); err != nil {
 			return fmt.Errorf("demo config: %w", err)
 		}
-		s, err := New(cfg, RunOptions{Log: log, GossipKeys: [][]byte{gossipKey}})
+		s, err := edge.New(cfg, edge.RunOptions{Log: log, GossipKeys: [][]byte{gossipKey}})
 		if err != nil {
 			return err
 		}
@@ -124,7 +127,7 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log zerolog.Logg
 		serving.Add(1)
 		go func() {
 			defer serving.Done()
-			if err := s.Serve(runCtx, func(*Server) { close(ready) }); err != nil {
+			if err := s.Serve(runCtx, func(*edge.Server) { close(ready) }); err != nil {
 				log.Error().Err(err).Msg("demo node stopped")
 			}
 		}()
@@ -163,7 +166,7 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log zerolog.Logg
 	}
 }
 
-func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*Server, c *crowd, o *demoOrigin) {
+func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*edge.Server, c *demoCrowd, o *demoOrigin) {
 	doc := nodes[0].StateDoc()
 	if len(doc.Rooms) == 0 {
 		return
@@ -241,21 +244,21 @@ func (o *demoOrigin) activeSessions(d time.Duration) int {
 
 func (o *demoOrigin) close() { _ = o.srv.Close() }
 
-// crowd is the demo's synthetic visitors: each keeps its cookies, follows
-// the queue page's Refresh header, browses the origin for a while once let
-// in, then leaves and comes back later as a new visitor.
-type crowd struct {
+// demoCrowd is the demo's synthetic visitors: each keeps its cookies,
+// follows the queue page's Refresh header, browses the origin for a while
+// once let in, then leaves and comes back later as a new visitor.
+type demoCrowd struct {
 	urls                    []string
 	visitors                int
 	waiting, browsing, done atomic.Int64
 	next                    atomic.Int64
 }
 
-func newCrowd(urls []string, visitors int) *crowd {
-	return &crowd{urls: urls, visitors: visitors}
+func newCrowd(urls []string, visitors int) *demoCrowd {
+	return &demoCrowd{urls: urls, visitors: visitors}
 }
 
-func (c *crowd) run(ctx context.Context) {
+func (c *demoCrowd) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	// Arrivals spread over the first ninety seconds: a rush well above the
@@ -265,13 +268,13 @@ func (c *crowd) run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if !visitor.Sleep(ctx, delay) {
+			if !crowd.Sleep(ctx, delay) {
 				return
 			}
 			for ctx.Err() == nil {
 				c.visit(ctx)
 				// Come back later as somebody new.
-				if !visitor.Sleep(ctx, 30*time.Second+time.Duration(rand.Int64N(int64(90*time.Second)))) {
+				if !crowd.Sleep(ctx, 30*time.Second+time.Duration(rand.Int64N(int64(90*time.Second)))) {
 					return
 				}
 			}
@@ -279,92 +282,31 @@ func (c *crowd) run(ctx context.Context) {
 	}
 }
 
-// visit is one visitor's whole stay: queue, browse, leave.
-func (c *crowd) visit(ctx context.Context) {
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+// visit is one visitor's whole stay: queue (following the queue page's
+// Refresh as a browser does, and pressing reload five seconds after an
+// error), browse, leave.
+func (c *demoCrowd) visit(ctx context.Context) {
 	url := c.urls[rand.IntN(len(c.urls))]
-	page := url // where the next check-in goes: the queue page's Refresh says
 	id := strconv.FormatInt(c.next.Add(1), 10)
+	v := crowd.NewVisitor(nil, http.Header{"X-Demo-Visitor": {id}}, 10*time.Second)
 	c.waiting.Add(1)
-	queued := true
-	defer func() {
-		if queued {
-			c.waiting.Add(-1)
-		}
-	}()
-	get := func(url string) (*http.Response, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("X-Demo-Visitor", id)
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp, nil
-	}
-	for {
-		resp, err := get(page)
-		if err != nil {
-			if errors.Is(ctx.Err(), context.Canceled) || ctx.Err() != nil {
-				return
-			}
-			if !visitor.Sleep(ctx, 5*time.Second) {
-				return
-			}
-			continue
-		}
-		if resp.Header.Get("X-Demo-Origin") != "" {
-			break
-		}
-		refresh, next := followRefresh(resp)
-		if refresh <= 0 {
-			// Rejected: nothing to wait for.
-			return
-		}
-		page = next
-		if !visitor.Sleep(ctx, refresh) {
-			return
-		}
-	}
-	queued = false
+	_, err := v.Follow(ctx, url, 5*time.Second, nil)
 	c.waiting.Add(-1)
+	if err != nil {
+		// Rejected (nothing to wait for), or the demo is over.
+		return
+	}
 	c.browsing.Add(1)
 	defer c.browsing.Add(-1)
 	// Browse for 20–60 s, a page every 5–10 s.
 	end := time.Now().Add(20*time.Second + time.Duration(rand.Int64N(int64(40*time.Second))))
 	for time.Now().Before(end) {
-		if !visitor.Sleep(ctx, 5*time.Second+time.Duration(rand.Int64N(int64(5*time.Second)))) {
+		if !crowd.Sleep(ctx, 5*time.Second+time.Duration(rand.Int64N(int64(5*time.Second)))) {
 			return
 		}
-		if _, err := get(url); err != nil && ctx.Err() != nil {
+		if a := v.Get(ctx, url); a.Err != nil && ctx.Err() != nil {
 			return
 		}
 	}
 	c.done.Add(1)
-}
-
-// followRefresh reads a queue page's Refresh header as a browser does, with
-// edge/crowd's ParseRefresh, the one parser of it: the interval (0 when
-// there is none) and the address to load then, which is the url it names
-// ("20; url=/x", resolved against the request's address: the cookie check
-// of a new visitor's first page) or the page's own.
-func followRefresh(resp *http.Response) (time.Duration, string) {
-	r, ok := visitor.ParseRefresh(resp.Header.Get("Refresh"))
-	if !ok {
-		return 0, ""
-	}
-	here := resp.Request.URL
-	if r.URL == "" {
-		return r.After, here.String()
-	}
-	next, err := here.Parse(r.URL)
-	if err != nil {
-		return r.After, here.String()
-	}
-	return r.After, next.String()
 }

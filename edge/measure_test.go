@@ -36,7 +36,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/edge"
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/edge/bench"
 )
 
 func envInt(name string, def int) int {
@@ -219,7 +219,7 @@ func (g *loadGenerator) expect(t *testing.T, prefix string) string {
 // process's CPU meanwhile.
 func (g *loadGenerator) run(t *testing.T, side, url string, d time.Duration) loadResult {
 	t.Helper()
-	cpu0 := loadtest.ProcessCPU()
+	cpu0 := bench.ProcessCPU()
 	if _, err := fmt.Fprintf(g.in, "run %s %s %d\n", side, url, d.Milliseconds()); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func (g *loadGenerator) run(t *testing.T, side, url string, d time.Duration) loa
 	if _, err := fmt.Sscan(g.expect(t, "result "), &r.requests, &r.errors, &elapsed, &p50, &p99); err != nil {
 		t.Fatal(err)
 	}
-	r.cpu = loadtest.ProcessCPU() - cpu0
+	r.cpu = bench.ProcessCPU() - cpu0
 	r.elapsed, r.p50, r.p99 = time.Duration(elapsed), time.Duration(p50), time.Duration(p99)
 	return r
 }

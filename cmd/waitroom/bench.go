@@ -10,12 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/edge/bench"
 )
 
 func newBench() *cobra.Command {
 	var (
-		o          loadtest.BenchOptions
+		o          bench.Options
 		asJSON     bool
 		cpuProfile string
 		soak       time.Duration
@@ -62,7 +62,7 @@ on growth.`,
 				defer pprof.StopCPUProfile()
 			}
 			if soak > 0 {
-				rep, err := loadtest.Soak(cmd.Context(), loadtest.SoakOptions{Duration: soak, Rate: soakRate, Progress: cmd.ErrOrStderr()})
+				rep, err := bench.Soak(cmd.Context(), bench.SoakOptions{Duration: soak, Rate: soakRate, Progress: cmd.ErrOrStderr()})
 				if err != nil {
 					return err
 				}
@@ -82,7 +82,7 @@ on growth.`,
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "waitroom bench: %d rounds of 4 comparisons, %s per side each, then the memory steps (about %s)\n",
 				max(o.Rounds, 1), o.Duration, (time.Duration(max(o.Rounds, 1))*8*o.Duration + 6*time.Second + 15*time.Second).Round(time.Second))
-			rep, err := loadtest.RunBench(cmd.Context(), o)
+			rep, err := bench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,7 @@
-// Package loadtest is waitroom's load generator and its benchmark harness.
+// Package loadtest is waitroom's load generator, behind `waitroom loadtest`
+// and the bench (edge/bench). It speaks HTTP to any site, waiting room or
+// not, and reads the answers with the visitor's side of a room (edge/crowd),
+// so it imports nothing else of waitroom's own.
 //
 // [Run] drives one or more target URLs with virtual visitors, each keeping its
 // own cookies (so a waiting room's sealed token goes back on every request)
@@ -19,11 +22,6 @@
 // and reports throughput, latency percentiles (overall, admitted, queued),
 // what the visitors became (admitted, queued, admitted after waiting, with
 // the time it took) and the errors by kind.
-//
-// [RunBench] is `waitroom bench`: on loopback in this process, a small
-// origin, a bare server answering the queue page's exact bytes, a plain
-// httputil.ReverseProxy with edge's origin transport settings, and a waitroom
-// node, each driven in turn with the same load, reported as ratios.
 package loadtest
 
 import (
@@ -131,54 +129,23 @@ func NewTransport(conns int) *http.Transport {
 	}
 }
 
-// Outcome is how a response is classified.
-type Outcome int
-
-// The outcomes.
-const (
-	Admitted Outcome = iota // 2xx/3xx without Refresh: the origin answered
-	Queued                  // a Refresh header: the queue page (or its JSON)
-	Rejected                // 429 without Refresh, or a no-store 503 (the room's reject page)
-	Failed                  // an error: see ErrorKind
-)
-
-func (o Outcome) String() string {
-	switch o {
-	case Admitted:
-		return "admitted"
-	case Queued:
-		return "queued"
-	case Rejected:
-		return "rejected"
-	default:
-		return "error"
-	}
-}
-
-// Classify tells what a response was and, for a queued one, the refresh
-// interval it asked for, read as a browser reads it (whole seconds; a
-// Refresh that does not parse is a reload after no wait). For an error the
-// second result is the error kind ("http_502", ...).
-func Classify(resp *http.Response) (Outcome, time.Duration, string) {
+// Classify tells what a response was (the visitor's side of a room,
+// edge/crowd, decides) and, for a queued one, the refresh interval it asked
+// for, read as a browser reads it (whole seconds; a Refresh that does not
+// parse is a reload after no wait). For an error the third result is the
+// error kind ("http_502", ...); the reports count those as errors.
+func Classify(resp *http.Response) (crowd.Outcome, time.Duration, string) {
 	out, r, kind := classify(resp)
 	return out, r.After, kind
 }
 
-// classify is Classify with the whole refresh (the address it names too),
-// as the visitor's side of a room reads it in edge/crowd, the one parser of
-// the Refresh header.
-func classify(resp *http.Response) (Outcome, crowd.Refresh, string) {
+// classify is Classify with the whole refresh (the address it names too).
+func classify(resp *http.Response) (crowd.Outcome, crowd.Refresh, string) {
 	out, r := crowd.Classify(resp)
-	switch out {
-	case crowd.Queued:
-		return Queued, r, ""
-	case crowd.Admitted:
-		return Admitted, crowd.Refresh{}, ""
-	case crowd.Rejected:
-		return Rejected, crowd.Refresh{}, ""
-	default:
-		return Failed, crowd.Refresh{}, "http_" + strconv.Itoa(resp.StatusCode)
+	if out == crowd.Failed {
+		return out, r, "http_" + strconv.Itoa(resp.StatusCode)
 	}
+	return out, r, ""
 }
 
 // ErrorKind names a transport error: timeout, refused, reset, eof or
@@ -243,6 +210,11 @@ func (r *Result) PerSecond(n uint64) float64 {
 	}
 	return float64(n) / r.Elapsed.Seconds()
 }
+
+// AdmittedHistogram is the latencies of the admitted answers, whole, for
+// merging the runs of one side of a comparison (the bench runs each side in
+// slices).
+func (r *Result) AdmittedHistogram() *Histogram { return r.admHist }
 
 // visitor is one virtual visitor: its cookies and what became of it.
 type visitor struct {
@@ -439,7 +411,7 @@ func (e *engine) closedLoop(ctx, stop context.Context) {
 				if e.o.RequestsPerVisitor > 0 && v.requests >= e.o.RequestsPerVisitor {
 					e.newVisitor(&v)
 				}
-				if wait > 0 && !sleepCtx(stop, wait) {
+				if wait > 0 && !crowd.Sleep(stop, wait) {
 					return
 				}
 			}
@@ -591,11 +563,11 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 	sh := &e.shards[v.id%uint64(len(e.shards))]
 	sh.mu.Lock()
 	sh.status[resp.StatusCode]++
-	if out != Failed {
+	if out != crowd.Failed {
 		sh.all.Record(lat)
 	}
 	switch out {
-	case Admitted:
+	case crowd.Admitted:
 		sh.adm.Record(lat)
 		if !v.admitted {
 			v.admitted = true
@@ -605,20 +577,20 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 				sh.wait.Record(now.Sub(v.queuedSince))
 			}
 		}
-	case Queued:
+	case crowd.Queued:
 		sh.que.Record(lat)
-	case Failed:
+	case crowd.Failed:
 		sh.errs[kind]++
 	}
 	sh.mu.Unlock()
 	switch out {
-	case Admitted:
+	case crowd.Admitted:
 		e.admitted.Add(1)
 		// Let in (a waiting room's admission on the cookie check's
 		// address answers with a redirect to the clean one): from now on
 		// the target again.
 		v.page = nil
-	case Queued:
+	case crowd.Queued:
 		e.queued.Add(1)
 		// A plain Refresh reloads the page where it is; one with a url
 		// goes there.
@@ -632,9 +604,9 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 			v.queuedSince = t0
 			e.vQueued.Add(1)
 		}
-	case Rejected:
+	case crowd.Rejected:
 		e.rejected.Add(1)
-	case Failed:
+	case crowd.Failed:
 		e.failed.Add(1)
 	}
 	return wait, false
@@ -696,15 +668,4 @@ func (e *engine) result(elapsed time.Duration) *Result {
 		r.ErrorKind = nil
 	}
 	return r
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/edge/crowd"
 )
 
 func TestHistogramBuckets(t *testing.T) {
@@ -102,23 +104,23 @@ func TestClassify(t *testing.T) {
 	cases := []struct {
 		status  int
 		header  map[string]string
-		out     Outcome
+		out     crowd.Outcome
 		refresh time.Duration
 		kind    string
 	}{
-		{200, nil, Admitted, 0, ""},
-		{204, nil, Admitted, 0, ""},
-		{302, map[string]string{"Location": "/x"}, Admitted, 0, ""},
-		{200, map[string]string{"Refresh": "20"}, Queued, 20 * time.Second, ""},
-		{202, map[string]string{"Refresh": "17; url=/shop"}, Queued, 17 * time.Second, ""},
-		{429, map[string]string{"Refresh": "2.7"}, Queued, 2 * time.Second, ""}, // a browser ignores the fraction
-		{200, map[string]string{"Refresh": "soon"}, Queued, 0, ""},
-		{429, nil, Rejected, 0, ""},
-		{503, map[string]string{"Cache-Control": "no-store"}, Rejected, 0, ""},
-		{503, nil, Failed, 0, "http_503"},
-		{502, nil, Failed, 0, "http_502"},
-		{504, nil, Failed, 0, "http_504"},
-		{404, nil, Failed, 0, "http_404"},
+		{200, nil, crowd.Admitted, 0, ""},
+		{204, nil, crowd.Admitted, 0, ""},
+		{302, map[string]string{"Location": "/x"}, crowd.Admitted, 0, ""},
+		{200, map[string]string{"Refresh": "20"}, crowd.Queued, 20 * time.Second, ""},
+		{202, map[string]string{"Refresh": "17; url=/shop"}, crowd.Queued, 17 * time.Second, ""},
+		{429, map[string]string{"Refresh": "2.7"}, crowd.Queued, 2 * time.Second, ""}, // a browser ignores the fraction
+		{200, map[string]string{"Refresh": "soon"}, crowd.Queued, 0, ""},
+		{429, nil, crowd.Rejected, 0, ""},
+		{503, map[string]string{"Cache-Control": "no-store"}, crowd.Rejected, 0, ""},
+		{503, nil, crowd.Failed, 0, "http_503"},
+		{502, nil, crowd.Failed, 0, "http_502"},
+		{504, nil, crowd.Failed, 0, "http_504"},
+		{404, nil, crowd.Failed, 0, "http_404"},
 	}
 	for _, c := range cases {
 		resp := &http.Response{StatusCode: c.status, Header: http.Header{}}

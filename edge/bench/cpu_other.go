@@ -1,6 +1,6 @@
 //go:build !unix
 
-package loadtest
+package bench
 
 import "time"
 

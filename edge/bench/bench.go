@@ -1,4 +1,11 @@
-package loadtest
+// Package bench is the harness of `waitroom bench`: on loopback in this
+// process, a small origin, a bare server answering the queue page's exact
+// bytes, a plain httputil.ReverseProxy with edge's origin transport settings,
+// and a waitroom node ([Env]), each driven in turn with the same load by the
+// load generator (edge/loadtest) and reported as ratios ([Run]); and the
+// steady-memory check ([Soak]). It starts edge servers, which is why it sits
+// apart from the load generator.
+package bench
 
 import (
 	"bufio"
@@ -12,10 +19,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/waitroom/waitroom/edge/loadtest"
 )
 
-// BenchOptions configure RunBench.
-type BenchOptions struct {
+// Options configure Run.
+type Options struct {
 	Duration time.Duration // per side per comparison per round (default 5 s)
 	// Slice is how long one side runs before the other takes over (default
 	// 500 ms): the sides alternate many times within a round, so that a
@@ -35,7 +44,7 @@ type BenchOptions struct {
 	Progress io.Writer
 }
 
-func (o *BenchOptions) defaults() {
+func (o *Options) defaults() {
 	if o.Duration <= 0 {
 		o.Duration = 5 * time.Second
 	}
@@ -159,8 +168,8 @@ type Memory struct {
 // should cost almost nothing; 1 MiB (105 bytes a visitor) is the limit.
 const memoryGoal = 1 << 20
 
-// BenchReport is what RunBench measured.
-type BenchReport struct {
+// Report is what Run measured.
+type Report struct {
 	Machine       Machine       `json:"machine"`
 	Duration      time.Duration `json:"duration_per_side_ns"`
 	Slice         time.Duration `json:"slice_ns"`
@@ -194,7 +203,7 @@ type BenchReport struct {
 // side is one side of a comparison: the load and the transport it keeps
 // across slices.
 type side struct {
-	opt Options
+	opt loadtest.Options
 	tr  *http.Transport
 }
 
@@ -202,21 +211,22 @@ type side struct {
 type tally struct {
 	elapsed, cpu                               time.Duration
 	admitted, queued, rejected, errors, missed uint64
-	adm                                        Histogram
+	adm                                        loadtest.Histogram
 	// p50s and p99s are each slice's admitted latency percentiles, in ms.
 	p50s, p99s []float64
 }
 
-func (t *tally) add(r *Result) {
+func (t *tally) add(r *loadtest.Result) {
 	t.elapsed += r.Elapsed
 	t.admitted += r.Admitted
 	t.queued += r.Queued
 	t.rejected += r.Rejected
 	t.errors += r.Errors
 	t.missed += r.Missed
-	t.adm.Merge(r.admHist)
-	t.p50s = append(t.p50s, ms(r.admHist.Percentile(50)))
-	t.p99s = append(t.p99s, ms(r.admHist.Percentile(99)))
+	adm := r.AdmittedHistogram()
+	t.adm.Merge(adm)
+	t.p50s = append(t.p50s, ms(adm.Percentile(50)))
+	t.p99s = append(t.p99s, ms(adm.Percentile(99)))
 }
 
 // pairedDiff is the median over slice pairs of room − base: a stall that
@@ -246,12 +256,12 @@ func (t *tally) perSecond(n uint64) float64 {
 	return float64(n) / t.elapsed.Seconds()
 }
 
-// RunBench starts the Env and compares waitroom with its baselines under the
+// Run starts the Env and compares waitroom with its baselines under the
 // same load from the same generator. Within a round the two sides of a
 // comparison alternate every Slice (A B A B ..., starting with the other
 // side on odd rounds) for Duration each; the report gives, per goal, the
 // median over rounds of the per-round ratio.
-func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
+func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
 	env, err := StartEnv(ctx)
 	if err != nil {
@@ -259,7 +269,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 	}
 	defer env.Close()
 
-	rep := &BenchReport{
+	rep := &Report{
 		Machine:       ThisMachine(),
 		Duration:      o.Duration,
 		Slice:         o.Slice,
@@ -284,22 +294,22 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 			tr.CloseIdleConnections()
 		}
 	}()
-	newSide := func(u string, opt Options) *side {
-		tr := NewTransport(max(64, 4*o.Concurrency))
+	newSide := func(u string, opt loadtest.Options) *side {
+		tr := loadtest.NewTransport(max(64, 4*o.Concurrency))
 		transports = append(transports, tr)
 		opt.Targets = []string{u}
 		opt.Transport = tr
 		return &side{opt: opt, tr: tr}
 	}
-	closed := Options{Concurrency: o.Concurrency}
-	newVisitors := Options{Concurrency: o.Concurrency, RequestsPerVisitor: 1}
-	serial := Options{Concurrency: 1}
+	closed := loadtest.Options{Concurrency: o.Concurrency}
+	newVisitors := loadtest.Options{Concurrency: o.Concurrency, RequestsPerVisitor: 1}
+	serial := loadtest.Options{Concurrency: 1}
 	proxyURL := env.ProxyURL + "open/" // the same path as the room's
 	var (
 		proxyClosed = newSide(proxyURL, closed)
 		roomClosed  = newSide(env.OpenURL, closed)
-		proxyOpen   = newSide(proxyURL, Options{})
-		roomOpen    = newSide(env.OpenURL, Options{})
+		proxyOpen   = newSide(proxyURL, loadtest.Options{})
+		roomOpen    = newSide(env.OpenURL, loadtest.Options{})
 		proxySerial = newSide(proxyURL, serial)
 		roomSerial  = newSide(env.OpenURL, serial)
 		bareQueued  = newSide(env.BareURL, newVisitors)
@@ -311,7 +321,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 		opt := s.opt
 		opt.Duration = d
 		c0 := ProcessCPU()
-		r, err := Run(ctx, opt)
+		r, err := loadtest.Run(ctx, opt)
 		if err != nil {
 			return err
 		}
@@ -436,7 +446,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 func MeasureMemory(ctx context.Context, env *Env, visitors, concurrency int) (*Memory, error) {
 	m := &Memory{Visitors: visitors, Goal: fmt.Sprintf("< %d KiB", memoryGoal>>10)}
 	step := func() (uint64, error) {
-		r, err := Run(ctx, Options{Targets: []string{env.FullURL}, Concurrency: concurrency, RequestsPerVisitor: 1,
+		r, err := loadtest.Run(ctx, loadtest.Options{Targets: []string{env.FullURL}, Concurrency: concurrency, RequestsPerVisitor: 1,
 			Requests: int64(visitors), Duration: 5 * time.Minute})
 		if err != nil {
 			return 0, err
@@ -485,7 +495,7 @@ func queuedIn(env *Env, room string) int64 {
 }
 
 // WriteText prints the report: machine, method, the ratio table and notes.
-func (rep *BenchReport) WriteText(w io.Writer) error {
+func (rep *Report) WriteText(w io.Writer) error {
 	m := rep.Machine
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s/%s\n", m.CPUModel, m.NumCPU, m.GOMAXPROCS, m.GoVersion, m.OS, m.Arch)
 	fmt.Fprintf(w, "method:  origin (%d-byte page), bare server (the %d-byte queue page), plain httputil.ReverseProxy and a waitroom node,\n", rep.OriginSize, rep.QueuePageSize)

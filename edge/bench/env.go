@@ -1,4 +1,4 @@
-package loadtest
+package bench
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/crowd"
 )
 
 // OriginBody is what the bench's origin answers: a small page.
@@ -216,7 +217,7 @@ func (e *Env) fillFullRoom(ctx context.Context) error {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		for sleepCtx(ctx, 20*time.Second) {
+		for crowd.Sleep(ctx, 20*time.Second) {
 			if p, err := capture(ctx, e.FullURL, jar); err == nil {
 				r := &http.Response{Header: p.Header}
 				for _, c := range r.Cookies() {

@@ -1,4 +1,4 @@
-package loadtest
+package bench
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ func TestBenchSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node and drives it for a few seconds")
 	}
-	rep, err := RunBench(context.Background(), BenchOptions{Duration: 200 * time.Millisecond, Slice: 100 * time.Millisecond, Rounds: 1, Visitors: 300, Warmup: 50 * time.Millisecond})
+	rep, err := Run(context.Background(), Options{Duration: 200 * time.Millisecond, Slice: 100 * time.Millisecond, Rounds: 1, Visitors: 300, Warmup: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package loadtest
+package bench
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/waitroom/waitroom/edge/loadtest"
 )
 
 // SoakOptions configure the steady-memory check.
@@ -42,14 +44,14 @@ type SoakReport struct {
 	Samples  []SoakSample  `json:"samples"`
 	// Over the samples after warm-up: the median heap and goroutines of the
 	// first and last thirds, and the heap's least-squares slope.
-	HeapFirst       float64   `json:"heap_first_third"`
-	HeapLast        float64   `json:"heap_last_third"`
-	SlopePerMinute  float64   `json:"heap_slope_bytes_per_minute"`
-	GoroutinesFirst int       `json:"goroutines_first_third"`
-	GoroutinesLast  int       `json:"goroutines_last_third"`
-	Results         []*Result `json:"streams"`
-	OK              bool      `json:"ok"`
-	Verdict         string    `json:"verdict"`
+	HeapFirst       float64            `json:"heap_first_third"`
+	HeapLast        float64            `json:"heap_last_third"`
+	SlopePerMinute  float64            `json:"heap_slope_bytes_per_minute"`
+	GoroutinesFirst int                `json:"goroutines_first_third"`
+	GoroutinesLast  int                `json:"goroutines_last_third"`
+	Results         []*loadtest.Result `json:"streams"`
+	OK              bool               `json:"ok"`
+	Verdict         string             `json:"verdict"`
 }
 
 // Soak runs constant load on the bench Env for Duration, three open-loop
@@ -87,12 +89,12 @@ func Soak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	}
 	defer env.Close()
 
-	streams := []Options{
+	streams := []loadtest.Options{
 		{Targets: []string{env.OpenURL}, Rate: o.Rate, MaxInFlight: o.MaxInFlight, Duration: o.Duration},
 		{Targets: []string{env.FullURL}, Rate: o.Rate, MaxInFlight: o.MaxInFlight, Duration: o.Duration, HonorRefresh: true},
 		{Targets: []string{env.FullURL}, Rate: o.Rate / 10, MaxInFlight: o.MaxInFlight, Duration: o.Duration, RequestsPerVisitor: 1},
 	}
-	rep := &SoakReport{Duration: o.Duration, Rate: o.Rate, Results: make([]*Result, len(streams))}
+	rep := &SoakReport{Duration: o.Duration, Rate: o.Rate, Results: make([]*loadtest.Result, len(streams))}
 	errs := make([]error, len(streams))
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -100,7 +102,7 @@ func Soak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep.Results[i], errs[i] = Run(ctx, s)
+			rep.Results[i], errs[i] = loadtest.Run(ctx, s)
 		}()
 	}
 	done := make(chan struct{})
@@ -201,7 +203,7 @@ func (rep *SoakReport) WriteText(w io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(w, "stream %-40s %8d requests  %7.0f/s  admitted %d  queued %d  errors %d  p99 %s\n",
-			names[i]+":", r.Requests, r.Throughput, r.Admitted, r.Queued, r.Errors, FormatDuration(r.Latency.P99))
+			names[i]+":", r.Requests, r.Throughput, r.Admitted, r.Queued, r.Errors, loadtest.FormatDuration(r.Latency.P99))
 	}
 	verdict := "steady"
 	if !rep.OK {

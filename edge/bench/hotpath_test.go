@@ -1,4 +1,4 @@
-package loadtest_test
+package bench_test
 
 // Benchmarks of the request path as a whole, through exported APIs only:
 // one decision (open + decide + seal), and the node's handler for admitted
@@ -18,7 +18,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/edge/bench"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -72,7 +72,7 @@ func BenchmarkDecision(b *testing.B) {
 // server's own cost, without the HTTP server and the client. Admitted and
 // plain-proxy requests go to the origin over loopback.
 func BenchmarkHandler(b *testing.B) {
-	env, err := loadtest.StartEnv(context.Background())
+	env, err := bench.StartEnv(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func BenchmarkHandler(b *testing.B) {
 				pr.SetXForwarded()
 				pr.Out.Host = pr.In.Host
 			},
-			Transport:     loadtest.OriginTransport(30 * time.Second),
+			Transport:     bench.OriginTransport(30 * time.Second),
 			FlushInterval: flush,
 			BufferPool:    pool,
 		}

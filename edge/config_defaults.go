@@ -1,0 +1,190 @@
+package edge
+
+// The configuration's defaults, and the hosts and paths put in the form
+// the router compares.
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults filled in by [Config.ApplyDefaults] and [RoomConfig.ApplyDefaults].
+const (
+	DefaultListen             = ":8080"
+	DefaultAdmin              = "127.0.0.1:9090"
+	DefaultGossip             = "0.0.0.0:7946"
+	DefaultGossipProfile      = "lan"
+	DefaultLogLevel           = "info"
+	DefaultOriginTimeout      = 30 * time.Second
+	DefaultPath               = "/"
+	DefaultSessionDuration    = 5 // minutes
+	DefaultQueueingMethod     = "fifo"
+	DefaultQueueingStatusCode = 200
+	DefaultSameSite           = "auto"
+	DefaultSecure             = "auto"
+
+	// UnroutedRefuse and UnroutedPass are the values of unrouted.
+	UnroutedRefuse = "refuse"
+	UnroutedPass   = "pass"
+
+	// The public listener's limits; see [Config] and the README.
+	DefaultMaxConnections    = 10000
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultClientTimeout     = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+
+	// CookieBaseName is the visitor cookie's name for a room without a
+	// cookie_suffix; with one it is CookieBaseName + "_" + suffix.
+	CookieBaseName = "__waitroom"
+
+	// MaxTotalActiveUsers is the largest total_active_users (and so the
+	// largest new_users_per_minute): the largest int32, as Cloudflare's API.
+	MaxTotalActiveUsers = 2147483647
+
+	// MaxConfigSize is the largest configuration ParseConfig reads.
+	MaxConfigSize = 8 << 20
+)
+
+// ApplyDefaults fills in every unset setting, of the config and of each room
+// (see [RoomConfig.ApplyDefaults]), and normalises hosts and paths. A room
+// without an origin gets the config's. It is idempotent.
+func (c *Config) ApplyDefaults() {
+	if c.Node == "" {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			c.Node = h
+		} else {
+			c.Node = "waitroom"
+		}
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Admin == "" {
+		c.Admin = DefaultAdmin
+	}
+	if c.Gossip == "" {
+		c.Gossip = DefaultGossip
+	}
+	if c.GossipProfile == "" {
+		c.GossipProfile = DefaultGossipProfile
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = DefaultLogLevel
+	}
+	if c.OriginTimeout == 0 {
+		c.OriginTimeout = Duration(DefaultOriginTimeout)
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = Duration(DefaultReadHeaderTimeout)
+	}
+	if c.ClientTimeout == 0 {
+		c.ClientTimeout = Duration(DefaultClientTimeout)
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = Duration(DefaultIdleTimeout)
+	}
+	for i := range c.Rooms {
+		r := &c.Rooms[i]
+		if r.Origin == "" {
+			r.Origin = c.Origin
+		}
+		r.ApplyDefaults()
+	}
+}
+
+// ApplyDefaults fills in the room's unset settings (path "/",
+// session_duration 5, queueing_method fifo, queueing_status_code 200,
+// samesite and secure auto) and normalises its routes as [RoomConfig.Routes]
+// does. It is idempotent.
+func (r *RoomConfig) ApplyDefaults() {
+	r.Host = normHost(r.Host)
+	r.Path = normPath(r.Path)
+	for i := range r.AdditionalRoutes {
+		r.AdditionalRoutes[i] = r.normRoute(r.AdditionalRoutes[i])
+	}
+	if r.SessionDuration == 0 {
+		r.SessionDuration = DefaultSessionDuration
+	}
+	for i := range r.Events {
+		if r.Events[i].ID == "" {
+			r.Events[i].ID = strconv.Itoa(i)
+		}
+	}
+	if r.QueueingMethod == "" {
+		r.QueueingMethod = DefaultQueueingMethod
+	}
+	if r.QueueingStatusCode == 0 {
+		r.QueueingStatusCode = DefaultQueueingStatusCode
+	}
+	if r.CookieAttributes.SameSite == "" {
+		r.CookieAttributes.SameSite = DefaultSameSite
+	}
+	if r.CookieAttributes.Secure == "" {
+		r.CookieAttributes.Secure = DefaultSecure
+	}
+}
+
+// CookieName is the name of the room's visitor cookie: "__waitroom", or
+// "__waitroom_<cookie_suffix>".
+func (r *RoomConfig) CookieName() string {
+	if r.CookieSuffix == "" {
+		return CookieBaseName
+	}
+	return CookieBaseName + "_" + r.CookieSuffix
+}
+
+// Routes returns the room's host and path followed by its additional_routes,
+// normalised: hosts lower-cased without a trailing dot, an empty path "/",
+// runs of "/" collapsed, and an additional route without a host on the
+// room's host. It returns a new slice.
+func (r *RoomConfig) Routes() []Route {
+	routes := make([]Route, 0, 1+len(r.AdditionalRoutes))
+	routes = append(routes, Route{Host: normHost(r.Host), Path: normPath(r.Path)})
+	for _, rt := range r.AdditionalRoutes {
+		routes = append(routes, r.normRoute(rt))
+	}
+	return routes
+}
+
+func (r *RoomConfig) normRoute(rt Route) Route {
+	rt.Host = normHost(rt.Host)
+	if rt.Host == "" {
+		rt.Host = normHost(r.Host)
+	}
+	rt.Path = normPath(rt.Path)
+	return rt
+}
+
+// normHost lower-cases a host and drops a trailing dot from its name.
+func normHost(h string) string {
+	h = strings.ToLower(strings.TrimSpace(h))
+	name, port := h, ""
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") && strings.Count(h, ":") == 1 {
+		name, port = h[:i], h[i:]
+	}
+	name = strings.TrimSuffix(name, ".")
+	return name + port
+}
+
+// normPath defaults an empty path to "/" and collapses runs of "/".
+func normPath(p string) string {
+	if p == "" {
+		return DefaultPath
+	}
+	if !strings.Contains(p, "//") {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && i > 0 && p[i-1] == '/' {
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,356 @@
+package edge
+
+// The configuration's schema: what a node's YAML file and the room API
+// hold, each setting with its rules in its doc comment.
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DefaultStaleAfter is how long a node may hear nothing from its peers
+// before it counts as cut off: longer than memberlist's LAN push-pull
+// interval (30 s), so a quiet but healthy cluster is not mistaken for a
+// partition.
+const DefaultStaleAfter = Duration(90 * time.Second)
+
+// Config is a node's whole configuration: the YAML file given by --config.
+//
+// Read one with [LoadConfig] or [ParseConfig], which apply the defaults and
+// validate. A Config built in code should go through [Config.ApplyDefaults]
+// and [Config.Validate] before use.
+//
+// Rules checked by Validate (besides each room's, see [RoomConfig]):
+//
+//   - node: 1–128 characters of letters, digits, '.', '_' and '-', starting
+//     with a letter or digit. Default: the host name.
+//   - listen, admin: host:port; host empty, an IP address or a host name;
+//     port a number from 0 to 65535. Defaults ":8080" and "127.0.0.1:9090".
+//   - gossip: ip:port (memberlist binds to an IP address, not a name); the
+//     IP may be left out (":7946"). Default "0.0.0.0:7946"; a node without
+//     seeds and without a gossip key gossips on loopback only (a wildcard
+//     host becomes 127.0.0.1), since no other node could join it.
+//   - listen, admin and gossip must not overlap: the same non-zero port on
+//     the same host, or on a wildcard host ("", 0.0.0.0, ::).
+//   - advertise: empty, an IP address, or ip:port (memberlist advertises an
+//     IP address); without a port the gossip port is meant.
+//   - seeds: each a host name or IP address, with an optional :port.
+//   - gossip_profile: lan (default), local or wan.
+//   - gossip_label: at most 255 bytes (memberlist's limit).
+//   - gossip_lag: 0 (by profile: local 1s, lan 2s, wan 10s) or 100ms to 5m;
+//     gossip_lag_measured: true (default) or false.
+//   - gossip_key_file or $WAITROOM_GOSSIP_KEY: required on a node with seeds
+//     or a non-loopback gossip address unless insecure_gossip is true
+//     (checked when the node starts, as the key may come from elsewhere).
+//   - log_level: debug, info (default), warn or error.
+//   - origin: empty or an absolute http:// or https:// URL with a host and no
+//     fragment. Rooms without their own origin inherit it; every room must end
+//     up with one.
+//   - origin_timeout: positive; 0 means the default 30s.
+//   - unrouted: refuse (default) or pass; pass needs origin.
+//   - admin_hosts: each a host name or IP address, without a port.
+//   - max_connections: 0 (the default 10000) or 1 to 1000000.
+//   - read_header_timeout: 0 (the default 10s) or 100ms to 5m.
+//   - client_timeout, idle_timeout: 0 (the defaults 60s and 120s) or 100ms
+//     to 1h.
+//   - rooms: at least one; names unique; no route (host + path) used twice
+//     across all rooms; two rooms that can be served on the same host (the
+//     port does not count: browsers share cookies across ports; an empty host
+//     is every host) must have different cookie names, that is different
+//     cookie_suffix values.
+//
+// Enumerated values are case-sensitive and lower-case, as in Cloudflare's API.
+type Config struct {
+	Node      string   `yaml:"node" json:"node"`           // node name; default: hostname
+	Listen    string   `yaml:"listen" json:"listen"`       // public HTTP listener, default ":8080"
+	Admin     string   `yaml:"admin" json:"admin"`         // admin listener, default "127.0.0.1:9090"
+	Gossip    string   `yaml:"gossip" json:"gossip"`       // gossip bind, default "0.0.0.0:7946"
+	Advertise string   `yaml:"advertise" json:"advertise"` // gossip address told to peers: ip or ip:port
+	Seeds     []string `yaml:"seeds" json:"seeds"`         // peers to join: host or host:port
+	// GossipProfile picks memberlist's timing defaults: lan (default), local, wan.
+	GossipProfile string `yaml:"gossip_profile" json:"gossip_profile"`
+	// GossipKeyFile holds the gossip encryption keys (see [LoadGossipKeys]).
+	// LoadConfig resolves a relative path against the config file's directory.
+	GossipKeyFile string `yaml:"gossip_key_file" json:"gossip_key_file"`
+	GossipLabel   string `yaml:"gossip_label" json:"gossip_label"` // memberlist label: keeps clusters apart
+	// InsecureGossip runs gossip without a key: anyone who reaches the
+	// gossip address can rewrite rooms and counts. Without a key and
+	// without it, a node with seeds refuses to start, and a node without
+	// seeds runs alone on loopback (see gossipSecurityOf).
+	InsecureGossip bool `yaml:"insecure_gossip" json:"insecure_gossip,omitempty"`
+	// CookieKeyFile holds the visitor cookie keys (see [LoadCookieKeys]).
+	// LoadConfig resolves a relative path against the config file's directory.
+	CookieKeyFile string       `yaml:"cookie_key_file" json:"cookie_key_file"`
+	Origin        string       `yaml:"origin" json:"origin"`                 // default origin URL for rooms without their own
+	LogLevel      string       `yaml:"log_level" json:"log_level"`           // debug, info (default), warn, error
+	OriginTimeout Duration     `yaml:"origin_timeout" json:"origin_timeout"` // default 30s; written "30s"
+	Rooms         []RoomConfig `yaml:"rooms" json:"rooms"`
+
+	// AdminTokenFile holds the bearer token the admin endpoint asks for. It
+	// is required when the admin listener is not on loopback; with it, every
+	// request that changes something needs the token, and read-only ones do
+	// too unless AdminReadOpen.
+	AdminTokenFile string `yaml:"admin_token_file" json:"admin_token_file,omitempty"`
+	AdminReadOpen  bool   `yaml:"admin_read_open" json:"admin_read_open,omitempty"`
+	// AdminHosts are the names, besides "localhost", loopback addresses and
+	// the address a client reached the admin listener on, that admin
+	// requests may carry in their Host header: the names a reverse proxy or
+	// a metrics scraper uses to reach it. Requests naming any other host are
+	// refused, so that a web page whose domain resolves to this machine (DNS
+	// rebinding) cannot talk to the admin API.
+	AdminHosts []string `yaml:"admin_hosts" json:"admin_hosts,omitempty"`
+
+	// MaxConnections caps the public listener's open connections; further
+	// clients wait in the kernel's accept queue until one closes. Default
+	// 10000.
+	MaxConnections int `yaml:"max_connections" json:"max_connections,omitempty"`
+	// ReadHeaderTimeout is how long a client has to send a request's line
+	// and headers on the public listener. Default 10s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout" json:"read_header_timeout,omitempty"`
+	// ClientTimeout is the longest a client of the public listener may
+	// stall: between two reads of a request body, and between two writes
+	// of a response it does not take in. Time spent waiting for the origin
+	// does not count, so slow origins and long downloads are not cut.
+	// Default 60s.
+	ClientTimeout Duration `yaml:"client_timeout" json:"client_timeout,omitempty"`
+	// IdleTimeout is how long a kept-alive connection may wait for its next
+	// request. Default 120s: longer than the idle timeouts of common load
+	// balancers, which must close first.
+	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+
+	// GossipLag bounds how late other nodes' admissions reach this one
+	// through gossip; the policy divides a minute's slots so that the nodes
+	// together cannot overshoot by more than what is admitted within it. It
+	// must cover the real delay. Default by profile: local 1s, lan 2s,
+	// wan 10s.
+	GossipLag Duration `yaml:"gossip_lag" json:"gossip_lag,omitempty"`
+	// GossipLagMeasured (default true) lets the policy assume the gossip
+	// delay this node measures instead of GossipLag, once every live peer
+	// has given enough samples: twice the measured delay plus the time an
+	// allocation takes to follow a merge, at least 150ms and never more
+	// than GossipLag. The configured bound is far above what a ring
+	// usually sees, and each second of it leaves (nodes − 1) × the
+	// admission rate × that second of the limits unused at the start of
+	// a flood. false always assumes GossipLag.
+	GossipLagMeasured *bool `yaml:"gossip_lag_measured" json:"gossip_lag_measured,omitempty"`
+
+	// StaleState is what a node does when it has lost touch with its peers
+	// (no other member, or no gossip for StaleAfter): "open" (default)
+	// keeps deciding from the state it has, so the site stays reachable at
+	// the risk of overshooting the limits by the other nodes' admissions;
+	// "closed" queues every new visitor (admitted sessions go on) until it
+	// hears from the cluster again, holding the limits at the cost of
+	// queueing.
+	StaleState string   `yaml:"stale_state" json:"stale_state,omitempty"`
+	StaleAfter Duration `yaml:"stale_after" json:"stale_after,omitempty"` // default 90s: longer than a push-pull round
+
+	// Unrouted is what a node does with a request that matches no room's
+	// route (after its path and host are put in canonical form): "refuse"
+	// (the default) answers 404, counted; "pass" sends it to the default
+	// origin, uncounted and unqueued. Pass is only safe when nothing behind
+	// that origin needs protecting outside the rooms' routes: every
+	// address the routes miss (another host name, another spelling of a
+	// path on a case-insensitive origin) reaches the origin as it is.
+	Unrouted string `yaml:"unrouted" json:"unrouted,omitempty"`
+
+	// Modified is when the config file was last written (LoadConfig sets
+	// it). The rooms it lists are stamped with it when they seed the
+	// replicated room settings, so a file edited after a runtime change
+	// wins, and a runtime change made after the file was written wins.
+	Modified time.Time `yaml:"-" json:"-"`
+}
+
+// Route is one host and path a room protects. An empty host is any host. A
+// path covers itself and everything below it; how a request is matched to a
+// route is the router's business, not the configuration's.
+type Route struct {
+	Host string `yaml:"host" json:"host"`
+	Path string `yaml:"path" json:"path"`
+}
+
+// CookieAttributes are the visitor cookie's SameSite and Secure attributes, as
+// in Cloudflare's API.
+type CookieAttributes struct {
+	SameSite string `yaml:"samesite" json:"samesite"` // auto (default), lax, strict, none
+	Secure   string `yaml:"secure" json:"secure"`     // auto (default), always, never
+}
+
+// RoomConfig is one waiting room. The field names are those of Cloudflare's
+// waiting room API, so a room exported from Cloudflare (as JSON, which is YAML
+// too) loads as it is; the API's read-only and not-yet-supported fields (id,
+// created_on, modified_on, default_template_language,
+// next_event_prequeue_start_time, next_event_start_time, errors) are accepted
+// and ignored. Origin and MaxQueue are waitroom's own.
+//
+// Rules checked by Validate:
+//
+//   - name: required, 1–64 characters of a–z, 0–9, '_' and '-', starting with
+//     a letter or digit; unique within the config. It is the room's identity
+//     (tokens are bound to it), so renaming a room requeues its visitors.
+//   - host: empty (any host) or a host name or IP address (IPv6 in brackets),
+//     with an optional :port from 1 to 65535. It is lower-cased and a trailing
+//     dot is dropped. No wildcards.
+//   - path: starts with "/"; default "/". Runs of "/" are collapsed; "." and
+//     ".." segments (also encoded), "?", "#", spaces, control characters,
+//     backslashes, encoded slashes and backslashes ("%2F", "%5C") and double
+//     encoding ("%252e") are refused. The case is kept: paths are
+//     case-sensitive. Requests are matched in canonical form (see
+//     canonicalise): "/sh%6Fp" is "/shop", ";parameters" are ignored, and a
+//     path ending in "/" also covers itself without the "/".
+//   - additional_routes: each a host and path as above; an empty host means
+//     the room's own host, an empty path "/". No route may repeat another of
+//     the room's routes.
+//   - origin: empty (the config's origin is used) or an absolute http:// or
+//     https:// URL with a host and no fragment.
+//   - total_active_users: 1 to 2147483647.
+//   - new_users_per_minute: 1 to total_active_users.
+//   - session_duration: minutes, 1 to 30; 0 means the default 5.
+//   - queueing_method: fifo (default), random, passthrough or reject.
+//   - queueing_status_code: 200 (default), 202 or 429; 0 means 200.
+//   - cookie_suffix: up to 32 characters of A–Z, a–z, 0–9 and '_'.
+//   - cookie_attributes: samesite auto (default), lax, strict or none; secure
+//     auto (default), always or never; samesite none with secure never is
+//     refused, since browsers drop such a cookie.
+//   - custom_page_html: empty (the built-in page) or a Mustache template that
+//     parses. Partials ({{> name}}) are refused: rendering one would read a
+//     file from the node's disk. Besides the reference's variables it may use
+//     cookiesRequired and refreshURL (see cookieCheckParam); a meta refresh
+//     must name refreshURL, or the browser follows it rather than the
+//     Refresh header's cookie check:
+//     content="{{refreshIntervalSeconds}}{{#refreshURL}}; url={{refreshURL}}{{/refreshURL}}".
+//     A page that does not use cookiesRequired gets the built-in
+//     cookies-required page.
+//   - enabled_origin_commands: each "revoke".
+//   - max_queue: 0 (unlimited) or more.
+//   - turnstile_*: see validateChallenge; description is not checked.
+type RoomConfig struct {
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description" json:"description"`
+	Host        string `yaml:"host" json:"host"`
+	Path        string `yaml:"path" json:"path"`
+	// Origin is waitroom's own: this room's origin URL (else Config.Origin).
+	Origin           string  `yaml:"origin" json:"origin"`
+	AdditionalRoutes []Route `yaml:"additional_routes" json:"additional_routes"`
+
+	TotalActiveUsers  int `yaml:"total_active_users" json:"total_active_users"`
+	NewUsersPerMinute int `yaml:"new_users_per_minute" json:"new_users_per_minute"`
+	SessionDuration   int `yaml:"session_duration" json:"session_duration"` // minutes 1–30, default 5
+
+	QueueingMethod        string `yaml:"queueing_method" json:"queueing_method"` // fifo (default), random, passthrough, reject
+	QueueAll              bool   `yaml:"queue_all" json:"queue_all"`
+	Suspended             bool   `yaml:"suspended" json:"suspended"`
+	DisableSessionRenewal bool   `yaml:"disable_session_renewal" json:"disable_session_renewal"`
+	JSONResponseEnabled   bool   `yaml:"json_response_enabled" json:"json_response_enabled"`
+
+	CookieSuffix     string           `yaml:"cookie_suffix" json:"cookie_suffix"`
+	CookieAttributes CookieAttributes `yaml:"cookie_attributes" json:"cookie_attributes"`
+
+	CustomPageHTML        string   `yaml:"custom_page_html" json:"custom_page_html"`         // Mustache template
+	QueueingStatusCode    int      `yaml:"queueing_status_code" json:"queueing_status_code"` // 200 (default), 202, 429
+	EnabledOriginCommands []string `yaml:"enabled_origin_commands" json:"enabled_origin_commands"`
+
+	// The bot challenge on the queue page (Cloudflare's turnstile_mode and
+	// turnstile_action, plus what a self-hosted verifier needs). See
+	// challenge.go.
+	TurnstileMode      string   `yaml:"turnstile_mode" json:"turnstile_mode,omitempty"`         // off (default), invisible, visible_non_interactive, visible_managed
+	TurnstileAction    string   `yaml:"turnstile_action" json:"turnstile_action,omitempty"`     // log (default), infinite_queue
+	TurnstileProvider  string   `yaml:"turnstile_provider" json:"turnstile_provider,omitempty"` // turnstile (default), hcaptcha, recaptcha
+	TurnstileSiteKey   string   `yaml:"turnstile_site_key" json:"turnstile_site_key,omitempty"`
+	TurnstileSecret    string   `yaml:"turnstile_secret" json:"turnstile_secret,omitempty"`
+	TurnstileVerifyURL string   `yaml:"turnstile_siteverify_url" json:"turnstile_siteverify_url,omitempty"` // default: the provider's siteverify
+	TurnstileScriptURL string   `yaml:"turnstile_script_url" json:"turnstile_script_url,omitempty"`         // default: the provider's widget script
+	TurnstileTimeout   Duration `yaml:"turnstile_timeout" json:"turnstile_timeout,omitempty"`               // default 3s
+	TurnstileOnError   string   `yaml:"turnstile_on_error" json:"turnstile_on_error,omitempty"`             // allow (fail open, default) or deny (fail closed) when the verifier cannot answer
+
+	// MaxQueue is waitroom's own: the most visitors allowed to wait; 0 is
+	// unlimited.
+	MaxQueue int `yaml:"max_queue" json:"max_queue"`
+
+	// Events are the room's scheduled events (see EventConfig).
+	Events []EventConfig `yaml:"events" json:"events,omitempty"`
+	// Bypass rules send matching requests straight to the origin, uncounted.
+	Bypass []BypassRule `yaml:"bypass" json:"bypass,omitempty"`
+	// Stopped is the emergency stop: everyone, admitted visitors included,
+	// waits behind StopPageHTML (or the built-in paused page) until it is
+	// cleared. Sessions keep their tokens, so a resume lets them back in.
+	Stopped      bool   `yaml:"stopped" json:"stopped,omitempty"`
+	StopPageHTML string `yaml:"stop_page_html" json:"stop_page_html,omitempty"`
+
+	cloudflareOnly `yaml:",inline"`
+}
+
+// cloudflareOnly holds the fields of Cloudflare's waiting room API that
+// waitroom accepts, so that an exported room loads under strict decoding, and
+// then ignores. They may hold anything.
+type cloudflareOnly struct {
+	ID                         any `yaml:"id" json:"id,omitempty"`
+	CreatedOn                  any `yaml:"created_on" json:"created_on,omitempty"`
+	ModifiedOn                 any `yaml:"modified_on" json:"modified_on,omitempty"`
+	DefaultTemplateLanguage    any `yaml:"default_template_language" json:"default_template_language,omitempty"`
+	NextEventPrequeueStartTime any `yaml:"next_event_prequeue_start_time" json:"next_event_prequeue_start_time,omitempty"`
+	NextEventStartTime         any `yaml:"next_event_start_time" json:"next_event_start_time,omitempty"`
+	Errors                     any `yaml:"errors" json:"errors,omitempty"`
+}
+
+// Duration is a time.Duration written as a string with a unit ("30s", "1m30s")
+// in YAML and JSON. A bare number other than 0 is refused: "30" could mean
+// seconds or nanoseconds.
+type Duration time.Duration
+
+// String formats d as time.Duration does.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalYAML writes d as a string such as "30s".
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// UnmarshalYAML reads a duration string such as "30s".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a duration such as \"30s\", not a list or mapping", n.Line)}}
+	}
+	v, err := parseDuration(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+	}
+	*d = v
+	return nil
+}
+
+// MarshalJSON writes d as a string such as "30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a duration string such as "30s"; null leaves d alone.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+	} else {
+		s = string(b)
+	}
+	v, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+func parseDuration(s string) (Duration, error) {
+	if strings.TrimSpace(s) == "" {
+		return 0, nil
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: write a number with a unit, such as \"30s\" or \"1m\"", s)
+	}
+	return Duration(v), nil
+}

@@ -52,6 +52,10 @@ var layers = []layer{
 	// drive, is edge/bench, under the rule of edge.
 	{prefix: "edge/loadtest", may: []string{"edge/crowd"}},
 	{prefix: "edge/crowd"},
+	// The fidelity run judges real serve processes from the outside, as a
+	// visitor and an origin see them: it drives them over HTTP and signals,
+	// and imports nothing of the room's own code.
+	{prefix: "edge/fidelity", may: []string{"edge/crowd"}},
 	// Commands only wire flags to the packages that do the work.
 	{prefix: "cmd", may: []string{"cookie", "crdt", "edge", "gossip", "policy"}},
 }

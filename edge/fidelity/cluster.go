@@ -3,10 +3,12 @@ package fidelity
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +17,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/waitroom/waitroom/edge/adminclient"
 )
 
 // roomName is the one room every fidelity ring serves.
@@ -43,13 +43,14 @@ type cluster struct {
 	binary string
 	dir    string
 	nodes  []*node
+	client *http.Client
 }
 
 // startCluster writes the key files and the room's config into dir and
 // starts n nodes on free loopback ports, the first the others' seed. It
 // returns once every node is healthy and sees the whole ring.
 func startCluster(ctx context.Context, binary, dir string, s Scenario, originURL string) (*cluster, error) {
-	c := &cluster{binary: binary, dir: dir}
+	c := &cluster{binary: binary, dir: dir, client: &http.Client{Timeout: 2 * time.Second}}
 	cookieKey := filepath.Join(dir, "cookie.key")
 	gossipKey := filepath.Join(dir, "gossip.key")
 	if err := c.keygen(ctx, cookieKey); err != nil {
@@ -163,9 +164,25 @@ func (c *cluster) waitReady(ctx context.Context, want []*node) error {
 
 // aliveMembers asks a node's admin endpoint how many members it sees alive.
 func (c *cluster) aliveMembers(ctx context.Context, n *node) (int, error) {
-	doc, _, err := (&adminclient.Client{URL: n.admin, Timeout: 2 * time.Second}).State(ctx)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.admin+"/state", nil)
 	if err != nil {
 		return 0, err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s/state: %s", n.admin, resp.Status)
+	}
+	var doc struct {
+		Members []struct {
+			Alive bool `json:"alive"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return 0, fmt.Errorf("%s/state: %w", n.admin, err)
 	}
 	alive := 0
 	for _, m := range doc.Members {

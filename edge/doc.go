@@ -4,7 +4,13 @@
 // request to the origin or answers with the queue page (or its JSON). It
 // records every visit in the node's replica of the room state so that gossip
 // carries it to the other nodes, and it serves the admin endpoint (/state,
-// /rooms/{name}/status, /metrics, /healthz) and the built-in demo.
+// /rooms/{name}/status, /metrics, /healthz, the room API). The configuration
+// is read, defaulted and checked here too, in the config_*.go files.
+//
+// Beside it, under edge/: adminclient, the one client of the admin endpoint;
+// crowd, the visitor's side of a room; loadtest, the load generator; bench,
+// the harness that measures a node against plain baselines; demo, the
+// built-in demo; fidelity, real processes judged from outside.
 //
 // edge holds no admission maths of its own: every decision comes from
 // package policy, computed over a crdt snapshot that package gossip keeps

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
@@ -184,11 +183,12 @@ func (ch *challenge) check(ctx context.Context, response, remoteIP string) (verd
 }
 
 // challengeStep runs a queued (or new) visitor's challenge before the
-// decision: it checks a solution the visitor sent, updates the token and
+// decision: it checks a solution the visitor sent, updates rq's token and
 // appends the analytics counts. It reports gated when the visitor must not
 // be decided on (an unsolved challenge while the room queues, under
 // infinite_queue).
-func (s *Server) challengeStep(r *http.Request, rm *room, a *allocation, tok *cookie.Token, fresh bool, nowMin int64, add []gossip.Inc) (gated bool, _ []gossip.Inc) {
+func (s *Server) challengeStep(rq *request, a *allocation, add []gossip.Inc) (gated bool, _ []gossip.Inc) {
+	r, rm, tok, fresh, nowMin := rq.r, rq.rm, &rq.tok, rq.fresh, unixMinute(rq.now)
 	ch := rm.challenge
 	if ch == nil || tok.Infinite || tok.Verified {
 		return false, add

@@ -111,12 +111,47 @@ const (
 // changes.
 const refreshURLSlot = "__waitroom_refresh_url__"
 
-// writeQueue answers a visitor who waits: the queue page or, for an app that
-// asks with exactly "Accept: application/json" where the room allows it, the
-// same fields as JSON. ans says which answer it is; marked says the request
-// came on the cookie check's address with a valid cookie, so the page
-// refreshes back to the clean address.
-func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, now time.Time, https bool, ans queueAnswer, marked bool) {
+// writeQueue answers a visitor who waits, with tok: the queue page or, for an
+// app that asks with exactly "Accept: application/json" where the room allows
+// it, the same fields as JSON. ans says which answer it is; rq.marked says
+// the request came on the cookie check's address with a valid cookie, so the
+// page refreshes back to the clean address.
+func (s *Server) writeQueue(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) {
+	vw := a.view
+	v, refresh := queueVars(rq, a, tok, ans)
+	asJSON := vw.cfg.JSONResponseEnabled && rq.r.Header.Get("Accept") == "application/json"
+	next := nextAddress(rq, ans, asJSON)
+	w, rm, now := rq.w, rq.rm, rq.now
+	h := w.Header()
+	if ans == answerCounted || ans == answerFirst {
+		s.setCookie(h, &visit{rm: rm, v: vw, tok: tok, https: rq.https}, now.Unix())
+	}
+	switch {
+	case ans == answerNoCookie:
+		// No Refresh: every refresh would be a new visitor again.
+	case next != "":
+		h.Set("Refresh", strconv.Itoa(refresh)+"; url="+next)
+	default:
+		h.Set("Refresh", strconv.Itoa(refresh))
+	}
+	h.Set("Cache-Control", "no-store")
+	status := vw.cfg.QueueingStatusCode
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if asJSON {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"cfWaitingRoom": &v})
+		return
+	}
+	s.writePage(rq, vw, v, status, next)
+}
+
+// queueVars are the fields of a waiting visitor's page (and its JSON), and
+// the refresh interval it is given, in seconds.
+func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (pageVars, int) {
+	rm, now := rq.rm, rq.now
 	vw := a.view
 	est := a.Estimate(tok.Bucket)
 	if tok.Infinite {
@@ -185,8 +220,13 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 			}
 		}
 	}
-	asJSON := vw.cfg.JSONResponseEnabled && r.Header.Get("Accept") == "application/json"
-	// next is where the page goes next, when that is not its own address.
+	return v, refresh
+}
+
+// nextAddress is where the queue page goes next, when that is not its own
+// address ("" when it is).
+func nextAddress(rq *request, ans queueAnswer, asJSON bool) string {
+	r, marked, now := rq.r, rq.marked, rq.now
 	var next string
 	switch {
 	case ans == answerNoCookie:
@@ -201,30 +241,15 @@ func (s *Server) writeQueue(w http.ResponseWriter, r *http.Request, rm *room, a 
 		// address, and admission would land the visitor there.
 		next = localURL(r.URL, "")
 	}
-	h := w.Header()
-	if ans == answerCounted || ans == answerFirst {
-		s.setCookie(h, rm, vw, tok, https, now.Unix())
-	}
-	switch {
-	case ans == answerNoCookie:
-		// No Refresh: every refresh would be a new visitor again.
-	case next != "":
-		h.Set("Refresh", strconv.Itoa(refresh)+"; url="+next)
-	default:
-		h.Set("Refresh", strconv.Itoa(refresh))
-	}
-	h.Set("Cache-Control", "no-store")
-	status := vw.cfg.QueueingStatusCode
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if asJSON {
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"cfWaitingRoom": &v})
-		return
-	}
-	h.Set("Content-Type", "text/html; charset=utf-8")
+	return next
+}
+
+// writePage renders the queue page (cached per room, template and fields)
+// and writes it with status, the refresh address filled in when there is
+// one.
+func (s *Server) writePage(rq *request, vw *view, v pageVars, status int, next string) {
+	w, rm := rq.w, rq.rm
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	tmpl := vw.tmpl
 	if v.CookiesRequired && !handlesCookiesRequired(tmpl) {
 		tmpl = defaultPage

@@ -91,14 +91,14 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 			clearCookie(resp.Header, v.v, v.rm.cookieName, v.https)
 			return nil
 		}
-		s.setCookie(resp.Header, v.rm, v.v, v.tok, v.https, now)
+		s.setCookie(resp.Header, v, now)
 		return nil
 	}
 	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		if v, _ := r.Context().Value(visitKey{}).(*visit); v != nil {
 			// The visitor was admitted: keep their session even though the
 			// origin failed, so a retry does not send them to the back.
-			s.setCookie(w.Header(), v.rm, v.v, v.tok, v.https, s.clock().Unix())
+			s.setCookie(w.Header(), v, s.clock().Unix())
 		}
 		name := ""
 		if rm != nil {

@@ -26,17 +26,31 @@ type visit struct {
 
 type visitKey struct{}
 
+// request is one request on its way along the visitor path: what every step
+// needs, gathered once, and the visitor's token as the steps change it.
+type request struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	rm    *room
+	now   time.Time
+	https bool
+	// marked: the cookie check passed; the visitor leaves the marked
+	// address at its next step.
+	marked bool
+	// tok is the visitor's token; fresh says it is a new visitor's, made
+	// here (nothing opened).
+	tok   cookie.Token
+	fresh bool
+	// before is the newest state this node knows of the token's counting.
+	before policy.Counting
+}
+
 // ServeHTTP is the public handler: every request to a protected site passes
 // through it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := s.route(r)
 	if rm == nil {
-		if s.fallback != nil {
-			s.fallback.ServeHTTP(w, r)
-			return
-		}
-		s.metrics.unrouted.Inc()
-		writeStatusPage(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
+		s.serveUnrouted(w, r)
 		return
 	}
 	// First of all: whatever happens next, the origin never sees the
@@ -50,149 +64,195 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.clock()
 	a := rm.allocation(now)
-	v := a.view
-	if v.cfg.Suspended && !v.cfg.Stopped {
+	if v := a.view; v.cfg.Suspended && !v.cfg.Stopped {
 		// A suspended room is off: straight to the origin, no cookie, not
 		// counted.
 		rm.m.bypassed.Inc()
 		rm.proxy.ServeHTTP(w, r)
 		return
 	}
-	https := isHTTPS(r)
-	tok, fresh := s.openToken(rm, r, now)
-	nowMin := unixMinute(now)
-	nowSec := now.Unix()
-	if cc.present && fresh {
-		if cc.current(nowSec) {
+	rq := &request{w: w, r: r, rm: rm, now: now, https: isHTTPS(r)}
+	rq.tok, rq.fresh = s.openToken(rm, r, now)
+	if !s.passCookieCheck(rq, a, cc) {
+		return
+	}
+	rq.before = rq.knownCounting()
+	switch {
+	case !rq.fresh && rq.before.Admitted() && !rq.tok.Infinite:
+		s.serveAdmitted(rq, a)
+	case !rq.fresh && policy.EarlyCheckIn(rq.before, now.Unix()):
+		s.serveEarlyCheckIn(rq, a)
+	default:
+		s.decide(rq, a)
+	}
+}
+
+// serveUnrouted answers a request no room's route matches: the default
+// origin's, or a 404 page.
+func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request) {
+	if s.fallback != nil {
+		s.fallback.ServeHTTP(w, r)
+		return
+	}
+	s.metrics.unrouted.Inc()
+	writeStatusPage(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
+}
+
+// passCookieCheck settles the cookie check's marker: it reports false when it
+// has answered the request itself (a new visitor back from its first queue
+// page without the cookie it set), and otherwise sets rq.marked.
+func (s *Server) passCookieCheck(rq *request, a *allocation, cc cookieCheck) bool {
+	if cc.present && rq.fresh {
+		if cc.current(rq.now.Unix()) {
 			// Back from the first queue page without the cookie it set:
 			// queueing it again would put it at the back once more, on
 			// every refresh, for ever. Say why instead, and count nothing
 			// in the room: it holds no place.
-			rm.m.cookiesRequired.Inc()
-			s.writeQueue(w, r, rm, a, cookie.Token{Bucket: nowMin}, now, https, answerNoCookie, false)
-			return
+			rq.rm.m.cookiesRequired.Inc()
+			s.writeQueue(rq, a, cookie.Token{Bucket: unixMinute(rq.now)}, answerNoCookie)
+			return false
 		}
 		// An old marker proves nothing: a new visitor like any other.
 		cc = cookieCheck{}
 	}
-	// marked: the cookie check passed; the visitor leaves the marked
-	// address at its next step.
-	marked := cc.present
+	rq.marked = cc.present
+	return true
+}
 
-	// The counter rule starts from the newest state this node knows of the
-	// token (see countedTable); the token's lock is held from reading it to
-	// recording what the request counted, never while the origin or a
-	// verifier is asked.
-	var before policy.Counting
-	if !fresh {
-		sh := rm.counted.lock(tok.ID)
-		before = sh.before(tok)
-		sh.unlock()
+// knownCounting is where the counter rule starts from: the newest state this
+// node knows of the token (see countedTable). The token's lock is held from
+// reading it to recording what the request counted, never while the origin
+// or a verifier is asked.
+func (rq *request) knownCounting() policy.Counting {
+	if rq.fresh {
+		return policy.Counting{}
 	}
+	sh := rq.rm.counted.lock(rq.tok.ID)
+	defer sh.unlock()
+	return sh.before(rq.tok)
+}
 
-	if !fresh && before.Admitted() && !tok.Infinite {
-		if v.cfg.Stopped {
-			// The emergency stop holds admitted visitors too. Their token is
-			// left as it is, so they are back in on resume if their session
-			// has not expired meanwhile.
-			rm.m.stopped.Inc()
-			s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
-			return
-		}
-		// An admitted visitor within its session: to the origin. Its
-		// session's count follows its expiry.
-		var incs [8]crdt.Inc
-		sh := rm.counted.lock(tok.ID)
-		k, after := policy.Count(incs[:0], v.pol, rm.name, sh.before(tok), policy.Event{Step: policy.StepSession}, nowSec)
-		s.record(rm, k)
-		sh.put(tok.ID, after, nowSec)
-		sh.unlock()
-		setCounting(&tok, after)
-		rm.m.admittedRequests.Inc()
-		s.proxyVisit(w, r, rm, v, tok, https, marked)
+// serveAdmitted sends an admitted visitor within its session to the origin,
+// its session's count following its expiry; the emergency stop holds it.
+func (s *Server) serveAdmitted(rq *request, a *allocation) {
+	rm, v := rq.rm, a.view
+	if v.cfg.Stopped {
+		// The emergency stop holds admitted visitors too. Their token is
+		// left as it is, so they are back in on resume if their session
+		// has not expired meanwhile.
+		rm.m.stopped.Inc()
+		s.writeQueue(rq, a, rq.tok, answerAgain)
 		return
 	}
+	nowSec := rq.now.Unix()
+	var incs [8]crdt.Inc
+	sh := rm.counted.lock(rq.tok.ID)
+	k, after := policy.Count(incs[:0], v.pol, rm.name, sh.before(rq.tok), policy.Event{Step: policy.StepSession}, nowSec)
+	s.record(rm, k)
+	sh.put(rq.tok.ID, after, nowSec)
+	sh.unlock()
+	setCounting(&rq.tok, after)
+	rm.m.admittedRequests.Inc()
+	s.proxyVisit(rq, v)
+}
 
-	if !fresh && policy.EarlyCheckIn(before, nowSec) {
-		// Earlier than the refresh interval the token was given: the page
-		// again, but no attempt, so refreshing faster gains nothing.
-		setCounting(&tok, before)
-		rm.m.earlyCheckIns.Inc()
-		s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
-		return
-	}
+// serveEarlyCheckIn answers a visitor back earlier than the refresh interval
+// its token was given: the page again, but no attempt, so refreshing faster
+// gains nothing.
+func (s *Server) serveEarlyCheckIn(rq *request, a *allocation) {
+	setCounting(&rq.tok, rq.before)
+	rq.rm.m.earlyCheckIns.Inc()
+	s.writeQueue(rq, a, rq.tok, answerAgain)
+}
 
+// decide takes a new visitor, or a queued one checking in, through the
+// challenge and the room's allocation, counts what the decision changes, and
+// answers with it.
+func (s *Server) decide(rq *request, a *allocation) {
+	rm := rq.rm
+	nowSec := rq.now.Unix()
 	var incs [12]crdt.Inc
 	add := incs[:0]
-	if fresh {
-		tok = cookie.Token{Bucket: nowMin, ID: randomID()}
+	if rq.fresh {
+		rq.tok = cookie.Token{Bucket: unixMinute(rq.now), ID: randomID()}
 	}
-	gated, add := s.challengeStep(r, rm, a, &tok, fresh, nowMin, add)
-	sh := rm.counted.lock(tok.ID)
-	if !fresh {
-		before = sh.before(tok)
-		if policy.EarlyCheckIn(before, nowSec) || before.Admitted() {
+	gated, add := s.challengeStep(rq, a, add)
+	sh := rm.counted.lock(rq.tok.ID)
+	if !rq.fresh {
+		rq.before = sh.before(rq.tok)
+		if policy.EarlyCheckIn(rq.before, nowSec) || rq.before.Admitted() {
 			// Another request of the same token was counted meanwhile (a
 			// browser's parallel requests): this one counts nothing.
 			sh.unlock()
-			setCounting(&tok, before)
-			rm.m.earlyCheckIns.Inc()
-			s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
+			s.serveEarlyCheckIn(rq, a)
 			return
 		}
 	}
-	if tok.Infinite || gated {
-		s.holdVisitor(w, r, rm, a, tok, before, sh, fresh, marked, now, https, add)
+	if rq.tok.Infinite || gated {
+		s.holdVisitor(rq, a, sh, add)
 		return
 	}
-	ev := policy.Event{Step: policy.StepDecided, Fresh: fresh, Refresh: jitteredRefresh(), Challenged: rm.challenge != nil && !tok.Verified}
-	bucket := before.Bucket
-	if fresh {
-		bucket = nowMin
-	}
-	if e := v.event; v.phase == EventActive && e.ShuffleAtEventStart && e.isPrequeued(bucket) {
-		// A shuffle at the event's start gives the visitor a new bucket.
-		ev.Shuffled = shuffledBucket(s.shuffleKey, rm.name, e, tok.ID)
-		bucket = ev.Shuffled
-	}
+	ev, bucket := s.decision(rq, a.view)
 	rm.mu.RLock()
 	a = rm.alloc.Load()
-	out := a.Decide(policy.Visitor{Bucket: bucket, Queued: before.Waiting()}, nil)
+	out := a.Decide(policy.Visitor{Bucket: bucket, Queued: rq.before.Waiting()}, nil)
 	ev.Outcome = out
-	add, after := policy.Count(add, a.view.pol, rm.name, before, ev, nowSec)
+	add, after := policy.Count(add, a.view.pol, rm.name, rq.before, ev, nowSec)
 	if len(add) > 0 {
 		s.node.Add(add...)
 	}
 	rm.mu.RUnlock()
-	if out != policy.Bypass && (!fresh || after.Counted != 0) {
+	if out != policy.Bypass && (!rq.fresh || after.Counted != 0) {
 		// A first request counted nowhere (queued or turned away) keeps
 		// no entry: a flood of cookieless requests leaves nothing behind.
-		sh.put(tok.ID, after, nowSec)
+		sh.put(rq.tok.ID, after, nowSec)
 	}
 	sh.unlock()
-	setCounting(&tok, after)
+	setCounting(&rq.tok, after)
+	s.answer(rq, a, out)
+}
 
+// decision is the event a decision is counted as, before its outcome, and
+// the arrival bucket the visitor is decided in.
+func (s *Server) decision(rq *request, v *view) (policy.Event, int64) {
+	ev := policy.Event{Step: policy.StepDecided, Fresh: rq.fresh, Refresh: jitteredRefresh(), Challenged: rq.rm.challenge != nil && !rq.tok.Verified}
+	bucket := rq.before.Bucket
+	if rq.fresh {
+		bucket = unixMinute(rq.now)
+	}
+	if e := v.event; v.phase == EventActive && e.ShuffleAtEventStart && e.isPrequeued(bucket) {
+		// A shuffle at the event's start gives the visitor a new bucket.
+		ev.Shuffled = shuffledBucket(s.shuffleKey, rq.rm.name, e, rq.tok.ID)
+		bucket = ev.Shuffled
+	}
+	return ev, bucket
+}
+
+// answer carries out a decision: the origin, the queue page, the reject
+// page, or straight through.
+func (s *Server) answer(rq *request, a *allocation, out policy.Outcome) {
+	rm := rq.rm
 	switch out {
 	case policy.Admit:
 		rm.m.admitted.Inc()
 		rm.m.admittedRequests.Inc()
-		s.proxyVisit(w, r, rm, a.view, tok, https, marked)
+		s.proxyVisit(rq, a.view)
 	case policy.Queue:
 		rm.m.queued.Inc()
-		s.writeQueue(w, r, rm, a, tok, now, https, newTokenAnswer(fresh), marked)
+		s.writeQueue(rq, a, rq.tok, newTokenAnswer(rq.fresh))
 	case policy.Reject:
 		rm.m.rejected.Inc()
 		if a.view.pol.QueueingMethod != policy.MethodReject {
 			// The queue is full: say so, and let the page try again later.
 			// The visitor is not counted as waiting and keeps no token.
-			s.writeQueue(w, r, rm, a, tok, now, https, answerAgain, marked)
+			s.writeQueue(rq, a, rq.tok, answerAgain)
 			return
 		}
-		clearCookie(w.Header(), a.view, rm.cookieName, https)
-		writeRejectPage(w, a.view)
+		clearCookie(rq.w.Header(), a.view, rm.cookieName, rq.https)
+		writeRejectPage(rq.w, a.view)
 	default: // policy.Bypass
 		rm.m.bypassed.Inc()
-		rm.proxy.ServeHTTP(w, r)
+		rm.proxy.ServeHTTP(rq.w, rq.r)
 	}
 }
 
@@ -213,9 +273,11 @@ func (s *Server) record(rm *room, k []crdt.Inc) {
 // take slots nor lengthen the estimates of the people behind them; both get
 // the same page, headers and cookie as a real queued visitor. sh is the
 // token's shard, locked (nil for a token without an id); holdVisitor
-// releases it.
-func (s *Server) holdVisitor(w http.ResponseWriter, r *http.Request, rm *room, a *allocation, tok cookie.Token, before policy.Counting, sh *countedShard, fresh, marked bool, now time.Time, https bool, add []crdt.Inc) {
-	nowSec := now.Unix()
+// releases it. add holds what the request counted before (the challenge's
+// analytics).
+func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, add []crdt.Inc) {
+	rm, tok, before, fresh := rq.rm, rq.tok, rq.before, rq.fresh
+	nowSec := rq.now.Unix()
 	if tok.Infinite {
 		rm.m.infinite.Inc()
 	} else {
@@ -230,8 +292,8 @@ func (s *Server) holdVisitor(w http.ResponseWriter, r *http.Request, rm *room, a
 		sh.put(tok.ID, after, nowSec)
 	}
 	sh.unlock()
-	setCounting(&tok, after)
-	s.writeQueue(w, r, rm, a, tok, now, https, newTokenAnswer(fresh), marked)
+	setCounting(&rq.tok, after)
+	s.writeQueue(rq, a, rq.tok, newTokenAnswer(fresh))
 }
 
 // newTokenAnswer is the answer that sets a renewed token: a new visitor's
@@ -299,25 +361,27 @@ func cookieErrorReason(err error) string {
 // otherwise the visitor would land on the origin's page under the marked
 // address, and a friend opening a link copied from it within the marker's
 // life would be told that cookies are required.
-func (s *Server) proxyVisit(w http.ResponseWriter, r *http.Request, rm *room, v *view, tok cookie.Token, https, marked bool) {
-	if marked && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+func (s *Server) proxyVisit(rq *request, v *view) {
+	w, r := rq.w, rq.r
+	vis := &visit{rm: rq.rm, v: v, tok: rq.tok, https: rq.https}
+	if rq.marked && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		h := w.Header()
-		s.setCookie(h, rm, v, tok, https, s.clock().Unix())
+		s.setCookie(h, vis, s.clock().Unix())
 		h.Set("Location", localURL(r.URL, ""))
 		h.Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
-	vis := &visit{rm: rm, v: v, tok: tok, https: https}
-	rm.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visitKey{}, vis)))
+	rq.rm.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visitKey{}, vis)))
 }
 
 func isHTTPS(r *http.Request) bool {
 	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
 }
 
-// setCookie writes the room's cookie carrying tok.
-func (s *Server) setCookie(h http.Header, rm *room, v *view, tok cookie.Token, https bool, now int64) {
+// setCookie writes the visit's room's cookie carrying its token.
+func (s *Server) setCookie(h http.Header, vis *visit, now int64) {
+	rm, v, tok, https := vis.rm, vis.v, vis.tok, vis.https
 	maxAge := tok.ExpiresAt - now
 	if maxAge < 1 {
 		maxAge = 1

@@ -11,10 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/policy"
 )
 
 // Origin command headers: Cloudflare's name, so an origin written for it
@@ -122,29 +118,6 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 		writeStatusPage(w, http.StatusBadGateway, "The site is not reachable", "The web site behind this waiting room could not be reached. Please try again in a moment; your place is kept.")
 	}
 	return p, nil
-}
-
-// revokeSession ends an admitted visitor's session at once: its count is
-// taken off the session cell it is counted in (the counter rule's
-// StepRevoke), here at once and on every other node after one gossip round.
-func (rm *room) revokeSession(tok cookie.Token) {
-	now := rm.s.clock().Unix()
-	if !rm.s.revoked.add(rm.name, tok.ID, tok.ExpiresAt, now) {
-		// Revoked before (two requests in flight, or a client replaying
-		// its old cookie): the slot was freed once already.
-		return
-	}
-	var buf [3]crdt.Inc
-	sh := rm.counted.lock(tok.ID)
-	incs, after := policy.Count(buf[:0], rm.viewAt(time.Unix(now, 0)).pol, rm.name, sh.before(tok), policy.Event{Step: policy.StepRevoke, ID: tok.ID}, now)
-	if len(incs) > 0 {
-		rm.mu.RLock()
-		rm.s.node.Add(incs...)
-		rm.mu.RUnlock()
-		rm.m.revoked.Inc()
-	}
-	sh.put(tok.ID, after, now)
-	sh.unlock()
 }
 
 // copyBuffers are ReverseProxy's 32 KiB copy buffers, reused: without a pool

@@ -1,7 +1,7 @@
 package edge_test
 
-// Handler tests: the per-request decision of edge.Server driven through its
-// http.Handler with httptest, on a fake clock.
+// Tests of the visitor path (visit.go): the per-request decision of
+// edge.Server driven through its http.Handler with httptest, on a fake clock.
 
 import (
 	"encoding/json"

@@ -465,11 +465,19 @@ func TestFaultPartition(t *testing.T) {
 	})
 }
 
-// faultSteps sends, in each of steps steps of fake time step apart and real
-// time pause apart, fresh new visitors to every node and every due queued
-// visitor back to its home node. It returns when the last visit was made.
-func faultSteps(t *testing.T, c *cluster, crowd *faultCrowd, steps, fresh int, step, pause time.Duration) (last time.Time) {
+// faultRun is the shape of a faulty run: steps steps of fake time step
+// apart and real time pause apart, fresh new visitors per node in each.
+type faultRun struct {
+	steps, fresh int
+	step, pause  time.Duration
+}
+
+// faultSteps sends, in each of run's steps, fresh new visitors to every node
+// and every due queued visitor back to its home node. It returns when the
+// last visit was made.
+func faultSteps(t *testing.T, c *cluster, crowd *faultCrowd, run faultRun) (last time.Time) {
 	t.Helper()
+	steps, fresh, step, pause := run.steps, run.fresh, run.step, run.pause
 	for s := 0; s < steps; s++ {
 		for _, v := range crowd.visitors {
 			if v.due(c.base.Now()) {
@@ -530,7 +538,7 @@ func TestFaultPacketLoss(t *testing.T) {
 	t.Run("with 30% of packets lost both ways admissions stay within the limit", func(t *testing.T) {
 		c.net.SetLoss(0.30)
 		// Two minutes of 60 arrivals a minute against a limit of 40.
-		last = faultSteps(t, c, crowd, 12, 2, 10*time.Second, 400*time.Millisecond)
+		last = faultSteps(t, c, crowd, faultRun{steps: 12, fresh: 2, step: 10 * time.Second, pause: 400 * time.Millisecond})
 		per := faultPerMinute(crowd)
 		for m, n := range per {
 			if n > perMinute+tol {
@@ -556,7 +564,7 @@ func TestFaultPacketLoss(t *testing.T) {
 		c.net.SetDelay(0, 80*time.Millisecond)
 		c.advance(10 * time.Second)
 		before := c.net.Stats()
-		last := faultSteps(t, c, crowd, 6, 2, 10*time.Second, 300*time.Millisecond)
+		last := faultSteps(t, c, crowd, faultRun{steps: 6, fresh: 2, step: 10 * time.Second, pause: 300 * time.Millisecond})
 		c.waitConverged(faultRoom, c.nodes, 10*time.Second)
 		took := time.Since(last).Round(time.Millisecond)
 		m := faultMinute(c.base.Now())

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/waitroom/waitroom/policy/truth"
 	"io"
 	"slices"
 	"strings"
@@ -86,7 +87,7 @@ const (
 )
 
 // TruthGoals are checked on every run, whatever the scenario lists: the
-// truth's four figures (see Truth).
+// truth's four figures (package policy/truth).
 var TruthGoals = []string{GoalPeakActive, GoalPeakNew, GoalFirstQueue, GoalFIFOInversions}
 
 // goalsOf is every goal checked on the scenario: the truth's, then the
@@ -281,7 +282,7 @@ func fmtFirstQueue(x *Result) string {
 		return "none queued"
 	}
 	b := "active"
-	if f.FirstQueueBinds == BindsNewPerMinute {
+	if f.FirstQueueBinds == truth.BindsNewPerMinute {
 		b = "per minute"
 	}
 	return fmt.Sprintf("%.3f (%s)", *f.FirstQueueUtilisation, b)
@@ -430,10 +431,10 @@ func intsString(xs []int) string {
 	return strings.Join(s, " ")
 }
 
-// definitions opens the Markdown: what every figure means, as Truth and
+// definitions opens the Markdown: what every figure means, as the truth and
 // the recorder measure it.
 const definitions = `Every figure is judged as the origin sees it, by the simulated wall clock, whatever the
-nodes' minute buckets say (` + "`sim.Truth`" + `).
+nodes' minute buckets say (` + "`policy/truth`" + `, which ` + "`waitroom fidelity`" + ` shares).
 
 | figure | definition | goal |
 | --- | --- | --- |

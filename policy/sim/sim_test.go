@@ -33,7 +33,7 @@ type short struct {
 	name   string
 	shrink func(sc *sim.Scenario)
 	// limits overrides a goal's threshold where our policy misses the goal
-	// today, judged by the truth (sim.Truth). The override is a ratchet
+	// today, judged by the truth (package policy/truth). The override is a ratchet
 	// just past today's value (above it for a ceiling, below it for the
 	// utilisation at the first queueing), so a change that makes fidelity
 	// worse still fails; tighten it when the policy improves.
@@ -612,5 +612,30 @@ func TestPlotsAreWritten(t *testing.T) {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
+	}
+}
+
+// TestAClusterWhoseClocksAgreeLetsNobodyInOutsideASession runs a short
+// scenario with one-minute sessions: with every node on the same clock, a
+// token expires exactly when the truth's session does, so no request
+// reaches the origin outside a session, and every admission is counted once
+// in the minutes.
+func TestAClusterWhoseClocksAgreeLetsNobodyInOutsideASession(t *testing.T) {
+	t.Parallel()
+	sc := load(t, "sessions-1min")
+	shortOf("sessions-1min").shrink(sc)
+	res, err := sim.Run(sc, sim.StrategyOurs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Figures.OutsideSession; n != 0 {
+		t.Errorf("%d origin requests outside a session, want 0", n)
+	}
+	sum := 0
+	for _, m := range res.Minutes {
+		sum += m.Admitted
+	}
+	if sum != res.Counts.Admissions || sum == 0 {
+		t.Errorf("the minutes hold %d admissions, the run counted %d", sum, res.Counts.Admissions)
 	}
 }

@@ -1,6 +1,7 @@
 package truth
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -36,7 +37,7 @@ func curveOf(spans int, span func(i int) (from, to time.Duration)) Curve {
 		}
 	}
 	slices.SortFunc(steps, func(a, b step) int {
-		if c := cmpDur(a.at, b.at); c != 0 {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
 		return a.d - b.d

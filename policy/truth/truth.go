@@ -1,6 +1,7 @@
 package truth
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -160,21 +161,11 @@ func Replay(events []Event, lim Limits) *History {
 	for i := range vis {
 		h.closeSession(&vis[i])
 	}
-	slices.SortStableFunc(h.spans, func(a, b Span) int { return cmpDur(a.From, b.From) })
+	slices.SortStableFunc(h.spans, func(a, b Span) int { return cmp.Compare(a.From, b.From) })
 	return h
 }
 
-func byAt(a, b Event) int { return cmpDur(a.At, b.At) }
-
-func cmpDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+func byAt(a, b Event) int { return cmp.Compare(a.At, b.At) }
 
 func (h *History) apply(x *visitor, e Event) {
 	session := h.lim.SessionDuration

@@ -1,6 +1,7 @@
 package truth
 
 import (
+	"cmp"
 	"container/heap"
 	"slices"
 	"time"
@@ -198,7 +199,7 @@ func allCheckIns(waits []Wait) []checkIn {
 			out = append(out, checkIn{t, i})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b checkIn) int { return cmpDur(a.at, b.at) })
+	slices.SortStableFunc(out, func(a, b checkIn) int { return cmp.Compare(a.at, b.at) })
 	return out
 }
 

@@ -190,7 +190,10 @@ func Judge(log Log, l Limits) Truth {
 		if a.Queued.IsZero() {
 			continue
 		}
-		ev := truth.Event{At: since(a.Queued), Kind: truth.Queue, Visitor: v, Arrived: since(a.Arrived), Node: a.Node}
+		// It waited from its first request, answered or not.
+		ev := truth.Event{At: since(a.Arrived), Kind: truth.Arrive, Visitor: v, Arrived: since(a.Arrived), Node: a.Node}
+		events = append(events, ev)
+		ev.At, ev.Kind = since(a.Queued), truth.Queue
 		events = append(events, ev)
 		for _, ta := range a.TurnedAway {
 			ev.At = since(ta)
@@ -220,8 +223,10 @@ func Judge(log Log, l Limits) Truth {
 	v := hist.Judge(end)
 
 	t.Admissions = v.Admissions
-	t.PeakActive, t.PeakActiveAt = v.PeakActive, when(v.PeakActiveAt)
-	t.PeakNewPerMinute, t.PeakMinute = v.PeakNewPerMinute, when(time.Duration(v.PeakMinute)*time.Minute)
+	if v.Admissions > 0 {
+		t.PeakActive, t.PeakActiveAt = v.PeakActive, when(v.PeakActiveAt)
+		t.PeakNewPerMinute, t.PeakMinute = v.PeakNewPerMinute, when(time.Duration(v.PeakMinute)*time.Minute)
+	}
 	if v.Queued {
 		t.FirstQueued = when(v.FirstQueue)
 		t.ActiveAtFirstQueue, t.AdmittedAtFirstQueue = v.ActiveAtFirstQueue, v.AdmittedAtFirstQueue

@@ -1,7 +1,8 @@
 // Package truth judges a waiting room's run the way the origin sees it, by
 // the wall clock, whatever the nodes' minute buckets say. The simulator and
 // the real-process fidelity run both feed it a plain log of visitor events
-// (queued, admitted, a request to the origin, gave up, revoked, with times),
+// (arrived, queued, admitted, a request to the origin, gave up, revoked,
+// with times),
 // and both read their figures from it, so the two measure the same thing:
 //
 //   - a visitor is active from its admission until session_duration after

@@ -13,10 +13,16 @@ type Kind uint8
 
 // The events of a visitor's way through the room.
 const (
+	// Arrive: the visitor sent its first request of a try. A log that has
+	// it (a crowd's, whose requests take a while to answer) has the
+	// visitor wait from then if the answer is the queue page; a log
+	// without it (a simulator's, whose answers are instant) from the
+	// queue page.
+	Arrive Kind = iota + 1
 	// Queue: the room answered with the queue page. The first one of a try
 	// starts the visitor's wait; later ones, while it waits, are check-ins
 	// turned away.
-	Queue Kind = iota + 1
+	Queue
 	// Admit: a node let the visitor in. Its session starts, or goes on if
 	// it still held one.
 	Admit
@@ -91,8 +97,8 @@ type Admission struct {
 // Minute is the wall-clock minute of the try's arrival.
 func (a Admission) Minute() int64 { return MinuteOf(a.Arrived) }
 
-// Wait is one visitor's wait: from its first queue page of a try to its
-// admission, its giving up, or Never (still waiting when the log ends).
+// Wait is one visitor's wait: from its first request of a try (Arrive), or
+// else its first queue page, to its admission, its giving up, or Never (still waiting when the log ends).
 type Wait struct {
 	From, To time.Duration
 	Visitor  int
@@ -135,6 +141,8 @@ type visitor struct {
 	node     int
 	waiting  int  // index in waits of the open wait, or -1
 	queued   bool // this try got a queue page
+	sent     time.Duration
+	hasSent  bool // sent: the try's first request, from an Arrive event
 }
 
 // Replay plays a log of events through the definitions. The events may come
@@ -162,6 +170,7 @@ func Replay(events []Event, lim Limits) *History {
 		h.closeSession(&vis[i])
 	}
 	slices.SortStableFunc(h.spans, func(a, b Span) int { return cmp.Compare(a.From, b.From) })
+	slices.SortStableFunc(h.waits, func(a, b Wait) int { return cmp.Compare(a.From, b.From) })
 	return h
 }
 
@@ -171,6 +180,10 @@ func (h *History) apply(x *visitor, e Event) {
 	session := h.lim.SessionDuration
 	live := x.active && e.At < x.to
 	switch e.Kind {
+	case Arrive:
+		if x.waiting < 0 {
+			x.sent, x.hasSent = e.At, true
+		}
 	case Queue:
 		if h.firstQueue < 0 {
 			h.firstQueue = e.At
@@ -182,7 +195,11 @@ func (h *History) apply(x *visitor, e Event) {
 		}
 		x.waiting = len(h.waits)
 		x.queued = true
-		h.waits = append(h.waits, Wait{From: e.At, To: Never, Visitor: e.Visitor, Node: e.Node, Arrived: e.Arrived})
+		from := e.At
+		if x.hasSent {
+			from, x.hasSent = min(from, x.sent), false
+		}
+		h.waits = append(h.waits, Wait{From: from, To: Never, Visitor: e.Visitor, Node: e.Node, Arrived: e.Arrived})
 	case Admit:
 		h.admit(x, e)
 		if live {
@@ -219,6 +236,7 @@ func (h *History) apply(x *visitor, e Event) {
 
 // admit records an admission and ends the visitor's wait and try.
 func (h *History) admit(x *visitor, e Event) {
+	x.hasSent = false
 	if x.waiting >= 0 {
 		w := &h.waits[x.waiting]
 		w.To, w.Admitted = e.At, true

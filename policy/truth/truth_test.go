@@ -16,6 +16,9 @@ func s(n float64) time.Duration { return time.Duration(n * float64(time.Second))
 func admit(v int, at, arrived time.Duration) truth.Event {
 	return truth.Event{Kind: truth.Admit, Visitor: v, At: at, Arrived: arrived}
 }
+func arrive(v int, at time.Duration) truth.Event {
+	return truth.Event{Kind: truth.Arrive, Visitor: v, At: at, Arrived: at}
+}
 func queue(v int, at, arrived time.Duration) truth.Event {
 	return truth.Event{Kind: truth.Queue, Visitor: v, At: at, Arrived: arrived}
 }
@@ -267,12 +270,18 @@ func TestTheTruthJudgesWhatTheOriginSaw(t *testing.T) {
 			want:   want{admissions: 1, peakActive: 1, peakNew: 1, newcomers: 0, utilisation: ptr(0), opened: 1},
 		},
 		{
-			name:   "a visitor not yet answered when another is let in is not yet waiting",
+			name:   "in a log without arrivals a visitor waits from its queue page",
 			limits: oneMinute,
 			// 2 arrived at 59.5 s and got its queue page at 60.5 s; 3 was let
 			// in at 60.2 s.
 			events: []truth.Event{admit(3, s(60.2), s(60.1)), queue(2, s(60.5), s(59.5))},
 			want:   want{admissions: 1, peakActive: 1, peakNew: 1, utilisation: ptr(0.01), binds: truth.BindsActive, activeAtQ: 1},
+		},
+		{
+			name:   "in a log with arrivals a visitor waits from its first request, answered with the queue page or not yet",
+			limits: oneMinute,
+			events: []truth.Event{arrive(2, s(59.5)), admit(3, s(60.2), s(60.1)), queue(2, s(60.5), s(59.5)), admit(2, s(63), s(59.5))},
+			want:   want{admissions: 2, peakActive: 2, peakNew: 2, inversions: 1, newcomers: 1, utilisation: ptr(0.01), binds: truth.BindsActive, activeAtQ: 1},
 		},
 		{
 			name:   "an inversion whose earlier arrival is turned away 10 s later passed it over",

@@ -127,7 +127,9 @@ func (s *State) ApplyRegisterAt(e RegisterEntry, nowMillis int64) bool {
 // localStamp is the stamp of a local write of register name at nowMillis:
 // after every stamp seen and after the register's own, as long as those are
 // within nowMillis + MaxClockOffset; stamps beyond that are passed over, so
-// an operator's write always takes effect. It updates the state's clock.
+// an operator's write always takes effect. It is after every stamp this
+// state handed out before, passed over or not (see stamper). It updates the
+// state's clock.
 func (s *State) localStamp(name string, nowMillis int64) HLC {
 	latest := LatestStamp(nowMillis)
 	base := s.clock
@@ -137,7 +139,7 @@ func (s *State) localStamp(name string, nowMillis int64) HLC {
 	if cur, ok := s.regs[name]; ok && cur.Stamp.Wall <= latest {
 		base = base.Max(cur.Stamp)
 	}
-	s.clock = base.NextWithin(nowMillis, MaxClockOffset.Milliseconds())
+	s.clock = s.own.next(base.NextWithin(nowMillis, MaxClockOffset.Milliseconds()), nowMillis)
 	return s.clock
 }
 

@@ -132,7 +132,8 @@ type State struct {
 	rooms   map[string]*room
 	regs    map[string]LWW[[]byte]
 	horizon int64
-	clock   HLC // the largest register stamp seen, for HLC stamping
+	clock   HLC     // the largest register stamp seen, for HLC stamping
+	own     stamper // the stamps of this replica's own writes
 }
 
 // New returns an empty state.
@@ -199,8 +200,10 @@ func (s *State) Apply(e Entry) bool {
 
 // SetRegister writes register name locally with a fresh HLC stamp taken from
 // the wall clock nowMillis, and returns the entry to ship. The write always
-// takes effect here, and its stamp is never beyond nowMillis +
-// MaxClockOffset, so peers take it too (see localStamp and MergeAt).
+// takes effect here; its stamp is after every stamp this state handed out
+// before, and beyond nowMillis + MaxClockOffset (which peers refuse) only if
+// the wall clock stepped back by more than that (see localStamp and
+// MergeAt).
 func (s *State) SetRegister(name string, value []byte, r ReplicaID, nowMillis int64) RegisterEntry {
 	e := RegisterEntry{Name: name, Reg: LWW[[]byte]{Value: bytes.Clone(value), Stamp: s.localStamp(name, nowMillis), Replica: r}}
 	s.regs[name] = e.Reg
@@ -359,7 +362,7 @@ func (s *State) Prune(horizon int64) int {
 
 // Clone returns an independent deep copy.
 func (s *State) Clone() *State {
-	c := &State{rooms: make(map[string]*room, len(s.rooms)), regs: make(map[string]LWW[[]byte], len(s.regs)), horizon: s.horizon, clock: s.clock}
+	c := &State{rooms: make(map[string]*room, len(s.rooms)), regs: make(map[string]LWW[[]byte], len(s.regs)), horizon: s.horizon, clock: s.clock, own: s.own}
 	for n, r := range s.rooms {
 		nr := &room{cells: make(map[cellKey]*GCounter, len(r.cells))}
 		for ck, g := range r.cells {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -104,10 +102,4 @@ on growth.`,
 	f.DurationVar(&soak, "soak", 0, "run the steady-memory check for this long instead (e.g. 5m)")
 	f.Float64Var(&soakRate, "soak-rate", 500, "requests per second of each main stream during --soak")
 	return cmd
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

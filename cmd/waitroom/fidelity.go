@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -75,9 +74,7 @@ minutes (what CI runs); the full lengths take 5 to 15 minutes each.
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				err = enc.Encode(results)
+				err = writeJSON(out, results)
 			} else {
 				err = fidelity.WriteText(out, results)
 			}

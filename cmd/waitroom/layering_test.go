@@ -39,6 +39,9 @@ var layers = []layer{
 	// Admission maths over a crdt snapshot; the simulator drives it.
 	{prefix: "policy", may: []string{"crdt"}},
 	{prefix: "policy/sim", may: []string{"crdt", "policy"}},
+	// The judge of a run, shared by the simulator and the real-process
+	// fidelity run: definitions only, nothing of how the room decides.
+	{prefix: "policy/truth"},
 	// Keeping the replicas of the crdt state in step.
 	{prefix: "gossip", may: []string{"crdt"}},
 	// The test support every package's tests share (poll, fake clock).

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -63,9 +62,7 @@ This sends real load: point it only at sites you operate.
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+				return writeJSON(out, r)
 			}
 			return r.WriteText(out)
 		},

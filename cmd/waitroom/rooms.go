@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -25,11 +24,7 @@ seconds; no restart is needed.`,
 	cmd.PersistentFlags().StringVar(&c.Token, "token", "", "bearer token (or WAITROOM_ADMIN_TOKEN)")
 	cmd.PersistentFlags().DurationVar(&c.Timeout, "timeout", 10*time.Second, "how long to wait for the node")
 
-	printJSON := func(cmd *cobra.Command, v any) error {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
+	printJSON := func(cmd *cobra.Command, v any) error { return writeJSON(cmd.OutOrStdout(), v) }
 	list := &cobra.Command{
 		Use: "list", Short: "List the rooms", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -34,9 +34,7 @@ arrival bucket, admissions this minute and each node's traffic share.`,
 				if err := json.Unmarshal(raw, &v); err != nil {
 					return err
 				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return writeJSON(out, v)
 			}
 			return adminclient.WriteStateTable(out, doc)
 		},

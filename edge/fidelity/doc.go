@@ -10,7 +10,8 @@
 // follows the queue page's Refresh, browses the origin for a while once let
 // in, and leaves.
 //
-// [Judge] then computes the truth from the origin's log by wall-clock time,
+// [Judge] then computes the truth from the origin's log by wall-clock time
+// with package truth, the judge the simulator uses too,
 // whatever the nodes' own minute buckets say: a visitor is active from its
 // first request to the origin until session_duration after its last one;
 // new users per minute are admissions within a wall-clock minute; a FIFO
@@ -20,7 +21,8 @@
 // when the first visitor got a queue page. The goals those figures are held
 // to are in [Goals].
 //
-// The package drives the processes over HTTP and signals only: it imports
-// nothing of the room's own code, so what it measures is what a visitor and
-// an origin would see.
+// The package drives the processes over HTTP and signals only: of the
+// room's own code it imports only that judge, which knows nothing of how
+// the room decides, so what it measures is what a visitor and an origin
+// would see.
 package fidelity

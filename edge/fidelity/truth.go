@@ -2,19 +2,13 @@ package fidelity
 
 import (
 	"slices"
-	"sort"
 	"time"
+
+	"github.com/waitroom/waitroom/policy/truth"
 )
 
 // Limits are a room's settings the truth is judged against.
-type Limits struct {
-	TotalActiveUsers  int `json:"total_active_users"`
-	NewUsersPerMinute int `json:"new_users_per_minute"`
-	// SessionDuration is how long a session lasts after the last request
-	// to the origin (after the admission with DisableSessionRenewal).
-	SessionDuration       time.Duration `json:"session_duration_ns"`
-	DisableSessionRenewal bool          `json:"disable_session_renewal,omitempty"`
-}
+type Limits = truth.Limits
 
 // Hit is one request the origin saw: whose, and when.
 type Hit struct {
@@ -47,17 +41,8 @@ type Log struct {
 	Hits     []Hit
 }
 
-// InversionGrace is how much later than an admission an earlier arrival may
-// still be let in without the admission counting as a FIFO inversion.
-const InversionGrace = 2 * time.Second
-
-// PassedOverWindow is how soon after an inversion the earlier arrival must
-// have been turned away at a check-in for the inversion to count as passed
-// over: one refresh interval (20 s ± 3 s) and a second.
-const PassedOverWindow = 24 * time.Second
-
 // Truth is what the origin saw, by wall-clock time, whatever the nodes'
-// minute buckets say.
+// minute buckets say, as package truth judges it (the simulator's judge).
 type Truth struct {
 	// Admissions are sessions begun: a visitor's first request to the
 	// origin, or its first one after its session had lapsed.
@@ -81,12 +66,12 @@ type Truth struct {
 	UtilisationAtFirstQueue float64 `json:"utilisation_at_first_queue"`
 	// Inversions counts admissions made while someone who arrived in an
 	// earlier wall-clock minute, and had not given up, still waited and
-	// was let in more than InversionGrace later (or not at all). An
-	// admission within InversionGrace of the end cannot be judged and is
+	// was let in more than truth.InversionGrace later (or not at all). An
+	// admission within truth.InversionGrace of the end cannot be judged and is
 	// not counted.
 	Inversions int `json:"fifo_inversions"`
 	// PassedOver counts the inversions after which such an earlier arrival
-	// was turned away at a check-in within PassedOverWindow: its place was
+	// was turned away at a check-in within truth.PassedOverWindow: its place was
 	// taken. The others let a later arrival into a slot while the earlier
 	// one had not checked in again yet.
 	PassedOver int `json:"fifo_passed_over"`
@@ -111,12 +96,12 @@ type Truth struct {
 
 // InvertedPair is one FIFO inversion: Later was let in while Earlier, who
 // arrived in an earlier wall-clock minute, still waited, and Earlier was
-// let in more than InversionGrace after (or not at all).
+// let in more than truth.InversionGrace after (or not at all).
 type InvertedPair struct {
 	Later   Passage `json:"later"`
 	Earlier Passage `json:"earlier"`
 	// PassedOver: Earlier was turned away at a check-in within
-	// PassedOverWindow after Later's admission.
+	// truth.PassedOverWindow after Later's admission.
 	PassedOver bool `json:"passed_over,omitempty"`
 }
 
@@ -158,138 +143,107 @@ func ratio(n, d int) float64 {
 	return float64(n) / float64(d)
 }
 
-// session is one visitor's stay on the origin.
-type session struct {
-	visitor       string
-	admitted, end time.Time // end: when the session stops being live
-	last          time.Time // its latest request
-}
-
 // Judge computes the truth of a run from its log. It is a pure function of
-// its arguments.
+// its arguments: the crowd's queue pages, check-ins and give-ups and the
+// origin's hits become one log of events for package truth, whose
+// admissions are the sessions the origin saw begin.
 func Judge(log Log, l Limits) Truth {
 	var t Truth
-	hits := slices.Clone(log.Hits)
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].At.Before(hits[j].At) })
+	// Times are taken from a wall-clock minute boundary before everything.
+	var first time.Time
+	note := func(at time.Time) {
+		if !at.IsZero() && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	for _, a := range log.Arrivals {
+		note(a.Arrived)
+		note(a.Queued)
+	}
+	for _, h := range log.Hits {
+		note(h.At)
+	}
+	epoch := first.Truncate(time.Minute)
+	since := func(at time.Time) time.Duration { return at.Sub(epoch) }
+	when := func(d time.Duration) time.Time { return epoch.Add(d) }
 
-	// Sessions: a request within a live session renews it (unless renewal
-	// is off); one after it lapsed begins a new one, a new admission.
-	open := map[string]int{} // visitor → index of its latest session
-	var sessions []session
-	for _, h := range hits {
+	// Visitors by number, in the order of the crowd's log, then any the
+	// origin saw that the crowd did not log (they arrived when let in).
+	ids := map[string]int{}
+	var names []string
+	var arrs []*Arrival
+	id := func(name string) int {
+		i, ok := ids[name]
+		if !ok {
+			i = len(names)
+			ids[name] = i
+			names = append(names, name)
+			arrs = append(arrs, nil)
+		}
+		return i
+	}
+	var events []truth.Event
+	for k := range log.Arrivals {
+		a := &log.Arrivals[k]
+		v := id(a.Visitor)
+		arrs[v] = a
+		if a.Queued.IsZero() {
+			continue
+		}
+		// It waited from its first request, answered or not.
+		ev := truth.Event{At: since(a.Arrived), Kind: truth.Arrive, Visitor: v, Arrived: since(a.Arrived), Node: a.Node}
+		events = append(events, ev)
+		ev.At, ev.Kind = since(a.Queued), truth.Queue
+		events = append(events, ev)
+		for _, ta := range a.TurnedAway {
+			ev.At = since(ta)
+			events = append(events, ev)
+		}
+		if !a.GaveUp.IsZero() {
+			events = append(events, truth.Event{At: since(a.GaveUp), Kind: truth.GiveUp, Visitor: v, Node: a.Node})
+		}
+	}
+	for _, h := range log.Hits {
 		if h.Visitor == "" {
 			t.Unidentified++
 			continue
 		}
-		if i, ok := open[h.Visitor]; ok && h.At.Before(sessions[i].end) {
-			s := &sessions[i]
-			s.last = h.At
-			if !l.DisableSessionRenewal {
-				s.end = h.At.Add(l.SessionDuration)
-			}
+		v := id(h.Visitor)
+		ev := truth.Event{At: since(h.At), Kind: truth.Origin, Visitor: v, Arrived: since(h.At), Node: -1}
+		if a := arrs[v]; a != nil {
+			ev.Arrived, ev.Node = since(a.Arrived), a.Node
+		}
+		events = append(events, ev)
+	}
+	end := truth.Never
+	if !log.End.IsZero() {
+		end = since(log.End)
+	}
+	hist := truth.Replay(events, l)
+	v := hist.Judge(end)
+
+	t.Admissions = v.Admissions
+	if v.Admissions > 0 {
+		t.PeakActive, t.PeakActiveAt = v.PeakActive, when(v.PeakActiveAt)
+		t.PeakNewPerMinute, t.PeakMinute = v.PeakNewPerMinute, when(time.Duration(v.PeakMinute)*time.Minute)
+	}
+	if v.Queued {
+		t.FirstQueued = when(v.FirstQueue)
+		t.ActiveAtFirstQueue, t.AdmittedAtFirstQueue = v.ActiveAtFirstQueue, v.AdmittedAtFirstQueue
+		t.UtilisationAtFirstQueue = v.Utilisation
+	}
+	t.Inversions, t.PassedOver, t.Newcomers = len(v.Inversions), v.PassedOver, v.Newcomers
+
+	// Each visitor's first admission, for the waits and the listing.
+	admitted := make([]time.Time, len(names))
+	var waits []time.Duration
+	for _, a := range hist.Admissions() {
+		if !admitted[a.Visitor].IsZero() {
 			continue
 		}
-		open[h.Visitor] = len(sessions)
-		sessions = append(sessions, session{visitor: h.Visitor, admitted: h.At, last: h.At, end: h.At.Add(l.SessionDuration)})
-	}
-	t.Admissions = len(sessions)
-
-	// Peak active: sweep admissions and ends; at the same instant an end
-	// goes first (a session that ends as another begins is not live with
-	// it).
-	type edge struct {
-		at    time.Time
-		delta int
-	}
-	edges := make([]edge, 0, 2*len(sessions))
-	for _, s := range sessions {
-		edges = append(edges, edge{s.admitted, +1}, edge{s.end, -1})
-	}
-	sort.Slice(edges, func(i, j int) bool {
-		if !edges[i].at.Equal(edges[j].at) {
-			return edges[i].at.Before(edges[j].at)
-		}
-		return edges[i].delta < edges[j].delta
-	})
-	live := 0
-	for _, e := range edges {
-		live += e.delta
-		if live > t.PeakActive {
-			t.PeakActive, t.PeakActiveAt = live, e.at
-		}
-	}
-
-	// New users per wall-clock minute.
-	perMinute := map[int64]int{}
-	for _, s := range sessions {
-		m := s.admitted.Truncate(time.Minute).Unix()
-		perMinute[m]++
-		if n := perMinute[m]; n > t.PeakNewPerMinute {
-			t.PeakNewPerMinute, t.PeakMinute = n, time.Unix(m, 0)
-		}
-	}
-
-	// Utilisation when the first visitor was queued.
-	for _, a := range log.Arrivals {
-		if !a.Queued.IsZero() && (t.FirstQueued.IsZero() || a.Queued.Before(t.FirstQueued)) {
-			t.FirstQueued = a.Queued
-		}
-	}
-	if !t.FirstQueued.IsZero() {
-		q := t.FirstQueued
-		minuteStart := q.Truncate(time.Minute)
-		for _, s := range sessions {
-			if !s.admitted.After(q) && s.end.After(q) {
-				t.ActiveAtFirstQueue++
-			}
-			if !s.admitted.Before(minuteStart) && !s.admitted.After(q) {
-				t.AdmittedAtFirstQueue++
-			}
-		}
-		t.UtilisationAtFirstQueue = max(ratio(t.ActiveAtFirstQueue, l.TotalActiveUsers), ratio(t.AdmittedAtFirstQueue, l.NewUsersPerMinute))
-	}
-
-	// Waiting: from arrival to the first admission (or giving up).
-	type waiter struct {
-		visitor                   string
-		node                      int
-		arrived, admitted, gaveUp time.Time
-		queued                    bool
-		turnedAway                []time.Time
-	}
-	waiters := map[string]*waiter{}
-	for _, a := range log.Arrivals {
-		waiters[a.Visitor] = &waiter{visitor: a.Visitor, node: a.Node, arrived: a.Arrived, gaveUp: a.GaveUp, queued: !a.Queued.IsZero(), turnedAway: a.TurnedAway}
-	}
-	passage := func(w *waiter, before time.Time) Passage {
-		p := Passage{Visitor: w.visitor, Node: w.node, Arrived: w.arrived, Queued: w.queued, Admitted: w.admitted}
-		for _, ta := range w.turnedAway {
-			if ta.Before(before) {
-				p.LastTurnedAway = ta
-			}
-		}
-		return p
-	}
-	for _, s := range sessions {
-		w, ok := waiters[s.visitor]
-		if !ok {
-			// Not in the crowd's log: it arrived when it was let in.
-			w = &waiter{visitor: s.visitor, node: -1, arrived: s.admitted}
-			waiters[s.visitor] = w
-		}
-		if w.admitted.IsZero() {
-			w.admitted = s.admitted
-		}
-	}
-	var waits []time.Duration
-	for _, w := range waiters {
-		switch {
-		case !w.admitted.IsZero():
-			if w.queued {
-				waits = append(waits, w.admitted.Sub(w.arrived))
-			}
-		case w.gaveUp.IsZero() && !w.arrived.After(log.End):
-			t.StillWaiting++
+		admitted[a.Visitor] = when(a.At)
+		if a.Queued {
+			waits = append(waits, a.At-a.Arrived)
 		}
 	}
 	t.Waited = len(waits)
@@ -297,66 +251,29 @@ func Judge(log Log, l Limits) Truth {
 		slices.Sort(waits)
 		t.MedianWait = median(waits)
 	}
-
-	// FIFO inversions, judged on each admission: was someone from an
-	// earlier arrival minute waiting then, and left waiting for longer
-	// than the grace? The earliest such arrival is the one listed.
-	ws := make([]*waiter, 0, len(waiters))
-	for _, w := range waiters {
-		ws = append(ws, w)
+	for v, a := range arrs {
+		if a != nil && admitted[v].IsZero() && a.GaveUp.IsZero() && !a.Arrived.After(log.End) {
+			t.StillWaiting++
+		}
 	}
-	sort.Slice(ws, func(i, j int) bool {
-		if !ws[i].arrived.Equal(ws[j].arrived) {
-			return ws[i].arrived.Before(ws[j].arrived)
-		}
-		return ws[i].visitor < ws[j].visitor
-	})
-	for _, s := range sessions {
-		x := waiters[s.visitor]
-		at := s.admitted
-		if !log.End.IsZero() && at.Add(InversionGrace).After(log.End) {
-			continue
-		}
-		xMinute := x.arrived.Truncate(time.Minute)
-		deadline := at.Add(InversionGrace)
-		inverted, passedOver := false, false
-		var first *waiter
-		for _, y := range ws {
-			if !y.arrived.Truncate(time.Minute).Before(xMinute) || y.arrived.After(at) {
-				continue
-			}
-			if !y.gaveUp.IsZero() && !y.gaveUp.After(at) {
-				continue // gone before this admission
-			}
-			stillOut := y.admitted.IsZero() || y.admitted.After(deadline)
-			if !stillOut || (!y.gaveUp.IsZero() && !y.gaveUp.After(deadline)) {
-				continue
-			}
-			inverted = true
-			if first == nil {
-				first = y
-			}
-			for _, ta := range y.turnedAway {
-				if ta.After(at) && !ta.After(at.Add(PassedOverWindow)) {
-					passedOver = true
-					break
+	passage := func(v int, before time.Time) Passage {
+		p := Passage{Visitor: names[v], Node: -1, Admitted: admitted[v]}
+		if a := arrs[v]; a != nil {
+			p.Node, p.Arrived, p.Queued = a.Node, a.Arrived, !a.Queued.IsZero()
+			for _, ta := range a.TurnedAway {
+				if ta.Before(before) {
+					p.LastTurnedAway = ta
 				}
 			}
-			if passedOver {
-				first = y
-				break
-			}
+		} else {
+			p.Arrived = admitted[v]
 		}
-		if inverted {
-			t.Inversions++
-			if !x.queued {
-				t.Newcomers++
-			}
-			t.InvertedPairs = append(t.InvertedPairs, InvertedPair{Later: passage(x, at), Earlier: passage(first, at), PassedOver: passedOver})
-		}
-		if passedOver {
-			t.PassedOver++
-		}
+		return p
+	}
+	for _, in := range v.Inversions {
+		at := when(in.Later.At)
+		t.InvertedPairs = append(t.InvertedPairs, InvertedPair{
+			Later: passage(in.Later.Visitor, at), Earlier: passage(in.Earlier.Visitor, at), PassedOver: in.PassedOver})
 	}
 	return t
 }

@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,120 +30,82 @@ func join(hs ...[]Hit) []Hit {
 
 var oneMinute = Limits{TotalActiveUsers: 10, NewUsersPerMinute: 10, SessionDuration: time.Minute}
 
-func TestJudgeSessions(t *testing.T) {
-	cases := []struct {
-		name           string
-		limits         Limits
-		hits           []Hit
-		wantAdmissions int
-		wantPeak       int
-	}{
-		{
-			name:           "a session renewed by each request stays live a session after the last one",
-			limits:         oneMinute,
-			hits:           join(hits("a", 0, 30, 50), hits("b", 100)), // a is live until 110 s
-			wantAdmissions: 2, wantPeak: 2,
-		},
-		{
-			name:           "a session that lapsed is over, and the next request is a new admission",
-			limits:         oneMinute,
-			hits:           join(hits("a", 0, 70), hits("b", 65)), // a lapsed at 60 s
-			wantAdmissions: 3, wantPeak: 2,
-		},
-		{
-			name:           "a session that ends as another begins is not live with it",
-			limits:         oneMinute,
-			hits:           join(hits("a", 0), hits("b", 60)),
-			wantAdmissions: 2, wantPeak: 1,
-		},
-		{
-			name:           "without renewal a session ends a session after its admission",
-			limits:         Limits{TotalActiveUsers: 10, NewUsersPerMinute: 10, SessionDuration: time.Minute, DisableSessionRenewal: true},
-			hits:           join(hits("a", 0, 30, 50), hits("b", 61)),
-			wantAdmissions: 2, wantPeak: 1, // a ends at 60 s whatever its requests at 30 and 50 s; b begins at 61 s
-		},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := Judge(Log{Hits: c.hits}, c.limits)
-			if got.Admissions != c.wantAdmissions || got.PeakActive != c.wantPeak {
-				t.Fatalf("admissions %d, peak active %d; want %d, %d", got.Admissions, got.PeakActive, c.wantAdmissions, c.wantPeak)
-			}
-		})
-	}
-}
+// The definitions are tested in package truth; these tests check that the
+// crowd's and the origin's logs reach it as they should: hits as requests to
+// the origin, queue pages, check-ins and give-ups as the crowd saw them, and
+// the figures back as wall-clock times.
 
-func TestJudgeNewUsersPerMinuteCountsWallClockMinutes(t *testing.T) {
-	// Three admissions in the first minute, then two in the second, the
-	// last two within a second of each other across the boundary.
-	log := Log{Hits: join(hits("a", 1), hits("b", 30), hits("c", 59.9), hits("d", 60.1), hits("e", 90))}
-	got := Judge(log, oneMinute)
-	if got.PeakNewPerMinute != 3 || !got.PeakMinute.Equal(t0) {
-		t.Fatalf("peak %d in the minute of %v; want 3 in %v", got.PeakNewPerMinute, got.PeakMinute, t0)
-	}
-	if r := got.NewPerMinuteRatio(oneMinute); r != 0.3 {
-		t.Fatalf("ratio %v; want 0.3", r)
-	}
-}
-
-func TestJudgeFIFOInversions(t *testing.T) {
-	// y arrives in the first minute and waits; x arrives in the second and
-	// is let in at 70 s. Whether that inverts depends on when y follows.
+func TestJudgeReadsTheCrowdAndTheOrigin(t *testing.T) {
 	cases := []struct {
 		name string
-		y    Arrival
-		yIn  []float64 // y's origin requests
-		want int
+		log  Log
+		l    Limits
+		want string
 	}{
-		{"an earlier arrival let in 1 s later is no inversion", Arrival{Visitor: "y", Arrived: at(10), Queued: at(10)}, []float64{71}, 0},
-		{"an earlier arrival let in 3 s later is an inversion", Arrival{Visitor: "y", Arrived: at(10), Queued: at(10)}, []float64{73}, 1},
-		{"an earlier arrival never let in is an inversion", Arrival{Visitor: "y", Arrived: at(10), Queued: at(10)}, nil, 1},
-		{"an arrival in the same minute is no inversion", Arrival{Visitor: "y", Arrived: at(61), Queued: at(61)}, []float64{100}, 0},
-		{"someone who gave up before is no inversion", Arrival{Visitor: "y", Arrived: at(10), Queued: at(10), GaveUp: at(69)}, nil, 0},
-		{"someone who gives up within the grace is no inversion", Arrival{Visitor: "y", Arrived: at(10), Queued: at(10), GaveUp: at(71)}, nil, 0},
-		{"someone who gives up later still waited", Arrival{Visitor: "y", Arrived: at(10), Queued: at(10), GaveUp: at(80)}, nil, 1},
+		{
+			name: "sessions are what the origin saw, renewed by each request",
+			log:  Log{Hits: join(hits("a", 0, 30, 50), hits("b", 100), hits("a", 171))}, // a lapsed at 110 s
+			l:    oneMinute,
+			want: "admissions 3, peak active 2 at 10:01:40, peak new 1 in 10:00, first queued none, inversions 0 (0 passed over, 0 newcomers)",
+		},
+		{
+			name: "new users per minute are counted by wall-clock minute",
+			log:  Log{Hits: join(hits("a", 1), hits("b", 30), hits("c", 59.9), hits("d", 60.1), hits("e", 90))},
+			l:    oneMinute,
+			want: "admissions 5, peak active 4 at 10:01:00, peak new 3 in 10:00, first queued none, inversions 0 (0 passed over, 0 newcomers)",
+		},
+		{
+			name: "the first queue page is the first queueing, judged against the sessions live then",
+			log: Log{End: at(600), Arrivals: []Arrival{{Visitor: "q", Arrived: at(70), Queued: at(70)}},
+				Hits: join(hits("a", 1), hits("b", 2), hits("c", 3))},
+			l:    Limits{TotalActiveUsers: 4, NewUsersPerMinute: 4, SessionDuration: 5 * time.Minute},
+			want: "admissions 3, peak active 3 at 10:00:03, peak new 3 in 10:00, first queued 10:01:10 (3 active, 0 this minute: 0.75), inversions 0 (0 passed over, 0 newcomers)",
+		},
+		{
+			name: "a queued visitor turned away soon after a later one went in was passed over",
+			log: Log{End: at(300),
+				Arrivals: []Arrival{{Visitor: "y", Arrived: at(10), Queued: at(10), TurnedAway: []time.Time{at(80)}}, {Visitor: "x", Arrived: at(65), Queued: at(65)}},
+				Hits:     join(hits("x", 70), hits("y", 120))},
+			l:    oneMinute,
+			want: "admissions 2, peak active 2 at 10:02:00, peak new 1 in 10:01, first queued 10:00:10 (0 active, 0 this minute: 0.00), inversions 1 (1 passed over, 0 newcomers)",
+		},
+		{
+			name: "someone who gave up before the admission was not passed over",
+			log: Log{End: at(300),
+				Arrivals: []Arrival{{Visitor: "y", Arrived: at(10), Queued: at(10), GaveUp: at(69)}, {Visitor: "x", Arrived: at(70)}},
+				Hits:     hits("x", 70)},
+			l:    oneMinute,
+			want: "admissions 1, peak active 1 at 10:01:10, peak new 1 in 10:01, first queued 10:00:10 (0 active, 0 this minute: 0.00), inversions 0 (0 passed over, 0 newcomers)",
+		},
+		{
+			name: "a newcomer let in at its first request past someone still waiting is counted as such",
+			log: Log{End: at(300),
+				Arrivals: []Arrival{{Visitor: "y", Arrived: at(10), Queued: at(10)}, {Visitor: "x", Arrived: at(70)}},
+				Hits:     join(hits("x", 70), hits("y", 90))},
+			l:    oneMinute,
+			want: "admissions 2, peak active 2 at 10:01:30, peak new 2 in 10:01, first queued 10:00:10 (0 active, 0 this minute: 0.00), inversions 1 (0 passed over, 1 newcomers)",
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			log := Log{
-				End:      at(300),
-				Arrivals: []Arrival{c.y, {Visitor: "x", Arrived: at(65), Queued: at(65)}},
-				Hits:     join(hits("x", 70), hits("y", c.yIn...)),
+			g := Judge(c.log, c.l)
+			q := "none"
+			if !g.FirstQueued.IsZero() {
+				q = fmt.Sprintf("%s (%d active, %d this minute: %.2f)", g.FirstQueued.Format("15:04:05"), g.ActiveAtFirstQueue, g.AdmittedAtFirstQueue, g.UtilisationAtFirstQueue)
 			}
-			got := Judge(log, oneMinute)
-			if got.Inversions != c.want || got.Newcomers != 0 {
-				t.Fatalf("inversions %d (%d newcomers); want %d (none: x was queued)", got.Inversions, got.Newcomers, c.want)
+			got := fmt.Sprintf("admissions %d, peak active %d at %s, peak new %d in %s, first queued %s, inversions %d (%d passed over, %d newcomers)",
+				g.Admissions, g.PeakActive, g.PeakActiveAt.Format("15:04:05"), g.PeakNewPerMinute, g.PeakMinute.Format("15:04"), q, g.Inversions, g.PassedOver, g.Newcomers)
+			if got != c.want {
+				t.Errorf("got  %s\nwant %s", got, c.want)
+			}
+			if len(g.InvertedPairs) != g.Inversions {
+				t.Errorf("%d inverted pairs listed for %d inversions", len(g.InvertedPairs), g.Inversions)
 			}
 		})
 	}
-	t.Run("an inversion whose earlier arrival is turned away soon after passed it over", func(t *testing.T) {
-		for _, c := range []struct {
-			name       string
-			turnedAway float64
-			want       int
-		}{{"turned away 10 s later", 80, 1}, {"turned away 30 s later", 100, 0}, {"turned away before", 60, 0}} {
-			t.Run(c.name, func(t *testing.T) {
-				log := Log{
-					End:      at(300),
-					Arrivals: []Arrival{{Visitor: "y", Arrived: at(10), Queued: at(10), TurnedAway: []time.Time{at(c.turnedAway)}}, {Visitor: "x", Arrived: at(65)}},
-					Hits:     join(hits("x", 70), hits("y", 120)),
-				}
-				if got := Judge(log, oneMinute); got.Inversions != 1 || got.PassedOver != c.want {
-					t.Fatalf("inversions %d, passed over %d; want 1 and %d", got.Inversions, got.PassedOver, c.want)
-				}
-			})
-		}
-	})
-	t.Run("a newcomer let in at its first request past an earlier arrival is counted as such", func(t *testing.T) {
-		log := Log{
-			End:      at(300),
-			Arrivals: []Arrival{{Visitor: "y", Arrived: at(10), Queued: at(10)}, {Visitor: "x", Arrived: at(70)}},
-			Hits:     join(hits("x", 70), hits("y", 90)),
-		}
-		if got := Judge(log, oneMinute); got.Inversions != 1 || got.Newcomers != 1 {
-			t.Fatalf("inversions %d, newcomers %d; want 1 and 1", got.Inversions, got.Newcomers)
-		}
-	})
+}
+
+func TestJudgeListsTheInversions(t *testing.T) {
 	t.Run("each inversion names the visitor let in and the earliest arrival it went before", func(t *testing.T) {
 		log := Log{
 			End: at(300),
@@ -174,56 +137,6 @@ func TestJudgeFIFOInversions(t *testing.T) {
 		}
 		if got := Judge(log, oneMinute); got.Inversions != 0 || got.StillWaiting != 1 {
 			t.Fatalf("inversions %d, still waiting %d; want 0 and 1", got.Inversions, got.StillWaiting)
-		}
-	})
-}
-
-func TestJudgeUtilisationAtFirstQueueing(t *testing.T) {
-	cases := []struct {
-		name       string
-		limits     Limits
-		hits       []Hit
-		queuedAt   float64
-		want       float64
-		wantActive int
-	}{
-		{
-			name:   "the active limit binds: live sessions over total_active_users",
-			limits: Limits{TotalActiveUsers: 4, NewUsersPerMinute: 4, SessionDuration: 5 * time.Minute},
-			// Three let in in the first minute, still live at 70 s; none this minute.
-			hits:     join(hits("a", 1), hits("b", 2), hits("c", 3)),
-			queuedAt: 70, want: 0.75, wantActive: 3,
-		},
-		{
-			name:     "the minute limit binds: admissions this minute over new_users_per_minute",
-			limits:   Limits{TotalActiveUsers: 100, NewUsersPerMinute: 2, SessionDuration: time.Minute},
-			hits:     join(hits("a", 1), hits("b", 2)),
-			queuedAt: 3, want: 1, wantActive: 2,
-		},
-		{
-			name:     "a lapsed session no longer counts",
-			limits:   Limits{TotalActiveUsers: 4, NewUsersPerMinute: 4, SessionDuration: time.Minute},
-			hits:     join(hits("a", 1), hits("b", 62)),
-			queuedAt: 63, want: 0.25, wantActive: 1,
-		},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			log := Log{
-				End:      at(600),
-				Arrivals: []Arrival{{Visitor: "q", Arrived: at(c.queuedAt), Queued: at(c.queuedAt)}},
-				Hits:     c.hits,
-			}
-			got := Judge(log, c.limits)
-			if got.UtilisationAtFirstQueue != c.want || got.ActiveAtFirstQueue != c.wantActive || !got.FirstQueued.Equal(at(c.queuedAt)) {
-				t.Fatalf("utilisation %v with %d live at %v; want %v with %d at %v", got.UtilisationAtFirstQueue, got.ActiveAtFirstQueue, got.FirstQueued, c.want, c.wantActive, at(c.queuedAt))
-			}
-		})
-	}
-	t.Run("a room that never queued has no first queueing", func(t *testing.T) {
-		got := Judge(Log{Hits: hits("a", 1)}, oneMinute)
-		if !got.FirstQueued.IsZero() || got.UtilisationAtFirstQueue != 0 {
-			t.Fatalf("first queued %v, utilisation %v; want none", got.FirstQueued, got.UtilisationAtFirstQueue)
 		}
 	})
 }

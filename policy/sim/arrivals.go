@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -132,7 +133,7 @@ func (sc *Scenario) arrivals(rng *rand.Rand) []arrival {
 			out = append(out, arrival{at: t, claimed: t, weights: w})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b arrival) int { return cmpDur(a.at, b.at) })
+	slices.SortStableFunc(out, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
 	a := sc.Visitors.Arrival
 	if a.SpoofBuckets {
 		// As in Cloudflare's "Waiting Room: Random Queueing and Custom
@@ -141,7 +142,7 @@ func (sc *Scenario) arrivals(rng *rand.Rand) []arrival {
 		for i := range out {
 			out[i].at = a.Start.D() + time.Duration(rng.Float64()*float64(a.JoinOver))
 		}
-		slices.SortStableFunc(out, func(a, b arrival) int { return cmpDur(a.at, b.at) })
+		slices.SortStableFunc(out, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
 	}
 	v := sc.Visitors
 	for i := range out {
@@ -155,16 +156,6 @@ func (sc *Scenario) arrivals(rng *rand.Rand) []arrival {
 		}
 	}
 	return out
-}
-
-func cmpDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // weightsAt returns the arrival split between nodes at time t: the base

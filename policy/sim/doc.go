@@ -65,7 +65,8 @@
 //
 // # What is measured
 //
-// The truth, kept outside the nodes (Truth), as the origin sees it by the
+// The truth, kept outside the nodes (package policy/truth, which the
+// real-process fidelity run shares), as the origin sees it by the
 // simulated wall clock, whatever the nodes' minute buckets say: a visitor
 // is active from its admission until session_duration after its last
 // request to the origin (every request the origin sees is fed to it from

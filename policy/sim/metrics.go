@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/waitroom/waitroom/policy/truth"
 )
 
 // Result is what one run measured. Everything in it is a deterministic
@@ -38,7 +40,7 @@ type Limits struct {
 }
 
 // Figures are the fidelity and fairness figures. The first four are the
-// truth the goals judge (see Truth): what the origin saw, by the simulated
+// truth the goals judge (package truth): what the origin saw, by the simulated
 // wall clock, whatever the nodes' minute buckets say. Optional figures are
 // null where they do not apply (nobody queued, no estimate).
 type Figures struct {
@@ -67,12 +69,18 @@ type Figures struct {
 	UtilisationWhileQueueing *float64 `json:"utilisation_while_queueing"`
 	// FIFOInversions is the share of admissions that were FIFO inversions:
 	// admitted while someone who arrived in an earlier wall-clock minute
-	// still waited and was let in more than InversionGrace later (or not at
-	// all). Minutes are true arrival minutes, so clock skew that files a
+	// still waited and was let in more than truth.InversionGrace later (or
+	// not at all). Minutes are true arrival minutes, so clock skew that files a
 	// visitor in the wrong bucket counts against fairness. Inversions
 	// counts them.
 	FIFOInversions float64 `json:"fifo_inversions"`
 	Inversions     int     `json:"fifo_inversion_count"`
+	// Of the inversions, InversionsPassedOver counts those after which an
+	// earlier arrival still waiting was turned away at a check-in within
+	// truth.PassedOverWindow (its place was taken), InversionsNewcomers
+	// those whose visitor was let in at its first request, never queued.
+	InversionsPassedOver int `json:"fifo_passed_over"`
+	InversionsNewcomers  int `json:"fifo_newcomers"`
 	// OutsideSession counts requests that a node let through to the origin
 	// although the visitor's session had run out by the wall clock (a node
 	// whose clock is behind honours a token a little longer); each opens a
@@ -165,12 +173,12 @@ type viewSample struct {
 	waiting int64
 }
 
-// recorder keeps the ground truth outside the nodes: it feeds a Truth with
-// every admission, refusal and request that reached the origin, by the
-// simulated wall clock, and samples what node 0 believed.
+// recorder keeps the ground truth outside the nodes: it logs every
+// admission, refusal and request that reached the origin, by the simulated
+// wall clock, for the truth to judge, and samples what node 0 believed.
 type recorder struct {
 	r          *run
-	truth      *Truth
+	log        []truth.Event
 	try        []time.Duration // when each visitor's current try began, -1 before its first decision
 	waiting    []bool
 	newQueued  []time.Duration
@@ -186,7 +194,7 @@ type recorder struct {
 
 func newRecorder(r *run) *recorder {
 	c := &recorder{r: r, firstQueue: -1, steadyFrom: time.Duration(math.MaxInt64),
-		truth: NewTruth(r.session, true), try: make([]time.Duration, len(r.vis)), waiting: make([]bool, len(r.vis))}
+		try: make([]time.Duration, len(r.vis)), waiting: make([]bool, len(r.vis))}
 	for i := range c.try {
 		c.try[i] = -1
 	}
@@ -212,13 +220,13 @@ func (c *recorder) tryOf(i int, fresh bool) time.Duration {
 // put a later arrival in an earlier minute, and fairness is judged by when
 // people really came.
 func (c *recorder) admit(i int, bucket int64, fresh bool) {
-	c.truth.Admit(i, c.r.now, c.tryOf(i, fresh), c.r.vis[i].node)
+	c.event(truth.Admit, i, c.tryOf(i, fresh))
 	c.waiting[i] = false
 	c.r.counts.Admissions++
 }
 
 func (c *recorder) queue(i int, bucket int64, fresh bool) {
-	c.truth.Queue(i, c.r.now, c.tryOf(i, fresh), c.r.vis[i].node)
+	c.event(truth.Queue, i, c.tryOf(i, fresh))
 	c.waiting[i] = true
 	if c.firstQueue < 0 {
 		c.firstQueue = c.r.now
@@ -230,7 +238,13 @@ func (c *recorder) queue(i int, bucket int64, fresh bool) {
 }
 
 // origin records a request of visitor i that reached the origin now.
-func (c *recorder) origin(i int) { c.truth.Origin(i, c.r.now) }
+func (c *recorder) origin(i int) { c.event(truth.Origin, i, c.try[i]) }
+
+// event logs what happened to visitor i now, at its node, in the try that
+// began at arrived.
+func (c *recorder) event(k truth.Kind, i int, arrived time.Duration) {
+	c.log = append(c.log, truth.Event{At: c.r.now, Kind: k, Visitor: i, Arrived: arrived, Node: int(c.r.vis[i].node)})
+}
 
 // endSession is told when the visitor's token no longer lets it in, or it
 // stops browsing. The truth needs nothing from it (a session lasts
@@ -278,7 +292,7 @@ func (c *recorder) result() *Result {
 	for i := range r.vis {
 		v := &r.vis[i]
 		if v.abandoned >= 0 {
-			c.truth.GiveUp(i, v.abandoned)
+			c.log = append(c.log, truth.Event{At: v.abandoned, Kind: truth.GiveUp, Visitor: i, Node: -1})
 		}
 		if v.firstQueued < 0 {
 			continue
@@ -289,18 +303,22 @@ func (c *recorder) result() *Result {
 		}
 	}
 	res.Counts.Queued = c.queued
-	tr := c.truth
-	active := tr.ActiveCurve()
-	waiting := tr.WaitingCurve()
-	verdict := tr.Judge(r.end, lim)
+	tr := truth.Replay(c.log, truth.Limits{TotalActiveUsers: lim.TotalActiveUsers, NewUsersPerMinute: lim.NewUsersPerMinute, SessionDuration: r.session})
+	c.log = nil
+	active := tr.Active()
+	waiting := tr.Waiting()
+	verdict := tr.Judge(r.end)
 
 	f := &res.Figures
 	f.PeakActive = verdict.PeakActiveRatio
 	f.TimeAboveLimit = float64(active.Above(lim.TotalActiveUsers, 0, r.end)) / float64(r.end)
 	f.PeakNewPerMinute = verdict.PeakNewRatio
-	f.FirstQueueUtilisation, f.FirstQueueBinds = verdict.FirstQueueUtilisation, verdict.Binds
-	f.FIFOInversions, f.Inversions = verdict.InversionShare, verdict.Inversions
-	f.OutsideSession = tr.OutsideSession()
+	if verdict.Queued {
+		f.FirstQueueUtilisation, f.FirstQueueBinds = ptr(verdict.Utilisation), verdict.Binds
+	}
+	f.FIFOInversions, f.Inversions = verdict.InversionShare, len(verdict.Inversions)
+	f.InversionsPassedOver, f.InversionsNewcomers = verdict.PassedOver, verdict.Newcomers
+	f.OutsideSession = tr.OriginOpened()
 
 	perMinute := tr.PerMinute(r.end)
 	res.Minutes = make([]MinuteStat, len(perMinute))
@@ -319,7 +337,7 @@ func (c *recorder) result() *Result {
 	}
 
 	for _, t := range c.newQueued {
-		if u, _ := tr.Utilisation(active, lim, t); u < MinQueueUtil && waiting.At(t-1) == 0 {
+		if u, _, _, _ := tr.Utilisation(active, t); u < MinQueueUtil && waiting.At(t-1) == 0 {
 			f.QueuedEarly++
 		}
 	}
@@ -403,7 +421,7 @@ func (c *recorder) result() *Result {
 	}
 
 	for _, cs := range c.cuts {
-		res.Partitions = append(res.Partitions, c.partitionStat(cs, active, res.Minutes))
+		res.Partitions = append(res.Partitions, c.partitionStat(tr, cs, active, res.Minutes))
 	}
 
 	// Series.

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/waitroom/waitroom/policy/truth"
 )
 
 // PartitionStat is what the room, and each side, did while the ring was cut
@@ -21,7 +23,7 @@ type PartitionStat struct {
 	AfterHealPeakNewPerMinute float64 `json:"after_heal_peak_new_per_minute_over_limit"`
 	AfterHealPeakActive       float64 `json:"after_heal_peak_active_over_limit"`
 	// FIFOInversions is the share of the cut's admissions that were FIFO
-	// inversions (see Truth); AcrossInversions counts only those where the
+	// inversions (package truth); AcrossInversions counts only those where the
 	// earlier arrival waited at a node of another side: a later arrival went
 	// in on one side while an earlier one waited on the other.
 	FIFOInversions   float64    `json:"fifo_inversions"`
@@ -65,9 +67,8 @@ func partOf(part float64, limit int) int {
 	return max(1, int(math.Floor(part*float64(limit)+1e-9)))
 }
 
-func (c *recorder) partitionStat(cs cutSpan, active Curve, minutes []MinuteStat) PartitionStat {
+func (c *recorder) partitionStat(tr *truth.History, cs cutSpan, active truth.Curve, minutes []MinuteStat) PartitionStat {
 	r := c.r
-	tr := c.truth
 	T := float64(r.sc.Room.TotalActiveUsers)
 	N := float64(r.sc.Room.NewUsersPerMinute)
 	from, to := cs.from, min(cs.to, r.end)
@@ -88,7 +89,7 @@ func (c *recorder) partitionStat(cs cutSpan, active Curve, minutes []MinuteStat)
 	ps.AfterHealPeakNewPerMinute, ps.AfterHealPeakActive = peaks(cs.to, min(cs.to+afterHeal, r.end))
 
 	groups := slices.Max(cs.groups) + 1
-	side := func(node int32) int {
+	side := func(node int) int {
 		if node < 0 {
 			return -1
 		}
@@ -110,7 +111,7 @@ func (c *recorder) partitionStat(cs cutSpan, active Curve, minutes []MinuteStat)
 	}
 
 	// Admissions during the cut, by side, and the inversions among them.
-	var cutAdm []Admission
+	var cutAdm []truth.Admission
 	for _, a := range tr.Admissions() {
 		if a.At < from || a.At >= to {
 			continue
@@ -123,11 +124,11 @@ func (c *recorder) partitionStat(cs cutSpan, active Curve, minutes []MinuteStat)
 		}
 	}
 	if len(cutAdm) > 0 {
-		ps.FIFOInversions = round6(float64(CountInversions(cutAdm, tr.Waits())) / float64(len(cutAdm)))
+		ps.FIFOInversions = round6(float64(len(truth.Inversions(cutAdm, tr.Waits(), r.end))) / float64(len(cutAdm)))
 		across := 0
 		for g := range groups {
-			var adm []Admission
-			var waits []WaitSpan
+			var adm []truth.Admission
+			var waits []truth.Wait
 			for _, a := range cutAdm {
 				if side(a.Node) == g {
 					adm = append(adm, a)
@@ -138,7 +139,7 @@ func (c *recorder) partitionStat(cs cutSpan, active Curve, minutes []MinuteStat)
 					waits = append(waits, w)
 				}
 			}
-			across += CountInversions(adm, waits)
+			across += len(truth.Inversions(adm, waits, r.end))
 		}
 		ps.AcrossInversions = round6(float64(across) / float64(len(cutAdm)))
 	}
@@ -147,14 +148,13 @@ func (c *recorder) partitionStat(cs cutSpan, active Curve, minutes []MinuteStat)
 	if to > from {
 		spans := tr.Spans()
 		for g := range groups {
-			var mine []ActiveSpan
+			var mine []truth.Span
 			for _, sp := range spans {
 				if side(sp.Node) == g {
 					mine = append(mine, sp)
 				}
 			}
-			cv := curveOf(len(mine), func(i int) (time.Duration, time.Duration) { return mine[i].From, mine[i].To })
-			ps.Sides[g].PeakActive, _ = cv.Peak(from, to)
+			ps.Sides[g].PeakActive, _ = truth.CurveOf(mine).Peak(from, to)
 		}
 	}
 

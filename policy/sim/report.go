@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/waitroom/waitroom/policy/truth"
 	"io"
 	"slices"
 	"strings"
@@ -86,7 +87,7 @@ const (
 )
 
 // TruthGoals are checked on every run, whatever the scenario lists: the
-// truth's four figures (see Truth).
+// truth's four figures (package policy/truth).
 var TruthGoals = []string{GoalPeakActive, GoalPeakNew, GoalFirstQueue, GoalFIFOInversions}
 
 // goalsOf is every goal checked on the scenario: the truth's, then the
@@ -240,6 +241,9 @@ func (r *Report) Rows() []Row {
 		goal("FIFO inversions (admissions)", GoalFIFOInversions, func(x *Result) string {
 			return fmt.Sprintf("%s (%d)", pct(x.Figures.FIFOInversions), x.Figures.Inversions)
 		}),
+		get("  of which passed over / newcomers", func(x *Result) string {
+			return fmt.Sprintf("%d / %d", x.Figures.InversionsPassedOver, x.Figures.InversionsNewcomers)
+		}),
 		get("errors (5xx)", func(*Result) string { return noErrors }),
 		get("time above active limit", func(x *Result) string { return pct(x.Figures.TimeAboveLimit) }),
 		get("new visitors queued below 0.97", func(x *Result) string { return fmt.Sprint(x.Figures.QueuedEarly) }),
@@ -281,7 +285,7 @@ func fmtFirstQueue(x *Result) string {
 		return "none queued"
 	}
 	b := "active"
-	if f.FirstQueueBinds == BindsNewPerMinute {
+	if f.FirstQueueBinds == truth.BindsNewPerMinute {
 		b = "per minute"
 	}
 	return fmt.Sprintf("%.3f (%s)", *f.FirstQueueUtilisation, b)
@@ -430,10 +434,10 @@ func intsString(xs []int) string {
 	return strings.Join(s, " ")
 }
 
-// definitions opens the Markdown: what every figure means, as Truth and
+// definitions opens the Markdown: what every figure means, as the truth and
 // the recorder measure it.
 const definitions = `Every figure is judged as the origin sees it, by the simulated wall clock, whatever the
-nodes' minute buckets say (` + "`sim.Truth`" + `).
+nodes' minute buckets say (` + "`policy/truth`" + `, which ` + "`waitroom fidelity`" + ` shares).
 
 | figure | definition | goal |
 | --- | --- | --- |
@@ -441,6 +445,7 @@ nodes' minute buckets say (` + "`sim.Truth`" + `).
 | peak new/min / new_users_per_minute | most admissions within one wall-clock minute | ≤ 1.02 |
 | util. at first queueing | when the first visitor is queued: active / total_active_users or this minute's admissions / new_users_per_minute, whichever is larger (the binding limit in brackets) | ≥ 0.95 |
 | FIFO inversions | share of admissions made while someone who arrived in an earlier wall-clock minute was waiting and was let in more than 2 s later, or not at all (count in brackets) | ≤ 1% |
+| of which passed over / newcomers | inversions after which an earlier arrival still waiting was turned away at a check-in within 24 s (its place was taken) / whose visitor was let in at its first request, never queued | |
 | errors (5xx) | the simulator answers no HTTP; the real-process run counts them | 0 |
 | time above limit | share of the run with more visitors active than total_active_users | |
 | queued < 0.97 | new visitors queued while the utilisation was below 0.97 and nobody else waited | |

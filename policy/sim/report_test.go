@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/policy/sim"
+	"github.com/waitroom/waitroom/policy/truth"
 )
 
 // TestEveryMissedGoalIsMarked builds runs whose figures miss one goal each
@@ -14,7 +15,7 @@ import (
 // never ok.
 func TestEveryMissedGoalIsMarked(t *testing.T) {
 	good := func() sim.Figures {
-		return sim.Figures{PeakActive: 1.0, PeakNewPerMinute: 1.0, FirstQueueUtilisation: ptr(0.99), FirstQueueBinds: sim.BindsActive}
+		return sim.Figures{PeakActive: 1.0, PeakNewPerMinute: 1.0, FirstQueueUtilisation: ptr(0.99), FirstQueueBinds: truth.BindsActive}
 	}
 	cases := []struct {
 		name    string
@@ -111,3 +112,5 @@ func TestEveryMissedGoalIsMarked(t *testing.T) {
 		})
 	}
 }
+
+func ptr(f float64) *float64 { return &f }

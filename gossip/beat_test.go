@@ -175,3 +175,51 @@ func TestClockSkewIsLoggedOnceAMinute(t *testing.T) {
 		}
 	})
 }
+
+func TestBeatsFasterUntilTheRingIsMeasured(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	n := bareNode("a", func() time.Time { return now })
+	n.peers["a"] = memberlist.Node{Name: "a", Meta: []byte{featureStamped}}
+	n.peers["b"] = memberlist.Node{Name: "b", Meta: []byte{featureStamped}}
+	n.updateStampPeersLocked()
+	beatsAt := func(at time.Time) bool {
+		n.beatIfIdle(at)
+		for _, m := range queued(t, n) {
+			if m.Type == msgBeat && m.At == at.UnixMilli() {
+				return true
+			}
+		}
+		return false
+	}
+	t.Run("a node with a peer it has not measured beats every eighth of the interval", func(t *testing.T) {
+		if !beatsAt(now) {
+			t.Fatal("no first beat")
+		}
+		now = now.Add(BeatInterval / unmeasuredBeats / 2)
+		if beatsAt(now) {
+			t.Fatal("beat again within an eighth of the interval")
+		}
+		now = now.Add(BeatInterval / unmeasuredBeats / 2)
+		if !beatsAt(now) {
+			t.Fatal("no beat after an eighth of the interval")
+		}
+	})
+	t.Run("once every peer is measured, a node beats at the interval", func(t *testing.T) {
+		n.lag.addOffset("b", now, 0, time.Millisecond)
+		for i := range LagMinSamples {
+			n.lag.addDelay("b", now.Add(-time.Duration(i)*time.Millisecond), 20*time.Millisecond)
+		}
+		now = now.Add(BeatInterval)
+		if !beatsAt(now) {
+			t.Fatal("no beat after the interval idle")
+		}
+		now = now.Add(BeatInterval / 2)
+		if beatsAt(now) {
+			t.Fatal("beat within the interval with the ring measured")
+		}
+		now = now.Add(BeatInterval / 2)
+		if !beatsAt(now) {
+			t.Fatal("no beat after the interval")
+		}
+	})
+}

@@ -100,6 +100,13 @@ type Truth struct {
 	// StillWaiting counts the visitors who arrived, were never let in and
 	// had not given up when the run ended.
 	StillWaiting int `json:"still_waiting"`
+	// LongestFreeSlot is the longest span during which a slot was free
+	// (active below total_active_users and the wall-clock minute's
+	// admissions below new_users_per_minute) while someone had waited
+	// longer than one refresh interval since first queued (see
+	// longestFreeSlot); LongestFreeSlotAt is when that span began.
+	LongestFreeSlot   time.Duration `json:"longest_free_slot_ns"`
+	LongestFreeSlotAt time.Time     `json:"longest_free_slot_at,omitzero"`
 	// Unidentified counts origin requests that named no visitor: they are
 	// left out of every figure above.
 	Unidentified int `json:"unidentified_hits"`
@@ -165,20 +172,17 @@ type session struct {
 	last          time.Time // its latest request
 }
 
-// Judge computes the truth of a run from its log. It is a pure function of
-// its arguments.
-func Judge(log Log, l Limits) Truth {
-	var t Truth
-	hits := slices.Clone(log.Hits)
+// sessionsOf turns the origin's hits into sessions, in order of admission:
+// a request within a live session renews it (unless renewal is off); one
+// after it lapsed begins a new one, a new admission. Hits that name no
+// visitor are left out and counted.
+func sessionsOf(hits []Hit, l Limits) (sessions []session, unidentified int) {
+	hits = slices.Clone(hits)
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].At.Before(hits[j].At) })
-
-	// Sessions: a request within a live session renews it (unless renewal
-	// is off); one after it lapsed begins a new one, a new admission.
 	open := map[string]int{} // visitor → index of its latest session
-	var sessions []session
 	for _, h := range hits {
 		if h.Visitor == "" {
-			t.Unidentified++
+			unidentified++
 			continue
 		}
 		if i, ok := open[h.Visitor]; ok && h.At.Before(sessions[i].end) {
@@ -192,7 +196,17 @@ func Judge(log Log, l Limits) Truth {
 		open[h.Visitor] = len(sessions)
 		sessions = append(sessions, session{visitor: h.Visitor, admitted: h.At, last: h.At, end: h.At.Add(l.SessionDuration)})
 	}
+	return sessions, unidentified
+}
+
+// Judge computes the truth of a run from its log. It is a pure function of
+// its arguments.
+func Judge(log Log, l Limits) Truth {
+	var t Truth
+	sessions, unidentified := sessionsOf(log.Hits, l)
+	t.Unidentified = unidentified
 	t.Admissions = len(sessions)
+	t.LongestFreeSlot, t.LongestFreeSlotAt = longestFreeSlot(log, l, sessions)
 
 	// Peak active: sweep admissions and ends; at the same instant an end
 	// goes first (a session that ends as another begins is not live with

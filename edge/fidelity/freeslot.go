@@ -12,16 +12,20 @@ import (
 // rhythm; longer, and the room is holding back a slot it could give.
 const RefreshWindow = 23 * time.Second
 
-// longestFreeSlot is the longest span within the run during which a slot was
-// free, active sessions below total_active_users and the wall-clock minute's
-// admissions below new_users_per_minute, while some visitor had been
-// waiting for longer than RefreshWindow since it was first queued (and was
-// not let in and had not given up yet), and when that span began. Only
-// such visitors count: one queued less than a refresh interval ago may not
-// have checked in since the slot opened. sessions are the run's sessions
-// (sessionsOf); the state is constant between the instants where a session
-// begins or ends, a minute turns, or a waiter starts or stops counting, so
-// the spans are read off those instants.
+// longestFreeSlot is the longest any one slot stayed free while someone
+// waited, and when that slot's wait began. Free slots are what both limits
+// leave: total_active_users less the sessions live, or new_users_per_minute
+// less the wall-clock minute's admissions, whichever is fewer. A slot opens
+// when that number rises (a session ends, a minute turns) and is taken when
+// it falls (an admission), the oldest free slot first, which is the order
+// that keeps the longest wait of any slot the shortest. A slot's wait counts
+// only while some visitor waits who was first queued more than
+// RefreshWindow ago and has been neither let in nor given up: one queued
+// more recently may not have checked in since the slot opened, and nobody
+// waiting leaves nobody a slot is held from. sessions are the run's
+// sessions (sessionsOf); the free slots and the waiting change only at the
+// instants where a session begins or ends, a minute turns, or a waiter
+// starts or stops counting.
 func longestFreeSlot(log Log, l Limits, sessions []session) (time.Duration, time.Time) {
 	type waiter struct{ from, until time.Time } // counts on [from, until)
 	admissions := map[string][]time.Time{}      // in order: sessions are
@@ -71,18 +75,14 @@ func longestFreeSlot(log Log, l Limits, sessions []session) (time.Duration, time
 	slices.SortFunc(instants, func(a, b time.Time) int { return a.Compare(b) })
 	instants = slices.CompactFunc(instants, func(a, b time.Time) bool { return a.Equal(b) })
 
-	// free reports whether, from t until the next instant, a slot is free
-	// while a long waiter waits.
-	free := func(t time.Time) bool {
-		waiting := false
+	// free is the number of free slots from t on, and waiting whether a
+	// visitor counts as waiting then.
+	free := func(t time.Time) (n int, waiting bool) {
 		for _, w := range ws {
 			if !t.Before(w.from) && (w.until.IsZero() || t.Before(w.until)) {
 				waiting = true
 				break
 			}
-		}
-		if !waiting {
-			return false
 		}
 		active, thisMinute := 0, 0
 		minute := t.Truncate(time.Minute)
@@ -94,31 +94,48 @@ func longestFreeSlot(log Log, l Limits, sessions []session) (time.Duration, time
 				thisMinute++
 			}
 		}
-		return active < l.TotalActiveUsers && thisMinute < l.NewUsersPerMinute
+		return max(0, min(l.TotalActiveUsers-active, l.NewUsersPerMinute-thisMinute)), waiting
 	}
 	var longest time.Duration
-	var longestAt, since time.Time
-	for i, t := range instants {
-		if !log.End.IsZero() && !t.Before(log.End) {
-			break
-		}
-		if !free(t) {
-			since = time.Time{}
-			continue
-		}
-		if since.IsZero() {
-			since = t
-		}
-		end := log.End
-		if i+1 < len(instants) {
-			end = instants[i+1]
-		}
-		if end.IsZero() {
-			continue
-		}
-		if d := end.Sub(since); d > longest {
+	var longestAt time.Time
+	// slots holds the free slots, oldest first, each with when its wait
+	// began; zero while nobody waits, when a free slot keeps nobody out.
+	var slots []time.Time
+	waited := func(t time.Time, since time.Time) {
+		if d := t.Sub(since); !since.IsZero() && d > longest {
 			longest, longestAt = d, since
 		}
+	}
+	for _, t := range instants {
+		if !log.End.IsZero() && t.After(log.End) {
+			break
+		}
+		n, waiting := free(t)
+		if n < len(slots) {
+			for _, since := range slots[:len(slots)-n] {
+				waited(t, since)
+			}
+			slots = slots[len(slots)-n:]
+		}
+		for len(slots) < n {
+			slots = append(slots, time.Time{})
+		}
+		for i, since := range slots {
+			switch {
+			case waiting && since.IsZero():
+				slots[i] = t
+			case !waiting && !since.IsZero():
+				waited(t, since)
+				slots[i] = time.Time{}
+			}
+		}
+	}
+	end := log.End
+	if end.IsZero() && len(instants) > 0 {
+		end = instants[len(instants)-1]
+	}
+	for _, since := range slots {
+		waited(end, since)
 	}
 	return longest, longestAt
 }

@@ -66,6 +66,15 @@ func TestLongestFreeSlot(t *testing.T) {
 			want:     7 * time.Second, wantAt: 93,
 		},
 		{
+			// Never full from 23 s on, but the slot free since 23 s is
+			// taken at 65 s; the one that opened at 60 s waits longest.
+			name:     "the oldest free slot is taken first, and each slot's wait is its own",
+			limits:   Limits{TotalActiveUsers: 3, NewUsersPerMinute: 10, SessionDuration: time.Minute},
+			arrivals: []Arrival{queued("w", 0, 0)},
+			hits:     join(hits("a", 0), hits("b", 30), hits("c", 65)),
+			want:     60 * time.Second, wantAt: 60,
+		},
+		{
 			name:   "nobody queued leaves no slot free for anyone",
 			limits: Limits{TotalActiveUsers: 2, NewUsersPerMinute: 10, SessionDuration: time.Minute},
 			hits:   hits("a", 0),

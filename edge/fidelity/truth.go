@@ -100,11 +100,11 @@ type Truth struct {
 	// StillWaiting counts the visitors who arrived, were never let in and
 	// had not given up when the run ended.
 	StillWaiting int `json:"still_waiting"`
-	// LongestFreeSlot is the longest span during which a slot was free
-	// (active below total_active_users and the wall-clock minute's
-	// admissions below new_users_per_minute) while someone had waited
-	// longer than one refresh interval since first queued (see
-	// longestFreeSlot); LongestFreeSlotAt is when that span began.
+	// LongestFreeSlot is the longest any one slot stayed free (left by
+	// both total_active_users and the wall-clock minute's
+	// new_users_per_minute) while someone first queued more than a refresh
+	// interval earlier still waited (see longestFreeSlot);
+	// LongestFreeSlotAt is when that slot's wait began.
 	LongestFreeSlot   time.Duration `json:"longest_free_slot_ns"`
 	LongestFreeSlotAt time.Time     `json:"longest_free_slot_at,omitzero"`
 	// Unidentified counts origin requests that named no visitor: they are

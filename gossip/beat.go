@@ -58,35 +58,6 @@ func (n *Node) beatIfIdle(now time.Time) {
 		return
 	}
 	n.queue.QueueBroadcast(&broadcast{name: beatName(n.replica), msg: msg})
-	n.pushBeat(msg)
-}
-
-// pushBeat sends a beat straight to every live peer, as the push sends
-// counts (push.go), and charges it to the push budget. The delay a node
-// measures must be the delay its counts see in a flood, and those go by
-// the push: beats left to the gossip rounds alone measured 90-170 ms on a
-// loaded loopback ring where pushed counts take 15-40 ms, and the lag the
-// policy assumed from them, 2 × that + 50 ms, queued a fresh flood at 0.85
-// of the limits. The queue still carries the beat, for relays and lost
-// packets; a peer takes its sample from the first arrival.
-func (n *Node) pushBeat(msg []byte) {
-	ml := n.mlReady.Load()
-	peers := n.otherPeers()
-	if ml == nil || len(peers) == 0 || len(peers)+1 > pushMaxRing {
-		return
-	}
-	spent := 0
-	for i := range peers {
-		if err := ml.SendBestEffort(&peers[i], msg); err != nil {
-			n.log.Debug().Err(err).Str("peer", peers[i].Name).Msg("push beat")
-			continue
-		}
-		n.stats.msgsOut.Add(1)
-		spent += len(msg) + pushOverhead
-	}
-	n.pushMu.Lock()
-	n.push.tokens -= float64(spent)
-	n.pushMu.Unlock()
 }
 
 func beatName(r crdt.ReplicaID) string { return "b|" + strconv.FormatUint(uint64(r), 16) }

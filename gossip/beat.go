@@ -21,16 +21,6 @@ import (
 // spare.
 const BeatInterval = 2 * time.Second
 
-// unmeasuredBeats is how many times faster an idle node beats while it has
-// live peers whose delay it has not measured yet (a ring just started, or a
-// peer just joined): at BeatInterval alone, LagMinSamples take 16 s, and a
-// flood within them is allocated with the configured bound of 1-10 s instead
-// of the ring's real delay. Measured, a fresh three-node ring flooded 5 s
-// after it started queued its first visitor at 0.85 of its limits with the
-// configured 1 s. The peers answer in kind, since they have not measured
-// the newcomer either, and the cost is a few dozen 30-byte beats.
-const unmeasuredBeats = 8
-
 func (n *Node) beatInterval() time.Duration {
 	if n.cfg.BeatInterval > 0 {
 		return n.cfg.BeatInterval
@@ -39,17 +29,10 @@ func (n *Node) beatInterval() time.Duration {
 }
 
 // beatIfIdle queues a beat when the node has queued no counts of its own
-// for the beat interval (an eighth of it while the ring's delay is not
-// measured) and every peer reads beats.
+// for the beat interval and every peer reads beats.
 func (n *Node) beatIfIdle(now time.Time) {
-	every := n.beatInterval()
-	if now.UnixNano()-n.lastOwn.Load() < every.Nanoseconds()/unmeasuredBeats || !n.stampPeers.Load() {
+	if now.UnixNano()-n.lastOwn.Load() < n.beatInterval().Nanoseconds() || !n.stampPeers.Load() {
 		return
-	}
-	if now.UnixNano()-n.lastOwn.Load() < every.Nanoseconds() {
-		if _, measured := n.RingDelay(now); measured || len(n.livePeers()) == 0 {
-			return
-		}
 	}
 	n.lastOwn.Store(now.UnixNano())
 	msg, err := EncodeBeat(n.replica, now.UnixMilli())
@@ -64,7 +47,7 @@ func beatName(r crdt.ReplicaID) string { return "b|" + strconv.FormatUint(uint64
 
 func (n *Node) beatLoop() {
 	defer n.wg.Done()
-	t := time.NewTicker(n.beatInterval() / (4 * unmeasuredBeats))
+	t := time.NewTicker(n.beatInterval() / 4)
 	defer t.Stop()
 	for {
 		select {

@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/policy"
 )
 
 // TestMeasuredGossipLag runs three nodes on loopback (real clocks), the
@@ -65,10 +66,9 @@ func TestMeasuredGossipLag(t *testing.T) {
 	}
 	for i, n := range nodes[:2] {
 		l := n.StateDoc().Lag
-		// What the edge documents: twice the ring's delay plus 50 ms for
-		// the allocation to follow, at least 150 ms, at most configured.
+		// The policy's rule, applied to the delay the node shows.
 		d := time.Duration(l.Ring.DelayMs * float64(time.Millisecond))
-		want := min(max(2*d+50*time.Millisecond, 150*time.Millisecond), configured)
+		want := policy.AssumedLag(d, configured)
 		t.Logf("node %d: ring delay %.1f ms, lag in use %.1f ms", i+1, l.Ring.DelayMs, l.InUseMs)
 		t.Run(fmt.Sprintf("node %d assumes twice the measured delay plus the allocation's reaction, within its bounds", i+1), func(t *testing.T) {
 			if math.Abs(l.InUseMs-float64(want)/float64(time.Millisecond)) > 0.001 || !l.Measured || !l.MeasuringOn {

@@ -19,6 +19,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/policy"
 )
 
 // RunOptions are what the caller of Run provides besides the config.
@@ -245,26 +246,6 @@ func (s *Server) configuredLag() time.Duration {
 	return 2 * time.Second
 }
 
-// How the measured gossip delay becomes the lag the policy assumes (see
-// measuredLag).
-const (
-	// lagSafety multiplies the measured delay: the delay is a percentile
-	// over the last minute, and a burst may be slower than what was seen.
-	lagSafety = 2
-	// allocationFollow is how long an allocation may take to follow a
-	// merge: the allocation loop recomputes at most every 50 ms.
-	allocationFollow = 50 * time.Millisecond
-	// lagFloor is the least lag assumed, however fast the ring looks.
-	lagFloor = 150 * time.Millisecond
-)
-
-// measuredLag is the lag assumed for a measured ring delay d: d ×
-// lagSafety + allocationFollow, at least lagFloor, never more than the
-// configured bound.
-func measuredLag(d, configured time.Duration) time.Duration {
-	return min(max(d*lagSafety+allocationFollow, lagFloor), configured)
-}
-
 // lagInUse is the lag the policy assumes at now and whether it comes from
 // measurement. The policy must leave room for what the other nodes admitted
 // within the lag that this node has not heard of, so the lag decides how
@@ -282,7 +263,7 @@ func (s *Server) lagInUse(now time.Time) (time.Duration, bool) {
 	if !ok {
 		return conf, false
 	}
-	return measuredLag(d, conf), true
+	return policy.AssumedLag(d, conf), true
 }
 
 // LagDoc is the lag section of the state document: the gossip delay the

@@ -149,6 +149,7 @@ type mark struct {
 	pool     int64 // ledger.pool
 	minute   int64
 	cur, prv float64 // own traffic of minute and minute−1 as counted then
+	others   int64   // the other nodes' admissions of minute, as heard then
 }
 
 const maxMarks = 40
@@ -276,6 +277,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, self crdt.Repli
 	a.marks.record(mark{
 		at: now.UnixNano(), pool: pool, minute: snap.Minute,
 		cur: ownTraffic(snap, snap.Minute, self), prv: ownTraffic(snap, snap.Minute-1, self),
+		others: othersAdmitted(snap, snap.Minute, self),
 	}, a.lag)
 	return a
 }
@@ -503,7 +505,7 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 	// with the same offset, so the rounded parts add up to at most v.
 	total := int64(math.Floor(tidy(v*hi)+u)) - int64(math.Floor(tidy(v*lo)+u))
 	sp.allowance = max(0, total-k)
-	sp.burst = a.burstAllowance(snap, sp.pool, k)
+	sp.burst = a.burstAllowance(snap, sp.pool, k, a.othersSince(snap, m, ok))
 	sp.allowance = max(sp.allowance, sp.burst)
 	sp.shareSlots = sp.share * float64(sp.pool)
 	sp.anywhereSlots = sp.anywhere * float64(sp.pool)
@@ -514,8 +516,9 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 
 // burstAllowance is how many pool admissions this node may make within the
 // current lag when nobody waits, share or not (see "Bursts" in the package
-// doc), given the pool u it sees and its k pool admissions of the last lag.
-func (a *Allocation) burstAllowance(snap *crdt.RoomSnapshot, u, k int64) int64 {
+// doc), given the pool u it sees, its k pool admissions of the last lag and
+// recent, the other nodes' admissions it heard of within the last lag.
+func (a *Allocation) burstAllowance(snap *crdt.RoomSnapshot, u, k, recent int64) int64 {
 	if a.waiting > 0 || u <= 0 {
 		return 0
 	}
@@ -528,8 +531,49 @@ func (a *Allocation) burstAllowance(snap *crdt.RoomSnapshot, u, k int64) int64 {
 	all := (float64(prev.Total)*w + float64(cur.Total)) * perLag
 	own := (float64(prev.Of(a.self))*w + float64(cur.Of(a.self))) * perLag
 	b := math.Ceil(own+burstSigmas*math.Sqrt(own)) + 1
-	// Leave what the other nodes are expected to take within the lag.
-	return max(0, int64(math.Min(b, math.Floor(float64(u)-(all-own))))-k)
+	// Leave what the other nodes are expected to take within the lag, which
+	// this node hears of only after it: their pace over the last sixty
+	// seconds, or what they were heard admitting within the last lag when
+	// that is beyond what the sixty seconds explain (more than burstSigmas
+	// standard deviations of a Poisson count above it): a flood. The sixty
+	// seconds alone cannot tell a flood at every node from a burst at this
+	// one: in a fresh room flooded at three nodes, each node saw the others
+	// at a tenth of their real pace, took its burst near the end of the
+	// pool, and the ring admitted 42 of 40 (the policy's ring model, gossip
+	// as slow as the lag). Only beyond that bound, because what was heard
+	// within one lag is a handful of admissions whose chance ups and downs
+	// would otherwise turn bursts off at steady load: with 1-minute sessions
+	// at 1.5 × the per-minute limit the ring model then queued its first
+	// visitor at 0.90 of the limits instead of 0.975.
+	others := all - own
+	if r := float64(recent); r > others+burstSigmas*math.Sqrt(others) {
+		others = r
+	}
+	return max(0, int64(math.Min(b, math.Floor(float64(u)-others)))-k)
+}
+
+// othersSince is how many admissions of the other nodes this node heard of
+// since mark m (ok: there is one): their admissions of the current minute,
+// and of the previous one when m was taken in it, counted then and now.
+// Without a mark it is 0: the node has no record of what it heard when.
+func (a *Allocation) othersSince(snap *crdt.RoomSnapshot, m mark, ok bool) int64 {
+	if !ok {
+		return 0
+	}
+	now := othersAdmitted(snap, snap.Minute, a.self)
+	switch m.minute {
+	case snap.Minute:
+		return max(0, now-m.others)
+	case snap.Minute - 1:
+		return now + max(0, othersAdmitted(snap, snap.Minute-1, a.self)-m.others)
+	}
+	return 0
+}
+
+// othersAdmitted is the other nodes' admissions of minute m in snap.
+func othersAdmitted(snap *crdt.RoomSnapshot, m int64, self crdt.ReplicaID) int64 {
+	c := snap.AdmittedIn(m)
+	return int64(c.Total) - int64(c.Of(self))
 }
 
 // burstSigmas is how far beyond its expected admissions per lag, in

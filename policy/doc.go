@@ -213,7 +213,10 @@
 // pool admissions, λ being its admissions of the last sixty seconds per lag
 // (with nobody waiting, its demand), and never more than the pool less what
 // the other nodes are expected to take within the lag (their admissions of
-// the last sixty seconds per lag). That covers a Poisson burst at four
+// the last sixty seconds per lag, or, when what it heard them admit within
+// the last lag is more than four standard deviations above that, what it
+// heard: a flood at every node, which the sixty seconds show at a fraction
+// of its pace). That covers a Poisson burst at four
 // standard deviations (simulator: 0–4 visitors queued below 97% in 20
 // minutes, first queueing at ≥ 0.966, no change in any scenario with a
 // queue). The first visitor queued anywhere turns it off everywhere within

@@ -75,10 +75,10 @@ type ringTruth struct {
 	peakPerMinute  int       // admissions in one wall-clock minute
 	admissions     int
 	inversions     int           // admissions while an earlier minute's visitor waited, let in > 2 s later
-	longestFree    time.Duration // longest span with an open slot while someone waited
-	freeSince      time.Time
-	queued, waited int      // queue outcomes; visitors who were queued at least once
-	pairs          []string // each inversion: who went before whom, where and when
+	longestFree    time.Duration // the longest one slot stayed free while someone queued over a refresh interval ago waited
+	slots          []time.Time   // the free slots, oldest first: when each one's wait began (zero: nobody waits)
+	queued, waited int           // queue outcomes; visitors who were queued at least once
+	pairs          []string      // each inversion: who went before whom, where and when
 }
 
 const ringRoom = "shop"
@@ -290,22 +290,42 @@ func (c *ring) observe(now time.Time) {
 	active := c.activeAt(now)
 	c.truth.peakActive = max(c.truth.peakActive, active)
 	c.truth.peakPerMinute = max(c.truth.peakPerMinute, c.admitted[now.Unix()/60])
+	// Someone waits who was first queued more than a refresh interval ago:
+	// a slot that opened since has had that visitor's check-in.
 	waiting := false
 	for _, v := range c.visitors {
-		if !v.admitted && v.tok.Waiting() {
+		if !v.admitted && v.tok.Waiting() && len(v.checkIns) > 0 && now.Sub(v.checkIns[0]) > policy.DefaultCheckIn {
 			waiting = true
 			break
 		}
 	}
-	open := active < c.room.TotalActiveUsers && c.admitted[now.Unix()/60] < c.room.NewUsersPerMinute
-	if !waiting || !open {
-		c.truth.freeSince = time.Time{}
-		return
+	// The free slots, oldest first, each with when its wait began (zero
+	// while nobody waits); the oldest is taken first, as the fidelity
+	// run's judge follows them.
+	free := max(0, min(c.room.TotalActiveUsers-active, c.room.NewUsersPerMinute-c.admitted[now.Unix()/60]))
+	waited := func(since time.Time) {
+		if !since.IsZero() {
+			c.truth.longestFree = max(c.truth.longestFree, now.Sub(since))
+		}
 	}
-	if c.truth.freeSince.IsZero() {
-		c.truth.freeSince = now
+	if free < len(c.truth.slots) {
+		for _, since := range c.truth.slots[:len(c.truth.slots)-free] {
+			waited(since)
+		}
+		c.truth.slots = c.truth.slots[len(c.truth.slots)-free:]
 	}
-	c.truth.longestFree = max(c.truth.longestFree, now.Sub(c.truth.freeSince))
+	for len(c.truth.slots) < free {
+		c.truth.slots = append(c.truth.slots, time.Time{})
+	}
+	for i, since := range c.truth.slots {
+		switch {
+		case waiting && since.IsZero():
+			c.truth.slots[i] = now
+		case !waiting && !since.IsZero():
+			waited(since)
+			c.truth.slots[i] = time.Time{}
+		}
+	}
 }
 
 // judge counts the FIFO inversions: admissions while someone who arrived in

@@ -42,6 +42,9 @@ by wall-clock time:
                                        queued; "passed over": the earlier one
                                        was turned away at a check-in within
                                        24 s)
+  longest free slot while someone     a slot free (both limits unused) while
+  waited                               someone queued more than a refresh
+                                       interval ago still waited    goal ≤ 23 s
   5xx from waitroom                                                 goal 0
 
 Scenarios: sessions-1min, sessions-5min, regional-4-1-1, fresh-flood,

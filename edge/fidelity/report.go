@@ -30,10 +30,11 @@ const (
 	GoalUtilisation  = "utilisation"
 	GoalFIFO         = "fifo"
 	Goal5xx          = "5xx"
+	GoalFreeSlot     = "free-slot"
 )
 
 // GoalKeys lists every goal's key, in the order of the table.
-var GoalKeys = []string{GoalActive, GoalNewPerMinute, GoalUtilisation, GoalFIFO, Goal5xx}
+var GoalKeys = []string{GoalActive, GoalNewPerMinute, GoalUtilisation, GoalFIFO, GoalFreeSlot, Goal5xx}
 
 // Goal is one figure held to its goal.
 type Goal struct {
@@ -67,8 +68,19 @@ func Goals(t Truth, l Limits, status5xx int) []Goal {
 		util,
 		{Key: GoalFIFO, Figure: "FIFO inversions", Value: inv, Goal: fmt.Sprintf("≤ %g%%", MaxInversionShare*100), Met: inv <= MaxInversionShare,
 			Shown: fmt.Sprintf("%.2f%% (%d of %d admissions: %d newcomers let in at once, %d passed over)", inv*100, t.Inversions, t.Admissions, t.Newcomers, t.PassedOver)},
+		{Key: GoalFreeSlot, Figure: "longest free slot while someone waited", Value: t.LongestFreeSlot.Seconds(), Goal: fmt.Sprintf("≤ %v", RefreshWindow),
+			Met: t.LongestFreeSlot <= RefreshWindow, Shown: freeSlotShown(t)},
 		{Key: Goal5xx, Figure: "5xx from waitroom", Value: float64(status5xx), Goal: "0", Met: status5xx == 0, Shown: fmt.Sprint(status5xx)},
 	}
+}
+
+// freeSlotShown is the longest free slot as the table prints it: how long,
+// and from when.
+func freeSlotShown(t Truth) string {
+	if t.LongestFreeSlot == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%v (from %s)", t.LongestFreeSlot.Round(100*time.Millisecond), clock(t.LongestFreeSlotAt))
 }
 
 // WriteText prints a table per result: each figure, its value, its goal and

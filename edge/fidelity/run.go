@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -218,7 +219,15 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 	}
 	r.Visitors = len(cl.arrivals)
 	r.Status5xx, r.ConnectionErrors, r.Requeued = cl.status5xx, cl.connErrors, cl.requeued
-	r.Truth = Judge(Log{End: end, Arrivals: cl.arrivals, Hits: org.log()}, s.Limits)
+	log := Log{End: end, Arrivals: cl.arrivals, Hits: org.log()}
+	r.Truth = Judge(log, s.Limits)
+	// The per-visitor log the truth was judged from, beside the node logs
+	// (kept with --keep): what it takes to see where a figure came from.
+	if b, err := json.Marshal(log); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, "visitors.json"), b, 0o600); err != nil {
+			say("could not keep the visitors' log: %v", err)
+		}
+	}
 	r.Goals = Goals(r.Truth, s.Limits, r.Status5xx)
 	if r.Truth.Admissions == 0 {
 		return r, fmt.Errorf("the origin saw nobody let in: the ring did not work (logs: %s)", dir)

@@ -85,6 +85,13 @@ type Truth struct {
 	// StillWaiting counts the visitors who arrived, were never let in and
 	// had not given up when the run ended.
 	StillWaiting int `json:"still_waiting"`
+	// LongestFreeSlot is the longest any one slot stayed free (left by
+	// both total_active_users and the wall-clock minute's
+	// new_users_per_minute) while someone first queued more than a refresh
+	// interval earlier still waited (see longestFreeSlot);
+	// LongestFreeSlotAt is when that slot's wait began.
+	LongestFreeSlot   time.Duration `json:"longest_free_slot_ns"`
+	LongestFreeSlotAt time.Time     `json:"longest_free_slot_at,omitzero"`
 	// Unidentified counts origin requests that named no visitor: they are
 	// left out of every figure above.
 	Unidentified int `json:"unidentified_hits"`
@@ -233,6 +240,15 @@ func Judge(log Log, l Limits) Truth {
 		t.UtilisationAtFirstQueue = v.Utilisation
 	}
 	t.Inversions, t.PassedOver, t.Newcomers = len(v.Inversions), v.PassedOver, v.Newcomers
+
+	// The sessions the origin honoured, as the shared history replayed
+	// them, for the free-slot figure.
+	spans := hist.Spans()
+	sessions := make([]session, 0, len(spans))
+	for _, sp := range spans {
+		sessions = append(sessions, session{visitor: names[sp.Visitor], admitted: when(sp.From), end: when(sp.To)})
+	}
+	t.LongestFreeSlot, t.LongestFreeSlotAt = longestFreeSlot(log, l, sessions)
 
 	// Each visitor's first admission, for the waits and the listing.
 	admitted := make([]time.Time, len(names))

@@ -516,7 +516,7 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 // current lag when nobody waits, share or not (see "Bursts" in the package
 // doc), given the pool u it sees and its k pool admissions of the last lag.
 func (a *Allocation) burstAllowance(snap *crdt.RoomSnapshot, u, k int64) int64 {
-	if a.waiting > 0 || u <= 0 {
+	if a.waiting > 0 || u <= 0 || a.queuedNew(snap) {
 		return 0
 	}
 	// Admissions per lag over the last sixty seconds, the whole room's and
@@ -530,6 +530,20 @@ func (a *Allocation) burstAllowance(snap *crdt.RoomSnapshot, u, k int64) int64 {
 	b := math.Ceil(own+burstSigmas*math.Sqrt(own)) + 1
 	// Leave what the other nodes are expected to take within the lag.
 	return max(0, int64(math.Min(b, math.Floor(float64(u)-(all-own))))-k)
+}
+
+// queuedNew reports whether a node may have queued a new visitor that is
+// not counted as waiting yet: it is counted at its proof, ProofRefresh
+// after its first page, and reaches the others a lag later. Until then
+// only the room's count of new visitors queued says that someone waits:
+// any this minute, or in the last one while this one is younger than the
+// proof and two lags.
+func (a *Allocation) queuedNew(snap *crdt.RoomSnapshot) bool {
+	if snap.QueuedIn(snap.Minute).Total > 0 {
+		return true
+	}
+	young := a.frac*60 < (ProofRefresh*time.Second + 2*a.lag).Seconds()
+	return young && snap.QueuedIn(snap.Minute-1).Total > 0
 }
 
 // burstSigmas is how far beyond its expected admissions per lag, in

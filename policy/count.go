@@ -82,6 +82,13 @@ func (c Counting) Admitted() bool { return c.AcceptedAt != 0 }
 // the people counted in it.
 func (c Counting) Waiting() bool { return c.Counted != 0 && !c.Admitted() }
 
+// ProofGrace is how long, in seconds, after its first request a visitor's
+// proof keeps the first request's bucket when a minute boundary passed in
+// between (see Count): the proof interval and a slow round trip. A visitor
+// that comes back later is counted like any other that was counted nowhere
+// for a while, in the current minute's bucket.
+const ProofGrace = 2 * ProofRefresh
+
 // Proving reports whether the visitor got its first queue page and has not
 // come back since: counted nowhere, its arrival already counted in the
 // minute of LastCheckIn, its next check-in due ProofRefresh later.
@@ -198,8 +205,9 @@ type Event struct {
 //   - The proof request, like any decided request of a visitor counted
 //     nowhere, counts a place in the waiting count of its bucket: the
 //     minute of its first request, even when a minute boundary passed
-//     since (the proof is at most ProofRefresh late). It counts an arrival
-//     only when it is in another minute than the first request.
+//     since, as long as it comes within ProofGrace (otherwise the current
+//     minute's). It counts an arrival only when it is in another minute
+//     than the first request.
 //   - A waiting visitor's counted check-in counts an arrival in each minute
 //     it is seen, and moves its waiting count to (its bucket, this minute)
 //     when the minute or the bucket changed. Admitted, the waiting count
@@ -341,25 +349,28 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event, now int
 			c.ExpiresAt = now + QueuedTokenLife
 			break
 		}
-		if !waiting && !c.Proving() && ev.Shuffled == 0 && bucket < nowMin {
+		if !waiting && !(c.Proving() && now <= c.LastCheckIn+ProofGrace) && ev.Shuffled == 0 && bucket < nowMin {
 			// Counted again after a while counted nowhere (held, or turned
 			// away by a full queue): it joins the current minute's bucket.
 			// An older bucket may already be reserved in full, for the
 			// people counted in it, and any node admits those; one more in
 			// it would be admitted over the limits.
 			//
-			// Not so the proof, even when a minute boundary passed since
-			// the first request: it keeps its first minute's bucket. It
-			// comes ProofRefresh after the first page, so its bucket is at
-			// most the previous minute's, the newest of the older ones, and
-			// one more counted in it ends that bucket's coverage (coverage
-			// sticks only while no more wait in a bucket than were covered)
-			// before the visitor's next check-in, a refresh later, can be
-			// admitted as covered; the proof itself is decided as a new
-			// visitor's. In the next minute's bucket instead, it would be
-			// behind every newcomer of that minute who checks in before it:
-			// in the ring model, every visitor arriving in a minute's last
-			// two seconds let half of the next minute's in before it.
+			// Not so a proof that comes when its page said, even when a
+			// minute boundary passed since the first request: it keeps its
+			// first minute's bucket. Within ProofGrace that bucket is the
+			// previous minute's, the newest of the older ones, and one more
+			// counted in it ends that bucket's coverage (coverage sticks
+			// only while no more wait in a bucket than were covered) before
+			// the visitor's next check-in, a refresh later, can be admitted
+			// as covered; the proof itself is decided as a new visitor's.
+			// In the next minute's bucket instead, it would be behind every
+			// newcomer of that minute who checks in before it: in the ring
+			// model, every visitor arriving in a minute's last two seconds
+			// let half of the next minute's in before it. A proof much
+			// later is what the reason above is about (at the edge, forty
+			// visitors proving a minute late in their old bucket were let
+			// in over the minute's limit by half).
 			bucket = nowMin
 		}
 		if !waiting || c.Counted != nowMin || bucket != c.Bucket {

@@ -87,6 +87,16 @@ func TestCount(t *testing.T) {
 			},
 		},
 		{
+			name: "a proof long after the first request, in a later minute, joins the current minute's bucket",
+			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 21}, now: (m+1)*60 + 30,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m+1), key(crdt.WaitingPlus, m+1, m+1)},
+			check: func(t *testing.T, c policy.Counting) {
+				if c.Counted != m+1 || c.Bucket != m+1 {
+					t.Errorf("state %+v", c)
+				}
+			},
+		},
+		{
 			name: "the proof admitted counts the admission and its session, and leaves no waiting cell",
 			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Admit}, now: countNow + 1,
 			want: []crdt.Key{key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+301)), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m),

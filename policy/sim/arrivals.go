@@ -17,6 +17,8 @@ type arrival struct {
 	onSite   time.Duration // time on the origin once admitted
 	patience time.Duration // 0: waits for ever
 	spam     bool
+	// cookieless: never back after the first request (Phase.Cookieless).
+	cookieless bool
 }
 
 // phases turns the arrival curve into phases.
@@ -129,7 +131,7 @@ func (sc *Scenario) arrivals(rng *rand.Rand) []arrival {
 			copy(w, ph.Weights)
 		}
 		for _, t := range ph.times(rng) {
-			out = append(out, arrival{at: t, claimed: t, weights: w})
+			out = append(out, arrival{at: t, claimed: t, weights: w, cookieless: ph.Cookieless})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b arrival) int { return cmpDur(a.at, b.at) })

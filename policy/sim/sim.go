@@ -956,6 +956,13 @@ func (r *run) request(i int) {
 		tok = after
 	}
 
+	if v.arr.cookieless && (out == policy.Queue || out == policy.Reject) {
+		// A client that keeps no cookie would be a new visitor at its next
+		// request; a cookieless flood's never comes. Nobody waits.
+		r.counts.Cookieless++
+		v.st = vsGone
+		return
+	}
 	switch out {
 	case policy.Admit, policy.Bypass:
 		if out == policy.Bypass {

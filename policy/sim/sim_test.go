@@ -128,6 +128,13 @@ var shorts = []short{
 	{name: "fresh-flood-all-nodes", shrink: func(sc *sim.Scenario) {
 		sc.Duration = dur(4 * time.Minute)
 	}, limits: map[string]float64{sim.GoalPeakActive: 1.13, sim.GoalFirstQueue: 0.44}},
+	// 50,000 cookieless first requests at one node within four seconds:
+	// they take no waiting place, so the queue never fills and the real
+	// visitors' order holds.
+	{name: "cookieless-flood", shrink: func(sc *sim.Scenario) {
+		sc.Visitors.Arrival.Phases[0].End = dur(6 * time.Minute)
+		sc.Duration = dur(9 * time.Minute)
+	}},
 	{name: "steady-95", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(8 * time.Minute)
 		sc.Duration = dur(9 * time.Minute)
@@ -612,5 +619,28 @@ func TestPlotsAreWritten(t *testing.T) {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
+	}
+}
+
+// TestACookielessFloodFillsNoQueue: the cookieless flood's 50,000 first
+// requests leave without a waiting place, so the room's max_queue (3,000)
+// never turns a real visitor away. Counting a queued new visitor at once,
+// as the rule did before the proof, turned most of them away.
+func TestACookielessFloodFillsNoQueue(t *testing.T) {
+	t.Parallel()
+	sc := load(t, "cookieless-flood")
+	sc.Visitors.Arrival.Phases[0].End = dur(6 * time.Minute)
+	sc.Duration = dur(9 * time.Minute)
+	res, err := sim.Run(sc, sim.StrategyOurs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Counts
+	t.Logf("%d cookieless visitors gone, %d real visitors turned away, %d admissions", c.Cookieless, c.Rejected, c.Admissions)
+	if c.Cookieless < 45_000 {
+		t.Errorf("only %d of the flood's 50,000 were queued and gone", c.Cookieless)
+	}
+	if c.Rejected != 0 {
+		t.Errorf("%d real visitors were told the line is full", c.Rejected)
 	}
 }

@@ -69,10 +69,19 @@ type RoomSnapshot struct {
 	// with Minute, every one present even when zero.
 	Admitted []MinuteCounts
 	Arrivals []MinuteCounts
+	// Queued holds, like Admitted, the new visitors queued in each minute
+	// (VisitorsQueued): a queued new visitor is not counted as waiting
+	// until it comes back with its cookie, so this is what tells every node
+	// at once that the room has begun to turn new visitors away.
+	Queued []MinuteCounts
 }
 
 // AdmittedIn returns the admissions of minute m (zero if out of range).
 func (s *RoomSnapshot) AdmittedIn(m int64) MinuteCounts { return minuteOf(s.Admitted, m) }
+
+// QueuedIn returns the new visitors queued in minute m (zero if out of
+// range).
+func (s *RoomSnapshot) QueuedIn(m int64) MinuteCounts { return minuteOf(s.Queued, m) }
 
 // ArrivalsIn returns the arrivals of minute m (zero if out of range).
 func (s *RoomSnapshot) ArrivalsIn(m int64) MinuteCounts { return minuteOf(s.Arrivals, m) }
@@ -120,9 +129,11 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 	first := minute - int64(w.History) + 1
 	snap.Admitted = make([]MinuteCounts, w.History)
 	snap.Arrivals = make([]MinuteCounts, w.History)
+	snap.Queued = make([]MinuteCounts, w.History)
 	for i := range snap.Admitted {
 		snap.Admitted[i].Minute = first + int64(i)
 		snap.Arrivals[i].Minute = first + int64(i)
+		snap.Queued[i].Minute = first + int64(i)
 	}
 	r := s.rooms[roomName]
 	if r == nil {
@@ -188,14 +199,17 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 			} else {
 				waiting[ck.Bucket] += v
 			}
-		case Admitted, Arrivals:
+		case Admitted, Arrivals, VisitorsQueued:
 			i := ck.Minute - first
 			if i < 0 {
 				continue
 			}
 			dst := &snap.Admitted[i]
-			if ck.Kind == Arrivals {
+			switch ck.Kind {
+			case Arrivals:
 				dst = &snap.Arrivals[i]
+			case VisitorsQueued:
+				dst = &snap.Queued[i]
 			}
 			dst.Total += sum(c)
 			dst.ByReplica = mergeCounts(dst.ByReplica, c)

@@ -212,6 +212,8 @@ func TestSnapshotPerMinuteCounts(t *testing.T) {
 		{nodeA, crdt.Arrivals, 0, -2, 10},
 		{nodeC, crdt.Arrivals, 0, +1, 6}, // a peer whose clock runs ahead
 		{nodeC, crdt.Arrivals, 0, 0, 1},
+		{nodeA, crdt.VisitorsQueued, 0, -1, 2},
+		{nodeB, crdt.VisitorsQueued, 0, -1, 3},
 	})
 	snap := s.Snapshot("tickets", now*60, w)
 
@@ -229,6 +231,8 @@ func TestSnapshotPerMinuteCounts(t *testing.T) {
 		{"AdmittedIn of a minute after now is zero", snap.AdmittedIn(now + 1), crdt.MinuteCounts{Minute: now + 1}},
 		{"arrivals are kept per replica, sorted by replica", snap.ArrivalsIn(now - 2), crdt.MinuteCounts{Minute: now - 2, Total: 14, ByReplica: counts(crdt.Count{Replica: nodeA, N: 10}, crdt.Count{Replica: nodeB, N: 4})}},
 		{"arrivals from a skewed peer's future minute count in the current minute", snap.ArrivalsIn(now), crdt.MinuteCounts{Minute: now, Total: 7, ByReplica: counts(crdt.Count{Replica: nodeC, N: 7})}},
+		{"the new visitors queued are summed per minute", snap.QueuedIn(now - 1), crdt.MinuteCounts{Minute: now - 1, Total: 5, ByReplica: counts(crdt.Count{Replica: nodeA, N: 2}, crdt.Count{Replica: nodeB, N: 3})}},
+		{"a minute without new visitors queued is zero", snap.QueuedIn(now), crdt.MinuteCounts{Minute: now}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

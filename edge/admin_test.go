@@ -30,9 +30,20 @@ func busyShop(t *testing.T) *fixture {
 	f := newFixture(t, rc)
 	admitFirst(t, f, "http://shop.test/")
 	admitFirst(t, f, "http://shop.test/")
-	for i := 0; i < 3; i++ {
-		if resp := newVisitor().get(f.srv, "http://shop.test/"); resp.Header.Get("Refresh") == "" {
-			t.Fatalf("visitor %d not queued: %d", i+3, resp.StatusCode)
+	// Three new visitors queued, and back for their proof two seconds
+	// later (at 12:00:07): only then do they count as waiting.
+	var vs [3]*visitor
+	var first [3]*http.Response
+	for i := range vs {
+		vs[i] = newVisitor()
+		if first[i] = vs[i].get(f.srv, "http://shop.test/"); first[i].Header.Get("Refresh") == "" {
+			t.Fatalf("visitor %d not queued: %d", i+3, first[i].StatusCode)
+		}
+	}
+	f.clock.Advance(policy.ProofRefresh * time.Second)
+	for i, v := range vs {
+		if resp := v.get(f.srv, refreshTarget(t, first[i])); resp.Header.Get("Refresh") == "" {
+			t.Fatalf("visitor %d not queued at its proof: %d", i+3, resp.StatusCode)
 		}
 	}
 	f.srv.RefreshAllocations() // as the allocation loop would, before an operator looks
@@ -242,12 +253,14 @@ func TestAdminMetrics(t *testing.T) {
 		want   float64
 	}{
 		{"new admissions are counted per room", "waitroom_requests_total", map[string]string{"room": "shop", "outcome": "admitted"}, dto.MetricType_COUNTER, 2},
-		{"queued answers are counted", "waitroom_requests_total", map[string]string{"room": "shop", "outcome": "queued"}, dto.MetricType_COUNTER, 4},
+		// Three first pages, three proofs and the tampered cookie's page.
+		{"queued answers are counted", "waitroom_requests_total", map[string]string{"room": "shop", "outcome": "queued"}, dto.MetricType_COUNTER, 7},
 		{"early check-ins are counted apart", "waitroom_requests_total", map[string]string{"room": "shop", "outcome": "early_checkin"}, dto.MetricType_COUNTER, 1},
 		{"cookie errors are counted by reason", "waitroom_cookie_errors_total", map[string]string{"room": "shop", "reason": "malformed"}, dto.MetricType_COUNTER, 1},
 		{"the merged active users are a gauge", "waitroom_room_active_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 2},
 		{"the limit is exported beside them", "waitroom_room_total_active_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 2},
-		{"the queued users are a gauge", "waitroom_room_queued_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 4},
+		// The tampered cookie's visitor has not come back for its proof.
+		{"the queued users are a gauge", "waitroom_room_queued_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 3},
 		{"the new users of this minute are a gauge", "waitroom_room_new_users_this_minute", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 2},
 		{"queueing is 1 with the status as a label", "waitroom_room_queueing", map[string]string{"room": "shop", "status": "queueing"}, dto.MetricType_GAUGE, 1},
 		{"the ring size is exported", "waitroom_gossip_members", nil, dto.MetricType_GAUGE, 1},
@@ -282,7 +295,7 @@ func TestWriteStateTable(t *testing.T) {
 		name string
 		line string // a regular expression matched against one line
 	}{
-		{"the header names the node and the time", `^node node-a \(replica [0-9a-f]+\) at 2030-06-01T12:00:05Z$`},
+		{"the header names the node and the time", `^node node-a \(replica [0-9a-f]+\) at 2030-06-01T12:00:07Z$`},
 		{"the members are listed", `^node-a\s+127\.0\.0\.1:\d+\s+alive`},
 		{"the gossip summary is one line", `^gossip: 1 members, \d+ msgs in, \d+ msgs out, .* sent, \d+ entries merged, \d+ push-pulls`},
 		{"the room line has host, path, status and method", `^room shop\s+shop\.test/\s+\[queueing, fifo\]$`},

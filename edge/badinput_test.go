@@ -177,7 +177,7 @@ func TestOverload(t *testing.T) {
 		f := newFixture(t, rc)
 		admitFirst(t, f, "http://shop.test/")
 		for i := 0; i < 2; i++ {
-			_ = body(t, newVisitor().get(f.srv, "http://shop.test/"))
+			_ = body(t, newVisitor().queue(t, f.srv, f.clock, "http://shop.test/"))
 		}
 		settle(t, f)
 		resp := newVisitor().get(f.srv, "http://shop.test/")

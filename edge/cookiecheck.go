@@ -24,6 +24,14 @@ import (
 // step (see writeQueue and proxyVisit), so the parameter does not linger in
 // the address bar, in bookmarks or in links shared from there.
 //
+// That return is also the visitor's proof that it keeps cookies, and the
+// counter rule counts a new visitor as waiting only from then on: the first
+// page refreshes after policy.ProofRefresh (its token's refresh interval,
+// which writeQueue puts in the Refresh header, the meta refresh and the
+// JSON alike), not the usual twenty seconds. A client that never comes back
+// takes no place in the queue, so a flood of cookieless requests cannot
+// fill max_queue or delay anyone (see policy.Count).
+//
 // The parameter is removed before anything else looks at the request: the
 // origin never sees it, and it never changes a decision.
 const cookieCheckParam = "__waitroom_cc"

@@ -28,6 +28,7 @@ import (
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
+	"github.com/waitroom/waitroom/policy"
 )
 
 // faultLong reports whether the long variants run (WAITROOM_LONG=1): the
@@ -167,6 +168,7 @@ type faultVisitor struct {
 	admittedAt time.Time // base clock
 	admittedIn int64     // the minute of the admitting node's clock
 	queued     bool      // held on the queue page at its last counted check-in
+	proving    bool      // given its first queue page: not counted until it comes back
 	next       time.Time // base clock: when its queue page says to come back
 	node       string    // where it was admitted
 }
@@ -197,9 +199,22 @@ func (cr *faultCrowd) counts() (admitted, waiting int) {
 	return admitted, waiting
 }
 
+// prove moves the cluster's clock on by the proof interval and brings back
+// every visitor in vs that was given its first queue page, to the node at
+// returns it to, as its browser would: from then on it counts as waiting.
+func (cr *faultCrowd) prove(t *testing.T, c *cluster, vs []*faultVisitor, at func(*faultVisitor) *clusterNode) {
+	t.Helper()
+	c.advance(policy.ProofRefresh * time.Second)
+	for _, v := range vs {
+		if v.proving && !v.admitted {
+			v.visit(t, at(v))
+		}
+	}
+}
+
 // due reports whether a queued visitor's page would come back by now.
 func (v *faultVisitor) due(now time.Time) bool {
-	return v.queued && !v.admitted && !now.Before(v.next)
+	return (v.queued || v.proving) && !v.admitted && !now.Before(v.next)
 }
 
 // faultOutcome is what one request got.
@@ -222,7 +237,7 @@ func (v *faultVisitor) visit(t *testing.T, n *clusterNode) faultOutcome {
 	switch {
 	case resp.Header.Get("X-Origin") == "yes":
 		if !v.admitted {
-			v.admitted, v.admittedAt, v.node, v.queued = true, n.c.base.Now(), n.name, false
+			v.admitted, v.admittedAt, v.node, v.queued, v.proving = true, n.c.base.Now(), n.name, false, false
 			v.admittedIn = n.now().Unix() / 60
 		}
 		if first {
@@ -247,7 +262,9 @@ func (v *faultVisitor) visit(t *testing.T, n *clusterNode) faultOutcome {
 		if len(resp.Header.Values("Set-Cookie")) == 0 {
 			return faultEarly
 		}
-		v.queued = true
+		// A new visitor's first page counts no waiting place: it waits
+		// from its next request, with the cookie (its proof).
+		v.queued, v.proving = !first, first
 		return faultQueued
 	default:
 		t.Errorf("visitor %d at %s: status %d, neither admitted nor queued", v.id, n.name, resp.StatusCode)

@@ -68,12 +68,14 @@ func TestFaultKillAndRestart(t *testing.T) {
 	var before []*faultVisitor // visitors queued before the crash
 
 	t.Run("before the crash every node counts a burst exactly", func(t *testing.T) {
-		for i, v := range crowd.add(30) {
+		burst := crowd.add(30)
+		for i, v := range burst {
 			v.home = i % 3
 			if v.visit(t, c.nodes[v.home]) == faultQueued {
 				before = append(before, v)
 			}
 		}
+		crowd.prove(t, c, burst, func(v *faultVisitor) *clusterNode { return c.nodes[v.home] })
 		took := c.waitConverged(faultRoom, c.nodes, 5*time.Second)
 		for _, n := range c.nodes {
 			faultCheckTotals(t, n, m0, faultTruth(&crowd))
@@ -94,6 +96,7 @@ func TestFaultKillAndRestart(t *testing.T) {
 				before = append(before, v)
 			}
 		}
+		crowd.prove(t, c, inflight, func(*faultVisitor) *clusterNode { return dead })
 		truth := faultTruth(&crowd)
 		dead.kill()
 		live := c.live()
@@ -236,9 +239,12 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 	}, nil)
 	c.net.SetTrace(nil)
 	crowd := &faultCrowd{}
-	for i, v := range crowd.add(20) {
-		v.visit(t, c.nodes[i%2])
+	setup := crowd.add(20)
+	for i, v := range setup {
+		v.home = i % 2
+		v.visit(t, c.nodes[v.home])
 	}
+	crowd.prove(t, c, setup, func(v *faultVisitor) *clusterNode { return c.nodes[v.home] })
 	c.waitConverged(faultRoom, c.nodes, 5*time.Second)
 	taken, waiting := crowd.counts()
 	if waiting < 5 {

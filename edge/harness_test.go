@@ -34,6 +34,7 @@ import (
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
+	"github.com/waitroom/waitroom/policy"
 )
 
 // newFakeClock is the clock of a test's nodes, standing at sec seconds into
@@ -316,6 +317,28 @@ func (v *visitor) do(h http.Handler, r *http.Request) *http.Response {
 // get is do with a GET to url.
 func (v *visitor) get(h http.Handler, url string, hdr ...string) *http.Response {
 	return v.do(h, v.req(http.MethodGet, url, hdr...))
+}
+
+// prove brings a new visitor that was just queued back for its proof, as
+// its browser (or app) would: its first queue page refreshes after
+// policy.ProofRefresh (a page to the cookie check's address), and only
+// that request, with the cookie, counts it as waiting. The clock moves on
+// by the proof interval first; answers other than a new visitor's first
+// queue page are returned as they are.
+func (v *visitor) prove(tb testing.TB, h http.Handler, clock *testkit.Clock, first *http.Response, hdr ...string) *http.Response {
+	tb.Helper()
+	if n, err := refreshSeconds(first); err != nil || n != policy.ProofRefresh || len(first.Cookies()) == 0 {
+		return first
+	}
+	clock.Advance(policy.ProofRefresh * time.Second)
+	return v.get(h, refreshTarget(tb, first), hdr...)
+}
+
+// queue is a new visitor's first request and its proof: what makes it
+// count as waiting.
+func (v *visitor) queue(tb testing.TB, h http.Handler, clock *testkit.Clock, url string, hdr ...string) *http.Response {
+	tb.Helper()
+	return v.prove(tb, h, clock, v.get(h, url, hdr...), hdr...)
 }
 
 func body(tb testing.TB, resp *http.Response) string {

@@ -377,6 +377,7 @@ func TestBypass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newVisitor()
 			resp := v.get(f.srv, "http://shop.test"+tc.path, tc.hdr...)
+			v.prove(t, f.srv, f.clock, resp, tc.hdr...)
 			got := resp.Header.Get("X-Origin") == "yes" && setCookie(resp, "__waitroom") == ""
 			if got != tc.bypass {
 				t.Errorf("bypassed = %v, want %v (status %d, Set-Cookie %q)", got, tc.bypass, resp.StatusCode, setCookie(resp, "__waitroom"))

@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/policy"
 )
 
 const cookieName = "__waitroom"
@@ -132,11 +133,12 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 				t.Fatal("a queued visitor reached the origin")
 			}
 			// A new visitor's first page refreshes to its own address with
-			// the cookie check (see TestCookieCheck).
+			// the cookie check (see TestCookieCheck), after the short proof
+			// interval.
 			rf, ok := crowd.ParseRefresh(resp.Header.Get("Refresh"))
 			refresh, next := int(rf.After/time.Second), rf.URL
-			if !ok || refresh < 17 || refresh > 23 {
-				t.Errorf("Refresh %q, want 20 ± 3 seconds", resp.Header.Get("Refresh"))
+			if !ok || refresh != policy.ProofRefresh {
+				t.Errorf("Refresh %q, want %d seconds", resp.Header.Get("Refresh"), policy.ProofRefresh)
 			}
 			if want := fmt.Sprintf("/tickets?__waitroom_cc=%d", f.clock.Now().Unix()); next != want {
 				t.Errorf("Refresh url %q, want %q", next, want)
@@ -159,6 +161,15 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 			if _, ok := cookieAttr(line, "HttpOnly"); !ok {
 				t.Errorf("queued cookie is not HttpOnly: %s", line)
 			}
+			if rs := roomStatus(t, f.admin, "shop"); rs.Status != "queueing" || rs.EstimatedQueuedUsers != 0 {
+				t.Errorf("room status %q with %d queued before the proof, want queueing with 0", rs.Status, rs.EstimatedQueuedUsers)
+			}
+			// Back with the cookie: now it waits, and its page refreshes
+			// at the usual interval.
+			proof := v.prove(t, f.srv, f.clock, resp)
+			if n, err := refreshSeconds(proof); err != nil || n < 17 || n > 23 {
+				t.Errorf("after the proof Refresh %q, want 20 ± 3 seconds", proof.Header.Get("Refresh"))
+			}
 			rs := roomStatus(t, f.admin, "shop")
 			if rs.Status != "queueing" || rs.EstimatedQueuedUsers != 1 {
 				t.Errorf("room status %q with %d queued, want queueing with 1", rs.Status, rs.EstimatedQueuedUsers)
@@ -171,7 +182,7 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 		admitFirst(t, f, "http://shop.test/")
 		seen := map[int]bool{}
 		for i := 0; i < 40; i++ {
-			resp := newVisitor().get(f.srv, "http://shop.test/")
+			resp := newVisitor().queue(t, f.srv, f.clock, "http://shop.test/")
 			n, err := refreshSeconds(resp)
 			if err != nil || n < 17 || n > 23 {
 				t.Fatalf("Refresh %q, want 17..23", resp.Header.Get("Refresh"))
@@ -719,12 +730,12 @@ func TestRoomModes(t *testing.T) {
 		rc.QueueAll = true
 		rc.JSONResponseEnabled = true
 		f := newFixture(t, rc)
-		resp := newVisitor().get(f.srv, "http://shop.test/", "Accept", "application/json")
+		resp := newVisitor().queue(t, f.srv, f.clock, "http://shop.test/", "Accept", "application/json")
 		obj := queueJSON(t, resp)
 		if obj["queueAll"] != true || obj["waitTimeKnown"] != false || obj["inWaitingRoom"] != true {
 			t.Errorf("queue_all JSON: %v", obj)
 		}
-		page := body(t, newVisitor().get(f.srv, "http://shop.test/"))
+		page := body(t, newVisitor().queue(t, f.srv, f.clock, "http://shop.test/"))
 		if !strings.Contains(page, "The site is paused") {
 			t.Errorf("queue_all page:\n%s", page)
 		}

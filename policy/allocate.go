@@ -519,7 +519,7 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 // doc), given the pool u it sees, its k pool admissions of the last lag and
 // recent, the other nodes' admissions it heard of within the last lag.
 func (a *Allocation) burstAllowance(snap *crdt.RoomSnapshot, u, k, recent int64) int64 {
-	if a.waiting > 0 || u <= 0 {
+	if a.waiting > 0 || u <= 0 || a.queuedNew(snap) {
 		return 0
 	}
 	// Admissions per lag over the last sixty seconds, the whole room's and
@@ -574,6 +574,20 @@ func (a *Allocation) othersSince(snap *crdt.RoomSnapshot, m mark, ok bool) int64
 func othersAdmitted(snap *crdt.RoomSnapshot, m int64, self crdt.ReplicaID) int64 {
 	c := snap.AdmittedIn(m)
 	return int64(c.Total) - int64(c.Of(self))
+}
+
+// queuedNew reports whether a node may have queued a new visitor that is
+// not counted as waiting yet: it is counted at its proof, ProofRefresh
+// after its first page, and reaches the others a lag later. Until then
+// only the room's count of new visitors queued says that someone waits:
+// any this minute, or in the last one while this one is younger than the
+// proof and two lags.
+func (a *Allocation) queuedNew(snap *crdt.RoomSnapshot) bool {
+	if snap.QueuedIn(snap.Minute).Total > 0 {
+		return true
+	}
+	young := a.frac*60 < (ProofRefresh*time.Second + 2*a.lag).Seconds()
+	return young && snap.QueuedIn(snap.Minute-1).Total > 0
 }
 
 // burstSigmas is how far beyond its expected admissions per lag, in

@@ -9,6 +9,15 @@ import "github.com/waitroom/waitroom/crdt"
 // admissions, session and waiting counts, revocations or the visitor
 // analytics.
 //
+// A new visitor who is queued is counted nowhere until it proves that it
+// keeps cookies: its first queue page refreshes after ProofRefresh, and
+// that request, carrying the cookie the page set, is the first that counts
+// it as waiting. A client that keeps no cookie (a flood of cookieless
+// requests, a bot that never comes back) never gets that far, so it never
+// takes a place in the waiting count: it cannot fill max_queue, hold slots
+// reserved for the people counted in its bucket, or hold back the buckets
+// behind it for the five minutes of the waiting window.
+//
 // A visitor is counted in at most one place at a time: a waiting cell
 // (arrival bucket, minute of its last counted check-in) while it waits, a
 // session cell (the second its session expires, rounded up to the room's
@@ -45,6 +54,24 @@ type Counting struct {
 	ExpiresAt int64
 }
 
+// ProofRefresh is the refresh interval, in seconds, of a new visitor's
+// first queue page: how soon it comes back with the cookie that page set,
+// proving that it keeps cookies, and is counted as waiting (see Count).
+// Until then the visitor is invisible to every count but its arrival and
+// the count of new visitors queued, so the interval is short: two seconds,
+// the time the truth allows between two admissions before it calls one out
+// of order, so a visitor this late to be counted is not put behind anyone
+// by it. The page after the proof is the same queue page, so the visitor
+// loses nothing by seeing the first one briefly. Shorter was tried: at one
+// second the ring model's fresh flood (three nodes, gossip as slow as the
+// lag) let in 41 of 40, proofs being decided on views that differ while a
+// second's visitors are counted nowhere; at two it holds the limits in
+// every ring and cut test.
+// It is shorter than any refresh a queue page gives otherwise, which is how
+// the rule tells a visitor on its way to the proof (Proving) from one
+// counted nowhere for another reason.
+const ProofRefresh = 2
+
 // Admitted reports whether the visitor has been let through to the origin.
 func (c Counting) Admitted() bool { return c.AcceptedAt != 0 }
 
@@ -54,6 +81,20 @@ func (c Counting) Admitted() bool { return c.AcceptedAt != 0 }
 // behind everyone counted, never in a bucket whose reserved slots belong to
 // the people counted in it.
 func (c Counting) Waiting() bool { return c.Counted != 0 && !c.Admitted() }
+
+// ProofGrace is how long, in seconds, after its first request a visitor's
+// proof keeps the first request's bucket when a minute boundary passed in
+// between (see Count): the proof interval and a slow round trip. A visitor
+// that comes back later is counted like any other that was counted nowhere
+// for a while, in the current minute's bucket.
+const ProofGrace = 2 * ProofRefresh
+
+// Proving reports whether the visitor got its first queue page and has not
+// come back since: counted nowhere, its arrival already counted in the
+// minute of LastCheckIn, its next check-in due ProofRefresh later.
+func (c Counting) Proving() bool {
+	return c.Counted == 0 && !c.Admitted() && c.LastCheckIn != 0 && c.RefreshInterval == ProofRefresh
+}
 
 // EarlyCheckInSlack is how early (seconds) a check-in may come and still
 // count. Zero: the token stores whole seconds rounded down and a browser
@@ -143,7 +184,8 @@ type Event struct {
 	Infinite bool
 	// Refresh is the refresh interval, in seconds, the next token gets when
 	// the visitor is shown the queue page (drawn, with its jitter, by the
-	// caller so that the rule stays pure).
+	// caller so that the rule stays pure). A first request that is queued
+	// gets ProofRefresh instead, whatever Refresh says.
 	Refresh uint16
 	// ID is the session's id, for StepRevoke: every node learns it and
 	// refuses the old cookie (crdt.Revocations). 0 when the token has none.
@@ -157,8 +199,15 @@ type Event struct {
 // increments at most).
 //
 //   - A first request counts an arrival. Admitted, it counts the admission
-//     and a session in the cell of its expiry; queued, a place in the
-//     waiting count of its bucket (the minute of that first request).
+//     and a session in the cell of its expiry; queued, nothing more: the
+//     token's refresh interval is ProofRefresh, and the visitor is counted
+//     nowhere until that next request (Proving).
+//   - The proof request, like any decided request of a visitor counted
+//     nowhere, counts a place in the waiting count of its bucket: the
+//     minute of its first request, even when a minute boundary passed
+//     since, as long as it comes within ProofGrace (otherwise the current
+//     minute's). It counts an arrival only when it is in another minute
+//     than the first request.
 //   - A waiting visitor's counted check-in counts an arrival in each minute
 //     it is seen, and moves its waiting count to (its bucket, this minute)
 //     when the minute or the bucket changed. Admitted, the waiting count
@@ -189,7 +238,9 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event, now int
 	if waiting {
 		last = c.Counted
 	}
-	seen := c.Counted == 0 || last != nowMin
+	// A visitor on its way to the proof counted its arrival at its first
+	// request, in the minute of LastCheckIn.
+	seen := (c.Counted == 0 && !c.Proving()) || last != nowMin
 	dur := int64(room.session()) * 60
 	g := SessionSlice(room.session())
 
@@ -282,20 +333,49 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event, now int
 		if seen {
 			inc(crdt.Arrivals, 0, nowMin)
 		}
-		if !ev.Fresh && !waiting && ev.Shuffled == 0 && bucket < nowMin {
+		if ev.Fresh {
+			// Not counted as waiting until it proves that it keeps cookies
+			// (see the top of this file): its next request comes after
+			// ProofRefresh, and the token says it is on its way there, so
+			// that request is neither early nor a second arrival. A client
+			// that never comes back leaves nothing behind but its arrival.
+			inc(crdt.VisitorsQueued, 0, nowMin)
+			if ev.Challenged {
+				inc(crdt.ChallengesIssued, 0, nowMin)
+			}
+			c.Counted = 0
+			c.Bucket, c.LastCheckIn = bucket, now
+			c.RefreshInterval = ProofRefresh
+			c.ExpiresAt = now + QueuedTokenLife
+			break
+		}
+		if !waiting && !(c.Proving() && now <= c.LastCheckIn+ProofGrace) && ev.Shuffled == 0 && bucket < nowMin {
 			// Counted again after a while counted nowhere (held, or turned
 			// away by a full queue): it joins the current minute's bucket.
 			// An older bucket may already be reserved in full, for the
 			// people counted in it, and any node admits those; one more in
 			// it would be admitted over the limits.
+			//
+			// Not so a proof that comes when its page said, even when a
+			// minute boundary passed since the first request: it keeps its
+			// first minute's bucket. Within ProofGrace that bucket is the
+			// previous minute's, the newest of the older ones, and one more
+			// counted in it ends that bucket's coverage (coverage sticks
+			// only while no more wait in a bucket than were covered) before
+			// the visitor's next check-in, a refresh later, can be admitted
+			// as covered; the proof itself is decided as a new visitor's.
+			// In the next minute's bucket instead, it would be behind every
+			// newcomer of that minute who checks in before it: in the ring
+			// model, every visitor arriving in a minute's last two seconds
+			// let half of the next minute's in before it. A proof much
+			// later is what the reason above is about (at the edge, forty
+			// visitors proving a minute late in their old bucket were let
+			// in over the minute's limit by half).
 			bucket = nowMin
 		}
 		if !waiting || c.Counted != nowMin || bucket != c.Bucket {
 			leaveWaiting()
 			inc(crdt.WaitingPlus, bucket, nowMin)
-		}
-		if ev.Fresh {
-			inc(crdt.VisitorsQueued, 0, nowMin)
 		}
 		if ev.Challenged {
 			inc(crdt.ChallengesIssued, 0, nowMin)

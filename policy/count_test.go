@@ -26,6 +26,8 @@ func TestCount(t *testing.T) {
 	cell := func(expires int64) int64 { return policy.SessionCell(expires, policy.SessionSlice(5)) }
 	admitted := policy.Counting{Bucket: m - 3, AcceptedAt: countNow - 100, LastCheckIn: countNow - 40, Counted: cell(countNow - 40 + 300), ExpiresAt: countNow - 40 + 300}
 	waiting := policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 25, RefreshInterval: 20, Counted: m - 1, ExpiresAt: countNow - 25 + 300}
+	_, proving := policy.Count(nil, five, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 20}, countNow)
+	_, provingLate := policy.Count(nil, five, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 20}, m*60+59)
 	tests := []struct {
 		name   string
 		room   policy.Room
@@ -46,11 +48,65 @@ func TestCount(t *testing.T) {
 			},
 		},
 		{
-			name: "a first request that is queued counts an arrival and a place in its bucket",
+			name: "a first request that is queued counts an arrival but no waiting place, and comes back for its proof soon",
 			room: five, ev: policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 19}, now: countNow,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingPlus, m, m), key(crdt.VisitorsQueued, 0, m)},
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.VisitorsQueued, 0, m)},
 			check: func(t *testing.T, c policy.Counting) {
-				if c.Counted != m || c.RefreshInterval != 19 || c.ExpiresAt != countNow+policy.QueuedTokenLife {
+				if c.Counted != 0 || c.Waiting() || !c.Proving() || c.Bucket != m || c.LastCheckIn != countNow ||
+					c.RefreshInterval != policy.ProofRefresh || c.ExpiresAt != countNow+policy.QueuedTokenLife {
+					t.Errorf("state %+v", c)
+				}
+				if policy.EarlyCheckIn(c, countNow+policy.ProofRefresh) {
+					t.Errorf("the proof, %d s later, is an early check-in", policy.ProofRefresh)
+				}
+			},
+		},
+		{
+			name: "a first request that is queued with the challenge counts the challenge and still no waiting place",
+			room: five, ev: policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 19, Challenged: true}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.VisitorsQueued, 0, m), key(crdt.ChallengesIssued, 0, m)},
+		},
+		{
+			name: "the proof in the same minute counts a place in the first request's bucket and no second arrival",
+			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 21}, now: countNow + 1,
+			want: []crdt.Key{key(crdt.WaitingPlus, m, m)},
+			check: func(t *testing.T, c policy.Counting) {
+				if c.Counted != m || c.Bucket != m || !c.Waiting() || c.Proving() || c.RefreshInterval != 21 || c.LastCheckIn != countNow+1 {
+					t.Errorf("state %+v", c)
+				}
+			},
+		},
+		{
+			name: "the proof after a minute boundary counts a place in its first minute's bucket and an arrival in the new minute",
+			room: five, before: provingLate, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 21}, now: (m+1)*60 + 1,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m+1), key(crdt.WaitingPlus, m, m+1)},
+			check: func(t *testing.T, c policy.Counting) {
+				if c.Counted != m+1 || c.Bucket != m {
+					t.Errorf("state %+v", c)
+				}
+			},
+		},
+		{
+			name: "a proof long after the first request, in a later minute, joins the current minute's bucket",
+			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 21}, now: (m+1)*60 + 30,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m+1), key(crdt.WaitingPlus, m+1, m+1)},
+			check: func(t *testing.T, c policy.Counting) {
+				if c.Counted != m+1 || c.Bucket != m+1 {
+					t.Errorf("state %+v", c)
+				}
+			},
+		},
+		{
+			name: "the proof admitted counts the admission and its session, and leaves no waiting cell",
+			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Admit}, now: countNow + 1,
+			want: []crdt.Key{key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+301)), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m),
+				key(crdt.TimeInQueue, crdt.HistogramBin(float64(countNow+1-(m*60+30))), m)},
+		},
+		{
+			name: "the proof turned away by a full queue counts nothing and stays counted nowhere",
+			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Reject, Refresh: 20}, now: countNow + 1,
+			check: func(t *testing.T, c policy.Counting) {
+				if c.Counted != 0 || c.Proving() {
 					t.Errorf("state %+v", c)
 				}
 			},
@@ -221,16 +277,21 @@ func TestASessionIsActiveUntilItsExpiryRoundedUpToTheSlice(t *testing.T) {
 // TestCountedTotalsEqualTheLiveVisitors: for any sequence of requests of
 // any number of tokens at one node, each step applied to the newest state of
 // its token (what the edge's table hands the rule), the summed session and
-// waiting counts equal the number of distinct live tokens in each state.
+// waiting counts equal the number of distinct live tokens in each state (a
+// new visitor on its way to its proof counts in neither), and a token never
+// held counts no two arrivals in one minute (its proof included; a held
+// visitor's arrival is counted when it is decided on, after the hold).
 func TestCountedTotalsEqualTheLiveVisitors(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		room := policy.Room{SessionDuration: rapid.SampledFrom([]int{1, 5, 30}).Draw(t, "session"), DisableSessionRenewal: rapid.Bool().Draw(t, "no renewal")}
 		s := crdt.New()
 		now := int64(countNow)
 		type tok struct {
-			c     policy.Counting
-			fresh bool
-			gone  bool
+			c       policy.Counting
+			fresh   bool
+			gone    bool
+			held    bool
+			arrived map[int64]bool // the minutes it counted an arrival in
 		}
 		toks := make([]tok, rapid.IntRange(1, 6).Draw(t, "tokens"))
 		for i := range toks {
@@ -262,8 +323,18 @@ func TestCountedTotalsEqualTheLiveVisitors(t *testing.T) {
 			incs, after := policy.Count(nil, room, "shop", v.c, ev, now)
 			for _, in := range incs {
 				s.Add(in.Key, 1, in.N)
+				if in.Key.Kind == crdt.Arrivals {
+					if v.arrived[in.Key.Minute] && !v.held {
+						t.Fatalf("token %d counted a second arrival in minute %d", i, in.Key.Minute-countNow/60)
+					}
+					if v.arrived == nil {
+						v.arrived = map[int64]bool{}
+					}
+					v.arrived[in.Key.Minute] = true
+				}
 			}
 			v.c, v.fresh = after, false
+			v.held = v.held || ev.Step == policy.StepHold
 			if ev.Outcome == policy.Reject && ev.Step == policy.StepDecided {
 				v.gone = true
 			}

@@ -220,7 +220,10 @@
 // standard deviations (simulator: 0–4 visitors queued below 97% in 20
 // minutes, first queueing at ≥ 0.966, no change in any scenario with a
 // queue). The first visitor queued anywhere turns it off everywhere within
-// a lag.
+// a lag: a new visitor counts as waiting only from its proof, two seconds
+// later (see Count), so the count of new visitors queued (the snapshot's
+// Queued) says so at once, for the rest of the minute and the first seconds
+// of the next.
 //
 // Its price is the one case it cannot tell from a burst: a flood that
 // reaches every node within the same lag while nobody waits and the pool is

@@ -16,8 +16,9 @@ import (
 // gossip delay late (or, while the ring is cut, only its own part's), and
 // re-allocates every step, as the edge does when the merged state changes.
 // Visitors keep their home node, as cookie-keeping visitors of one region
-// do, and check in every refresh interval (17–23 s, as the edge jitters it)
-// until admitted; let in, they browse the origin for a while when the ring
+// do, come back for the cookie check's proof policy.ProofRefresh after a
+// first queue page, and check in every refresh interval after that (17–23
+// s, as the edge jitters it) until admitted; let in, they browse the origin for a while when the ring
 // has browse set, each page renewing the session. What each request counts
 // is the counter rule's (policy.Count), as at the edge.
 //
@@ -236,7 +237,9 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 		if !wasWaiting {
 			c.truth.waited++
 		}
-		v.next = now.Add(time.Duration(refresh) * time.Second)
+		// The page's refresh is the token's: the short proof interval on
+		// a new visitor's first page, the jittered one after.
+		v.next = now.Add(time.Duration(tok.RefreshInterval) * time.Second)
 		v.checkIns = append(v.checkIns, now)
 	}
 }

@@ -18,6 +18,8 @@ type arrival struct {
 	onSite   time.Duration // time on the origin once admitted
 	patience time.Duration // 0: waits for ever
 	spam     bool
+	// cookieless: never back after the first request (Phase.Cookieless).
+	cookieless bool
 }
 
 // phases turns the arrival curve into phases.
@@ -130,7 +132,7 @@ func (sc *Scenario) arrivals(rng *rand.Rand) []arrival {
 			copy(w, ph.Weights)
 		}
 		for _, t := range ph.times(rng) {
-			out = append(out, arrival{at: t, claimed: t, weights: w})
+			out = append(out, arrival{at: t, claimed: t, weights: w, cookieless: ph.Cookieless})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })

@@ -43,8 +43,9 @@
 //     interval, where it is counted, expiry). Each request is handled as
 //     edge/visit.go ServeHTTP handles it, and what it counts is the counter
 //     rule's: run.request calls policy.Count, as the edge does. A queued
-//     visitor checks in after the page's 17–23 s
-//     refresh interval (a refresh spammer sooner; an early check-in is not
+//     visitor checks in after its token's refresh interval: the proof
+//     interval (policy.ProofRefresh) after its first page, from which on it
+//     counts as waiting, then the page's 17–23 s refresh interval (a refresh spammer sooner; an early check-in is not
 //     an attempt), may give up (abandonment), and once admitted browses for
 //     its time on the origin, a request every request interval; its session
 //     lives session_duration after its last request.

@@ -124,12 +124,15 @@ type Counts struct {
 	NeverAdmitted int `json:"never_admitted"`
 	Rejected      int `json:"rejected"`
 	Abandoned     int `json:"abandoned"`
-	Rerouted      int `json:"rerouted"`
-	Messages      int `json:"gossip_messages"`
-	MessagesLost  int `json:"gossip_messages_lost"`
-	MessagesCut   int `json:"gossip_messages_cut,omitempty"` // lost to a partition
-	PushPulls     int `json:"push_pulls"`
-	Allocations   int `json:"allocations"`
+	// Cookieless visitors queued or turned away at their first request,
+	// gone for good (Phase.Cookieless).
+	Cookieless   int `json:"cookieless_gone,omitempty"`
+	Rerouted     int `json:"rerouted"`
+	Messages     int `json:"gossip_messages"`
+	MessagesLost int `json:"gossip_messages_lost"`
+	MessagesCut  int `json:"gossip_messages_cut,omitempty"` // lost to a partition
+	PushPulls    int `json:"push_pulls"`
+	Allocations  int `json:"allocations"`
 }
 
 // MinuteStat is one wall-clock minute.

@@ -192,6 +192,10 @@ type Phase struct {
 	Process  string    `yaml:"process" json:"process,omitempty"`
 	Weights  []float64 `yaml:"weights" json:"weights,omitempty"`
 	Node     *int      `yaml:"node" json:"node,omitempty"`
+	// Cookieless visitors keep no cookie: each makes its first request and
+	// never comes back with the token it was given (a flood of cookieless
+	// requests). Queued or turned away, it is gone; let in, it browses.
+	Cookieless bool `yaml:"cookieless" json:"cookieless,omitempty"`
 }
 
 // Event is something that happens to the cluster at a time: a node crash,

@@ -35,8 +35,11 @@ var Epoch = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 const roomName = "sim"
 
 // The edge's queue-page constants (edge/room.go): the page refreshes every
-// 17–23 s. What counts as early, and how long a queued token lives, are the
-// counter rule's (policy.EarlyCheckIn, policy.QueuedTokenLife).
+// 17–23 s. A new visitor's first page refreshes after the counter rule's
+// proof interval instead (policy.Count gives its token policy.ProofRefresh,
+// and visitors follow their token's interval). What counts as early, and
+// how long a queued token lives, are the counter rule's too
+// (policy.EarlyCheckIn, policy.QueuedTokenLife).
 const (
 	refreshBase   = 20
 	refreshJitter = 3
@@ -953,6 +956,13 @@ func (r *run) request(i int) {
 		tok = after
 	}
 
+	if v.arr.cookieless && (out == policy.Queue || out == policy.Reject) {
+		// A client that keeps no cookie would be a new visitor at its next
+		// request; a cookieless flood's never comes. Nobody waits.
+		r.counts.Cookieless++
+		v.st = vsGone
+		return
+	}
 	switch out {
 	case policy.Admit, policy.Bypass:
 		if out == policy.Bypass {

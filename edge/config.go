@@ -47,6 +47,14 @@ const (
 	DefaultClientTimeout     = 60 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 
+	// DefaultShutdownTimeout bounds how long a stopping node lets requests
+	// in flight finish: with the hand-over of its counts and its leave
+	// after it, a stop fits Kubernetes' default grace period of 30s.
+	DefaultShutdownTimeout = 20 * time.Second
+	// DefaultReadyAloneAfter is how long a node without seeds waits for a
+	// peer to reach it before it reports ready alone.
+	DefaultReadyAloneAfter = 5 * time.Second
+
 	// CookieBaseName is the visitor cookie's name for a room without a
 	// cookie_suffix; with one it is CookieBaseName + "_" + suffix.
 	CookieBaseName = "__waitroom"
@@ -122,6 +130,8 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 //   - read_header_timeout: 0 (the default 10s) or 100ms to 5m.
 //   - client_timeout, idle_timeout: 0 (the defaults 60s and 120s) or 100ms
 //     to 1h.
+//   - shutdown_timeout: 0 (the default 20s) or 100ms to 10m;
+//     ready_alone_after: 0 (the default 5s) or 100ms to 10m.
 //   - rooms: at least one; names unique; no route (host + path) used twice
 //     across all rooms; two rooms that can be served on the same host (the
 //     port does not count: browsers share cookies across ports; an empty host
@@ -186,6 +196,13 @@ type Config struct {
 	// request. Default 120s: longer than the idle timeouts of common load
 	// balancers, which must close first.
 	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+	// ShutdownTimeout is how long a stopping node (SIGTERM) lets requests
+	// in flight finish before it cuts them; then it hands over its counts
+	// and leaves the ring. Default 20s.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout,omitempty"`
+	// ReadyAloneAfter is how long a node without seeds waits for a peer
+	// before /readyz reports it ready alone. Default 5s.
+	ReadyAloneAfter Duration `yaml:"ready_alone_after" json:"ready_alone_after,omitempty"`
 
 	// GossipLag bounds how late other nodes' admissions reach this one
 	// through gossip; the policy divides a minute's slots so that the nodes
@@ -794,6 +811,8 @@ func (c *Config) validate() []error {
 		{"read_header_timeout", c.ReadHeaderTimeout, 5 * time.Minute, DefaultReadHeaderTimeout},
 		{"client_timeout", c.ClientTimeout, time.Hour, DefaultClientTimeout},
 		{"idle_timeout", c.IdleTimeout, time.Hour, DefaultIdleTimeout},
+		{"shutdown_timeout", c.ShutdownTimeout, 10 * time.Minute, DefaultShutdownTimeout},
+		{"ready_alone_after", c.ReadyAloneAfter, 10 * time.Minute, DefaultReadyAloneAfter},
 	} {
 		if v := time.Duration(d.v); v < 0 || (v > 0 && v < 100*time.Millisecond) || v > d.max {
 			p.add(d.field, "%v must be from 100ms to %v (default %v)", d.v, Duration(d.max), Duration(d.def))

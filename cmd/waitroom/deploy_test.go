@@ -203,19 +203,19 @@ type (
 		Data     map[string]string `yaml:"data"`
 		Spec     struct {
 			// Service
-			ClusterIP                string            `yaml:"clusterIP"`
-			PublishNotReadyAddresses bool              `yaml:"publishNotReadyAddresses"`
+			ClusterIP                string `yaml:"clusterIP"`
+			PublishNotReadyAddresses bool   `yaml:"publishNotReadyAddresses"`
 			// A Service's selector is its labels; a StatefulSet's and a
 			// budget's hold them under matchLabels (see labelsOf).
 			Selector map[string]any `yaml:"selector"`
-			Ports                    []k8sPort         `yaml:"ports"`
+			Ports    []k8sPort      `yaml:"ports"`
 			// StatefulSet
 			Replicas            int    `yaml:"replicas"`
 			ServiceName         string `yaml:"serviceName"`
 			PodManagementPolicy string `yaml:"podManagementPolicy"`
 			// PodDisruptionBudget
 			MaxUnavailable int `yaml:"maxUnavailable"`
-			Template struct {
+			Template       struct {
 				Metadata k8sMeta `yaml:"metadata"`
 				Spec     struct {
 					TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`

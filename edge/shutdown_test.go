@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,4 +144,43 @@ func TestShutdownTimeout(t *testing.T) {
 	if err := <-failed; err == nil {
 		t.Error("the request still at the origin at shutdown_timeout was answered whole; want it cut")
 	}
+}
+
+// TestShutdownSettings checks the stop and readiness settings: a value out
+// of range is refused naming the field and the range, and the flags
+// override the file.
+func TestShutdownSettings(t *testing.T) {
+	base := "node: relay\nrooms: []\n"
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"a shutdown_timeout under 100ms is refused", "shutdown_timeout: 50ms\n", "shutdown_timeout: 50ms must be from 100ms to 10m0s (default 20s)"},
+		{"a shutdown_timeout over 10m is refused", "shutdown_timeout: 11m\n", "shutdown_timeout: 11m0s must be from 100ms to 10m0s"},
+		{"a ready_alone_after under 100ms is refused", "ready_alone_after: 1ms\n", "ready_alone_after: 1ms must be from 100ms to 10m0s (default 5s)"},
+		{"values in range are taken", "shutdown_timeout: 25s\nready_alone_after: 2s\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := edge.ParseConfig([]byte(base + tc.yaml))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("the flags override the file", func(t *testing.T) {
+		c, err := edge.ParseConfig([]byte(base + "shutdown_timeout: 25s\nready_alone_after: 2s\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := edge.Overrides{ShutdownTimeout: 3 * time.Second, ReadyAloneAfter: time.Second,
+			Set: func(f string) bool { return f == "shutdown-timeout" || f == "ready-alone-after" }}
+		if err := o.Apply(c); err != nil {
+			t.Fatal(err)
+		}
+		if time.Duration(c.ShutdownTimeout) != 3*time.Second || time.Duration(c.ReadyAloneAfter) != time.Second {
+			t.Errorf("shutdown_timeout %v, ready_alone_after %v; want the flags' 3s and 1s", c.ShutdownTimeout, c.ReadyAloneAfter)
+		}
+	})
 }

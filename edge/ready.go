@@ -10,10 +10,8 @@ import (
 // needs to decide for visitors, and whether it is stopping.
 type readiness struct {
 	started time.Time // node clock, when New built the server
-	// primed is set once, when the node first had fresh state: it heard
-	// from a peer, or it has no seeds and waited ReadyAloneAfter. A node
-	// that later loses its peers stays primed: a ring scaled down to one
-	// node must keep serving (stale_state decides what it then does).
+	// primed is set the first time the node is found ready, so that it
+	// logs that once.
 	primed atomic.Bool
 	// stopping is set when shutdown begins, so load balancers stop sending
 	// before the listeners close.
@@ -23,26 +21,26 @@ type readiness struct {
 // Ready reports whether the node should be sent visitors at now: it is
 // not stopping, it is not cut off from its peers with stale_state closed
 // (it would queue every new visitor, as /healthz says), and it has had
-// fresh state: it joined the ring and heard from a peer, or, without seeds,
-// it waited ReadyAloneAfter for one. A node with seeds that never reaches a
-// peer never becomes ready: deciding alone would let its visitors in on
-// counts that miss every other node's.
+// fresh state: it joined the ring and heard from a peer (gossip from a peer
+// is the proof of both: only members holding the key are heard), or,
+// without seeds, it waited ReadyAloneAfter for one. A node with seeds that
+// never reaches a peer never becomes ready: deciding alone would let its
+// visitors in on counts that miss every other node's. Having heard once is
+// enough, whenever it was: a ring scaled down to one node must keep serving
+// (stale_state decides what a node cut off does).
 func (s *Server) Ready(now time.Time) bool {
 	if s.ready.stopping.Load() || s.staleClosed(now) {
 		return false
 	}
-	if s.ready.primed.Load() {
-		return true
-	}
-	alone := time.Duration(s.cfg.ReadyAloneAfter)
-	if alone <= 0 {
-		alone = DefaultReadyAloneAfter
+	wait := time.Duration(s.cfg.ReadyAloneAfter)
+	if wait <= 0 {
+		wait = DefaultReadyAloneAfter
 	}
 	var why string
 	switch {
-	case !s.node.LastHeard().IsZero() && s.node.NumMembers() > 1:
+	case !s.node.LastHeard().IsZero():
 		why = "joined the ring and heard from a peer"
-	case len(s.cfg.Seeds) == 0 && now.Sub(s.ready.started) >= alone:
+	case len(s.cfg.Seeds) == 0 && now.Sub(s.ready.started) >= wait:
 		why = "alone by configuration (no seeds, no peer within ready_alone_after)"
 	default:
 		return false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // readyStatus asks the admin handler for /readyz as a probe from outside
@@ -52,6 +53,18 @@ func TestReadiness(t *testing.T) {
 		clock.Advance(time.Hour)
 		if got := readyStatus(t, srv.AdminHandler()); got != http.StatusServiceUnavailable {
 			t.Errorf("an hour without meeting a seed: %d, want 503", got)
+		}
+	})
+
+	t.Run("a node that met the ring stays ready when its peers leave, asked or not before", func(t *testing.T) {
+		c := newCluster(t, 2, clusterOpts{rooms: []edge.RoomConfig{room("shop", 10, 10)}})
+		// pop-b has pop-a as its seed; pop-a leaves.
+		a, b := c.nodes[0], c.nodes[1]
+		a.stop()
+		testkit.Eventually(t, 10*time.Second, 0, "pop-b alone", func() bool { return b.members() == 1 },
+			func() string { return c.membership([]*clusterNode{b}) })
+		if got := readyStatus(t, b.srv.AdminHandler()); got != http.StatusOK {
+			t.Errorf("after its peer left: %d, want 200 (stale_state open keeps serving)", got)
 		}
 	})
 

@@ -14,7 +14,7 @@ import (
 )
 
 // AdminHandler serves the admin endpoint: GET /state, GET
-// /rooms/{name}/status, GET /metrics, GET /healthz and the room API. It
+// /rooms/{name}/status, GET /metrics, GET /healthz, GET /readyz and the room API. It
 // listens on loopback by default and never on the public listener; see
 // adminGate for who may use it.
 func (s *Server) AdminHandler() http.Handler {
@@ -33,7 +33,10 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("GET /rooms/{name}/analytics", s.serveAnalytics)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.registerRoomAPI(mux)
-	return newAdminGate(s.cfg, s.adminTok, http.HandlerFunc(s.serveHealth), mux)
+	open := http.NewServeMux()
+	open.HandleFunc("/healthz", s.serveHealth)
+	open.HandleFunc("/readyz", s.serveReady)
+	return newAdminGate(s.cfg, s.adminTok, open, mux)
 }
 
 // serveHealth answers GET /healthz, open to anyone who reaches the admin

@@ -32,8 +32,9 @@ import (
 //   - with a token, requests need "Authorization: Bearer TOKEN" (read-only
 //     ones not, with admin_read_open).
 //
-// GET /healthz passes none of these checks: it answers only ok or not ok,
-// for load balancers that know neither the token nor a configured name.
+// GET /healthz and GET /readyz pass none of these checks: they answer only
+// ok or not ok, for load balancers and probes that know neither the token
+// nor a configured name.
 type adminGate struct {
 	names    map[string]bool // lower-case, without trailing dot or port
 	token    []byte
@@ -55,7 +56,7 @@ func newAdminGate(cfg *Config, token []byte, health, next http.Handler) *adminGa
 
 func (g *adminGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	readOnly := r.Method == http.MethodGet || r.Method == http.MethodHead
-	if readOnly && r.URL.Path == "/healthz" {
+	if readOnly && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz") {
 		g.health.ServeHTTP(w, r)
 		return
 	}

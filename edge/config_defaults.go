@@ -35,6 +35,14 @@ const (
 	DefaultClientTimeout     = 60 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 
+	// DefaultShutdownTimeout bounds how long a stopping node lets requests
+	// in flight finish: with the hand-over of its counts and its leave
+	// after it, a stop fits Kubernetes' default grace period of 30s.
+	DefaultShutdownTimeout = 20 * time.Second
+	// DefaultReadyAloneAfter is how long a node without seeds waits for a
+	// peer to reach it before it reports ready alone.
+	DefaultReadyAloneAfter = 5 * time.Second
+
 	// CookieBaseName is the visitor cookie's name for a room without a
 	// cookie_suffix; with one it is CookieBaseName + "_" + suffix.
 	CookieBaseName = "__waitroom"

@@ -57,6 +57,8 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 //   - read_header_timeout: 0 (the default 10s) or 100ms to 5m.
 //   - client_timeout, idle_timeout: 0 (the defaults 60s and 120s) or 100ms
 //     to 1h.
+//   - shutdown_timeout: 0 (the default 20s) or 100ms to 10m;
+//     ready_alone_after: 0 (the default 5s) or 100ms to 10m.
 //   - rooms: at least one; names unique; no route (host + path) used twice
 //     across all rooms; two rooms that can be served on the same host (the
 //     port does not count: browsers share cookies across ports; an empty host
@@ -121,6 +123,13 @@ type Config struct {
 	// request. Default 120s: longer than the idle timeouts of common load
 	// balancers, which must close first.
 	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+	// ShutdownTimeout is how long a stopping node (SIGTERM) lets requests
+	// in flight finish before it cuts them; then it hands over its counts
+	// and leaves the ring. Default 20s.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout,omitempty"`
+	// ReadyAloneAfter is how long a node without seeds waits for a peer
+	// before /readyz reports it ready alone. Default 5s.
+	ReadyAloneAfter Duration `yaml:"ready_alone_after" json:"ready_alone_after,omitempty"`
 
 	// GossipLag bounds how late other nodes' admissions reach this one
 	// through gossip; the policy divides a minute's slots so that the nodes

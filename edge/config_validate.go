@@ -122,6 +122,8 @@ func (c *Config) validate() []error {
 		{"read_header_timeout", c.ReadHeaderTimeout, 5 * time.Minute, DefaultReadHeaderTimeout},
 		{"client_timeout", c.ClientTimeout, time.Hour, DefaultClientTimeout},
 		{"idle_timeout", c.IdleTimeout, time.Hour, DefaultIdleTimeout},
+		{"shutdown_timeout", c.ShutdownTimeout, 10 * time.Minute, DefaultShutdownTimeout},
+		{"ready_alone_after", c.ReadyAloneAfter, 10 * time.Minute, DefaultReadyAloneAfter},
 	} {
 		if v := time.Duration(d.v); v < 0 || (v > 0 && v < 100*time.Millisecond) || v > d.max {
 			p.add(d.field, "%v must be from 100ms to %v (default %v)", d.v, Duration(d.max), Duration(d.def))

@@ -1,6 +1,9 @@
 package edge
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Overrides are the command line's settings. Those whose flag was given
 // replace the config file's; the single-room flags describe the room that
@@ -17,6 +20,7 @@ type Overrides struct {
 	QueueingMethod                         string
 	LogLevel, LogFormat                    string
 	InsecureGossip                         bool
+	ShutdownTimeout, ReadyAloneAfter       time.Duration
 
 	// Set reports whether the flag of that name was given.
 	Set func(flag string) bool
@@ -49,6 +53,12 @@ func (o *Overrides) Apply(c *Config) error {
 	}
 	if set("insecure-gossip") {
 		c.InsecureGossip = o.InsecureGossip
+	}
+	if set("shutdown-timeout") {
+		c.ShutdownTimeout = Duration(o.ShutdownTimeout)
+	}
+	if set("ready-alone-after") {
+		c.ReadyAloneAfter = Duration(o.ReadyAloneAfter)
 	}
 	roomFlags := set("total-active-users") || set("new-users-per-minute") || set("session-duration") || set("queueing-method") || set("host") || set("path")
 	switch {

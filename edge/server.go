@@ -62,6 +62,8 @@ type Server struct {
 	// so every node has the same one and visitors cannot learn it.
 	shuffleKey []byte
 
+	ready readiness // what /readyz answers from (ready.go)
+
 	kick      chan struct{}
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -97,6 +99,7 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 	if s.clock == nil {
 		s.clock = time.Now
 	}
+	s.ready.started = s.clock()
 	s.metrics = newMetrics()
 	s.metrics.reg.MustRegister(&stateCollector{s: s}, &lagCollector{s: s})
 	keys, err := loadCookieKeys(cfg, s.log)
@@ -390,20 +393,26 @@ func (s *Server) Close() error {
 }
 
 // Run starts a node and serves until ctx is done, then shuts down
-// gracefully: listeners drain for up to five seconds, and the node leaves
-// the cluster so peers need not wait for a failure timeout.
+// gracefully (see Serve): it stops accepting, lets requests in flight finish
+// within shutdown_timeout, hands its last counts to its peers and leaves the
+// ring, so peers need not wait for a failure timeout.
 func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	s, err := New(cfg, opts)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	return s.Serve(ctx, opts.Ready)
+	err = s.Serve(ctx, opts.Ready)
+	if cerr := s.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("leave the ring: %w", cerr)
+	}
+	s.log.Info().Msg("waitroom node stopped")
+	return err
 }
 
 // Serve runs the listeners until ctx is done.
 func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 	var servers []*http.Server
+	var names []string
 	errc := make(chan error, 2)
 	start := func(addr string, srv *http.Server, what string, wrap func(net.Listener) net.Listener) (string, error) {
 		ln, err := net.Listen("tcp", addr)
@@ -413,7 +422,7 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 		if wrap != nil {
 			ln = wrap(ln)
 		}
-		servers = append(servers, srv)
+		servers, names = append(servers, srv), append(names, what)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("%s listener: %w", what, err)
@@ -469,13 +478,33 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, srv := range servers {
-		_ = srv.Shutdown(shutdownCtx)
-	}
-	s.log.Info().Msg("waitroom node stopped")
+	s.shutdown(servers, names)
 	return err
+}
+
+// shutdown stops the listeners of a node that is stopping: it turns the node
+// not ready at once, then the public listener stops accepting and its
+// requests in flight get up to shutdown_timeout to finish; those still
+// running then are cut. The admin listener closes last, so that /readyz
+// answers "not ready" while the public one drains. Close then hands over
+// the counts and leaves the ring.
+func (s *Server) shutdown(servers []*http.Server, names []string) {
+	s.beginShutdown()
+	timeout := time.Duration(s.cfg.ShutdownTimeout)
+	if timeout <= 0 {
+		timeout = DefaultShutdownTimeout
+	}
+	s.log.Info().Dur("shutdown_timeout", timeout).Msg("shutting down: not ready, no new connections, finishing requests in flight")
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for i, srv := range servers { // public first, admin last
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+			s.log.Warn().Str("listener", names[i]).Dur("shutdown_timeout", timeout).Msg("requests still in flight at shutdown_timeout were cut")
+		}
+	}
+	s.log.Info().Dur("took", time.Since(start)).Msg("listeners closed")
 }
 
 // route finds the room for a request: the first matching route, most

@@ -2,7 +2,11 @@ package gossip
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 
 	"github.com/waitroom/waitroom/crdt"
 )
@@ -18,30 +22,81 @@ type goneNode struct {
 
 // announceLeave tells the peers that this node is leaving for good, so that
 // they stop holding its part of the room's limits for it (see
-// ExpectedMembers), and gets its last counts out before memberlist's leave:
-// what it admitted in the last gossip interval would otherwise be lost with
-// it. The announcement goes to every peer over TCP; the counts go with the
-// next gossip rounds, for which it waits up to three intervals.
+// ExpectedMembers), and hands over its last counts before memberlist's
+// leave: what it admitted since its last gossip round would otherwise be
+// lost with it. Both go to every live peer over TCP (handOver): the counts
+// first, then the announcement. The counts also go into the broadcast
+// queue, for which it waits up to three gossip intervals, so that relays
+// carry them to a peer the stream missed.
 func (n *Node) announceLeave() {
 	if n.mlReady.Load() == nil || n.ml.NumMembers() <= 1 {
 		return
 	}
 	n.publishNodeInfo(true)
+	var msgs [][]byte
+	// The flush queues every dirty cell and register for gossip, the
+	// Left announcement among them, and returns the node's own cells.
+	own, at := n.flushOwn()
+	stamped := n.stampPeers.Load()
+	for len(own) > 0 {
+		chunk := own[:min(pushChunk, len(own))]
+		own = own[len(chunk):]
+		var msg []byte
+		var err error
+		if stamped {
+			msg, err = EncodeStampedEntries(chunk, at)
+		} else {
+			msg, err = EncodeEntries(chunk)
+		}
+		if err == nil && len(msg) <= MaxPacketMessage {
+			msgs = append(msgs, msg)
+		}
+	}
 	n.mu.Lock()
 	reg, ok := n.state.Register(NodeInfoRegister(n.replica))
 	n.mu.Unlock()
 	if ok {
 		if msg, err := EncodeRegisters([]crdt.RegisterEntry{{Name: NodeInfoRegister(n.replica), Reg: reg}}); err == nil {
-			n.sendReliableToAll(msg)
+			msgs = append(msgs, msg)
 		}
 	}
-	n.flush()
+	n.handOver(msgs)
 	deadline := time.Now().Add(3 * n.gossipInterval)
 	tick := time.NewTicker(n.gossipInterval / 4)
 	defer tick.Stop()
 	for n.queue.NumQueued() > 0 && time.Now().Before(deadline) {
 		<-tick.C
 	}
+}
+
+// handOver sends msgs, in order, to every live peer over memberlist's TCP
+// stream, to all peers at once: a peer that died unnoticed then costs one
+// stream timeout, not one per peer. It gives up on a peer at its first
+// failure (the broadcast queue still carries the counts to it).
+func (n *Node) handOver(msgs [][]byte) {
+	ml := n.mlReady.Load()
+	peers := n.otherPeers()
+	if ml == nil || len(msgs) == 0 || len(peers) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	var reached atomic.Int64
+	for i := range peers {
+		wg.Add(1)
+		go func(m *memberlist.Node) {
+			defer wg.Done()
+			for _, msg := range msgs {
+				if err := ml.SendReliable(m, msg); err != nil {
+					n.log.Warn().Err(err).Str("peer", m.Name).Msg("hand over last counts")
+					return
+				}
+				n.stats.msgsOut.Add(1)
+			}
+			reached.Add(1)
+		}(&peers[i])
+	}
+	wg.Wait()
+	n.log.Info().Int("messages", len(msgs)).Int64("peers", reached.Load()).Int("of", len(peers)).Msg("handed over last counts and leave to peers")
 }
 
 // noteNodeInfo records what a peer's NodeInfo register says about its

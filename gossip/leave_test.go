@@ -43,6 +43,48 @@ func TestLeaving(t *testing.T) {
 		waitExpected(t, c, 1, 2)
 	})
 
+	t.Run("a leaving node hands its last counts to every peer over TCP even when every packet is lost", func(t *testing.T) {
+		t.Parallel()
+		fn := gossip.NewFaultNet(11)
+		c := newCluster(t, 3, clusterOpts{
+			transport: func(t testing.TB, name string) memberlist.Transport {
+				tr, err := fn.Transport("127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tr
+			},
+			// No periodic push-pull: only the hand-over can carry the
+			// counts once packets are lost.
+			tune: func(mc *memberlist.Config) { mc.PushPullInterval = 0 },
+		})
+		c.waitMembers(3, 10*time.Second)
+		fn.SetLoss(1)
+		k := minuteKey("shop", crdt.Admitted, nowMinute())
+		c.nodes[2].Add(gossip.Inc{Key: k, N: 5})
+		info := gossip.NodeInfoRegister(c.nodes[2].Replica())
+		if err := c.nodes[2].Close(); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes[2] = nil
+		for i := range 2 {
+			if !c.waitValue(i, k, 5, 5*time.Second) {
+				t.Errorf("node %d never got the leaving node's last count", i)
+			}
+			// The leave announcement came by the same stream.
+			left := func() bool {
+				reg, ok := c.nodes[i].Register(info)
+				if !ok {
+					return false
+				}
+				ni, err := gossip.DecodeNodeInfo(reg.Value)
+				return err == nil && ni.Left
+			}
+			testkit.Eventually(t, 5*time.Second, 0, fmt.Sprintf("node %d hearing the leave announced", i), left,
+				func() string { return "no announcement of the leave" })
+		}
+	})
+
 	t.Run("a node that crashes is still expected, since it cannot be told from a partition", func(t *testing.T) {
 		t.Parallel()
 		c := newCluster(t, 3, clusterOpts{})

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -41,6 +42,10 @@ type Config struct {
 	Bind        string   // gossip address host:port; port 0 picks a free one
 	Advertise   string   // address peers should use, if not the bound one
 	Seeds       []string // addresses to join
+	// LookupHost resolves a seed's host name to its addresses
+	// (net.DefaultResolver.LookupHost when nil); tests give a name several
+	// loopback addresses with it.
+	LookupHost func(ctx context.Context, host string) ([]string, error)
 	// Keys are the gossip encryption keys (16, 24 or 32 bytes), the first
 	// encrypting. They also authenticate: a packet or stream that no key
 	// opens is refused, so only holders of a key are part of the ring. A
@@ -587,9 +592,14 @@ func stateName(s memberlist.NodeStateType) string {
 // NumMembers is the number of live members, this node included.
 func (n *Node) NumMembers() int { return n.ml.NumMembers() }
 
-// Join contacts the given addresses and returns how many answered.
+// Join contacts the given addresses and returns how many answered. A name
+// that resolves to several addresses contacts each (see seedAddrs).
 func (n *Node) Join(addrs []string) (int, error) {
-	k, err := n.ml.Join(addrs)
+	resolved := n.seedAddrs(addrs)
+	if len(resolved) == 0 {
+		return 0, fmt.Errorf("join %v: no address other than this node's own", addrs)
+	}
+	k, err := n.ml.Join(resolved)
 	if err != nil && k == 0 {
 		return 0, fmt.Errorf("join %v: %w", addrs, err)
 	}

@@ -54,7 +54,7 @@ gossip on loopback.`,
 	f.StringVarP(&configPath, "config", "c", "", "YAML config file (rooms use Cloudflare's waiting room field names)")
 	f.StringVar(&o.Node, "node", "", "node name, unique in the cluster (default: hostname)")
 	f.StringVar(&o.Listen, "listen", "", "public HTTP listener (default :8080)")
-	f.StringVar(&o.Admin, "admin", "", "admin listener for /state, /metrics, /healthz (default 127.0.0.1:9090)")
+	f.StringVar(&o.Admin, "admin", "", "admin listener for /state, /metrics, /healthz, /readyz (default 127.0.0.1:9090)")
 	f.StringVar(&o.Gossip, "gossip", "", "gossip bind address (default 0.0.0.0:7946; 127.0.0.1:7946 for a node alone, without seeds or key)")
 	f.StringVar(&o.Advertise, "advertise", "", "gossip address other nodes should use, if not the bound one")
 	f.StringArrayVar(&o.Seeds, "seed", nil, "gossip address of another node to join (repeatable)")
@@ -70,6 +70,8 @@ gossip on loopback.`,
 	f.IntVar(&o.NewUsersPerMinute, "new-users-per-minute", 0, "single room: new users let in per minute (default: total active users)")
 	f.IntVar(&o.SessionDuration, "session-duration", 0, "single room: minutes a session lasts after the last request (1–30, default 5)")
 	f.StringVar(&o.QueueingMethod, "queueing-method", "", "single room: fifo (default), random, passthrough or reject")
+	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 0, "on SIGTERM, how long requests in flight may finish before they are cut; then the node hands over its counts and leaves the ring (default 20s, within Kubernetes' 30s grace period)")
+	f.DurationVar(&o.ReadyAloneAfter, "ready-alone-after", 0, "without seeds, how long the node waits for a peer before /readyz says ready (default 5s)")
 	f.StringVar(&o.LogLevel, "log-level", "", "debug, info (default), warn or error")
 	f.StringVar(&o.LogFormat, "log-format", "console", "console or json")
 	return cmd

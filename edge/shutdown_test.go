@@ -1,0 +1,186 @@
+package edge_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/gossip/testkit"
+)
+
+// readyz asks a node's admin listener for /readyz over the network, as a
+// probe does, and returns the status (0 when the listener does not answer).
+func readyz(t *testing.T, adminAddr string) int {
+	t.Helper()
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + adminAddr + "/readyz")
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestGracefulShutdown stops a node of a ring of two with a visitor's
+// request in flight, as SIGTERM does (the context of Serve ends): the node
+// turns not ready at once, refuses new connections, lets the request
+// finish, then hands its counts to its peer and leaves the ring.
+func TestGracefulShutdown(t *testing.T) {
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	slow := newOrigin(t, serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		_, _ = io.WriteString(w, "finished after the stop began")
+	})))
+	c := newCluster(t, 2, clusterOpts{serve: true, origin: slow, rooms: []edge.RoomConfig{room("shop", 100, 100)}})
+	a, b := c.nodes[0], c.nodes[1]
+	testkit.Eventually(t, 10*time.Second, 0, "both nodes ready", func() bool {
+		return readyz(t, a.srv.AdminAddr()) == http.StatusOK && readyz(t, b.srv.AdminAddr()) == http.StatusOK
+	}, func() string { return "" })
+
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.Get(b.url() + "/slow")
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, string(data), err}
+	}()
+	<-started // the visitor was admitted and the request is at the origin
+
+	publicAddr, adminAddr := b.srv.PublicAddr(), b.srv.AdminAddr()
+	stopped := make(chan struct{})
+	go func() { b.stopServing(); close(stopped) }()
+
+	t.Run("the stopping node says not ready while it drains", func(t *testing.T) {
+		testkit.Eventually(t, 5*time.Second, 0, "/readyz answering 503", func() bool {
+			return readyz(t, adminAddr) == http.StatusServiceUnavailable
+		}, func() string { return "" })
+	})
+	t.Run("the stopping node refuses new connections", func(t *testing.T) {
+		testkit.Eventually(t, 5*time.Second, 0, "a refused connection", func() bool {
+			conn, err := net.DialTimeout("tcp", publicAddr, time.Second)
+			if err == nil {
+				_ = conn.Close()
+			}
+			return err != nil
+		}, func() string { return "the public listener still accepts" })
+	})
+	t.Run("the request in flight finishes", func(t *testing.T) {
+		select {
+		case <-stopped:
+			t.Fatal("the node stopped serving before the request in flight finished")
+		default:
+		}
+		close(release)
+		got := <-answered
+		if got.err != nil || got.status != http.StatusOK || got.body != "finished after the stop began" {
+			t.Errorf("in-flight request: %d %q %v", got.status, got.body, got.err)
+		}
+		<-stopped
+	})
+	t.Run("the peer has the stopped node's counts and sees it leave", func(t *testing.T) {
+		if err := b.srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b.up = false
+		testkit.Eventually(t, 10*time.Second, 0, "node a alone, expecting only itself", func() bool {
+			n := a.srv.Node()
+			return n.NumMembers() == 1 && n.ExpectedMembers(time.Now()) == 1
+		}, func() string { return c.membership([]*clusterNode{a}) })
+		a.srv.RefreshAllocations()
+		if rs := roomStatus(t, a.admin, "shop"); rs.NewUsersThisMinute != 1 {
+			t.Errorf("node a counts %d new users this minute, want the 1 node b admitted", rs.NewUsersThisMinute)
+		}
+	})
+}
+
+// TestShutdownTimeout checks the bound: a request still running when
+// shutdown_timeout ends is cut, and the node stops anyway.
+func TestShutdownTimeout(t *testing.T) {
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	stuck := newOrigin(t, serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+	})))
+	// Before the origin closes (cleanups run last first): its Close waits
+	// for the handler.
+	t.Cleanup(func() { close(release) })
+	cfg := nodeConfig("pop-a", keyFile(t, t.TempDir()), stuck.URL, room("shop", 100, 100))
+	cfg.ShutdownTimeout = edge.Duration(200 * time.Millisecond)
+	srv := startServer(t, cfg, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
+	<-ready
+	failed := make(chan error, 1)
+	go func() {
+		resp, err := http.Get("http://" + srv.PublicAddr() + "/")
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+		}
+		failed <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	if err := <-failed; err == nil {
+		t.Error("the request still at the origin at shutdown_timeout was answered whole; want it cut")
+	}
+}
+
+// TestShutdownSettings checks the stop and readiness settings: a value out
+// of range is refused naming the field and the range, and the flags
+// override the file.
+func TestShutdownSettings(t *testing.T) {
+	base := "node: relay\nrooms: []\n"
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"a shutdown_timeout under 100ms is refused", "shutdown_timeout: 50ms\n", "shutdown_timeout: 50ms must be from 100ms to 10m0s (default 20s)"},
+		{"a shutdown_timeout over 10m is refused", "shutdown_timeout: 11m\n", "shutdown_timeout: 11m0s must be from 100ms to 10m0s"},
+		{"a ready_alone_after under 100ms is refused", "ready_alone_after: 1ms\n", "ready_alone_after: 1ms must be from 100ms to 10m0s (default 5s)"},
+		{"values in range are taken", "shutdown_timeout: 25s\nready_alone_after: 2s\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := edge.ParseConfig([]byte(base + tc.yaml))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("the flags override the file", func(t *testing.T) {
+		c, err := edge.ParseConfig([]byte(base + "shutdown_timeout: 25s\nready_alone_after: 2s\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := edge.Overrides{ShutdownTimeout: 3 * time.Second, ReadyAloneAfter: time.Second,
+			Set: func(f string) bool { return f == "shutdown-timeout" || f == "ready-alone-after" }}
+		if err := o.Apply(c); err != nil {
+			t.Fatal(err)
+		}
+		if time.Duration(c.ShutdownTimeout) != 3*time.Second || time.Duration(c.ReadyAloneAfter) != time.Second {
+			t.Errorf("shutdown_timeout %v, ready_alone_after %v; want the flags' 3s and 1s", c.ShutdownTimeout, c.ReadyAloneAfter)
+		}
+	})
+}

@@ -258,12 +258,14 @@ func (s *Server) configuredLag() time.Duration {
 // and never beyond the configured bound; gossip_lag_measured: false turns
 // it off.
 func (s *Server) lagInUse(now time.Time) (time.Duration, bool) {
+	return s.lagFrom(s.node.RingDelay(now))
+}
+
+// lagFrom is the lag the policy assumes for a ring delay d (measured: every
+// live peer's delay is known well enough to use).
+func (s *Server) lagFrom(d time.Duration, measured bool) (time.Duration, bool) {
 	conf := s.configuredLag()
-	if s.cfg.GossipLagMeasured != nil && !*s.cfg.GossipLagMeasured {
-		return conf, false
-	}
-	d, ok := s.node.RingDelay(now)
-	if !ok {
+	if !measured || (s.cfg.GossipLagMeasured != nil && !*s.cfg.GossipLagMeasured) {
 		return conf, false
 	}
 	return policy.AssumedLag(d, conf), true
@@ -272,7 +274,10 @@ func (s *Server) lagInUse(now time.Time) (time.Duration, bool) {
 // LagDoc is the lag section of the state document: the gossip delay the
 // allocation assumes and what it was derived from.
 type LagDoc struct {
-	// InUseMs is the lag the policy assumes now (policy.Room.Lag), in ms.
+	// InUseMs is the lag the policy assumes (policy.Room.Lag), in ms, for
+	// the ring delay shown in Ring: the figure and the lag derived from it
+	// are read together. (Allocations reuse a delay figure for up to a
+	// quarter of a second, so theirs may trail this by that much.)
 	InUseMs float64 `json:"in_use_ms"`
 	// Measured: InUseMs comes from the measured delay, not the config.
 	Measured bool `json:"measured"`
@@ -287,13 +292,14 @@ type LagDoc struct {
 
 // lagDoc reports the lag in use at now.
 func (s *Server) lagDoc(now time.Time) *LagDoc {
-	inUse, measured := s.lagInUse(now)
+	ring := s.node.Lag(now)
+	inUse, measured := s.lagFrom(ring.Delay, ring.Measured)
 	return &LagDoc{
 		InUseMs:      durMs(inUse),
 		Measured:     measured,
 		ConfiguredMs: durMs(s.configuredLag()),
 		MeasuringOn:  s.cfg.GossipLagMeasured == nil || *s.cfg.GossipLagMeasured,
-		Ring:         s.node.Lag(now),
+		Ring:         ring,
 	}
 }
 

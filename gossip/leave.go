@@ -33,25 +33,9 @@ func (n *Node) announceLeave() {
 		return
 	}
 	n.publishNodeInfo(true)
-	var msgs [][]byte
 	// The flush queues every dirty cell and register for gossip, the
 	// Left announcement among them, and returns the node's own cells.
-	own, at := n.flushOwn()
-	stamped := n.stampPeers.Load()
-	for len(own) > 0 {
-		chunk := own[:min(pushChunk, len(own))]
-		own = own[len(chunk):]
-		var msg []byte
-		var err error
-		if stamped {
-			msg, err = EncodeStampedEntries(chunk, at)
-		} else {
-			msg, err = EncodeEntries(chunk)
-		}
-		if err == nil && len(msg) <= MaxPacketMessage {
-			msgs = append(msgs, msg)
-		}
-	}
+	msgs := n.ownMessages(n.flushOwn())
 	n.mu.Lock()
 	reg, ok := n.state.Register(NodeInfoRegister(n.replica))
 	n.mu.Unlock()

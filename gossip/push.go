@@ -122,20 +122,7 @@ func (n *Node) pushOwn() {
 
 	entries, at := n.flushOwn()
 	spent := 0
-	stamped := n.stampPeers.Load()
-	for len(entries) > 0 {
-		chunk := entries[:min(pushChunk, len(entries))]
-		entries = entries[len(chunk):]
-		var msg []byte
-		var err error
-		if stamped {
-			msg, err = EncodeStampedEntries(chunk, at)
-		} else {
-			msg, err = EncodeEntries(chunk)
-		}
-		if err != nil || len(msg) > MaxPacketMessage {
-			continue // the broadcast queue carries them
-		}
+	for _, msg := range n.ownMessages(entries, at) {
 		for i := range peers {
 			if err := ml.SendBestEffort(&peers[i], msg); err != nil {
 				n.log.Debug().Err(err).Str("peer", peers[i].Name).Msg("push own counts")
@@ -166,4 +153,28 @@ func (n *Node) flushOwn() ([]crdt.Entry, int64) {
 		}
 	})
 	return own, at
+}
+
+// ownMessages encodes this node's own cells, flushed at at, as packet-sized
+// messages for its peers, stamped when the peers read stamps. A chunk that
+// does not encode within a packet is left out: the broadcast queue, which
+// the flush filled too, carries it.
+func (n *Node) ownMessages(own []crdt.Entry, at int64) [][]byte {
+	var msgs [][]byte
+	stamped := n.stampPeers.Load()
+	for len(own) > 0 {
+		chunk := own[:min(pushChunk, len(own))]
+		own = own[len(chunk):]
+		var msg []byte
+		var err error
+		if stamped {
+			msg, err = EncodeStampedEntries(chunk, at)
+		} else {
+			msg, err = EncodeEntries(chunk)
+		}
+		if err == nil && len(msg) <= MaxPacketMessage {
+			msgs = append(msgs, msg)
+		}
+	}
+	return msgs
 }

@@ -84,6 +84,7 @@ func TestFaultKillAndRestart(t *testing.T) {
 	})
 
 	var survivors faultTotals
+	var atKill faultTotals // what the visitors had been told when the node died
 	var lostWait int64                    // waiting counts the crash took with it
 	lostCount := map[*faultVisitor]bool{} // the visitors they belonged to, or may have
 	t.Run("a node killed mid-event leaves the survivors' counts neither doubled nor inflated", func(t *testing.T) {
@@ -98,6 +99,7 @@ func TestFaultKillAndRestart(t *testing.T) {
 		}
 		crowd.prove(t, c, inflight, func(*faultVisitor) *clusterNode { return dead })
 		truth := faultTruth(&crowd)
+		atKill = truth
 		dead.kill()
 		live := c.live()
 		took := c.waitConverged(faultRoom, live, 5*time.Second)
@@ -129,8 +131,18 @@ func TestFaultKillAndRestart(t *testing.T) {
 		}
 		ring := c.waitRing(c.nodes, 10*time.Second)
 		took := c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+		// What the survivors held is a floor, not the exact merged total: a
+		// killed process may still get out a push it had begun (counts
+		// changed in its last milliseconds) that lands after the survivors
+		// agreed. What holds is that nothing doubles: never more than the
+		// visitors were told when the node died, never less than the
+		// survivors held.
 		for _, n := range c.nodes {
-			faultCheckTotals(t, n, m0, survivors)
+			got := faultTotalsOf(n.snap(faultRoom, m0))
+			if got.Admitted < survivors.Admitted || got.Active < survivors.Active || got.Waiting < survivors.Waiting ||
+				got.Admitted > atKill.Admitted || got.Active > atKill.Active || got.Waiting > atKill.Waiting {
+				t.Errorf("%s holds %s; want from the survivors' %s to the visitors' %s", n.name, got, survivors, atKill)
+			}
 		}
 		t.Logf("restarted %s with a new replica: in the ring after %s, holding the merged state after %s (%s)",
 			dead.name, ring, time.Since(start).Round(time.Millisecond), took)

@@ -59,20 +59,12 @@ func chromium(t *testing.T) string {
 	return p
 }
 
-// shiftedClock is the real clock moved by an offset the test controls. The
-// node reads it for every decision and for its tokens; the browser's refresh
+// toNextMinute moves the node's clock to plus past the start of the next
+// minute. The clock is a running one (testkit.NewRunningClock): the node
+// reads it for every decision and for its tokens, and the browser's refresh
 // timing stays real.
-type shiftedClock struct{ off atomic.Int64 }
-
-func (c *shiftedClock) Now() time.Time {
-	return time.Now().Add(time.Duration(c.off.Load()))
-}
-
-// toNextMinute moves the clock to plus past the start of the next minute.
-func (c *shiftedClock) toNextMinute(plus time.Duration) {
-	now := c.Now()
-	next := now.Truncate(time.Minute).Add(time.Minute + plus)
-	c.off.Add(int64(next.Sub(now)))
+func toNextMinute(c *testkit.Clock, plus time.Duration) {
+	c.Set(c.Now().Truncate(time.Minute).Add(time.Minute + plus))
 }
 
 // startOrigin starts the site behind the room. "/leave" answers with the
@@ -147,7 +139,7 @@ func (rec *recorder) pages(path string) []seenRequest {
 // origin.
 type node struct {
 	srv   *edge.Server
-	clock *shiftedClock
+	clock *testkit.Clock
 	keys  *cookie.Keyring
 	cfg   *edge.Config
 }
@@ -189,8 +181,8 @@ func newNode(t *testing.T, originURL string, room func(*edge.RoomConfig)) *node 
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	clock := &shiftedClock{}
-	clock.toNextMinute(2 * time.Second)
+	clock := testkit.NewRunningClock()
+	toNextMinute(clock, 2*time.Second)
 	srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop(), Clock: clock.Now})
 	if err != nil {
 		t.Fatalf("edge.New: %v", err)

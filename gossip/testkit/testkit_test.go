@@ -89,3 +89,33 @@ func TestClock(t *testing.T) {
 		})
 	}
 }
+
+func TestRunningClock(t *testing.T) {
+	// A running clock reads the real clock, so each case checks that Now lies
+	// between two real readings taken around it, moved by what the case
+	// moved: bounds, not timings.
+	tests := []struct {
+		name  string
+		move  func(c *testkit.Clock)
+		shift time.Duration
+	}{
+		{"a new running clock is the real clock", func(*testkit.Clock) {}, 0},
+		{"advance shifts it from the real clock", func(c *testkit.Clock) { c.Advance(time.Minute) }, time.Minute},
+		{"set moves it forward", func(c *testkit.Clock) { c.Set(time.Now().Add(time.Hour)) }, time.Hour},
+		{"set never moves it back", func(c *testkit.Clock) { c.Set(time.Now().Add(-time.Hour)) }, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testkit.NewRunningClock()
+			tc.move(c)
+			before := time.Now().Add(tc.shift)
+			got := c.Now()
+			after := time.Now().Add(tc.shift)
+			// Set reads the real clock a moment before the clock does: allow
+			// the time between the two readings.
+			if got.Before(before.Add(-time.Second)) || got.After(after) {
+				t.Fatalf("Now = %v, want between %v and %v", got, before, after)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package browsertest_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -283,7 +282,7 @@ func allowThirdPartyCookies(t *testing.T) chromedp.ExecAllocatorOption {
 func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := chromium(t)
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -311,34 +310,13 @@ func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.C
 		cancelAlloc()
 		cancelBase()
 		if t.Failed() {
-			t.Logf("chromium output (last 4 KiB):\n%s", out.tail(4096))
+			t.Logf("chromium output (last 4 KiB):\n%s", out.Tail(4096))
 		}
 	})
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start %s: %v", path, err)
 	}
 	return ctx
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.b.Bytes()
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
 
 // pageState is what a test reads from a page: the queue page's parts, or the

@@ -119,3 +119,42 @@ func TestRunningClock(t *testing.T) {
 		})
 	}
 }
+
+func TestBuffer(t *testing.T) {
+	t.Run("writers in parallel lose nothing", func(t *testing.T) {
+		var b testkit.Buffer
+		done := make(chan struct{})
+		for range 4 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for range 100 {
+					_, _ = b.Write([]byte("x"))
+					_ = b.Tail(3)
+				}
+			}()
+		}
+		for range 4 {
+			<-done
+		}
+		if got := len(b.String()); got != 400 {
+			t.Fatalf("%d bytes, want 400", got)
+		}
+	})
+	tests := []struct {
+		name, written string
+		n             int
+		want          string
+	}{
+		{"the tail of a long output is its last bytes", "chromium: started\nchromium: crashed", 7, "crashed"},
+		{"the tail of a short output is all of it", "short", 100, "short"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b testkit.Buffer
+			_, _ = b.Write([]byte(tc.written))
+			if got := b.Tail(tc.n); got != tc.want {
+				t.Fatalf("Tail(%d) = %q, want %q", tc.n, got, tc.want)
+			}
+		})
+	}
+}

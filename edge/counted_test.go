@@ -43,30 +43,43 @@ func replay(t *testing.T, h http.Handler, v *visitor, n int, parallel bool) {
 	wg.Wait()
 }
 
+// twoNodes starts two nodes with the same cookie key and room in front of
+// one origin, both on one fake clock at second 5, so a visitor's cookie from
+// one is good at the other; the tests read their counts together (counts).
+func twoNodes(t *testing.T, rc edge.RoomConfig) (*testkit.Clock, *edge.Server, *edge.Server) {
+	t.Helper()
+	clock := newFakeClock(5)
+	o := newOrigin(t)
+	key := keyFile(t, t.TempDir())
+	a := startServer(t, nodeConfig("node-a", key, o.URL, rc), clock)
+	b := startServer(t, nodeConfig("node-b", key, o.URL, rc), clock)
+	return clock, a, b
+}
+
 func TestOneCountPerVisitor(t *testing.T) {
 	open := room("shop", 1000, 1000)
 	open.Host = "shop.test"
 	full := room("shop", 1, 1)
 	full.Host = "shop.test"
 
-	t.Run("an admitted cookie replayed 20 times after a slice boundary counts one session", func(t *testing.T) {
-		f := newFixture(t, open)
-		v := admitFirst(t, f, "http://shop.test/")
-		f.clock.Advance(12 * time.Second)
-		replay(t, f.srv, v, 20, false)
-		if a := counts(t, f.clock, "shop", f.srv).Active; a != 1 {
-			t.Errorf("active %d, want 1", a)
-		}
-	})
-	t.Run("six parallel requests of one browser at a slice boundary count one session", func(t *testing.T) {
-		f := newFixture(t, open)
-		v := admitFirst(t, f, "http://shop.test/")
-		f.clock.Advance(12 * time.Second)
-		replay(t, f.srv, v, 6, true)
-		if a := counts(t, f.clock, "shop", f.srv).Active; a != 1 {
-			t.Errorf("active %d, want 1", a)
-		}
-	})
+	for _, c := range []struct {
+		name     string
+		n        int
+		parallel bool
+	}{
+		{"an admitted cookie replayed 20 times after a slice boundary counts one session", 20, false},
+		{"six parallel requests of one browser at a slice boundary count one session", 6, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, open)
+			v := admitFirst(t, f, "http://shop.test/")
+			f.clock.Advance(12 * time.Second)
+			replay(t, f.srv, v, c.n, c.parallel)
+			if a := counts(t, f.clock, "shop", f.srv).Active; a != 1 {
+				t.Errorf("active %d, want 1", a)
+			}
+		})
+	}
 	t.Run("a queued cookie replayed 20 times in a later minute counts one waiting visitor", func(t *testing.T) {
 		f := newFixture(t, full)
 		admitFirst(t, f, "http://shop.test/")
@@ -81,11 +94,7 @@ func TestOneCountPerVisitor(t *testing.T) {
 		}
 	})
 	t.Run("one cookie replayed at two nodes counts at most once per node", func(t *testing.T) {
-		clock := newFakeClock(5)
-		o := newOrigin(t)
-		key := keyFile(t, t.TempDir())
-		a := startServer(t, nodeConfig("node-a", key, o.URL, open), clock)
-		b := startServer(t, nodeConfig("node-b", key, o.URL, open), clock)
+		clock, a, b := twoNodes(t, open)
 		v := newVisitor()
 		if resp := v.get(a, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 			t.Fatalf("first visitor: %d", resp.StatusCode)
@@ -106,11 +115,7 @@ func TestOneCountPerVisitor(t *testing.T) {
 		}
 	})
 	t.Run("a visitor who moves between nodes with its latest cookie counts once", func(t *testing.T) {
-		clock := newFakeClock(5)
-		o := newOrigin(t)
-		key := keyFile(t, t.TempDir())
-		a := startServer(t, nodeConfig("node-a", key, o.URL, open), clock)
-		b := startServer(t, nodeConfig("node-b", key, o.URL, open), clock)
+		clock, a, b := twoNodes(t, open)
 		v := newVisitor()
 		for i, n := range []*edge.Server{a, b, a, b, a} {
 			if resp := v.get(n, "http://shop.test/"); resp.StatusCode != http.StatusOK {

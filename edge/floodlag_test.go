@@ -3,7 +3,6 @@ package edge_test
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -18,14 +17,9 @@ import (
 //
 //	WAITROOM_MEASURE=1 go test -run TestMeasureFloodFill -v ./edge/
 func TestMeasureFloodFill(t *testing.T) {
-	if os.Getenv("WAITROOM_MEASURE") == "" {
-		t.Skip("set WAITROOM_MEASURE=1 to measure how full a flooded room gets before it queues")
-	}
+	needEnv(t, "WAITROOM_MEASURE", "set WAITROOM_MEASURE=1 to measure how full a flooded room gets before it queues")
 	const limit, visitors, over, nodes = 40, 120, 10 * time.Second, 3
-	profile := os.Getenv("WAITROOM_MEASURE_PROFILE")
-	if profile == "" {
-		profile = "local"
-	}
+	profile := envString("WAITROOM_MEASURE_PROFILE", "local")
 	for _, measured := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gossip_lag_measured %v", measured), func(t *testing.T) {
 			o := newOrigin(t)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,7 +77,7 @@ func TestANodeNeedsAGossipKey(t *testing.T) {
 	})
 
 	t.Run("a node with insecure gossip warns, naming its address", func(t *testing.T) {
-		var buf syncBuffer
+		var buf testkit.Buffer
 		cfg := nodeConfig("open", keyFile(t, t.TempDir()), "http://127.0.0.1:1", room("shop", 10, 10))
 		cfg.InsecureGossip = true
 		cfg.ApplyDefaults()
@@ -176,24 +175,6 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 			t.Fatalf("b refused %d room registers", n)
 		}
 	})
-}
-
-// syncBuffer is a log sink safe for the node's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // writeGossipKey writes a gossip key file as 'waitroom keygen --gossip' does.

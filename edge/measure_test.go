@@ -39,9 +39,36 @@ import (
 	"github.com/waitroom/waitroom/edge/bench"
 )
 
+// needEnv skips a test that runs only on request: unless the environment
+// variable name is set, t is skipped with why (which says how to ask).
+func needEnv(t *testing.T, name, why string) {
+	t.Helper()
+	if os.Getenv(name) == "" {
+		t.Skip(why)
+	}
+}
+
+// envInt is the positive integer in the environment variable name, or def.
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
+	}
+	return def
+}
+
+// envString is the environment variable name, or def when it is unset or empty.
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// envDuration is the duration in the environment variable name, or def when
+// it is unset or not a duration.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
 	}
 	return def
 }
@@ -236,9 +263,7 @@ func (g *loadGenerator) run(t *testing.T, side, url string, d time.Duration) loa
 // TestMeasureLoadGeneratorChild is the child side of loadGenerator: it
 // serves the origin and runs the load the parent asks for.
 func TestMeasureLoadGeneratorChild(t *testing.T) {
-	if os.Getenv("WAITROOM_LOADGEN_CHILD") == "" {
-		t.Skip("the load generator of TestMeasureProxyThroughput")
-	}
+	needEnv(t, "WAITROOM_LOADGEN_CHILD", "the load generator of TestMeasureProxyThroughput")
 	clients := envInt("WAITROOM_MEASURE_CLIENTS", 32)
 	origin := benchOrigin(t)
 	fmt.Printf("origin %s\n", origin.URL)
@@ -262,9 +287,7 @@ func TestMeasureLoadGeneratorChild(t *testing.T) {
 }
 
 func TestMeasureProxyThroughput(t *testing.T) {
-	if os.Getenv("WAITROOM_MEASURE") == "" {
-		t.Skip("set WAITROOM_MEASURE=1 to measure proxy throughput")
-	}
+	needEnv(t, "WAITROOM_MEASURE", "set WAITROOM_MEASURE=1 to measure proxy throughput")
 	clients := envInt("WAITROOM_MEASURE_CLIENTS", 32)
 	perRound := time.Duration(envInt("WAITROOM_MEASURE_SECONDS", 2)) * time.Second
 	rounds := envInt("WAITROOM_MEASURE_ROUNDS", 10)

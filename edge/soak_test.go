@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -23,13 +22,8 @@ import (
 // stay flat, and that the origin never holds more sessions than the limit
 // allows. It is not part of the default suite.
 func TestSoak(t *testing.T) {
-	if os.Getenv("WAITROOM_SOAK") == "" {
-		t.Skip("soak test: set WAITROOM_SOAK=1 (and optionally WAITROOM_SOAK_DURATION=10m)")
-	}
-	duration := 10 * time.Minute
-	if d, err := time.ParseDuration(os.Getenv("WAITROOM_SOAK_DURATION")); err == nil {
-		duration = d
-	}
+	needEnv(t, "WAITROOM_SOAK", "soak test: set WAITROOM_SOAK=1 (and optionally WAITROOM_SOAK_DURATION=10m)")
+	duration := envDuration("WAITROOM_SOAK_DURATION", 10*time.Minute)
 	const limit, clients = 50, 150
 
 	// The origin counts the sessions it holds: a client that got in is

@@ -12,12 +12,12 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/bench"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -108,7 +108,7 @@ func BenchmarkHandler(b *testing.B) {
 	}{
 		{"plain proxy", "/open/", "", env.Proxy, 200, false},
 		{"plain proxy, flush every write", "/open/", "", variant(-1, nil), 200, false},
-		{"plain proxy, buffer pool", "/open/", "", variant(0, &bufferPool{}), 200, false},
+		{"plain proxy, buffer pool", "/open/", "", variant(0, edge.NewCopyBufferPool()), 200, false},
 		{"admitted", "/open/", admitted, env.Node, 200, false},
 		{"bare queue page", "/full/", "", env.Bare, 200, true},
 		{"queued new visitor", "/full/", "", env.Node, 200, true},
@@ -133,15 +133,3 @@ func BenchmarkHandler(b *testing.B) {
 		})
 	}
 }
-
-// bufferPool is the httputil.BufferPool edge's proxy could use.
-type bufferPool struct{ p sync.Pool }
-
-func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[]byte); ok {
-		return *v
-	}
-	return make([]byte, 32<<10)
-}
-
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }

@@ -103,7 +103,7 @@ func TestBrowserQueuesThenLandsOnOrigin(t *testing.T) {
 	if sc := strings.Join(leave.Header.Values("Set-Cookie"), " | "); !strings.Contains(sc, edge.CookieBaseName+"=;") || !strings.Contains(sc, "Max-Age=0") {
 		t.Errorf("revoked visitor's Set-Cookie %q, want the cookie cleared", sc)
 	}
-	n.clock.toNextMinute(time.Second)
+	toNextMinute(n.clock, time.Second)
 
 	// Hands off the browser: its own refresh must take it in.
 	err = poll(ctx, refreshWait, func() (bool, error) {
@@ -340,7 +340,7 @@ func iframeFlow(t *testing.T, thirdPartyCookies bool) {
 
 	// A minute passes on the node's clock: a visitor who lost its cookie
 	// would now be new, in a later bucket, behind everyone.
-	n.clock.toNextMinute(time.Second)
+	toNextMinute(n.clock, time.Second)
 
 	// Wait for the iframe's own refresh, counted as a check-in.
 	again := queued

@@ -15,9 +15,9 @@
 //
 // Each test takes about 25 to 45 seconds of real time: the queue page
 // refreshes every ~20 s and the tests wait for the browser to do it by
-// itself. The node's clock is a shifted real clock that the test moves to
-// the next minute, so that new_users_per_minute does not hold a freed slot
-// for up to a minute.
+// itself. The node's clock is a running testkit.Clock (the real clock,
+// shifted by the test's moves) that the test moves to the next minute, so
+// that new_users_per_minute does not hold a freed slot for up to a minute.
 //
 // Set WAITROOM_SCREENSHOT_DIR to keep the screenshots: queue-page.png (the
 // queue page), queue-page-iframe.png (the same page in a partner's iframe),

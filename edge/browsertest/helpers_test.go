@@ -1,7 +1,6 @@
 package browsertest_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -59,20 +58,12 @@ func chromium(t *testing.T) string {
 	return p
 }
 
-// shiftedClock is the real clock moved by an offset the test controls. The
-// node reads it for every decision and for its tokens; the browser's refresh
+// toNextMinute moves the node's clock to plus past the start of the next
+// minute. The clock is a running one (testkit.NewRunningClock): the node
+// reads it for every decision and for its tokens, and the browser's refresh
 // timing stays real.
-type shiftedClock struct{ off atomic.Int64 }
-
-func (c *shiftedClock) Now() time.Time {
-	return time.Now().Add(time.Duration(c.off.Load()))
-}
-
-// toNextMinute moves the clock to plus past the start of the next minute.
-func (c *shiftedClock) toNextMinute(plus time.Duration) {
-	now := c.Now()
-	next := now.Truncate(time.Minute).Add(time.Minute + plus)
-	c.off.Add(int64(next.Sub(now)))
+func toNextMinute(c *testkit.Clock, plus time.Duration) {
+	c.Set(c.Now().Truncate(time.Minute).Add(time.Minute + plus))
 }
 
 // startOrigin starts the site behind the room. "/leave" answers with the
@@ -147,7 +138,7 @@ func (rec *recorder) pages(path string) []seenRequest {
 // origin.
 type node struct {
 	srv   *edge.Server
-	clock *shiftedClock
+	clock *testkit.Clock
 	keys  *cookie.Keyring
 	cfg   *edge.Config
 }
@@ -189,8 +180,8 @@ func newNode(t *testing.T, originURL string, room func(*edge.RoomConfig)) *node 
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	clock := &shiftedClock{}
-	clock.toNextMinute(2 * time.Second)
+	clock := testkit.NewRunningClock()
+	toNextMinute(clock, 2*time.Second)
 	srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop(), Clock: clock.Now})
 	if err != nil {
 		t.Fatalf("edge.New: %v", err)
@@ -291,7 +282,7 @@ func allowThirdPartyCookies(t *testing.T) chromedp.ExecAllocatorOption {
 func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := chromium(t)
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -319,34 +310,13 @@ func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.C
 		cancelAlloc()
 		cancelBase()
 		if t.Failed() {
-			t.Logf("chromium output (last 4 KiB):\n%s", out.tail(4096))
+			t.Logf("chromium output (last 4 KiB):\n%s", out.Tail(4096))
 		}
 	})
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start %s: %v", path, err)
 	}
 	return ctx
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.b.Bytes()
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
 
 // pageState is what a test reads from a page: the queue page's parts, or the

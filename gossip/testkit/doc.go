@@ -1,7 +1,8 @@
 // Package testkit is the test support every package's tests share: one
 // poll helper to wait for a condition that another goroutine makes true
-// (a gossip round, a ring forming, an allocation recomputed), and one fake
-// clock that a test moves by hand.
+// (a gossip round, a ring forming, an allocation recomputed), one fake
+// clock that a test moves by hand, and one buffer that collects output
+// written by goroutines the test does not control.
 //
 // It imports nothing of waitroom's own, so that the tests of any package,
 // gossip's as well as edge's, can use it without an import cycle. It lives

@@ -89,3 +89,72 @@ func TestClock(t *testing.T) {
 		})
 	}
 }
+
+func TestRunningClock(t *testing.T) {
+	// A running clock reads the real clock, so each case checks that Now lies
+	// between two real readings taken around it, moved by what the case
+	// moved: bounds, not timings.
+	tests := []struct {
+		name  string
+		move  func(c *testkit.Clock)
+		shift time.Duration
+	}{
+		{"a new running clock is the real clock", func(*testkit.Clock) {}, 0},
+		{"advance shifts it from the real clock", func(c *testkit.Clock) { c.Advance(time.Minute) }, time.Minute},
+		{"set moves it forward", func(c *testkit.Clock) { c.Set(time.Now().Add(time.Hour)) }, time.Hour},
+		{"set never moves it back", func(c *testkit.Clock) { c.Set(time.Now().Add(-time.Hour)) }, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testkit.NewRunningClock()
+			tc.move(c)
+			before := time.Now().Add(tc.shift)
+			got := c.Now()
+			after := time.Now().Add(tc.shift)
+			// Set reads the real clock a moment before the clock does: allow
+			// the time between the two readings.
+			if got.Before(before.Add(-time.Second)) || got.After(after) {
+				t.Fatalf("Now = %v, want between %v and %v", got, before, after)
+			}
+		})
+	}
+}
+
+func TestBuffer(t *testing.T) {
+	t.Run("writers in parallel lose nothing", func(t *testing.T) {
+		var b testkit.Buffer
+		done := make(chan struct{})
+		for range 4 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for range 100 {
+					_, _ = b.Write([]byte("x"))
+					_ = b.Tail(3)
+				}
+			}()
+		}
+		for range 4 {
+			<-done
+		}
+		if got := len(b.String()); got != 400 {
+			t.Fatalf("%d bytes, want 400", got)
+		}
+	})
+	tests := []struct {
+		name, written string
+		n             int
+		want          string
+	}{
+		{"the tail of a long output is its last bytes", "chromium: started\nchromium: crashed", 7, "crashed"},
+		{"the tail of a short output is all of it", "short", 100, "short"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b testkit.Buffer
+			_, _ = b.Write([]byte(tc.written))
+			if got := b.Tail(tc.n); got != tc.want {
+				t.Fatalf("Tail(%d) = %q, want %q", tc.n, got, tc.want)
+			}
+		})
+	}
+}

@@ -138,7 +138,7 @@ func BenchmarkQueuedRequest(b *testing.B) {
 		{"checkin", func() *http.Request { return queued(now - 60) }},
 		// A reload before the interval: the page again, no attempt.
 		{"early_checkin", func() *http.Request { return queued(now) }},
-		// A first request: counted as an arrival and queued.
+		// A first request: queued, its arrival counted at its proof.
 		{"new_visitor", func() *http.Request { return httptest.NewRequest(http.MethodGet, "http://shop.test/", nil) }},
 		// The same with the JSON answer.
 		{"new_visitor_json", func() *http.Request {

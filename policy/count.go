@@ -16,7 +16,11 @@ import "github.com/waitroom/waitroom/crdt"
 // requests, a bot that never comes back) never gets that far, so it never
 // takes a place in the waiting count: it cannot fill max_queue, hold slots
 // reserved for the people counted in its bucket, or hold back the buckets
-// behind it for the five minutes of the waiting window.
+// behind it for the five minutes of the waiting window. Nor does it count
+// an arrival: a queued new visitor's arrival is counted at its proof too,
+// because arrivals decide each node's share of the new-user slots, and a
+// flood of cookieless first requests at one node would otherwise pull the
+// slots to that node, away from the real visitors queued at the others.
 //
 // A visitor is counted in at most one place at a time: a waiting cell
 // (arrival bucket, minute of its last counted check-in) while it waits, a
@@ -57,8 +61,9 @@ type Counting struct {
 // ProofRefresh is the refresh interval, in seconds, of a new visitor's
 // first queue page: how soon it comes back with the cookie that page set,
 // proving that it keeps cookies, and is counted as waiting (see Count).
-// Until then the visitor is invisible to every count but its arrival and
-// the count of new visitors queued, so the interval is short: two seconds,
+// Until then the visitor is invisible to every count but the count of new
+// visitors queued (even its arrival is counted at the proof), so the
+// interval is short: two seconds,
 // the time the truth allows between two admissions before it calls one out
 // of order, so a visitor this late to be counted is not put behind anyone
 // by it. The page after the proof is the same queue page, so the visitor
@@ -90,8 +95,8 @@ func (c Counting) Waiting() bool { return c.Counted != 0 && !c.Admitted() }
 const ProofGrace = 2 * ProofRefresh
 
 // Proving reports whether the visitor got its first queue page and has not
-// come back since: counted nowhere, its arrival already counted in the
-// minute of LastCheckIn, its next check-in due ProofRefresh later.
+// come back since: counted nowhere, its arrival not counted yet (the proof
+// counts it), its next check-in due ProofRefresh later.
 func (c Counting) Proving() bool {
 	return c.Counted == 0 && !c.Admitted() && c.LastCheckIn != 0 && c.RefreshInterval == ProofRefresh
 }
@@ -198,16 +203,17 @@ type Event struct {
 // It never reads a clock and never allocates beyond growing dst (nine
 // increments at most).
 //
-//   - A first request counts an arrival. Admitted, it counts the admission
-//     and a session in the cell of its expiry; queued, nothing more: the
-//     token's refresh interval is ProofRefresh, and the visitor is counted
-//     nowhere until that next request (Proving).
+//   - A first request that is admitted counts an arrival, the admission
+//     and a session in the cell of its expiry. Queued, it counts only a new
+//     visitor queued, not even an arrival: the token's refresh interval is
+//     ProofRefresh, and the visitor is counted nowhere until that next
+//     request (Proving).
 //   - The proof request, like any decided request of a visitor counted
-//     nowhere, counts a place in the waiting count of its bucket: the
-//     minute of its first request, even when a minute boundary passed
-//     since, as long as it comes within ProofGrace (otherwise the current
-//     minute's). It counts an arrival only when it is in another minute
-//     than the first request.
+//     nowhere, counts an arrival and a place in the waiting count of its
+//     bucket: the minute of its first request, even when a minute boundary
+//     passed since, as long as it comes within ProofGrace (otherwise the
+//     current minute's). So a queued visitor's arrival comes ProofRefresh
+//     late, and a client that never proves counts none.
 //   - A waiting visitor's counted check-in counts an arrival in each minute
 //     it is seen, and moves its waiting count to (its bucket, this minute)
 //     when the minute or the bucket changed. Admitted, the waiting count
@@ -233,14 +239,14 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event, now int
 	}
 	// seen: the visitor is seen, counted, for the first time this minute
 	// (a waiting visitor's count sits in the minute it was last counted in;
-	// a session's last request is its last check-in).
+	// a session's last request is its last check-in). A visitor counted
+	// nowhere is always seen: one on its way to the proof counted no arrival
+	// at its first request, and the proof counts it.
 	last := floorMinute(c.LastCheckIn)
 	if waiting {
 		last = c.Counted
 	}
-	// A visitor on its way to the proof counted its arrival at its first
-	// request, in the minute of LastCheckIn.
-	seen := (c.Counted == 0 && !c.Proving()) || last != nowMin
+	seen := c.Counted == 0 || last != nowMin
 	dur := int64(room.session()) * 60
 	g := SessionSlice(room.session())
 
@@ -330,15 +336,13 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event, now int
 		leaveWaiting()
 		c.Bucket, c.AcceptedAt, c.LastCheckIn, c.Counted = bucket, now, now, cell
 	case Queue:
-		if seen {
-			inc(crdt.Arrivals, 0, nowMin)
-		}
 		if ev.Fresh {
-			// Not counted as waiting until it proves that it keeps cookies
-			// (see the top of this file): its next request comes after
-			// ProofRefresh, and the token says it is on its way there, so
-			// that request is neither early nor a second arrival. A client
-			// that never comes back leaves nothing behind but its arrival.
+			// Not counted as waiting, nor as an arrival, until it proves
+			// that it keeps cookies (see the top of this file): its next
+			// request comes after ProofRefresh, and the token says it is on
+			// its way there, so that request is not early and counts the
+			// arrival. A client that never comes back leaves nothing behind
+			// but the count of new visitors queued.
 			inc(crdt.VisitorsQueued, 0, nowMin)
 			if ev.Challenged {
 				inc(crdt.ChallengesIssued, 0, nowMin)
@@ -348,6 +352,9 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event, now int
 			c.RefreshInterval = ProofRefresh
 			c.ExpiresAt = now + QueuedTokenLife
 			break
+		}
+		if seen {
+			inc(crdt.Arrivals, 0, nowMin)
 		}
 		if !waiting && !(c.Proving() && now <= c.LastCheckIn+ProofGrace) && ev.Shuffled == 0 && bucket < nowMin {
 			// Counted again after a while counted nowhere (held, or turned

@@ -48,9 +48,9 @@ func TestCount(t *testing.T) {
 			},
 		},
 		{
-			name: "a first request that is queued counts an arrival but no waiting place, and comes back for its proof soon",
+			name: "a first request that is queued counts neither an arrival nor a waiting place, and comes back for its proof soon",
 			room: five, ev: policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 19}, now: countNow,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.VisitorsQueued, 0, m)},
+			want: []crdt.Key{key(crdt.VisitorsQueued, 0, m)},
 			check: func(t *testing.T, c policy.Counting) {
 				if c.Counted != 0 || c.Waiting() || !c.Proving() || c.Bucket != m || c.LastCheckIn != countNow ||
 					c.RefreshInterval != policy.ProofRefresh || c.ExpiresAt != countNow+policy.QueuedTokenLife {
@@ -62,14 +62,14 @@ func TestCount(t *testing.T) {
 			},
 		},
 		{
-			name: "a first request that is queued with the challenge counts the challenge and still no waiting place",
+			name: "a first request that is queued with the challenge counts the challenge and still no arrival or waiting place",
 			room: five, ev: policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 19, Challenged: true}, now: countNow,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.VisitorsQueued, 0, m), key(crdt.ChallengesIssued, 0, m)},
+			want: []crdt.Key{key(crdt.VisitorsQueued, 0, m), key(crdt.ChallengesIssued, 0, m)},
 		},
 		{
-			name: "the proof in the same minute counts a place in the first request's bucket and no second arrival",
+			name: "the proof in the same minute counts the visitor's arrival and a place in the first request's bucket",
 			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 21}, now: countNow + 1,
-			want: []crdt.Key{key(crdt.WaitingPlus, m, m)},
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingPlus, m, m)},
 			check: func(t *testing.T, c policy.Counting) {
 				if c.Counted != m || c.Bucket != m || !c.Waiting() || c.Proving() || c.RefreshInterval != 21 || c.LastCheckIn != countNow+1 {
 					t.Errorf("state %+v", c)
@@ -97,14 +97,15 @@ func TestCount(t *testing.T) {
 			},
 		},
 		{
-			name: "the proof admitted counts the admission and its session, and leaves no waiting cell",
+			name: "the proof admitted counts the arrival, the admission and its session, and leaves no waiting cell",
 			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Admit}, now: countNow + 1,
-			want: []crdt.Key{key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+301)), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m),
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+301)), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m),
 				key(crdt.TimeInQueue, crdt.HistogramBin(float64(countNow+1-(m*60+30))), m)},
 		},
 		{
-			name: "the proof turned away by a full queue counts nothing and stays counted nowhere",
+			name: "the proof turned away by a full queue counts only its arrival and stays counted nowhere",
 			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Reject, Refresh: 20}, now: countNow + 1,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m)},
 			check: func(t *testing.T, c policy.Counting) {
 				if c.Counted != 0 || c.Proving() {
 					t.Errorf("state %+v", c)
@@ -279,8 +280,9 @@ func TestASessionIsActiveUntilItsExpiryRoundedUpToTheSlice(t *testing.T) {
 // its token (what the edge's table hands the rule), the summed session and
 // waiting counts equal the number of distinct live tokens in each state (a
 // new visitor on its way to its proof counts in neither), and a token never
-// held counts no two arrivals in one minute (its proof included; a held
-// visitor's arrival is counted when it is decided on, after the hold).
+// held counts no two arrivals in one minute (its proof included: a queued
+// first request counts no arrival, the proof counts it; a held visitor's
+// arrival is counted when it is decided on, after the hold).
 func TestCountedTotalsEqualTheLiveVisitors(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		room := policy.Room{SessionDuration: rapid.SampledFrom([]int{1, 5, 30}).Draw(t, "session"), DisableSessionRenewal: rapid.Bool().Draw(t, "no renewal")}

@@ -63,11 +63,16 @@ var shorts = []short{
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
 	}},
+	// Since a queued visitor's arrival counts at its proof, two seconds
+	// after its first request, the shares follow the shift two seconds
+	// later: 1.08 % → 1.39 % at the scenario's seed (3), but 1.30 % →
+	// 1.09 % at seed 1 and 1.61 % → 1.53 % at seed 2, so no worse beyond
+	// the seeds' own spread; the ratchet sits just above seed 3's value.
 	{name: "region-shift", shrink: func(sc *sim.Scenario) {
 		sc.Events[0].At = dur(3 * time.Minute)
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.013}},
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.014}},
 	{name: "single-node-flood", shrink: func(sc *sim.Scenario) {
 		a := &sc.Visitors.Arrival
 		a.SpikeAt, a.SpikeVisitors, a.End = dur(2*time.Minute), 1500, dur(7*time.Minute)
@@ -100,11 +105,13 @@ var shorts = []short{
 	// Needs clocks that agree across nodes (out of the policy's scope).
 	// Sessions counted by expiry move every few seconds while visitors
 	// browse, so more gossip messages and recomputes run: 34 % → 37 %
-	// here, within the noise of a scenario that misses by thirty times.
+	// here, within the noise of a scenario that misses by thirty times;
+	// 37.0 % → 37.7 % when a queued visitor's arrival came to count at its
+	// proof, two seconds late, likewise.
 	{name: "clock-skew", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(4 * time.Minute)
 		sc.Duration = dur(6 * time.Minute)
-	}, limits: map[string]float64{sim.GoalPeakNew: 1.2, sim.GoalFIFOInversions: 0.37}},
+	}, limits: map[string]float64{sim.GoalPeakNew: 1.2, sim.GoalFIFOInversions: 0.38}},
 	// An on-sale opening at a cold cluster (the edge soak's shape). The
 	// cold start itself stays within the limits (38 of 50 admitted in the
 	// first second, none of the flood beyond the per-minute limit); the

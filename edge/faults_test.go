@@ -84,7 +84,7 @@ func TestFaultKillAndRestart(t *testing.T) {
 	})
 
 	var survivors faultTotals
-	var atKill faultTotals // what the visitors had been told when the node died
+	var atKill faultTotals                // what the visitors had been told when the node died
 	var lostWait int64                    // waiting counts the crash took with it
 	lostCount := map[*faultVisitor]bool{} // the visitors they belonged to, or may have
 	t.Run("a node killed mid-event leaves the survivors' counts neither doubled nor inflated", func(t *testing.T) {

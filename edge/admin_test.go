@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -169,15 +170,15 @@ func adminDo(h http.Handler, method, path string) *http.Response {
 func TestAdminStatusValues(t *testing.T) {
 	tests := []struct {
 		name string
-		edit func(*edge.RoomConfig)
+		edit func(*config.Room)
 		fill int // visitors sent first
 		want string
 	}{
 		{name: "an empty room is not queueing", want: "not_queueing"},
 		{name: "a full room is queueing", fill: 2, want: "queueing"},
-		{name: "a room with queue_all is queue_all", edit: func(r *edge.RoomConfig) { r.QueueAll = true }, want: "queue_all"},
-		{name: "a suspended room is suspended", edit: func(r *edge.RoomConfig) { r.Suspended = true; r.QueueAll = true }, want: "suspended"},
-		{name: "a passthrough room over its limit is not queueing", edit: func(r *edge.RoomConfig) { r.QueueingMethod = "passthrough" }, fill: 3, want: "not_queueing"},
+		{name: "a room with queue_all is queue_all", edit: func(r *config.Room) { r.QueueAll = true }, want: "queue_all"},
+		{name: "a suspended room is suspended", edit: func(r *config.Room) { r.Suspended = true; r.QueueAll = true }, want: "suspended"},
+		{name: "a passthrough room over its limit is not queueing", edit: func(r *config.Room) { r.QueueingMethod = "passthrough" }, fill: 3, want: "not_queueing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,9 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/waitroom/waitroom/edge/canon"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // adminGate guards the admin endpoint against callers other than its
@@ -43,7 +46,7 @@ type adminGate struct {
 	next     http.Handler
 }
 
-func newAdminGate(cfg *Config, token []byte, health, next http.Handler) *adminGate {
+func newAdminGate(cfg *config.Config, token []byte, health, next http.Handler) *adminGate {
 	g := &adminGate{names: map[string]bool{"localhost": true}, token: token, readOpen: cfg.AdminReadOpen, health: health, next: next}
 	if h, _, err := net.SplitHostPort(cfg.Admin); err == nil && h != "" {
 		g.names[adminHostName(h)] = true
@@ -111,7 +114,7 @@ func (g *adminGate) hostAllowed(r *http.Request) bool {
 }
 
 // adminHostName is a Host header's or a configured host's name without its
-// port or brackets: the public side's host canonicaliser (normaliseHost)
+// port or brackets: the public side's host canonicaliser (canon.Host)
 // with the port dropped, since the admin gate does not compare ports. A
 // bare IPv6 address, which a Host header cannot carry but a configured
 // address can, is taken as it is. "" means no valid name.
@@ -120,7 +123,7 @@ func adminHostName(h string) string {
 	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
 		return a.String()
 	}
-	c, err := normaliseHost(h)
+	c, err := canon.Host(h)
 	if err != nil {
 		return ""
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // The room API: rooms created, changed and deleted at run time, with the
@@ -18,7 +20,7 @@ import (
 // two seconds.
 func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /rooms", func(w http.ResponseWriter, r *http.Request) {
-		out := []RoomConfig{}
+		out := []config.Room{}
 		for _, rm := range s.rooms() {
 			out = append(out, redacted(*rm.cfg))
 		}
@@ -60,7 +62,7 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 			writeError(w, http.StatusBadRequest, "%v", err)
 			return
 		}
-		s.changeRoom(w, r, func(rc *RoomConfig) {
+		s.changeRoom(w, r, func(rc *config.Room) {
 			rc.Stopped = true
 			if body.PageHTML != "" {
 				rc.StopPageHTML = body.PageHTML
@@ -68,7 +70,7 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 		})
 	})
 	mux.HandleFunc("POST /rooms/{name}/resume", func(w http.ResponseWriter, r *http.Request) {
-		s.changeRoom(w, r, func(rc *RoomConfig) { rc.Stopped = false })
+		s.changeRoom(w, r, func(rc *config.Room) { rc.Stopped = false })
 	})
 	mux.HandleFunc("GET /rooms/{name}/events/{id}/details", func(w http.ResponseWriter, r *http.Request) {
 		rm := s.room(r.PathValue("name"))
@@ -89,7 +91,7 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 					if cur, _ := rm.cfg.At(s.clock()); cur == e {
 						return ph.String()
 					}
-					return NoEvent.String()
+					return config.NoEvent.String()
 				}(),
 				"effective": map[string]any{
 					"total_active_users":      eff.TotalActiveUsers,
@@ -99,7 +101,7 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 					"queueing_method":         eff.QueueingMethod,
 					"custom_page_html":        eff.CustomPageHTML,
 					"suspended":               eff.Suspended,
-					"prequeue_start_time":     e.prequeueStart().UTC(),
+					"prequeue_start_time":     e.PrequeueStart().UTC(),
 					"event_start_time":        e.EventStartTime.UTC(),
 					"event_end_time":          e.EventEndTime.UTC(),
 					"shuffle_at_event_start":  e.ShuffleAtEventStart,
@@ -124,7 +126,7 @@ func (s *Server) putRoom(w http.ResponseWriter, r *http.Request, patch, create b
 		writeError(w, http.StatusNotFound, "no room named %q to patch", name)
 		return
 	}
-	var rc RoomConfig
+	var rc config.Room
 	if patch {
 		// A JSON merge patch: start from the room's settings and let the
 		// body's fields replace theirs.
@@ -146,13 +148,13 @@ func (s *Server) putRoom(w http.ResponseWriter, r *http.Request, patch, create b
 }
 
 // changeRoom applies fn to a copy of a room's settings and stores it.
-func (s *Server) changeRoom(w http.ResponseWriter, r *http.Request, fn func(*RoomConfig)) {
+func (s *Server) changeRoom(w http.ResponseWriter, r *http.Request, fn func(*config.Room)) {
 	cur := s.room(r.PathValue("name"))
 	if cur == nil {
 		writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
 		return
 	}
-	var rc RoomConfig
+	var rc config.Room
 	b, _ := json.Marshal(cur.cfg)
 	_ = json.Unmarshal(b, &rc)
 	fn(&rc)
@@ -160,7 +162,7 @@ func (s *Server) changeRoom(w http.ResponseWriter, r *http.Request, fn func(*Roo
 }
 
 // writeRoom validates a room against the others and stores it.
-func (s *Server) writeRoom(w http.ResponseWriter, r *http.Request, rc RoomConfig, created bool) {
+func (s *Server) writeRoom(w http.ResponseWriter, r *http.Request, rc config.Room, created bool) {
 	if rc.TurnstileSecret == RedactedSecret {
 		// A room read from the API and applied back: keep its secret.
 		cur := s.room(rc.Name)
@@ -199,7 +201,7 @@ const RedactedSecret = "(set)"
 // redacted is a room as the admin API shows it: its secret, if it has one,
 // replaced by RedactedSecret. The API never returns a secret: whoever can
 // read the API (admin_read_open, a leaked read path) would learn it.
-func redacted(rc RoomConfig) RoomConfig {
+func redacted(rc config.Room) config.Room {
 	if rc.TurnstileSecret != "" {
 		rc.TurnstileSecret = RedactedSecret
 	}
@@ -208,7 +210,7 @@ func redacted(rc RoomConfig) RoomConfig {
 
 // validateWith checks rc as the config would be with rc in place: the room's
 // own rules and the rules across rooms (routes, cookie names).
-func (s *Server) validateWith(rc RoomConfig) error {
+func (s *Server) validateWith(rc config.Room) error {
 	c := *s.cfg
 	c.Rooms = nil
 	for _, rm := range s.rooms() {
@@ -229,12 +231,12 @@ func (s *Server) applyNow() {
 }
 
 func decodeBody(r *http.Request, v any, allowEmpty bool) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxConfigSize+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, config.MaxConfigSize+1))
 	if err != nil {
 		return fmt.Errorf("read body: %w", err)
 	}
-	if len(body) > MaxConfigSize {
-		return fmt.Errorf("body is larger than %d bytes", MaxConfigSize)
+	if len(body) > config.MaxConfigSize {
+		return fmt.Errorf("body is larger than %d bytes", config.MaxConfigSize)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if allowEmpty {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // Bad input at the edge: a client may send anything, and a node must survive
@@ -197,7 +197,7 @@ func TestOverload(t *testing.T) {
 			cfg := nodeConfig("lonely-"+mode, keyFile(t, t.TempDir()), o.URL, room("shop", 100, 100))
 			cfg.Seeds = []string{"127.0.0.1:1"} // a peer that never answers
 			cfg.StaleState = mode
-			cfg.StaleAfter = edge.Duration(time.Second)
+			cfg.StaleAfter = config.Duration(time.Second)
 			clock := newFakeClock(5)
 			srv := startServer(t, cfg, clock)
 			srv.AdminHandler() // registers nothing; status below recomputes

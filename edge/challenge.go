@@ -10,11 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -31,60 +31,17 @@ import (
 // queues. With log, challenges are only counted.
 const challengeParam = "__waitroom_challenge"
 
-var (
-	challengeModes   = []string{"off", "invisible", "visible_non_interactive", "visible_managed"}
-	challengeActions = []string{"log", "infinite_queue"}
-	challengeOnError = []string{"allow", "deny"}
-)
-
+// provider is a challenge verifier: its widget script, its siteverify
+// endpoint and the class of the widget's element.
 type provider struct {
 	script, verify, class string
 }
 
+// providers are the verifiers turnstile_provider may name.
 var providers = map[string]provider{
 	"turnstile": {"https://challenges.cloudflare.com/turnstile/v0/api.js", "https://challenges.cloudflare.com/turnstile/v0/siteverify", "cf-turnstile"},
 	"hcaptcha":  {"https://js.hcaptcha.com/1/api.js", "https://api.hcaptcha.com/siteverify", "h-captcha"},
 	"recaptcha": {"https://www.google.com/recaptcha/api.js", "https://www.google.com/recaptcha/api/siteverify", "g-recaptcha"},
-}
-
-const defaultChallengeTimeout = 3 * time.Second
-
-func (r *RoomConfig) challengeOn() bool { return r.TurnstileMode != "" && r.TurnstileMode != "off" }
-
-// validateChallenge checks the turnstile_* settings.
-func (r *RoomConfig) validateChallenge(p *problems) {
-	if r.TurnstileMode != "" && !slices.Contains(challengeModes, r.TurnstileMode) {
-		p.add("turnstile_mode", "%q must be one of %s", r.TurnstileMode, strings.Join(challengeModes, ", "))
-	}
-	if r.TurnstileAction != "" && !slices.Contains(challengeActions, r.TurnstileAction) {
-		p.add("turnstile_action", "%q must be one of %s", r.TurnstileAction, strings.Join(challengeActions, ", "))
-	}
-	if r.TurnstileOnError != "" && !slices.Contains(challengeOnError, r.TurnstileOnError) {
-		p.add("turnstile_on_error", "%q must be allow (let visitors through when the verifier cannot answer) or deny", r.TurnstileOnError)
-	}
-	if r.TurnstileProvider != "" {
-		if _, ok := providers[r.TurnstileProvider]; !ok {
-			p.add("turnstile_provider", "%q must be one of turnstile, hcaptcha, recaptcha", r.TurnstileProvider)
-		}
-	}
-	for field, u := range map[string]string{"turnstile_siteverify_url": r.TurnstileVerifyURL, "turnstile_script_url": r.TurnstileScriptURL} {
-		if u != "" {
-			if err := checkOrigin(u); err != nil {
-				p.add(field, "%q %v", u, err)
-			}
-		}
-	}
-	if r.TurnstileTimeout < 0 {
-		p.add("turnstile_timeout", "%v must be positive (default %v)", r.TurnstileTimeout, defaultChallengeTimeout)
-	}
-	if r.challengeOn() {
-		if r.TurnstileSiteKey == "" {
-			p.add("turnstile_site_key", "is required when turnstile_mode is %s", r.TurnstileMode)
-		}
-		if r.TurnstileSecret == "" {
-			p.add("turnstile_secret", "is required when turnstile_mode is %s", r.TurnstileMode)
-		}
-	}
 }
 
 // challenge is a room's compiled challenge settings.
@@ -102,13 +59,17 @@ var widgetTmpl = template.Must(template.New("w").Parse(`<script src="{{.Script}}
 <div class="{{.Class}}" data-sitekey="{{.Key}}" data-callback="waitroomChallengeSolved"{{if .Invisible}} data-appearance="interaction-only" data-size="invisible"{{end}}></div>
 <script>function waitroomChallengeSolved(t){var u=new URL(location.href);u.searchParams.set("{{.Param}}",t);location.replace(u.toString());}</script>`))
 
-func newChallenge(c *RoomConfig) (*challenge, error) {
-	if !c.challengeOn() {
+func newChallenge(c *config.Room) (*challenge, error) {
+	if !c.ChallengeOn() {
 		return nil, nil
 	}
-	prov := providers[c.TurnstileProvider]
-	if c.TurnstileProvider == "" {
-		prov = providers["turnstile"]
+	name := c.TurnstileProvider
+	if name == "" {
+		name = "turnstile"
+	}
+	prov, ok := providers[name]
+	if !ok {
+		return nil, fmt.Errorf("turnstile_provider %q is not known to this node", name)
 	}
 	ch := &challenge{
 		infinite: c.TurnstileAction == "infinite_queue",
@@ -118,7 +79,7 @@ func newChallenge(c *RoomConfig) (*challenge, error) {
 		timeout:  time.Duration(c.TurnstileTimeout),
 	}
 	if ch.timeout <= 0 {
-		ch.timeout = defaultChallengeTimeout
+		ch.timeout = config.DefaultTurnstileTimeout
 	}
 	ch.client = &http.Client{Timeout: ch.timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
 	var b strings.Builder

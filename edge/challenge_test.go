@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -58,14 +59,14 @@ func newSiteverify(t *testing.T, secret string) *siteverify {
 
 // challengedRoom is a full room (one slot, taken) with an invisible
 // challenge and the given action, verified against sv.
-func challengedRoom(sv *siteverify, action, onError string) edge.RoomConfig {
+func challengedRoom(sv *siteverify, action, onError string) config.Room {
 	rc := room("shop", 1, 1)
 	rc.TurnstileMode = "invisible"
 	rc.TurnstileAction = action
 	rc.TurnstileSiteKey = "0x4AAAAAAA-site-key"
 	rc.TurnstileSecret = "the-secret"
 	rc.TurnstileVerifyURL = sv.URL
-	rc.TurnstileTimeout = edge.Duration(300 * time.Millisecond)
+	rc.TurnstileTimeout = config.Duration(300 * time.Millisecond)
 	rc.TurnstileOnError = onError
 	rc.EnabledOriginCommands = []string{"revoke"}
 	return rc

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 )
 
@@ -267,7 +267,7 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 
 	t.Run("a marked request that bypasses the room reaches the origin without the marker", func(t *testing.T) {
 		rc := fullRoom("shop")
-		rc.Bypass = []edge.BypassRule{{PathSuffix: ".css"}}
+		rc.Bypass = []config.BypassRule{{PathSuffix: ".css"}}
 		f := newFixture(t, rc)
 		admitFirst(t, f, "http://shop.test/")
 		url := fmt.Sprintf("http://shop.test/site.css?v=2&__waitroom_cc=%d", f.clock.Now().Unix())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -46,7 +47,7 @@ func replay(t *testing.T, h http.Handler, v *visitor, n int, parallel bool) {
 // twoNodes starts two nodes with the same cookie key and room in front of
 // one origin, both on one fake clock at second 5, so a visitor's cookie from
 // one is good at the other; the tests read their counts together (counts).
-func twoNodes(t *testing.T, rc edge.RoomConfig) (*testkit.Clock, *edge.Server, *edge.Server) {
+func twoNodes(t *testing.T, rc config.Room) (*testkit.Clock, *edge.Server, *edge.Server) {
 	t.Helper()
 	clock := newFakeClock(5)
 	o := newOrigin(t)

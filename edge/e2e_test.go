@@ -30,6 +30,7 @@ import (
 
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
@@ -130,7 +131,7 @@ func startE2ECluster(t *testing.T, clock *testkit.Clock, o *origin) *e2eCluster 
 	// The policy divides the Anywhere slots by the number of live
 	// members, so newCluster waits until all three see each other.
 	cl := newCluster(t, e2eNodes, clusterOpts{
-		rooms:  []edge.RoomConfig{rc},
+		rooms:  []config.Room{rc},
 		clock:  clock,
 		serve:  true,
 		origin: o,

@@ -25,7 +25,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
@@ -57,7 +57,7 @@ var faultWindows = crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 10}
 
 // newFaultCluster starts n nodes on a FaultNet seeded with seed (skews, if
 // given, offset their clocks) and waits until they form one ring.
-func newFaultCluster(t *testing.T, seed uint64, n int, skews []time.Duration, rooms ...edge.RoomConfig) *cluster {
+func newFaultCluster(t *testing.T, seed uint64, n int, skews []time.Duration, rooms ...config.Room) *cluster {
 	t.Helper()
 	c := faultClusterOf(t, seed, rooms...)
 	for i := 0; i < n; i++ {
@@ -74,7 +74,7 @@ func newFaultCluster(t *testing.T, seed uint64, n int, skews []time.Duration, ro
 // faultClusterOf makes an empty cluster of the fault suite: gossip over a
 // FaultNet seeded with seed, memberlist's timings shortened (faultTune).
 // Add nodes with add.
-func faultClusterOf(t *testing.T, seed uint64, rooms ...edge.RoomConfig) *cluster {
+func faultClusterOf(t *testing.T, seed uint64, rooms ...config.Room) *cluster {
 	t.Helper()
 	return clusterOf(t, clusterOpts{rooms: rooms, faults: gossip.NewFaultNet(seed), tune: faultTune})
 }

@@ -30,7 +30,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
@@ -830,7 +830,7 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 	type setup struct{ keys, label string }
 	setups := map[string]setup{}
 	c := faultClusterOf(t, 66, room(faultRoom, 1000, 100))
-	c.edit = func(n *clusterNode, cfg *edge.Config) {
+	c.edit = func(n *clusterNode, cfg *config.Config) {
 		s, ok := setups[n.name]
 		if !ok {
 			s = setup{oldFile, label}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // How a node's gossip is authenticated. Gossip carries the rooms' settings
@@ -40,8 +42,8 @@ type gossipSecurity struct {
 	bind     string // the gossip bind address to use
 }
 
-func gossipSecurityOf(cfg *Config, opts RunOptions, log zerolog.Logger) (gossipSecurity, error) {
-	keys, err := cfg.GossipKeys()
+func gossipSecurityOf(cfg *config.Config, opts RunOptions, log zerolog.Logger) (gossipSecurity, error) {
+	keys, err := GossipKeysOf(cfg)
 	if err != nil {
 		return gossipSecurity{}, err
 	}
@@ -63,8 +65,8 @@ func gossipSecurityOf(cfg *Config, opts RunOptions, log zerolog.Logger) (gossipS
 	if err != nil {
 		return gossipSecurity{}, fmt.Errorf("gossip %q: %w", cfg.Gossip, err)
 	}
-	if len(cfg.Seeds) == 0 && (isWildcard(host) || isLoopbackHost(host)) {
-		if isWildcard(host) {
+	if len(cfg.Seeds) == 0 && (config.IsWildcardHost(host) || config.IsLoopbackHost(host)) {
+		if config.IsWildcardHost(host) {
 			sec.bind = net.JoinHostPort("127.0.0.1", port)
 		}
 		k := make([]byte, 32)

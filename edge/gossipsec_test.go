@@ -16,6 +16,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
@@ -24,15 +25,15 @@ func TestANodeNeedsAGossipKey(t *testing.T) {
 	t.Setenv(edge.GossipKeyEnv, "")
 	tests := []struct {
 		name   string
-		edit   func(*edge.Config)
+		edit   func(*config.Config)
 		starts bool
 	}{
-		{"a node with seeds and no key refuses to start", func(c *edge.Config) { c.Seeds = []string{"127.0.0.1:1"} }, false},
+		{"a node with seeds and no key refuses to start", func(c *config.Config) { c.Seeds = []string{"127.0.0.1:1"} }, false},
 		// Refused before anything binds.
-		{"a node alone on a public gossip address and no key refuses to start", func(c *edge.Config) { c.Gossip = "192.0.2.1:7946" }, false},
-		{"a node with seeds and insecure gossip starts", func(c *edge.Config) { c.Seeds = []string{"127.0.0.1:1"}; c.InsecureGossip = true }, true},
-		{"a node with a key file starts", func(c *edge.Config) { c.Seeds = []string{"127.0.0.1:1"}; c.GossipKeyFile = writeGossipKey(t) }, true},
-		{"a node alone without a key starts", func(c *edge.Config) {}, true},
+		{"a node alone on a public gossip address and no key refuses to start", func(c *config.Config) { c.Gossip = "192.0.2.1:7946" }, false},
+		{"a node with seeds and insecure gossip starts", func(c *config.Config) { c.Seeds = []string{"127.0.0.1:1"}; c.InsecureGossip = true }, true},
+		{"a node with a key file starts", func(c *config.Config) { c.Seeds = []string{"127.0.0.1:1"}; c.GossipKeyFile = writeGossipKey(t) }, true},
+		{"a node alone without a key starts", func(c *config.Config) {}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,7 +158,7 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 	if bytes.Contains(heard, []byte("s3cret")) {
 		t.Fatalf("the secret went out in plaintext gossip: %s", heard)
 	}
-	var got edge.RoomConfig
+	var got config.Room
 	if err := json.Unmarshal(heard, &got); err != nil || got.TurnstileSiteKey != "site-key" || got.TotalActiveUsers != 100 {
 		t.Fatalf("the room arrived as %s (%v), want its other settings", heard, err)
 	}
@@ -207,7 +208,7 @@ func TestTheAdminAPIOverwritesARoomStampedInTheFarFuture(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, 0, "the operator's settings on every node", func() bool {
 		for _, n := range r.nodes {
 			reg, _ := n.Node().Register("room/shop")
-			var rc edge.RoomConfig
+			var rc config.Room
 			if json.Unmarshal(reg.Value, &rc) != nil || rc.TotalActiveUsers != 70 {
 				return false
 			}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -60,8 +61,8 @@ func keyFile(tb testing.TB, dir string) string {
 
 // room returns a room named name with the given limits and defaults for
 // the rest.
-func room(name string, total, perMinute int) edge.RoomConfig {
-	return edge.RoomConfig{
+func room(name string, total, perMinute int) config.Room {
+	return config.Room{
 		Name:              name,
 		TotalActiveUsers:  total,
 		NewUsersPerMinute: perMinute,
@@ -69,8 +70,8 @@ func room(name string, total, perMinute int) edge.RoomConfig {
 }
 
 // nodeConfig is a loopback config for one node with the given rooms.
-func nodeConfig(name, keyPath, origin string, rooms ...edge.RoomConfig) *edge.Config {
-	return &edge.Config{
+func nodeConfig(name, keyPath, origin string, rooms ...config.Room) *config.Config {
+	return &config.Config{
 		Node:          name,
 		Listen:        "127.0.0.1:0",
 		Admin:         "127.0.0.1:0",
@@ -89,7 +90,7 @@ var testGossipKeys = [][]byte{[]byte("waitroom-edge-test-gossip-key-32")}
 
 // startServer validates cfg and builds a node on clock; the node is closed
 // when the test ends.
-func startServer(tb testing.TB, cfg *edge.Config, clock *testkit.Clock) *edge.Server {
+func startServer(tb testing.TB, cfg *config.Config, clock *testkit.Clock) *edge.Server {
 	tb.Helper()
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -111,7 +112,7 @@ func startServer(tb testing.TB, cfg *edge.Config, clock *testkit.Clock) *edge.Se
 // listeners (loopback, ports chosen by the system) until the test ends, for
 // tests of what only a listener does: Host headers, connection limits and
 // timeouts.
-func serveNode(tb testing.TB, cfg *edge.Config, clock *testkit.Clock) *edge.Server {
+func serveNode(tb testing.TB, cfg *config.Config, clock *testkit.Clock) *edge.Server {
 	tb.Helper()
 	srv := startServer(tb, cfg, clock)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -254,7 +255,7 @@ type fixture struct {
 
 // newFixture starts one node with the given rooms (their origin is the test
 // origin unless set) at 5 s into a minute.
-func newFixture(tb testing.TB, rooms ...edge.RoomConfig) *fixture {
+func newFixture(tb testing.TB, rooms ...config.Room) *fixture {
 	tb.Helper()
 	o := newOrigin(tb)
 	clock := newFakeClock(5)
@@ -477,10 +478,10 @@ type cluster struct {
 	base   *testkit.Clock   // nil: the nodes run on the wall clock
 	origin *origin
 	key    string // cookie key file, shared by every node
-	rooms  []edge.RoomConfig
+	rooms  []config.Room
 	nodes  []*clusterNode
 	// edit adjusts a node's config before it starts (keys, label).
-	edit func(n *clusterNode, cfg *edge.Config)
+	edit func(n *clusterNode, cfg *config.Config)
 	// tune runs after the options' tune on each node's memberlist config.
 	tune func(n *clusterNode, mc *memberlist.Config)
 }
@@ -489,7 +490,7 @@ type cluster struct {
 // fake clock at 5 s into a minute, in front of the test origin, without
 // faults and without listeners.
 type clusterOpts struct {
-	rooms []edge.RoomConfig // every node's rooms, seeded from its config
+	rooms []config.Room // every node's rooms, seeded from its config
 	// faults, when set, carries the nodes' gossip with its faults.
 	faults *gossip.FaultNet
 	// tune adjusts memberlist's timings (faultTune for the fault suite).

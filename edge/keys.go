@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // Environment variables that carry keys when no key file is configured.
@@ -141,21 +142,23 @@ func cookieKeyring(data []byte) (*cookie.Keyring, error) {
 	return cookie.NewKeyring(keys...)
 }
 
-// GossipKeys returns the gossip encryption keys: from gossip_key_file if it is
-// set, else from $WAITROOM_GOSSIP_KEY; the file wins if both are given. With
-// neither it returns nil and no error: gossip is then not encrypted.
-func (c *Config) GossipKeys() ([][]byte, error) {
+// GossipKeysOf returns the config's gossip encryption keys: from
+// gossip_key_file if it is set, else from $WAITROOM_GOSSIP_KEY; the file wins
+// if both are given. With neither it returns nil and no error: gossip is then
+// not encrypted.
+func GossipKeysOf(c *config.Config) ([][]byte, error) {
 	if c.GossipKeyFile != "" {
 		return LoadGossipKeys(c.GossipKeyFile)
 	}
 	return GossipKeysFromEnv()
 }
 
-// CookieKeys returns the visitor cookie keyring: from cookie_key_file if it is
-// set, else from $WAITROOM_COOKIE_KEYS; the file wins if both are given. With
-// neither it is an error: keys made up at start-up would send every visitor
-// to the back of the queue when the node restarts.
-func (c *Config) CookieKeys() (*cookie.Keyring, error) {
+// CookieKeysOf returns the config's visitor cookie keyring: from
+// cookie_key_file if it is set, else from $WAITROOM_COOKIE_KEYS; the file
+// wins if both are given. With neither it is an error: keys made up at
+// start-up would send every visitor to the back of the queue when the node
+// restarts.
+func CookieKeysOf(c *config.Config) (*cookie.Keyring, error) {
 	if c.CookieKeyFile != "" {
 		return LoadCookieKeys(c.CookieKeyFile)
 	}
@@ -230,7 +233,7 @@ func ProtectKeyOutput(f *os.File) (bool, error) {
 // anyone who reads the cookie key can mint admitted visitors, the gossip key
 // can rewrite the cluster's counts and rooms, the token can change rooms.
 // The node still starts; the operator decides.
-func warnOpenKeyFiles(cfg *Config, log zerolog.Logger) {
+func warnOpenKeyFiles(cfg *config.Config, log zerolog.Logger) {
 	if runtime.GOOS == "windows" {
 		return // permission bits there say nothing about who can read
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -119,22 +120,22 @@ func TestGossipKeysFromEnv(t *testing.T) {
 	})
 	t.Run("the config's key file wins over the variable", func(t *testing.T) {
 		t.Setenv(edge.GossipKeyEnv, b64(16, 9))
-		c := &edge.Config{GossipKeyFile: writeFile(t, b64(32, 1)+"\n")}
-		keys, err := c.GossipKeys()
+		c := &config.Config{GossipKeyFile: writeFile(t, b64(32, 1)+"\n")}
+		keys, err := edge.GossipKeysOf(c)
 		if err != nil || len(keys) != 1 || len(keys[0]) != 32 {
 			t.Errorf("%v %v", keys, err)
 		}
 	})
 	t.Run("the variable is used without a key file", func(t *testing.T) {
 		t.Setenv(edge.GossipKeyEnv, b64(16, 9))
-		keys, err := (&edge.Config{}).GossipKeys()
+		keys, err := edge.GossipKeysOf(&config.Config{})
 		if err != nil || len(keys) != 1 || len(keys[0]) != 16 {
 			t.Errorf("%v %v", keys, err)
 		}
 	})
 	t.Run("with neither gossip is not encrypted", func(t *testing.T) {
 		t.Setenv(edge.GossipKeyEnv, "")
-		keys, err := (&edge.Config{}).GossipKeys()
+		keys, err := edge.GossipKeysOf(&config.Config{})
 		if keys != nil || err != nil {
 			t.Errorf("%v %v", keys, err)
 		}
@@ -212,22 +213,22 @@ func TestCookieKeysFromEnv(t *testing.T) {
 	})
 	t.Run("the config's key file wins over the variable", func(t *testing.T) {
 		t.Setenv(edge.CookieKeysEnv, "9 "+b64(32, 9))
-		c := &edge.Config{CookieKeyFile: filepath.Join("testdata", "keys", "cookie.keys")}
-		ring, err := c.CookieKeys()
+		c := &config.Config{CookieKeyFile: filepath.Join("testdata", "keys", "cookie.keys")}
+		ring, err := edge.CookieKeysOf(c)
 		if err != nil || ring.SealKeyID() != 2 {
 			t.Errorf("%v %v", ring, err)
 		}
 	})
 	t.Run("the variable is used without a key file", func(t *testing.T) {
 		t.Setenv(edge.CookieKeysEnv, "9 "+b64(32, 9))
-		ring, err := (&edge.Config{}).CookieKeys()
+		ring, err := edge.CookieKeysOf(&config.Config{})
 		if err != nil || ring.SealKeyID() != 9 {
 			t.Errorf("%v %v", ring, err)
 		}
 	})
 	t.Run("with neither it is an error saying where keys go", func(t *testing.T) {
 		t.Setenv(edge.CookieKeysEnv, "")
-		_, err := (&edge.Config{}).CookieKeys()
+		_, err := edge.CookieKeysOf(&config.Config{})
 		if err == nil || !strings.Contains(err.Error(), "cookie_key_file") || !strings.Contains(err.Error(), "WAITROOM_COOKIE_KEYS") {
 			t.Errorf("got %v", err)
 		}

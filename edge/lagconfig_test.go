@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 func TestGossipLagMeasuredSetting(t *testing.T) {
@@ -18,7 +18,7 @@ func TestGossipLagMeasuredSetting(t *testing.T) {
 		{"gossip_lag_measured: false turns it off", "gossip_lag_measured: false\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := edge.ParseConfig([]byte("node: n\n" + tc.yaml + "rooms:\n  - name: shop\n    total_active_users: 10\n    new_users_per_minute: 10\n    origin: http://127.0.0.1:1\n"))
+			c, err := config.Parse([]byte("node: n\n" + tc.yaml + "rooms:\n  - name: shop\n    total_active_users: 10\n    new_users_per_minute: 10\n    origin: http://127.0.0.1:1\n"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -28,7 +28,7 @@ func TestGossipLagMeasuredSetting(t *testing.T) {
 		})
 	}
 	t.Run("a value that is not a boolean names the field", func(t *testing.T) {
-		_, err := edge.ParseConfig([]byte("node: n\ngossip_lag_measured: sometimes\n"))
+		_, err := config.Parse([]byte("node: n\ngossip_lag_measured: sometimes\n"))
 		if err == nil || !strings.Contains(err.Error(), "gossip_lag_measured") {
 			t.Fatalf("error %v, want one naming gossip_lag_measured", err)
 		}

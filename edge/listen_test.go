@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -66,8 +66,8 @@ func closedWithin(t *testing.T, c net.Conn, d time.Duration) {
 func TestPublicListenerLimits(t *testing.T) {
 	o := newOrigin(t)
 	cfg := nodeConfig("limits", keyFile(t, t.TempDir()), o.URL, room("shop", 1000, 1000))
-	cfg.ReadHeaderTimeout = edge.Duration(clientTimeout)
-	cfg.ClientTimeout = edge.Duration(clientTimeout)
+	cfg.ReadHeaderTimeout = config.Duration(clientTimeout)
+	cfg.ClientTimeout = config.Duration(clientTimeout)
 	srv := serveNode(t, cfg, nil)
 	addr := srv.PublicAddr()
 	base := "http://" + addr

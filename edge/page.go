@@ -12,6 +12,7 @@ import (
 	"github.com/cbroglie/mustache"
 
 	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -183,7 +184,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 		WaitTime75Percentile:   est.WaitTime75,
 		WaitTimeFormatted:      est.WaitTimeFormatted,
 		QueueIsFull:            est.QueueIsFull,
-		QueueAll:               vw.pol.QueueAll && vw.phase != Prequeue,
+		QueueAll:               vw.pol.QueueAll && vw.phase != config.Prequeue,
 		LastUpdated:            now.UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z"),
 		RefreshIntervalSeconds: refresh,
 		QueueingMethod:         method,
@@ -199,8 +200,8 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 		v.Turnstile = rm.challenge.widget
 	}
 	if e := vw.event; e != nil {
-		v.IsEventActive = vw.phase == EventActive
-		v.IsEventPrequeueing = vw.phase == Prequeue
+		v.IsEventActive = vw.phase == config.EventActive
+		v.IsEventPrequeueing = vw.phase == config.Prequeue
 		v.ShuffleAtEventStart = e.ShuffleAtEventStart
 		if d := e.EventStartTime.Sub(now); d > 0 {
 			v.TimeUntilEventStart = int((d + time.Minute - 1) / time.Minute)
@@ -210,7 +211,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 			v.TimeUntilEventEnd = int((d + time.Minute - 1) / time.Minute)
 			v.TimeUntilEventEndFormatted = policy.FormatWait(v.TimeUntilEventEnd)
 		}
-		if vw.phase == Prequeue {
+		if vw.phase == config.Prequeue {
 			// Before the start nobody's wait is known; check in again at
 			// the start at the latest.
 			v.WaitTimeKnown = false

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // readiness is what /readyz answers from: whether the node has what it
@@ -34,7 +36,7 @@ func (s *Server) Ready(now time.Time) bool {
 	}
 	wait := time.Duration(s.cfg.ReadyAloneAfter)
 	if wait <= 0 {
-		wait = DefaultReadyAloneAfter
+		wait = config.DefaultReadyAloneAfter
 	}
 	var why string
 	switch {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -35,7 +35,7 @@ func TestReadiness(t *testing.T) {
 		if got := readyStatus(t, admin); got != http.StatusServiceUnavailable {
 			t.Errorf("at start: %d, want 503", got)
 		}
-		clock.Advance(edge.DefaultReadyAloneAfter - time.Millisecond)
+		clock.Advance(config.DefaultReadyAloneAfter - time.Millisecond)
 		if got := readyStatus(t, admin); got != http.StatusServiceUnavailable {
 			t.Errorf("just before ready_alone_after: %d, want 503", got)
 		}
@@ -57,7 +57,7 @@ func TestReadiness(t *testing.T) {
 	})
 
 	t.Run("a node that met the ring stays ready when its peers leave, asked or not before", func(t *testing.T) {
-		c := newCluster(t, 2, clusterOpts{rooms: []edge.RoomConfig{room("shop", 10, 10)}})
+		c := newCluster(t, 2, clusterOpts{rooms: []config.Room{room("shop", 10, 10)}})
 		// pop-b has pop-a as its seed; pop-a leaves.
 		a, b := c.nodes[0], c.nodes[1]
 		a.stop()
@@ -76,7 +76,7 @@ func TestReadiness(t *testing.T) {
 		}
 		cfg := nodeConfig("pop-a", keyFile(t, dir), "http://127.0.0.1:1", room("shop", 10, 10))
 		cfg.AdminTokenFile = tok
-		cfg.ReadyAloneAfter = edge.Duration(100 * time.Millisecond)
+		cfg.ReadyAloneAfter = config.Duration(100 * time.Millisecond)
 		clock := newFakeClock(5)
 		srv := startServer(t, cfg, clock)
 		clock.Advance(time.Second)

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/canon"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // Room settings are replicated state: each room is an LWW register named
-// "room/<name>" holding its RoomConfig as JSON, and an empty value is a
+// "room/<name>" holding its config.Room as JSON, and an empty value is a
 // deleted room. A change made through any node's admin API is gossiped like
 // any other register and every node rebuilds its room table from the
 // registers within one gossip round and one allocation tick (250 ms).
@@ -91,10 +93,10 @@ func (s *Server) syncRoomsLocked(now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(t.rooms)) {
 		rm := t.rooms[name]
 		for _, rt := range rm.cfg.Routes() {
-			r := route{host: routeHost(rt.Host), path: routePath(rt.Path), room: rm}
+			r := route{host: canon.RouteHost(rt.Host), path: canon.RoutePath(rt.Path), room: rm}
 			key := route{host: r.host, path: r.path}
 			if other, dup := taken[key]; dup {
-				s.log.Error().Str("room", name).Str("route", routeString(rt)).Str("owner", other).Msg("route already belongs to another room; ignored")
+				s.log.Error().Str("room", name).Str("route", rt.String()).Str("owner", other).Msg("route already belongs to another room; ignored")
 				continue
 			}
 			taken[key] = name
@@ -150,8 +152,8 @@ func (s *Server) buildRoom(name string, raw []byte) (*room, error) {
 // node's; one without a turnstile_secret takes the secret of the room of
 // the same name in the node's own config (registers gossiped without a key
 // leave the secret out).
-func (s *Server) decodeRoom(name string, raw []byte) (*RoomConfig, error) {
-	var rc RoomConfig
+func (s *Server) decodeRoom(name string, raw []byte) (*config.Room, error) {
+	var rc config.Room
 	if err := json.Unmarshal(raw, &rc); err != nil {
 		return nil, fmt.Errorf("decode room %q: %w", name, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cbroglie/mustache"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -30,12 +31,12 @@ const (
 type room struct {
 	s          *Server
 	name       string
-	cfg        *RoomConfig // as configured; what is in force at a time is in the view
-	raw        []byte      // cfg as stored in the room's register, to tell changes apart
+	cfg        *config.Room // as configured; what is in force at a time is in the view
+	raw        []byte       // cfg as stored in the room's register, to tell changes apart
 	proxy      *httputil.ReverseProxy
 	cookieName string
 	revoke     bool // origin command "revoke" enabled
-	bypass     []BypassRule
+	bypass     []bypassRule
 	tmpl       *mustache.Template            // the room's page
 	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
 	stopTmpl   *mustache.Template            // the emergency stop page, if given
@@ -65,15 +66,15 @@ type allocation struct {
 // view is a room's settings in force at one time: its own, or an event's
 // overrides, or the pre-queue, or the emergency stop.
 type view struct {
-	cfg   RoomConfig // effective
+	cfg   config.Room // effective
 	pol   policy.Room
 	win   crdt.Windows
-	phase Phase
-	event *EventConfig
+	phase config.Phase
+	event *config.Event
 	tmpl  *mustache.Template
 }
 
-func newRoom(s *Server, c *RoomConfig) (*room, error) {
+func newRoom(s *Server, c *config.Room) (*room, error) {
 	raw, err := json.Marshal(c)
 	if err != nil {
 		return nil, err
@@ -94,10 +95,11 @@ func newRoom(s *Server, c *RoomConfig) (*room, error) {
 		}
 	}
 	for _, b := range c.Bypass {
-		if err := b.compile(); err != nil {
+		m, err := b.Compile()
+		if err != nil {
 			return nil, fmt.Errorf("bypass: %w", err)
 		}
-		rm.bypass = append(rm.bypass, b)
+		rm.bypass = append(rm.bypass, bypassRule{BypassRule: b, match: m})
 	}
 	if rm.tmpl, err = parsePage(c.CustomPageHTML); err != nil {
 		return nil, fmt.Errorf("custom_page_html: %w", err)
@@ -148,7 +150,7 @@ func (rm *room) viewAt(t time.Time) *view {
 	v := &view{cfg: rm.cfg.Effective(t), tmpl: rm.tmpl}
 	v.event, v.phase = rm.cfg.At(t)
 	if v.event != nil {
-		if et := rm.eventTmpl[v.event.ID]; et != nil && v.phase == EventActive {
+		if et := rm.eventTmpl[v.event.ID]; et != nil && v.phase == config.EventActive {
 			v.tmpl = et
 		}
 	}
@@ -169,7 +171,7 @@ func (rm *room) viewAt(t time.Time) *view {
 		if rm.stopTmpl != nil {
 			v.tmpl = rm.stopTmpl
 		}
-	case v.phase == Prequeue:
+	case v.phase == config.Prequeue:
 		// Before the event, everyone waits on the countdown.
 		v.pol.QueueAll = true
 	case rm.s.staleClosed(t):

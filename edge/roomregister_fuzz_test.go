@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // FuzzRoomRegister feeds arbitrary bytes, as a peer could gossip them, to
@@ -19,7 +21,7 @@ func FuzzRoomRegister(f *testing.F) {
 	f.Add([]byte(`{"name":"shop","total_active_users":-1}`))
 	f.Add([]byte(`{"name":"other","total_active_users":5,"new_users_per_minute":5}`))
 	f.Add([]byte(`{"name":"shop",`))
-	s := &Server{cfg: &Config{Origin: "http://127.0.0.1:3000"}, log: zerolog.Nop(), metrics: newMetrics()}
+	s := &Server{cfg: &config.Config{Origin: "http://127.0.0.1:3000"}, log: zerolog.Nop(), metrics: newMetrics()}
 	f.Fuzz(func(t *testing.T, value []byte) {
 		stripped := stripRoomSecret("room/shop", value)
 		if err := s.checkRoomRegister("room/shop", value); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -30,7 +31,7 @@ type ring struct {
 	key    string
 }
 
-func newRing(t *testing.T, n int, rooms ...edge.RoomConfig) *ring {
+func newRing(t *testing.T, n int, rooms ...config.Room) *ring {
 	t.Helper()
 	c := newCluster(t, n, clusterOpts{rooms: rooms})
 	r := &ring{c: c, nodes: c.servers(), clock: c.base, origin: c.origin, key: c.key}
@@ -62,7 +63,7 @@ func adminSend(t *testing.T, h http.Handler, method, path string, v any, hdr ...
 }
 
 // getRoom reads a room's settings from a node, or nil when it has none.
-func getRoom(t *testing.T, h http.Handler, name string) *edge.RoomConfig {
+func getRoom(t *testing.T, h http.Handler, name string) *config.Room {
 	t.Helper()
 	resp := adminGet(t, h, "/rooms/"+name)
 	if resp.StatusCode == http.StatusNotFound {
@@ -71,7 +72,7 @@ func getRoom(t *testing.T, h http.Handler, name string) *edge.RoomConfig {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /rooms/%s: %d %s", name, resp.StatusCode, body(t, resp))
 	}
-	var rc edge.RoomConfig
+	var rc config.Room
 	if err := json.NewDecoder(resp.Body).Decode(&rc); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestScheduledEvent(t *testing.T) {
 	end := base.Add(20 * time.Minute)
 	five, two := 5, 2
 	rc := room("launch", 1000, 1000)
-	rc.Events = []edge.EventConfig{{
+	rc.Events = []config.Event{{
 		ID: "drop", Name: "Sneaker drop",
 		PrequeueStartTime: &pre, EventStartTime: start, EventEndTime: end,
 		ShuffleAtEventStart: true,
@@ -354,7 +355,7 @@ func TestScheduledEvent(t *testing.T) {
 
 func TestBypass(t *testing.T) {
 	rc := room("shop", 1, 1)
-	rc.Bypass = []edge.BypassRule{
+	rc.Bypass = []config.BypassRule{
 		{PathSuffix: ".css"},
 		{Header: "X-Staff", Value: "yes"},
 		{CIDR: "192.0.2.0/24", PathPrefix: "/health"}, // httptest's client address

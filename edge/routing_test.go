@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // rawGet sends one GET with the request target and Host exactly as given
@@ -135,13 +135,13 @@ func TestRoutingCannotBeDodged(t *testing.T) {
 		{"the stylesheet with doubled slashes reaches the origin without them", "//static//x.css", "/static/x.css"},
 		{"the stylesheet with an encoded letter reaches the origin decoded", "/%73tatic/x.css", "/static/x.css"},
 	}
-	for _, mode := range []string{edge.UnroutedRefuse, edge.UnroutedPass} {
+	for _, mode := range []string{config.UnroutedRefuse, config.UnroutedPass} {
 		t.Run("with unrouted "+mode, func(t *testing.T) {
 			o := newOrigin(t, serving(protectedSite(t)))
 			rc := room("shop", 100, 100)
 			rc.Host, rc.Path, rc.QueueAll = "vip.example.com", "/shop/", true
-			rc.AdditionalRoutes = []edge.Route{{Path: "/static/"}}
-			rc.Bypass = []edge.BypassRule{{PathPrefix: "/static/"}, {PathSuffix: ".css"}}
+			rc.AdditionalRoutes = []config.Route{{Path: "/static/"}}
+			rc.Bypass = []config.BypassRule{{PathPrefix: "/static/"}, {PathSuffix: ".css"}}
 			cfg := nodeConfig("node-a", keyFile(t, t.TempDir()), o.URL, rc)
 			cfg.Unrouted = mode
 			srv := startServer(t, cfg, newFakeClock(5))
@@ -172,7 +172,7 @@ func TestRoutingCannotBeDodged(t *testing.T) {
 							t.Errorf("GET %s (Host %s): %d, origin hits +%d; want 400 and nothing sent to the origin", tt.target, host, resp.StatusCode, o.Hits()-before)
 						}
 					case unrouted:
-						if mode == edge.UnroutedPass {
+						if mode == config.UnroutedPass {
 							if o.Hits() != before+1 || resp.StatusCode != http.StatusNotFound {
 								t.Errorf("GET %s with unrouted pass: %d, origin hits +%d; want the origin's own 404", tt.target, resp.StatusCode, o.Hits()-before)
 							}
@@ -223,10 +223,10 @@ func TestRoutingCannotBeDodged(t *testing.T) {
 					t.Errorf("GET /shop/: %d, Refresh %q; want the queue page", resp.StatusCode, resp.Header.Get("Refresh"))
 				}
 			})
-			t.Run("another host is "+map[string]string{edge.UnroutedRefuse: "refused", edge.UnroutedPass: "passed to the origin, as configured"}[mode], func(t *testing.T) {
+			t.Run("another host is "+map[string]string{config.UnroutedRefuse: "refused", config.UnroutedPass: "passed to the origin, as configured"}[mode], func(t *testing.T) {
 				before := o.Hits()
 				resp, b := rawGet(t, addr, "/shop/secret.html", "other.example.com")
-				if mode == edge.UnroutedRefuse {
+				if mode == config.UnroutedRefuse {
 					if resp.StatusCode != http.StatusNotFound || o.Hits() != before || strings.Contains(b, "PROTECTED") {
 						t.Errorf("another host: %d, origin hits +%d; want 404 from waitroom", resp.StatusCode, o.Hits()-before)
 					}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -41,7 +42,7 @@ type RunOptions struct {
 // Server is one waitroom node: its rooms, its gossip node, its keys and its
 // handlers.
 type Server struct {
-	cfg   *Config
+	cfg   *config.Config
 	log   zerolog.Logger
 	clock func() time.Time
 	node  *gossip.Node
@@ -87,7 +88,7 @@ type roomTable struct {
 
 // New builds a node from a validated config: it loads keys, starts gossip
 // and prepares the rooms. Call Close when done.
-func New(cfg *Config, opts RunOptions) (*Server, error) {
+func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 	s := &Server{
 		cfg:   cfg,
 		log:   opts.Log,
@@ -127,9 +128,9 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 	// pass them to the default origin. The handler is in place whenever a
 	// public listener runs, so that a malformed request is always refused
 	// with 400, and never proxied.
-	if len(cfg.Rooms) > 0 || cfg.Origin != "" || cfg.Listen != DefaultListen {
+	if len(cfg.Rooms) > 0 || cfg.Origin != "" || cfg.Listen != config.DefaultListen {
 		u := &unrouted{s: s}
-		if cfg.Unrouted == UnroutedPass && cfg.Origin != "" {
+		if cfg.Unrouted == config.UnroutedPass && cfg.Origin != "" {
 			p, err := newProxy(s, nil, cfg.Origin)
 			if err != nil {
 				return nil, fmt.Errorf("origin: %w", err)
@@ -189,9 +190,9 @@ func New(cfg *Config, opts RunOptions) (*Server, error) {
 // then (single node only) a key generated once and kept in the user's config
 // directory, so that a restart does not send every visitor to the back of the
 // queue.
-func loadCookieKeys(cfg *Config, log zerolog.Logger) (*cookie.Keyring, error) {
+func loadCookieKeys(cfg *config.Config, log zerolog.Logger) (*cookie.Keyring, error) {
 	if cfg.CookieKeyFile != "" || os.Getenv(CookieKeysEnv) != "" {
-		return cfg.CookieKeys()
+		return CookieKeysOf(cfg)
 	}
 	if len(cfg.Rooms) == 0 {
 		// No room, no token to seal; any key will do.
@@ -310,7 +311,7 @@ func durMs(d time.Duration) float64 { return float64(d) / float64(time.Milliseco
 func (s *Server) staleClosed(now time.Time) bool {
 	after := time.Duration(s.cfg.StaleAfter)
 	if after <= 0 {
-		after = time.Duration(DefaultStaleAfter)
+		after = time.Duration(config.DefaultStaleAfter)
 	}
 	stale := s.node.Stale(now, after)
 	mode := s.cfg.StaleState
@@ -402,7 +403,7 @@ func (s *Server) Close() error {
 // gracefully (see Serve): it stops accepting, lets requests in flight finish
 // within shutdown_timeout, hands its last counts to its peers and leaves the
 // ring, so peers need not wait for a failure timeout.
-func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
+func Run(ctx context.Context, cfg *config.Config, opts RunOptions) error {
 	s, err := New(cfg, opts)
 	if err != nil {
 		return err
@@ -437,12 +438,12 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 		return ln.Addr().String(), nil
 	}
 	var err error
-	if len(s.cfg.Rooms) > 0 || s.fallback != nil || s.cfg.Listen != DefaultListen {
+	if len(s.cfg.Rooms) > 0 || s.fallback != nil || s.cfg.Listen != config.DefaultListen {
 		// The public listener faces everyone: every stage of a request
 		// has a deadline and open connections are capped (see listen.go
 		// for why not ReadTimeout and WriteTimeout).
 		cfg := s.cfg
-		orDefault := func(d Duration, def time.Duration) time.Duration {
+		orDefault := func(d config.Duration, def time.Duration) time.Duration {
 			if d > 0 {
 				return time.Duration(d)
 			}
@@ -450,12 +451,12 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 		}
 		maxConns := cfg.MaxConnections
 		if maxConns <= 0 {
-			maxConns = DefaultMaxConnections
+			maxConns = config.DefaultMaxConnections
 		}
 		public := &http.Server{
-			Handler:           clientDeadlines(s, orDefault(cfg.ClientTimeout, DefaultClientTimeout)),
-			ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-			IdleTimeout:       orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+			Handler:           clientDeadlines(s, orDefault(cfg.ClientTimeout, config.DefaultClientTimeout)),
+			ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, config.DefaultReadHeaderTimeout),
+			IdleTimeout:       orDefault(cfg.IdleTimeout, config.DefaultIdleTimeout),
 			MaxHeaderBytes:    64 << 10,
 		}
 		limit := func(ln net.Listener) net.Listener { return newConnLimiter(ln, maxConns, s.log, s.metrics.reg) }
@@ -498,7 +499,7 @@ func (s *Server) shutdown(servers []*http.Server, names []string) {
 	s.beginShutdown()
 	timeout := time.Duration(s.cfg.ShutdownTimeout)
 	if timeout <= 0 {
-		timeout = DefaultShutdownTimeout
+		timeout = config.DefaultShutdownTimeout
 	}
 	s.log.Info().Dur("shutdown_timeout", timeout).Msg("shutting down: not ready, no new connections, finishing requests in flight")
 	start := time.Now()

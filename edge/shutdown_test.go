@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -38,7 +39,7 @@ func TestGracefulShutdown(t *testing.T) {
 		<-release
 		_, _ = io.WriteString(w, "finished after the stop began")
 	})))
-	c := newCluster(t, 2, clusterOpts{serve: true, origin: slow, rooms: []edge.RoomConfig{room("shop", 100, 100)}})
+	c := newCluster(t, 2, clusterOpts{serve: true, origin: slow, rooms: []config.Room{room("shop", 100, 100)}})
 	a, b := c.nodes[0], c.nodes[1]
 	testkit.Eventually(t, 10*time.Second, 0, "both nodes ready", func() bool {
 		return readyz(t, a.srv.AdminAddr()) == http.StatusOK && readyz(t, b.srv.AdminAddr()) == http.StatusOK
@@ -121,7 +122,7 @@ func TestShutdownTimeout(t *testing.T) {
 	// for the handler.
 	t.Cleanup(func() { close(release) })
 	cfg := nodeConfig("pop-a", keyFile(t, t.TempDir()), stuck.URL, room("shop", 100, 100))
-	cfg.ShutdownTimeout = edge.Duration(200 * time.Millisecond)
+	cfg.ShutdownTimeout = config.Duration(200 * time.Millisecond)
 	srv := startServer(t, cfg, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
@@ -160,7 +161,7 @@ func TestShutdownSettings(t *testing.T) {
 		{"values in range are taken", "shutdown_timeout: 25s\nready_alone_after: 2s\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := edge.ParseConfig([]byte(base + tc.yaml))
+			_, err := config.Parse([]byte(base + tc.yaml))
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -170,11 +171,11 @@ func TestShutdownSettings(t *testing.T) {
 		})
 	}
 	t.Run("the flags override the file", func(t *testing.T) {
-		c, err := edge.ParseConfig([]byte(base + "shutdown_timeout: 25s\nready_alone_after: 2s\n"))
+		c, err := config.Parse([]byte(base + "shutdown_timeout: 25s\nready_alone_after: 2s\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := edge.Overrides{ShutdownTimeout: 3 * time.Second, ReadyAloneAfter: time.Second,
+		o := config.Overrides{ShutdownTimeout: 3 * time.Second, ReadyAloneAfter: time.Second,
 			Set: func(f string) bool { return f == "shutdown-timeout" || f == "ready-alone-after" }}
 		if err := o.Apply(c); err != nil {
 			t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // TestSoak runs three nodes under constant load for ten minutes (set
@@ -50,7 +50,7 @@ func TestSoak(t *testing.T) {
 	// Traffic opens once the ring has formed, as it would for an on-sale:
 	// newCluster waits for it.
 	cl := newCluster(t, 3, clusterOpts{
-		rooms:     []edge.RoomConfig{rc},
+		rooms:     []config.Room{rc},
 		wallClock: true,
 		serve:     true,
 		origin:    origin,

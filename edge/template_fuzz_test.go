@@ -3,6 +3,8 @@ package edge
 import (
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // FuzzQueueTemplate feeds arbitrary custom pages through the same check the
@@ -17,12 +19,12 @@ func FuzzQueueTemplate(f *testing.F) {
 	f.Add("{{> partial}}", "")
 	f.Add("{{", "{{")
 	f.Fuzz(func(t *testing.T, page, formatted string) {
-		if err := checkTemplate(page); err != nil {
+		if err := config.CheckPage(page); err != nil {
 			return
 		}
 		tmpl, err := parsePage(page)
 		if err != nil {
-			t.Fatalf("checkTemplate accepted a page parsePage refuses: %v", err)
+			t.Fatalf("CheckPage accepted a page parsePage refuses: %v", err)
 		}
 		v := pageVars{
 			InWaitingRoom: true, WaitTimeKnown: true, WaitTime: 5, WaitTimeFormatted: formatted,

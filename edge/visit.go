@@ -12,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -220,7 +221,7 @@ func (s *Server) decision(rq *request, v *view) (policy.Event, int64) {
 	if rq.fresh {
 		bucket = unixMinute(rq.now)
 	}
-	if e := v.event; v.phase == EventActive && e.ShuffleAtEventStart && e.isPrequeued(bucket) {
+	if e := v.event; v.phase == config.EventActive && e.ShuffleAtEventStart && e.IsPrequeued(bucket) {
 		// A shuffle at the event's start gives the visitor a new bucket.
 		ev.Shuffled = shuffledBucket(s.shuffleKey, rq.rm.name, e, rq.tok.ID)
 		bucket = ev.Shuffled
@@ -409,7 +410,7 @@ func clearCookie(h http.Header, v *view, name string, https bool) {
 // Secure over HTTPS (so a room embedded in an iframe keeps its cookie) and
 // SameSite=Lax over plain HTTP or with secure: never, where None would be
 // refused by browsers.
-func appendCookieAttrs(b []byte, ca *CookieAttributes, https bool) []byte {
+func appendCookieAttrs(b []byte, ca *config.CookieAttributes, https bool) []byte {
 	secure := ca.Secure == "always" || (ca.Secure != "never" && https)
 	sameSite := ca.SameSite
 	if sameSite == "" || sameSite == "auto" {

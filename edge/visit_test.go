@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -21,7 +21,7 @@ import (
 const cookieName = "__waitroom"
 
 // fullRoom is a room of one: the first visitor is admitted, the next waits.
-func fullRoom(name string) edge.RoomConfig { return room(name, 1, 1) }
+func fullRoom(name string) config.Room { return room(name, 1, 1) }
 
 // admitFirst sends a first visitor into the room at url and checks that it
 // reached the origin.
@@ -47,7 +47,7 @@ func settle(t *testing.T, f *fixture) {
 func TestFirstVisitorIsAdmittedWithACookie(t *testing.T) {
 	tests := []struct {
 		name          string
-		attrs         edge.CookieAttributes
+		attrs         config.CookieAttributes
 		url           string
 		hdr           []string
 		wantSameSite  string
@@ -57,12 +57,12 @@ func TestFirstVisitorIsAdmittedWithACookie(t *testing.T) {
 		{name: "over plain HTTP the cookie is SameSite=Lax and not Secure", url: "http://shop.test/", wantSameSite: "Lax", sessionLength: 3},
 		{name: "behind a proxy that says X-Forwarded-Proto https the cookie is SameSite=None and Secure", url: "http://shop.test/", hdr: []string{"X-Forwarded-Proto", "https"}, wantSameSite: "None", wantSecure: true, sessionLength: 3},
 		{name: "over TLS the cookie is SameSite=None and Secure", url: "https://shop.test/", wantSameSite: "None", wantSecure: true, sessionLength: 7},
-		{name: "secure always makes the cookie Secure even over plain HTTP", attrs: edge.CookieAttributes{Secure: "always"}, url: "http://shop.test/", wantSameSite: "Lax", wantSecure: true, sessionLength: 1},
-		{name: "secure never over HTTPS falls back to Lax, since browsers drop SameSite=None without Secure", attrs: edge.CookieAttributes{Secure: "never"}, url: "https://shop.test/", wantSameSite: "Lax", sessionLength: 5},
-		{name: "samesite strict is kept over HTTPS", attrs: edge.CookieAttributes{SameSite: "strict"}, url: "https://shop.test/", wantSameSite: "Strict", wantSecure: true, sessionLength: 5},
-		{name: "samesite strict over plain HTTP is not Secure", attrs: edge.CookieAttributes{SameSite: "strict"}, url: "http://shop.test/", wantSameSite: "Strict", sessionLength: 5},
-		{name: "samesite lax over HTTPS is Lax and Secure", attrs: edge.CookieAttributes{SameSite: "lax"}, url: "https://shop.test/", wantSameSite: "Lax", wantSecure: true, sessionLength: 30},
-		{name: "samesite none is always Secure", attrs: edge.CookieAttributes{SameSite: "none", Secure: "always"}, url: "http://shop.test/", wantSameSite: "None", wantSecure: true, sessionLength: 5},
+		{name: "secure always makes the cookie Secure even over plain HTTP", attrs: config.CookieAttributes{Secure: "always"}, url: "http://shop.test/", wantSameSite: "Lax", wantSecure: true, sessionLength: 1},
+		{name: "secure never over HTTPS falls back to Lax, since browsers drop SameSite=None without Secure", attrs: config.CookieAttributes{Secure: "never"}, url: "https://shop.test/", wantSameSite: "Lax", sessionLength: 5},
+		{name: "samesite strict is kept over HTTPS", attrs: config.CookieAttributes{SameSite: "strict"}, url: "https://shop.test/", wantSameSite: "Strict", wantSecure: true, sessionLength: 5},
+		{name: "samesite strict over plain HTTP is not Secure", attrs: config.CookieAttributes{SameSite: "strict"}, url: "http://shop.test/", wantSameSite: "Strict", sessionLength: 5},
+		{name: "samesite lax over HTTPS is Lax and Secure", attrs: config.CookieAttributes{SameSite: "lax"}, url: "https://shop.test/", wantSameSite: "Lax", wantSecure: true, sessionLength: 30},
+		{name: "samesite none is always Secure", attrs: config.CookieAttributes{SameSite: "none", Secure: "always"}, url: "http://shop.test/", wantSameSite: "None", wantSecure: true, sessionLength: 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -600,7 +600,7 @@ func TestBadCookieIsANewVisitor(t *testing.T) {
 	}
 }
 
-func withHost(rc edge.RoomConfig, host string) edge.RoomConfig {
+func withHost(rc config.Room, host string) config.Room {
 	rc.Host = host
 	return rc
 }
@@ -652,7 +652,7 @@ func TestOriginFailures(t *testing.T) {
 		rc := room("shop", 5, 5)
 		rc.Origin = slow.URL
 		cfg := nodeConfig("node-a", keyFile(t, t.TempDir()), "", rc)
-		cfg.OriginTimeout = edge.Duration(150 * time.Millisecond)
+		cfg.OriginTimeout = config.Duration(150 * time.Millisecond)
 		srv := startServer(t, cfg, clock)
 		start := time.Now()
 		resp := newVisitor().get(srv, "http://shop.test/")
@@ -817,17 +817,17 @@ func TestOriginCommands(t *testing.T) {
 func TestRouting(t *testing.T) {
 	// Every room has its own cookie suffix, so the cookie name tells which
 	// room answered.
-	mk := func(name, host, path string, extra ...edge.Route) edge.RoomConfig {
+	mk := func(name, host, path string, extra ...config.Route) config.Room {
 		rc := room(name, 100, 100)
 		rc.Host, rc.Path, rc.CookieSuffix = host, path, name
 		rc.AdditionalRoutes = extra
 		return rc
 	}
-	rooms := []edge.RoomConfig{
+	rooms := []config.Room{
 		mk("shop", "shop.test", "/"),
 		mk("checkout", "shop.test", "/checkout"),
-		mk("anyhost", "", "/deep/path", edge.Route{Host: "promo.test", Path: "/sale"}),
-		mk("promo", "shop.test", "/promo", edge.Route{Host: "other.test", Path: "/promo"}, edge.Route{Path: "/deals"}),
+		mk("anyhost", "", "/deep/path", config.Route{Host: "promo.test", Path: "/sale"}),
+		mk("promo", "shop.test", "/promo", config.Route{Host: "other.test", Path: "/promo"}, config.Route{Path: "/deals"}),
 	}
 	tests := []struct {
 		name     string
@@ -858,7 +858,7 @@ func TestRouting(t *testing.T) {
 			// are refused unless the operator says pass.
 			cfg.Origin = o.URL
 			if tt.fallback {
-				cfg.Unrouted = edge.UnroutedPass
+				cfg.Unrouted = config.UnroutedPass
 			}
 			srv := startServer(t, cfg, newFakeClock(5))
 			resp := newVisitor().get(srv, tt.url)

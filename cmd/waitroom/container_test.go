@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // TestContainerImage builds the Containerfile's image from a binary built
@@ -98,10 +98,10 @@ func TestContainerImage(t *testing.T) {
 
 	t.Run("it exposes the public, admin and gossip ports", func(t *testing.T) {
 		for _, want := range []string{
-			portOf(t, edge.DefaultListen) + "/tcp",
-			portOf(t, edge.DefaultAdmin) + "/tcp",
-			portOf(t, edge.DefaultGossip) + "/tcp",
-			portOf(t, edge.DefaultGossip) + "/udp",
+			portOf(t, config.DefaultListen) + "/tcp",
+			portOf(t, config.DefaultAdmin) + "/tcp",
+			portOf(t, config.DefaultGossip) + "/tcp",
+			portOf(t, config.DefaultGossip) + "/udp",
 		} {
 			if _, ok := img.ExposedPorts[want]; !ok {
 				t.Errorf("EXPOSE misses %s (has %v)", want, img.ExposedPorts)

@@ -24,6 +24,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 const deployDir = "../../docs/deploy"
@@ -69,9 +70,9 @@ func flagPort(t *testing.T, addr string) int {
 // nodeConfig is the config a node of a deployment runs with: the config
 // file (read from where the deployment keeps it) with the flags applied, as
 // serve does, so it is validated as serve validates it.
-func nodeConfig(t *testing.T, serve *cobra.Command, file []byte) *edge.Config {
+func nodeConfig(t *testing.T, serve *cobra.Command, file []byte) *config.Config {
 	t.Helper()
-	cfg, err := edge.ParseConfig(file)
+	cfg, err := config.Parse(file)
 	if err != nil {
 		t.Fatalf("config file: %v", err)
 	}
@@ -85,7 +86,7 @@ func nodeConfig(t *testing.T, serve *cobra.Command, file []byte) *edge.Config {
 
 // overridesOf reads back the flag values serve parsed, by the flags'
 // names, into the Overrides serve would apply.
-func overridesOf(t *testing.T, serve *cobra.Command) edge.Overrides {
+func overridesOf(t *testing.T, serve *cobra.Command) config.Overrides {
 	t.Helper()
 	f := serve.Flags()
 	str := func(n string) string {
@@ -106,7 +107,7 @@ func overridesOf(t *testing.T, serve *cobra.Command) edge.Overrides {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return edge.Overrides{
+	return config.Overrides{
 		Node: str("node"), Listen: str("listen"), Admin: str("admin"), Gossip: str("gossip"),
 		Advertise: str("advertise"), Seeds: seeds, GossipProfile: str("gossip-profile"),
 		GossipKeyFile: str("gossip-key-file"), CookieKeyFile: str("cookie-key-file"),
@@ -120,7 +121,7 @@ func overridesOf(t *testing.T, serve *cobra.Command) edge.Overrides {
 // real node's admin handler.
 func adminServes(t *testing.T, paths ...string) map[string]bool {
 	t.Helper()
-	cfg := &edge.Config{Node: "probe", Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Gossip: "127.0.0.1:0", GossipProfile: "local"}
+	cfg := &config.Config{Node: "probe", Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Gossip: "127.0.0.1:0", GossipProfile: "local"}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -421,7 +422,7 @@ func TestKubernetesManifests(t *testing.T) {
 	t.Run("the grace period covers the pre-stop pause, the drain and the leave", func(t *testing.T) {
 		drain := time.Duration(cfg.ShutdownTimeout)
 		if drain == 0 {
-			drain = edge.DefaultShutdownTimeout
+			drain = config.DefaultShutdownTimeout
 		}
 		need := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds)*time.Second + drain + leaveAllowance
 		if got := time.Duration(pod.Spec.TerminationGracePeriodSeconds) * time.Second; got < need {

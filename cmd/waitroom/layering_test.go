@@ -49,6 +49,12 @@ var layers = []layer{
 	// The HTTP side wires the others together; packages split out of it
 	// (under edge/) may use it and each other.
 	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge"}},
+	// The configuration is data and pure checks: the edge compiles it into
+	// rooms, and the commands read and write it without a node. Its routes
+	// are checked in the canonical spelling the router matches requests
+	// in, which imports nothing of ours.
+	{prefix: "edge/config", may: []string{"edge/canon"}},
+	{prefix: "edge/canon"},
 	// The load generator speaks HTTP to any site, waitroom or not; it reads
 	// the answers with the visitor's side of a room, which imports nothing
 	// of ours either. The bench harness, which starts edge servers for it to

@@ -6,12 +6,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 func newServe() *cobra.Command {
 	var (
 		configPath string
-		o          edge.Overrides
+		o          config.Overrides
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -32,15 +33,15 @@ node with seeds refuses to start without a gossip key unless told
 gossip on loopback.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var cfg *edge.Config
+			var cfg *config.Config
 			if configPath != "" {
-				c, err := edge.LoadConfig(configPath)
+				c, err := config.Load(configPath)
 				if err != nil {
 					return err
 				}
 				cfg = c
 			} else {
-				cfg = &edge.Config{}
+				cfg = &config.Config{}
 			}
 			o.Set = func(name string) bool { return cmd.Flags().Changed(name) }
 			if err := o.Apply(cfg); err != nil {

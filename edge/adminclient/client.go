@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // Client talks to a node's admin endpoint, for the CLI. It sends what
@@ -115,20 +116,20 @@ func (c *Client) State(ctx context.Context) (*edge.StateDoc, []byte, error) {
 }
 
 // Rooms lists the rooms a node has in force.
-func (c *Client) Rooms(ctx context.Context) ([]edge.RoomConfig, error) {
-	var out []edge.RoomConfig
+func (c *Client) Rooms(ctx context.Context) ([]config.Room, error) {
+	var out []config.Room
 	return out, c.do(ctx, http.MethodGet, "/rooms", nil, &out)
 }
 
 // Room reads one room.
-func (c *Client) Room(ctx context.Context, name string) (*edge.RoomConfig, error) {
-	var out edge.RoomConfig
+func (c *Client) Room(ctx context.Context, name string) (*config.Room, error) {
+	var out config.Room
 	return &out, c.do(ctx, http.MethodGet, "/rooms/"+url.PathEscape(name), nil, &out)
 }
 
 // Apply creates or replaces a room.
-func (c *Client) Apply(ctx context.Context, rc edge.RoomConfig) (*edge.RoomConfig, error) {
-	var out edge.RoomConfig
+func (c *Client) Apply(ctx context.Context, rc config.Room) (*config.Room, error) {
+	var out config.Room
 	return &out, c.do(ctx, http.MethodPut, "/rooms/"+url.PathEscape(rc.Name), rc, &out)
 }
 
@@ -139,26 +140,26 @@ func (c *Client) Delete(ctx context.Context, name string) error {
 
 // Stop queues everyone in a room, admitted visitors included, behind
 // pageHTML (the built-in paused page when empty).
-func (c *Client) Stop(ctx context.Context, name, pageHTML string) (*edge.RoomConfig, error) {
-	var out edge.RoomConfig
+func (c *Client) Stop(ctx context.Context, name, pageHTML string) (*config.Room, error) {
+	var out config.Room
 	return &out, c.do(ctx, http.MethodPost, "/rooms/"+url.PathEscape(name)+"/stop", map[string]string{"page_html": pageHTML}, &out)
 }
 
 // Resume ends an emergency stop.
-func (c *Client) Resume(ctx context.Context, name string) (*edge.RoomConfig, error) {
-	var out edge.RoomConfig
+func (c *Client) Resume(ctx context.Context, name string) (*config.Room, error) {
+	var out config.Room
 	return &out, c.do(ctx, http.MethodPost, "/rooms/"+url.PathEscape(name)+"/resume", nil, &out)
 }
 
 // ParseRooms reads rooms to apply from YAML or JSON: one room, a list of
 // rooms, or a config file's "rooms:". Each is checked on its own here; the
 // node checks them against its other rooms.
-func ParseRooms(data []byte) ([]edge.RoomConfig, error) {
+func ParseRooms(data []byte) ([]config.Room, error) {
 	var probe any
 	if err := yaml.Unmarshal(data, &probe); err != nil {
 		return nil, fmt.Errorf("parse rooms: %w", err)
 	}
-	var rooms []edge.RoomConfig
+	var rooms []config.Room
 	decode := func(v any) error {
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
@@ -171,17 +172,17 @@ func ParseRooms(data []byte) ([]edge.RoomConfig, error) {
 		}
 	case map[string]any:
 		if _, ok := p["rooms"]; ok {
-			c, err := edge.ParseConfig(data)
+			c, err := config.Parse(data)
 			if err != nil {
 				return nil, err
 			}
 			rooms = c.Rooms
 		} else {
-			var rc edge.RoomConfig
+			var rc config.Room
 			if err := decode(&rc); err != nil {
 				return nil, fmt.Errorf("parse room: %w", err)
 			}
-			rooms = []edge.RoomConfig{rc}
+			rooms = []config.Room{rc}
 		}
 	default:
 		return nil, fmt.Errorf("parse rooms: want a room, a list of rooms or a config with rooms")

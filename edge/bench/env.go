@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 )
 
@@ -110,7 +111,7 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 	if e.Keys, err = cookie.NewKeyring(keys...); err != nil {
 		return nil, err
 	}
-	cfg := &edge.Config{
+	cfg := &config.Config{
 		Node:          "bench",
 		Listen:        "127.0.0.1:0",
 		Admin:         "127.0.0.1:0",
@@ -119,8 +120,8 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 		CookieKeyFile: keyFile,
 		Origin:        e.OriginURL,
 		LogLevel:      "error",
-		Rooms: []edge.RoomConfig{
-			{Name: "open", Path: "/open", TotalActiveUsers: edge.MaxTotalActiveUsers, NewUsersPerMinute: edge.MaxTotalActiveUsers},
+		Rooms: []config.Room{
+			{Name: "open", Path: "/open", TotalActiveUsers: config.MaxTotalActiveUsers, NewUsersPerMinute: config.MaxTotalActiveUsers},
 			{Name: "full", Path: "/full", TotalActiveUsers: 1, NewUsersPerMinute: 1, CookieSuffix: "full"},
 		},
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -76,7 +76,7 @@ func TestBrowserQueuesThenLandsOnOrigin(t *testing.T) {
 	// not Secure (cookie_attributes auto).
 	c, err := browserCookie(ctx, roomURL)
 	if err != nil || c == nil {
-		t.Fatalf("no %s cookie in the browser (err %v)", edge.CookieBaseName, err)
+		t.Fatalf("no %s cookie in the browser (err %v)", config.CookieBaseName, err)
 	}
 	if c.SameSite != network.CookieSameSiteLax || c.Secure || !c.HTTPOnly {
 		t.Errorf("cookie over http: SameSite %q Secure %v HttpOnly %v; want Lax, false, true", c.SameSite, c.Secure, c.HTTPOnly)
@@ -100,7 +100,7 @@ func TestBrowserQueuesThenLandsOnOrigin(t *testing.T) {
 	if got := leave.Header.Get("Cf-Waiting-Room-Command"); got != "" {
 		t.Errorf("the origin command reached the visitor: %q", got)
 	}
-	if sc := strings.Join(leave.Header.Values("Set-Cookie"), " | "); !strings.Contains(sc, edge.CookieBaseName+"=;") || !strings.Contains(sc, "Max-Age=0") {
+	if sc := strings.Join(leave.Header.Values("Set-Cookie"), " | "); !strings.Contains(sc, config.CookieBaseName+"=;") || !strings.Contains(sc, "Max-Age=0") {
 		t.Errorf("revoked visitor's Set-Cookie %q, want the cookie cleared", sc)
 	}
 	toNextMinute(n.clock, time.Second)
@@ -225,8 +225,8 @@ func TestQueuePageInCrossSiteIframe(t *testing.T) {
 
 func iframeFlow(t *testing.T, thirdPartyCookies bool) {
 	org := startOrigin(t)
-	n := newNode(t, org.URL, func(rc *edge.RoomConfig) {
-		rc.CookieAttributes = edge.CookieAttributes{SameSite: "none", Secure: "always"}
+	n := newNode(t, org.URL, func(rc *config.Room) {
+		rc.CookieAttributes = config.CookieAttributes{SameSite: "none", Secure: "always"}
 		// The first visitor's session must outlast the minute the test
 		// moves the clock into; it ends by revocation, not by time.
 		rc.SessionDuration = 5
@@ -302,7 +302,7 @@ func iframeFlow(t *testing.T, thirdPartyCookies bool) {
 		t.Skipf("KNOWN ISSUE (edge): with third-party cookies blocked the browser refuses the room's cookie in a cross-site iframe, because it is not Partitioned (CHIPS): Set-Cookie %q. Every refresh in the iframe is then a new visitor at the back of the line.", setCookie)
 	}
 	if c == nil {
-		t.Fatalf("no %s cookie for %s in the browser: the room's Set-Cookie %q was refused in the cross-site iframe", edge.CookieBaseName, roomURL, setCookie)
+		t.Fatalf("no %s cookie for %s in the browser: the room's Set-Cookie %q was refused in the cross-site iframe", config.CookieBaseName, roomURL, setCookie)
 	}
 	t.Logf("cookie in the browser: SameSite=%s Secure=%v HttpOnly=%v partition=%+v", c.SameSite, c.Secure, c.HTTPOnly, c.PartitionKey)
 	if c.SameSite != network.CookieSameSiteNone || !c.Secure || !c.HTTPOnly {

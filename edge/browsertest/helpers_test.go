@@ -23,6 +23,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -108,7 +109,7 @@ type seenRequest struct {
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.Contains(r.UserAgent(), "Chrome") {
 		s := seenRequest{Path: r.URL.Path, Dest: r.Header.Get("Sec-Fetch-Dest"), Site: r.Header.Get("Sec-Fetch-Site")}
-		if c, err := r.Cookie(edge.CookieBaseName); err == nil {
+		if c, err := r.Cookie(config.CookieBaseName); err == nil {
 			s.Cookie = c.Value
 		}
 		rec.h.ServeHTTP(w, r)
@@ -140,14 +141,14 @@ type node struct {
 	srv   *edge.Server
 	clock *testkit.Clock
 	keys  *cookie.Keyring
-	cfg   *edge.Config
+	cfg   *config.Config
 }
 
 // newNode builds the node: total_active_users 1, new_users_per_minute 1,
 // session_duration 1, origin command revoke enabled; room may change the
 // room's settings. The clock starts two seconds into a minute, so that the
 // first steps of a test all happen within one minute.
-func newNode(t *testing.T, originURL string, room func(*edge.RoomConfig)) *node {
+func newNode(t *testing.T, originURL string, room func(*config.Room)) *node {
 	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "cookie.key")
 	kf, err := cookie.GenerateKeyFile(nil)
@@ -157,14 +158,14 @@ func newNode(t *testing.T, originURL string, room func(*edge.RoomConfig)) *node 
 	if err := os.WriteFile(keyFile, kf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &edge.Config{
+	cfg := &config.Config{
 		Node:          "browser-test",
 		Listen:        "127.0.0.1:0",
 		Admin:         "127.0.0.1:0",
 		Gossip:        "127.0.0.1:0",
 		GossipProfile: "local",
 		CookieKeyFile: keyFile,
-		Rooms: []edge.RoomConfig{{
+		Rooms: []config.Room{{
 			Name:                  roomName,
 			Origin:                originURL,
 			TotalActiveUsers:      1,
@@ -378,7 +379,7 @@ func browserCookie(ctx context.Context, url string) (*network.Cookie, error) {
 		return nil, err
 	}
 	for _, c := range res.Cookies {
-		if c.Name == edge.CookieBaseName {
+		if c.Name == config.CookieBaseName {
 			return c, nil
 		}
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 )
 
@@ -94,14 +95,14 @@ func Run(ctx context.Context, o Options, out io.Writer, log zerolog.Logger) erro
 		if i == 0 {
 			listen = o.Listen
 		}
-		cfg := &edge.Config{
+		cfg := &config.Config{
 			Node:          fmt.Sprintf("pop-%d", i+1),
 			Listen:        listen,
 			Admin:         "127.0.0.1:0",
 			Gossip:        "127.0.0.1:0",
 			GossipProfile: "local",
 			CookieKeyFile: keyFile,
-			Rooms: []edge.RoomConfig{{
+			Rooms: []config.Room{{
 				Name:                "demo",
 				Origin:              origin.url,
 				TotalActiveUsers:    o.TotalActiveUsers,

@@ -1,4 +1,4 @@
-package edge
+package config
 
 import (
 	"fmt"
@@ -67,7 +67,7 @@ func (o *Overrides) Apply(c *Config) error {
 		if !set("total-active-users") {
 			return fmt.Errorf("--origin without a config file needs --total-active-users (≥ 1)")
 		}
-		r := RoomConfig{
+		r := Room{
 			Name:              "default",
 			Host:              o.Host,
 			Path:              o.Path,
@@ -79,7 +79,7 @@ func (o *Overrides) Apply(c *Config) error {
 		if r.NewUsersPerMinute == 0 {
 			r.NewUsersPerMinute = r.TotalActiveUsers
 		}
-		c.Rooms = []RoomConfig{r}
+		c.Rooms = []Room{r}
 	case roomFlags && len(c.Rooms) > 0:
 		return fmt.Errorf("the single-room flags (--total-active-users, --new-users-per-minute, ...) apply only without rooms in the config file; edit the file instead")
 	case roomFlags:

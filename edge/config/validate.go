@@ -1,4 +1,4 @@
-package edge
+package config
 
 // Checking a configuration: every field against its allowed range, every
 // problem reported at once with the field's path.
@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cbroglie/mustache"
+
+	"github.com/waitroom/waitroom/edge/canon"
 )
 
 // The allowed values of the enumerated settings, in the order error messages
@@ -47,7 +49,7 @@ func (p *problems) add(field, format string, args ...any) {
 	p.errs = append(p.errs, errors.New(p.prefix+field+": "+fmt.Sprintf(format, args...)))
 }
 
-// Validate checks the config and every room (see [Config] and [RoomConfig]
+// Validate checks the config and every room (see [Config] and [Room]
 // for the rules). It judges the config as [Config.ApplyDefaults] would leave
 // it, without changing it. It returns nil or every problem joined with
 // errors.Join, each naming the field path and what is allowed, such as
@@ -95,14 +97,14 @@ func (c *Config) validate() []error {
 	}
 	for i, a := range listeners {
 		for _, b := range listeners[:i] {
-			if a.port != 0 && a.port == b.port && (a.host == b.host || isWildcard(a.host) || isWildcard(b.host)) {
+			if a.port != 0 && a.port == b.port && (a.host == b.host || IsWildcardHost(a.host) || IsWildcardHost(b.host)) {
 				p.add(a.field, "%s overlaps %s (%s); give them different ports",
 					net.JoinHostPort(a.host, strconv.Itoa(a.port)), b.field, net.JoinHostPort(b.host, strconv.Itoa(b.port)))
 			}
 		}
 	}
 	for _, l := range listeners {
-		if l.field == "admin" && !isLoopbackHost(l.host) && c.AdminTokenFile == "" {
+		if l.field == "admin" && !IsLoopbackHost(l.host) && c.AdminTokenFile == "" {
 			p.add("admin", "%q is not a loopback address: set admin_token_file so that only holders of the token can change rooms (or listen on 127.0.0.1)", c.Admin)
 		}
 	}
@@ -211,7 +213,7 @@ func (c *Config) validate() []error {
 			}
 			if prev, dup := routes[rt]; dup {
 				if prev.room != i { // repeats within a room are reported by r.validate
-					rp.add(field, "route %s is already used by %s (%s)", routeString(rt), labels[prev.room], prev.field)
+					rp.add(field, "route %s is already used by %s (%s)", rt.String(), labels[prev.room], prev.field)
 				}
 				continue
 			}
@@ -284,7 +286,9 @@ func roomLabel(i int, name string) string {
 	return fmt.Sprintf("rooms[%d] (%q)", i, name)
 }
 
-func routeString(rt Route) string {
+// String names the route in messages: "example.com/shop", or "/shop" on
+// any host.
+func (rt Route) String() string {
 	if rt.Host == "" {
 		return fmt.Sprintf("%q on any host", rt.Path)
 	}
@@ -299,15 +303,15 @@ func cookieHost(h string) string {
 	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 }
 
-// Validate checks the room on its own (see [RoomConfig] for the rules),
-// judging it as [RoomConfig.ApplyDefaults] would leave it, without changing
+// Validate checks the room on its own (see [Room] for the rules),
+// judging it as [Room.ApplyDefaults] would leave it, without changing
 // it. Rules that need the other rooms (unique names and routes, cookie
 // collisions) and the config's origin are checked by [Config.Validate]. It
 // returns nil or every problem joined with errors.Join, each naming the
 // field, such as
 //
 //	room "shop": new_users_per_minute: 900 must be ≤ total_active_users (500)
-func (r *RoomConfig) Validate() error {
+func (r *Room) Validate() error {
 	rc := *r
 	rc.AdditionalRoutes = slices.Clone(r.AdditionalRoutes)
 	rc.Events = slices.Clone(r.Events)
@@ -322,7 +326,7 @@ func (r *RoomConfig) Validate() error {
 }
 
 // validate checks a room on which ApplyDefaults has run.
-func (r *RoomConfig) validate(p *problems) {
+func (r *Room) validate(p *problems) {
 	switch {
 	case r.Name == "":
 		p.add("name", "is required: 1–64 characters of a–z, 0–9, '_' and '-', starting with a letter or digit")
@@ -346,7 +350,7 @@ func (r *RoomConfig) validate(p *problems) {
 			p.add(pathField, "%q %v", rt.Path, err)
 		}
 		if prev, dup := seen[rt]; dup {
-			p.add(self, "route %s repeats %s", routeString(rt), prev)
+			p.add(self, "route %s repeats %s", rt.String(), prev)
 		} else {
 			seen[rt] = self
 		}
@@ -400,7 +404,7 @@ func (r *RoomConfig) validate(p *problems) {
 		p.add("cookie_attributes.samesite", "none needs secure auto or always, not never (browsers drop a SameSite=None cookie that is not Secure)")
 	}
 	if r.CustomPageHTML != "" {
-		if err := checkTemplate(r.CustomPageHTML); err != nil {
+		if err := CheckPage(r.CustomPageHTML); err != nil {
 			p.add("custom_page_html", "%v", err)
 		}
 	}
@@ -413,7 +417,7 @@ func (r *RoomConfig) validate(p *problems) {
 		p.add("max_queue", "%d must be 0 (unlimited) or more", r.MaxQueue)
 	}
 	if r.StopPageHTML != "" {
-		if err := checkTemplate(r.StopPageHTML); err != nil {
+		if err := CheckPage(r.StopPageHTML); err != nil {
 			p.add("stop_page_html", "%v", err)
 		}
 	}
@@ -422,9 +426,10 @@ func (r *RoomConfig) validate(p *problems) {
 	r.validateChallenge(p)
 }
 
-// checkTemplate parses a custom page as a Mustache template and refuses
+// CheckPage is the check a custom page (custom_page_html, an event's, and
+// stop_page_html) passes: it parses as a Mustache template and uses no
 // partials.
-func checkTemplate(html string) (err error) {
+func CheckPage(html string) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("is not a valid Mustache template: parser failed: %v", p)
@@ -482,7 +487,7 @@ func checkPath(p string) error {
 			return errors.New("must not contain spaces or control characters")
 		}
 	}
-	c, err := canonEscapes(p)
+	c, err := canon.Escapes(p)
 	if err != nil {
 		return fmt.Errorf("has no single meaning: %v", err)
 	}
@@ -621,9 +626,9 @@ func isHostname(s string) bool {
 	return strings.Trim(last, "0123456789") != ""
 }
 
-// isLoopbackHost reports whether a listener host only accepts local
+// IsLoopbackHost reports whether a listener host only accepts local
 // connections.
-func isLoopbackHost(host string) bool {
+func IsLoopbackHost(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -637,7 +642,9 @@ func isIPHost(host string) bool {
 	return err == nil
 }
 
-func isWildcard(host string) bool {
+// IsWildcardHost reports whether a listener host accepts connections on
+// every address: empty, 0.0.0.0 or ::.
+func IsWildcardHost(host string) bool {
 	if host == "" {
 		return true
 	}

@@ -1,4 +1,4 @@
-package edge
+package config
 
 // The configuration's defaults, and the hosts and paths put in the form
 // the router compares.
@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Defaults filled in by [Config.ApplyDefaults] and [RoomConfig.ApplyDefaults].
+// Defaults filled in by [Config.ApplyDefaults] and [Room.ApplyDefaults].
 const (
 	DefaultListen             = ":8080"
 	DefaultAdmin              = "127.0.0.1:9090"
@@ -51,12 +51,12 @@ const (
 	// largest new_users_per_minute): the largest int32, as Cloudflare's API.
 	MaxTotalActiveUsers = 2147483647
 
-	// MaxConfigSize is the largest configuration ParseConfig reads.
+	// MaxConfigSize is the largest configuration Parse reads.
 	MaxConfigSize = 8 << 20
 )
 
 // ApplyDefaults fills in every unset setting, of the config and of each room
-// (see [RoomConfig.ApplyDefaults]), and normalises hosts and paths. A room
+// (see [Room.ApplyDefaults]), and normalises hosts and paths. A room
 // without an origin gets the config's. It is idempotent.
 func (c *Config) ApplyDefaults() {
 	if c.Node == "" {
@@ -107,9 +107,9 @@ func (c *Config) ApplyDefaults() {
 
 // ApplyDefaults fills in the room's unset settings (path "/",
 // session_duration 5, queueing_method fifo, queueing_status_code 200,
-// samesite and secure auto) and normalises its routes as [RoomConfig.Routes]
+// samesite and secure auto) and normalises its routes as [Room.Routes]
 // does. It is idempotent.
-func (r *RoomConfig) ApplyDefaults() {
+func (r *Room) ApplyDefaults() {
 	r.Host = normHost(r.Host)
 	r.Path = normPath(r.Path)
 	for i := range r.AdditionalRoutes {
@@ -139,7 +139,7 @@ func (r *RoomConfig) ApplyDefaults() {
 
 // CookieName is the name of the room's visitor cookie: "__waitroom", or
 // "__waitroom_<cookie_suffix>".
-func (r *RoomConfig) CookieName() string {
+func (r *Room) CookieName() string {
 	if r.CookieSuffix == "" {
 		return CookieBaseName
 	}
@@ -150,7 +150,7 @@ func (r *RoomConfig) CookieName() string {
 // normalised: hosts lower-cased without a trailing dot, an empty path "/",
 // runs of "/" collapsed, and an additional route without a host on the
 // room's host. It returns a new slice.
-func (r *RoomConfig) Routes() []Route {
+func (r *Room) Routes() []Route {
 	routes := make([]Route, 0, 1+len(r.AdditionalRoutes))
 	routes = append(routes, Route{Host: normHost(r.Host), Path: normPath(r.Path)})
 	for _, rt := range r.AdditionalRoutes {
@@ -159,7 +159,7 @@ func (r *RoomConfig) Routes() []Route {
 	return routes
 }
 
-func (r *RoomConfig) normRoute(rt Route) Route {
+func (r *Room) normRoute(rt Route) Route {
 	rt.Host = normHost(rt.Host)
 	if rt.Host == "" {
 		rt.Host = normHost(r.Host)

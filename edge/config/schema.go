@@ -1,4 +1,16 @@
-package edge
+// Package config is a node's configuration: the schema of the YAML file and
+// of the room API (schema.go, with each setting's rules in its doc comment;
+// a room's events, bypass rules and bot challenge in event.go, bypass.go and
+// challenge.go), the defaults (defaults.go), strict loading with errors that
+// name the key by its path and line (load.go), the command line's overrides
+// (overrides.go), and validation that names the field and the allowed range
+// and reports every problem at once (validate.go).
+//
+// It holds data and pure checks only: the edge compiles a loaded
+// configuration into the rooms that serve requests. Routes and bypass paths
+// are checked in the canonical spelling of package canon, the one the
+// router matches requests in.
+package config
 
 // The configuration's schema: what a node's YAML file and the room API
 // hold, each setting with its rules in its doc comment.
@@ -20,11 +32,11 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 
 // Config is a node's whole configuration: the YAML file given by --config.
 //
-// Read one with [LoadConfig] or [ParseConfig], which apply the defaults and
+// Read one with [Load] or [Parse], which apply the defaults and
 // validate. A Config built in code should go through [Config.ApplyDefaults]
 // and [Config.Validate] before use.
 //
-// Rules checked by Validate (besides each room's, see [RoomConfig]):
+// Rules checked by Validate (besides each room's, see [Room]):
 //
 //   - node: 1–128 characters of letters, digits, '.', '_' and '-', starting
 //     with a letter or digit. Default: the host name.
@@ -75,22 +87,22 @@ type Config struct {
 	Seeds     []string `yaml:"seeds" json:"seeds"`         // peers to join: host or host:port
 	// GossipProfile picks memberlist's timing defaults: lan (default), local, wan.
 	GossipProfile string `yaml:"gossip_profile" json:"gossip_profile"`
-	// GossipKeyFile holds the gossip encryption keys (see [LoadGossipKeys]).
-	// LoadConfig resolves a relative path against the config file's directory.
+	// GossipKeyFile holds the gossip encryption keys (see edge.LoadGossipKeys).
+	// Load resolves a relative path against the config file's directory.
 	GossipKeyFile string `yaml:"gossip_key_file" json:"gossip_key_file"`
 	GossipLabel   string `yaml:"gossip_label" json:"gossip_label"` // memberlist label: keeps clusters apart
 	// InsecureGossip runs gossip without a key: anyone who reaches the
 	// gossip address can rewrite rooms and counts. Without a key and
 	// without it, a node with seeds refuses to start, and a node without
-	// seeds runs alone on loopback (see gossipSecurityOf).
+	// seeds runs alone on loopback (decided by the edge when it starts).
 	InsecureGossip bool `yaml:"insecure_gossip" json:"insecure_gossip,omitempty"`
-	// CookieKeyFile holds the visitor cookie keys (see [LoadCookieKeys]).
-	// LoadConfig resolves a relative path against the config file's directory.
-	CookieKeyFile string       `yaml:"cookie_key_file" json:"cookie_key_file"`
-	Origin        string       `yaml:"origin" json:"origin"`                 // default origin URL for rooms without their own
-	LogLevel      string       `yaml:"log_level" json:"log_level"`           // debug, info (default), warn, error
-	OriginTimeout Duration     `yaml:"origin_timeout" json:"origin_timeout"` // default 30s; written "30s"
-	Rooms         []RoomConfig `yaml:"rooms" json:"rooms"`
+	// CookieKeyFile holds the visitor cookie keys (see edge.LoadCookieKeys).
+	// Load resolves a relative path against the config file's directory.
+	CookieKeyFile string   `yaml:"cookie_key_file" json:"cookie_key_file"`
+	Origin        string   `yaml:"origin" json:"origin"`                 // default origin URL for rooms without their own
+	LogLevel      string   `yaml:"log_level" json:"log_level"`           // debug, info (default), warn, error
+	OriginTimeout Duration `yaml:"origin_timeout" json:"origin_timeout"` // default 30s; written "30s"
+	Rooms         []Room   `yaml:"rooms" json:"rooms"`
 
 	// AdminTokenFile holds the bearer token the admin endpoint asks for. It
 	// is required when the admin listener is not on loopback; with it, every
@@ -166,7 +178,7 @@ type Config struct {
 	// path on a case-insensitive origin) reaches the origin as it is.
 	Unrouted string `yaml:"unrouted" json:"unrouted,omitempty"`
 
-	// Modified is when the config file was last written (LoadConfig sets
+	// Modified is when the config file was last written (Load sets
 	// it). The rooms it lists are stamped with it when they seed the
 	// replicated room settings, so a file edited after a runtime change
 	// wins, and a runtime change made after the file was written wins.
@@ -188,7 +200,7 @@ type CookieAttributes struct {
 	Secure   string `yaml:"secure" json:"secure"`     // auto (default), always, never
 }
 
-// RoomConfig is one waiting room. The field names are those of Cloudflare's
+// Room is one waiting room. The field names are those of Cloudflare's
 // waiting room API, so a room exported from Cloudflare (as JSON, which is YAML
 // too) loads as it is; the API's read-only and not-yet-supported fields (id,
 // created_on, modified_on, default_template_language,
@@ -208,7 +220,7 @@ type CookieAttributes struct {
 //     backslashes, encoded slashes and backslashes ("%2F", "%5C") and double
 //     encoding ("%252e") are refused. The case is kept: paths are
 //     case-sensitive. Requests are matched in canonical form (see
-//     canonicalise): "/sh%6Fp" is "/shop", ";parameters" are ignored, and a
+//     package canon): "/sh%6Fp" is "/shop", ";parameters" are ignored, and a
 //     path ending in "/" also covers itself without the "/".
 //   - additional_routes: each a host and path as above; an empty host means
 //     the room's own host, an empty path "/". No route may repeat another of
@@ -227,7 +239,7 @@ type CookieAttributes struct {
 //   - custom_page_html: empty (the built-in page) or a Mustache template that
 //     parses. Partials ({{> name}}) are refused: rendering one would read a
 //     file from the node's disk. Besides the reference's variables it may use
-//     cookiesRequired and refreshURL (see cookieCheckParam); a meta refresh
+//     cookiesRequired and refreshURL (the edge's cookie check); a meta refresh
 //     must name refreshURL, or the browser follows it rather than the
 //     Refresh header's cookie check:
 //     content="{{refreshIntervalSeconds}}{{#refreshURL}}; url={{refreshURL}}{{/refreshURL}}".
@@ -235,8 +247,8 @@ type CookieAttributes struct {
 //     cookies-required page.
 //   - enabled_origin_commands: each "revoke".
 //   - max_queue: 0 (unlimited) or more.
-//   - turnstile_*: see validateChallenge; description is not checked.
-type RoomConfig struct {
+//   - turnstile_*: see challenge.go; description is not checked.
+type Room struct {
 	Name        string `yaml:"name" json:"name"`
 	Description string `yaml:"description" json:"description"`
 	Host        string `yaml:"host" json:"host"`
@@ -263,8 +275,8 @@ type RoomConfig struct {
 	EnabledOriginCommands []string `yaml:"enabled_origin_commands" json:"enabled_origin_commands"`
 
 	// The bot challenge on the queue page (Cloudflare's turnstile_mode and
-	// turnstile_action, plus what a self-hosted verifier needs). See
-	// challenge.go.
+	// turnstile_action, plus what a self-hosted verifier needs). Their
+	// rules are in challenge.go.
 	TurnstileMode      string   `yaml:"turnstile_mode" json:"turnstile_mode,omitempty"`         // off (default), invisible, visible_non_interactive, visible_managed
 	TurnstileAction    string   `yaml:"turnstile_action" json:"turnstile_action,omitempty"`     // log (default), infinite_queue
 	TurnstileProvider  string   `yaml:"turnstile_provider" json:"turnstile_provider,omitempty"` // turnstile (default), hcaptcha, recaptcha
@@ -279,8 +291,8 @@ type RoomConfig struct {
 	// unlimited.
 	MaxQueue int `yaml:"max_queue" json:"max_queue"`
 
-	// Events are the room's scheduled events (see EventConfig).
-	Events []EventConfig `yaml:"events" json:"events,omitempty"`
+	// Events are the room's scheduled events (see Event).
+	Events []Event `yaml:"events" json:"events,omitempty"`
 	// Bypass rules send matching requests straight to the origin, uncounted.
 	Bypass []BypassRule `yaml:"bypass" json:"bypass,omitempty"`
 	// Stopped is the emergency stop: everyone, admitted visitors included,

@@ -1,4 +1,4 @@
-package edge_test
+package config_test
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 // M is a YAML mapping under construction.
@@ -46,9 +46,9 @@ func configYAML(t *testing.T, edit func(top, room M)) []byte {
 
 // checkParse parses data and checks that it is accepted (want empty) or
 // refused with an error containing every string in want.
-func checkParse(t *testing.T, data []byte, want []string) *edge.Config {
+func checkParse(t *testing.T, data []byte, want []string) *config.Config {
 	t.Helper()
-	c, err := edge.ParseConfig(data)
+	c, err := config.Parse(data)
 	if len(want) == 0 {
 		if err != nil {
 			t.Fatalf("refused, want accepted: %v\nconfig:\n%s", err, data)
@@ -636,7 +636,7 @@ func TestDefaults(t *testing.T) {
 		if r.Host != "shop.example.com:8443" || r.Path != "/sale/now/" {
 			t.Errorf("host %q path %q", r.Host, r.Path)
 		}
-		want := []edge.Route{
+		want := []config.Route{
 			{Host: "shop.example.com:8443", Path: "/sale/now/"},
 			{Host: "shop.example.com:8443", Path: "/"},
 			{Host: "www.example.com", Path: "/"},
@@ -648,11 +648,11 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidateDoesNotChangeTheConfig(t *testing.T) {
-	c := &edge.Config{
+	c := &config.Config{
 		Origin: "http://127.0.0.1:3000",
-		Rooms: []edge.RoomConfig{{
+		Rooms: []config.Room{{
 			Name: "shop", Host: "SHOP.example.com", TotalActiveUsers: 10, NewUsersPerMinute: 5,
-			AdditionalRoutes: []edge.Route{{Path: "//cart"}},
+			AdditionalRoutes: []config.Route{{Path: "//cart"}},
 		}},
 	}
 	before, _ := json.Marshal(c)
@@ -666,7 +666,7 @@ func TestValidateDoesNotChangeTheConfig(t *testing.T) {
 }
 
 func TestValidateJoinsEveryProblem(t *testing.T) {
-	c := &edge.Config{Rooms: []edge.RoomConfig{{Name: "Bad Name", TotalActiveUsers: 5, NewUsersPerMinute: 9, SessionDuration: 60}}}
+	c := &config.Config{Rooms: []config.Room{{Name: "Bad Name", TotalActiveUsers: 5, NewUsersPerMinute: 9, SessionDuration: 60}}}
 	err := c.Validate()
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) {
@@ -678,7 +678,7 @@ func TestValidateJoinsEveryProblem(t *testing.T) {
 }
 
 func TestAnInheritedBadOriginIsReportedOnce(t *testing.T) {
-	c := &edge.Config{Origin: "ftp://origin.example.com", Rooms: []edge.RoomConfig{
+	c := &config.Config{Origin: "ftp://origin.example.com", Rooms: []config.Room{
 		{Name: "a", Host: "a.example.com", TotalActiveUsers: 5, NewUsersPerMinute: 1},
 		{Name: "b", Host: "b.example.com", TotalActiveUsers: 5, NewUsersPerMinute: 1},
 	}}
@@ -691,16 +691,16 @@ func TestAnInheritedBadOriginIsReportedOnce(t *testing.T) {
 func TestRoomValidateOnItsOwn(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		room edge.RoomConfig
+		room config.Room
 		want string
 	}{
 		{"a valid room without an origin is accepted on its own",
-			edge.RoomConfig{Name: "shop", TotalActiveUsers: 500, NewUsersPerMinute: 200}, ""},
+			config.Room{Name: "shop", TotalActiveUsers: 500, NewUsersPerMinute: 200}, ""},
 		{"a room's errors are prefixed with its name",
-			edge.RoomConfig{Name: "shop", TotalActiveUsers: 500, NewUsersPerMinute: 900},
+			config.Room{Name: "shop", TotalActiveUsers: 500, NewUsersPerMinute: 900},
 			`room "shop": new_users_per_minute: 900 must be ≤ total_active_users (500)`},
 		{"an unnamed room's errors say so",
-			edge.RoomConfig{TotalActiveUsers: 500, NewUsersPerMinute: 200}, `room: name: is required`},
+			config.Room{TotalActiveUsers: 500, NewUsersPerMinute: 200}, `room: name: is required`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.room.Validate()
@@ -721,7 +721,7 @@ func TestCookieName(t *testing.T) {
 		{"A_1", "__waitroom_A_1"},
 	} {
 		t.Run("a room with cookie suffix "+strings.TrimSpace(tc.suffix+" ")+"uses the cookie "+tc.want, func(t *testing.T) {
-			r := edge.RoomConfig{CookieSuffix: tc.suffix}
+			r := config.Room{CookieSuffix: tc.suffix}
 			if got := r.CookieName(); got != tc.want {
 				t.Errorf("got %q", got)
 			}
@@ -730,8 +730,8 @@ func TestCookieName(t *testing.T) {
 }
 
 func TestRoutesWithoutDefaults(t *testing.T) {
-	r := edge.RoomConfig{Host: "Shop.Example.com", AdditionalRoutes: []edge.Route{{Path: "/a//b"}, {Host: "x.example.com."}}}
-	want := []edge.Route{
+	r := config.Room{Host: "Shop.Example.com", AdditionalRoutes: []config.Route{{Path: "/a//b"}, {Host: "x.example.com."}}}
+	want := []config.Route{
 		{Host: "shop.example.com", Path: "/"},
 		{Host: "shop.example.com", Path: "/a/b"},
 		{Host: "x.example.com", Path: "/"},
@@ -744,7 +744,7 @@ func TestRoutesWithoutDefaults(t *testing.T) {
 	}
 }
 
-func equalRoutes(a, b []edge.Route) bool {
+func equalRoutes(a, b []config.Route) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -757,9 +757,9 @@ func equalRoutes(a, b []edge.Route) bool {
 }
 
 func TestExampleConfigs(t *testing.T) {
-	dir := filepath.Join("..", "testdata", "config")
+	dir := filepath.Join("..", "..", "testdata", "config")
 	t.Run("the minimal example loads with one room", func(t *testing.T) {
-		c, err := edge.LoadConfig(filepath.Join(dir, "minimal.yaml"))
+		c, err := config.Load(filepath.Join(dir, "minimal.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -768,7 +768,7 @@ func TestExampleConfigs(t *testing.T) {
 		}
 	})
 	t.Run("the full example loads with every field set", func(t *testing.T) {
-		c, err := edge.LoadConfig(filepath.Join(dir, "full.yaml"))
+		c, err := config.Load(filepath.Join(dir, "full.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -785,7 +785,7 @@ func TestExampleConfigs(t *testing.T) {
 			10 * time.Second, 60 * time.Second, 120 * time.Second,
 			"shop", "The spring sale", "shop.example.com", "/sale", 2, "https://shop-origin.internal.example.com:8443", 5000,
 			1000, 10, "fifo", true, "shop",
-			edge.CookieAttributes{SameSite: "auto", Secure: "auto"}, 202, 1, "off",
+			config.CookieAttributes{SameSite: "auto", Secure: "auto"}, 202, 1, "off",
 			"log", 100000, "__waitroom_shop"}
 		for i := range want {
 			if got[i] != want[i] {
@@ -797,7 +797,7 @@ func TestExampleConfigs(t *testing.T) {
 		}
 	})
 	t.Run("relative key files in the full example are resolved against its directory", func(t *testing.T) {
-		c, err := edge.LoadConfig(filepath.Join(dir, "full.yaml"))
+		c, err := config.Load(filepath.Join(dir, "full.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -809,14 +809,14 @@ func TestExampleConfigs(t *testing.T) {
 		}
 	})
 	t.Run("the two-room example loads with distinct cookies on one host", func(t *testing.T) {
-		c, err := edge.LoadConfig(filepath.Join(dir, "two-rooms-same-host.yaml"))
+		c, err := config.Load(filepath.Join(dir, "two-rooms-same-host.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(c.Rooms) != 2 || c.Rooms[0].Host != c.Rooms[1].Host || c.Rooms[0].CookieName() == c.Rooms[1].CookieName() {
 			t.Errorf("rooms %+v", c.Rooms)
 		}
-		if got := c.Rooms[1].Routes(); len(got) != 2 || got[1] != (edge.Route{Host: "www.example.com", Path: "/checkout"}) {
+		if got := c.Rooms[1].Routes(); len(got) != 2 || got[1] != (config.Route{Host: "www.example.com", Path: "/checkout"}) {
 			t.Errorf("routes %v", got)
 		}
 	})
@@ -831,7 +831,7 @@ func TestExampleConfigs(t *testing.T) {
 }
 
 func TestCloudflareExport(t *testing.T) {
-	c, err := edge.LoadConfig(filepath.Join("testdata", "cloudflare_export.json"))
+	c, err := config.Load(filepath.Join("testdata", "cloudflare_export.json"))
 	if err != nil {
 		t.Fatalf("a Cloudflare API export does not load: %v", err)
 	}
@@ -849,7 +849,7 @@ func TestCloudflareExport(t *testing.T) {
 		{"queue_all and suspended are kept", [2]bool{r.QueueAll, r.Suspended}, [2]bool{true, true}},
 		{"the cookie suffix is kept", r.CookieName(), "__waitroom_abcd"},
 		{"the queueing status code is kept", r.QueueingStatusCode, 202},
-		{"the additional route is kept", r.Routes()[1], edge.Route{Host: "shop2.example.com", Path: "/shop2/checkout"}},
+		{"the additional route is kept", r.Routes()[1], config.Route{Host: "shop2.example.com", Path: "/shop2/checkout"}},
 		{"the turnstile mode is kept", r.TurnstileMode, "off"},
 		{"the turnstile action is kept", r.TurnstileAction, "log"},
 		{"the origin comes from the top level", r.Origin, "https://origin.internal.example.com"},
@@ -866,7 +866,7 @@ func TestLoadConfigErrorsNameThePath(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("a missing file is an error naming the path", func(t *testing.T) {
 		path := filepath.Join(dir, "nope.yaml")
-		_, err := edge.LoadConfig(path)
+		_, err := config.Load(path)
 		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
 			t.Errorf("got %v", err)
 		}
@@ -877,7 +877,7 @@ func TestLoadConfigErrorsNameThePath(t *testing.T) {
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := edge.LoadConfig(path)
+		_, err := config.Load(path)
 		if err == nil {
 			t.Fatal("accepted")
 		}
@@ -893,7 +893,7 @@ func TestLoadConfigErrorsNameThePath(t *testing.T) {
 		if err := os.WriteFile(path, []byte("log_level: loud\nrooms: []\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := edge.LoadConfig(path)
+		_, err := config.Load(path)
 		if err == nil || err.Error() != path+`: log_level: "loud" must be one of debug, info, warn, error` {
 			t.Errorf("got %v", err)
 		}
@@ -904,7 +904,7 @@ func TestLoadConfigErrorsNameThePath(t *testing.T) {
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := edge.LoadConfig(path)
+		c, err := config.Load(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -914,10 +914,10 @@ func TestLoadConfigErrorsNameThePath(t *testing.T) {
 	})
 	t.Run("a file over the size limit is refused", func(t *testing.T) {
 		path := filepath.Join(dir, "huge.yaml")
-		if err := os.WriteFile(path, make([]byte, edge.MaxConfigSize+1), 0o600); err != nil {
+		if err := os.WriteFile(path, make([]byte, config.MaxConfigSize+1), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := edge.LoadConfig(path); err == nil || !strings.Contains(err.Error(), "config is over") {
+		if _, err := config.Load(path); err == nil || !strings.Contains(err.Error(), "config is over") {
 			t.Errorf("got %v", err)
 		}
 	})
@@ -925,7 +925,7 @@ func TestLoadConfigErrorsNameThePath(t *testing.T) {
 
 func TestDuration(t *testing.T) {
 	t.Run("a duration is written as a string in JSON and YAML", func(t *testing.T) {
-		d := edge.Duration(90 * time.Second)
+		d := config.Duration(90 * time.Second)
 		j, _ := json.Marshal(d)
 		y, _ := yaml.Marshal(d)
 		if string(j) != `"1m30s"` || strings.TrimSpace(string(y)) != "1m30s" {
@@ -944,7 +944,7 @@ func TestDuration(t *testing.T) {
 		{"a JSON string that is not a duration is refused", `"soon"`, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := edge.Duration(7)
+			d := config.Duration(7)
 			err := json.Unmarshal([]byte(tc.json), &d)
 			if (err == nil) != tc.ok {
 				t.Fatalf("error %v", err)
@@ -955,7 +955,7 @@ func TestDuration(t *testing.T) {
 		})
 	}
 	t.Run("a config marshalled to JSON parses back the same", func(t *testing.T) {
-		c, err := edge.LoadConfig(filepath.Join("..", "testdata", "config", "full.yaml"))
+		c, err := config.Load(filepath.Join("..", "..", "testdata", "config", "full.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -963,7 +963,7 @@ func TestDuration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c2, err := edge.ParseConfig(data)
+		c2, err := config.Parse(data)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, data)
 		}
@@ -979,14 +979,14 @@ func itoa(n int) string {
 	return string(b)
 }
 
-// FuzzParseConfig checks that no input makes ParseConfig panic, that an
+// FuzzParse checks that no input makes Parse panic, that an
 // error is a real error, and that an accepted config is whole: it validates
 // again, keeps its defaults and has well-formed cookies and routes.
-func FuzzParseConfig(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, name := range []string{
-		filepath.Join("..", "testdata", "config", "minimal.yaml"),
-		filepath.Join("..", "testdata", "config", "full.yaml"),
-		filepath.Join("..", "testdata", "config", "two-rooms-same-host.yaml"),
+		filepath.Join("..", "..", "testdata", "config", "minimal.yaml"),
+		filepath.Join("..", "..", "testdata", "config", "full.yaml"),
+		filepath.Join("..", "..", "testdata", "config", "two-rooms-same-host.yaml"),
 		filepath.Join("testdata", "cloudflare_export.json"),
 	} {
 		data, err := os.ReadFile(name)
@@ -996,7 +996,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := edge.ParseConfig(data)
+		c, err := config.Parse(data)
 		if err != nil {
 			if c != nil {
 				t.Fatal("a config with an error")

@@ -1,4 +1,4 @@
-package edge
+package config
 
 // Reading a configuration: the file, strict YAML (or JSON) decoding, and
 // the decoder's errors rewritten to name the key by its path and line.
@@ -18,11 +18,11 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// LoadConfig reads the configuration file at path and returns it with defaults
-// applied and validated (see [ParseConfig]). Relative gossip_key_file and
+// Load reads the configuration file at path and returns it with defaults
+// applied and validated (see [Parse]). Relative gossip_key_file and
 // cookie_key_file paths are resolved against the file's directory. Every error
 // names the path.
-func LoadConfig(path string) (*Config, error) {
+func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err // *fs.PathError names the path
@@ -32,7 +32,7 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, &fileError{path: path, err: err}
 	}
-	c, err := ParseConfig(data)
+	c, err := Parse(data)
 	if err != nil {
 		return nil, &fileError{path: path, err: err}
 	}
@@ -65,12 +65,12 @@ func (e *fileError) Error() string {
 
 func (e *fileError) Unwrap() error { return e.err }
 
-// ParseConfig reads a configuration from YAML (or JSON, which is read as YAML)
+// Parse reads a configuration from YAML (or JSON, which is read as YAML)
 // strictly: an unknown key, a key given twice, a value of the wrong type or a
 // second YAML document is an error naming the key and its line. It then
 // applies the defaults and validates; on any error it returns a nil Config and
 // every problem found, joined.
-func ParseConfig(data []byte) (*Config, error) {
+func Parse(data []byte) (*Config, error) {
 	if len(data) > MaxConfigSize {
 		return nil, fmt.Errorf("config is over %d bytes", MaxConfigSize)
 	}
@@ -253,24 +253,24 @@ var (
 
 // Where an unknown key was found, by the Go type it was decoded into.
 var yamlContexts = map[string]string{
-	"edge.Config":           "at the top level",
-	"edge.RoomConfig":       "in a room",
-	"edge.Route":            "in an additional route",
-	"edge.CookieAttributes": "in cookie_attributes",
+	"config.Config":           "at the top level",
+	"config.Room":             "in a room",
+	"config.Route":            "in an additional route",
+	"config.CookieAttributes": "in cookie_attributes",
 }
 
 // What a value should have been, by the Go type it was decoded into.
 var yamlWants = map[string]string{
-	"int":                   "a whole number",
-	"bool":                  "true or false",
-	"string":                "a string",
-	"[]string":              "a list of strings",
-	"edge.Config":           "a mapping of settings",
-	"[]edge.RoomConfig":     "a list of rooms",
-	"edge.RoomConfig":       "a room (a mapping of settings)",
-	"[]edge.Route":          "a list of routes (host and path)",
-	"edge.Route":            "a route (a mapping with host and path)",
-	"edge.CookieAttributes": "a mapping with samesite and secure",
+	"int":                     "a whole number",
+	"bool":                    "true or false",
+	"string":                  "a string",
+	"[]string":                "a list of strings",
+	"config.Config":           "a mapping of settings",
+	"[]config.Room":           "a list of rooms",
+	"config.Room":             "a room (a mapping of settings)",
+	"[]config.Route":          "a list of routes (host and path)",
+	"config.Route":            "a route (a mapping with host and path)",
+	"config.CookieAttributes": "a mapping with samesite and secure",
 }
 
 func (idx keyIndex) explain(msg string) string {

@@ -1,9 +1,9 @@
-package edge_test
+package config_test
 
 import (
 	"testing"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 func TestRoutingConfig(t *testing.T) {
@@ -40,13 +40,13 @@ func TestRoutingConfig(t *testing.T) {
 		})
 	}
 	t.Run("the --unrouted flag overrides the file", func(t *testing.T) {
-		c := &edge.Config{}
-		o := edge.Overrides{Origin: "http://127.0.0.1:3000", TotalActiveUsers: 5, Unrouted: "pass"}
+		c := &config.Config{}
+		o := config.Overrides{Origin: "http://127.0.0.1:3000", TotalActiveUsers: 5, Unrouted: "pass"}
 		o.Set = func(f string) bool { return f == "origin" || f == "total-active-users" || f == "unrouted" }
 		if err := o.Apply(c); err != nil {
 			t.Fatal(err)
 		}
-		if c.Unrouted != edge.UnroutedPass {
+		if c.Unrouted != config.UnroutedPass {
 			t.Errorf("unrouted %q, want pass", c.Unrouted)
 		}
 	})

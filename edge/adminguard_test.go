@@ -18,6 +18,7 @@ import (
 
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 // adminRaw sends a request with the given body and headers ("Host" sets the
@@ -141,7 +142,7 @@ func adminTokenFile(t *testing.T, dir, token string) string {
 
 func TestAdminListener(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
-	o := newOrigin(t)
+	o := edgetest.NewOrigin(t)
 	cfg := nodeConfig("adm", keyFile(t, t.TempDir()), o.URL, room("shop", 10, 5))
 	cfg.AdminTokenFile = adminTokenFile(t, t.TempDir(), token)
 	cfg.AdminHosts = []string{"waitroom-admin.internal"}
@@ -278,7 +279,7 @@ func TestAdminNeverShowsSecrets(t *testing.T) {
 }
 
 func TestHealthzSaysNotOKWhenFailingClosed(t *testing.T) {
-	o := newOrigin(t)
+	o := edgetest.NewOrigin(t)
 	for _, tc := range []struct {
 		name  string
 		state string

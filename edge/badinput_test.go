@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 // Bad input at the edge: a client may send anything, and a node must survive
@@ -193,7 +194,7 @@ func TestOverload(t *testing.T) {
 
 	t.Run("a node cut off from its cluster fails closed when told to", func(t *testing.T) {
 		for _, mode := range []string{"open", "closed"} {
-			o := newOrigin(t)
+			o := edgetest.NewOrigin(t)
 			cfg := nodeConfig("lonely-"+mode, keyFile(t, t.TempDir()), o.URL, room("shop", 100, 100))
 			cfg.Seeds = []string{"127.0.0.1:1"} // a peer that never answers
 			cfg.StaleState = mode
@@ -216,7 +217,7 @@ func TestOverload(t *testing.T) {
 func TestProxyHeaders(t *testing.T) {
 	var mu sync.Mutex
 	var seen http.Header
-	up := newOrigin(t, serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := edgetest.NewOrigin(t, edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen = r.Header.Clone()
 		mu.Unlock()

@@ -19,15 +19,16 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 // originBody is what the benchmark origin answers: a small page.
 var originBody = []byte("<!doctype html><title>ok</title><p>hello from the origin</p>\n")
 
 // benchOrigin is the test origin serving one small page, unrecorded.
-func benchOrigin(tb testing.TB) *origin {
+func benchOrigin(tb testing.TB) *edgetest.Origin {
 	tb.Helper()
-	return newOrigin(tb, unrecorded(), serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return edgetest.NewOrigin(tb, edgetest.Unrecorded(), edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(originBody)
 	})))

@@ -9,6 +9,7 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -50,7 +51,7 @@ func replay(t *testing.T, h http.Handler, v *visitor, n int, parallel bool) {
 func twoNodes(t *testing.T, rc config.Room) (*testkit.Clock, *edge.Server, *edge.Server) {
 	t.Helper()
 	clock := newFakeClock(5)
-	o := newOrigin(t)
+	o := edgetest.NewOrigin(t)
 	key := keyFile(t, t.TempDir())
 	a := startServer(t, nodeConfig("node-a", key, o.URL, rc), clock)
 	b := startServer(t, nodeConfig("node-b", key, o.URL, rc), clock)

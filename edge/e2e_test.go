@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -86,6 +88,20 @@ func (o *sessionOrigin) sessions() int {
 	return len(o.active)
 }
 
+// peak is the most sessions the origin served at once, and when.
+func (o *sessionOrigin) peak() (int, time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.max, o.maxAt
+}
+
+// strays are the requests that came after their visitor's logout.
+func (o *sessionOrigin) strays() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.strayed)
+}
+
 type e2eState int
 
 const (
@@ -123,7 +139,7 @@ type e2eCluster struct {
 
 // startE2ECluster is the harness's cluster for the end-to-end test: three
 // nodes served on their listeners, on clock, in front of the origin.
-func startE2ECluster(t *testing.T, clock *testkit.Clock, o *origin) *e2eCluster {
+func startE2ECluster(t *testing.T, clock *testkit.Clock, o *edgetest.Origin) *e2eCluster {
 	t.Helper()
 	rc := room(e2eRoom, e2eLimit, e2eLimit)
 	rc.SessionDuration = 1
@@ -315,7 +331,7 @@ func TestEndToEnd(t *testing.T) {
 	probeMinute := clock.Now()
 	start := probeMinute.Add(time.Minute)
 	org := &sessionOrigin{active: map[string]bool{}, ended: map[string]bool{}, clock: clock}
-	c := startE2ECluster(t, clock, newOrigin(t, serving(org)))
+	c := startE2ECluster(t, clock, edgetest.NewOrigin(t, edgetest.Serving(org)))
 
 	transport := &http.Transport{MaxIdleConns: 200, MaxIdleConnsPerHost: 100, IdleConnTimeout: 30 * time.Second}
 	t.Cleanup(transport.CloseIdleConnections)
@@ -469,7 +485,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Logf("%d steps of %v in %v of wall time; gossip converged in median %v, max %v",
 		steps, e2eStep, time.Since(wallStart).Round(time.Millisecond),
 		gossipTimes[len(gossipTimes)/2].Round(time.Millisecond), gossipTimes[len(gossipTimes)-1].Round(time.Millisecond))
-	t.Logf("the origin saw at most %d concurrent sessions (limit %d) at %s", org.max, e2eLimit, org.maxAt.Sub(start))
+	peak, peakAt := org.peak()
+	t.Logf("the origin saw at most %d concurrent sessions (limit %d) at %s", peak, e2eLimit, peakAt.Sub(start))
 
 	t.Run("queueing starts near the limit", func(t *testing.T) {
 		inFirstMinute := 0
@@ -512,11 +529,11 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("the origin never sees far more sessions than the limit", func(t *testing.T) {
 		margin := max(2, e2eLimit/10)
-		if org.max > e2eLimit+margin {
-			t.Errorf("the origin saw %d concurrent sessions, limit %d + margin %d", org.max, e2eLimit, margin)
+		if peak > e2eLimit+margin {
+			t.Errorf("the origin saw %d concurrent sessions, limit %d + margin %d", peak, e2eLimit, margin)
 		}
-		if len(org.strayed) > 0 {
-			t.Errorf("requests reached the origin after the visitor's session was revoked: %v", org.strayed)
+		if strays := org.strays(); len(strays) > 0 {
+			t.Errorf("requests reached the origin after the visitor's session was revoked: %v", strays)
 		}
 	})
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 // TestMeasureFloodFill floods a fresh room (limits 40/40) at three nodes on
@@ -22,7 +23,7 @@ func TestMeasureFloodFill(t *testing.T) {
 	profile := envString("WAITROOM_MEASURE_PROFILE", "local")
 	for _, measured := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gossip_lag_measured %v", measured), func(t *testing.T) {
-			o := newOrigin(t)
+			o := edgetest.NewOrigin(t)
 			key := keyFile(t, t.TempDir())
 			var srvs []*edge.Server
 			for i := range nodes {

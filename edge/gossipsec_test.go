@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
@@ -139,7 +140,7 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 	key := keyFile(t, t.TempDir())
 	rc := room("shop", 100, 50)
 	rc.TurnstileMode, rc.TurnstileSiteKey, rc.TurnstileSecret = "invisible", "site-key", "s3cret-of-the-room"
-	cfg := nodeConfig("a-node", key, newOrigin(t).URL, rc)
+	cfg := nodeConfig("a-node", key, edgetest.NewOrigin(t).URL, rc)
 	cfg.InsecureGossip = true
 	a := startServer(t, cfg, nil)
 
@@ -167,7 +168,7 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 	}
 
 	t.Run("a node with the room in its own config takes the secret from there", func(t *testing.T) {
-		cfg := nodeConfig("b-node", key, newOrigin(t).URL, rc)
+		cfg := nodeConfig("b-node", key, edgetest.NewOrigin(t).URL, rc)
 		cfg.InsecureGossip = true
 		cfg.Seeds = []string{a.Node().Addr()}
 		b := startServer(t, cfg, nil)

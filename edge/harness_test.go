@@ -3,11 +3,11 @@ package edge_test
 // The test harness every edge test shares: the fake clock (testkit.Clock),
 // one node built with edge.New on loopback (startServer, serveNode,
 // newFixture), the one in-process cluster (newCluster: N nodes, fake or wall
-// clock, optionally gossiping through a gossip.FaultNet), the one test
-// origin, and small helpers to send requests and read cookies, Refresh (with
-// edge/crowd's parser), JSON and the admin endpoint. Waiting is done with
-// testkit.Eventually; the allocation loop is run with
-// Server.RefreshAllocations rather than slept for.
+// clock, optionally gossiping through a gossip.FaultNet) in front of the
+// one test origin (edgetest.Origin), and small helpers to send requests
+// and read cookies, Refresh (with edge/crowd's parser), JSON and the admin
+// endpoint. Waiting is done with testkit.Eventually; the allocation loop is
+// run with Server.RefreshAllocations rather than slept for.
 
 import (
 	"context"
@@ -19,10 +19,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +31,7 @@ import (
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
@@ -133,123 +132,11 @@ func serveNode(tb testing.TB, cfg *config.Config, clock *testkit.Clock) *edge.Se
 	return srv
 }
 
-// origin is the test origin, the one every edge test puts behind its
-// nodes. It answers 200 with "origin: <path>", and obeys a few paths:
-// /revoke-cf and /revoke-own answer with the revoke command under
-// Cloudflare's header and waitroom's own; /stream answers as streamAnswer;
-// /upload reads the whole request body and answers with its length. Options
-// give it another site to serve (serving) or stop it recording (unrecorded).
-type origin struct {
-	*httptest.Server
-	site   http.Handler // what it serves, when not its own paths
-	silent bool         // neither counts nor records requests
-	mu     sync.Mutex
-	hits   int
-	uris   []string // every request's path and query, as the origin saw it
-}
-
-// originOption adjusts the test origin.
-type originOption func(*origin)
-
-// serving makes the origin answer with site (an http.FileServer, a site
-// that counts sessions, one that stalls…) instead of its own paths, still
-// counting and recording every request.
-func serving(site http.Handler) originOption { return func(o *origin) { o.site = site } }
-
-// unrecorded makes the origin neither count nor record requests: for
-// benchmarks and measurements, which send millions of them and measure the
-// proxy, not the origin's bookkeeping.
-func unrecorded() originOption { return func(o *origin) { o.silent = true } }
-
-// newOrigin starts the test origin on loopback until the test ends.
-func newOrigin(tb testing.TB, opts ...originOption) *origin {
-	tb.Helper()
-	o := &origin{}
-	for _, opt := range opts {
-		opt(o)
-	}
-	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !o.silent {
-			o.mu.Lock()
-			o.hits++
-			o.uris = append(o.uris, r.URL.RequestURI())
-			o.mu.Unlock()
-		}
-		if o.site != nil {
-			o.site.ServeHTTP(w, r)
-			return
-		}
-		switch r.URL.Path {
-		case "/stream":
-			streamAnswer(w, r)
-			return
-		case "/upload":
-			// Reads the whole body before answering, as an upload form.
-			n, err := io.Copy(io.Discard, r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			_, _ = fmt.Fprintf(w, "origin: /upload %d bytes", n)
-			return
-		case "/revoke-cf":
-			w.Header().Set("Cf-Waiting-Room-Command", "revoke")
-		case "/revoke-own":
-			w.Header().Set("Waitroom-Command", "Revoke")
-		}
-		w.Header().Set("X-Origin", "yes")
-		_, _ = io.WriteString(w, "origin: "+r.URL.Path)
-	}))
-	tb.Cleanup(o.Close)
-	return o
-}
-
-// streamAnswer is the origin's /stream: a large or slow answer of chunks
-// chunks of size bytes, each after a pause (a slow origin is what it
-// plays, so it waits for real), with a Content-Length so that a client can
-// tell a cut answer from a whole one.
-func streamAnswer(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	chunks, _ := strconv.Atoi(q.Get("chunks"))
-	size, _ := strconv.Atoi(q.Get("size"))
-	pause, _ := time.ParseDuration(q.Get("pause"))
-	w.Header().Set("Content-Length", strconv.Itoa(chunks*size))
-	w.Header().Set("X-Origin", "yes")
-	buf := []byte(strings.Repeat("x", size))
-	rc := http.NewResponseController(w)
-	for i := 0; i < chunks; i++ {
-		if pause > 0 {
-			select {
-			case <-time.After(pause):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if _, err := w.Write(buf); err != nil {
-			return
-		}
-		_ = rc.Flush()
-	}
-}
-
-func (o *origin) Hits() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.hits
-}
-
-// URIs returns the path and query of every request the origin got.
-func (o *origin) URIs() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.uris)
-}
-
 // fixture is one node in front of one test origin, on a fake clock.
 type fixture struct {
 	srv    *edge.Server
 	clock  *testkit.Clock
-	origin *origin
+	origin *edgetest.Origin
 	admin  http.Handler
 }
 
@@ -257,7 +144,7 @@ type fixture struct {
 // origin unless set) at 5 s into a minute.
 func newFixture(tb testing.TB, rooms ...config.Room) *fixture {
 	tb.Helper()
-	o := newOrigin(tb)
+	o := edgetest.NewOrigin(tb)
 	clock := newFakeClock(5)
 	cfg := nodeConfig("node-a", keyFile(tb, tb.TempDir()), o.URL, rooms...)
 	srv := startServer(tb, cfg, clock)
@@ -476,7 +363,7 @@ type cluster struct {
 	opts   clusterOpts
 	net    *gossip.FaultNet // nil: gossip without injected faults
 	base   *testkit.Clock   // nil: the nodes run on the wall clock
-	origin *origin
+	origin *edgetest.Origin
 	key    string // cookie key file, shared by every node
 	rooms  []config.Room
 	nodes  []*clusterNode
@@ -504,7 +391,7 @@ type clusterOpts struct {
 	// chosen by the system), for tests that speak HTTP to them.
 	serve bool
 	// origin is the origin the nodes front; a new test origin when nil.
-	origin *origin
+	origin *edgetest.Origin
 	// name is node i's name; "pop-a", "pop-b", … when nil.
 	name func(i int) string
 }
@@ -572,7 +459,7 @@ func clusterOf(t *testing.T, o clusterOpts) *cluster {
 		c.base = newFakeClock(5)
 	}
 	if c.origin == nil {
-		c.origin = newOrigin(t)
+		c.origin = edgetest.NewOrigin(t)
 	}
 	t.Cleanup(func() {
 		// Kill rather than leave: a leave under injected faults can wait

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -64,7 +65,7 @@ func closedWithin(t *testing.T, c net.Conn, d time.Duration) {
 }
 
 func TestPublicListenerLimits(t *testing.T) {
-	o := newOrigin(t)
+	o := edgetest.NewOrigin(t)
 	cfg := nodeConfig("limits", keyFile(t, t.TempDir()), o.URL, room("shop", 1000, 1000))
 	cfg.ReadHeaderTimeout = config.Duration(clientTimeout)
 	cfg.ClientTimeout = config.Duration(clientTimeout)
@@ -194,7 +195,7 @@ func TestPublicListenerLimits(t *testing.T) {
 }
 
 func TestPublicConnectionCap(t *testing.T) {
-	o := newOrigin(t)
+	o := edgetest.NewOrigin(t)
 	cfg := nodeConfig("cap", keyFile(t, t.TempDir()), o.URL, room("shop", 1000, 1000))
 	cfg.MaxConnections = 2
 	srv := serveNode(t, cfg, nil)

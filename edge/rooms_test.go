@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -27,7 +28,7 @@ type ring struct {
 	nodes  []*edge.Server
 	admins []http.Handler
 	clock  *testkit.Clock
-	origin *origin
+	origin *edgetest.Origin
 	key    string
 }
 
@@ -399,7 +400,7 @@ func TestAdminToken(t *testing.T) {
 	if err := os.WriteFile(tokenPath, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := newOrigin(t)
+	o := edgetest.NewOrigin(t)
 	for _, readOpen := range []bool{false, true} {
 		cfg := nodeConfig("tok", keyFile(t, t.TempDir()), o.URL, room("shop", 10, 5))
 		cfg.AdminTokenFile = tokenPath

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 // rawGet sends one GET with the request target and Host exactly as given
@@ -137,7 +138,7 @@ func TestRoutingCannotBeDodged(t *testing.T) {
 	}
 	for _, mode := range []string{config.UnroutedRefuse, config.UnroutedPass} {
 		t.Run("with unrouted "+mode, func(t *testing.T) {
-			o := newOrigin(t, serving(protectedSite(t)))
+			o := edgetest.NewOrigin(t, edgetest.Serving(protectedSite(t)))
 			rc := room("shop", 100, 100)
 			rc.Host, rc.Path, rc.QueueAll = "vip.example.com", "/shop/", true
 			rc.AdditionalRoutes = []config.Route{{Path: "/static/"}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -34,7 +35,7 @@ func readyz(t *testing.T, adminAddr string) int {
 // finish, then hands its counts to its peer and leaves the ring.
 func TestGracefulShutdown(t *testing.T) {
 	started, release := make(chan struct{}, 1), make(chan struct{})
-	slow := newOrigin(t, serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	slow := edgetest.NewOrigin(t, edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		started <- struct{}{}
 		<-release
 		_, _ = io.WriteString(w, "finished after the stop began")
@@ -114,7 +115,7 @@ func TestGracefulShutdown(t *testing.T) {
 // shutdown_timeout ends is cut, and the node stops anyway.
 func TestShutdownTimeout(t *testing.T) {
 	started, release := make(chan struct{}, 1), make(chan struct{})
-	stuck := newOrigin(t, serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	stuck := edgetest.NewOrigin(t, edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		started <- struct{}{}
 		<-release
 	})))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 // TestSoak runs three nodes under constant load for ten minutes (set
@@ -29,7 +30,7 @@ func TestSoak(t *testing.T) {
 	// The origin counts the sessions it holds: a client that got in is
 	// "on" the origin until it says goodbye.
 	var onOrigin, peak atomic.Int64
-	origin := newOrigin(t, unrecorded(), serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	origin := edgetest.NewOrigin(t, edgetest.Unrecorded(), edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/enter":
 			if n := onOrigin.Add(1); n > peak.Load() {

@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -607,7 +608,7 @@ func withHost(rc config.Room, host string) config.Room {
 
 func TestOriginFailures(t *testing.T) {
 	t.Run("an origin that is down gives a 502 page without Go error text, and the admitted visitor keeps the session", func(t *testing.T) {
-		dead := newOrigin(t)
+		dead := edgetest.NewOrigin(t)
 		deadURL := dead.URL
 		dead.Close()
 		rc := room("shop", 5, 5)
@@ -640,7 +641,7 @@ func TestOriginFailures(t *testing.T) {
 
 	t.Run("an origin slower than origin_timeout gives a 504 page", func(t *testing.T) {
 		release := make(chan struct{})
-		slow := newOrigin(t, serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slow := edgetest.NewOrigin(t, edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -849,7 +850,7 @@ func TestRouting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := newOrigin(t)
+			o := edgetest.NewOrigin(t)
 			cfg := nodeConfig("node-a", keyFile(t, t.TempDir()), "", rooms...)
 			for i := range cfg.Rooms {
 				cfg.Rooms[i].Origin = o.URL

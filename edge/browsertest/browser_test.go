@@ -189,7 +189,7 @@ func TestBrowserThatRefusesCookiesIsToldSo(t *testing.T) {
 	if len(p) != 2 || p[1].Cookie != "" || p[1].SetCookie != "" {
 		t.Errorf("the room saw %+v; want two page loads, the second without a cookie and setting none", p)
 	}
-	if hits := org.hits.Load(); hits != 1 {
+	if hits := org.Hits(); hits != 1 {
 		t.Errorf("the origin got %d requests, want only the first visitor's", hits)
 	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))

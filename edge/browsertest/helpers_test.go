@@ -7,12 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -67,13 +66,11 @@ func toNextMinute(c *testkit.Clock, plus time.Duration) {
 	c.Set(c.Now().Truncate(time.Minute).Add(time.Minute + plus))
 }
 
-// startOrigin starts the site behind the room. "/leave" answers with the
-// origin command that ends the visitor's session; everything else is a page
-// with the marker.
-func startOrigin(t *testing.T) *origin {
-	o := &origin{}
-	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o.hits.Add(1)
+// startOrigin starts the one test origin serving the shop's site: "/leave"
+// answers with the origin command that ends the visitor's session;
+// everything else is a page with the marker.
+func startOrigin(t *testing.T) *edgetest.Origin {
+	return edgetest.NewOrigin(t, edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		if r.URL.Path == "/leave" {
@@ -83,14 +80,7 @@ func startOrigin(t *testing.T) *origin {
 		}
 		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>The shop</title></head>
 <body style="font-family:system-ui,sans-serif;margin:40px"><h1 id="origin-marker">%s</h1><p>Path %s.</p></body></html>`, originMarker, r.URL.Path)
-	}))
-	t.Cleanup(o.Close)
-	return o
-}
-
-type origin struct {
-	*httptest.Server
-	hits atomic.Int64
+	})))
 }
 
 // recorder remembers the requests a browser sent to the room.

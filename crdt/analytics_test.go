@@ -40,18 +40,22 @@ func TestAnalytics(t *testing.T) {
 	const m = 29_000_000
 	a, b := crdt.New(), crdt.New()
 	ra, rb := crdt.NewReplicaID("a", 1), crdt.NewReplicaID("b", 1)
-	add := func(s *crdt.State, r crdt.ReplicaID, k crdt.Kind, bucket, minute int64, n uint64) {
-		s.Add(crdt.Key{Room: "shop", Kind: k, Bucket: bucket, Minute: minute}, r, n)
+	// adder writes counts to one node's state as its replica.
+	adder := func(s *crdt.State, r crdt.ReplicaID) func(k crdt.Kind, bucket, minute int64, n uint64) {
+		return func(k crdt.Kind, bucket, minute int64, n uint64) {
+			s.Add(crdt.Key{Room: "shop", Kind: k, Bucket: bucket, Minute: minute}, r, n)
+		}
 	}
-	add(a, ra, crdt.ChallengesIssued, 0, m, 5)
-	add(b, rb, crdt.ChallengesIssued, 0, m, 3)
-	add(b, rb, crdt.ChallengesIssued, 0, m+1, 2)
-	add(a, ra, crdt.ChallengesFailed, 0, m+1, 1)
+	addA, addB := adder(a, ra), adder(b, rb)
+	addA(crdt.ChallengesIssued, 0, m, 5)
+	addB(crdt.ChallengesIssued, 0, m, 3)
+	addB(crdt.ChallengesIssued, 0, m+1, 2)
+	addA(crdt.ChallengesFailed, 0, m+1, 1)
 	for i := 0; i < 9; i++ {
-		add(a, ra, crdt.TimeInQueue, crdt.HistogramBin(60), m, 1)
+		addA(crdt.TimeInQueue, crdt.HistogramBin(60), m, 1)
 	}
-	add(b, rb, crdt.TimeInQueue, crdt.HistogramBin(600), m+1, 1)
-	add(b, rb, crdt.Admitted, 0, m, 7) // not an analytics kind
+	addB(crdt.TimeInQueue, crdt.HistogramBin(600), m+1, 1)
+	addB(crdt.Admitted, 0, m, 7) // not an analytics kind
 	c := crdt.New()
 	c.MergeState(a)
 	c.MergeState(b)

@@ -182,14 +182,14 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	}
 	// Every node must know the one slot is taken before the crowd comes.
 	settleActive := func(want int64) {
-		testkit.Eventually(t, 10*time.Second, 0, "active users on every node", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "active users on every node", Timeout: 10 * time.Second}, func() bool {
 			for _, a := range r.admins {
 				if roomStatus(t, a, "shop").EstimatedTotalActiveUsers != want {
 					return false
 				}
 			}
 			return true
-		}, nil)
+		})
 	}
 	settleActive(1)
 
@@ -272,7 +272,7 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 		}
 		// Gossip brings every node's analytics to the others: wait until
 		// the nodes agree.
-		testkit.Eventually(t, 5*time.Second, 0, "every node holding the same analytics", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "every node holding the same analytics", Timeout: 5 * time.Second}, func() bool {
 			first := analytics(r.admins[0])
 			for _, admin := range r.admins[1:] {
 				if !reflect.DeepEqual(analytics(admin), first) {
@@ -280,7 +280,7 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 				}
 			}
 			return true
-		}, nil)
+		})
 		for i, admin := range r.admins {
 			a := analytics(admin)
 			tot := a.Totals

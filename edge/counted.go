@@ -181,7 +181,7 @@ func (rm *room) revokeSession(tok cookie.Token) {
 	}
 	var buf [3]crdt.Inc
 	sh := rm.counted.lock(tok.ID)
-	incs, after := policy.Count(buf[:0], rm.viewAt(time.Unix(now, 0)).pol, rm.name, sh.before(tok), policy.Event{Step: policy.StepRevoke, ID: tok.ID}, now)
+	incs, after := policy.Count(buf[:0], rm.viewAt(time.Unix(now, 0)).pol, rm.name, sh.before(tok), policy.Event{Step: policy.StepRevoke, ID: tok.ID, At: now})
 	if len(incs) > 0 {
 		rm.mu.RLock()
 		rm.s.node.Add(incs...)

@@ -166,7 +166,13 @@ func (c *e2eCluster) converge(t *testing.T) time.Duration {
 	t.Helper()
 	w := policy.Room{SessionDuration: 1}.Windows()
 	sec := c.clock.Now().Unix()
-	took := testkit.Eventually(t, 30*time.Second, 5*time.Millisecond, fmt.Sprintf("the replicas agreeing at %v", c.clock.Now()), func() bool {
+	took := testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("the replicas agreeing at %v", c.clock.Now()), Timeout: 30 * time.Second, Tick: 5 * time.Millisecond, Seen: func() string {
+		var views []string
+		for i, n := range c.nodes {
+			views = append(views, fmt.Sprintf("\n  pop-%d: %+v", i+1, n.Node().Snapshot(e2eRoom, sec, w)))
+		}
+		return strings.Join(views, "")
+	}}, func() bool {
 		first := c.nodes[0].Node().Snapshot(e2eRoom, sec, w)
 		for _, n := range c.nodes[1:] {
 			if s := n.Node().Snapshot(e2eRoom, sec, w); !reflect.DeepEqual(first, s) {
@@ -174,12 +180,6 @@ func (c *e2eCluster) converge(t *testing.T) time.Duration {
 			}
 		}
 		return true
-	}, func() string {
-		var views []string
-		for i, n := range c.nodes {
-			views = append(views, fmt.Sprintf("\n  pop-%d: %+v", i+1, n.Node().Snapshot(e2eRoom, sec, w)))
-		}
-		return strings.Join(views, "")
 	})
 	if took > 2*time.Second {
 		// Broadcasts arrive within a few gossip rounds (100 ms each in the
@@ -371,14 +371,14 @@ func TestEndToEnd(t *testing.T) {
 		revokedAt := time.Now()
 		for i := 1; i < e2eNodes; i++ {
 			var active int64
-			testkit.Eventually(t, 5*time.Second-time.Since(revokedAt), 0, fmt.Sprintf("pop-%d no longer counting the revoked session", i+1), func() bool {
+			testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("pop-%d no longer counting the revoked session", i+1), Timeout: 5*time.Second - time.Since(revokedAt), Seen: func() string { return fmt.Sprintf("%d active", active) }}, func() bool {
 				doc, _, err := adminclient.FetchState(context.Background(), c.nodes[i].AdminAddr(), "", 2*time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}
 				active = doc.Rooms[0].EstimatedTotalActiveUsers
 				return active == 0
-			}, func() string { return fmt.Sprintf("%d active", active) })
+			})
 			t.Logf("pop-%d saw the revoke after %v", i+1, time.Since(revokedAt).Round(time.Millisecond))
 		}
 	})

@@ -112,14 +112,14 @@ func faultSameCells(room string, nodes []*clusterNode) bool {
 // how long it took.
 func (c *cluster) waitConverged(room string, nodes []*clusterNode, d time.Duration) time.Duration {
 	c.t.Helper()
-	return testkit.Eventually(c.t, d, 0, "replicas converge", func() bool { return faultSameCells(room, nodes) }, func() string {
+	return testkit.Eventually(c.t, testkit.Wait{What: "replicas converge", Timeout: d, Seen: func() string {
 		var b strings.Builder
 		m := c.base.Now().Unix() / 60
 		for _, n := range nodes {
 			fmt.Fprintf(&b, "\n  %s: %d cells, %s", n.name, len(n.cells(room)), faultTotalsOf(n.snap(room, m)))
 		}
 		return b.String() + c.membership(nodes)
-	})
+	}}, func() bool { return faultSameCells(room, nodes) })
 }
 
 // snap is the node's snapshot of room at the start of unix minute m, over

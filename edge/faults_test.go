@@ -245,11 +245,11 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 	})
 	b := c.add("pop-b", 0)
 	c.waitRing(c.nodes, 10*time.Second)
-	testkit.Eventually(t, 5*time.Second, 0, "a's first packets to b", func() bool {
+	testkit.Eventually(t, testkit.Wait{What: "a's first packets to b", Timeout: 5 * time.Second}, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(early) == 5
-	}, nil)
+	})
 	c.net.SetTrace(nil)
 	crowd := &faultCrowd{}
 	setup := crowd.add(20)
@@ -264,9 +264,9 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 		t.Fatalf("setup: %d admitted and %d waiting, want a queue", taken, waiting)
 	}
 	// A quiet moment: every broadcast has been sent its number of times.
-	testkit.Eventually(t, 5*time.Second, 0, "broadcast queues drained", func() bool {
+	testkit.Eventually(t, testkit.Wait{What: "broadcast queues drained", Timeout: 5 * time.Second}, func() bool {
 		return a.srv.Node().Stats().Queued == 0 && b.srv.Node().Stats().Queued == 0
-	}, nil)
+	})
 	time.Sleep(200 * time.Millisecond)
 
 	t.Run("a node restarted after a crash that hears gossip before it joins still fetches the full state at once", func(t *testing.T) {
@@ -479,14 +479,14 @@ func TestFaultPartition(t *testing.T) {
 			return
 		}
 		t.Logf("converged %s after the heal:\n  %s", took.Round(time.Millisecond), strings.Join(views, "\n  "))
-		testkit.Eventually(t, 5*time.Second, 0, "one ring of five after the heal", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "one ring of five after the heal", Timeout: 5 * time.Second, Seen: func() string { return c.membership(c.nodes) }}, func() bool {
 			for _, n := range c.nodes {
 				if n.members() != 5 {
 					return false
 				}
 			}
 			return true
-		}, func() string { return c.membership(c.nodes) })
+		})
 	})
 }
 

@@ -88,9 +88,9 @@ func TestANodeNeedsAGossipKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		testkit.Eventually(t, 5*time.Second, 0, "the warning", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "the warning", Timeout: 5 * time.Second}, func() bool {
 			return strings.Contains(buf.String(), "gossip is unauthenticated: anyone who reaches 127.0.0.1:")
-		}, nil)
+		})
 	})
 }
 
@@ -102,7 +102,7 @@ func TestRoomsFromPeersAreValidatedBeforeTheyMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer peer.Kill()
-	testkit.Eventually(t, 10*time.Second, 0, "the peer joins", func() bool { return r.nodes[0].Node().NumMembers() == 2 }, nil)
+	testkit.Eventually(t, testkit.Wait{What: "the peer joins", Timeout: 10 * time.Second}, func() bool { return r.nodes[0].Node().NumMembers() == 2 })
 
 	refused := func() int64 { return r.nodes[0].Node().Stats().Dropped[gossip.RefusedRegister] }
 	for _, tc := range []struct {
@@ -117,7 +117,7 @@ func TestRoomsFromPeersAreValidatedBeforeTheyMerge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			was := refused()
 			peer.SetRegister("room/shop", []byte(tc.value))
-			testkit.Eventually(t, 10*time.Second, 0, "the refusal is counted", func() bool { return refused() > was }, nil)
+			testkit.Eventually(t, testkit.Wait{What: "the refusal is counted", Timeout: 10 * time.Second}, func() bool { return refused() > was })
 			rc := getRoom(t, r.admins[0], "shop")
 			if rc == nil || rc.TotalActiveUsers != 100 {
 				t.Fatalf("room %+v, want the last valid settings (100 active users)", rc)
@@ -129,10 +129,10 @@ func TestRoomsFromPeersAreValidatedBeforeTheyMerge(t *testing.T) {
 	}
 	t.Run("valid settings from the same peer take effect", func(t *testing.T) {
 		peer.SetRegister("room/shop", []byte(`{"name":"shop","total_active_users":70,"new_users_per_minute":5}`))
-		testkit.Eventually(t, 10*time.Second, 0, "the change", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "the change", Timeout: 10 * time.Second}, func() bool {
 			rc := getRoom(t, r.admins[0], "shop")
 			return rc != nil && rc.TotalActiveUsers == 70
-		}, nil)
+		})
 	})
 }
 
@@ -151,11 +151,11 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 	}
 	defer listener.Kill()
 	var heard []byte
-	testkit.Eventually(t, 10*time.Second, 0, "the room reaches the listener", func() bool {
+	testkit.Eventually(t, testkit.Wait{What: "the room reaches the listener", Timeout: 10 * time.Second}, func() bool {
 		reg, ok := listener.Register("room/shop")
 		heard = reg.Value
 		return ok
-	}, nil)
+	})
 	if bytes.Contains(heard, []byte("s3cret")) {
 		t.Fatalf("the secret went out in plaintext gossip: %s", heard)
 	}
@@ -172,7 +172,7 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 		cfg.InsecureGossip = true
 		cfg.Seeds = []string{a.Node().Addr()}
 		b := startServer(t, cfg, nil)
-		testkit.Eventually(t, 10*time.Second, 0, "b joins", func() bool { return b.Node().NumMembers() >= 2 }, nil)
+		testkit.Eventually(t, testkit.Wait{What: "b joins", Timeout: 10 * time.Second}, func() bool { return b.Node().NumMembers() >= 2 })
 		if n := b.Node().Stats().Dropped[gossip.RefusedRegister]; n != 0 {
 			t.Fatalf("b refused %d room registers", n)
 		}
@@ -206,7 +206,7 @@ func TestTheAdminAPIOverwritesARoomStampedInTheFarFuture(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("PATCH: %d %s", resp.StatusCode, body(t, resp))
 	}
-	testkit.Eventually(t, 10*time.Second, 0, "the operator's settings on every node", func() bool {
+	testkit.Eventually(t, testkit.Wait{What: "the operator's settings on every node", Timeout: 10 * time.Second}, func() bool {
 		for _, n := range r.nodes {
 			reg, _ := n.Node().Register("room/shop")
 			var rc config.Room
@@ -215,7 +215,7 @@ func TestTheAdminAPIOverwritesARoomStampedInTheFarFuture(t *testing.T) {
 			}
 		}
 		return true
-	}, nil)
+	})
 	if rc := getRoom(t, r.admins[1], "shop"); rc == nil || rc.TotalActiveUsers != 70 {
 		t.Fatalf("b-node serves %+v, want the operator's settings", rc)
 	}

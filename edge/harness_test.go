@@ -669,14 +669,14 @@ func (n *clusterNode) members() int { return n.srv.Node().NumMembers() }
 // waitRing waits until every one of nodes sees exactly them as members.
 func (c *cluster) waitRing(nodes []*clusterNode, d time.Duration) time.Duration {
 	c.t.Helper()
-	return testkit.Eventually(c.t, d, 0, fmt.Sprintf("a ring of %d", len(nodes)), func() bool {
+	return testkit.Eventually(c.t, testkit.Wait{What: fmt.Sprintf("a ring of %d", len(nodes)), Timeout: d, Seen: func() string { return c.membership(nodes) }}, func() bool {
 		for _, n := range nodes {
 			if n.members() != len(nodes) {
 				return false
 			}
 		}
 		return true
-	}, func() string { return c.membership(nodes) })
+	})
 }
 
 func (c *cluster) membership(nodes []*clusterNode) string {

@@ -204,9 +204,9 @@ func TestPublicConnectionCap(t *testing.T) {
 
 	// Two clients connect and hold their connections.
 	holders := []net.Conn{rawConn(t, addr, ""), rawConn(t, addr, "")}
-	testkit.Eventually(t, 5*time.Second, 0, "two connections open", func() bool {
+	testkit.Eventually(t, testkit.Wait{What: "two connections open", Timeout: 5 * time.Second}, func() bool {
 		return metric(t, admin, "waitroom_public_connections") == 2
-	}, nil)
+	})
 
 	type result struct {
 		status int
@@ -223,9 +223,9 @@ func TestPublicConnectionCap(t *testing.T) {
 		third <- result{status: resp.StatusCode}
 	}()
 	t.Run("a third connection waits while two are open", func(t *testing.T) {
-		testkit.Eventually(t, 5*time.Second, 0, "the third connection waiting", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "the third connection waiting", Timeout: 5 * time.Second}, func() bool {
 			return metric(t, admin, "waitroom_public_connection_waits_total") >= 1
-		}, nil)
+		})
 		select {
 		case r := <-third:
 			t.Fatalf("the third client was answered while two connections were open: %+v", r)

@@ -61,8 +61,7 @@ func TestReadiness(t *testing.T) {
 		// pop-b has pop-a as its seed; pop-a leaves.
 		a, b := c.nodes[0], c.nodes[1]
 		a.stop()
-		testkit.Eventually(t, 10*time.Second, 0, "pop-b alone", func() bool { return b.members() == 1 },
-			func() string { return c.membership([]*clusterNode{b}) })
+		testkit.Eventually(t, testkit.Wait{What: "pop-b alone", Timeout: 10 * time.Second, Seen: func() string { return c.membership([]*clusterNode{b}) }}, func() bool { return b.members() == 1 })
 		if got := readyStatus(t, b.srv.AdminHandler()); got != http.StatusOK {
 			t.Errorf("after its peer left: %d, want 200 (stale_state open keeps serving)", got)
 		}

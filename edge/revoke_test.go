@@ -18,21 +18,21 @@ func TestRevocationReachesEveryNode(t *testing.T) {
 		t.Fatal("not admitted")
 	}
 	old := *v.cookies["__waitroom"] // what a misbehaving client keeps
-	testkit.Eventually(t, 2*time.Second, 0, "the session counted on every node", func() bool {
+	testkit.Eventually(t, testkit.Wait{What: "the session counted on every node", Timeout: 2 * time.Second}, func() bool {
 		for _, a := range r.admins {
 			if roomStatus(t, a, "shop").EstimatedTotalActiveUsers != 1 {
 				return false
 			}
 		}
 		return true
-	}, nil)
+	})
 	v.get(r.nodes[0], "http://shop.test/revoke-cf")
 
 	for i := 1; i < 3; i++ {
 		t.Run("a replay of the revoked cookie at another node is a new visitor", func(t *testing.T) {
-			testkit.Eventually(t, 2*time.Second, 0, "revocation known at the node", func() bool {
+			testkit.Eventually(t, testkit.Wait{What: "revocation known at the node", Timeout: 2 * time.Second}, func() bool {
 				return len(revokedKnown(t, r, i)) > 0
-			}, nil)
+			})
 			// The node adds what it learned to its revoked set on its
 			// allocation loop's next round (every 250 ms): run it now.
 			r.nodes[i].RefreshAllocations()
@@ -49,14 +49,14 @@ func TestRevocationReachesEveryNode(t *testing.T) {
 		})
 	}
 	t.Run("the revoked session freed exactly one slot, and the two replays are two new sessions, on every node", func(t *testing.T) {
-		testkit.Eventually(t, 2*time.Second, 0, "two active users everywhere", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "two active users everywhere", Timeout: 2 * time.Second}, func() bool {
 			for _, a := range r.admins {
 				if roomStatus(t, a, "shop").EstimatedTotalActiveUsers != 2 {
 					return false
 				}
 			}
 			return true
-		}, nil)
+		})
 	})
 }
 

@@ -42,9 +42,8 @@ func newRing(t *testing.T, n int, rooms ...config.Room) *ring {
 	return r
 }
 
-// adminSend sends a JSON body to the admin handler, as the CLI does; hdr
-// (name, value pairs) adds or replaces headers.
-func adminSend(t *testing.T, h http.Handler, method, path string, v any, hdr ...string) *http.Response {
+// adminSend sends a JSON body to the admin handler, as the CLI does.
+func adminSend(t *testing.T, h http.Handler, method, path string, v any) *http.Response {
 	t.Helper()
 	var b []byte
 	if v != nil {
@@ -55,12 +54,18 @@ func adminSend(t *testing.T, h http.Handler, method, path string, v any, hdr ...
 	}
 	req := httptest.NewRequest(method, adminURL+path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec.Result()
+}
+
+// withBearer is the admin handler h reached with the bearer token token,
+// as `waitroom rooms --token` reaches it.
+func withBearer(h http.Handler, token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("Authorization", "Bearer "+token)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // getRoom reads a room's settings from a node, or nil when it has none.
@@ -91,14 +96,14 @@ func TestRoomsAreReplicated(t *testing.T) {
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("POST: %d %s", resp.StatusCode, body(t, resp))
 		}
-		took := testkit.Eventually(t, 2*time.Second, 0, "room on every node", func() bool {
+		took := testkit.Eventually(t, testkit.Wait{What: "room on every node", Timeout: 2 * time.Second}, func() bool {
 			for _, a := range r.admins {
 				if getRoom(t, a, "sale") == nil {
 					return false
 				}
 			}
 			return true
-		}, nil)
+		})
 		t.Logf("created on a-node, in force everywhere after %s", took)
 		// And it serves: a visitor at node c gets the sale room's cookie.
 		v := newVisitor()
@@ -113,14 +118,14 @@ func TestRoomsAreReplicated(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("PATCH: %d %s", resp.StatusCode, body(t, resp))
 		}
-		took := testkit.Eventually(t, 2*time.Second, 0, "change on every node", func() bool {
+		took := testkit.Eventually(t, testkit.Wait{What: "change on every node", Timeout: 2 * time.Second}, func() bool {
 			for _, a := range r.admins {
 				if rs := roomStatus(t, a, "shop"); rs.TotalActiveUsers != 70 || rs.NewUsersPerMinute != 30 {
 					return false
 				}
 			}
 			return true
-		}, nil)
+		})
 		t.Logf("changed on b-node, in force everywhere after %s", took)
 	})
 
@@ -151,7 +156,7 @@ func TestRoomsAreReplicated(t *testing.T) {
 		}
 		wg.Wait()
 		var settled int
-		testkit.Eventually(t, 3*time.Second, 0, "one value everywhere", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "one value everywhere", Timeout: 3 * time.Second}, func() bool {
 			first := getRoom(t, r.admins[0], "shop").TotalActiveUsers
 			for _, a := range r.admins[1:] {
 				if getRoom(t, a, "shop").TotalActiveUsers != first {
@@ -160,7 +165,7 @@ func TestRoomsAreReplicated(t *testing.T) {
 			}
 			settled = first
 			return true
-		}, nil)
+		})
 		if settled != 55 && settled != 66 && settled != 77 {
 			t.Errorf("settled on %d, which nobody wrote", settled)
 		}
@@ -171,14 +176,14 @@ func TestRoomsAreReplicated(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("DELETE: %d %s", resp.StatusCode, body(t, resp))
 		}
-		testkit.Eventually(t, 2*time.Second, 0, "deletion everywhere", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "deletion everywhere", Timeout: 2 * time.Second}, func() bool {
 			for _, a := range r.admins {
 				if getRoom(t, a, "sale") != nil {
 					return false
 				}
 			}
 			return true
-		}, nil)
+		})
 	})
 }
 
@@ -195,10 +200,10 @@ func TestEmergencyStop(t *testing.T) {
 			t.Fatalf("stop: %d %s", resp.StatusCode, body(t, resp))
 		}
 		hits := r.origin.Hits()
-		took := testkit.Eventually(t, 2*time.Second, 0, "stop page at node c", func() bool {
+		took := testkit.Eventually(t, testkit.Wait{What: "stop page at node c", Timeout: 2 * time.Second}, func() bool {
 			resp := v.get(r.nodes[2], "http://shop.test/")
 			return strings.Contains(body(t, resp), "Back soon") && resp.Header.Get("Refresh") != ""
-		}, nil)
+		})
 		t.Logf("stopped on a-node, admitted visitor at c-node held after %s", took)
 		// Held means held: a few more requests do not reach the origin.
 		before := r.origin.Hits()
@@ -212,9 +217,9 @@ func TestEmergencyStop(t *testing.T) {
 		// A newcomer is queued too, and keeps a place, at every node once the
 		// stop has reached it.
 		for i := range r.nodes {
-			testkit.Eventually(t, 2*time.Second, 0, "stop in force everywhere", func() bool {
+			testkit.Eventually(t, testkit.Wait{What: "stop in force everywhere", Timeout: 2 * time.Second}, func() bool {
 				return getRoom(t, r.admins[i], "shop").Stopped
-			}, nil)
+			})
 			n := newVisitor()
 			if resp := n.get(r.nodes[i], "http://shop.test/"); resp.Header.Get("X-Origin") != "" || setCookie(resp, "__waitroom") == "" {
 				t.Errorf("a newcomer at node %d during the stop was not queued with a token", i)
@@ -227,9 +232,9 @@ func TestEmergencyStop(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("resume: %d %s", resp.StatusCode, body(t, resp))
 		}
-		testkit.Eventually(t, 2*time.Second, 0, "origin again at node c", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "origin again at node c", Timeout: 2 * time.Second}, func() bool {
 			return v.get(r.nodes[2], "http://shop.test/").Header.Get("X-Origin") == "yes"
-		}, nil)
+		})
 	})
 }
 
@@ -348,9 +353,9 @@ func TestScheduledEvent(t *testing.T) {
 
 	t.Run("after the end the room's own settings are back", func(t *testing.T) {
 		r.clock.Set(end.Add(time.Minute))
-		testkit.Eventually(t, 2*time.Second, 0, "room settings back", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "room settings back", Timeout: 2 * time.Second}, func() bool {
 			return roomStatus(t, admin, "launch").TotalActiveUsers == 1000
-		}, nil)
+		})
 	})
 }
 
@@ -411,12 +416,12 @@ func TestAdminToken(t *testing.T) {
 			if resp := adminSend(t, admin, http.MethodPatch, "/rooms/shop", map[string]any{"total_active_users": 9}); resp.StatusCode != http.StatusUnauthorized {
 				t.Errorf("PATCH without token: %d, want 401", resp.StatusCode)
 			}
-			if resp := adminSend(t, admin, http.MethodPatch, "/rooms/shop", map[string]any{"total_active_users": 9}, "Authorization", "Bearer wrong-token-wrong-token"); resp.StatusCode != http.StatusUnauthorized {
+			if resp := adminSend(t, withBearer(admin, "wrong-token-wrong-token"), http.MethodPatch, "/rooms/shop", map[string]any{"total_active_users": 9}); resp.StatusCode != http.StatusUnauthorized {
 				t.Errorf("PATCH with a wrong token: %d, want 401", resp.StatusCode)
 			}
 		})
 		t.Run("a change with the token is accepted, "+name, func(t *testing.T) {
-			if resp := adminSend(t, admin, http.MethodPatch, "/rooms/shop", map[string]any{"total_active_users": 9}, "Authorization", "Bearer "+token); resp.StatusCode != http.StatusOK {
+			if resp := adminSend(t, withBearer(admin, token), http.MethodPatch, "/rooms/shop", map[string]any{"total_active_users": 9}); resp.StatusCode != http.StatusOK {
 				t.Errorf("PATCH with the token: %d %s", resp.StatusCode, body(t, resp))
 			}
 		})

@@ -42,9 +42,9 @@ func TestGracefulShutdown(t *testing.T) {
 	})))
 	c := newCluster(t, 2, clusterOpts{serve: true, origin: slow, rooms: []config.Room{room("shop", 100, 100)}})
 	a, b := c.nodes[0], c.nodes[1]
-	testkit.Eventually(t, 10*time.Second, 0, "both nodes ready", func() bool {
+	testkit.Eventually(t, testkit.Wait{What: "both nodes ready", Timeout: 10 * time.Second}, func() bool {
 		return readyz(t, a.srv.AdminAddr()) == http.StatusOK && readyz(t, b.srv.AdminAddr()) == http.StatusOK
-	}, func() string { return "" })
+	})
 
 	type answer struct {
 		status int
@@ -69,18 +69,18 @@ func TestGracefulShutdown(t *testing.T) {
 	go func() { b.stopServing(); close(stopped) }()
 
 	t.Run("the stopping node says not ready while it drains", func(t *testing.T) {
-		testkit.Eventually(t, 5*time.Second, 0, "/readyz answering 503", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "/readyz answering 503", Timeout: 5 * time.Second}, func() bool {
 			return readyz(t, adminAddr) == http.StatusServiceUnavailable
-		}, func() string { return "" })
+		})
 	})
 	t.Run("the stopping node refuses new connections", func(t *testing.T) {
-		testkit.Eventually(t, 5*time.Second, 0, "a refused connection", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "a refused connection", Timeout: 5 * time.Second, Seen: func() string { return "the public listener still accepts" }}, func() bool {
 			conn, err := net.DialTimeout("tcp", publicAddr, time.Second)
 			if err == nil {
 				_ = conn.Close()
 			}
 			return err != nil
-		}, func() string { return "the public listener still accepts" })
+		})
 	})
 	t.Run("the request in flight finishes", func(t *testing.T) {
 		select {
@@ -100,10 +100,10 @@ func TestGracefulShutdown(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.up = false
-		testkit.Eventually(t, 10*time.Second, 0, "node a alone, expecting only itself", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "node a alone, expecting only itself", Timeout: 10 * time.Second, Seen: func() string { return c.membership([]*clusterNode{a}) }}, func() bool {
 			n := a.srv.Node()
 			return n.NumMembers() == 1 && n.ExpectedMembers(time.Now()) == 1
-		}, func() string { return c.membership([]*clusterNode{a}) })
+		})
 		a.srv.RefreshAllocations()
 		if rs := roomStatus(t, a.admin, "shop"); rs.NewUsersThisMinute != 1 {
 			t.Errorf("node a counts %d new users this minute, want the 1 node b admitted", rs.NewUsersThisMinute)

@@ -148,7 +148,7 @@ func (s *Server) serveAdmitted(rq *request, a *allocation) {
 	nowSec := rq.now.Unix()
 	var incs [8]crdt.Inc
 	sh := rm.counted.lock(rq.tok.ID)
-	k, after := policy.Count(incs[:0], v.pol, rm.name, sh.before(rq.tok), policy.Event{Step: policy.StepSession}, nowSec)
+	k, after := policy.Count(incs[:0], v.pol, rm.name, sh.before(rq.tok), policy.Event{Step: policy.StepSession, At: nowSec})
 	s.record(rm, k)
 	sh.put(rq.tok.ID, after, nowSec)
 	sh.unlock()
@@ -197,8 +197,8 @@ func (s *Server) decide(rq *request, a *allocation) {
 	rm.mu.RLock()
 	a = rm.alloc.Load()
 	out := a.Decide(policy.Visitor{Bucket: bucket, Queued: rq.before.Waiting()}, nil)
-	ev.Outcome = out
-	add, after := policy.Count(add, a.view.pol, rm.name, rq.before, ev, nowSec)
+	ev.Outcome, ev.At = out, nowSec
+	add, after := policy.Count(add, a.view.pol, rm.name, rq.before, ev)
 	if len(add) > 0 {
 		s.node.Add(add...)
 	}
@@ -287,7 +287,7 @@ func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, add [
 	if fresh {
 		before = policy.Counting{Bucket: tok.Bucket}
 	}
-	add, after := policy.Count(add, a.view.pol, rm.name, before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Refresh: jitteredRefresh()}, nowSec)
+	add, after := policy.Count(add, a.view.pol, rm.name, before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Refresh: jitteredRefresh(), At: nowSec})
 	s.record(rm, add)
 	if !fresh {
 		sh.put(tok.ID, after, nowSec)

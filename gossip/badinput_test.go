@@ -243,19 +243,19 @@ func TestBadInputThroughALiveNode(t *testing.T) {
 		if err := p.ml.SendBestEffort(target, goodEntries); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Eventually(t, 10*time.Second, 0, "the good entries merged", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "the good entries merged", Timeout: 10 * time.Second}, func() bool {
 			var v uint64
 			node.Read(func(s *crdt.State) { v = s.Value(valid(0).Key) })
 			return v == 100
-		}, nil)
+		})
 		if err := p.pushState(node.Addr(), goodFull); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Eventually(t, 10*time.Second, 0, "the good state merged", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "the good state merged", Timeout: 10 * time.Second}, func() bool {
 			var v uint64
 			node.Read(func(s *crdt.State) { v = s.Value(shop) })
 			return v == 5+9
-		}, nil)
+		})
 		if st := node.Stats(); st.PushPulls == 0 || st.EntriesMerged < 3 {
 			t.Fatalf("stats do not show the merges: %+v", st)
 		}

@@ -15,7 +15,7 @@ import (
 func benchEntries(n int) []crdt.Entry {
 	es := make([]crdt.Entry, n)
 	for i := range es {
-		es[i] = entry("tickets.example.com/sale", crdt.Kind(i%6+1), testMinute-int64(i%5), testMinute, crdt.NewReplicaID("pop", uint64(i)), uint64(1000+i))
+		es[i] = entry(crdt.Key{Room: "tickets.example.com/sale", Kind: crdt.Kind(i%6 + 1), Bucket: testMinute - int64(i%5), Minute: testMinute}, crdt.NewReplicaID("pop", uint64(i)), uint64(1000+i))
 	}
 	return es
 }

@@ -127,7 +127,15 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 // waitMembers waits until every live node sees want alive members.
 func (c *cluster) waitMembers(want int, timeout time.Duration) {
 	c.t.Helper()
-	testkit.Eventually(c.t, timeout, 0, fmt.Sprintf("every node seeing %d alive members", want), func() bool {
+	testkit.Eventually(c.t, testkit.Wait{What: fmt.Sprintf("every node seeing %d alive members", want), Timeout: timeout, Seen: func() string {
+		var b strings.Builder
+		for i, n := range c.nodes {
+			if n != nil {
+				fmt.Fprintf(&b, "\n  node %d (%s) sees %+v", i, n.Addr(), n.Members())
+			}
+		}
+		return b.String()
+	}}, func() bool {
 		for _, n := range c.nodes {
 			if n == nil {
 				continue
@@ -143,14 +151,6 @@ func (c *cluster) waitMembers(want int, timeout time.Duration) {
 			}
 		}
 		return true
-	}, func() string {
-		var b strings.Builder
-		for i, n := range c.nodes {
-			if n != nil {
-				fmt.Fprintf(&b, "\n  node %d (%s) sees %+v", i, n.Addr(), n.Members())
-			}
-		}
-		return b.String()
 	})
 }
 

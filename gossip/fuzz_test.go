@@ -18,12 +18,12 @@ import (
 //	go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 30s ./gossip/
 func FuzzDecode(f *testing.F) {
 	a, b := crdt.NewReplicaID("a", 1), crdt.NewReplicaID("b", 2)
-	f.Add(must(EncodeEntries([]crdt.Entry{entry("shop", crdt.Admitted, 0, testMinute, a, 3), entry("shop", crdt.WaitingMinus, testMinute-2, testMinute, b, 1)})))
+	f.Add(must(EncodeEntries([]crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Bucket: 0, Minute: testMinute}, a, 3), entry(crdt.Key{Room: "shop", Kind: crdt.WaitingMinus, Bucket: testMinute - 2, Minute: testMinute}, b, 1)})))
 	f.Add(must(EncodeRegisters([]crdt.RegisterEntry{register("room/shop", []byte(`{"total_active_users":100}`), 1_700_000_000_000, 2, a)})))
 	s := roomState(3, 3)
 	f.Add(must(EncodeFull(s.Full(), s.Horizon())))
 	f.Add(must(EncodeBeat(a, 1_700_000_000_123)))
-	f.Add(must(EncodeStampedEntries([]crdt.Entry{entry("shop", crdt.Admitted, 0, testMinute, a, 3)}, 1_700_000_000_123)))
+	f.Add(must(EncodeStampedEntries([]crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Bucket: 0, Minute: testMinute}, a, 3)}, 1_700_000_000_123)))
 
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		m, err := Decode(msg, MaxFullState)

@@ -20,9 +20,7 @@ func TestLeaving(t *testing.T) {
 	expectedOn := func(c *cluster, i int) int { return c.nodes[i].ExpectedMembers(time.Now()) }
 	waitExpected := func(t *testing.T, c *cluster, i, want int) {
 		t.Helper()
-		testkit.Eventually(t, 10*time.Second, 0, fmt.Sprintf("node %d expecting and seeing %d members", i, want),
-			func() bool { return expectedOn(c, i) == want && c.nodes[i].NumMembers() == want },
-			func() string { return fmt.Sprintf("expects %d, sees %d", expectedOn(c, i), c.nodes[i].NumMembers()) })
+		testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("node %d expecting and seeing %d members", i, want), Timeout: 10 * time.Second, Seen: func() string { return fmt.Sprintf("expects %d, sees %d", expectedOn(c, i), c.nodes[i].NumMembers()) }}, func() bool { return expectedOn(c, i) == want && c.nodes[i].NumMembers() == want })
 	}
 
 	t.Run("a node that leaves cleanly sends its last counts and is no longer expected", func(t *testing.T) {
@@ -80,8 +78,7 @@ func TestLeaving(t *testing.T) {
 				ni, err := gossip.DecodeNodeInfo(reg.Value)
 				return err == nil && ni.Left
 			}
-			testkit.Eventually(t, 5*time.Second, 0, fmt.Sprintf("node %d hearing the leave announced", i), left,
-				func() string { return "no announcement of the leave" })
+			testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("node %d hearing the leave announced", i), Timeout: 5 * time.Second, Seen: func() string { return "no announcement of the leave" }}, left)
 		}
 	})
 

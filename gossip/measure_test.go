@@ -359,10 +359,10 @@ func TestMeasureGossipCost(t *testing.T) {
 							// of a waiting visitor, and for one request of a
 							// session admitted a minute ago, renewed.
 							waiting := policy.Counting{Bucket: b, Counted: m, LastCheckIn: sec - 20, RefreshInterval: 20, ExpiresAt: sec + 280}
-							incs, _ := policy.Count(nil, measureRoom, "shop", waiting, policy.Event{Step: policy.StepDecided, Outcome: policy.Admit}, sec)
+							incs, _ := policy.Count(nil, measureRoom, "shop", waiting, policy.Event{Step: policy.StepDecided, Outcome: policy.Admit, At: sec})
 							browsing := policy.Counting{Bucket: b, AcceptedAt: sec - 60, LastCheckIn: sec - 10}
 							browsing.Counted = policy.SessionCell(sec-10+60*int64(measureRoom.SessionDuration), g)
-							incs, _ = policy.Count(incs, measureRoom, "shop", browsing, policy.Event{Step: policy.StepSession}, sec)
+							incs, _ = policy.Count(incs, measureRoom, "shop", browsing, policy.Event{Step: policy.StepSession, At: sec})
 							n.Add(incs...)
 							for _, in := range incs {
 								tallies[i][in.Key]++

@@ -60,9 +60,7 @@ func startNode(t *testing.T, cfg gossip.Config) *gossip.Node {
 // waitNumMembers polls (membership has no event here) until n sees want.
 func waitNumMembers(t *testing.T, n *gossip.Node, want int, timeout time.Duration) {
 	t.Helper()
-	testkit.Eventually(t, timeout, 0, fmt.Sprintf("%s seeing %d members", n.Name(), want),
-		func() bool { return len(n.Members()) == want },
-		func() string { return fmt.Sprint(n.Members()) })
+	testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("%s seeing %d members", n.Name(), want), Timeout: timeout, Seen: func() string { return fmt.Sprint(n.Members()) }}, func() bool { return len(n.Members()) == want })
 }
 
 func TestJoin(t *testing.T) {
@@ -220,10 +218,10 @@ func TestLargeRegisters(t *testing.T) {
 			value := []byte(strings.Repeat("<p>queue</p>", tc.size/12+1))[:tc.size]
 			c.nodes[0].SetRegister(name, value)
 			for i := 1; i < len(c.nodes); i++ {
-				testkit.Eventually(t, 15*time.Second, 0, fmt.Sprintf("node %d receiving the %d-byte register", i, tc.size), func() bool {
+				testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("node %d receiving the %d-byte register", i, tc.size), Timeout: 15 * time.Second}, func() bool {
 					r, ok := c.nodes[i].Register(name)
 					return ok && bytes.Equal(r.Value, value)
-				}, nil)
+				})
 			}
 		})
 	}
@@ -235,11 +233,11 @@ func TestNodeInfoIsPublished(t *testing.T) {
 	want := c.nodes[0]
 	name := gossip.NodeInfoRegister(want.Replica())
 	var r crdt.LWW[[]byte]
-	testkit.Eventually(t, 10*time.Second, 0, "node 1 learning node 0's info", func() bool {
+	testkit.Eventually(t, testkit.Wait{What: "node 1 learning node 0's info", Timeout: 10 * time.Second}, func() bool {
 		var ok bool
 		r, ok = c.nodes[1].Register(name)
 		return ok
-	}, nil)
+	})
 	ni, err := gossip.DecodeNodeInfo(r.Value)
 	if err != nil {
 		t.Fatal(err)

@@ -43,12 +43,10 @@ func TestOwnChangesReachPeersBeforeTheGossipRound(t *testing.T) {
 		a.Add(gossip.Inc{Key: k, N: 1})
 		for _, p := range []*gossip.Node{b, c} {
 			var got uint64
-			testkit.Eventually(t, slowGossip/10, 0, fmt.Sprintf("change %d of a at %s", round, p.Name()),
-				func() bool {
-					p.Read(func(s *crdt.State) { got = s.Get(k, a.Replica()) })
-					return got == uint64(round)
-				},
-				func() string { return fmt.Sprintf("%d", got) })
+			testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("change %d of a at %s", round, p.Name()), Timeout: slowGossip / 10, Seen: func() string { return fmt.Sprintf("%d", got) }}, func() bool {
+				p.Read(func(s *crdt.State) { got = s.Get(k, a.Replica()) })
+				return got == uint64(round)
+			})
 		}
 	}
 }

@@ -83,9 +83,7 @@ func TestOutsidersCannotInject(t *testing.T) {
 			t.Run(who.name+" "+tc.name+" is refused, logged and counted", func(t *testing.T) {
 				was := c.nodes[0].Stats().Dropped[gossip.RefusedUnauthenticated]
 				_ = tc.send() // a stream is answered with an error, or cut
-				testkit.Eventually(t, 10*time.Second, 0, "a refusal counted",
-					func() bool { return c.nodes[0].Stats().Dropped[gossip.RefusedUnauthenticated] != was },
-					func() string { return fmt.Sprintf("dropped %v", c.nodes[0].Stats().Dropped) })
+				testkit.Eventually(t, testkit.Wait{What: "a refusal counted", Timeout: 10 * time.Second, Seen: func() string { return fmt.Sprintf("dropped %v", c.nodes[0].Stats().Dropped) }}, func() bool { return c.nodes[0].Stats().Dropped[gossip.RefusedUnauthenticated] != was })
 				for i := range c.nodes {
 					if !c.stateOf(i).Equal(before[i]) {
 						t.Fatalf("node %d's state changed", i)
@@ -195,9 +193,7 @@ func TestPeersAreBelievedOnlyWithinWhatCouldBeTrue(t *testing.T) {
 				}
 				logged[tc.reason] = true
 			}
-			testkit.Eventually(t, 10*time.Second, 0, fmt.Sprintf("dropped[%s] = %d", tc.reason, was+tc.n),
-				func() bool { return node.Stats().Dropped[tc.reason] >= was+tc.n },
-				func() string { return fmt.Sprint(node.Stats().Dropped[tc.reason]) })
+			testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("dropped[%s] = %d", tc.reason, was+tc.n), Timeout: 10 * time.Second, Seen: func() string { return fmt.Sprint(node.Stats().Dropped[tc.reason]) }}, func() bool { return node.Stats().Dropped[tc.reason] >= was+tc.n })
 			if got := node.Stats().Dropped[tc.reason]; got != was+tc.n {
 				t.Fatalf("dropped[%s] = %d, want %d", tc.reason, got, was+tc.n)
 			}
@@ -228,7 +224,7 @@ func TestPeersAreBelievedOnlyWithinWhatCouldBeTrue(t *testing.T) {
 		if err := registers(reg("room/shop", []byte(`{"name":"shop"}`), ahead, peer), reg(gossip.NodeInfoRegister(peer), info, stamp, peer))(); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Eventually(t, 10*time.Second, 0, "the peer's good entries and registers merged", func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "the peer's good entries and registers merged", Timeout: 10 * time.Second}, func() bool {
 			s := c.stateOf(0)
 			for _, e := range ok {
 				if s.Get(e.Key, peer) != e.Value {
@@ -238,7 +234,7 @@ func TestPeersAreBelievedOnlyWithinWhatCouldBeTrue(t *testing.T) {
 			_, room := s.Register("room/shop")
 			_, ni := s.Register(gossip.NodeInfoRegister(peer))
 			return room && ni
-		}, nil)
+		})
 		if name := node.ReplicaNames()[peer]; name != "peer" {
 			t.Fatalf("the peer's announcement reads %q", name)
 		}

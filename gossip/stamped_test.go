@@ -9,7 +9,7 @@ import (
 
 func TestStampedEntries(t *testing.T) {
 	a := crdt.NewReplicaID("a", 1)
-	es := []crdt.Entry{entry("shop", crdt.Admitted, 0, testMinute, a, 3)}
+	es := []crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Bucket: 0, Minute: testMinute}, a, 3)}
 	t.Run("a stamped entries message decodes to its entries and its stamp", func(t *testing.T) {
 		m, err := Decode(must(EncodeStampedEntries(es, 1_700_000_000_123)), MaxPacketMessage)
 		if err != nil || m.Type != msgStampedEntries || m.At != 1_700_000_000_123 || !sameDelta(m.Delta, crdt.Delta{Entries: es}) {

@@ -16,8 +16,8 @@ import (
 
 const testMinute = 29_000_000 // a unix minute in 2025
 
-func entry(room string, kind crdt.Kind, bucket, minute int64, replica crdt.ReplicaID, v uint64) crdt.Entry {
-	return crdt.Entry{Key: crdt.Key{Room: room, Kind: kind, Bucket: bucket, Minute: minute}, Replica: replica, Value: v}
+func entry(k crdt.Key, replica crdt.ReplicaID, v uint64) crdt.Entry {
+	return crdt.Entry{Key: k, Replica: replica, Value: v}
 }
 
 func register(name string, value []byte, wall int64, logical uint32, replica crdt.ReplicaID) crdt.RegisterEntry {
@@ -79,16 +79,16 @@ func TestWireRoundTrip(t *testing.T) {
 			es   []crdt.Entry
 		}{
 			{"no entry survives the trip as no entry", nil},
-			{"a single admission survives the trip", []crdt.Entry{entry("shop", crdt.Admitted, 0, testMinute, a, 1)}},
-			{"a waiting entry keeps its arrival bucket", []crdt.Entry{entry("shop", crdt.WaitingMinus, testMinute-3, testMinute, b, 42)}},
+			{"a single admission survives the trip", []crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Bucket: 0, Minute: testMinute}, a, 1)}},
+			{"a waiting entry keeps its arrival bucket", []crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.WaitingMinus, Bucket: testMinute - 3, Minute: testMinute}, b, 42)}},
 			{"extreme values keep every bit", []crdt.Entry{
-				entry(strings.Repeat("r", maxRoomName), 255, math.MinInt64, math.MaxInt64, math.MaxUint64, math.MaxUint64),
-				entry("é room ✓", crdt.AnalyticsBase, -1, -1, 1, 1),
+				entry(crdt.Key{Room: strings.Repeat("r", maxRoomName), Kind: 255, Bucket: math.MinInt64, Minute: math.MaxInt64}, math.MaxUint64, math.MaxUint64),
+				entry(crdt.Key{Room: "é room ✓", Kind: crdt.AnalyticsBase, Bucket: -1, Minute: -1}, 1, 1),
 			}},
 			{"several rooms and replicas keep their order", []crdt.Entry{
-				entry("b", crdt.Arrivals, 0, testMinute, b, 9),
-				entry("a", crdt.Arrivals, 0, testMinute, a, 7),
-				entry("a", crdt.ActivePlus, 0, testMinute+1, b, 3),
+				entry(crdt.Key{Room: "b", Kind: crdt.Arrivals, Bucket: 0, Minute: testMinute}, b, 9),
+				entry(crdt.Key{Room: "a", Kind: crdt.Arrivals, Bucket: 0, Minute: testMinute}, a, 7),
+				entry(crdt.Key{Room: "a", Kind: crdt.ActivePlus, Bucket: 0, Minute: testMinute + 1}, b, 3),
 			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -181,8 +181,8 @@ func TestTypicalBroadcastFitsAPacket(t *testing.T) {
 		name string
 		e    crdt.Entry
 	}{
-		{"an admission counter entry", entry("tickets.example.com/sale", crdt.Admitted, 0, testMinute, r, 1234)},
-		{"a waiting entry with its arrival bucket", entry("tickets.example.com/sale", crdt.WaitingMinus, testMinute-4, testMinute, r, 99)},
+		{"an admission counter entry", entry(crdt.Key{Room: "tickets.example.com/sale", Kind: crdt.Admitted, Bucket: 0, Minute: testMinute}, r, 1234)},
+		{"a waiting entry with its arrival bucket", entry(crdt.Key{Room: "tickets.example.com/sale", Kind: crdt.WaitingMinus, Bucket: testMinute - 4, Minute: testMinute}, r, 99)},
 	} {
 		t.Run(tc.name+" is far under the packet budget", func(t *testing.T) {
 			msg, err := EncodeEntries([]crdt.Entry{tc.e})
@@ -217,7 +217,7 @@ func must(b []byte, err error) []byte {
 
 func TestDecodeRejects(t *testing.T) {
 	a := crdt.NewReplicaID("a", 1)
-	good := entry("shop", crdt.Admitted, 0, testMinute, a, 5)
+	good := entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Bucket: 0, Minute: testMinute}, a, 5)
 	goodEntries := must(EncodeEntries([]crdt.Entry{good, good}))
 	goodRegs := must(EncodeRegisters([]crdt.RegisterEntry{register("room/x", []byte("v"), 1, 0, a)}))
 	goodFull := must(EncodeFull(roomState(2, 2).Full(), 0))

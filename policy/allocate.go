@@ -209,7 +209,7 @@ func (ms *marks) record(m mark, lag time.Duration) {
 // reference's; call Next on the previous allocation instead to get the
 // continuous re-division.
 func Allocate(room Room, snap *crdt.RoomSnapshot, self crdt.ReplicaID, now time.Time, s Strategy) *Allocation {
-	return build(nil, room, snap, self, now, s)
+	return build(nil, room, snap, now, maker{self, s})
 }
 
 // Next computes the allocation that follows a, for the same node and
@@ -219,10 +219,18 @@ func Allocate(room Room, snap *crdt.RoomSnapshot, self crdt.ReplicaID, now time.
 // count against the new allocation too, and the record of the node's recent
 // admissions that the continuous split needs.
 func (a *Allocation) Next(room Room, snap *crdt.RoomSnapshot, now time.Time) *Allocation {
-	return build(a, room, snap, a.self, now, a.strategy)
+	return build(a, room, snap, now, maker{a.self, a.strategy})
 }
 
-func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, self crdt.ReplicaID, now time.Time, s Strategy) *Allocation {
+// maker is the node an allocation is computed for and the strategy it
+// follows.
+type maker struct {
+	self     crdt.ReplicaID
+	strategy Strategy
+}
+
+func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, by maker) *Allocation {
+	self, s := by.self, by.strategy
 	a := &Allocation{
 		room: room, roomName: snap.Room, self: self, strategy: s,
 		method: room.method(), mode: room.mode(), lag: room.lag(),

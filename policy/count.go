@@ -195,10 +195,13 @@ type Event struct {
 	// ID is the session's id, for StepRevoke: every node learns it and
 	// refuses the old cookie (crdt.Revocations). 0 when the token has none.
 	ID uint64
+	// At is when the request came (or the command was given), in unix
+	// seconds: the rule never reads a clock.
+	At int64
 }
 
-// Count applies the counter rule: for visitor state c and what happened at
-// unix second now in room (named name), it appends to dst the increments to
+// Count applies the counter rule: for visitor state c and what happened
+// (ev, at ev.At) in room (named name), it appends to dst the increments to
 // add to this node's entries and returns them with the visitor's new state.
 // It never reads a clock and never allocates beyond growing dst (nine
 // increments at most).
@@ -225,7 +228,8 @@ type Event struct {
 //     admission), and moves its time-on-origin histogram count.
 //   - Held (challenge, infinite queue), a visitor is counted nowhere.
 //   - Revoked, the session's count goes from the cell it is counted in.
-func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event, now int64) ([]crdt.Inc, Counting) {
+func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event) ([]crdt.Inc, Counting) {
+	now := ev.At
 	nowMin := floorMinute(now)
 	inc := func(k crdt.Kind, bucket, minute int64) {
 		dst = append(dst, crdt.Inc{Key: crdt.Key{Room: name, Kind: k, Bucket: bucket, Minute: minute}, N: 1})

@@ -26,8 +26,8 @@ func TestCount(t *testing.T) {
 	cell := func(expires int64) int64 { return policy.SessionCell(expires, policy.SessionSlice(5)) }
 	admitted := policy.Counting{Bucket: m - 3, AcceptedAt: countNow - 100, LastCheckIn: countNow - 40, Counted: cell(countNow - 40 + 300), ExpiresAt: countNow - 40 + 300}
 	waiting := policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 25, RefreshInterval: 20, Counted: m - 1, ExpiresAt: countNow - 25 + 300}
-	_, proving := policy.Count(nil, five, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 20}, countNow)
-	_, provingLate := policy.Count(nil, five, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 20}, m*60+59)
+	_, proving := policy.Count(nil, five, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 20, At: countNow})
+	_, provingLate := policy.Count(nil, five, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 20, At: m*60 + 59})
 	tests := []struct {
 		name   string
 		room   policy.Room
@@ -193,7 +193,9 @@ func TestCount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			incs, after := policy.Count(nil, tt.room, "shop", tt.before, tt.ev, tt.now)
+			ev := tt.ev
+			ev.At = tt.now
+			incs, after := policy.Count(nil, tt.room, "shop", tt.before, ev)
 			var got []crdt.Key
 			for _, in := range incs {
 				if in.N != 1 {
@@ -254,7 +256,7 @@ func TestASessionIsActiveUntilItsExpiryRoundedUpToTheSlice(t *testing.T) {
 		for _, at := range []int64{countNow, countNow + 1, countNow + 4, countNow + 7} {
 			t.Run(fmt.Sprintf("a %d-minute session admitted at second %d", minutes, at%60), func(t *testing.T) {
 				s := crdt.New()
-				incs, c := policy.Count(nil, room, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Admit}, at)
+				incs, c := policy.Count(nil, room, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Admit, At: at})
 				for _, in := range incs {
 					s.Add(in.Key, 1, in.N)
 				}
@@ -322,7 +324,8 @@ func TestCountedTotalsEqualTheLiveVisitors(t *testing.T) {
 				ev = policy.Event{Step: policy.StepDecided, Fresh: v.fresh, Refresh: 20,
 					Outcome: rapid.SampledFrom([]policy.Outcome{policy.Admit, policy.Queue, policy.Queue, policy.Reject}).Draw(t, "outcome")}
 			}
-			incs, after := policy.Count(nil, room, "shop", v.c, ev, now)
+			ev.At = now
+			incs, after := policy.Count(nil, room, "shop", v.c, ev)
 			for _, in := range incs {
 				s.Add(in.Key, 1, in.N)
 				if in.Key.Kind == crdt.Arrivals {

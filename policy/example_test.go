@@ -23,7 +23,7 @@ func Example() {
 	outcomes := map[policy.Outcome]int{}
 	for range 12 { // twelve new visitors, 100 ms apart
 		o := alloc.Decide(policy.Visitor{Bucket: minute}, nil)
-		incs, _ := policy.Count(nil, room, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: o, Refresh: 20}, now.Unix())
+		incs, _ := policy.Count(nil, room, "shop", policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: o, Refresh: 20, At: now.Unix()})
 		for _, in := range incs {
 			state.Add(in.Key, self, in.N)
 		}

@@ -9,9 +9,18 @@ import (
 	"github.com/waitroom/waitroom/policy"
 )
 
-// evenly spreads rate visitors a minute over a node's steps, from from to
-// to, with the node's weight of total.
-func evenly(rate float64, weights []float64, step, from, to time.Duration) func(int, time.Duration) int {
+// stream is a flow of new visitors: rate a minute from from to to, shared
+// between the nodes by weight.
+type stream struct {
+	rate     float64
+	weights  []float64
+	from, to time.Duration
+}
+
+// evenly spreads the stream over a node's steps, with the node's weight of
+// the total.
+func evenly(s stream, step time.Duration) func(int, time.Duration) int {
+	rate, weights, from, to := s.rate, s.weights, s.from, s.to
 	var sum float64
 	for _, w := range weights {
 		sum += w
@@ -28,9 +37,10 @@ func evenly(rate float64, weights []float64, step, from, to time.Duration) func(
 	}
 }
 
-// atRandom sends rate visitors a minute from from to to as a Poisson
-// stream drawn from seed, each to a node picked by weight.
-func atRandom(rate float64, weights []float64, seed uint64, step, from, to time.Duration) func(int, time.Duration) int {
+// atRandom sends the stream as a Poisson stream drawn from seed, each
+// visitor to a node picked by weight.
+func atRandom(s stream, seed uint64, step time.Duration) func(int, time.Duration) int {
+	rate, weights, from, to := s.rate, s.weights, s.from, s.to
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var sum float64
 	for _, w := range weights {
@@ -98,7 +108,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			room:  policy.Room{TotalActiveUsers: 40, NewUsersPerMinute: 40, Lag: time.Second},
 			delay: time.Second, step: 100 * time.Millisecond, run: 2 * time.Minute,
 			newPer: func(step time.Duration) func(int, time.Duration) int {
-				return evenly(720, []float64{1, 1, 1}, step, 5*time.Second, 15*time.Second)
+				return evenly(stream{rate: 720, weights: []float64{1, 1, 1}, from: 5 * time.Second, to: 15 * time.Second}, step)
 			},
 			want: want{utilAtQueue: 0.95, inversions: 0.01, longestFree: 23 * time.Second},
 		},
@@ -107,7 +117,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			room:  policy.Room{TotalActiveUsers: 40, NewUsersPerMinute: 40, Lag: 300 * time.Millisecond},
 			delay: 100 * time.Millisecond, step: 100 * time.Millisecond, run: 2 * time.Minute,
 			newPer: func(step time.Duration) func(int, time.Duration) int {
-				return evenly(720, []float64{1, 1, 1}, step, 5*time.Second, 15*time.Second)
+				return evenly(stream{rate: 720, weights: []float64{1, 1, 1}, from: 5 * time.Second, to: 15 * time.Second}, step)
 			},
 			want: want{utilAtQueue: 0.95, inversions: 0.01, longestFree: 23 * time.Second},
 		},
@@ -121,7 +131,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			room:  policy.Room{TotalActiveUsers: 40, NewUsersPerMinute: 40, SessionDuration: 1, Lag: 300 * time.Millisecond},
 			delay: 300 * time.Millisecond, step: 20 * time.Millisecond, run: 90 * time.Second,
 			newPer: func(step time.Duration) func(int, time.Duration) int {
-				return evenly(720, []float64{1, 1, 1}, step, 5*time.Second, 15*time.Second)
+				return evenly(stream{rate: 720, weights: []float64{1, 1, 1}, from: 5 * time.Second, to: 15 * time.Second}, step)
 			},
 			browse: browsing(20*time.Second, 60*time.Second, 3*time.Second, 8*time.Second),
 			want:   want{utilAtQueue: 0.95, inversions: 0.01, longestFree: 23 * time.Second},
@@ -137,7 +147,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			room:  policy.Room{TotalActiveUsers: 40, NewUsersPerMinute: 40, Lag: 2 * time.Second},
 			delay: 200 * time.Millisecond, step: 100 * time.Millisecond, run: 2 * time.Minute,
 			newPer: func(step time.Duration) func(int, time.Duration) int {
-				return evenly(720, []float64{1, 1, 1}, step, 5*time.Second, 15*time.Second)
+				return evenly(stream{rate: 720, weights: []float64{1, 1, 1}, from: 5 * time.Second, to: 15 * time.Second}, step)
 			},
 			want: want{utilAtQueue: 0.5, inversions: 0.01, longestFree: 23 * time.Second},
 		},
@@ -146,7 +156,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			room:  policy.Room{TotalActiveUsers: 100_000, NewUsersPerMinute: 60, Lag: time.Second},
 			delay: 200 * time.Millisecond, step: 200 * time.Millisecond, run: 10 * time.Minute,
 			newPer: func(step time.Duration) func(int, time.Duration) int {
-				return evenly(90, []float64{4, 1, 1}, step, 0, 6*time.Minute)
+				return evenly(stream{rate: 90, weights: []float64{4, 1, 1}, from: 0, to: 6 * time.Minute}, step)
 			},
 			// The per-minute limit binds: its slots open at :00 and wait
 			// for the oldest bucket's check-ins, so they are free for a
@@ -162,7 +172,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			room:  policy.Room{TotalActiveUsers: 60, NewUsersPerMinute: 40, SessionDuration: 1, Lag: 2 * time.Second},
 			delay: 200 * time.Millisecond, step: 200 * time.Millisecond, run: 10 * time.Minute,
 			newPer: func(step time.Duration) func(int, time.Duration) int {
-				return atRandom(60, []float64{1, 1, 1}, 1, step, 0, 15*time.Minute/2)
+				return atRandom(stream{rate: 60, weights: []float64{1, 1, 1}, from: 0, to: 15 * time.Minute / 2}, 1, step)
 			},
 			browse: browsing(20*time.Second, 90*time.Second, 3*time.Second, 8*time.Second),
 			// A slot that opens just after the oldest bucket's visitors
@@ -177,7 +187,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			room:  policy.Room{TotalActiveUsers: 300, NewUsersPerMinute: 60, Lag: time.Second},
 			delay: 200 * time.Millisecond, step: 200 * time.Millisecond, run: 8 * time.Minute,
 			newPer: func(step time.Duration) func(int, time.Duration) int {
-				return evenly(57, []float64{1, 1, 1}, step, 0, 8*time.Minute)
+				return evenly(stream{rate: 57, weights: []float64{1, 1, 1}, from: 0, to: 8 * time.Minute}, step)
 			},
 			want: want{nobodyQueued: true, inversions: 0.01, longestFree: 23 * time.Second},
 		},

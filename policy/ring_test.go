@@ -211,7 +211,7 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 	// The edge's refresh interval, 20 s ± 3 s, jittered per visitor.
 	refresh := 17 + k*5%7
 	out := c.allocs[i].Decide(policy.Visitor{Bucket: bucket, Queued: v.tok.Waiting()}, nil)
-	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out, Refresh: uint16(refresh)}, now.Unix())
+	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out, Refresh: uint16(refresh), At: now.Unix()})
 	for _, in := range incs {
 		c.states[i].Add(in.Key, c.ids[i], in.N)
 	}
@@ -255,7 +255,7 @@ func (c *ring) page(i int, v *ringVisitor, now time.Time) {
 		v.next = now.Add(gone)
 		return
 	}
-	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepSession}, now.Unix())
+	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepSession, At: now.Unix()})
 	for _, in := range incs {
 		c.states[i].Add(in.Key, c.ids[i], in.N)
 	}

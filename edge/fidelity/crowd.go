@@ -134,30 +134,38 @@ func runCrowd(ctx context.Context, plans []plan, start time.Time, url func(node 
 		DisableCompression:  true,
 	}
 	defer tr.CloseIdleConnections()
-	log := &crowdLog{}
+	cr := &crowdRun{start: start, tr: tr, log: &crowdLog{}}
 	var wg sync.WaitGroup
 	for _, p := range plans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			visit(ctx, p, start, url(p.node), tr, log)
+			cr.visit(ctx, p, url(p.node))
 		}()
 	}
 	wg.Wait()
-	return log
+	return cr.log
 }
 
 // retryAfterError is how long a visitor waits before reloading after an
 // answer that was an error (a node down): a person pressing reload.
 const retryAfterError = time.Second
 
+// crowdRun is what the visitors of one run share: when the run started
+// (their arrivals count from it), the transport and the log.
+type crowdRun struct {
+	start time.Time
+	tr    http.RoundTripper
+	log   *crowdLog
+}
+
 // visit is one visitor's stay: arrive, wait through the queue, browse,
 // leave.
-func visit(ctx context.Context, p plan, start time.Time, target string, tr http.RoundTripper, log *crowdLog) {
-	if !crowd.Sleep(ctx, time.Until(start.Add(p.arrive))) {
+func (cr *crowdRun) visit(ctx context.Context, p plan, target string) {
+	if !crowd.Sleep(ctx, time.Until(cr.start.Add(p.arrive))) {
 		return
 	}
-	v := crowd.NewVisitor(tr, http.Header{VisitorHeader: {p.id}}, 10*time.Second)
+	v := crowd.NewVisitor(cr.tr, http.Header{VisitorHeader: {p.id}}, 10*time.Second)
 	arr := Arrival{Visitor: p.id, Node: p.node}
 	seen := func(a crowd.Answer) {
 		if arr.Arrived.IsZero() {
@@ -170,13 +178,13 @@ func visit(ctx context.Context, p plan, start time.Time, target string, tr http.
 				arr.TurnedAway = append(arr.TurnedAway, a.At)
 			}
 		}
-		log.answer(ctx, a)
+		cr.log.answer(ctx, a)
 	}
 	defer func() {
 		if !arr.Arrived.IsZero() {
-			log.mu.Lock()
-			log.arrivals = append(log.arrivals, arr)
-			log.mu.Unlock()
+			cr.log.mu.Lock()
+			cr.log.arrivals = append(cr.log.arrivals, arr)
+			cr.log.mu.Unlock()
 		}
 	}()
 	if _, err := v.Follow(ctx, target, retryAfterError, seen); err != nil {
@@ -199,14 +207,14 @@ func visit(ctx context.Context, p plan, start time.Time, target string, tr http.
 		if ctx.Err() != nil {
 			return
 		}
-		log.answer(ctx, a)
+		cr.log.answer(ctx, a)
 		if a.Outcome == crowd.Queued {
 			// Let in, then queued again while browsing: the session was
 			// lost. Wait again, as a person would.
-			log.mu.Lock()
-			log.requeued++
-			log.mu.Unlock()
-			if _, err := v.Follow(ctx, target, retryAfterError, func(a crowd.Answer) { log.answer(ctx, a) }); err != nil {
+			cr.log.mu.Lock()
+			cr.log.requeued++
+			cr.log.mu.Unlock()
+			if _, err := v.Follow(ctx, target, retryAfterError, func(a crowd.Answer) { cr.log.answer(ctx, a) }); err != nil {
 				return
 			}
 		}

@@ -33,21 +33,31 @@ func Poll(timeout, tick time.Duration, cond func() bool) (time.Duration, bool) {
 	}
 }
 
-// Eventually waits up to timeout, checking every tick (DefaultTick when 0),
-// for cond to hold, and returns how long that took. When it does not hold
-// in time, Eventually fails tb with what was awaited and, when seen is
-// given, what seen reports after the last check (the value observed
-// instead of the one awaited).
-func Eventually(tb testing.TB, timeout, tick time.Duration, what string, cond func() bool, seen func() string) time.Duration {
+// Wait is what a test awaits with Eventually: what it is, for the failure
+// message, and for how long.
+type Wait struct {
+	What    string        // what is awaited, named when it does not come
+	Timeout time.Duration // how long to wait
+	Tick    time.Duration // how often to check; DefaultTick when 0
+	// Seen, when given, reports after the last check what was seen instead
+	// of what was awaited.
+	Seen func() string
+}
+
+// Eventually waits up to w.Timeout, checking every w.Tick, for cond to
+// hold, and returns how long that took. When it does not hold in time,
+// Eventually fails tb with what was awaited and, when w.Seen is given, what
+// was seen instead.
+func Eventually(tb testing.TB, w Wait, cond func() bool) time.Duration {
 	tb.Helper()
-	took, ok := Poll(timeout, tick, cond)
+	took, ok := Poll(w.Timeout, w.Tick, cond)
 	if ok {
 		return took
 	}
 	msg := ""
-	if seen != nil {
-		msg = "; last seen: " + seen()
+	if w.Seen != nil {
+		msg = "; last seen: " + w.Seen()
 	}
-	tb.Fatalf("%s: not within %s%s", what, timeout, msg)
+	tb.Fatalf("%s: not within %s%s", w.What, w.Timeout, msg)
 	return took
 }

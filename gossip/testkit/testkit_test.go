@@ -52,15 +52,14 @@ func TestEventually(t *testing.T) {
 	t.Run("a timeout fails the test with what was awaited and the last value seen", func(t *testing.T) {
 		r := &recorder{TB: t}
 		n := 0
-		testkit.Eventually(r, 20*time.Millisecond, time.Millisecond, "three members", func() bool { n++; return false },
-			func() string { return fmt.Sprintf("%d checks", n) })
+		testkit.Eventually(r, testkit.Wait{What: "three members", Timeout: 20 * time.Millisecond, Tick: time.Millisecond, Seen: func() string { return fmt.Sprintf("%d checks", n) }}, func() bool { n++; return false })
 		if !strings.Contains(r.failed, "three members: not within 20ms") || !strings.Contains(r.failed, "last seen: ") {
 			t.Fatalf("failure %q does not say what was awaited and seen", r.failed)
 		}
 	})
 	t.Run("a condition that holds does not fail the test", func(t *testing.T) {
 		r := &recorder{TB: t}
-		testkit.Eventually(r, time.Second, 0, "anything", func() bool { return true }, nil)
+		testkit.Eventually(r, testkit.Wait{What: "anything", Timeout: time.Second}, func() bool { return true })
 		if r.failed != "" {
 			t.Fatalf("failed: %s", r.failed)
 		}

@@ -35,6 +35,18 @@ var (
 	colCrash = color.RGBA{R: 120, G: 120, B: 120, A: 255}
 )
 
+// lineStyle is how a series is drawn: the truth solid, a node's view of it
+// dashed in another colour.
+type lineStyle struct {
+	color  color.Color
+	dashes []vg.Length
+}
+
+var (
+	truthLine = lineStyle{color: colTrue}
+	viewLine  = lineStyle{color: colView, dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+)
+
 // WritePlots writes every run's PNG plots into dir (created if needed) and
 // returns their paths.
 func (r *Report) WritePlots(dir string) ([]string, error) {
@@ -73,10 +85,10 @@ func (res *Result) Plot(name string) (*plot.Plot, error) {
 		p.Title.Text = title + ": active users vs limit"
 		p.X.Label.Text = "minutes"
 		p.Y.Label.Text = "active users (sessions the origin honours)"
-		if err := addLine(p, "actual (the truth)", colTrue, nil, res.series1s, func(q Point) float64 { return float64(q.Active) }); err != nil {
+		if err := addLine(p, "actual (the truth)", truthLine, res.series1s, func(q Point) float64 { return float64(q.Active) }); err != nil {
 			return nil, err
 		}
-		if err := addLine(p, "as node 0 saw it", colView, []vg.Length{vg.Points(3), vg.Points(2)}, res.series1s, func(q Point) float64 { return q.ViewActive }); err != nil {
+		if err := addLine(p, "as node 0 saw it", viewLine, res.series1s, func(q Point) float64 { return q.ViewActive }); err != nil {
 			return nil, err
 		}
 		addHLine(p, "total_active_users", float64(res.Limits.TotalActiveUsers), res.series1s)
@@ -86,10 +98,10 @@ func (res *Result) Plot(name string) (*plot.Plot, error) {
 		p.Title.Text = title + ": queue length"
 		p.X.Label.Text = "minutes"
 		p.Y.Label.Text = "visitors waiting"
-		if err := addLine(p, "actual (still checking in)", colTrue, nil, res.series1s, func(q Point) float64 { return float64(q.Waiting) }); err != nil {
+		if err := addLine(p, "actual (still checking in)", truthLine, res.series1s, func(q Point) float64 { return float64(q.Waiting) }); err != nil {
 			return nil, err
 		}
-		if err := addLine(p, "counted, as node 0 saw it", colView, []vg.Length{vg.Points(3), vg.Points(2)}, res.series1s, func(q Point) float64 { return float64(q.ViewWaiting) }); err != nil {
+		if err := addLine(p, "counted, as node 0 saw it", viewLine, res.series1s, func(q Point) float64 { return float64(q.ViewWaiting) }); err != nil {
 			return nil, err
 		}
 		res.addCrashes(p)
@@ -140,7 +152,8 @@ func (res *Result) Plot(name string) (*plot.Plot, error) {
 	return p, nil
 }
 
-func addLine(p *plot.Plot, label string, c color.Color, dashes []vg.Length, pts []Point, y func(Point) float64) error {
+// addLine draws y over the points, labelled in the legend.
+func addLine(p *plot.Plot, label string, style lineStyle, pts []Point, y func(Point) float64) error {
 	xy := make(plotter.XYs, len(pts))
 	for i, q := range pts {
 		xy[i] = plotter.XY{X: q.T / 60, Y: y(q)}
@@ -152,9 +165,9 @@ func addLine(p *plot.Plot, label string, c color.Color, dashes []vg.Length, pts 
 	if err != nil {
 		return err
 	}
-	l.Color = c
+	l.Color = style.color
 	l.Width = vg.Points(1.2)
-	l.Dashes = dashes
+	l.Dashes = style.dashes
 	p.Add(l)
 	p.Legend.Add(label, l)
 	return nil

@@ -947,8 +947,9 @@ func (r *run) request(i int) {
 	if out == policy.Queue {
 		ev.Refresh = uint16(refreshBase - refreshJitter + r.rng.IntN(2*refreshJitter+1))
 	}
+	ev.At = nowSec
 	var incs [12]crdt.Inc
-	k, after := policy.Count(incs[:0], r.room, roomName, tok, ev, nowSec)
+	k, after := policy.Count(incs[:0], r.room, roomName, tok, ev)
 	for _, in := range k {
 		r.add(n, in.Key)
 	}
@@ -1014,8 +1015,9 @@ func (r *run) request(i int) {
 // count applies the counter rule to visitor v's state at node n and records
 // the increments, as the edge does.
 func (r *run) count(n *node, v *visitor, ev policy.Event, nowSec int64) {
+	ev.At = nowSec
 	var incs [12]crdt.Inc
-	k, after := policy.Count(incs[:0], r.room, roomName, v.tok, ev, nowSec)
+	k, after := policy.Count(incs[:0], r.room, roomName, v.tok, ev)
 	for _, in := range k {
 		r.add(n, in.Key)
 	}

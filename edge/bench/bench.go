@@ -268,149 +268,55 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer env.Close()
-
-	rep := &Report{
-		Machine:       ThisMachine(),
-		Duration:      o.Duration,
-		Slice:         o.Slice,
-		Rounds:        o.Rounds,
-		Concurrency:   o.Concurrency,
-		LatencyLoad:   o.LatencyLoad,
-		QueuePageSize: len(env.QueuePage.Body),
-		OriginSize:    len(OriginBody),
+	b := newBenchRun(ctx, o, env)
+	defer b.closeIdle()
+	if err := b.warmUp(); err != nil {
+		return nil, err
 	}
-	rep.AdmittedThroughput = Comparison{Name: "admitted throughput", Baseline: "plain proxy", Unit: "req/s"}
-	rep.AdmittedP99 = Comparison{Name: "admitted p99, fixed rate", Baseline: "plain proxy", Unit: "ms", Difference: true}
-	rep.QueuedThroughput = Comparison{Name: "queued throughput", Baseline: "bare server", Unit: "req/s"}
-	rep.AdmittedCPU = Comparison{Name: "CPU per admitted request", Baseline: "plain proxy", Unit: "µs"}
-	rep.QueuedCPU = Comparison{Name: "CPU per queued response", Baseline: "bare server", Unit: "µs"}
-	rep.ClosedP99 = Comparison{Name: "admitted p99, closed loop", Baseline: "plain proxy", Unit: "ms", Difference: true}
-	rep.SerialP50 = Comparison{Name: "admitted p50, one visitor", Baseline: "plain proxy", Unit: "ms", Difference: true}
-	rep.SerialP99 = Comparison{Name: "admitted p99, one visitor", Baseline: "plain proxy", Unit: "ms", Difference: true}
-
-	var transports []*http.Transport
-	defer func() {
-		for _, tr := range transports {
-			tr.CloseIdleConnections()
-		}
-	}()
-	newSide := func(u string, opt loadtest.Options) *side {
-		tr := loadtest.NewTransport(max(64, 4*o.Concurrency))
-		transports = append(transports, tr)
-		opt.Targets = []string{u}
-		opt.Transport = tr
-		return &side{opt: opt, tr: tr}
-	}
-	closed := loadtest.Options{Concurrency: o.Concurrency}
-	newVisitors := loadtest.Options{Concurrency: o.Concurrency, RequestsPerVisitor: 1}
-	serial := loadtest.Options{Concurrency: 1}
-	proxyURL := env.ProxyURL + "open/" // the same path as the room's
-	var (
-		proxyClosed = newSide(proxyURL, closed)
-		roomClosed  = newSide(env.OpenURL, closed)
-		proxyOpen   = newSide(proxyURL, loadtest.Options{})
-		roomOpen    = newSide(env.OpenURL, loadtest.Options{})
-		proxySerial = newSide(proxyURL, serial)
-		roomSerial  = newSide(env.OpenURL, serial)
-		bareQueued  = newSide(env.BareURL, newVisitors)
-		roomQueued  = newSide(env.FullURL, newVisitors)
-		errorsSoFar uint64
-		countErrors = true
-	)
-	run := func(s *side, d time.Duration, t *tally) error {
-		opt := s.opt
-		opt.Duration = d
-		c0 := ProcessCPU()
-		r, err := loadtest.Run(ctx, opt)
-		if err != nil {
-			return err
-		}
-		t.cpu += ProcessCPU() - c0
-		if countErrors {
-			errorsSoFar += r.Errors
-		}
-		t.add(r)
-		return nil
-	}
-	// compare alternates base and room every slice for Duration each.
-	compare := func(round int, base, room *side) (*tally, *tally, error) {
-		var tb, tr tally
-		n := max(1, int(o.Duration/o.Slice))
-		for i := range n {
-			first, second, t1, t2 := base, room, &tb, &tr
-			if (i+round)%2 == 1 {
-				first, second, t1, t2 = room, base, &tr, &tb
-			}
-			if err := run(first, o.Slice, t1); err != nil {
-				return nil, nil, err
-			}
-			if err := run(second, o.Slice, t2); err != nil {
-				return nil, nil, err
-			}
-		}
-		return &tb, &tr, nil
-	}
-
-	countErrors = false
-	for _, s := range []*side{proxyClosed, roomClosed, bareQueued, roomQueued, proxySerial, roomSerial} {
-		if err := run(s, o.Warmup, &tally{}); err != nil {
-			return nil, err
-		}
-	}
-	countErrors = true
-
 	for round := range o.Rounds {
-		b, r, err := compare(round, proxyClosed, roomClosed)
-		if err != nil {
+		if err := b.round(round); err != nil {
 			return nil, err
-		}
-		if r.queued+r.rejected > 0 {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: the open room queued %d and rejected %d requests", round+1, r.queued, r.rejected))
-		}
-		rep.AdmittedThroughput.add(b.perSecond(b.admitted), r.perSecond(r.admitted))
-		rep.AdmittedCPU.add(b.cpuPer(b.admitted), r.cpuPer(r.admitted))
-		rep.ClosedP99.addDiff(b.p99s, r.p99s)
-
-		rate := float64(int(b.perSecond(b.admitted) * o.LatencyLoad))
-		rep.Rates = append(rep.Rates, rate)
-		proxyOpen.opt.Rate, roomOpen.opt.Rate = rate, rate
-		proxyOpen.opt.MaxInFlight, roomOpen.opt.MaxInFlight = 4*o.Concurrency, 4*o.Concurrency
-		lb, lr, err := compare(round, proxyOpen, roomOpen)
-		if err != nil {
-			return nil, err
-		}
-		rep.AdmittedP99.addDiff(lb.p99s, lr.p99s)
-		if lb.missed+lr.missed > 0 {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: %d/%d open-loop starts missed (plain proxy/waitroom): the rate was too high for this machine", round+1, lb.missed, lr.missed))
-		}
-
-		sb, sr, err := compare(round, proxySerial, roomSerial)
-		if err != nil {
-			return nil, err
-		}
-		rep.SerialP50.addDiff(sb.p50s, sr.p50s)
-		rep.SerialP99.addDiff(sb.p99s, sr.p99s)
-
-		qb, qr, err := compare(round, bareQueued, roomQueued)
-		if err != nil {
-			return nil, err
-		}
-		if qr.admitted > 0 {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: the full room admitted %d requests", round+1, qr.admitted))
-		}
-		rep.QueuedThroughput.add(qb.perSecond(qb.queued), qr.perSecond(qr.queued))
-		rep.QueuedCPU.add(qb.cpuPer(qb.queued), qr.cpuPer(qr.queued))
-
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "round %d/%d: admitted %.0f vs %.0f req/s (× %.3f) | p99 at %.0f req/s %.3f vs %.3f ms (%+.3f) | one visitor p50 %.3f vs %.3f ms (%+.3f) | queued %.0f vs %.0f req/s (× %.3f)\n",
-				round+1, o.Rounds,
-				b.perSecond(b.admitted), r.perSecond(r.admitted), ratio(r.perSecond(r.admitted), b.perSecond(b.admitted)),
-				rate, median(lb.p99s), median(lr.p99s), pairedDiff(lb.p99s, lr.p99s),
-				median(sb.p50s), median(sr.p50s), pairedDiff(sb.p50s, sr.p50s),
-				qb.perSecond(qb.queued), qr.perSecond(qr.queued), ratio(qr.perSecond(qr.queued), qb.perSecond(qb.queued)))
 		}
 	}
-	rep.Errors = errorsSoFar
+	b.rep.Errors = b.errors
+	b.rep.finish()
+	b.closeIdle()
+	mem, err := MeasureMemory(ctx, env, o.Visitors, o.Concurrency)
+	if err != nil {
+		return nil, err
+	}
+	b.rep.Memory = *mem
+	if b.rep.Machine.NumCPU <= 4 {
+		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("%d CPUs: the generator, the origin and the server under test share them, so every ratio includes the generator's and the origin's cost on both sides (it understates the server-only overhead); ratios are comparable between runs, absolute figures are not", b.rep.Machine.NumCPU))
+	}
+	return b.rep, nil
+}
+
+// newReport is a report of no rounds yet: the run's settings, and each
+// comparison with its name, baseline and unit.
+func newReport(o Options, env *Env) *Report {
+	return &Report{
+		Machine:            ThisMachine(),
+		Duration:           o.Duration,
+		Slice:              o.Slice,
+		Rounds:             o.Rounds,
+		Concurrency:        o.Concurrency,
+		LatencyLoad:        o.LatencyLoad,
+		QueuePageSize:      len(env.QueuePage.Body),
+		OriginSize:         len(OriginBody),
+		AdmittedThroughput: Comparison{Name: "admitted throughput", Baseline: "plain proxy", Unit: "req/s"},
+		AdmittedP99:        Comparison{Name: "admitted p99, fixed rate", Baseline: "plain proxy", Unit: "ms", Difference: true},
+		QueuedThroughput:   Comparison{Name: "queued throughput", Baseline: "bare server", Unit: "req/s"},
+		AdmittedCPU:        Comparison{Name: "CPU per admitted request", Baseline: "plain proxy", Unit: "µs"},
+		QueuedCPU:          Comparison{Name: "CPU per queued response", Baseline: "bare server", Unit: "µs"},
+		ClosedP99:          Comparison{Name: "admitted p99, closed loop", Baseline: "plain proxy", Unit: "ms", Difference: true},
+		SerialP50:          Comparison{Name: "admitted p50, one visitor", Baseline: "plain proxy", Unit: "ms", Difference: true},
+		SerialP99:          Comparison{Name: "admitted p99, one visitor", Baseline: "plain proxy", Unit: "ms", Difference: true},
+	}
+}
+
+// finish judges each comparison against its goal once every round is in.
+func (rep *Report) finish() {
 	rep.AdmittedThroughput.finish("≥ 0.95", func(v float64) bool { return v >= 0.95 })
 	rep.AdmittedP99.finish("≤ +0.2 ms", func(v float64) bool { return v <= 0.2 })
 	rep.QueuedThroughput.finish("≥ 0.90", func(v float64) bool { return v >= 0.9 })
@@ -425,19 +331,158 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for _, c := range []*Comparison{&rep.ClosedP99, &rep.SerialP50, &rep.SerialP99} {
 		c.finish("", func(float64) bool { return true })
 	}
+}
 
-	for _, tr := range transports {
+// benchRun is one run of the comparisons: the sides driven, and what they
+// measured so far.
+type benchRun struct {
+	ctx        context.Context
+	o          Options
+	rep        *Report
+	transports []*http.Transport
+	// errors counts the failed requests of the measured slices (the
+	// warm-up's are not counted, when countErrors is false).
+	errors      uint64
+	countErrors bool
+
+	// The pairs of sides compared: the plain proxy and the open room,
+	// closed loop, at a fixed rate and with one visitor; the bare server
+	// and the full room, each request a new visitor.
+	proxyClosed, roomClosed *side
+	proxyOpen, roomOpen     *side
+	proxySerial, roomSerial *side
+	bareQueued, roomQueued  *side
+}
+
+func newBenchRun(ctx context.Context, o Options, env *Env) *benchRun {
+	b := &benchRun{ctx: ctx, o: o, rep: newReport(o, env), countErrors: true}
+	closed := loadtest.Options{Concurrency: o.Concurrency}
+	newVisitors := loadtest.Options{Concurrency: o.Concurrency, RequestsPerVisitor: 1}
+	serial := loadtest.Options{Concurrency: 1}
+	proxyURL := env.ProxyURL + "open/" // the same path as the room's
+	b.proxyClosed, b.roomClosed = b.side(proxyURL, closed), b.side(env.OpenURL, closed)
+	b.proxyOpen, b.roomOpen = b.side(proxyURL, loadtest.Options{}), b.side(env.OpenURL, loadtest.Options{})
+	b.proxySerial, b.roomSerial = b.side(proxyURL, serial), b.side(env.OpenURL, serial)
+	b.bareQueued, b.roomQueued = b.side(env.BareURL, newVisitors), b.side(env.FullURL, newVisitors)
+	return b
+}
+
+// side is a side driven at u with opt, on a transport of its own.
+func (b *benchRun) side(u string, opt loadtest.Options) *side {
+	tr := loadtest.NewTransport(max(64, 4*b.o.Concurrency))
+	b.transports = append(b.transports, tr)
+	opt.Targets = []string{u}
+	opt.Transport = tr
+	return &side{opt: opt, tr: tr}
+}
+
+func (b *benchRun) closeIdle() {
+	for _, tr := range b.transports {
 		tr.CloseIdleConnections()
 	}
-	mem, err := MeasureMemory(ctx, env, o.Visitors, o.Concurrency)
+}
+
+// run drives s for d and adds what it measured to t.
+func (b *benchRun) run(s *side, d time.Duration, t *tally) error {
+	opt := s.opt
+	opt.Duration = d
+	c0 := ProcessCPU()
+	r, err := loadtest.Run(b.ctx, opt)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rep.Memory = *mem
-	if rep.Machine.NumCPU <= 4 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d CPUs: the generator, the origin and the server under test share them, so every ratio includes the generator's and the origin's cost on both sides (it understates the server-only overhead); ratios are comparable between runs, absolute figures are not", rep.Machine.NumCPU))
+	t.cpu += ProcessCPU() - c0
+	if b.countErrors {
+		b.errors += r.Errors
 	}
-	return rep, nil
+	t.add(r)
+	return nil
+}
+
+// compare alternates base and room every slice for Duration each.
+func (b *benchRun) compare(round int, base, room *side) (*tally, *tally, error) {
+	var tb, tr tally
+	n := max(1, int(b.o.Duration/b.o.Slice))
+	for i := range n {
+		first, second, t1, t2 := base, room, &tb, &tr
+		if (i+round)%2 == 1 {
+			first, second, t1, t2 = room, base, &tr, &tb
+		}
+		if err := b.run(first, b.o.Slice, t1); err != nil {
+			return nil, nil, err
+		}
+		if err := b.run(second, b.o.Slice, t2); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &tb, &tr, nil
+}
+
+// warmUp drives every side once for Warmup, uncounted.
+func (b *benchRun) warmUp() error {
+	b.countErrors = false
+	defer func() { b.countErrors = true }()
+	for _, s := range []*side{b.proxyClosed, b.roomClosed, b.bareQueued, b.roomQueued, b.proxySerial, b.roomSerial} {
+		if err := b.run(s, b.o.Warmup, &tally{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// round runs every comparison once and adds its ratios to the report.
+func (b *benchRun) round(round int) error {
+	rep := b.rep
+	cb, cr, err := b.compare(round, b.proxyClosed, b.roomClosed)
+	if err != nil {
+		return err
+	}
+	if cr.queued+cr.rejected > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: the open room queued %d and rejected %d requests", round+1, cr.queued, cr.rejected))
+	}
+	rep.AdmittedThroughput.add(cb.perSecond(cb.admitted), cr.perSecond(cr.admitted))
+	rep.AdmittedCPU.add(cb.cpuPer(cb.admitted), cr.cpuPer(cr.admitted))
+	rep.ClosedP99.addDiff(cb.p99s, cr.p99s)
+
+	rate := float64(int(cb.perSecond(cb.admitted) * b.o.LatencyLoad))
+	rep.Rates = append(rep.Rates, rate)
+	b.proxyOpen.opt.Rate, b.roomOpen.opt.Rate = rate, rate
+	b.proxyOpen.opt.MaxInFlight, b.roomOpen.opt.MaxInFlight = 4*b.o.Concurrency, 4*b.o.Concurrency
+	lb, lr, err := b.compare(round, b.proxyOpen, b.roomOpen)
+	if err != nil {
+		return err
+	}
+	rep.AdmittedP99.addDiff(lb.p99s, lr.p99s)
+	if lb.missed+lr.missed > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: %d/%d open-loop starts missed (plain proxy/waitroom): the rate was too high for this machine", round+1, lb.missed, lr.missed))
+	}
+
+	sb, sr, err := b.compare(round, b.proxySerial, b.roomSerial)
+	if err != nil {
+		return err
+	}
+	rep.SerialP50.addDiff(sb.p50s, sr.p50s)
+	rep.SerialP99.addDiff(sb.p99s, sr.p99s)
+
+	qb, qr, err := b.compare(round, b.bareQueued, b.roomQueued)
+	if err != nil {
+		return err
+	}
+	if qr.admitted > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: the full room admitted %d requests", round+1, qr.admitted))
+	}
+	rep.QueuedThroughput.add(qb.perSecond(qb.queued), qr.perSecond(qr.queued))
+	rep.QueuedCPU.add(qb.cpuPer(qb.queued), qr.cpuPer(qr.queued))
+
+	if b.o.Progress != nil {
+		fmt.Fprintf(b.o.Progress, "round %d/%d: admitted %.0f vs %.0f req/s (× %.3f) | p99 at %.0f req/s %.3f vs %.3f ms (%+.3f) | one visitor p50 %.3f vs %.3f ms (%+.3f) | queued %.0f vs %.0f req/s (× %.3f)\n",
+			round+1, b.o.Rounds,
+			cb.perSecond(cb.admitted), cr.perSecond(cr.admitted), ratio(cr.perSecond(cr.admitted), cb.perSecond(cb.admitted)),
+			rate, median(lb.p99s), median(lr.p99s), pairedDiff(lb.p99s, lr.p99s),
+			median(sb.p50s), median(sr.p50s), pairedDiff(sb.p50s, sr.p50s),
+			qb.perSecond(qb.queued), qr.perSecond(qr.queued), ratio(qr.perSecond(qr.queued), qb.perSecond(qb.queued)))
+	}
+	return nil
 }
 
 // MeasureMemory measures the live heap (after GC) while visitors new

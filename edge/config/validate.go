@@ -78,6 +78,32 @@ func (c *Config) validate() []error {
 	if !nodeNameRE.MatchString(c.Node) {
 		p.add("node", "%q must be 1–128 characters of letters, digits, '.', '_' and '-', starting with a letter or digit (the default is the host name)", c.Node)
 	}
+	c.validateListeners(p)
+	c.validateLimits(p)
+	c.validateModes(p)
+	c.validateGossip(p)
+	if !slices.Contains(logLevels, c.LogLevel) {
+		p.add("log_level", "%q must be one of %s", c.LogLevel, strings.Join(logLevels, ", "))
+	}
+	if c.Origin != "" {
+		if err := checkOrigin(c.Origin); err != nil {
+			p.add("origin", "%q %v", c.Origin, err)
+		}
+	}
+	if c.OriginTimeout < 0 {
+		p.add("origin_timeout", "%v must be positive (the default is %v)", c.OriginTimeout, DefaultOriginTimeout)
+	}
+
+	// Each room on its own, then the rules across rooms.
+	labels := c.validateRooms(p)
+	c.validateCookieNames(p, labels)
+	return p.errs
+}
+
+// validateListeners checks the listen, admin and gossip addresses, that
+// they do not overlap, that an admin listener off loopback has a token,
+// and the admin_hosts.
+func (c *Config) validateListeners(p *problems) {
 	type listener struct {
 		field, host string
 		port        int
@@ -113,6 +139,11 @@ func (c *Config) validate() []error {
 			p.add(fmt.Sprintf("admin_hosts[%d]", i), "%q must be a host name or IP address without a port, as clients write it in the Host header (such as \"waitroom-admin.internal\")", h)
 		}
 	}
+}
+
+// validateLimits checks the public listener's limits and timeouts and the
+// gossip lag.
+func (c *Config) validateLimits(p *problems) {
 	if c.MaxConnections < 0 || c.MaxConnections > 1000000 {
 		p.add("max_connections", "%d must be from 1 to 1000000 (default %d)", c.MaxConnections, DefaultMaxConnections)
 	}
@@ -134,6 +165,11 @@ func (c *Config) validate() []error {
 	if c.GossipLag < 0 || (c.GossipLag > 0 && time.Duration(c.GossipLag) < 100*time.Millisecond) || time.Duration(c.GossipLag) > 5*time.Minute {
 		p.add("gossip_lag", "%v must be from 100ms to 5m (default by gossip_profile: local 1s, lan 2s, wan 10s)", c.GossipLag)
 	}
+}
+
+// validateModes checks what a node does when cut off from its peers and
+// with requests no room routes.
+func (c *Config) validateModes(p *problems) {
 	if c.StaleState != "" && c.StaleState != "open" && c.StaleState != "closed" {
 		p.add("stale_state", "%q must be open (keep deciding alone) or closed (queue new visitors)", c.StaleState)
 	}
@@ -149,6 +185,11 @@ func (c *Config) validate() []error {
 	if c.StaleAfter < 0 || (c.StaleAfter > 0 && time.Duration(c.StaleAfter) < time.Second) {
 		p.add("stale_after", "%v must be at least 1s (default %v)", c.StaleAfter, DefaultStaleAfter)
 	}
+}
+
+// validateGossip checks the gossip settings: advertise, seeds, profile and
+// label.
+func (c *Config) validateGossip(p *problems) {
 	if c.Advertise != "" {
 		if err := checkAdvertise(c.Advertise); err != nil {
 			p.add("advertise", "%q %v", c.Advertise, err)
@@ -165,19 +206,11 @@ func (c *Config) validate() []error {
 	if len(c.GossipLabel) > 255 {
 		p.add("gossip_label", "is %d bytes; the limit is 255", len(c.GossipLabel))
 	}
-	if !slices.Contains(logLevels, c.LogLevel) {
-		p.add("log_level", "%q must be one of %s", c.LogLevel, strings.Join(logLevels, ", "))
-	}
-	if c.Origin != "" {
-		if err := checkOrigin(c.Origin); err != nil {
-			p.add("origin", "%q %v", c.Origin, err)
-		}
-	}
-	if c.OriginTimeout < 0 {
-		p.add("origin_timeout", "%v must be positive (the default is %v)", c.OriginTimeout, DefaultOriginTimeout)
-	}
+}
 
-	// Each room on its own, then the rules across rooms.
+// validateRooms checks each room on its own, then that no two rooms share a
+// name or a route. It returns the rooms' labels for later messages.
+func (c *Config) validateRooms(p *problems) []string {
 	labels := make([]string, len(c.Rooms))
 	for i := range c.Rooms {
 		labels[i] = roomLabel(i, c.Rooms[i].Name)
@@ -221,10 +254,14 @@ func (c *Config) validate() []error {
 		}
 		p.errs = append(p.errs, rp.errs...)
 	}
-	// Cookie collisions: rooms sharing a host (an empty host shares every
-	// host; ports do not separate cookies) must have different cookie names.
-	// Each room is checked against the earlier ones in one pass over the
-	// routes, so many rooms with many routes stay cheap.
+	return labels
+}
+
+// validateCookieNames checks that rooms sharing a host (an empty host
+// shares every host; ports do not separate cookies) have different cookie
+// names. Each room is checked against the earlier ones in one pass over the
+// routes, so many rooms with many routes stay cheap.
+func (c *Config) validateCookieNames(p *problems, labels []string) {
 	type cookieUse struct {
 		byHost    map[string]int // host → first room with this cookie there
 		anyHost   int            // first room with this cookie on any host, or -1
@@ -275,7 +312,6 @@ func (c *Config) validate() []error {
 			u.first, u.firstHost = i, hosts[0]
 		}
 	}
-	return p.errs
 }
 
 // roomLabel names room i in error messages: rooms[0] ("shop").
@@ -334,75 +370,21 @@ func (r *Room) validate(p *problems) {
 		p.add("name", "%q must be 1–64 characters of a–z, 0–9, '_' and '-', starting with a letter or digit", r.Name)
 	}
 
-	seen := map[Route]string{}
-	for k, rt := range r.Routes() {
-		hostField, pathField, self := "host", "path", "the room's host and path"
-		if k > 0 {
-			self = fmt.Sprintf("additional_routes[%d]", k-1)
-			hostField, pathField = self+".host", self+".path"
-		}
-		if rt.Host != "" {
-			if err := checkHostPort(rt.Host); err != nil {
-				p.add(hostField, "%q %v; or leave it empty for any host", rt.Host, err)
-			}
-		}
-		if err := checkPath(rt.Path); err != nil {
-			p.add(pathField, "%q %v", rt.Path, err)
-		}
-		if prev, dup := seen[rt]; dup {
-			p.add(self, "route %s repeats %s", rt.String(), prev)
-		} else {
-			seen[rt] = self
-		}
-	}
-
+	r.validateRoutes(p)
 	if r.Origin != "" {
 		if err := checkOrigin(r.Origin); err != nil {
 			p.add("origin", "%q %v", r.Origin, err)
 		}
 	}
 
-	tau := r.TotalActiveUsers
-	tauOK := tau >= 1 && tau <= MaxTotalActiveUsers
-	switch {
-	case tau == 0:
-		p.add("total_active_users", "is required: from 1 to %d", MaxTotalActiveUsers)
-	case !tauOK:
-		p.add("total_active_users", "%d must be from 1 to %d", tau, MaxTotalActiveUsers)
-	}
-	switch nupm := r.NewUsersPerMinute; {
-	case nupm == 0:
-		p.add("new_users_per_minute", "is required: from 1 to total_active_users")
-	case nupm < 1:
-		p.add("new_users_per_minute", "%d must be from 1 to total_active_users", nupm)
-	case tauOK && nupm > tau:
-		p.add("new_users_per_minute", "%d must be ≤ total_active_users (%d)", nupm, tau)
-	case !tauOK && nupm > MaxTotalActiveUsers:
-		p.add("new_users_per_minute", "%d must be from 1 to total_active_users (at most %d)", nupm, MaxTotalActiveUsers)
-	}
-	if r.SessionDuration < 1 || r.SessionDuration > 30 {
-		p.add("session_duration", "%d must be from 1 to 30 minutes (0 means the default, %d)", r.SessionDuration, DefaultSessionDuration)
-	}
+	r.validateLimits(p)
 	if !slices.Contains(queueingMethods, r.QueueingMethod) {
 		p.add("queueing_method", "%q must be one of %s", r.QueueingMethod, strings.Join(queueingMethods, ", "))
 	}
 	if !slices.Contains(statusCodes, r.QueueingStatusCode) {
 		p.add("queueing_status_code", "%d must be one of 200, 202, 429", r.QueueingStatusCode)
 	}
-	if !cookieSuffixRE.MatchString(r.CookieSuffix) {
-		p.add("cookie_suffix", "%q must be at most 32 characters of A–Z, a–z, 0–9 and '_'", r.CookieSuffix)
-	}
-	ss, sec := r.CookieAttributes.SameSite, r.CookieAttributes.Secure
-	ssOK, secOK := slices.Contains(sameSites, ss), slices.Contains(secures, sec)
-	if !ssOK {
-		p.add("cookie_attributes.samesite", "%q must be one of %s", ss, strings.Join(sameSites, ", "))
-	}
-	if !secOK {
-		p.add("cookie_attributes.secure", "%q must be one of %s", sec, strings.Join(secures, ", "))
-	}
-	if ss == "none" && sec == "never" {
-		p.add("cookie_attributes.samesite", "none needs secure auto or always, not never (browsers drop a SameSite=None cookie that is not Secure)")
-	}
+	r.validateCookie(p)
 	if r.CustomPageHTML != "" {
 		if err := CheckPage(r.CustomPageHTML); err != nil {
 			p.add("custom_page_html", "%v", err)
@@ -424,6 +406,76 @@ func (r *Room) validate(p *problems) {
 	r.validateEvents(p)
 	r.validateBypass(p)
 	r.validateChallenge(p)
+}
+
+// validateRoutes checks the room's host and path and its additional routes,
+// and that none repeats another.
+func (r *Room) validateRoutes(p *problems) {
+	seen := map[Route]string{}
+	for k, rt := range r.Routes() {
+		hostField, pathField, self := "host", "path", "the room's host and path"
+		if k > 0 {
+			self = fmt.Sprintf("additional_routes[%d]", k-1)
+			hostField, pathField = self+".host", self+".path"
+		}
+		if rt.Host != "" {
+			if err := checkHostPort(rt.Host); err != nil {
+				p.add(hostField, "%q %v; or leave it empty for any host", rt.Host, err)
+			}
+		}
+		if err := checkPath(rt.Path); err != nil {
+			p.add(pathField, "%q %v", rt.Path, err)
+		}
+		if prev, dup := seen[rt]; dup {
+			p.add(self, "route %s repeats %s", rt.String(), prev)
+		} else {
+			seen[rt] = self
+		}
+	}
+}
+
+// validateLimits checks total_active_users, new_users_per_minute and
+// session_duration.
+func (r *Room) validateLimits(p *problems) {
+	tau := r.TotalActiveUsers
+	tauOK := tau >= 1 && tau <= MaxTotalActiveUsers
+	switch {
+	case tau == 0:
+		p.add("total_active_users", "is required: from 1 to %d", MaxTotalActiveUsers)
+	case !tauOK:
+		p.add("total_active_users", "%d must be from 1 to %d", tau, MaxTotalActiveUsers)
+	}
+	switch nupm := r.NewUsersPerMinute; {
+	case nupm == 0:
+		p.add("new_users_per_minute", "is required: from 1 to total_active_users")
+	case nupm < 1:
+		p.add("new_users_per_minute", "%d must be from 1 to total_active_users", nupm)
+	case tauOK && nupm > tau:
+		p.add("new_users_per_minute", "%d must be ≤ total_active_users (%d)", nupm, tau)
+	case !tauOK && nupm > MaxTotalActiveUsers:
+		p.add("new_users_per_minute", "%d must be from 1 to total_active_users (at most %d)", nupm, MaxTotalActiveUsers)
+	}
+	if r.SessionDuration < 1 || r.SessionDuration > 30 {
+		p.add("session_duration", "%d must be from 1 to 30 minutes (0 means the default, %d)", r.SessionDuration, DefaultSessionDuration)
+	}
+}
+
+// validateCookie checks the cookie's suffix and attributes.
+func (r *Room) validateCookie(p *problems) {
+	if !cookieSuffixRE.MatchString(r.CookieSuffix) {
+		p.add("cookie_suffix", "%q must be at most 32 characters of A–Z, a–z, 0–9 and '_'", r.CookieSuffix)
+	}
+	ss, sec := r.CookieAttributes.SameSite, r.CookieAttributes.Secure
+	ssOK, secOK := slices.Contains(sameSites, ss), slices.Contains(secures, sec)
+	if !ssOK {
+		p.add("cookie_attributes.samesite", "%q must be one of %s", ss, strings.Join(sameSites, ", "))
+	}
+	if !secOK {
+		p.add("cookie_attributes.secure", "%q must be one of %s", sec, strings.Join(secures, ", "))
+	}
+	if ss == "none" && sec == "never" {
+		p.add("cookie_attributes.samesite", "none needs secure auto or always, not never (browsers drop a SameSite=None cookie that is not Secure)")
+	}
 }
 
 // CheckPage is the check a custom page (custom_page_html, an event's, and

@@ -7,6 +7,7 @@ package demo
 import (
 	"context"
 	crand "crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -57,95 +58,22 @@ func Run(ctx context.Context, o Options, out io.Writer, log zerolog.Logger) erro
 		return err
 	}
 	defer origin.close()
-
 	dir, err := os.MkdirTemp("", "waitroom-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	keyFile := filepath.Join(dir, "cookie.key")
-	kf, err := cookie.GenerateKeyFile(nil)
+	keyFile, err := writeCookieKey(dir)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(keyFile, kf, 0o600); err != nil {
+	r := &ring{}
+	defer r.close()
+	if err := r.start(o, origin.url, keyFile, log); err != nil {
 		return err
 	}
-
-	nodes := make([]*edge.Server, 0, o.Nodes)
-	defer func() {
-		for _, s := range nodes {
-			_ = s.Close()
-		}
-	}()
-	runCtx, stopNodes := context.WithCancel(context.Background())
-	defer stopNodes()
-	var serving sync.WaitGroup
-	defer serving.Wait()
-	defer stopNodes()
-	// The demo's nodes share a gossip key made up for this process: its
-	// ring is authenticated like any other, and nothing outside it can
-	// join.
-	gossipKey := make([]byte, 32)
-	if _, err := crand.Read(gossipKey); err != nil {
-		return fmt.Errorf("demo gossip key: %w", err)
-	}
-	for i := 0; i < o.Nodes; i++ {
-		listen := "127.0.0.1:0"
-		if i == 0 {
-			listen = o.Listen
-		}
-		cfg := &config.Config{
-			Node:          fmt.Sprintf("pop-%d", i+1),
-			Listen:        listen,
-			Admin:         "127.0.0.1:0",
-			Gossip:        "127.0.0.1:0",
-			GossipProfile: "local",
-			CookieKeyFile: keyFile,
-			Rooms: []config.Room{{
-				Name:                "demo",
-				Origin:              origin.url,
-				TotalActiveUsers:    o.TotalActiveUsers,
-				NewUsersPerMinute:   o.NewUsersPerMinute,
-				SessionDuration:     1,
-				QueueingMethod:      o.QueueingMethod,
-				JSONResponseEnabled: true,
-			}},
-		}
-		if len(nodes) > 0 {
-			cfg.Seeds = []string{nodes[0].Node().Addr()}
-		}
-		cfg.ApplyDefaults()
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("demo config: %w", err)
-		}
-		s, err := edge.New(cfg, edge.RunOptions{Log: log, GossipKeys: [][]byte{gossipKey}})
-		if err != nil {
-			return err
-		}
-		nodes = append(nodes, s)
-		ready := make(chan struct{})
-		serving.Add(1)
-		go func() {
-			defer serving.Done()
-			if err := s.Serve(runCtx, func(*edge.Server) { close(ready) }); err != nil {
-				log.Error().Err(err).Msg("demo node stopped")
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(10 * time.Second):
-			return fmt.Errorf("demo node %d did not start (is %s free?)", i+1, listen)
-		}
-	}
-	var urls []string
-	for _, s := range nodes {
-		urls = append(urls, "http://"+s.PublicAddr()+"/")
-	}
-	fmt.Fprintf(out, "waitroom demo: %d nodes in front of %s\n", len(nodes), origin.url)
-	fmt.Fprintf(out, "room \"demo\": total_active_users %d, new_users_per_minute %d, session_duration 1 min, %s\n", o.TotalActiveUsers, o.NewUsersPerMinute, o.QueueingMethod)
-	fmt.Fprintf(out, "join the queue yourself: open %s in a browser\n", urls[0])
-	fmt.Fprintf(out, "admin of the first node: http://%s/state  (or: waitroom state --admin http://%s)\n\n", nodes[0].AdminAddr(), nodes[0].AdminAddr())
+	urls := r.urls()
+	writeIntro(out, o, r.nodes, origin.url)
 
 	c := newCrowd(urls, o.Visitors)
 	crowdCtx, stopCrowd := context.WithCancel(ctx)
@@ -162,9 +90,132 @@ func Run(ctx context.Context, o Options, out io.Writer, log zerolog.Logger) erro
 			fmt.Fprintln(out, "\ndemo stopped")
 			return nil
 		case <-tick.C:
-			writeDemoLine(out, time.Since(start), nodes, c, origin)
+			writeDemoLine(out, time.Since(start), r.nodes, c, origin)
 		}
 	}
+}
+
+// writeCookieKey writes a cookie key made up for this demo into dir and
+// returns the file's path.
+func writeCookieKey(dir string) (string, error) {
+	keyFile := filepath.Join(dir, "cookie.key")
+	kf, err := cookie.GenerateKeyFile(nil)
+	if err != nil {
+		return "", err
+	}
+	return keyFile, os.WriteFile(keyFile, kf, 0o600)
+}
+
+// ring is the demo's nodes, serving until close.
+type ring struct {
+	nodes   []*edge.Server
+	stop    context.CancelFunc
+	serving sync.WaitGroup
+}
+
+// start starts o.Nodes nodes one after the other, each joining the first,
+// and returns once every one serves.
+func (r *ring) start(o Options, originURL, keyFile string, log zerolog.Logger) error {
+	runCtx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	// The demo's nodes share a gossip key made up for this process: its
+	// ring is authenticated like any other, and nothing outside it can
+	// join.
+	gossipKey := make([]byte, 32)
+	if _, err := crand.Read(gossipKey); err != nil {
+		return fmt.Errorf("demo gossip key: %w", err)
+	}
+	for i := 0; i < o.Nodes; i++ {
+		listen := "127.0.0.1:0"
+		if i == 0 {
+			listen = o.Listen
+		}
+		cfg := demoConfig(o, i, listen, originURL, keyFile)
+		if len(r.nodes) > 0 {
+			cfg.Seeds = []string{r.nodes[0].Node().Addr()}
+		}
+		cfg.ApplyDefaults()
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("demo config: %w", err)
+		}
+		s, err := edge.New(cfg, edge.RunOptions{Log: log, GossipKeys: [][]byte{gossipKey}})
+		if err != nil {
+			return err
+		}
+		r.nodes = append(r.nodes, s)
+		if err := r.serve(runCtx, s, log); err != nil {
+			return fmt.Errorf("demo node %d did not start (is %s free?)", i+1, listen)
+		}
+	}
+	return nil
+}
+
+// serve serves s until ctx ends, and returns once it serves.
+func (r *ring) serve(ctx context.Context, s *edge.Server, log zerolog.Logger) error {
+	ready := make(chan struct{})
+	r.serving.Add(1)
+	go func() {
+		defer r.serving.Done()
+		if err := s.Serve(ctx, func(*edge.Server) { close(ready) }); err != nil {
+			log.Error().Err(err).Msg("demo node stopped")
+		}
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-time.After(10 * time.Second):
+		return errors.New("not serving after 10s")
+	}
+}
+
+// close stops every node and waits until none serves.
+func (r *ring) close() {
+	if r.stop != nil {
+		r.stop()
+	}
+	r.serving.Wait()
+	for _, s := range r.nodes {
+		_ = s.Close()
+	}
+}
+
+// urls are the nodes' public addresses.
+func (r *ring) urls() []string {
+	var urls []string
+	for _, s := range r.nodes {
+		urls = append(urls, "http://"+s.PublicAddr()+"/")
+	}
+	return urls
+}
+
+// demoConfig is node i's configuration: the one demo room, the shared
+// cookie key, everything on loopback.
+func demoConfig(o Options, i int, listen, originURL, keyFile string) *config.Config {
+	return &config.Config{
+		Node:          fmt.Sprintf("pop-%d", i+1),
+		Listen:        listen,
+		Admin:         "127.0.0.1:0",
+		Gossip:        "127.0.0.1:0",
+		GossipProfile: "local",
+		CookieKeyFile: keyFile,
+		Rooms: []config.Room{{
+			Name:                "demo",
+			Origin:              originURL,
+			TotalActiveUsers:    o.TotalActiveUsers,
+			NewUsersPerMinute:   o.NewUsersPerMinute,
+			SessionDuration:     1,
+			QueueingMethod:      o.QueueingMethod,
+			JSONResponseEnabled: true,
+		}},
+	}
+}
+
+// writeIntro tells the person running the demo what runs and where to look.
+func writeIntro(out io.Writer, o Options, nodes []*edge.Server, originURL string) {
+	fmt.Fprintf(out, "waitroom demo: %d nodes in front of %s\n", len(nodes), originURL)
+	fmt.Fprintf(out, "room \"demo\": total_active_users %d, new_users_per_minute %d, session_duration 1 min, %s\n", o.TotalActiveUsers, o.NewUsersPerMinute, o.QueueingMethod)
+	fmt.Fprintf(out, "join the queue yourself: open %s in a browser\n", "http://"+nodes[0].PublicAddr()+"/")
+	fmt.Fprintf(out, "admin of the first node: http://%s/state  (or: waitroom state --admin http://%s)\n\n", nodes[0].AdminAddr(), nodes[0].AdminAddr())
 }
 
 func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*edge.Server, c *demoCrowd, o *demoOrigin) {

@@ -510,8 +510,41 @@ func (e *engine) pause(refresh time.Duration, transportErr bool) time.Duration {
 func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 	rctx, cancel := context.WithTimeout(ctx, e.o.Timeout)
 	defer cancel()
-	// Built by hand from the parsed target: NewRequest would parse the URL
-	// on every request, on the CPU the server under test needs.
+	req := e.request(rctx, v)
+	v.requests++
+	a := answer{sent: time.Now()}
+	resp, err := e.rt.RoundTrip(req)
+	if err != nil {
+		if ctx.Err() == nil { // stopped from outside: not the server's doing
+			e.fail(v, ErrorKind(err))
+		}
+		return 0, true
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	a.at = time.Now()
+	e.bytes.Add(uint64(n))
+	if err != nil {
+		if ctx.Err() == nil {
+			e.fail(v, ErrorKind(err))
+		}
+		return 0, true
+	}
+	v.keep(resp, a.at)
+	var refresh crowd.Refresh
+	a.status = resp.StatusCode
+	a.out, refresh, a.kind = classify(resp)
+	e.requests.Add(1)
+	e.record(v, a)
+	e.follow(v, a, refresh, req.URL)
+	return refresh.After, false
+}
+
+// request is v's next request: to the target, or to the address the last
+// queue page's Refresh named. It is built by hand from the parsed target:
+// NewRequest would parse the URL on every request, on the CPU the server
+// under test needs.
+func (e *engine) request(ctx context.Context, v *visitor) *http.Request {
 	u := v.target
 	if v.page != nil {
 		u = v.page
@@ -524,7 +557,7 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 		ProtoMinor: 1,
 		Header:     make(http.Header, len(e.o.Header)+1),
 		Host:       u.Host,
-	}).WithContext(rctx)
+	}).WithContext(ctx)
 	for k, vs := range e.o.Header {
 		req.Header[k] = vs
 	}
@@ -534,39 +567,29 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 	if v.header != "" {
 		req.Header["Cookie"] = []string{v.header}
 	}
-	v.requests++
-	t0 := time.Now()
-	resp, err := e.rt.RoundTrip(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, true // stopped from outside: not the server's doing
-		}
-		e.fail(v, ErrorKind(err))
-		return 0, true
-	}
-	n, err := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	now := time.Now()
-	lat := now.Sub(t0)
-	e.bytes.Add(uint64(n))
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, true
-		}
-		e.fail(v, ErrorKind(err))
-		return 0, true
-	}
-	v.keep(resp, now)
-	out, refresh, kind := classify(resp)
-	wait := refresh.After
-	e.requests.Add(1)
+	return req
+}
+
+// answer is what one request got, as do records it.
+type answer struct {
+	status   int
+	out      crowd.Outcome
+	kind     string    // why it failed, for crowd.Failed
+	sent, at time.Time // when the request went out, and when its answer was read
+}
+
+// record adds the answer to v's shard of the status counts and the latency
+// histograms; the first admission of a visitor also records its wait.
+func (e *engine) record(v *visitor, a answer) {
+	lat := a.at.Sub(a.sent)
 	sh := &e.shards[v.id%uint64(len(e.shards))]
 	sh.mu.Lock()
-	sh.status[resp.StatusCode]++
-	if out != crowd.Failed {
+	defer sh.mu.Unlock()
+	sh.status[a.status]++
+	if a.out != crowd.Failed {
 		sh.all.Record(lat)
 	}
-	switch out {
+	switch a.out {
 	case crowd.Admitted:
 		sh.adm.Record(lat)
 		if !v.admitted {
@@ -574,16 +597,21 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 			e.vAdmitted.Add(1)
 			if v.queued {
 				e.vAdmittedAfterQueue.Add(1)
-				sh.wait.Record(now.Sub(v.queuedSince))
+				sh.wait.Record(a.at.Sub(v.queuedSince))
 			}
 		}
 	case crowd.Queued:
 		sh.que.Record(lat)
 	case crowd.Failed:
-		sh.errs[kind]++
+		sh.errs[a.kind]++
 	}
-	sh.mu.Unlock()
-	switch out {
+}
+
+// follow counts the answer by outcome and moves v on as a browser would: a
+// visitor let in goes back to the target; a queued one goes where the
+// Refresh header of the page at u sends it.
+func (e *engine) follow(v *visitor, a answer, refresh crowd.Refresh, u *url.URL) {
+	switch a.out {
 	case crowd.Admitted:
 		e.admitted.Add(1)
 		// Let in (a waiting room's admission on the cookie check's
@@ -601,7 +629,7 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 		}
 		if !v.queued {
 			v.queued = true
-			v.queuedSince = t0
+			v.queuedSince = a.sent
 			e.vQueued.Add(1)
 		}
 	case crowd.Rejected:
@@ -609,7 +637,6 @@ func (e *engine) do(ctx context.Context, v *visitor) (time.Duration, bool) {
 	case crowd.Failed:
 		e.failed.Add(1)
 	}
-	return wait, false
 }
 
 func (e *engine) fail(v *visitor, kind string) {

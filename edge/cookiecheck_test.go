@@ -26,6 +26,19 @@ func cookielessGet(f *fixture, url string, hdr ...string) *http.Response {
 	return newVisitor().get(f.srv, url, hdr...)
 }
 
+// oneBehindOne is a full room with origin commands on: visitor a in, and
+// visitor b queued behind it on its first request to /tickets?show=9, with
+// b's answer and where its refresh goes (the marked address).
+func oneBehindOne(t *testing.T) (f *fixture, a, b *visitor, first *http.Response, next string) {
+	rc := fullRoom("shop")
+	rc.EnabledOriginCommands = []string{"revoke"}
+	f = newFixture(t, rc)
+	a = admitFirst(t, f, "http://shop.test/")
+	b = newVisitor()
+	first, next = queueFirst(t, f, b, "http://shop.test/tickets?show=9")
+	return f, a, b, first, next
+}
+
 // queueFirst is a new visitor's first request to url in a full room: it
 // must get the queue page whose refresh names url with the cookie check. It
 // returns the answer and where the refresh goes.
@@ -114,13 +127,7 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 	})
 
 	t.Run("a client with a cookie jar never sees the message, and the origin never sees the check", func(t *testing.T) {
-		rc := fullRoom("shop")
-		rc.EnabledOriginCommands = []string{"revoke"}
-		f := newFixture(t, rc)
-		a := admitFirst(t, f, "http://shop.test/")
-
-		b := newVisitor()
-		first, next := queueFirst(t, f, b, "http://shop.test/tickets?show=9")
+		f, a, b, first, next := oneBehindOne(t)
 		secs, _ := refreshSeconds(first)
 		f.clock.Advance(time.Duration(secs) * time.Second)
 		// Back on the marked address with its cookie, still full: an
@@ -159,12 +166,7 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 	})
 
 	t.Run("a visitor let in on the marked address is sent to the clean one with its cookie, and lands there", func(t *testing.T) {
-		rc := fullRoom("shop")
-		rc.EnabledOriginCommands = []string{"revoke"}
-		f := newFixture(t, rc)
-		a := admitFirst(t, f, "http://shop.test/")
-		b := newVisitor()
-		first, next := queueFirst(t, f, b, "http://shop.test/tickets?show=9")
+		f, a, b, first, next := oneBehindOne(t)
 		// A slot opens and the next minute brings a new user's turn
 		// before the refresh comes; the marker is still current.
 		a.get(f.srv, "http://shop.test/revoke-cf")

@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -524,11 +525,7 @@ func faultSteps(t *testing.T, c *cluster, crowd *faultCrowd, run faultRun) (last
 
 // faultMinutes prints per-minute counts in minute order, from the first.
 func faultMinutes(per map[int64]int) string {
-	var ms []int64
-	for m := range per {
-		ms = append(ms, m)
-	}
-	slices.Sort(ms)
+	ms := slices.Sorted(maps.Keys(per))
 	var b strings.Builder
 	for i, m := range ms {
 		if i > 0 {

@@ -231,6 +231,14 @@ func (n *node) start(binary string) error {
 	return nil
 }
 
+// process is the node's last process (nil before the first start) and the
+// channel closed when it exits.
+func (n *node) process() (*exec.Cmd, chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd, n.exited
+}
+
 func (n *node) hasExited() bool {
 	n.mu.Lock()
 	ch := n.exited
@@ -248,9 +256,7 @@ func (n *node) hasExited() bool {
 
 // kill ends the process at once, as a crash would, and waits for it.
 func (n *node) kill() {
-	n.mu.Lock()
-	cmd, ch := n.cmd, n.exited
-	n.mu.Unlock()
+	cmd, ch := n.process()
 	if cmd == nil {
 		return
 	}
@@ -261,9 +267,7 @@ func (n *node) kill() {
 // stop asks the process to leave (SIGTERM) and kills it if it has not
 // within grace.
 func (n *node) stop(grace time.Duration) {
-	n.mu.Lock()
-	cmd, ch := n.cmd, n.exited
-	n.mu.Unlock()
+	cmd, ch := n.process()
 	if cmd == nil {
 		return
 	}

@@ -1,9 +1,11 @@
 package loadtest
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -63,40 +65,26 @@ func FormatDuration(d time.Duration) string {
 	}
 }
 
-func kinds(m map[string]uint64) string {
+// kinds lists the errors by kind, in the kinds' order.
+func kinds(m map[string]uint64) string { return sortedCounts(m, "%s %d") }
+
+// statuses lists the answers by status code, in the codes' order.
+func statuses(m map[int]uint64) string {
 	if len(m) == 0 {
-		return ""
+		return "none"
 	}
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	var b strings.Builder
-	for i, k := range ks {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s %d", k, m[k])
-	}
-	return b.String()
+	return sortedCounts(m, "%d: %d")
 }
 
-func statuses(m map[int]uint64) string {
-	ks := make([]int, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Ints(ks)
+// sortedCounts lists m's counts in the order of their keys, each written
+// by format from the key and the count, separated by ", ".
+func sortedCounts[K cmp.Ordered](m map[K]uint64, format string) string {
 	var b strings.Builder
-	for i, k := range ks {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%d: %d", k, m[k])
-	}
-	if b.Len() == 0 {
-		return "none"
+		fmt.Fprintf(&b, format, k, m[k])
 	}
 	return b.String()
 }

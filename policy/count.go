@@ -229,17 +229,12 @@ type Event struct {
 //   - Held (challenge, infinite queue), a visitor is counted nowhere.
 //   - Revoked, the session's count goes from the cell it is counted in.
 func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event) ([]crdt.Inc, Counting) {
-	now := ev.At
-	nowMin := floorMinute(now)
-	inc := func(k crdt.Kind, bucket, minute int64) {
-		dst = append(dst, crdt.Inc{Key: crdt.Key{Room: name, Kind: k, Bucket: bucket, Minute: minute}, N: 1})
-	}
-	session := func(k crdt.Kind, cell int64) { inc(k, cell, floorMinute(cell)) }
-	waiting := c.Waiting()
-	leaveWaiting := func() {
-		if waiting {
-			inc(crdt.WaitingMinus, c.Bucket, c.Counted)
-		}
+	k := counter{
+		dst: dst, name: name, c: c,
+		now: ev.At, nowMin: floorMinute(ev.At),
+		waiting: c.Waiting(),
+		dur:     int64(room.session()) * 60,
+		g:       SessionSlice(room.session()),
 	}
 	// seen: the visitor is seen, counted, for the first time this minute
 	// (a waiting visitor's count sits in the minute it was last counted in;
@@ -247,166 +242,227 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event) ([]crdt
 	// nowhere is always seen: one on its way to the proof counted no arrival
 	// at its first request, and the proof counts it.
 	last := floorMinute(c.LastCheckIn)
-	if waiting {
+	if k.waiting {
 		last = c.Counted
 	}
-	seen := c.Counted == 0 || last != nowMin
-	dur := int64(room.session()) * 60
-	g := SessionSlice(room.session())
+	k.seen = c.Counted == 0 || last != k.nowMin
 
 	switch ev.Step {
 	case StepSession:
-		if seen {
-			inc(crdt.Arrivals, 0, nowMin)
-		}
-		from := crdt.HistogramBin(float64(c.LastCheckIn - c.AcceptedAt))
-		to := crdt.HistogramBin(float64(now - c.AcceptedAt))
-		if from != to {
-			// The cells of the admission minute: each session counts once,
-			// at its latest duration, however long it lasts.
-			m := floorMinute(c.AcceptedAt)
-			inc(crdt.TimeOnOriginMinus, from, m)
-			inc(crdt.TimeOnOrigin, to, m)
-		}
-		if !room.DisableSessionRenewal {
-			c.ExpiresAt = now + dur
-			if cell := SessionCell(c.ExpiresAt, g); cell != c.Counted {
-				if c.Counted != 0 {
-					session(crdt.SessionMinus, c.Counted)
-				}
-				session(crdt.SessionPlus, cell)
-				c.Counted = cell
-			}
-		}
-		c.LastCheckIn = now
-		return dst, c
-
+		k.session(room.DisableSessionRenewal)
 	case StepHold:
-		leaveWaiting()
-		if ev.Infinite {
-			if !ev.Fresh {
-				inc(crdt.InfiniteQueueRefreshes, 0, nowMin)
-			}
-		} else {
-			inc(crdt.ChallengesIssued, 0, nowMin)
-		}
-		if ev.Fresh {
-			inc(crdt.VisitorsQueued, 0, nowMin)
-		}
-		c.Counted, c.LastCheckIn = 0, now
-		c.RefreshInterval = ev.Refresh
-		c.ExpiresAt = now + QueuedTokenLife
-		return dst, c
-
+		k.hold(ev)
 	case StepRevoke:
-		if !c.Admitted() || c.Counted == 0 {
-			return dst, c
-		}
-		session(crdt.SessionMinus, c.Counted)
-		inc(crdt.SessionsRevoked, 0, nowMin)
-		if ev.ID != 0 {
-			inc(crdt.Revocations, int64(ev.ID), nowMin)
-		}
-		c.Counted = 0
-		return dst, c
+		k.revoke(ev)
+	default:
+		k.decided(ev)
 	}
+	return k.dst, k.c
+}
 
-	// StepDecided.
-	if ev.Fresh {
-		c = Counting{Bucket: nowMin}
-		waiting, seen = false, true
+// counter applies the counter rule to one event: the visitor's state as it
+// goes, and the increments so far.
+type counter struct {
+	dst         []crdt.Inc
+	name        string // the room's
+	c           Counting
+	now, nowMin int64 // unix second and minute of the event
+	waiting     bool  // the visitor is counted as waiting (as it came)
+	seen        bool  // first seen this minute: its arrival counts
+	dur         int64 // the session's length, in seconds
+	g           int64 // the session slice (SessionSlice)
+}
+
+func (k *counter) inc(kind crdt.Kind, bucket, minute int64) {
+	k.dst = append(k.dst, crdt.Inc{Key: crdt.Key{Room: k.name, Kind: kind, Bucket: bucket, Minute: minute}, N: 1})
+}
+
+// sessionCell counts kind in a session cell, in the minute the cell is in.
+func (k *counter) sessionCell(kind crdt.Kind, cell int64) { k.inc(kind, cell, floorMinute(cell)) }
+
+// arrival counts the visitor's arrival this minute, once a minute.
+func (k *counter) arrival() {
+	if k.seen {
+		k.inc(crdt.Arrivals, 0, k.nowMin)
 	}
-	bucket := c.Bucket
+}
+
+// leaveWaiting takes a waiting visitor out of the waiting count it is in.
+func (k *counter) leaveWaiting() {
+	if k.waiting {
+		k.inc(crdt.WaitingMinus, k.c.Bucket, k.c.Counted)
+	}
+}
+
+// session counts a request of an admitted visitor within its session.
+func (k *counter) session(noRenewal bool) {
+	c := &k.c
+	k.arrival()
+	from := crdt.HistogramBin(float64(c.LastCheckIn - c.AcceptedAt))
+	to := crdt.HistogramBin(float64(k.now - c.AcceptedAt))
+	if from != to {
+		// The cells of the admission minute: each session counts once,
+		// at its latest duration, however long it lasts.
+		m := floorMinute(c.AcceptedAt)
+		k.inc(crdt.TimeOnOriginMinus, from, m)
+		k.inc(crdt.TimeOnOrigin, to, m)
+	}
+	if !noRenewal {
+		c.ExpiresAt = k.now + k.dur
+		if cell := SessionCell(c.ExpiresAt, k.g); cell != c.Counted {
+			if c.Counted != 0 {
+				k.sessionCell(crdt.SessionMinus, c.Counted)
+			}
+			k.sessionCell(crdt.SessionPlus, cell)
+			c.Counted = cell
+		}
+	}
+	c.LastCheckIn = k.now
+}
+
+// hold counts a visitor held for the challenge or in the infinite queue.
+func (k *counter) hold(ev Event) {
+	c := &k.c
+	k.leaveWaiting()
+	if ev.Infinite {
+		if !ev.Fresh {
+			k.inc(crdt.InfiniteQueueRefreshes, 0, k.nowMin)
+		}
+	} else {
+		k.inc(crdt.ChallengesIssued, 0, k.nowMin)
+	}
+	if ev.Fresh {
+		k.inc(crdt.VisitorsQueued, 0, k.nowMin)
+	}
+	c.Counted, c.LastCheckIn = 0, k.now
+	c.RefreshInterval = ev.Refresh
+	c.ExpiresAt = k.now + QueuedTokenLife
+}
+
+// revoke ends an admitted visitor's session at the origin's command.
+func (k *counter) revoke(ev Event) {
+	c := &k.c
+	if !c.Admitted() || c.Counted == 0 {
+		return
+	}
+	k.sessionCell(crdt.SessionMinus, c.Counted)
+	k.inc(crdt.SessionsRevoked, 0, k.nowMin)
+	if ev.ID != 0 {
+		k.inc(crdt.Revocations, int64(ev.ID), k.nowMin)
+	}
+	c.Counted = 0
+}
+
+// decided counts a request Decide decided on, by its outcome. Bypass (a
+// suspended room) is uncounted and leaves the state as it was.
+func (k *counter) decided(ev Event) {
+	if ev.Fresh {
+		k.c = Counting{Bucket: k.nowMin}
+		k.waiting, k.seen = false, true
+	}
+	bucket := k.c.Bucket
 	if ev.Shuffled != 0 {
 		bucket = ev.Shuffled
 	}
 	switch ev.Outcome {
 	case Admit:
-		if seen {
-			inc(crdt.Arrivals, 0, nowMin)
-		}
-		c.ExpiresAt = now + dur
-		cell := SessionCell(c.ExpiresAt, g)
-		inc(crdt.Admitted, 0, nowMin)
-		session(crdt.SessionPlus, cell)
-		inc(crdt.VisitorsAdmitted, 0, nowMin)
-		inc(crdt.TimeOnOrigin, crdt.HistogramBin(0), nowMin)
-		if !ev.Fresh {
-			// Time in queue of those who waited; the arrival second is not
-			// kept, so the middle of the arrival minute stands for it.
-			waited := float64(now - (bucket*60 + 30))
-			inc(crdt.TimeInQueue, crdt.HistogramBin(waited), nowMin)
-		}
-		leaveWaiting()
-		c.Bucket, c.AcceptedAt, c.LastCheckIn, c.Counted = bucket, now, now, cell
+		k.admit(ev, bucket)
 	case Queue:
-		if ev.Fresh {
-			// Not counted as waiting, nor as an arrival, until it proves
-			// that it keeps cookies (see the top of this file): its next
-			// request comes after ProofRefresh, and the token says it is on
-			// its way there, so that request is not early and counts the
-			// arrival. A client that never comes back leaves nothing behind
-			// but the count of new visitors queued.
-			inc(crdt.VisitorsQueued, 0, nowMin)
-			if ev.Challenged {
-				inc(crdt.ChallengesIssued, 0, nowMin)
-			}
-			c.Counted = 0
-			c.Bucket, c.LastCheckIn = bucket, now
-			c.RefreshInterval = ProofRefresh
-			c.ExpiresAt = now + QueuedTokenLife
-			break
-		}
-		if seen {
-			inc(crdt.Arrivals, 0, nowMin)
-		}
-		if !waiting && !(c.Proving() && now <= c.LastCheckIn+ProofGrace) && ev.Shuffled == 0 && bucket < nowMin {
-			// Counted again after a while counted nowhere (held, or turned
-			// away by a full queue): it joins the current minute's bucket.
-			// An older bucket may already be reserved in full, for the
-			// people counted in it, and any node admits those; one more in
-			// it would be admitted over the limits.
-			//
-			// Not so a proof that comes when its page said, even when a
-			// minute boundary passed since the first request: it keeps its
-			// first minute's bucket. Within ProofGrace that bucket is the
-			// previous minute's, the newest of the older ones, and one more
-			// counted in it ends that bucket's coverage (coverage sticks
-			// only while no more wait in a bucket than were covered) before
-			// the visitor's next check-in, a refresh later, can be admitted
-			// as covered; the proof itself is decided as a new visitor's.
-			// In the next minute's bucket instead, it would be behind every
-			// newcomer of that minute who checks in before it: in the ring
-			// model, every visitor arriving in a minute's last two seconds
-			// let half of the next minute's in before it. A proof much
-			// later is what the reason above is about (at the edge, forty
-			// visitors proving a minute late in their old bucket were let
-			// in over the minute's limit by half).
-			bucket = nowMin
-		}
-		if !waiting || c.Counted != nowMin || bucket != c.Bucket {
-			leaveWaiting()
-			inc(crdt.WaitingPlus, bucket, nowMin)
-		}
-		if ev.Challenged {
-			inc(crdt.ChallengesIssued, 0, nowMin)
-		}
-		c.Counted = nowMin
-		c.Bucket, c.LastCheckIn = bucket, now
-		c.RefreshInterval = ev.Refresh
-		c.ExpiresAt = now + QueuedTokenLife
+		k.queue(ev, bucket)
 	case Reject:
-		// A visitor who waited before the room turned to reject (or whose
-		// queue filled) no longer waits.
-		if seen {
-			inc(crdt.Arrivals, 0, nowMin)
-		}
-		leaveWaiting()
-		c.Counted, c.LastCheckIn = 0, now
-		c.RefreshInterval = ev.Refresh
+		k.reject(ev)
 	}
-	// Bypass (a suspended room): uncounted, and the state is unchanged.
-	return dst, c
+}
+
+// admit counts an admission: the arrival, the admission, the session in the
+// cell of its expiry, and the waiting count left.
+func (k *counter) admit(ev Event, bucket int64) {
+	c := &k.c
+	k.arrival()
+	c.ExpiresAt = k.now + k.dur
+	cell := SessionCell(c.ExpiresAt, k.g)
+	k.inc(crdt.Admitted, 0, k.nowMin)
+	k.sessionCell(crdt.SessionPlus, cell)
+	k.inc(crdt.VisitorsAdmitted, 0, k.nowMin)
+	k.inc(crdt.TimeOnOrigin, crdt.HistogramBin(0), k.nowMin)
+	if !ev.Fresh {
+		// Time in queue of those who waited; the arrival second is not
+		// kept, so the middle of the arrival minute stands for it.
+		waited := float64(k.now - (bucket*60 + 30))
+		k.inc(crdt.TimeInQueue, crdt.HistogramBin(waited), k.nowMin)
+	}
+	k.leaveWaiting()
+	c.Bucket, c.AcceptedAt, c.LastCheckIn, c.Counted = bucket, k.now, k.now, cell
+}
+
+// queue counts a visitor given the queue page: a first request only as a
+// new visitor queued; any other as an arrival and a place in the waiting
+// count of its bucket.
+func (k *counter) queue(ev Event, bucket int64) {
+	c := &k.c
+	if ev.Fresh {
+		// Not counted as waiting, nor as an arrival, until it proves
+		// that it keeps cookies (see the top of this file): its next
+		// request comes after ProofRefresh, and the token says it is on
+		// its way there, so that request is not early and counts the
+		// arrival. A client that never comes back leaves nothing behind
+		// but the count of new visitors queued.
+		k.inc(crdt.VisitorsQueued, 0, k.nowMin)
+		if ev.Challenged {
+			k.inc(crdt.ChallengesIssued, 0, k.nowMin)
+		}
+		c.Counted = 0
+		c.Bucket, c.LastCheckIn = bucket, k.now
+		c.RefreshInterval = ProofRefresh
+		c.ExpiresAt = k.now + QueuedTokenLife
+		return
+	}
+	k.arrival()
+	if !k.waiting && !(c.Proving() && k.now <= c.LastCheckIn+ProofGrace) && ev.Shuffled == 0 && bucket < k.nowMin {
+		// Counted again after a while counted nowhere (held, or turned
+		// away by a full queue): it joins the current minute's bucket.
+		// An older bucket may already be reserved in full, for the
+		// people counted in it, and any node admits those; one more in
+		// it would be admitted over the limits.
+		//
+		// Not so a proof that comes when its page said, even when a
+		// minute boundary passed since the first request: it keeps its
+		// first minute's bucket. Within ProofGrace that bucket is the
+		// previous minute's, the newest of the older ones, and one more
+		// counted in it ends that bucket's coverage (coverage sticks
+		// only while no more wait in a bucket than were covered) before
+		// the visitor's next check-in, a refresh later, can be admitted
+		// as covered; the proof itself is decided as a new visitor's.
+		// In the next minute's bucket instead, it would be behind every
+		// newcomer of that minute who checks in before it: in the ring
+		// model, every visitor arriving in a minute's last two seconds
+		// let half of the next minute's in before it. A proof much
+		// later is what the reason above is about (at the edge, forty
+		// visitors proving a minute late in their old bucket were let
+		// in over the minute's limit by half).
+		bucket = k.nowMin
+	}
+	if !k.waiting || c.Counted != k.nowMin || bucket != c.Bucket {
+		k.leaveWaiting()
+		k.inc(crdt.WaitingPlus, bucket, k.nowMin)
+	}
+	if ev.Challenged {
+		k.inc(crdt.ChallengesIssued, 0, k.nowMin)
+	}
+	c.Counted = k.nowMin
+	c.Bucket, c.LastCheckIn = bucket, k.now
+	c.RefreshInterval = ev.Refresh
+	c.ExpiresAt = k.now + QueuedTokenLife
+}
+
+// reject counts a visitor turned away: one who waited before the room
+// turned to reject (or whose queue filled) no longer waits.
+func (k *counter) reject(ev Event) {
+	c := &k.c
+	k.arrival()
+	k.leaveWaiting()
+	c.Counted, c.LastCheckIn = 0, k.now
+	c.RefreshInterval = ev.Refresh
 }
 
 // floorMinute is the unix minute of unix second s.

@@ -138,7 +138,7 @@ func (c *Config) validate() []error {
 	switch c.Unrouted {
 	case "", UnroutedRefuse:
 	case UnroutedPass:
-		if c.Origin == "" {
+		if c.Origin == "" && !c.ForwardAuth.On() {
 			p.add("unrouted", "pass needs origin: the default origin that requests matching no room go to")
 		}
 	default:
@@ -175,6 +175,8 @@ func (c *Config) validate() []error {
 		p.add("origin_timeout", "%v must be positive (the default is %v)", c.OriginTimeout, DefaultOriginTimeout)
 	}
 
+	c.validateForwardAuth(p)
+
 	// Each room on its own, then the rules across rooms.
 	labels := make([]string, len(c.Rooms))
 	for i := range c.Rooms {
@@ -196,8 +198,8 @@ func (c *Config) validate() []error {
 		} else {
 			r.validate(rp)
 		}
-		if r.Origin == "" {
-			rp.add("origin", "is required: set origin on the room or at the top level (an absolute http:// or https:// URL)")
+		if r.Origin == "" && !c.ForwardAuth.On() {
+			rp.add("origin", "is required: set origin on the room or at the top level (an absolute http:// or https:// URL), or serve the room through forward_auth")
 		}
 		if j, dup := names[r.Name]; dup && r.Name != "" {
 			rp.add("name", "%q is already the name of %s", r.Name, labels[j])

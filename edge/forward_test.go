@@ -360,6 +360,21 @@ func TestForwardAuthConfig(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the flags alone make one room behind the proxy", func(t *testing.T) {
+		c := &edge.Config{CookieKeyFile: "cookie.key"}
+		o := edge.Overrides{ForwardAuth: "10.0.0.5:9091", TrustedProxies: []string{"10.0.0.0/24"}, TotalActiveUsers: 5}
+		o.Set = func(f string) bool { return f == "forward-auth" || f == "trusted-proxy" || f == "total-active-users" }
+		if err := o.Apply(c); err != nil {
+			t.Fatal(err)
+		}
+		if c.ForwardAuth.Listen != "10.0.0.5:9091" || len(c.Rooms) != 1 || c.Rooms[0].Origin != "" {
+			t.Errorf("forward_auth %+v, rooms %+v", c.ForwardAuth, c.Rooms)
+		}
+		o.Set = func(f string) bool { return f == "forward-auth" || f == "total-active-users" }
+		if err := o.Apply(&edge.Config{}); err == nil || !strings.Contains(err.Error(), "forward_auth.trusted_proxies") {
+			t.Errorf("a listener open to a network without --trusted-proxy: %v", err)
+		}
+	})
 	t.Run("a room needs no origin in forward-auth mode", func(t *testing.T) {
 		cfg := nodeConfig("node-a", "cookie.key", "", room("shop", 10, 10))
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "origin") {

@@ -217,3 +217,37 @@ func TestShippedEnvoyConfig(t *testing.T) {
 		}
 	})
 }
+
+// TestREADMECaddyfileIsTheShippedOne holds the Caddyfile quoted in the
+// README's "Behind your proxy" to the tested one in docs/deploy/forward-auth,
+// comments and blank lines aside.
+func TestREADMECaddyfileIsTheShippedOne(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```caddyfile\n")
+	if !ok {
+		t.Fatal("README.md quotes no Caddyfile")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	shipped, err := os.ReadFile(filepath.Join("..", "docs", "deploy", "forward-auth", "Caddyfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := func(s string) []string {
+		var out []string
+		for _, line := range strings.Split(s, "\n") {
+			if i := strings.Index(line, "#"); i >= 0 {
+				line = line[:i]
+			}
+			if line = strings.TrimSpace(line); line != "" {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	if got, want := bare(block), bare(string(shipped)); !slices.Equal(got, want) {
+		t.Errorf("README's Caddyfile:\n%s\nthe shipped one:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -2,6 +2,7 @@ package edge_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -68,6 +69,23 @@ func askedVia(fa http.Handler, path string) sendFn {
 		resp.Request = v.req(http.MethodGet, target) // what a Refresh resolves against
 		return resp
 	}
+}
+
+// send2handler turns a sendFn into the handler the visitor helpers call,
+// for v.prove: the request's URL is the visitor's target.
+func send2handler(send sendFn) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := newVisitor()
+		for _, c := range r.Cookies() {
+			v.cookies[c.Name] = c
+		}
+		resp := send(v, r.URL.String())
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	})
 }
 
 // outcome is what a visitor's answer was: admitted, queued, rejected or
@@ -237,6 +255,56 @@ func TestForwardAuthAnswers(t *testing.T) {
 		}
 		if n := metric(t, f.admin, `waitroom_forward_auth_refused_total{reason="answer_missing"}`); n != 1 {
 			t.Errorf("answer_missing counted %v, want 1", n)
+		}
+	})
+	t.Run("the challenge runs as in proxy mode, and its solution never reaches the origin", func(t *testing.T) {
+		sv := newSiteverify(t, "the-secret")
+		rc := challengedRoom(sv, "infinite_queue", "allow")
+		rc.TotalActiveUsers = 10 // one new user a minute
+		f := newFixtureWith(t, forwardOn, rc)
+		send := askedVia(f.srv.ForwardAuthHandler(), "/auth")
+		send(newVisitor(), "http://shop.test/") // takes the minute's slot
+		f.srv.RefreshAllocations()
+		v := newVisitor()
+		first := send(v, "http://shop.test/")
+		if b := body(t, first); first.StatusCode != http.StatusTooManyRequests || !strings.Contains(b, "cf-turnstile") {
+			t.Fatalf("status %d %v; want the queue page with the challenge:\n%s", first.StatusCode, first.Header, b)
+		}
+		v.prove(t, send2handler(send), f.clock, first)
+		f.clock.Advance(25 * time.Second) // the page's refresh interval
+		if resp := send(v, "http://shop.test/?__waitroom_challenge=human"); outcome(resp) != "queued" || sv.calls.Load() != 1 {
+			t.Fatalf("with a solution: %s, %d verifier calls; want queued after one call", outcome(resp), sv.calls.Load())
+		}
+		f.clock.Advance(time.Minute)
+		f.srv.RefreshAllocations()
+		resp := send(v, "http://shop.test/?__waitroom_challenge=human")
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || setCookie(resp, cookieName) == "" {
+			t.Fatalf("admitted on the solution's address: status %d, Location %q; want 303 to / with the cookie", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp := send(v, "http://shop.test/"); resp.StatusCode != http.StatusOK || sv.calls.Load() != 1 {
+			t.Fatalf("at the clean address: status %d, %d verifier calls; want 200, still one", resp.StatusCode, sv.calls.Load())
+		}
+	})
+	t.Run("in proxy mode a solved visitor's reload of the solution's address reaches the origin without it", func(t *testing.T) {
+		sv := newSiteverify(t, "the-secret")
+		rc := challengedRoom(sv, "infinite_queue", "allow")
+		rc.TotalActiveUsers = 10
+		f := newFixture(t, rc)
+		newVisitor().get(f.srv, "http://shop.test/")
+		f.srv.RefreshAllocations()
+		v := newVisitor()
+		v.queue(t, f.srv, f.clock, "http://shop.test/")
+		f.clock.Advance(25 * time.Second)
+		if resp := v.get(f.srv, "http://shop.test/?x=1&__waitroom_challenge=human"); outcome(resp) != "queued" || sv.calls.Load() != 1 {
+			t.Fatalf("with a solution: %s, %d verifier calls", outcome(resp), sv.calls.Load())
+		}
+		f.clock.Advance(time.Minute)
+		f.srv.RefreshAllocations()
+		if resp := v.get(f.srv, "http://shop.test/?x=1&__waitroom_challenge=human"); resp.Header.Get("X-Origin") != "yes" {
+			t.Fatalf("status %d, want proxied", resp.StatusCode)
+		}
+		if uris := f.origin.URIs(); uris[len(uris)-1] != "/?x=1" {
+			t.Errorf("the origin saw %q, want /?x=1", uris[len(uris)-1])
 		}
 	})
 	t.Run("a suspended room lets everyone through uncounted", func(t *testing.T) {

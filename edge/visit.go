@@ -45,6 +45,8 @@ type request struct {
 	before policy.Counting
 	// out is how the request goes on to the origin once let through.
 	out onward
+	// solution is the challenge's solution the request carried, if any.
+	solution string
 }
 
 // onward is how a request that is let through goes on to the origin: in
@@ -90,8 +92,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // counting; out says how a request let through goes on.
 func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onward) {
 	// First of all: whatever happens next, the origin never sees the
-	// cookie check.
+	// cookie check, nor a challenge's solution (which a solved visitor's
+	// browser may send again on reloading its address).
 	cc := takeCookieCheck(r)
+	solution, _ := takeParam(r, challengeParam)
 	if rm.bypassed(r) {
 		// Health checks, staff, static assets: straight through, uncounted.
 		rm.m.bypassed.Inc()
@@ -107,7 +111,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onw
 		out.pass(w, r, rm)
 		return
 	}
-	rq := &request{w: w, r: r, rm: rm, now: now, https: isHTTPS(r), out: out}
+	rq := &request{w: w, r: r, rm: rm, now: now, https: isHTTPS(r), out: out, solution: solution}
 	rq.tok, rq.fresh = s.openToken(rm, r, now)
 	if !s.passCookieCheck(rq, a, cc) {
 		return

@@ -71,15 +71,22 @@ func askedVia(fa http.Handler, path string) sendFn {
 	}
 }
 
-// send2handler turns a sendFn into the handler the visitor helpers call,
-// for v.prove: the request's URL is the visitor's target.
+// send2handler turns a sendFn into the handler the visitor helpers call
+// (v.prove, v.queue): the request's URL, headers and cookies are the
+// visitor's.
 func send2handler(send sendFn) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := newVisitor()
 		for _, c := range r.Cookies() {
 			v.cookies[c.Name] = c
 		}
-		resp := send(v, r.URL.String())
+		var hdr []string
+		for k := range r.Header {
+			if k != "Cookie" {
+				hdr = append(hdr, k, r.Header.Get(k))
+			}
+		}
+		resp := send(v, r.URL.String(), hdr...)
 		for k, vs := range resp.Header {
 			w.Header()[k] = vs
 		}
@@ -305,6 +312,24 @@ func TestForwardAuthAnswers(t *testing.T) {
 		}
 		if uris := f.origin.URIs(); uris[len(uris)-1] != "/?x=1" {
 			t.Errorf("the origin saw %q, want /?x=1", uris[len(uris)-1])
+		}
+	})
+	t.Run("an event's pre-queue holds everyone until the start, then lets them in", func(t *testing.T) {
+		rc := room("shop", 100, 100)
+		rc.JSONResponseEnabled = true
+		start := newFakeClock(5).Now().Add(10 * time.Minute).Truncate(time.Minute)
+		pre := start.Add(-30 * time.Minute)
+		rc.Events = []edge.EventConfig{{Name: "launch", PrequeueStartTime: &pre, EventStartTime: start, EventEndTime: start.Add(time.Hour)}}
+		f := newFixtureWith(t, forwardOn, rc)
+		send := askedVia(f.srv.ForwardAuthHandler(), "/auth")
+		v := newVisitor()
+		if obj := queueJSON(t, v.queue(t, send2handler(send), f.clock, "http://shop.test/", "Accept", "application/json")); obj["isEventPrequeueing"] != true {
+			t.Fatalf("before the start: %v, want the pre-queue", obj)
+		}
+		f.clock.Set(start.Add(time.Second))
+		f.srv.RefreshAllocations()
+		if resp := send(v, "http://shop.test/"); resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") != "" {
+			t.Fatalf("after the start: status %d, Refresh %q; want let through", resp.StatusCode, resp.Header.Get("Refresh"))
 		}
 	})
 	t.Run("a suspended room lets everyone through uncounted", func(t *testing.T) {

@@ -554,3 +554,38 @@ func TestForwardAuthRevoke(t *testing.T) {
 		}
 	})
 }
+
+// FuzzForwardAuthRequest: whatever a proxy (or someone who reached the
+// endpoint) says about a request, the endpoint answers without a panic and
+// without a 5xx: a malformed description is a 400, anything else a
+// decision.
+func FuzzForwardAuthRequest(f *testing.F) {
+	f.Add("GET", "shop.test", "/", "/auth", "__waitroom=x")
+	f.Add("POST", "shop.test:8443", "/a?b=c&__waitroom_cc=17", "/nginx/auth", "")
+	f.Add("", "", "", "/envoy/x?y", "a=b")
+	f.Add("GET", "[::1]:80", "//x/../%2e%2e/%252f", "/auth", "__waitroom=")
+	f.Add("G ET", "shop.test, other.test", "http://evil.test/", "/auth", "")
+	fx := newFixtureWith(f, forwardOn, room("shop", 1, 1))
+	fa := fx.srv.ForwardAuthHandler()
+	f.Fuzz(func(t *testing.T, method, host, uri, path, cookie string) {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \t\r\n#") {
+			return // not a request line a server would read
+		}
+		r, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:9091"+path, nil)
+		if err != nil {
+			return
+		}
+		r.RequestURI = path
+		r.RemoteAddr = trustedProxyAddr
+		r.Host = host
+		r.Header.Set("X-Forwarded-Method", method)
+		r.Header.Set("X-Forwarded-Host", host)
+		r.Header.Set("X-Forwarded-Uri", uri)
+		r.Header.Set("Cookie", cookie)
+		rec := httptest.NewRecorder()
+		fa.ServeHTTP(rec, r)
+		if rec.Code >= 500 && rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("%s %q %q on %s: status %d", method, host, uri, path, rec.Code)
+		}
+	})
+}

@@ -193,7 +193,8 @@ func (h *forwardHandler) decide(w http.ResponseWriter, r *http.Request, envoy, n
 // request: its method, host, address and scheme from the headers the proxy
 // set (Envoy: its own method and Host, the address after the path prefix),
 // its cookies and other headers as they are, no body. The client's address
-// is the last X-Forwarded-For entry, the one the proxy added.
+// (for bypass rules by cidr and the challenge's verifier) is the last
+// X-Forwarded-For entry, the one the proxy added; none without one.
 func originalRequest(r *http.Request, envoy bool) (*http.Request, error) {
 	method := r.Header.Get("X-Forwarded-Method")
 	host := r.Header.Get("X-Forwarded-Host")
@@ -222,6 +223,10 @@ func originalRequest(r *http.Request, envoy bool) (*http.Request, error) {
 	or := r.Clone(r.Context())
 	or.Method, or.Host, or.URL, or.RequestURI = method, host, u, uri
 	or.Body, or.ContentLength, or.TransferEncoding = http.NoBody, 0, nil
+	// Without the proxy's word for it the visitor's address is unknown,
+	// never the proxy's own: a bypass rule for the proxy's network must not
+	// let every visitor through.
+	or.RemoteAddr = ""
 	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
 		last := xff[len(xff)-1]
 		if i := strings.LastIndexByte(last, ','); i >= 0 {

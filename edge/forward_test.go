@@ -332,6 +332,31 @@ func TestForwardAuthAnswers(t *testing.T) {
 			t.Fatalf("after the start: status %d, Refresh %q; want let through", resp.StatusCode, resp.Header.Get("Refresh"))
 		}
 	})
+	t.Run("a bypass rule by address matches the visitor's, which the proxy names, never the proxy's own", func(t *testing.T) {
+		rc := fullRoom("shop")
+		rc.Bypass = []edge.BypassRule{{CIDR: "127.0.0.0/8"}, {CIDR: "203.0.113.0/24"}}
+		f := newFixtureWith(t, forwardOn, rc)
+		fa := f.srv.ForwardAuthHandler()
+		ask := func(xff string) int {
+			r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9091/auth", nil)
+			r.RemoteAddr = trustedProxyAddr
+			r.Header.Set("X-Forwarded-Method", "GET")
+			r.Header.Set("X-Forwarded-Host", "shop.test")
+			r.Header.Set("X-Forwarded-Uri", "/")
+			if xff != "" {
+				r.Header.Set("X-Forwarded-For", xff)
+			}
+			rec := httptest.NewRecorder()
+			fa.ServeHTTP(rec, r)
+			return len(rec.Result().Cookies())
+		}
+		if ask("198.51.100.1, 203.0.113.9") != 0 {
+			t.Error("a visitor in the bypassed range, as the proxy named it, got a cookie: not bypassed")
+		}
+		if ask("") == 0 || ask("203.0.113.9, 198.51.100.1") == 0 {
+			t.Error("the proxy's own address, or an address the visitor claimed before the proxy's, was bypassed")
+		}
+	})
 	t.Run("a suspended room lets everyone through uncounted", func(t *testing.T) {
 		rc := fullRoom("shop")
 		rc.Suspended = true

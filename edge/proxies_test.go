@@ -227,6 +227,11 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 			_, _ = io.WriteString(w, "origin: signed out")
 			return
 		}
+		if r.URL.Path == "/upload" {
+			n, _ := io.Copy(io.Discard, r.Body)
+			_, _ = fmt.Fprintf(w, "origin: /upload %d bytes", n)
+			return
+		}
 		_, _ = io.WriteString(w, "origin: "+r.URL.Path)
 	})
 	o := newOrigin(t, serving(site))
@@ -439,6 +444,19 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 			if strings.Contains(u, "__waitroom") {
 				t.Errorf("the origin saw waitroom's own parameter: %q", u)
 			}
+		}
+	})
+	t.Run("an admitted visitor's POST reaches the origin with its body", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/upload", strings.NewReader("hello world"))
+		req.Header.Set("Cookie", "__waitroom="+early[0].v.Cookie(base, "__waitroom"))
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != "origin: /upload 11 bytes" {
+			t.Fatalf("status %d: %q", resp.StatusCode, b)
 		}
 	})
 	t.Run("a bypassed asset goes straight to the origin", func(t *testing.T) {

@@ -465,6 +465,26 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 			t.Fatalf("bypass: %s (%d), cookie %v", a.Outcome, a.Status, v.Cookie(base, "__waitroom") != "")
 		}
 	})
+	t.Run("the proxy asked both nodes", func(t *testing.T) {
+		for _, n := range c.nodes {
+			var decided float64
+			for _, outcome := range []string{"admitted", "queued", "session"} {
+				decided += metric(t, n.admin, `waitroom_requests_total{outcome="`+outcome+`",room="shop"}`)
+			}
+			if decided == 0 {
+				t.Errorf("%s decided nothing", n.name)
+			}
+		}
+	})
+	t.Run("no question was refused and every kept answer was fetched from the node that kept it", func(t *testing.T) {
+		for _, n := range c.nodes {
+			for _, reason := range []string{"answer_missing", "bad_request", "untrusted_source"} {
+				if v := metric(t, n.admin, `waitroom_forward_auth_refused_total{reason="`+reason+`"}`); v != 0 {
+					t.Errorf("%s refused %v questions as %s", n.name, v, reason)
+				}
+			}
+		}
+	})
 	t.Run("the origin's revoke ends the session and frees its slot on both nodes", func(t *testing.T) {
 		settle()
 		before := int64(len(people))

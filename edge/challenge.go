@@ -157,7 +157,7 @@ func (s *Server) challengeStep(rq *request, a *allocation, add []gossip.Inc) (ga
 	count := func(k crdt.Kind) {
 		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: k, Minute: nowMin}, N: 1})
 	}
-	if sol, _ := takeParam(r, challengeParam); sol != "" {
+	if sol := rq.solution; sol != "" {
 		v, err := ch.check(r.Context(), sol, clientIP(r))
 		switch v {
 		case verdictSolved:

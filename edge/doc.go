@@ -7,6 +7,11 @@
 // /rooms/{name}/status, /metrics, /healthz, the room API). The configuration
 // is read, defaulted and checked here too, in the config_*.go files.
 //
+// In forward-auth mode (forward.go) a proxy the operator already runs asks
+// the node about each request instead, and the node answers "go on" or with
+// the page; the request takes the same steps below, and only the last one,
+// going on to the origin, differs.
+//
 // Beside it, under edge/: adminclient, the one client of the admin endpoint;
 // crowd, the visitor's side of a room; loadtest, the load generator; bench,
 // the harness that measures a node against plain baselines; demo, the

@@ -144,9 +144,19 @@ type fixture struct {
 // origin unless set) at 5 s into a minute.
 func newFixture(tb testing.TB, rooms ...config.Room) *fixture {
 	tb.Helper()
+	return newFixtureWith(tb, nil, rooms...)
+}
+
+// newFixtureWith is newFixture with the node's config adjusted by edit
+// before it starts (forward_auth, for one).
+func newFixtureWith(tb testing.TB, edit func(*config.Config), rooms ...config.Room) *fixture {
+	tb.Helper()
 	o := edgetest.NewOrigin(tb)
 	clock := newFakeClock(5)
 	cfg := nodeConfig("node-a", keyFile(tb, tb.TempDir()), o.URL, rooms...)
+	if edit != nil {
+		edit(cfg)
+	}
 	srv := startServer(tb, cfg, clock)
 	return &fixture{srv: srv, clock: clock, origin: o, admin: adminAfterLoop(srv)}
 }

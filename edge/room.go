@@ -126,6 +126,12 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		origin = s.cfg.Origin
 	}
 	if origin == "" {
+		if s.cfg.ForwardAuth.On() {
+			// Served only through the forward-auth endpoint: the proxy
+			// in front reaches the origin, and the public listener
+			// treats the room's addresses as unrouted.
+			return rm, nil
+		}
 		return nil, fmt.Errorf("origin: the room has none and the node has no default origin")
 	}
 	p, err := newProxy(s, rm, origin)

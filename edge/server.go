@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,11 @@ type Server struct {
 	closeOnce sync.Once
 
 	publicAddr, adminAddr string
+
+	// forward is the forward-auth endpoint (nil when off) and forwardAddr
+	// its bound address.
+	forward     *forwardHandler
+	forwardAddr string
 }
 
 type route struct {
@@ -138,6 +144,11 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 			u.pass = p
 		}
 		s.fallback = u
+	}
+	if cfg.ForwardAuth.On() {
+		if s.forward, err = newForwardHandler(s); err != nil {
+			return nil, err
+		}
 	}
 	gcfg := gossip.Config{
 		Name:        cfg.Node,
@@ -438,7 +449,7 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 		return ln.Addr().String(), nil
 	}
 	var err error
-	if len(s.cfg.Rooms) > 0 || s.fallback != nil || s.cfg.Listen != config.DefaultListen {
+	if s.servesPublic() {
 		// The public listener faces everyone: every stage of a request
 		// has a deadline and open connections are capped (see listen.go
 		// for why not ReadTimeout and WriteTimeout).
@@ -464,6 +475,21 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 			return err
 		}
 	}
+	if s.forward != nil {
+		// The forward-auth endpoint answers proxies, with small answers:
+		// whole-request deadlines fit it, as the admin listener's.
+		fa := &http.Server{
+			Handler:           s.forward,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      60 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+		}
+		if s.forwardAddr, err = start(s.cfg.ForwardAuth.Listen, fa, "forward-auth", nil); err != nil {
+			return err
+		}
+	}
 	// The admin listener answers small documents only: whole-request
 	// deadlines fit it.
 	admin := &http.Server{
@@ -477,7 +503,7 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 	if s.adminAddr, err = start(s.cfg.Admin, admin, "admin", nil); err != nil {
 		return err
 	}
-	s.log.Info().Str("node", s.cfg.Node).Str("public", s.publicAddr).Str("admin", s.adminAddr).Str("gossip", s.node.Addr()).Int("rooms", len(s.rooms())).Msg("waitroom node serving")
+	s.log.Info().Str("node", s.cfg.Node).Str("public", s.publicAddr).Str("forward_auth", s.forwardAddr).Str("admin", s.adminAddr).Str("gossip", s.node.Addr()).Int("rooms", len(s.rooms())).Msg("waitroom node serving")
 	if ready != nil {
 		ready(s)
 	}
@@ -487,6 +513,17 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 	}
 	s.shutdown(servers, names)
 	return err
+}
+
+// servesPublic reports whether the node opens its public listener: it does
+// when it has rooms or a default origin, or the listener was moved from its
+// default address, except in forward-auth mode with no origin anywhere,
+// where every room is served through the endpoint alone.
+func (s *Server) servesPublic() bool {
+	if s.cfg.ForwardAuth.On() && s.cfg.Origin == "" && !slices.ContainsFunc(s.cfg.Rooms, func(r config.Room) bool { return r.Origin != "" }) {
+		return false
+	}
+	return len(s.cfg.Rooms) > 0 || s.fallback != nil || s.cfg.Listen != config.DefaultListen
 }
 
 // shutdown stops the listeners of a node that is stopping: it turns the node

@@ -44,23 +44,63 @@ type request struct {
 	fresh bool
 	// before is the newest state this node knows of the token's counting.
 	before policy.Counting
+	// out is how the request goes on to the origin once let through.
+	out onward
+	// solution is the challenge's solution the request carried, if any.
+	solution string
+}
+
+// onward is how a request that is let through goes on to the origin: in
+// proxy mode through the room's reverse proxy (proxied), in forward-auth
+// mode by telling the proxy in front that it may go on (forward.go). It is
+// the one step where the two modes differ; everything before it, routing,
+// the cookie, bypass rules, the decision and the counting, is the same
+// code.
+type onward interface {
+	// pass lets a request go on uncounted and untouched: a bypass rule, a
+	// suspended room, a bypass decision.
+	pass(w http.ResponseWriter, r *http.Request, rm *room)
+	// admit lets an admitted visitor go on, with its renewed token.
+	admit(s *Server, w http.ResponseWriter, r *http.Request, vis *visit)
+}
+
+// proxied is proxy mode's onward: the room's reverse proxy, which sets the
+// visitor's cookie when the origin's answer comes back, so that an origin
+// command can revoke it (see newProxy).
+type proxied struct{}
+
+func (proxied) pass(w http.ResponseWriter, r *http.Request, rm *room) { rm.proxy.ServeHTTP(w, r) }
+
+func (proxied) admit(_ *Server, w http.ResponseWriter, r *http.Request, vis *visit) {
+	vis.rm.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visitKey{}, vis)))
 }
 
 // ServeHTTP is the public handler: every request to a protected site passes
 // through it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := s.route(r)
-	if rm == nil {
+	if rm == nil || rm.proxy == nil {
+		// No room, or a room without an origin, served only through the
+		// forward-auth endpoint.
 		s.serveUnrouted(w, r)
 		return
 	}
+	s.visit(w, r, rm, proxied{})
+}
+
+// visit takes a routed request along the visitor path, the same in both
+// modes: the cookie check, bypass rules, the cookie, the decision and the
+// counting; out says how a request let through goes on.
+func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onward) {
 	// First of all: whatever happens next, the origin never sees the
-	// cookie check.
+	// cookie check, nor a challenge's solution (which a solved visitor's
+	// browser may send again on reloading its address).
 	cc := takeCookieCheck(r)
+	solution, _ := takeParam(r, challengeParam)
 	if rm.bypassed(r) {
 		// Health checks, staff, static assets: straight through, uncounted.
 		rm.m.bypassed.Inc()
-		rm.proxy.ServeHTTP(w, r)
+		out.pass(w, r, rm)
 		return
 	}
 	now := s.clock()
@@ -69,10 +109,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A suspended room is off: straight to the origin, no cookie, not
 		// counted.
 		rm.m.bypassed.Inc()
-		rm.proxy.ServeHTTP(w, r)
+		out.pass(w, r, rm)
 		return
 	}
-	rq := &request{w: w, r: r, rm: rm, now: now, https: isHTTPS(r)}
+	rq := &request{w: w, r: r, rm: rm, now: now, https: isHTTPS(r), out: out, solution: solution}
 	rq.tok, rq.fresh = s.openToken(rm, r, now)
 	if !s.passCookieCheck(rq, a, cc) {
 		return
@@ -253,7 +293,7 @@ func (s *Server) answer(rq *request, a *allocation, out policy.Outcome) {
 		writeRejectPage(rq.w, a.view)
 	default: // policy.Bypass
 		rm.m.bypassed.Inc()
-		rm.proxy.ServeHTTP(rq.w, rq.r)
+		rq.out.pass(rq.w, rq.r, rm)
 	}
 }
 
@@ -354,8 +394,7 @@ func cookieErrorReason(err error) string {
 	}
 }
 
-// proxyVisit sends an admitted visitor to the origin; the cookie is set when
-// the origin's answer comes back, so that an origin command can revoke it.
+// proxyVisit sends an admitted visitor on to the origin (rq.out).
 //
 // A page load on the cookie check's address (marked) is sent to the clean
 // address instead, with the cookie, and gets there on its next request:
@@ -373,7 +412,7 @@ func (s *Server) proxyVisit(rq *request, v *view) {
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
-	rq.rm.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visitKey{}, vis)))
+	rq.out.admit(s, w, r, vis)
 }
 
 func isHTTPS(r *http.Request) bool {

@@ -25,6 +25,11 @@ settings. Without one, --origin protects a single site at once:
 
   waitroom serve --origin http://127.0.0.1:3000 --total-active-users 500 --new-users-per-minute 200
 
+Behind a proxy you already run, which asks the node about each request
+(see docs/deploy/forward-auth):
+
+  waitroom serve --forward-auth 127.0.0.1:9091 --total-active-users 500 --new-users-per-minute 200
+
 Every node of a cluster needs the same cookie key file (waitroom keygen),
 the same gossip key file (waitroom keygen --gossip) and the address of at
 least one other node (--seed). Gossip carries the rooms and every count, so a
@@ -64,6 +69,8 @@ gossip on loopback.`,
 	f.BoolVar(&o.InsecureGossip, "insecure-gossip", false, "run gossip without a key: anyone who reaches the gossip address can rewrite rooms and counts")
 	f.StringVar(&o.CookieKeyFile, "cookie-key-file", "", "cookie key file from 'waitroom keygen', the same on every node (or WAITROOM_COOKIE_KEYS)")
 	f.StringVar(&o.Origin, "origin", "", "origin URL; without a config file, protects this one site")
+	f.StringVar(&o.ForwardAuth, "forward-auth", "", "forward-auth listener (such as 127.0.0.1:9091) that a proxy in front (nginx auth_request, Caddy forward_auth, Traefik forwardAuth, Envoy ext_authz) asks about each request; without a config file, with --total-active-users and no --origin, protects the proxy's site")
+	f.StringArrayVar(&o.TrustedProxies, "trusted-proxy", nil, "address or prefix allowed to ask the forward-auth listener, and to revoke (repeatable; default loopback only)")
 	f.StringVar(&o.Host, "host", "", "host of the single room (default: any host)")
 	f.StringVar(&o.Path, "path", "", "path prefix of the single room (default /)")
 	f.StringVar(&o.Unrouted, "unrouted", "", "requests no room routes: refuse (default, 404) or pass (to --origin, unqueued: anything behind the origin outside the rooms' routes is reachable)")

@@ -21,6 +21,10 @@ type Overrides struct {
 	LogLevel, LogFormat                    string
 	InsecureGossip                         bool
 	ShutdownTimeout, ReadyAloneAfter       time.Duration
+	// ForwardAuth and TrustedProxies are forward_auth's listen and
+	// trusted_proxies.
+	ForwardAuth    string
+	TrustedProxies []string
 
 	// Set reports whether the flag of that name was given.
 	Set func(flag string) bool
@@ -60,12 +64,18 @@ func (o *Overrides) Apply(c *Config) error {
 	if set("ready-alone-after") {
 		c.ReadyAloneAfter = Duration(o.ReadyAloneAfter)
 	}
+	str("forward-auth", &c.ForwardAuth.Listen, o.ForwardAuth)
+	if set("trusted-proxy") {
+		c.ForwardAuth.TrustedProxies = o.TrustedProxies
+	}
 	roomFlags := set("total-active-users") || set("new-users-per-minute") || set("session-duration") || set("queueing-method") || set("host") || set("path")
 	switch {
-	case len(c.Rooms) == 0 && set("origin"):
+	case len(c.Rooms) == 0 && (set("origin") || set("forward-auth")):
+		// One site: behind the node (--origin), or behind the proxy that
+		// asks the node (--forward-auth).
 		c.Origin = o.Origin
 		if !set("total-active-users") {
-			return fmt.Errorf("--origin without a config file needs --total-active-users (≥ 1)")
+			return fmt.Errorf("--origin or --forward-auth without a config file needs --total-active-users (≥ 1)")
 		}
 		r := Room{
 			Name:              "default",
@@ -83,7 +93,7 @@ func (o *Overrides) Apply(c *Config) error {
 	case roomFlags && len(c.Rooms) > 0:
 		return fmt.Errorf("the single-room flags (--total-active-users, --new-users-per-minute, ...) apply only without rooms in the config file; edit the file instead")
 	case roomFlags:
-		return fmt.Errorf("the single-room flags need --origin")
+		return fmt.Errorf("the single-room flags need --origin or --forward-auth")
 	case set("origin"):
 		c.Origin = o.Origin
 	}

@@ -178,6 +178,10 @@ type Config struct {
 	// path on a case-insensitive origin) reaches the origin as it is.
 	Unrouted string `yaml:"unrouted" json:"unrouted,omitempty"`
 
+	// ForwardAuth is forward-auth mode: the decision endpoint a proxy in
+	// front asks (see [ForwardAuthConfig], forward.go).
+	ForwardAuth ForwardAuthConfig `yaml:"forward_auth" json:"forward_auth,omitempty"`
+
 	// Modified is when the config file was last written (Load sets
 	// it). The rooms it lists are stamped with it when they seed the
 	// replicated room settings, so a file edited after a runtime change

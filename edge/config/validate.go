@@ -82,6 +82,7 @@ func (c *Config) validate() []error {
 	c.validateLimits(p)
 	c.validateModes(p)
 	c.validateGossip(p)
+	c.validateForwardAuth(p)
 	if !slices.Contains(logLevels, c.LogLevel) {
 		p.add("log_level", "%q must be one of %s", c.LogLevel, strings.Join(logLevels, ", "))
 	}
@@ -100,8 +101,8 @@ func (c *Config) validate() []error {
 	return p.errs
 }
 
-// validateListeners checks the listen, admin and gossip addresses, that
-// they do not overlap, that an admin listener off loopback has a token,
+// validateListeners checks the listen, admin, gossip and forward-auth
+// addresses, that they do not overlap, that an admin listener off loopback has a token,
 // and the admin_hosts.
 func (c *Config) validateListeners(p *problems) {
 	type listener struct {
@@ -109,11 +110,15 @@ func (c *Config) validateListeners(p *problems) {
 		port        int
 	}
 	var listeners []listener
-	for _, l := range []struct{ field, value, example string }{
+	addrs := []struct{ field, value, example string }{
 		{"listen", c.Listen, DefaultListen},
 		{"admin", c.Admin, DefaultAdmin},
 		{"gossip", c.Gossip, DefaultGossip},
-	} {
+	}
+	if c.ForwardAuth.On() {
+		addrs = append(addrs, struct{ field, value, example string }{"forward_auth.listen", c.ForwardAuth.Listen, "127.0.0.1:9091"})
+	}
+	for _, l := range addrs {
 		host, port, err := splitListen(l.value, l.field == "gossip")
 		if err != nil {
 			p.add(l.field, "%q %v, such as %q", l.value, err, l.example)
@@ -176,7 +181,7 @@ func (c *Config) validateModes(p *problems) {
 	switch c.Unrouted {
 	case "", UnroutedRefuse:
 	case UnroutedPass:
-		if c.Origin == "" {
+		if c.Origin == "" && !c.ForwardAuth.On() {
 			p.add("unrouted", "pass needs origin: the default origin that requests matching no room go to")
 		}
 	default:
@@ -231,8 +236,8 @@ func (c *Config) validateRooms(p *problems) []string {
 		} else {
 			r.validate(rp)
 		}
-		if r.Origin == "" {
-			rp.add("origin", "is required: set origin on the room or at the top level (an absolute http:// or https:// URL)")
+		if r.Origin == "" && !c.ForwardAuth.On() {
+			rp.add("origin", "is required: set origin on the room or at the top level (an absolute http:// or https:// URL), or serve the room through forward_auth")
 		}
 		if j, dup := names[r.Name]; dup && r.Name != "" {
 			rp.add("name", "%q is already the name of %s", r.Name, labels[j])

@@ -161,6 +161,30 @@ func (v *Visitor) Get(ctx context.Context, target string) Answer {
 // Waiting reports whether the visitor's last answer was a queue page.
 func (v *Visitor) Waiting() bool { return v.next != nil }
 
+// Next is the address the visitor's next check-in goes to while it waits
+// (the one its last queue page's Refresh named), "" when it does not wait.
+func (v *Visitor) Next() string {
+	if v.next == nil {
+		return ""
+	}
+	return v.next.String()
+}
+
+// Cookie is the value of the cookie name the visitor would send to target,
+// "" when it holds none.
+func (v *Visitor) Cookie(target, name string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		return ""
+	}
+	for _, c := range v.client.Jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
+}
+
 // ErrRejected is Follow's error when the room turns the visitor away.
 var ErrRejected = errors.New("visitor: turned away by the waiting room")
 

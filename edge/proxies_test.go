@@ -1,0 +1,505 @@
+package edge_test
+
+// Forward-auth behind real proxies: nginx and Caddy, started on free
+// loopback ports from the configuration files shipped in
+// docs/deploy/forward-auth (only their addresses changed), in front of two
+// waitroom nodes in forward-auth mode and the test origin. The tests skip
+// when a proxy's binary is missing, unless WAITROOM_REQUIRE_PROXIES is set
+// (CI installs both), which makes them fail.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/edge/edgetest"
+	"github.com/waitroom/waitroom/gossip/testkit"
+	"github.com/waitroom/waitroom/policy"
+)
+
+// shippedConfig is a file of docs/deploy/forward-auth with each of the
+// example addresses in it replaced; a replacement whose text the file no
+// longer holds fails the test, so the shipped file and the tested one
+// cannot drift apart.
+func shippedConfig(t *testing.T, name string, replace ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "deploy", "forward-auth", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for i := 0; i+1 < len(replace); i += 2 {
+		if !strings.Contains(s, replace[i]) {
+			t.Fatalf("docs/deploy/forward-auth/%s no longer holds %q", name, replace[i])
+		}
+		s = strings.ReplaceAll(s, replace[i], replace[i+1])
+	}
+	return s
+}
+
+// proxyBinary finds a proxy's binary: $env, else name on PATH, else path.
+// A missing binary skips the test, or fails it under
+// WAITROOM_REQUIRE_PROXIES.
+func proxyBinary(t *testing.T, env, name, path string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	msg := fmt.Sprintf("%s is not installed (Debian package %s; or set %s)", name, name, env)
+	if os.Getenv("WAITROOM_REQUIRE_PROXIES") != "" {
+		t.Fatal(msg + "; but WAITROOM_REQUIRE_PROXIES is set")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// freePort is a loopback port free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// runProxy starts a proxy process until the test ends and waits until it
+// accepts connections on port; its output goes to the test's log on
+// failure.
+func runProxy(t *testing.T, port int, env []string, bin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out := &testkit.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("%s said:\n%s", filepath.Base(bin), out.String())
+		}
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	testkit.Eventually(t, testkit.Wait{What: filepath.Base(bin) + " listening on " + addr, Timeout: 15 * time.Second, Seen: out.String}, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("%s exited:\n%s", filepath.Base(bin), out.String())
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+// startNginx runs nginx with the shipped configuration in front of the
+// waitroom nodes' forward-auth addresses and the origin, and returns its
+// address.
+func startNginx(t *testing.T, nodes []string, origin string) string {
+	bin := proxyBinary(t, "WAITROOM_NGINX", "nginx", "/usr/sbin/nginx")
+	dir := t.TempDir()
+	port := freePort(t)
+	var servers strings.Builder
+	for _, n := range nodes {
+		fmt.Fprintf(&servers, "    server %s;\n", n)
+	}
+	site := shippedConfig(t, "nginx.conf",
+		"    server 127.0.0.1:9091;\n", servers.String(),
+		"    server 127.0.0.1:8000;\n", "    server "+origin+";\n",
+		"listen 80;", fmt.Sprintf("listen 127.0.0.1:%d;", port))
+	if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// One process, in the foreground, everything in the test's directory.
+	main := fmt.Sprintf(`daemon off;
+master_process off;
+pid %[1]s/nginx.pid;
+error_log stderr warn;
+events { worker_connections 512; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    include %[1]s/site.conf;
+}
+`, dir)
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runProxy(t, port, nil, bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr")
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// startCaddy runs Caddy with the shipped Caddyfile in front of the waitroom
+// nodes and the origin, its admin endpoint off and its state in the test's
+// directory, and returns its address.
+func startCaddy(t *testing.T, nodes []string, origin string) string {
+	bin := proxyBinary(t, "WAITROOM_CADDY", "caddy", "/usr/bin/caddy")
+	dir := t.TempDir()
+	port := freePort(t)
+	site := shippedConfig(t, "Caddyfile",
+		"reverse_proxy 127.0.0.1:9091 {", "reverse_proxy "+strings.Join(nodes, " ")+" {",
+		"reverse_proxy 127.0.0.1:8000\n", "reverse_proxy "+origin+"\n",
+		"shop.example.com {", fmt.Sprintf("http://127.0.0.1:%d {", port))
+	conf := "{\n\tadmin off\n\tauto_https off\n}\n\n" + site
+	path := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + dir, "XDG_DATA_HOME=" + dir}
+	runProxy(t, port, env, bin, "run", "--config", path, "--adapter", "caddyfile")
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// TestBehindRealProxies puts two waitroom nodes in forward-auth mode
+// behind a real nginx and a real Caddy, configured from the shipped files,
+// and sends cookie-keeping visitors through: admitted, queued, refreshed
+// through the queue and its cookie check, admitted in order of arrival,
+// signed out by the origin's revoke, a bypassed asset, and the room's
+// limit held across both nodes, which the proxy asks in turn.
+func TestBehindRealProxies(t *testing.T) {
+	proxies := []struct {
+		name  string
+		start func(t *testing.T, nodes []string, origin string) string
+	}{
+		{"nginx", startNginx},
+		{"caddy", startCaddy},
+	}
+	for _, p := range proxies {
+		t.Run("behind "+p.name, func(t *testing.T) {
+			t.Parallel()
+			behindProxy(t, p.start)
+		})
+	}
+}
+
+func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin string) string) {
+	const perMinute = 2
+	// The origin signs a visitor out at /logout by posting its cookie to a
+	// waitroom node's revoke endpoint, and passes the cleared cookie on.
+	var revokeAt atomic.Value // a node's forward-auth address
+	var revokes atomic.Int32
+	site := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/logout" {
+			req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, "http://"+revokeAt.Load().(string)+"/revoke", nil)
+			req.Header["Cookie"] = r.Header["Cookie"]
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"revoked":["shop"]`) {
+				revokes.Add(1)
+			}
+			for _, c := range resp.Header.Values("Set-Cookie") {
+				w.Header().Add("Set-Cookie", c)
+			}
+			_, _ = io.WriteString(w, "origin: signed out")
+			return
+		}
+		if r.URL.Path == "/upload" {
+			n, _ := io.Copy(io.Discard, r.Body)
+			_, _ = fmt.Fprintf(w, "origin: /upload %d bytes", n)
+			return
+		}
+		_, _ = io.WriteString(w, "origin: "+r.URL.Path)
+	})
+	o := edgetest.NewOrigin(t, edgetest.Serving(site))
+	rc := room("shop", 100, perMinute)
+	rc.Origin = "" // served through the proxy only
+	rc.EnabledOriginCommands = []string{"revoke"}
+	rc.Bypass = []config.BypassRule{{PathPrefix: "/static/"}}
+	c := clusterOf(t, clusterOpts{rooms: []config.Room{rc}, serve: true, origin: o})
+	c.edit = func(_ *clusterNode, cfg *config.Config) {
+		cfg.Origin = ""
+		cfg.ForwardAuth.Listen = "127.0.0.1:0"
+	}
+	c.add("pop-a", 0)
+	c.add("pop-b", 0)
+	c.waitRing(c.nodes, 15*time.Second)
+	var nodes []string
+	for _, n := range c.nodes {
+		if n.srv.PublicAddr() != "" {
+			t.Errorf("%s opened a public listener with no origin anywhere", n.name)
+		}
+		nodes = append(nodes, n.srv.ForwardAuthAddr())
+	}
+	revokeAt.Store(nodes[1])
+	base := start(t, nodes, strings.TrimPrefix(o.URL, "http://"))
+
+	ctx := context.Background()
+	type person struct {
+		name     string
+		v        *crowd.Visitor
+		arrived  int64 // fake minute
+		admitted int64 // fake minute, 0 while waiting
+		last     crowd.Answer
+	}
+	minute := func() int64 { return c.base.Now().Unix() / 60 }
+	var people []*person
+	// settle waits until both nodes count every admitted visitor as active
+	// and every proven waiting one as queued, so that the next decisions
+	// are made on the whole ring's state.
+	settle := func() {
+		t.Helper()
+		var active, queued int64
+		for _, p := range people {
+			if p.admitted != 0 {
+				active++
+			} else {
+				queued++
+			}
+		}
+		testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("both nodes count %d active and %d queued", active, queued), Timeout: 10 * time.Second, Seen: func() string {
+			a, b := roomStatus(t, c.nodes[0].admin, "shop"), roomStatus(t, c.nodes[1].admin, "shop")
+			return fmt.Sprintf("pop-a: %d active, %d queued; pop-b: %d active, %d queued", a.EstimatedTotalActiveUsers, a.EstimatedQueuedUsers, b.EstimatedTotalActiveUsers, b.EstimatedQueuedUsers)
+		}}, func() bool {
+			for _, n := range c.nodes {
+				rs := roomStatus(t, n.admin, "shop")
+				if rs.EstimatedTotalActiveUsers != active || rs.EstimatedQueuedUsers != queued {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	var mu sync.Mutex
+	admissions := map[int64]int{}
+	visit := func(p *person) {
+		t.Helper()
+		a := p.v.Get(ctx, base+"/")
+		p.last = a
+		t.Logf("minute %d +%ds: %s %s (%d)", minute(), c.base.Now().Unix()%60, p.name, a.Outcome, a.Status)
+		switch a.Outcome {
+		case crowd.Admitted:
+			if p.admitted == 0 {
+				p.admitted = minute()
+				mu.Lock()
+				admissions[p.admitted]++
+				mu.Unlock()
+			}
+		case crowd.Queued:
+		default:
+			t.Fatalf("%s: %s (status %d, %v)", p.name, a.Outcome, a.Status, a.Err)
+		}
+	}
+	arrive := func(prefix string, n int) []*person {
+		var ps []*person
+		for i := 0; i < n; i++ {
+			p := &person{name: fmt.Sprintf("%s%d", prefix, i+1), v: crowd.NewVisitor(http.DefaultTransport, nil, 10*time.Second), arrived: minute()}
+			visit(p)
+			ps = append(ps, p)
+		}
+		people = append(people, ps...)
+		// The first queue page refreshes, with its cookie check, after
+		// the proof interval: those queued come back then.
+		c.advance(policy.ProofRefresh * time.Second)
+		for _, p := range ps {
+			if p.admitted == 0 {
+				if !strings.Contains(p.v.Next(), "__waitroom_cc=") {
+					t.Errorf("%s's first queue page does not refresh to the cookie check: %q", p.name, p.v.Next())
+				}
+				visit(p)
+			}
+		}
+		settle()
+		return ps
+	}
+
+	early := arrive("early", 4)
+	var admittedNow int
+	for _, p := range early {
+		if p.admitted != 0 {
+			admittedNow++
+		}
+	}
+	if admittedNow == 0 || admittedNow > perMinute {
+		t.Fatalf("%d of the first 4 visitors admitted in their minute, want 1 to %d", admittedNow, perMinute)
+	}
+	for _, p := range early {
+		if p.admitted == 0 && p.last.Outcome != crowd.Queued {
+			t.Fatalf("%s: %s after its proof", p.name, p.last.Outcome)
+		}
+	}
+	t.Run("a client that keeps no cookie is told that cookies are required", func(t *testing.T) {
+		// The minute's slots are taken: a new visitor is queued, and its
+		// first page refreshes to the cookie check.
+		plain := &http.Client{Timeout: 10 * time.Second}
+		resp, err := plain.Get(base + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		r, _ := crowd.ParseRefresh(resp.Header.Get("Refresh"))
+		if !strings.Contains(r.URL, "__waitroom_cc=") {
+			t.Fatalf("first answer %d with Refresh %q, want a queue page refreshing to the cookie check", resp.StatusCode, resp.Header.Get("Refresh"))
+		}
+		resp, err = plain.Get(base + r.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("Refresh") != "" || !strings.Contains(string(page), "Cookies are required") {
+			t.Fatalf("back without the cookie: %d, Refresh %q, page:\n%s", resp.StatusCode, resp.Header.Get("Refresh"), page)
+		}
+	})
+	t.Run("a visitor's own X-Forwarded headers do not change what is decided", func(t *testing.T) {
+		// The minute's slots are taken; claiming to ask for a bypassed
+		// asset must not let the visitor through.
+		req, _ := http.NewRequest(http.MethodGet, base+"/", nil)
+		req.Header.Set("X-Forwarded-Uri", "/static/app.css")
+		req.Header.Set("X-Forwarded-Method", "GET")
+		req.Header.Set("X-Forwarded-Host", "other.example")
+		req.Header.Set("X-Original-URI", "/static/app.css")
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if o, _ := crowd.Classify(resp); o != crowd.Queued {
+			t.Fatalf("%s (status %d), want queued", o, resp.StatusCode)
+		}
+	})
+	c.advance(time.Minute)
+	late := arrive("late", 2)
+	everyone := append(append([]*person{}, early...), late...)
+	for round := 0; round < 24; round++ {
+		waiting := 0
+		for _, p := range everyone {
+			if p.admitted == 0 {
+				waiting++
+				visit(p)
+			}
+		}
+		if waiting == 0 {
+			break
+		}
+		settle()
+		c.advance(30 * time.Second)
+	}
+	t.Run("everyone was admitted through the queue", func(t *testing.T) {
+		for _, p := range everyone {
+			if p.admitted == 0 {
+				t.Errorf("%s still waits: %s %q", p.name, p.last.Outcome, p.last.Refresh)
+			}
+		}
+	})
+	t.Run("no minute admitted more than new_users_per_minute across both nodes", func(t *testing.T) {
+		for m, n := range admissions {
+			if n > perMinute {
+				t.Errorf("minute %d: %d admitted, limit %d", m, n, perMinute)
+			}
+		}
+	})
+	t.Run("those who came in an earlier minute were admitted first", func(t *testing.T) {
+		for _, a := range early {
+			for _, b := range late {
+				if a.admitted > b.admitted {
+					t.Errorf("%s (arrived minute %d) admitted in minute %d, after %s (arrived %d, admitted %d)", a.name, a.arrived, a.admitted, b.name, b.arrived, b.admitted)
+				}
+			}
+		}
+	})
+	t.Run("an admitted visitor's request reaches the origin with its cookie", func(t *testing.T) {
+		p := early[0]
+		a := p.v.Get(ctx, base+"/account")
+		if a.Outcome != crowd.Admitted || p.v.Cookie(base, "__waitroom") == "" {
+			t.Fatalf("%s at /account: %s (%d), cookie kept %v", p.name, a.Outcome, a.Status, p.v.Cookie(base, "__waitroom") != "")
+		}
+		if uris := o.URIs(); uris[len(uris)-1] != "/account" {
+			t.Errorf("the origin last saw %q", uris[len(uris)-1])
+		}
+		for _, u := range o.URIs() {
+			if strings.Contains(u, "__waitroom") {
+				t.Errorf("the origin saw waitroom's own parameter: %q", u)
+			}
+		}
+	})
+	t.Run("an admitted visitor's POST reaches the origin with its body", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/upload", strings.NewReader("hello world"))
+		req.Header.Set("Cookie", "__waitroom="+early[0].v.Cookie(base, "__waitroom"))
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != "origin: /upload 11 bytes" {
+			t.Fatalf("status %d: %q", resp.StatusCode, b)
+		}
+	})
+	t.Run("a bypassed asset goes straight to the origin", func(t *testing.T) {
+		v := crowd.NewVisitor(http.DefaultTransport, nil, 10*time.Second)
+		if a := v.Get(ctx, base+"/static/app.css"); a.Outcome != crowd.Admitted || v.Cookie(base, "__waitroom") != "" {
+			t.Fatalf("bypass: %s (%d), cookie %v", a.Outcome, a.Status, v.Cookie(base, "__waitroom") != "")
+		}
+	})
+	t.Run("the proxy asked both nodes", func(t *testing.T) {
+		for _, n := range c.nodes {
+			var decided float64
+			for _, outcome := range []string{"admitted", "queued", "session"} {
+				decided += metric(t, n.admin, `waitroom_requests_total{outcome="`+outcome+`",room="shop"}`)
+			}
+			if decided == 0 {
+				t.Errorf("%s decided nothing", n.name)
+			}
+		}
+	})
+	t.Run("no question was refused and every kept answer was fetched from the node that kept it", func(t *testing.T) {
+		for _, n := range c.nodes {
+			for _, reason := range []string{"answer_missing", "bad_request", "untrusted_source"} {
+				if v := metric(t, n.admin, `waitroom_forward_auth_refused_total{reason="`+reason+`"}`); v != 0 {
+					t.Errorf("%s refused %v questions as %s", n.name, v, reason)
+				}
+			}
+		}
+	})
+	t.Run("the origin's revoke ends the session and frees its slot on both nodes", func(t *testing.T) {
+		settle()
+		before := int64(len(people))
+		p := early[0]
+		if a := p.v.Get(ctx, base+"/logout"); a.Outcome != crowd.Admitted || revokes.Load() != 1 {
+			t.Fatalf("logout: %s (%d), %d revoked", a.Outcome, a.Status, revokes.Load())
+		}
+		testkit.Eventually(t, testkit.Wait{What: "one active user fewer on both nodes", Timeout: 10 * time.Second}, func() bool {
+			for _, n := range c.nodes {
+				if roomStatus(t, n.admin, "shop").EstimatedTotalActiveUsers != before-1 {
+					return false
+				}
+			}
+			return true
+		})
+	})
+}

@@ -19,9 +19,9 @@ import (
 )
 
 // LoadConfig reads the configuration file at path and returns it with defaults
-// applied and validated (see [ParseConfig]). Relative gossip_key_file and
-// cookie_key_file paths are resolved against the file's directory. Every error
-// names the path.
+// applied and validated (see [ParseConfig]). Relative gossip_key_file,
+// cookie_key_file and tls file paths are resolved against the file's
+// directory. Every error names the path.
 func LoadConfig(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -45,6 +45,7 @@ func LoadConfig(path string) (*Config, error) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
+	c.TLS.resolvePaths(dir)
 	return c, nil
 }
 
@@ -257,6 +258,8 @@ var yamlContexts = map[string]string{
 	"edge.RoomConfig":       "in a room",
 	"edge.Route":            "in an additional route",
 	"edge.CookieAttributes": "in cookie_attributes",
+	"edge.TLSConfig":        "in tls",
+	"edge.ACMEConfig":       "in tls.acme",
 }
 
 // What a value should have been, by the Go type it was decoded into.
@@ -271,6 +274,8 @@ var yamlWants = map[string]string{
 	"[]edge.Route":          "a list of routes (host and path)",
 	"edge.Route":            "a route (a mapping with host and path)",
 	"edge.CookieAttributes": "a mapping with samesite and secure",
+	"edge.TLSConfig":        "a mapping of tls settings (cert_file, key_file, redirect_listen, https_port, acme)",
+	"edge.ACMEConfig":       "a mapping of acme settings (enabled, directory_url, email, hosts, cache_dir, directory_ca_file)",
 }
 
 func (idx keyIndex) explain(msg string) string {

@@ -63,6 +63,7 @@ func (c *Config) Validate() error {
 func (c *Config) clone() *Config {
 	cc := *c
 	cc.Rooms = slices.Clone(c.Rooms)
+	cc.TLS.ACME.Hosts = slices.Clone(c.TLS.ACME.Hosts)
 	for i := range cc.Rooms {
 		cc.Rooms[i].AdditionalRoutes = slices.Clone(cc.Rooms[i].AdditionalRoutes)
 		cc.Rooms[i].Events = slices.Clone(cc.Rooms[i].Events)
@@ -174,6 +175,7 @@ func (c *Config) validate() []error {
 	if c.OriginTimeout < 0 {
 		p.add("origin_timeout", "%v must be positive (the default is %v)", c.OriginTimeout, DefaultOriginTimeout)
 	}
+	c.validateTLS(p)
 
 	// Each room on its own, then the rules across rooms.
 	labels := make([]string, len(c.Rooms))

@@ -21,6 +21,8 @@ type Overrides struct {
 	LogLevel, LogFormat                    string
 	InsecureGossip                         bool
 	ShutdownTimeout, ReadyAloneAfter       time.Duration
+	// TLSFlags are the public listener's HTTPS flags (config_tls.go).
+	TLSFlags
 
 	// Set reports whether the flag of that name was given.
 	Set func(flag string) bool
@@ -60,6 +62,7 @@ func (o *Overrides) Apply(c *Config) error {
 	if set("ready-alone-after") {
 		c.ReadyAloneAfter = Duration(o.ReadyAloneAfter)
 	}
+	o.TLSFlags.apply(c, set)
 	roomFlags := set("total-active-users") || set("new-users-per-minute") || set("session-duration") || set("queueing-method") || set("host") || set("path")
 	switch {
 	case len(c.Rooms) == 0 && set("origin"):

@@ -210,8 +210,10 @@ var errHostNotServed = errors.New("no room or tls.acme.hosts names this host")
 // tls.acme.hosts and the hosts of the rooms in force, which follow rooms
 // created or changed at runtime, so that a client naming any other host
 // cannot make the node ask a CA for it (and spend its rate limits).
+//
+// The http-01 handler asks with the request's Host, which may carry a port.
 func (s *Server) acmeHostPolicy(_ context.Context, host string) error {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	host = strings.ToLower(strings.TrimSuffix(hostWithoutPort(host), "."))
 	for _, h := range s.cfg.TLS.ACME.Hosts {
 		if strings.EqualFold(strings.TrimSuffix(h, "."), host) {
 			return nil

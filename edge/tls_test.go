@@ -21,7 +21,7 @@ import (
 func httpsClient(roots *x509.CertPool, addr string) *http.Client {
 	dial := &net.Dialer{Timeout: 5 * time.Second}
 	return &http.Client{
-		Timeout: 20 * time.Second,
+		Timeout: 60 * time.Second,
 		Transport: &http.Transport{
 			TLSClientConfig:   &tls.Config{RootCAs: roots},
 			ForceAttemptHTTP2: true,

@@ -513,7 +513,7 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 	if s.adminAddr, err = start(s.cfg.Admin, admin, "admin", nil); err != nil {
 		return err
 	}
-	s.log.Info().Str("node", s.cfg.Node).Str("public", s.publicAddr).Bool("tls", s.tls != nil).Str("admin", s.adminAddr).Str("gossip", s.node.Addr()).Int("rooms", len(s.rooms())).Msg("waitroom node serving")
+	s.log.Info().Str("node", s.cfg.Node).Str("public", s.publicAddr).Bool("tls", s.tls != nil).Str("redirect", s.redirectAddr).Str("admin", s.adminAddr).Str("gossip", s.node.Addr()).Int("rooms", len(s.rooms())).Msg("waitroom node serving")
 	if ready != nil {
 		ready(s)
 	}

@@ -22,13 +22,13 @@ import (
 // pebbleBinaries finds Debian's pebble, a small ACME CA for tests, and its
 // pebble-challtestsrv, whose DNS server the CA asks for the test's host
 // names. Without them the test is skipped, unless $WAITROOM_REQUIRE_PEBBLE
-// is set (CI, after .ci/install-pebble.sh), which makes it fail.
+// is set (CI, after .ci/install-debian.sh installs pebble), which makes it fail.
 func pebbleBinaries(t *testing.T) (pebble, challtestsrv string) {
 	t.Helper()
 	pebble, err1 := exec.LookPath("pebble")
 	challtestsrv, err2 := exec.LookPath("pebble-challtestsrv")
 	if err1 != nil || err2 != nil {
-		msg := "no pebble and pebble-challtestsrv on $PATH (install Debian's pebble package, as .ci/install-pebble.sh does): skipping the ACME test"
+		msg := "no pebble and pebble-challtestsrv on $PATH (install Debian's pebble package, as .ci/run does): skipping the ACME test"
 		if os.Getenv("WAITROOM_REQUIRE_PEBBLE") != "" {
 			t.Fatal(msg + "; but WAITROOM_REQUIRE_PEBBLE is set")
 		}

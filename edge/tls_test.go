@@ -82,6 +82,15 @@ func TestHTTPSWithCertificateFiles(t *testing.T) {
 			}
 		})
 	})
+	t.Run("a request body reaches the origin over HTTP/2", func(t *testing.T) {
+		resp, err := client.Post("https://"+host+"/upload", "application/octet-stream", strings.NewReader(strings.Repeat("x", 100000)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := body(t, resp); resp.ProtoMajor != 2 || got != "origin: /upload 100000 bytes" {
+			t.Errorf("%s %d %q; want the origin to read all 100000 bytes over HTTP/2", resp.Proto, resp.StatusCode, got)
+		}
+	})
 	t.Run("a renewed certificate is served without a restart", func(t *testing.T) {
 		ca.WritePair(t, dir, 2, host)
 		testkit.Eventually(t, 10*time.Second, 0, "the node serving certificate 2", func() bool {

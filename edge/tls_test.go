@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -198,6 +199,61 @@ func TestTLSSettings(t *testing.T) {
 		if !a.Enabled || a.Email != "ops@example.com" || len(a.Hosts) != 1 || a.CacheDir != "/tmp/acme" || a.DirectoryURL != "https://127.0.0.1:14000/dir" ||
 			a.DirectoryCAFile != "/tmp/ca.pem" || c.TLS.RedirectListen != ":80" || c.TLS.HTTPSPort != 443 {
 			t.Errorf("tls block after the flags: %+v", c.TLS)
+		}
+	})
+}
+
+// TestHTTP2StalledClients holds the public listener's per-stage deadlines
+// over HTTP/2, where one connection carries many requests: a request whose
+// body stalls is ended within client_timeout's bound, while a steady one on
+// the same kind of connection is served.
+func TestHTTP2StalledClients(t *testing.T) {
+	const host = "shop.waitroom.test"
+	ca := edge.NewTestCA(t)
+	certPath, keyPath := ca.WritePair(t, t.TempDir(), 1, host)
+	org := newOrigin(t)
+	cfg := nodeConfig("limits", keyFile(t, t.TempDir()), org.URL, room("shop", 1000, 1000))
+	cfg.ReadHeaderTimeout = edge.Duration(clientTimeout)
+	cfg.ClientTimeout = edge.Duration(clientTimeout)
+	cfg.TLS = edge.TLSConfig{CertFile: certPath, KeyFile: keyPath}
+	srv := serveNode(t, cfg, nil)
+
+	for _, path := range []string{"/upload", "/page"} {
+		// /upload's origin reads the body, /page's answers without.
+		t.Run("a request body that stalls on its way to "+path+" is ended", func(t *testing.T) {
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			go func() { _, _ = pw.Write([]byte("0123456789")) }() // then nothing more
+			req, _ := http.NewRequest(http.MethodPost, "https://"+host+path, pr)
+			req.ContentLength = 100000
+			done := make(chan string, 1)
+			go func() {
+				resp, err := httpsClient(ca.Pool, srv.PublicAddr()).Do(req)
+				if err != nil {
+					done <- "error: " + err.Error()
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				done <- fmt.Sprintf("%s %d %s", resp.Proto, resp.StatusCode, b)
+			}()
+			select {
+			case got := <-done:
+				if strings.Contains(got, "100000 bytes") {
+					t.Errorf("the stalled body was read whole: %s", got)
+				}
+			case <-time.After(20 * clientTimeout):
+				t.Fatalf("the request with a stalled body was still open after %v", 20*clientTimeout)
+			}
+		})
+	}
+	t.Run("an ordinary visitor over HTTP/2 is served meanwhile", func(t *testing.T) {
+		resp, err := httpsClient(ca.Pool, srv.PublicAddr()).Get("https://" + host + "/page")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := body(t, resp); resp.ProtoMajor != 2 || got != "origin: /page" {
+			t.Errorf("%s %d %q", resp.Proto, resp.StatusCode, got)
 		}
 	})
 }

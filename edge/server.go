@@ -471,8 +471,9 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 			ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 			IdleTimeout:       orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
 			MaxHeaderBytes:    64 << 10,
-			// net/http's own log (TLS handshakes that fail, mostly
-			// scanners) goes to the node's log at debug level.
+			// net/http's own log goes to the node's log: failed TLS
+			// handshakes (mostly scanners) at debug level, the rest as
+			// warnings (see httpErrorLog).
 			ErrorLog: httpErrorLog(s.log),
 		}
 		if s.tls != nil {

@@ -1,6 +1,10 @@
 package edge
 
-import "github.com/waitroom/waitroom/policy"
+import (
+	"time"
+
+	"github.com/waitroom/waitroom/policy"
+)
 
 // RefreshAllocations runs one round of the allocation loop now, at the
 // node's clock: rooms and revocations synced from gossip, every room's
@@ -20,4 +24,14 @@ func (s *Server) CurrentAllocation(room string) *policy.Allocation {
 		}
 	}
 	return nil
+}
+
+// CheckCertificateFiles looks at the certificate files for a change now, as
+// the next TLS connection after a second would, so that a test can hold
+// what a reload did without waiting for that second. Test-only.
+func (s *Server) CheckCertificateFiles() {
+	if s.tls != nil && s.tls.files != nil {
+		s.tls.files.nextCheck.Store(0)
+		s.tls.files.reloadIfChanged(time.Now())
+	}
 }

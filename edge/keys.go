@@ -241,6 +241,7 @@ func warnOpenKeyFiles(cfg *config.Config, log zerolog.Logger) {
 		{"cookie_key_file", cfg.CookieKeyFile},
 		{"gossip_key_file", cfg.GossipKeyFile},
 		{"admin_token_file", cfg.AdminTokenFile},
+		{"tls.key_file", cfg.TLS.KeyFile},
 	} {
 		if kf.path == "" {
 			continue

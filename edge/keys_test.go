@@ -330,4 +330,23 @@ func TestKeyFilesArePrivate(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a TLS key file readable by others is named in a warning", func(t *testing.T) {
+		dir := t.TempDir()
+		certPath, keyPath := edge.NewTestCA(t).WritePair(t, dir, 1, "shop.waitroom.test")
+		if err := os.Chmod(keyPath, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		cfg := nodeConfig("modes", keyFile(t, dir), "http://127.0.0.1:1", room("shop", 10, 5))
+		cfg.TLS = config.TLSConfig{CertFile: certPath, KeyFile: keyPath}
+		cfg.ApplyDefaults()
+		srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.New(&logs)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		if !strings.Contains(logs.String(), `"field":"tls.key_file"`) {
+			t.Errorf("no warning naming tls.key_file; log:\n%s", logs.String())
+		}
+	})
 }

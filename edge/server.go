@@ -64,14 +64,15 @@ type Server struct {
 	// so every node has the same one and visitors cannot learn it.
 	shuffleKey []byte
 
-	ready readiness // what /readyz answers from (ready.go)
+	ready readiness  // what /readyz answers from (ready.go)
+	tls   *publicTLS // the public listener's HTTPS (tls.go); nil: plain HTTP
 
 	kick      chan struct{}
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
-	publicAddr, adminAddr string
+	publicAddr, adminAddr, redirectAddr string
 
 	// forward is the forward-auth endpoint (nil when off) and forwardAddr
 	// its bound address.
@@ -144,6 +145,9 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 			u.pass = p
 		}
 		s.fallback = u
+	}
+	if s.tls, err = newPublicTLS(s); err != nil {
+		return nil, err
 	}
 	if cfg.ForwardAuth.On() {
 		if s.forward, err = newForwardHandler(s); err != nil {
@@ -349,6 +353,10 @@ func (s *Server) Node() *gossip.Node { return s.node }
 // started them.
 func (s *Server) PublicAddr() string { return s.publicAddr }
 
+// RedirectAddr is the address the plain-HTTP listener that redirects to
+// HTTPS is bound to ("" without one), once Serve has started.
+func (s *Server) RedirectAddr() string { return s.redirectAddr }
+
 // AdminAddr is the bound admin address.
 func (s *Server) AdminAddr() string { return s.adminAddr }
 
@@ -442,7 +450,13 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 		}
 		servers, names = append(servers, srv), append(names, what)
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serve := srv.Serve
+			if srv.TLSConfig != nil {
+				// The certificate comes from TLSConfig; ServeTLS also
+				// turns on HTTP/2.
+				serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+			}
+			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("%s listener: %w", what, err)
 			}
 		}()
@@ -469,10 +483,34 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 			ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, config.DefaultReadHeaderTimeout),
 			IdleTimeout:       orDefault(cfg.IdleTimeout, config.DefaultIdleTimeout),
 			MaxHeaderBytes:    64 << 10,
+			// net/http's own log goes to the node's log: failed TLS
+			// handshakes (mostly scanners) at debug level, the rest as
+			// warnings (see httpErrorLog).
+			ErrorLog: httpErrorLog(s.log),
+		}
+		if s.tls != nil {
+			// The TLS handshake is bounded by read_header_timeout, and
+			// max_connections counts TCP connections, each of which may
+			// carry up to 250 HTTP/2 streams at once.
+			public.TLSConfig = s.tls.config
 		}
 		limit := func(ln net.Listener) net.Listener { return newConnLimiter(ln, maxConns, s.log, s.metrics.reg) }
 		if s.publicAddr, err = start(cfg.Listen, public, "public", limit); err != nil {
 			return err
+		}
+		if s.tls != nil && cfg.TLS.RedirectListen != "" {
+			redirect := &http.Server{
+				Handler:           s.redirectHandler(),
+				ReadHeaderTimeout: public.ReadHeaderTimeout,
+				ReadTimeout:       public.ReadHeaderTimeout,
+				WriteTimeout:      orDefault(cfg.ClientTimeout, config.DefaultClientTimeout),
+				IdleTimeout:       public.IdleTimeout,
+				MaxHeaderBytes:    64 << 10,
+				ErrorLog:          public.ErrorLog,
+			}
+			if s.redirectAddr, err = start(cfg.TLS.RedirectListen, redirect, "redirect", nil); err != nil {
+				return err
+			}
 		}
 	}
 	if s.forward != nil {

@@ -3,7 +3,6 @@ package gossip_test
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -16,27 +15,6 @@ import (
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
-
-// freePort finds a loopback port free for both UDP and TCP, for a node that
-// must be started later at an address known now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for i := 0; i < 20; i++ {
-		tl, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := tl.Addr().(*net.TCPAddr).Port
-		ul, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		_ = tl.Close()
-		if err == nil {
-			_ = ul.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port")
-	return 0
-}
 
 func startNode(t *testing.T, cfg gossip.Config) *gossip.Node {
 	t.Helper()
@@ -65,7 +43,7 @@ func waitNumMembers(t *testing.T, n *gossip.Node, want int, timeout time.Duratio
 
 func TestJoin(t *testing.T) {
 	t.Run("a node started before its seed retries and joins once the seed is up", func(t *testing.T) {
-		port := freePort(t)
+		port := testkit.FreePort(t)
 		seedAddr := fmt.Sprintf("127.0.0.1:%d", port)
 		failed := newLogWatcher(t, "join seeds failed")
 		early := startNode(t, gossip.Config{Name: "early", Seeds: []string{seedAddr}, Log: zerolog.New(failed)})
@@ -77,7 +55,7 @@ func TestJoin(t *testing.T) {
 
 	t.Run("a node listing its own address among the seeds joins the others", func(t *testing.T) {
 		a := startNode(t, gossip.Config{Name: "a", Log: testLog(t)})
-		port := freePort(t)
+		port := testkit.FreePort(t)
 		self := fmt.Sprintf("127.0.0.1:%d", port)
 		b := startNode(t, gossip.Config{Name: "b", Bind: self, Seeds: []string{self, a.Addr()}, Log: testLog(t)})
 		waitNumMembers(t, b, 2, 10*time.Second)

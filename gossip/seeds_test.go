@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // TestSeedNameWithSeveralAddresses checks the seed of a Kubernetes ring:
@@ -72,7 +73,7 @@ func TestSeedNameWithSeveralAddresses(t *testing.T) {
 func freePortOn(t *testing.T, ips []string) int {
 	t.Helper()
 	for range 20 {
-		port := freePort(t)
+		port := testkit.FreePort(t)
 		ok := true
 		for _, ip := range ips[1:] {
 			addr := net.JoinHostPort(ip, fmt.Sprint(port))

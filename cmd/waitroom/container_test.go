@@ -29,7 +29,11 @@ import (
 func TestContainerImage(t *testing.T) {
 	podman, err := exec.LookPath("podman")
 	if err != nil {
-		t.Skip("podman is not installed (apt-get install podman): the container image is not built or checked")
+		msg := "podman is not installed (apt-get install podman, as .ci/run does): the container image is not built or checked"
+		if os.Getenv("WAITROOM_REQUIRE_PODMAN") != "" {
+			t.Fatal(msg + "; but WAITROOM_REQUIRE_PODMAN is set")
+		}
+		t.Skip(msg)
 	}
 	certs := "/etc/ssl/certs/ca-certificates.crt"
 	if _, err := os.Stat(certs); err != nil {
@@ -73,7 +77,8 @@ func TestContainerImage(t *testing.T) {
 		}
 		return stdout.Bytes()
 	}
-	run("build", "--quiet", "--build-arg", "BINARY_FROM=host", "-t", tag, ctx)
+	// The docker format keeps the HEALTHCHECK, which the OCI format drops.
+	run("build", "--quiet", "--format", "docker", "--build-arg", "BINARY_FROM=host", "-t", tag, ctx)
 	t.Cleanup(func() { _ = exec.Command(podman, "rmi", "-f", tag).Run() })
 
 	var inspect []struct {
@@ -83,11 +88,15 @@ func TestContainerImage(t *testing.T) {
 			Entrypoint   []string            `json:"Entrypoint"`
 			Cmd          []string            `json:"Cmd"`
 		} `json:"Config"`
+		// podman shows the health check beside Config, not in it.
+		Healthcheck *struct {
+			Test []string `json:"Test"`
+		} `json:"Healthcheck"`
 	}
 	if err := json.Unmarshal(run("image", "inspect", tag), &inspect); err != nil || len(inspect) != 1 {
 		t.Fatalf("podman image inspect: %v", err)
 	}
-	img := inspect[0].Config
+	img, health := inspect[0].Config, inspect[0].Healthcheck
 
 	t.Run("it runs as a numeric user other than root", func(t *testing.T) {
 		uid, _, _ := strings.Cut(img.User, ":")
@@ -114,6 +123,12 @@ func TestContainerImage(t *testing.T) {
 			t.Errorf("ENTRYPOINT %v, want [/waitroom]", img.Entrypoint)
 		}
 		serveFlags(t, img.Cmd)
+	})
+
+	t.Run("its health check is the binary's own, needing no shell", func(t *testing.T) {
+		if health == nil || !slices.Equal(health.Test, []string{"CMD", "/waitroom", "healthcheck"}) {
+			t.Errorf("HEALTHCHECK %+v, want CMD /waitroom healthcheck", health)
+		}
 	})
 
 	t.Run("it holds the binary and CA certificates, and no shell", func(t *testing.T) {

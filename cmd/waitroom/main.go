@@ -36,6 +36,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newServe(), newState(), newRooms(), newDemo(), newKeygen(), newLoadtest(), newBench(), newSim(), newFidelity())
+	root.AddCommand(newServe(), newState(), newRooms(), newDemo(), newKeygen(), newHealthcheck(), newLoadtest(), newBench(), newSim(), newFidelity())
 	return root
 }

@@ -30,6 +30,11 @@ Behind a proxy you already run, which asks the node about each request
 
   waitroom serve --forward-auth 127.0.0.1:9091 --total-active-users 500 --new-users-per-minute 200
 
+Over HTTPS, with a certificate from Let's Encrypt for the room's host:
+
+  waitroom serve --origin http://127.0.0.1:3000 --host shop.example.com --total-active-users 500 \
+    --listen :443 --acme --acme-email ops@example.com --redirect-listen :80
+
 Every node of a cluster needs the same cookie key file (waitroom keygen),
 the same gossip key file (waitroom keygen --gossip) and the address of at
 least one other node (--seed). Gossip carries the rooms and every count, so a
@@ -80,6 +85,16 @@ gossip on loopback.`,
 	f.StringVar(&o.QueueingMethod, "queueing-method", "", "single room: fifo (default), random, passthrough or reject")
 	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 0, "on SIGTERM, how long requests in flight may finish before they are cut; then the node hands over its counts and leaves the ring (default 20s, within Kubernetes' 30s grace period)")
 	f.DurationVar(&o.ReadyAloneAfter, "ready-alone-after", 0, "without seeds, how long the node waits for a peer before /readyz says ready (default 5s)")
+	f.StringVar(&o.CertFile, "tls-cert-file", "", "serve HTTPS on --listen with this PEM certificate chain (with --tls-key-file); reloaded when the file changes")
+	f.StringVar(&o.KeyFile, "tls-key-file", "", "the private key of --tls-cert-file; reloaded when the file changes")
+	f.BoolVar(&o.ACME, "acme", false, "serve HTTPS on --listen with certificates obtained and renewed over ACME (Let's Encrypt unless --acme-directory) for the rooms' hosts; accepts the CA's terms")
+	f.StringVar(&o.ACMEEmail, "acme-email", "", "contact address the ACME CA writes to about the certificates")
+	f.StringArrayVar(&o.ACMEHosts, "acme-host", nil, "host to obtain a certificate for, besides the rooms' hosts (repeatable)")
+	f.StringVar(&o.ACMECacheDir, "acme-cache-dir", "", "directory that keeps the ACME account and certificates across restarts (default: waitroom/acme in the user's config directory)")
+	f.StringVar(&o.ACMEDirectory, "acme-directory", "", "ACME directory URL (default Let's Encrypt's production directory)")
+	f.StringVar(&o.ACMEDirectoryCAFile, "acme-directory-ca-file", "", "PEM file of CA certificates to trust for the ACME directory's HTTPS, besides the system's (a private or test CA)")
+	f.StringVar(&o.RedirectListen, "redirect-listen", "", "with HTTPS, a plain-HTTP listener (such as :80) that redirects to HTTPS and answers ACME http-01 challenges")
+	f.IntVar(&o.HTTPSPort, "https-port", 0, "the port visitors reach HTTPS on, for redirects, when it is not the port of --listen (default: that port)")
 	f.StringVar(&o.LogLevel, "log-level", "", "debug, info (default), warn or error")
 	f.StringVar(&o.LogFormat, "log-format", "console", "console or json")
 	return cmd

@@ -1,6 +1,7 @@
 // Package adminclient is the one client of a node's admin endpoint: what
-// `waitroom state` and `waitroom rooms` send (reading the state document,
-// listing, applying, stopping and resuming rooms), the rooms file they
+// `waitroom state`, `waitroom rooms` and `waitroom healthcheck` send
+// (reading the state document, listing, applying, stopping and resuming
+// rooms, probing health and readiness), the rooms file they
 // apply, and the table the state is printed as for a person.
 package adminclient
 
@@ -99,6 +100,18 @@ func (c *Client) send(ctx context.Context, method, path string, body any) ([]byt
 		return nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
 	return raw, nil
+}
+
+// Probe asks the node's /healthz, or /readyz when ready is set, as a
+// container's health check or a probe does: nil when it answers 200, else
+// an error saying what it answered.
+func (c *Client) Probe(ctx context.Context, ready bool) error {
+	path := "/healthz"
+	if ready {
+		path = "/readyz"
+	}
+	_, err := c.send(ctx, http.MethodGet, path, nil)
+	return err
 }
 
 // State reads the node's state document; it returns the decoded document

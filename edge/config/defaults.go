@@ -96,6 +96,7 @@ func (c *Config) ApplyDefaults() {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = Duration(DefaultIdleTimeout)
 	}
+	c.TLS.applyDefaults()
 	for i := range c.Rooms {
 		r := &c.Rooms[i]
 		if r.Origin == "" {

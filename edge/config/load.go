@@ -19,8 +19,8 @@ import (
 )
 
 // Load reads the configuration file at path and returns it with defaults
-// applied and validated (see [Parse]). Relative gossip_key_file and
-// cookie_key_file paths are resolved against the file's directory. Every error
+// applied and validated (see [Parse]). Relative gossip_key_file,
+// cookie_key_file and tls file paths are resolved against the file's directory. Every error
 // names the path.
 func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
@@ -45,6 +45,7 @@ func Load(path string) (*Config, error) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
+	c.TLS.resolvePaths(dir)
 	return c, nil
 }
 
@@ -257,6 +258,8 @@ var yamlContexts = map[string]string{
 	"config.Room":             "in a room",
 	"config.Route":            "in an additional route",
 	"config.CookieAttributes": "in cookie_attributes",
+	"config.TLSConfig":        "in tls",
+	"config.ACMEConfig":       "in tls.acme",
 }
 
 // What a value should have been, by the Go type it was decoded into.
@@ -271,6 +274,8 @@ var yamlWants = map[string]string{
 	"[]config.Route":          "a list of routes (host and path)",
 	"config.Route":            "a route (a mapping with host and path)",
 	"config.CookieAttributes": "a mapping with samesite and secure",
+	"config.TLSConfig":        "a mapping of tls settings (cert_file, key_file, redirect_listen, https_port, acme)",
+	"config.ACMEConfig":       "a mapping of acme settings (enabled, directory_url, email, hosts, cache_dir, directory_ca_file)",
 }
 
 func (idx keyIndex) explain(msg string) string {

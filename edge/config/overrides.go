@@ -25,6 +25,8 @@ type Overrides struct {
 	// trusted_proxies.
 	ForwardAuth    string
 	TrustedProxies []string
+	// TLSFlags are the public listener's HTTPS flags (tls.go).
+	TLSFlags
 
 	// Set reports whether the flag of that name was given.
 	Set func(flag string) bool
@@ -68,6 +70,7 @@ func (o *Overrides) Apply(c *Config) error {
 	if set("trusted-proxy") {
 		c.ForwardAuth.TrustedProxies = o.TrustedProxies
 	}
+	o.TLSFlags.apply(c, set)
 	roomFlags := set("total-active-users") || set("new-users-per-minute") || set("session-duration") || set("queueing-method") || set("host") || set("path")
 	switch {
 	case len(c.Rooms) == 0 && (set("origin") || set("forward-auth")):

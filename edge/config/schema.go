@@ -71,6 +71,7 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 //     to 1h.
 //   - shutdown_timeout: 0 (the default 20s) or 100ms to 10m;
 //     ready_alone_after: 0 (the default 5s) or 100ms to 10m.
+//   - tls: see [TLSConfig].
 //   - rooms: at least one; names unique; no route (host + path) used twice
 //     across all rooms; two rooms that can be served on the same host (the
 //     port does not count: browsers share cookies across ports; an empty host
@@ -181,6 +182,10 @@ type Config struct {
 	// ForwardAuth is forward-auth mode: the decision endpoint a proxy in
 	// front asks (see [ForwardAuthConfig], forward.go).
 	ForwardAuth ForwardAuthConfig `yaml:"forward_auth" json:"forward_auth,omitempty"`
+
+	// TLS makes the public listener speak HTTPS, with certificate files or
+	// ACME (tls.go holds its schema, rules and flags).
+	TLS TLSConfig `yaml:"tls" json:"tls"`
 
 	// Modified is when the config file was last written (Load sets
 	// it). The rooms it lists are stamped with it when they seed the

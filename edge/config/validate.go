@@ -65,6 +65,7 @@ func (c *Config) Validate() error {
 func (c *Config) clone() *Config {
 	cc := *c
 	cc.Rooms = slices.Clone(c.Rooms)
+	cc.TLS.ACME.Hosts = slices.Clone(c.TLS.ACME.Hosts)
 	for i := range cc.Rooms {
 		cc.Rooms[i].AdditionalRoutes = slices.Clone(cc.Rooms[i].AdditionalRoutes)
 		cc.Rooms[i].Events = slices.Clone(cc.Rooms[i].Events)
@@ -83,6 +84,7 @@ func (c *Config) validate() []error {
 	c.validateModes(p)
 	c.validateGossip(p)
 	c.validateForwardAuth(p)
+	c.validateTLS(p)
 	if !slices.Contains(logLevels, c.LogLevel) {
 		p.add("log_level", "%q must be one of %s", c.LogLevel, strings.Join(logLevels, ", "))
 	}
@@ -101,8 +103,8 @@ func (c *Config) validate() []error {
 	return p.errs
 }
 
-// validateListeners checks the listen, admin, gossip and forward-auth
-// addresses, that they do not overlap, that an admin listener off loopback has a token,
+// validateListeners checks the listen, admin, gossip, forward-auth and
+// HTTPS-redirect addresses, that they do not overlap, that an admin listener off loopback has a token,
 // and the admin_hosts.
 func (c *Config) validateListeners(p *problems) {
 	type listener struct {
@@ -117,6 +119,9 @@ func (c *Config) validateListeners(p *problems) {
 	}
 	if c.ForwardAuth.On() {
 		addrs = append(addrs, struct{ field, value, example string }{"forward_auth.listen", c.ForwardAuth.Listen, "127.0.0.1:9091"})
+	}
+	if c.TLS.RedirectListen != "" {
+		addrs = append(addrs, struct{ field, value, example string }{"tls.redirect_listen", c.TLS.RedirectListen, ":80"})
 	}
 	for _, l := range addrs {
 		host, port, err := splitListen(l.value, l.field == "gossip")
@@ -140,7 +145,7 @@ func (c *Config) validateListeners(p *problems) {
 		}
 	}
 	for i, h := range c.AdminHosts {
-		if !isHostname(strings.TrimSuffix(h, ".")) && !isIPHost(h) {
+		if !IsHostname(strings.TrimSuffix(h, ".")) && !isIPHost(h) {
 			p.add(fmt.Sprintf("admin_hosts[%d]", i), "%q must be a host name or IP address without a port, as clients write it in the Host header (such as \"waitroom-admin.internal\")", h)
 		}
 	}
@@ -572,7 +577,7 @@ func splitListen(s string, ipOnly bool) (string, int, error) {
 			if ipOnly {
 				return "", 0, errors.New("must be ip:port with an IP address (or none) before the port")
 			}
-			if !isHostname(host) {
+			if !IsHostname(host) {
 				return "", 0, errors.New("must be host:port with a host name or IP address (or none) before the port")
 			}
 		}
@@ -635,7 +640,7 @@ func checkHostPort(s string) error {
 			if !a.Is4() {
 				return errors.New("must put an IPv6 address in brackets")
 			}
-		} else if !isHostname(host) {
+		} else if !IsHostname(host) {
 			return errors.New("must be a host name (letters, digits, '-' and '.') or an IP address")
 		}
 	}
@@ -660,10 +665,10 @@ func parsePort(s string, lowest int) (int, bool) {
 	return n, err == nil && n >= lowest && n <= 65535
 }
 
-// isHostname reports whether s is a DNS host name: dot-separated labels of
+// IsHostname reports whether s is a DNS host name: dot-separated labels of
 // 1–63 letters, digits and '-', not starting or ending with '-', at most 253
 // characters, the last label not all digits.
-func isHostname(s string) bool {
+func IsHostname(s string) bool {
 	if s == "" || len(s) > 253 {
 		return false
 	}

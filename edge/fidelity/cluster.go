@@ -36,6 +36,9 @@ type node struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
+	// waitErr is how the process ended (nil: exit code 0); read it once
+	// exited is closed.
+	waitErr error
 }
 
 // cluster is a ring of nodes in front of one origin, with its files in dir.
@@ -221,8 +224,11 @@ func (n *node) start(binary string) error {
 	}
 	exited := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
 		logf.Close()
+		n.mu.Lock()
+		n.waitErr = err
+		n.mu.Unlock()
 		close(exited)
 	}()
 	n.mu.Lock()

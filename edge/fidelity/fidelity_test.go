@@ -25,11 +25,7 @@ func TestFidelityShort(t *testing.T) {
 	if os.Getenv("WAITROOM_FIDELITY") != "1" {
 		t.Skip("real processes for about four minutes: set WAITROOM_FIDELITY=1")
 	}
-	bin := filepath.Join(t.TempDir(), "waitroom")
-	build := exec.Command("go", "build", "-o", bin, "github.com/waitroom/waitroom/cmd/waitroom")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	scenarios := Scenarios(true, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -53,6 +49,17 @@ func TestFidelityShort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildBinary builds the waitroom command for a test of real processes.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "waitroom")
+	build := exec.Command("go", "build", "-o", bin, "github.com/waitroom/waitroom/cmd/waitroom")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func TestPlans(t *testing.T) {

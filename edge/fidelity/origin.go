@@ -23,6 +23,9 @@ const originHeader = "X-Fidelity-Origin"
 type origin struct {
 	url string
 	srv *http.Server
+	// hold, when set before the ring starts, is called with each request
+	// before it is answered: a test holds a request in flight with it.
+	hold func(*http.Request)
 
 	mu   sync.Mutex
 	hits []Hit
@@ -44,6 +47,9 @@ func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o.mu.Lock()
 	o.hits = append(o.hits, h)
 	o.mu.Unlock()
+	if o.hold != nil {
+		o.hold(r)
+	}
 	w.Header().Set(originHeader, "1")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -69,13 +69,26 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 		}
 	}()
 	ctx, e.stop = context.WithCancel(ctx)
+	if err := e.startOriginAndProxy(); err != nil {
+		return nil, err
+	}
+	if err := e.startNode(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.startBare(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
 
+// startOriginAndProxy starts the origin and the plain proxy in front of it.
+func (e *Env) startOriginAndProxy() (err error) {
 	if e.OriginURL, err = e.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h["Content-Type"] = []string{"text/html; charset=utf-8"}
 		w.Write(OriginBody)
 	})); err != nil {
-		return nil, fmt.Errorf("origin: %w", err)
+		return fmt.Errorf("origin: %w", err)
 	}
 	target, _ := url.Parse(e.OriginURL)
 	// A plain ReverseProxy: edge's rewrite and transport settings, the
@@ -90,26 +103,31 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 	}
 	e.Proxy = proxy
 	if e.ProxyURL, err = e.serve(proxy); err != nil {
-		return nil, fmt.Errorf("plain proxy: %w", err)
+		return fmt.Errorf("plain proxy: %w", err)
 	}
+	return nil
+}
 
+// startNode starts the waitroom node, with a cookie key of its own, in
+// front of the origin: room "open" admits everyone, room "full" admits one.
+func (e *Env) startNode(ctx context.Context) (err error) {
 	if e.dir, err = os.MkdirTemp("", "waitroom-bench-"); err != nil {
-		return nil, err
+		return err
 	}
 	keyFile := filepath.Join(e.dir, "cookie.key")
 	kf, err := cookie.GenerateKeyFile(nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := os.WriteFile(keyFile, kf, 0o600); err != nil {
-		return nil, err
+		return err
 	}
 	keys, err := cookie.ParseKeys(kf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if e.Keys, err = cookie.NewKeyring(keys...); err != nil {
-		return nil, err
+		return err
 	}
 	cfg := &config.Config{
 		Node:          "bench",
@@ -127,11 +145,11 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("bench config: %w", err)
+		return fmt.Errorf("bench config: %w", err)
 	}
 	node, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop()})
 	if err != nil {
-		return nil, fmt.Errorf("waitroom node: %w", err)
+		return fmt.Errorf("waitroom node: %w", err)
 	}
 	e.Node = node
 	ready := make(chan struct{})
@@ -143,20 +161,25 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 	select {
 	case <-ready:
 	case <-time.After(10 * time.Second):
-		return nil, errors.New("waitroom node did not start")
+		return errors.New("waitroom node did not start")
 	}
 	e.OpenURL = "http://" + node.PublicAddr() + "/open/"
 	e.FullURL = "http://" + node.PublicAddr() + "/full/"
+	return nil
+}
 
+// startBare fills the full room, captures the queue page it then answers,
+// and starts the bare server that answers those exact bytes.
+func (e *Env) startBare(ctx context.Context) (err error) {
 	if err := e.fillFullRoom(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	page, err := capture(ctx, e.FullURL, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if page.Header.Get("Refresh") == "" {
-		return nil, fmt.Errorf("the full room let a new visitor in (status %d): nothing would be queued", page.Status)
+		return fmt.Errorf("the full room let a new visitor in (status %d): nothing would be queued", page.Status)
 	}
 	e.QueuePage = page
 	e.Bare = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -172,9 +195,9 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 		w.Write(page.Body)
 	})
 	if e.BareURL, err = e.serve(e.Bare); err != nil {
-		return nil, fmt.Errorf("bare server: %w", err)
+		return fmt.Errorf("bare server: %w", err)
 	}
-	return e, nil
+	return nil
 }
 
 // serve starts an http.Server for h on loopback, set up as edge sets up its

@@ -156,7 +156,63 @@ func ratio(n, d int) float64 {
 // admissions are the sessions the origin saw begin.
 func Judge(log Log, l Limits) Truth {
 	var t Truth
-	// Times are taken from a wall-clock minute boundary before everything.
+	j := newJudging(log)
+	var events []truth.Event
+	events, t.Unidentified = j.events()
+	end := truth.Never
+	if !log.End.IsZero() {
+		end = j.since(log.End)
+	}
+	hist := truth.Replay(events, l)
+	v := hist.Judge(end)
+
+	t.Admissions = v.Admissions
+	if v.Admissions > 0 {
+		t.PeakActive, t.PeakActiveAt = v.PeakActive, j.when(v.PeakActiveAt)
+		t.PeakNewPerMinute, t.PeakMinute = v.PeakNewPerMinute, j.when(time.Duration(v.PeakMinute)*time.Minute)
+	}
+	if v.Queued {
+		t.FirstQueued = j.when(v.FirstQueue)
+		t.ActiveAtFirstQueue, t.AdmittedAtFirstQueue = v.ActiveAtFirstQueue, v.AdmittedAtFirstQueue
+		t.UtilisationAtFirstQueue = v.Utilisation
+	}
+	t.Inversions, t.PassedOver, t.Newcomers = len(v.Inversions), v.PassedOver, v.Newcomers
+	t.LongestFreeSlot, t.LongestFreeSlotAt = longestFreeSlot(log, l, j.sessions(hist))
+
+	admitted, waits := j.firstAdmissions(hist)
+	t.Waited = len(waits)
+	if len(waits) > 0 {
+		t.MedianWait = median(waits)
+	}
+	for v, a := range j.arrs {
+		if a != nil && admitted[v].IsZero() && a.GaveUp.IsZero() && !a.Arrived.After(log.End) {
+			t.StillWaiting++
+		}
+	}
+	for _, in := range v.Inversions {
+		at := j.when(in.Later.At)
+		t.InvertedPairs = append(t.InvertedPairs, InvertedPair{
+			Later:      j.passage(in.Later.Visitor, admitted, at),
+			Earlier:    j.passage(in.Earlier.Visitor, admitted, at),
+			PassedOver: in.PassedOver,
+		})
+	}
+	return t
+}
+
+// judging is a run's log on its way to package truth: its times counted
+// from a wall-clock minute boundary before everything, and its visitors by
+// number, in the order of the crowd's log, then any the origin saw that the
+// crowd did not log (they arrived when let in).
+type judging struct {
+	log   Log
+	epoch time.Time
+	ids   map[string]int
+	names []string
+	arrs  []*Arrival // the crowd's log of each visitor; nil for one it did not log
+}
+
+func newJudging(log Log) *judging {
 	var first time.Time
 	note := func(at time.Time) {
 		if !at.IsZero() && (first.IsZero() || at.Before(first)) {
@@ -170,128 +226,107 @@ func Judge(log Log, l Limits) Truth {
 	for _, h := range log.Hits {
 		note(h.At)
 	}
-	epoch := first.Truncate(time.Minute)
-	since := func(at time.Time) time.Duration { return at.Sub(epoch) }
-	when := func(d time.Duration) time.Time { return epoch.Add(d) }
+	return &judging{log: log, epoch: first.Truncate(time.Minute), ids: map[string]int{}}
+}
 
-	// Visitors by number, in the order of the crowd's log, then any the
-	// origin saw that the crowd did not log (they arrived when let in).
-	ids := map[string]int{}
-	var names []string
-	var arrs []*Arrival
-	id := func(name string) int {
-		i, ok := ids[name]
-		if !ok {
-			i = len(names)
-			ids[name] = i
-			names = append(names, name)
-			arrs = append(arrs, nil)
-		}
-		return i
+func (j *judging) since(at time.Time) time.Duration { return at.Sub(j.epoch) }
+
+func (j *judging) when(d time.Duration) time.Time { return j.epoch.Add(d) }
+
+// id is the visitor's number, given at its first mention.
+func (j *judging) id(name string) int {
+	i, ok := j.ids[name]
+	if !ok {
+		i = len(j.names)
+		j.ids[name] = i
+		j.names = append(j.names, name)
+		j.arrs = append(j.arrs, nil)
 	}
-	var events []truth.Event
-	for k := range log.Arrivals {
-		a := &log.Arrivals[k]
-		v := id(a.Visitor)
-		arrs[v] = a
+	return i
+}
+
+// events is the log as package truth reads it, and how many of the
+// origin's hits named no visitor.
+func (j *judging) events() (events []truth.Event, unidentified int) {
+	for k := range j.log.Arrivals {
+		a := &j.log.Arrivals[k]
+		v := j.id(a.Visitor)
+		j.arrs[v] = a
 		if a.Queued.IsZero() {
 			continue
 		}
 		// It waited from its first request, answered or not.
-		ev := truth.Event{At: since(a.Arrived), Kind: truth.Arrive, Visitor: v, Arrived: since(a.Arrived), Node: a.Node}
+		ev := truth.Event{At: j.since(a.Arrived), Kind: truth.Arrive, Visitor: v, Arrived: j.since(a.Arrived), Node: a.Node}
 		events = append(events, ev)
-		ev.At, ev.Kind = since(a.Queued), truth.Queue
+		ev.At, ev.Kind = j.since(a.Queued), truth.Queue
 		events = append(events, ev)
 		for _, ta := range a.TurnedAway {
-			ev.At = since(ta)
+			ev.At = j.since(ta)
 			events = append(events, ev)
 		}
 		if !a.GaveUp.IsZero() {
-			events = append(events, truth.Event{At: since(a.GaveUp), Kind: truth.GiveUp, Visitor: v, Node: a.Node})
+			events = append(events, truth.Event{At: j.since(a.GaveUp), Kind: truth.GiveUp, Visitor: v, Node: a.Node})
 		}
 	}
-	for _, h := range log.Hits {
+	for _, h := range j.log.Hits {
 		if h.Visitor == "" {
-			t.Unidentified++
+			unidentified++
 			continue
 		}
-		v := id(h.Visitor)
-		ev := truth.Event{At: since(h.At), Kind: truth.Origin, Visitor: v, Arrived: since(h.At), Node: -1}
-		if a := arrs[v]; a != nil {
-			ev.Arrived, ev.Node = since(a.Arrived), a.Node
+		v := j.id(h.Visitor)
+		ev := truth.Event{At: j.since(h.At), Kind: truth.Origin, Visitor: v, Arrived: j.since(h.At), Node: -1}
+		if a := j.arrs[v]; a != nil {
+			ev.Arrived, ev.Node = j.since(a.Arrived), a.Node
 		}
 		events = append(events, ev)
 	}
-	end := truth.Never
-	if !log.End.IsZero() {
-		end = since(log.End)
-	}
-	hist := truth.Replay(events, l)
-	v := hist.Judge(end)
+	return events, unidentified
+}
 
-	t.Admissions = v.Admissions
-	if v.Admissions > 0 {
-		t.PeakActive, t.PeakActiveAt = v.PeakActive, when(v.PeakActiveAt)
-		t.PeakNewPerMinute, t.PeakMinute = v.PeakNewPerMinute, when(time.Duration(v.PeakMinute)*time.Minute)
-	}
-	if v.Queued {
-		t.FirstQueued = when(v.FirstQueue)
-		t.ActiveAtFirstQueue, t.AdmittedAtFirstQueue = v.ActiveAtFirstQueue, v.AdmittedAtFirstQueue
-		t.UtilisationAtFirstQueue = v.Utilisation
-	}
-	t.Inversions, t.PassedOver, t.Newcomers = len(v.Inversions), v.PassedOver, v.Newcomers
-
-	// The sessions the origin honoured, as the shared history replayed
-	// them, for the free-slot figure.
+// sessions are the sessions the origin honoured, as the shared history
+// replayed them, for the free-slot figure.
+func (j *judging) sessions(hist *truth.History) []session {
 	spans := hist.Spans()
 	sessions := make([]session, 0, len(spans))
 	for _, sp := range spans {
-		sessions = append(sessions, session{visitor: names[sp.Visitor], admitted: when(sp.From), end: when(sp.To)})
+		sessions = append(sessions, session{visitor: j.names[sp.Visitor], admitted: j.when(sp.From), end: j.when(sp.To)})
 	}
-	t.LongestFreeSlot, t.LongestFreeSlotAt = longestFreeSlot(log, l, sessions)
+	return sessions
+}
 
-	// Each visitor's first admission, for the waits and the listing.
-	admitted := make([]time.Time, len(names))
+// firstAdmissions is each visitor's first admission (zero: none), and the
+// waits of those who were queued before it, sorted.
+func (j *judging) firstAdmissions(hist *truth.History) ([]time.Time, []time.Duration) {
+	admitted := make([]time.Time, len(j.names))
 	var waits []time.Duration
 	for _, a := range hist.Admissions() {
 		if !admitted[a.Visitor].IsZero() {
 			continue
 		}
-		admitted[a.Visitor] = when(a.At)
+		admitted[a.Visitor] = j.when(a.At)
 		if a.Queued {
 			waits = append(waits, a.At-a.Arrived)
 		}
 	}
-	t.Waited = len(waits)
-	if len(waits) > 0 {
-		slices.Sort(waits)
-		t.MedianWait = median(waits)
-	}
-	for v, a := range arrs {
-		if a != nil && admitted[v].IsZero() && a.GaveUp.IsZero() && !a.Arrived.After(log.End) {
-			t.StillWaiting++
-		}
-	}
-	passage := func(v int, before time.Time) Passage {
-		p := Passage{Visitor: names[v], Node: -1, Admitted: admitted[v]}
-		if a := arrs[v]; a != nil {
-			p.Node, p.Arrived, p.Queued = a.Node, a.Arrived, !a.Queued.IsZero()
-			for _, ta := range a.TurnedAway {
-				if ta.Before(before) {
-					p.LastTurnedAway = ta
-				}
+	slices.Sort(waits)
+	return admitted, waits
+}
+
+// passage is visitor v's way through the room, for the listing of an
+// inversion at before.
+func (j *judging) passage(v int, admitted []time.Time, before time.Time) Passage {
+	p := Passage{Visitor: j.names[v], Node: -1, Admitted: admitted[v]}
+	if a := j.arrs[v]; a != nil {
+		p.Node, p.Arrived, p.Queued = a.Node, a.Arrived, !a.Queued.IsZero()
+		for _, ta := range a.TurnedAway {
+			if ta.Before(before) {
+				p.LastTurnedAway = ta
 			}
-		} else {
-			p.Arrived = admitted[v]
 		}
-		return p
+	} else {
+		p.Arrived = admitted[v]
 	}
-	for _, in := range v.Inversions {
-		at := when(in.Later.At)
-		t.InvertedPairs = append(t.InvertedPairs, InvertedPair{
-			Later: passage(in.Later.Visitor, at), Earlier: passage(in.Earlier.Visitor, at), PassedOver: in.PassedOver})
-	}
-	return t
+	return p
 }
 
 func median(sorted []time.Duration) time.Duration {

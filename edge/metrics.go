@@ -16,11 +16,14 @@ type metrics struct {
 	unrouted        prometheus.Counter
 	unroutedPassed  prometheus.Counter
 	malformed       *prometheus.CounterVec
+	held            *prometheus.CounterVec
 }
 
 // roomMetrics are one room's request counters.
 type roomMetrics struct {
 	admitted, admittedRequests, queued, earlyCheckIns, rejected, bypassed, revoked, stopped, infinite, challenged, cookiesRequired prometheus.Counter
+	// Requests held for the next allocation (see holding).
+	holds, holdAdmitted, holdQueued, holdGone, holdFull prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -53,7 +56,11 @@ func newMetrics() *metrics {
 		Namespace: "waitroom", Name: "malformed_requests_total",
 		Help: "Requests refused with 400 before routing because their path or host has no single meaning (an encoded slash, a backslash, double encoding, a control character, a bad host), by part (path, host).",
 	}, []string{"reason"})
-	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.challengeErrors, m.unrouted, m.unroutedPassed, m.malformed,
+	m.held = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "held_requests_total",
+		Help: "Visitors the node would have queued only because it keeps the open slots it sees back for what the other nodes may have admitted unheard, whose requests were held for its next allocation instead, by event: wait (one wait for the next allocation), admitted and queued (how a hold ended), gone (the visitor went away while held), refused (queued at once: too many requests held already).",
+	}, []string{"room", "event"})
+	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.challengeErrors, m.unrouted, m.unroutedPassed, m.malformed, m.held,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -72,6 +79,11 @@ func (m *metrics) forRoom(name string) roomMetrics {
 		infinite:         c("infinite_queue"),
 		challenged:       c("challenged"),
 		cookiesRequired:  c("cookies_required"),
+		holds:            m.held.WithLabelValues(name, "wait"),
+		holdAdmitted:     m.held.WithLabelValues(name, "admitted"),
+		holdQueued:       m.held.WithLabelValues(name, "queued"),
+		holdGone:         m.held.WithLabelValues(name, "gone"),
+		holdFull:         m.held.WithLabelValues(name, "refused"),
 	}
 }
 

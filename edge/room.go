@@ -61,6 +61,7 @@ type allocation struct {
 	*policy.Allocation
 	minute int64
 	view   *view
+	next   chan struct{} // closed when the next allocation replaces this one
 }
 
 // view is a room's settings in force at one time: its own, or an event's
@@ -225,8 +226,10 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
 	} else {
 		a = policy.Allocate(pol, &snap, rm.s.node.Replica(), now, policy.Continuous)
 	}
-	cur := &allocation{Allocation: a, minute: minute, view: v}
-	rm.alloc.Store(cur)
+	cur := &allocation{Allocation: a, minute: minute, view: v, next: make(chan struct{})}
+	if old := rm.alloc.Swap(cur); old != nil {
+		close(old.next) // wakes the requests held on it (see holding)
+	}
 	return cur
 }
 

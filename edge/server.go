@@ -67,6 +67,10 @@ type Server struct {
 	ready readiness  // what /readyz answers from (ready.go)
 	tls   *publicTLS // the public listener's HTTPS (tls.go); nil: plain HTTP
 
+	// held is how many requests are held for the next allocation now
+	// (see holding).
+	held atomic.Int64
+
 	kick      chan struct{}
 	stop      chan struct{}
 	wg        sync.WaitGroup

@@ -218,6 +218,9 @@ func (s *Server) decide(rq *request, a *allocation) {
 		rq.tok = cookie.Token{Bucket: unixMinute(rq.now), ID: randomID()}
 	}
 	gated, add := s.challengeStep(rq, a, add)
+	var hold holding
+	defer hold.release()
+again:
 	sh := rm.counted.lock(rq.tok.ID)
 	if !rq.fresh {
 		rq.before = sh.before(rq.tok)
@@ -236,7 +239,26 @@ func (s *Server) decide(rq *request, a *allocation) {
 	ev, bucket := s.decision(rq, a.view)
 	rm.mu.RLock()
 	a = rm.alloc.Load()
-	out := a.Decide(policy.Visitor{Bucket: bucket, Queued: rq.before.Waiting()}, nil)
+	vis := policy.Visitor{Bucket: bucket, Queued: rq.before.Waiting()}
+	out := a.Decide(vis, nil)
+	if out == policy.Queue && a.Held(vis, hold.from(rq)) && hold.ok(s, rq, a) {
+		// Queued only for the slots this node keeps back for what the
+		// others may have admitted unheard: decide again on the next
+		// allocation rather than send the visitor away for a refresh
+		// interval. Nothing was counted yet.
+		rm.mu.RUnlock()
+		sh.unlock()
+		if hold.wait(rq, a) {
+			nowSec = rq.now.Unix()
+			if rq.fresh {
+				rq.tok.Bucket = unixMinute(rq.now)
+			}
+			goto again
+		}
+		return // the visitor went away: nothing counted, nothing to answer
+	}
+	hold.decided(out)
+	hold.release()
 	ev.Outcome, ev.At = out, nowSec
 	add, after := policy.Count(add, a.view.pol, rm.name, rq.before, ev)
 	if len(add) > 0 {

@@ -54,6 +54,9 @@ type Allocation struct {
 	held  holds
 
 	chainStart bool // no earlier allocation of this chain
+	// calm: nobody waits or was queued lately, as far as this node knows
+	// (see Held).
+	calm bool
 }
 
 // holds remembers, along a chain, since when each covered waiting bucket
@@ -132,6 +135,7 @@ type split struct {
 	allowance                 int64   // pool admissions this split granted
 	burst                     int64   // the allowance while nobody waits, share or not (see burstAllowance)
 	poolCap, coveredCap       int64   // limits on the ledger counters
+	poolAt                    int64   // the ledger's pool count when the split was made
 }
 
 // ledger counts this node's admissions across a chain of allocations (see
@@ -140,6 +144,9 @@ type ledger struct {
 	pool    atomic.Int64 // admissions from the pool: partial bucket, new users, random
 	covered atomic.Int64 // admissions from fully covered buckets
 	baseK   int64        // own admissions already made this minute when the chain began
+	// heldAt is when the node last held a visitor (see Held), in unix
+	// nanoseconds by the allocation's clock (0: never).
+	heldAt atomic.Int64
 }
 
 // mark records, at one allocation, what the node had done and counted, so a
@@ -282,6 +289,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		a.sp = a.continuousSplit(snap, now.Sub(start), pool, covered)
 	}
 
+	a.calm = a.waiting == 0 && !a.queuedNew(snap)
 	a.marks.record(mark{
 		at: now.UnixNano(), pool: pool, minute: snap.Minute,
 		cur: ownTraffic(snap, snap.Minute, self), prv: ownTraffic(snap, snap.Minute-1, self),
@@ -519,6 +527,7 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 	sp.anywhereSlots = sp.anywhere * float64(sp.pool)
 	sp.poolCap = pool + sp.allowance
 	sp.coveredCap = covered + sp.covered
+	sp.poolAt = pool
 	return sp
 }
 
@@ -527,7 +536,7 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 // doc), given the pool u it sees, its k pool admissions of the last lag and
 // recent, the other nodes' admissions it heard of within the last lag.
 func (a *Allocation) burstAllowance(snap *crdt.RoomSnapshot, u, k, recent int64) int64 {
-	if a.waiting > 0 || u <= 0 || a.queuedNew(snap) {
+	if a.waiting > 0 || u <= 0 || a.queuedNew(snap) || a.heldNew() {
 		return 0
 	}
 	// Admissions per lag over the last sixty seconds, the whole room's and
@@ -596,6 +605,17 @@ func (a *Allocation) queuedNew(snap *crdt.RoomSnapshot) bool {
 	}
 	young := a.frac*60 < (ProofRefresh*time.Second + 2*a.lag).Seconds()
 	return young && snap.QueuedIn(snap.Minute-1).Total > 0
+}
+
+// heldNew reports whether this node held a visitor (see Held) within the
+// last two lags: nobody held counts as waiting, nor as queued, so without it
+// bursts stayed on while a flood was being held at every node, and the held
+// visitors and the bursts of new ones, decided together on the next
+// allocation, overshot (in the policy's ring model, a lone node cut off from
+// four: 108 of 100 in a minute). Two lags: as long as a hold lasts.
+func (a *Allocation) heldNew() bool {
+	h := a.led.heldAt.Load()
+	return h != 0 && a.now.UnixNano()-h < 2*a.lag.Nanoseconds()
 }
 
 // burstSigmas is how far beyond its expected admissions per lag, in

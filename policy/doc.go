@@ -196,6 +196,16 @@
 // configured gossip_lag; until every live peer has given enough samples,
 // and with gossip_lag_measured: false, it keeps the configured lag.
 //
+// Even a measured lag is two to three times the usual delay, and it rises
+// with the load of the machine: a real fresh flood on a loaded machine
+// still queued at 34 of 40. A visitor queued only for the slots kept back
+// so need not be sent away for a refresh interval: while nobody waits, Held
+// says so, and the edge holds the request and decides again on its next
+// allocations, for up to two lags (at most MaxHold), by when the others'
+// admissions have arrived or the node's allowance has renewed. Holding
+// counts nothing and takes nothing; the held visitor is decided by Decide
+// as if it came then, with the node's bursts off.
+//
 // # Bursts
 //
 // Near the end of a minute at steady load just under the limit, the pool is

@@ -41,6 +41,7 @@ type world struct {
 	waiting  []crdt.BucketCount
 	arrivals map[int64]perNode // by unix minute
 	admitted map[int64]perNode
+	queued   map[int64]perNode // new visitors queued, by unix minute
 }
 
 func (w world) snap() *crdt.RoomSnapshot {
@@ -55,6 +56,9 @@ func (w world) snap() *crdt.RoomSnapshot {
 	for i := m - policy.HistoryMinutes + 1; i <= m; i++ {
 		s.Arrivals = append(s.Arrivals, minuteCounts(i, w.arrivals[i]))
 		s.Admitted = append(s.Admitted, minuteCounts(i, w.admitted[i]))
+		if w.queued != nil {
+			s.Queued = append(s.Queued, minuteCounts(i, w.queued[i]))
+		}
 	}
 	return s
 }

@@ -38,6 +38,7 @@ type ring struct {
 	delay  time.Duration // gossip delay, a whole number of steps; 0: at the end of each step
 	cutAt  time.Duration // from start; the cut lasts to the end (0 with one part: never)
 	whole  bool          // read the whole snapshot while cut (what the edge did before Side)
+	noHold bool          // queue at once where the edge would hold the request (Allocation.Held)
 	// newPer says how many new visitors reach a node in the step that
 	// begins at at.
 	newPer func(node int, at time.Duration) int
@@ -66,6 +67,7 @@ type ringVisitor struct {
 	stay       time.Duration // how long it browses once let in
 	every      time.Duration // between its pages
 	checkIns   []time.Time   // its requests answered with the queue page
+	heldSince  time.Time     // while its request is held (Allocation.Held): since when
 }
 
 // ringTruth is what the origin saw.
@@ -79,6 +81,7 @@ type ringTruth struct {
 	longestFree    time.Duration // the longest one slot stayed free while someone queued over a refresh interval ago waited
 	slots          []time.Time   // the free slots, oldest first: when each one's wait began (zero: nobody waits)
 	queued, waited int           // queue outcomes; visitors who were queued at least once
+	held           int           // decisions held for the next allocation instead of queued
 	pairs          []string      // each inversion: who went before whom, where and when
 }
 
@@ -210,7 +213,23 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 	}
 	// The edge's refresh interval, 20 s ± 3 s, jittered per visitor.
 	refresh := 17 + k*5%7
-	out := c.allocs[i].Decide(policy.Visitor{Bucket: bucket, Queued: v.tok.Waiting()}, nil)
+	vis := policy.Visitor{Bucket: bucket, Queued: v.tok.Waiting()}
+	out := c.allocs[i].Decide(vis, nil)
+	if out == policy.Queue {
+		// Queued only for the slots the node keeps back for what the
+		// others may have admitted unheard: the edge holds the request and
+		// decides again on the node's next allocation, the next step here.
+		since := now
+		if !v.heldSince.IsZero() {
+			since = v.heldSince
+		}
+		if !c.noHold && c.allocs[i].Held(vis, since) {
+			v.heldSince, v.next = since, now.Add(c.stepSize())
+			c.truth.held++
+			return
+		}
+	}
+	v.heldSince = time.Time{}
 	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out, Refresh: uint16(refresh), At: now.Unix()})
 	for _, in := range incs {
 		c.states[i].Add(in.Key, c.ids[i], in.N)

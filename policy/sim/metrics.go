@@ -119,6 +119,9 @@ type Counts struct {
 	Requests      int `json:"requests"`
 	Attempts      int `json:"attempts"`
 	EarlyCheckIns int `json:"early_check_ins"`
+	// Held: requests held for the node's next allocation at least once
+	// (policy.Allocation.Held), as the edge holds them.
+	Held          int `json:"held,omitempty"`
 	Admissions    int `json:"admissions"`
 	Queued        int `json:"queued_visitors"`
 	NeverAdmitted int `json:"never_admitted"`

@@ -275,6 +275,11 @@ type visitor struct {
 	lastReq      time.Duration
 	inSession    bool
 	browseUntil  time.Duration
+
+	// held: the visitor's request is held for the node's next allocation
+	// (policy.Allocation.Held), first since heldSince by the node's clock.
+	held      bool
+	heldSince time.Time
 }
 
 // run is one simulation of one scenario with one strategy.
@@ -903,7 +908,9 @@ func (r *run) request(i int) {
 	now := n.clock(r.now)
 	nowSec := now.Unix()
 	nowMin := nowSec / 60
-	r.counts.Requests++
+	if !v.held {
+		r.counts.Requests++
+	}
 	if n.allocMinute != nowMin {
 		// edge: room.allocation recomputes when the minute has turned, so a
 		// budget is never spent in a minute it was not computed for.
@@ -938,8 +945,31 @@ func (r *run) request(i int) {
 	if fresh {
 		tok = policy.Counting{Bucket: nowMin}
 	}
-	r.counts.Attempts++
-	out := n.alloc.Decide(policy.Visitor{Bucket: tok.Bucket, Queued: tok.Waiting()}, nil)
+	if !v.held {
+		r.counts.Attempts++
+	}
+	vis := policy.Visitor{Bucket: tok.Bucket, Queued: tok.Waiting()}
+	out := n.alloc.Decide(vis, nil)
+	if out == policy.Queue {
+		// edge: decide holds the request of a visitor queued only for the
+		// slots the node keeps back for what the others may have admitted
+		// unheard, and decides again on the next allocation; here, the
+		// same request again after the allocation loop's shortest period,
+		// on whatever allocation the node has then.
+		since := now
+		if v.held {
+			since = v.heldSince
+		}
+		if n.alloc.Held(vis, since) {
+			if !v.held {
+				r.counts.Held++
+			}
+			v.held, v.heldSince = true, since
+			r.schedule(event{at: r.now + policy.AllocationFollow, kind: evRequest, vis: int32(i)})
+			return
+		}
+	}
+	v.held = false
 	if r.debug != nil {
 		r.debug(r, n, v, out, tok.Bucket, fresh)
 	}

@@ -100,7 +100,10 @@ var shorts = []short{
 	{name: "gossip-delay-1s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.59, sim.GoalEstimate: 0}},
 	// Gossip slower than the policy's assumed lag (the edge now sets
 	// Room.Lag from its gossip settings; the scenario keeps the default).
-	{name: "gossip-delay-5s", shrink: shortStep, limits: map[string]float64{sim.GoalPeakNew: 1.5, sim.GoalEstimate: 0}},
+	// Holding the visitors a node would queue only for the slots it keeps
+	// back for the others' unheard admissions (policy.Allocation.Held):
+	// 1.494 → 1.512.
+	{name: "gossip-delay-5s", shrink: shortStep, limits: map[string]float64{sim.GoalPeakNew: 1.52, sim.GoalEstimate: 0}},
 	{name: "gossip-delay-5s-lag10s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.7, sim.GoalEstimate: 0}},
 	// Needs clocks that agree across nodes (out of the policy's scope).
 	// Sessions counted by expiry move every few seconds while visitors
@@ -132,9 +135,14 @@ var shorts = []short{
 		sc.Visitors.Arrival.End = dur(4 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
 	}, limits: map[string]float64{sim.GoalPeakActive: 1.09}},
+	// Holding the visitors a node would queue only for the slots it keeps
+	// back (policy.Allocation.Held) took the first queueing from 0.45 to
+	// 0.775 here; the simulator's lag (the policy's default, 2 s) is still
+	// ten times the modelled gossip delay, and a hold lasts at most
+	// policy.MaxHold.
 	{name: "fresh-flood-all-nodes", shrink: func(sc *sim.Scenario) {
 		sc.Duration = dur(4 * time.Minute)
-	}, limits: map[string]float64{sim.GoalPeakActive: 1.13, sim.GoalFirstQueue: 0.44}},
+	}, limits: map[string]float64{sim.GoalPeakActive: 1.13, sim.GoalFirstQueue: 0.77}},
 	// 50,000 cookieless first requests at one node within four seconds:
 	// they take no waiting place, so the queue never fills and the real
 	// visitors' order holds.

@@ -163,23 +163,26 @@ func (n *Node) checkClock(now time.Time) {
 }
 
 // ringCacheFor is how long RingNow reuses its offset: the offsets move only
-// when a probe finds a shorter round trip or a peer comes or goes.
+// when a probe finds a shorter round trip or a peer comes or goes. It is
+// timed on the machine's monotonic clock, not the node's, so that a node
+// whose clock stands still (a test's fake clock) still takes in new probes.
 const ringCacheFor = 250 * time.Millisecond
 
 type cachedRing struct {
-	at     time.Time
+	at     time.Time // the node's clock
+	real   time.Time // the machine's monotonic clock
 	offset time.Duration
 }
 
 // ringOffset is the correction from this node's clock to the ring's time at
 // now (its clock): crdt.RingOffset of the live peers' measured offsets.
 func (n *Node) ringOffset(now time.Time) time.Duration {
-	if c := n.ringCache.Load(); c != nil && !now.Before(c.at) && now.Sub(c.at) < ringCacheFor {
+	if c := n.ringCache.Load(); c != nil && !now.Before(c.at) && time.Since(c.real) < ringCacheFor {
 		return c.offset
 	}
 	offs := n.lag.offsets(n.livePeers(), now)
 	off := crdt.RingOffset(offs)
-	prev := n.ringCache.Swap(&cachedRing{at: now, offset: off})
+	prev := n.ringCache.Swap(&cachedRing{at: now, real: time.Now(), offset: off})
 	if was := time.Duration(0); prev == nil || prev.offset != off {
 		if prev != nil {
 			was = prev.offset

@@ -180,7 +180,7 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 		}
 		s.node.SeedRegister(roomRegister(cfg.Rooms[i].Name), raw, seedAt.UnixMilli())
 	}
-	s.syncRooms(s.clock())
+	s.syncRooms(s.ringNow())
 	s.wg.Add(1)
 	go s.allocationLoop()
 	return s, nil
@@ -227,6 +227,14 @@ func loadCookieKeys(cfg *config.Config, log zerolog.Logger) (*cookie.Keyring, er
 	log.Warn().Str("path", path).Msg("no cookie key file given; generated one and kept it for restarts (a cluster needs the same file on every node)")
 	return LoadCookieKeys(path)
 }
+
+// ringNow is the ring's time (gossip.Node.RingNow), the one every node
+// reads alike whatever its own clock says: arrival buckets, minute budgets,
+// allocations, the counter rule, the times sealed in cookies (sealed by one
+// node, opened by another) and the phases of events all go by it. What times
+// a span on this machine stays on the node's own clock (s.clock): timeouts,
+// readiness, staleness and the gossip layer's measurements.
+func (s *Server) ringNow() time.Time { return s.node.RingNow() }
 
 // gossipLag is the bound on gossip delay the policy assumes (policy.Room.Lag):
 // the measured one when there is one, else the configured one.
@@ -373,7 +381,7 @@ func (s *Server) allocationLoop() {
 			}
 		}
 		last = time.Now()
-		s.refreshAllocations(s.clock())
+		s.refreshAllocations(s.ringNow())
 	}
 }
 

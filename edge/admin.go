@@ -28,7 +28,7 @@ func (s *Server) AdminHandler() http.Handler {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no room named " + r.PathValue("name")})
 			return
 		}
-		writeJSON(w, http.StatusOK, s.roomStatus(rm, s.clock()))
+		writeJSON(w, http.StatusOK, s.roomStatus(rm, s.ringNow()))
 	})
 	mux.HandleFunc("GET /rooms/{name}/analytics", s.serveAnalytics)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
@@ -63,12 +63,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // StateDoc builds the node's state document.
 func (s *Server) StateDoc() *StateDoc {
-	now := s.clock()
+	now, ring := s.clock(), s.ringNow()
 	d := &StateDoc{
 		Node:        s.cfg.Node,
 		Replica:     s.node.Replica().String(),
 		Incarnation: s.node.Incarnation(),
 		Time:        now.UTC(),
+		RingTime:    ring.UTC(),
 		Members:     s.node.Members(),
 		Gossip:      s.node.Stats(),
 		Lag:         s.lagDoc(now),
@@ -83,7 +84,7 @@ func (s *Server) StateDoc() *StateDoc {
 		return 0
 	})
 	for _, rm := range s.rooms() {
-		d.Rooms = append(d.Rooms, s.roomStatus(rm, now))
+		d.Rooms = append(d.Rooms, s.roomStatus(rm, ring))
 	}
 	return d
 }
@@ -195,7 +196,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	now := c.s.clock()
+	now := c.s.ringNow()
 	for _, rm := range c.s.rooms() {
 		name := rm.name
 		a := rm.allocation(now)

@@ -84,11 +84,11 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 				continue
 			}
 			eff := rm.cfg.Effective(e.EventStartTime)
-			_, ph := rm.cfg.At(s.clock())
+			_, ph := rm.cfg.At(s.ringNow())
 			writeJSON(w, http.StatusOK, map[string]any{
 				"event": e,
 				"phase_now": func() string {
-					if cur, _ := rm.cfg.At(s.clock()); cur == e {
+					if cur, _ := rm.cfg.At(s.ringNow()); cur == e {
 						return ph.String()
 					}
 					return config.NoEvent.String()
@@ -227,7 +227,7 @@ func (s *Server) validateWith(rc config.Room) error {
 func (s *Server) applyNow() {
 	s.tableMu.Lock()
 	defer s.tableMu.Unlock()
-	s.syncRoomsLocked(s.clock())
+	s.syncRoomsLocked(s.ringNow())
 }
 
 func decodeBody(r *http.Request, v any, allowEmpty bool) error {

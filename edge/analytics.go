@@ -101,7 +101,7 @@ func (s *Server) serveAnalytics(w http.ResponseWriter, r *http.Request) {
 	// Counters older than the retention are pruned; asking for more
 	// returns what is kept.
 	minutes = min(minutes, maxAnalyticsMinutes)
-	writeJSON(w, http.StatusOK, s.analytics(name, minutes, s.clock()))
+	writeJSON(w, http.StatusOK, s.analytics(name, minutes, s.ringNow()))
 }
 
 var (

@@ -173,7 +173,7 @@ func setCounting(t *cookie.Token, c policy.Counting) {
 // taken off the session cell it is counted in (the counter rule's
 // StepRevoke), here at once and on every other node after one gossip round.
 func (rm *room) revokeSession(tok cookie.Token) {
-	now := rm.s.clock().Unix()
+	now := rm.s.ringNow().Unix()
 	if !rm.s.revoked.add(rm.name, tok.ID, tok.ExpiresAt, now) {
 		// Revoked before (two requests in flight, or a client replaying
 		// its old cookie): the slot was freed once already.

@@ -166,7 +166,7 @@ type faultVisitor struct {
 	bucket     int64 // minute of its first request, on the node it reached
 	admitted   bool
 	admittedAt time.Time // base clock
-	admittedIn int64     // the minute of the admitting node's clock
+	admittedIn int64     // the minute of the ring's time at the admitting node
 	queued     bool      // held on the queue page at its last counted check-in
 	proving    bool      // given its first queue page: not counted until it comes back
 	next       time.Time // base clock: when its queue page says to come back
@@ -238,7 +238,7 @@ func (v *faultVisitor) visit(t *testing.T, n *clusterNode) faultOutcome {
 	case resp.Header.Get("X-Origin") == "yes":
 		if !v.admitted {
 			v.admitted, v.admittedAt, v.node, v.queued, v.proving = true, n.c.base.Now(), n.name, false, false
-			v.admittedIn = n.now().Unix() / 60
+			v.admittedIn = n.srv.RingNow().Unix() / 60
 		}
 		if first {
 			v.bucket = n.now().Unix() / 60

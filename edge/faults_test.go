@@ -19,6 +19,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -608,7 +610,46 @@ func TestFaultClockSkew(t *testing.T) {
 	c := newFaultCluster(t, 44, 3, skews, room(faultRoom, 1000, perMinute))
 	crowd := &faultCrowd{}
 	m0 := faultMinute(c.base.Now())
-	c.setTime(faultAt(m0, 30)) // the nodes read m0:00, m0:30 and m0+1:00
+	c.setTime(faultAt(m0, 30)) // the nodes' clocks read m0:00, m0:30 and m0+1:00
+
+	t.Run("the nodes agree on the ring's time, the median of their clocks", func(t *testing.T) {
+		testkit.Eventually(t, testkit.Wait{What: "every node reading the ring's time within a second of the middle clock", Timeout: 20 * time.Second, Seen: func() string {
+			var out []string
+			for _, n := range c.nodes {
+				out = append(out, fmt.Sprintf("%s %v", n.name, n.srv.RingNow().Sub(c.base.Now())))
+			}
+			return strings.Join(out, ", ")
+		}}, func() bool {
+			for _, n := range c.nodes {
+				if d := n.srv.RingNow().Sub(c.base.Now()); d < -time.Second || d > time.Second {
+					return false
+				}
+			}
+			return true
+		})
+	})
+
+	t.Run("the node 30 s behind shows its correction in its state, its table and its metrics", func(t *testing.T) {
+		n := c.nodes[0]
+		d := n.srv.StateDoc()
+		r := d.Lag.Ring
+		// Its peers read +30 s and +60 s of its clock: the ring (the median
+		// with its own) +30 s, its peers' median +45 s.
+		if math.Abs(r.RingOffsetMs-30_000) > 1000 || r.ClockFarOff || math.Abs(r.SkewMs+45_000) > 1000 {
+			t.Errorf("ring %+v: want a correction of +30 s, a skew of -45 s, not far off", r)
+		}
+		var buf bytes.Buffer
+		if err := adminclient.WriteStateTable(&buf, d); err != nil || !strings.Contains(buf.String(), "ring time: ") || strings.Contains(buf.String(), "CLOCK FAR OFF") {
+			t.Errorf("state table (%v):\n%s", err, buf.String())
+		}
+		admin := n.srv.AdminHandler()
+		if g := metric(t, admin, "waitroom_clock_ring_offset_seconds"); math.Abs(g-30) > 1 {
+			t.Errorf("ring offset gauge %v, want about 30", g)
+		}
+		if g := metric(t, admin, "waitroom_clock_far_off"); g != 0 {
+			t.Errorf("far-off gauge %v, want 0", g)
+		}
+	})
 
 	check := func(t *testing.T) {
 		t.Helper()
@@ -621,7 +662,7 @@ func TestFaultClockSkew(t *testing.T) {
 			for _, m := range []int64{own, faultMinute(c.nodes[2].now())} {
 				faultCheckTotals(t, n, m, truth)
 			}
-			// Each admission in the minute of the node that made it.
+			// Each admission in the ring's minute, whichever node made it.
 			snap := n.snap(faultRoom, faultMinute(c.nodes[2].now()))
 			for m, want := range per {
 				if got := snap.AdmittedIn(m).Total; got != uint64(want) {

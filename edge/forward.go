@@ -267,7 +267,7 @@ func (f *forwardAuth) pass(http.ResponseWriter, *http.Request, *room) {
 // proxyVisit): the proxy would pass the parameter on to the origin, which
 // in proxy mode never sees it.
 func (f *forwardAuth) admit(s *Server, w http.ResponseWriter, r *http.Request, vis *visit) {
-	now := s.clock().Unix()
+	now := s.ringNow().Unix()
 	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.Contains(f.rawQuery, "__waitroom_") {
 		h := w.Header()
 		s.setCookie(h, vis, now)
@@ -450,7 +450,7 @@ func (h *forwardHandler) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	only := r.URL.Query().Get("room")
-	now := s.clock()
+	now := s.ringNow()
 	res := struct {
 		Revoked    []string `json:"revoked"`
 		NotEnabled []string `json:"not_enabled,omitempty"`

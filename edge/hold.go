@@ -78,7 +78,7 @@ func (h *holding) wait(rq *request, a *allocation) bool {
 		h.rm.m.holdGone.Inc()
 		return false
 	}
-	rq.now = h.s.clock()
+	rq.now = h.s.ringNow()
 	return true
 }
 

@@ -90,7 +90,8 @@ func TestHoldingIsBounded(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{clock: func() time.Time { return at.Add(time.Second) }, metrics: newMetrics()}
+			later := func() time.Time { return at.Add(time.Second) }
+			s := &Server{clock: later, ring: later, metrics: newMetrics()}
 			rm := &room{name: "shop", m: s.metrics.forRoom("shop")}
 			rq := &request{r: httptest.NewRequest("GET", "http://shop.test/", nil), rm: rm, now: at.Add(time.Millisecond)}
 			var h holding

@@ -81,7 +81,7 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 		if v == nil {
 			return nil
 		}
-		now := s.clock().Unix()
+		now := s.ringNow().Unix()
 		if v.rm.revoke && strings.EqualFold(strings.TrimSpace(cmd), commandRevoke) {
 			v.rm.revokeSession(v.tok)
 			clearCookie(resp.Header, v.v, v.rm.cookieName, v.https)
@@ -94,7 +94,7 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 		if v, _ := r.Context().Value(visitKey{}).(*visit); v != nil {
 			// The visitor was admitted: keep their session even though the
 			// origin failed, so a retry does not send them to the back.
-			s.setCookie(w.Header(), v, s.clock().Unix())
+			s.setCookie(w.Header(), v, s.ringNow().Unix())
 		}
 		name := ""
 		if rm != nil {

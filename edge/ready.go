@@ -22,7 +22,10 @@ type readiness struct {
 
 // Ready reports whether the node should be sent visitors at now: it is
 // not stopping, it is not cut off from its peers with stale_state closed
-// (it would queue every new visitor, as /healthz says), and it has had
+// (it would queue every new visitor, as /healthz says), it knows the ring's
+// time (it measured the clocks of most of its live peers: before that, a
+// node whose clock is off would date its visitors' arrivals in another
+// minute than the ring's), and it has had
 // fresh state: it joined the ring and heard from a peer (gossip from a peer
 // is the proof of both: only members holding the key are heard), or,
 // without seeds, it waited ReadyAloneAfter for one. A node with seeds that
@@ -31,7 +34,7 @@ type readiness struct {
 // enough, whenever it was: a ring scaled down to one node must keep serving
 // (stale_state decides what a node cut off does).
 func (s *Server) Ready(now time.Time) bool {
-	if s.ready.stopping.Load() || s.staleClosed(now) {
+	if s.ready.stopping.Load() || s.staleClosed(now) || !s.node.ClockSettled(now) {
 		return false
 	}
 	wait := time.Duration(s.cfg.ReadyAloneAfter)

@@ -60,6 +60,7 @@ type room struct {
 type allocation struct {
 	*policy.Allocation
 	minute int64
+	at     time.Time // the ring's time it was made at
 	view   *view
 	next   chan struct{} // closed when the next allocation replaces this one
 }
@@ -181,7 +182,7 @@ func (rm *room) viewAt(t time.Time) *view {
 	case v.phase == config.Prequeue:
 		// Before the event, everyone waits on the countdown.
 		v.pol.QueueAll = true
-	case rm.s.staleClosed(t):
+	case rm.s.staleClosed(rm.s.clock()): // timed on the node's own clock, as its gossip
 		// Cut off from the cluster and told to fail closed: queue new
 		// visitors rather than admit on a picture that may be far off.
 		v.pol.QueueAll = true
@@ -221,12 +222,19 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
 		snap = rm.s.node.Snapshot(rm.name, now.Unix(), v.win)
 	}
 	var a *policy.Allocation
+	if prev != nil && prev.at.After(now) {
+		// The ring's time stepped back (this node's first clock correction
+		// after it joined, or the peer that made the median left): the
+		// chain's ledger is dated in a time that has not come, so it starts
+		// afresh.
+		prev = nil
+	}
 	if prev != nil {
 		a = prev.Next(pol, &snap, now)
 	} else {
 		a = policy.Allocate(pol, &snap, rm.s.node.Replica(), now, policy.Continuous)
 	}
-	cur := &allocation{Allocation: a, minute: minute, view: v, next: make(chan struct{})}
+	cur := &allocation{Allocation: a, minute: minute, at: now, view: v, next: make(chan struct{})}
 	if old := rm.alloc.Swap(cur); old != nil {
 		close(old.next) // wakes the requests held on it (see holding)
 	}

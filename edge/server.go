@@ -46,8 +46,11 @@ type Server struct {
 	cfg   *config.Config
 	log   zerolog.Logger
 	clock func() time.Time
-	node  *gossip.Node
-	keys  *cookie.Keyring
+	// ring is the ring's time (see ringNow): the gossip node's, set when
+	// it starts.
+	ring func() time.Time
+	node *gossip.Node
+	keys *cookie.Keyring
 	// table holds the rooms in force and their routes; it is replaced
 	// whole when a room is created, changed or deleted anywhere in the
 	// cluster.
@@ -186,6 +189,7 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
+	s.ring = node.RingNow
 	// The config file seeds the rooms' registers; a newer runtime change
 	// learned from peers wins over it (see SeedRegister).
 	seedAt := cfg.Modified
@@ -199,7 +203,7 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 		}
 		s.node.SeedRegister(roomRegister(cfg.Rooms[i].Name), raw, seedAt.UnixMilli())
 	}
-	s.syncRooms(s.clock())
+	s.syncRooms(s.ringNow())
 	s.wg.Add(1)
 	go s.allocationLoop()
 	return s, nil
@@ -246,6 +250,14 @@ func loadCookieKeys(cfg *config.Config, log zerolog.Logger) (*cookie.Keyring, er
 	log.Warn().Str("path", path).Msg("no cookie key file given; generated one and kept it for restarts (a cluster needs the same file on every node)")
 	return LoadCookieKeys(path)
 }
+
+// ringNow is the ring's time (gossip.Node.RingNow), the one every node
+// reads alike whatever its own clock says: arrival buckets, minute budgets,
+// allocations, the counter rule, the times sealed in cookies (sealed by one
+// node, opened by another) and the phases of events all go by it. What times
+// a span on this machine stays on the node's own clock (s.clock): timeouts,
+// readiness, staleness and the gossip layer's measurements.
+func (s *Server) ringNow() time.Time { return s.ring() }
 
 // gossipLag is the bound on gossip delay the policy assumes (policy.Room.Lag):
 // the measured one when there is one, else the configured one.
@@ -396,7 +408,7 @@ func (s *Server) allocationLoop() {
 			}
 		}
 		last = time.Now()
-		s.refreshAllocations(s.clock())
+		s.refreshAllocations(s.ringNow())
 	}
 }
 

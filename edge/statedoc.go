@@ -10,12 +10,15 @@ import (
 // StateDoc is what GET /state answers: the node, the ring as it sees it and
 // its merged picture of every room.
 type StateDoc struct {
-	Node        string          `json:"node"`
-	Replica     string          `json:"replica"`
-	Incarnation uint64          `json:"incarnation"`
-	Time        time.Time       `json:"time"`
-	Members     []gossip.Member `json:"members"`
-	Gossip      gossip.Stats    `json:"gossip"`
+	Node        string `json:"node"`
+	Replica     string `json:"replica"`
+	Incarnation uint64 `json:"incarnation"`
+	// Time is the node's own clock; RingTime the ring's (see
+	// gossip.Node.RingNow), by which the rooms' figures are dated.
+	Time     time.Time       `json:"time"`
+	RingTime time.Time       `json:"ring_time"`
+	Members  []gossip.Member `json:"members"`
+	Gossip   gossip.Stats    `json:"gossip"`
 	// Lag is the gossip delay the allocations assume, measured or
 	// configured, with each peer's measured delay and clock offset.
 	Lag   *LagDoc      `json:"lag,omitempty"`
@@ -71,7 +74,7 @@ type NodeShare struct {
 // that drive load and read the count right after, such as the bench. -1 for
 // a room the node does not have.
 func (s *Server) WaitingNow(name string) int64 {
-	now := s.clock()
+	now := s.ringNow()
 	for _, rm := range s.rooms() {
 		if rm.name == name {
 			return rm.s.node.Snapshot(rm.name, now.Unix(), rm.viewAt(now).win).TotalWaiting

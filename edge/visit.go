@@ -103,7 +103,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onw
 		out.pass(w, r, rm)
 		return
 	}
-	now := s.clock()
+	now := s.ringNow()
 	a := rm.allocation(now)
 	if v := a.view; v.cfg.Suspended && !v.cfg.Stopped {
 		// A suspended room is off: straight to the origin, no cookie, not
@@ -428,7 +428,7 @@ func (s *Server) proxyVisit(rq *request, v *view) {
 	vis := &visit{rm: rq.rm, v: v, tok: rq.tok, https: rq.https}
 	if rq.marked && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		h := w.Header()
-		s.setCookie(h, vis, s.clock().Unix())
+		s.setCookie(h, vis, s.ringNow().Unix())
 		h.Set("Location", localURL(r.URL, ""))
 		h.Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusSeeOther)

@@ -42,8 +42,10 @@ func (d *delegate) NotifyMsg(b []byte) {
 		n.onBeat(b, m, n.clock())
 		return
 	}
+	// Peers date cells and stamps in the ring's time; the delay is taken
+	// on this node's own clock, in which the offsets are measured.
 	at := n.clock()
-	now := at.UnixMilli()
+	now := n.RingNow().UnixMilli()
 	delta := n.screen(m.Delta, now)
 	n.mu.Lock()
 	changed := n.state.MergeAt(delta, now)
@@ -129,7 +131,7 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	}
 	n.stats.pushPulls.Add(1)
 	n.heard()
-	now := n.clock().UnixMilli()
+	now := n.RingNow().UnixMilli()
 	delta := n.screen(m.Delta, now)
 	n.mu.Lock()
 	changed := n.state.MergeAt(delta, now)

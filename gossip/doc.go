@@ -91,8 +91,19 @@
 // last minute, and the ring's figure once every live peer has given enough
 // samples (lag.go). A node sends stamped messages only while every peer's
 // memberlist meta says it reads them, so older nodes keep getting plain
-// ones; every node still reads both. A node whose clock is more than five
-// minutes off its peers' median says so in its log once a minute.
+// ones; every node still reads both.
+//
+// # The ring's time
+//
+// From the same offsets, RingNow gives the ring's time: the node's clock
+// corrected by the median of its live peers' offsets and its own zero
+// (crdt.RingOffset, crdt.RingNow), which every node that hears the ring
+// reads alike. Counter cells' minutes and register stamps are dated, checked
+// and pruned by it; offsets, delays, beats and timeouts stay on the node's
+// own clock, in which they are measured. ClockSettled says whether most
+// live peers' clocks are measured yet. A node whose clock is more than five
+// minutes off its peers' median says so in its log once a minute and in
+// Lag (ClockFarOff).
 //
 // FaultNet is a memberlist transport for tests that loses, delays,
 // duplicates and partitions packets between nodes of one process.

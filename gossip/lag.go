@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/crdt"
 )
 
 // How late peers' counts reach this node. The allocation must leave room for
@@ -18,7 +20,8 @@ import (
 //   - the clock offset to each peer is measured over memberlist's probes, NTP
 //     style: the ack carries the responder's clock, and the offset is their
 //     time + rtt/2 − our time, taken from the probe with the shortest round
-//     trip among the recent ones;
+//     trip among the last offsetRecent (a clock stepped since older probes
+//     is followed within a few probes);
 //   - when a broadcast changes the state here (its first arrival), the delay
 //     is receive time − stamp + offset, kept per origin for LagWindow.
 //
@@ -47,6 +50,11 @@ const (
 
 	maxDelaySamples  = 512 // per peer; the most recent are kept
 	maxOffsetSamples = 16  // per peer
+	// offsetRecent is how many of a peer's latest probes its offset is
+	// taken from: enough for one with a short round trip among them, few
+	// enough that a stepped clock (an NTP step, a restart) is followed
+	// after that many probes rather than after OffsetWindow.
+	offsetRecent = 4
 )
 
 type delaySample struct {
@@ -137,7 +145,11 @@ func (b *lagBook) offset(peer string, now time.Time) (off, rtt time.Duration, ok
 }
 
 func (p *peerSamples) offsetAt(now time.Time) (off, rtt time.Duration, ok bool) {
-	for _, s := range p.offsets {
+	// The samples in the order they were taken: the ring buffer's oldest
+	// is at onext once it is full.
+	n := len(p.offsets)
+	for k := max(n-offsetRecent, 0); k < n; k++ {
+		s := p.offsets[(p.onext+k)%n]
 		if now.Sub(s.at) > OffsetWindow || s.at.After(now) {
 			continue
 		}
@@ -226,7 +238,26 @@ type RingLag struct {
 	Measured bool `json:"measured"`
 	// Peers are the live peers, by name.
 	Peers []PeerLag `json:"peers"`
+	// RingOffsetMs is the correction from this node's clock to the ring's
+	// time (crdt.RingOffset of the known peers' offsets), in ms: the ring
+	// dates arrival buckets and minute budgets by its time, not by any one
+	// node's clock.
+	RingOffsetMs float64 `json:"ring_offset_ms"`
+	// SkewMs is how far this node's clock is from the median of its
+	// peers' clocks (ahead when positive), and ClockFarOff whether that is
+	// beyond ClockSkewLimit: the ring's time covers for it, but a clock
+	// that far off is broken and its node's log says so.
+	SkewMs      float64 `json:"clock_skew_ms"`
+	ClockFarOff bool    `json:"clock_far_off"`
+
+	ringOffset, skew time.Duration
 }
+
+// RingOffset is the correction from this node's clock to ring time.
+func (r RingLag) RingOffset() time.Duration { return r.ringOffset }
+
+// Skew is how far this node's clock is ahead of its peers' median.
+func (r RingLag) Skew() time.Duration { return r.skew }
 
 // ring summarises the live peers at now.
 func (b *lagBook) ring(live []string, now time.Time) RingLag {
@@ -241,6 +272,30 @@ func (b *lagBook) ring(live []string, now time.Time) RingLag {
 	}
 	sort.Slice(out.Peers, func(i, j int) bool { return out.Peers[i].Name < out.Peers[j].Name })
 	out.DelayMs = ms(out.Delay)
+	var offs []time.Duration
+	for _, p := range out.Peers {
+		if p.OffsetKnown {
+			offs = append(offs, p.offset)
+		}
+	}
+	out.ringOffset = crdt.RingOffset(offs)
+	out.skew, out.ClockFarOff = clockSkew(offs, ClockSkewLimit)
+	out.RingOffsetMs, out.SkewMs = ms(out.ringOffset), ms(out.skew)
+	return out
+}
+
+// offsets are the known clock offsets of the live peers at now.
+func (b *lagBook) offsets(live []string, now time.Time) []time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []time.Duration
+	for _, name := range live {
+		if p := b.peers[name]; p != nil {
+			if off, _, ok := p.offsetAt(now); ok {
+				out = append(out, off)
+			}
+		}
+	}
 	return out
 }
 

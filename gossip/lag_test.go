@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 var lagT0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -192,6 +194,21 @@ func TestLagOffsets(t *testing.T) {
 			t.Fatalf("offset %v rtt %v (%v)", off, rtt, ok)
 		}
 	})
+	t.Run("a peer's clock stepped since older probes is followed after a few probes", func(t *testing.T) {
+		var b lagBook
+		at := lagT0
+		for range maxOffsetSamples + 3 {
+			b.addOffset("a", at, 0, ms) // short round trips, before the step
+			at = at.Add(time.Second)
+		}
+		for range offsetRecent {
+			b.addOffset("a", at, 30*time.Second, 5*ms) // longer ones, after it
+			at = at.Add(time.Second)
+		}
+		if off, _, ok := b.offset("a", at); !ok || off != 30*time.Second {
+			t.Fatalf("offset %v (%v), want the stepped clock's 30s", off, ok)
+		}
+	})
 	t.Run("an offset older than its window is forgotten", func(t *testing.T) {
 		var b lagBook
 		b.addOffset("a", lagT0, time.Second, ms)
@@ -228,6 +245,36 @@ func TestClockSkew(t *testing.T) {
 			skew, off := clockSkew(tc.offsets, ClockSkewLimit)
 			if skew != tc.wantSkew || off != tc.wantOff {
 				t.Fatalf("skew %v off %v, want %v %v", skew, off, tc.wantSkew, tc.wantOff)
+			}
+		})
+	}
+}
+
+func TestRingNow(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		offsets  map[string]time.Duration
+		wantRing time.Duration
+		farOff   bool
+	}{
+		{"a node alone keeps its own clock", nil, 0, false},
+		{"a node 30 s ahead of three agreeing peers moves back 30 s", map[string]time.Duration{"b": -30 * time.Second, "c": -30 * time.Second, "d": -30 * time.Second}, -30 * time.Second, false},
+		{"one peer 30 s ahead of a node and two others moves it by nothing", map[string]time.Duration{"b": 30 * time.Second, "c": 0, "d": 0}, 0, false},
+		{"a node 6 minutes behind its peers takes their time and is reported far off", map[string]time.Duration{"b": 6 * time.Minute, "c": 6 * time.Minute, "d": 6 * time.Minute}, 6 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := bareNode("a", func() time.Time { return now })
+			for p, off := range tc.offsets {
+				n.peers[p] = memberlist.Node{Name: p}
+				n.lag.addOffset(p, now, off, time.Millisecond)
+			}
+			if got := n.RingNow(); !got.Equal(now.Add(tc.wantRing)) {
+				t.Fatalf("ring time %v, want %v", got, now.Add(tc.wantRing))
+			}
+			l := n.Lag(now)
+			if l.RingOffset() != tc.wantRing || l.ClockFarOff != tc.farOff {
+				t.Fatalf("lag reports ring offset %v far off %v, want %v %v", l.RingOffset(), l.ClockFarOff, tc.wantRing, tc.farOff)
 			}
 		})
 	}

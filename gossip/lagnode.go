@@ -143,19 +143,12 @@ func (n *Node) RingDelay(now time.Time) (time.Duration, bool) {
 }
 
 // checkClock logs, at most once a minute, when this node's clock is more
-// than ClockSkewLimit off the median of its peers' clocks: counts are
-// bucketed by each node's own clock, so such a node counts into other
-// minutes than its peers.
+// than ClockSkewLimit off the median of its peers' clocks. The ring's time
+// (RingNow) keeps its counts in the ring's minutes all the same, but a clock
+// that far off is broken, and whatever else on the machine reads it is wrong.
 func (n *Node) checkClock(now time.Time) {
 	l := n.Lag(now)
-	var offs []time.Duration
-	for _, p := range l.Peers {
-		if p.OffsetKnown {
-			offs = append(offs, p.offset)
-		}
-	}
-	skew, off := clockSkew(offs, ClockSkewLimit)
-	if !off {
+	if !l.ClockFarOff {
 		return
 	}
 	n.peersMu.Lock()
@@ -165,6 +158,68 @@ func (n *Node) checkClock(now time.Time) {
 	}
 	n.peersMu.Unlock()
 	if due {
-		n.log.Warn().Dur("skew", skew).Int("peers", len(offs)).Msgf("this node's clock is %s off the median of its peers' clocks: set it right (NTP)", skew.Round(time.Second))
+		n.log.Warn().Dur("skew", l.skew).Dur("ring_offset", l.ringOffset).Int("peers", len(l.Peers)).Msgf("this node's clock is %s off the median of its peers' clocks: the ring's time is used for its counts, but set the clock right (NTP)", l.skew.Round(time.Second))
+	}
+}
+
+// ringCacheFor is how long RingNow reuses its offset: the offsets move only
+// when a probe finds a shorter round trip or a peer comes or goes. It is
+// timed on the machine's monotonic clock, not the node's, so that a node
+// whose clock stands still (a test's fake clock) still takes in new probes.
+const ringCacheFor = 250 * time.Millisecond
+
+type cachedRing struct {
+	at     time.Time // the node's clock
+	real   time.Time // the machine's monotonic clock
+	offset time.Duration
+}
+
+// ringOffset is the correction from this node's clock to the ring's time at
+// now (its clock): crdt.RingOffset of the live peers' measured offsets.
+func (n *Node) ringOffset(now time.Time) time.Duration {
+	if c := n.ringCache.Load(); c != nil && !now.Before(c.at) && time.Since(c.real) < ringCacheFor {
+		return c.offset
+	}
+	offs := n.lag.offsets(n.livePeers(), now)
+	off := crdt.RingOffset(offs)
+	prev := n.ringCache.Swap(&cachedRing{at: now, real: time.Now(), offset: off})
+	if was := time.Duration(0); prev == nil || prev.offset != off {
+		if prev != nil {
+			was = prev.offset
+		}
+		if d := off - was; d > crdt.RingHold || d < -crdt.RingHold {
+			n.log.Info().Dur("ring_offset", off).Dur("was", was).Int("peers", len(offs)).Msgf("this node's time now follows the ring's: its clock corrected by %s", off.Round(time.Millisecond))
+		}
+	}
+	return off
+}
+
+// ClockSettled reports whether this node has measured the clocks of more
+// than half of its live peers, or has none: until then its ring time is a
+// guess from a few of them (a node that just joined, whose clock may be far
+// off, reads its own clock until its first probes return).
+func (n *Node) ClockSettled(now time.Time) bool {
+	live := n.livePeers()
+	return len(live) == 0 || 2*len(n.lag.offsets(live, now)) > len(live)
+}
+
+// RingNow is the ring's time: this node's clock corrected by the median of
+// its live peers' clock offsets (see crdt.RingOffset and crdt.RingNow). The
+// counters' minutes, and everything dated by them, are in ring time, so
+// nodes with clocks apart still close each minute together. Offsets and
+// delays are measured on the node's own clock, which stays as it is.
+func (n *Node) RingNow() time.Time {
+	local := n.clock()
+	off := n.ringOffset(local)
+	for {
+		last := n.ringLast.Load()
+		var lastT time.Time
+		if last != 0 {
+			lastT = time.Unix(0, last)
+		}
+		t := crdt.RingNow(local, off, lastT)
+		if t.UnixNano() == last || n.ringLast.CompareAndSwap(last, t.UnixNano()) {
+			return t
+		}
 	}
 }

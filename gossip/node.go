@@ -155,6 +155,10 @@ type Node struct {
 	names      map[crdt.ReplicaID]string
 	stampPeers atomic.Bool
 	lagCache   atomic.Pointer[cachedLag]
+	// ringCache is the ring offset in use and ringLast the last ring time
+	// handed out (unix ns), for RingNow.
+	ringCache atomic.Pointer[cachedRing]
+	ringLast  atomic.Int64
 	// lastOwn is when (unix ns, node clock) the node last queued counts of
 	// its own or a beat (beat.go).
 	lastOwn atomic.Int64
@@ -478,7 +482,7 @@ func (n *Node) Read(fn func(*crdt.State)) {
 // SetRegister writes a named register and gossips it.
 func (n *Node) SetRegister(name string, value []byte) {
 	n.mu.Lock()
-	n.state.SetRegister(name, value, n.replica, n.clock().UnixMilli())
+	n.state.SetRegister(name, value, n.replica, n.RingNow().UnixMilli())
 	n.dirtyRegs[name] = struct{}{}
 	n.mu.Unlock()
 }
@@ -724,16 +728,16 @@ func (n *Node) pruneLoop() {
 // from a snapshot: they would count until their far-future minute.
 func (n *Node) dropFuture() {
 	n.mu.Lock()
-	dropped := n.state.DropFuture(n.clock().UnixMilli())
+	dropped := n.state.DropFuture(n.RingNow().UnixMilli())
 	n.mu.Unlock()
 	if dropped > 0 {
 		n.log.Warn().Int("cells", dropped).Msg("dropped counter cells dated in the future beyond the allowed clock offset")
 	}
 }
 
-// Prune drops counters older than the retention window of this node's clock.
+// Prune drops counters older than the retention window of the ring's time.
 func (n *Node) Prune() int {
-	horizon := n.clock().Unix()/60 - int64(n.cfg.Retention)
+	horizon := n.RingNow().Unix()/60 - int64(n.cfg.Retention)
 	n.mu.Lock()
 	dropped := n.state.Prune(horizon)
 	n.mu.Unlock()

@@ -13,7 +13,7 @@ import "github.com/waitroom/waitroom/crdt"
 // the allowed clock offset does not hold the file's settings back (see
 // crdt.State.ApplyRegisterAt).
 func (n *Node) SeedRegister(name string, value []byte, wallMillis int64) bool {
-	now := n.clock().UnixMilli()
+	now := n.RingNow().UnixMilli()
 	e := crdt.RegisterEntry{Name: name, Reg: crdt.LWW[[]byte]{Value: value, Stamp: crdt.HLC{Wall: min(wallMillis, now)}, Replica: n.replica}}
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -48,10 +48,12 @@ by wall-clock time:
   5xx from waitroom                                                 goal 0
 
 Scenarios: sessions-1min, sessions-5min, regional-4-1-1, fresh-flood,
-steady-95, node-restart (all by default). --short runs each in about three
-minutes (what CI runs); the full lengths take 5 to 15 minutes each.
+steady-95, node-restart, clock-skew (all by default; clock-skew starts the
+second node 30 s ahead and the third 30 s behind with serve's hidden, test-only
+--test-clock-offset). --short runs each in about three minutes (what CI runs);
+the full lengths take 5 to 15 minutes each.
 
-  waitroom fidelity --short --parallel 6
+  waitroom fidelity --short --parallel 7
   waitroom fidelity --scenario fresh-flood,steady-95 --json
   waitroom fidelity --short --check     # exit status 1 when a goal is missed`,
 		Args: cobra.NoArgs,

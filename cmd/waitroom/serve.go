@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,8 +12,9 @@ import (
 
 func newServe() *cobra.Command {
 	var (
-		configPath string
-		o          config.Overrides
+		configPath  string
+		o           config.Overrides
+		clockOffset time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -58,7 +60,14 @@ gossip on loopback.`,
 				return fmt.Errorf("flags: %w", err)
 			}
 			log := newLogger(cfg.LogLevel, o.LogFormat)
-			return edge.Run(cmd.Context(), cfg, edge.RunOptions{Log: log})
+			ro := edge.RunOptions{Log: log}
+			if clockOffset != 0 {
+				// Test only: the node reads a clock this far off the
+				// machine's, as a PoP whose clock is wrong would.
+				ro.Clock = func() time.Time { return time.Now().Add(clockOffset) }
+				log.Warn().Dur("offset", clockOffset).Msg("test only: this node's clock is faked to run off the machine's clock (--test-clock-offset)")
+			}
+			return edge.Run(cmd.Context(), cfg, ro)
 		},
 	}
 	f := cmd.Flags()
@@ -97,5 +106,9 @@ gossip on loopback.`,
 	f.IntVar(&o.HTTPSPort, "https-port", 0, "the port visitors reach HTTPS on, for redirects, when it is not the port of --listen (default: that port)")
 	f.StringVar(&o.LogLevel, "log-level", "", "debug, info (default), warn or error")
 	f.StringVar(&o.LogFormat, "log-format", "console", "console or json")
+	// Hidden and for tests only: the real-process fidelity run starts a node
+	// with a wrong clock to show the ring agreeing on its time regardless.
+	f.DurationVar(&clockOffset, "test-clock-offset", 0, "TEST ONLY, hidden: run the node on a clock this far off the machine's (e.g. 30s, -30s), to test the ring's agreed time; never use it in production")
+	_ = f.MarkHidden("test-clock-offset")
 	return cmd
 }

@@ -38,6 +38,10 @@ func WriteStateTable(w io.Writer, d *edge.StateDoc) error {
 			src = "measured"
 		}
 		fmt.Fprintf(tw, "gossip lag in use: %s (%s; configured %s)\n", msDur(l.InUseMs), src, msDur(l.ConfiguredMs))
+		fmt.Fprintf(tw, "ring time: %s (this node's clock corrected by %s)\n", d.RingTime.Format(time.RFC3339), signedMs(l.Ring.RingOffsetMs))
+		if l.Ring.ClockFarOff {
+			fmt.Fprintf(tw, "CLOCK FAR OFF: this node's clock is %s off its peers' median; the ring's time is used for counts, but set the clock right (NTP)\n", signedMs(l.Ring.SkewMs))
+		}
 		if len(l.Ring.Peers) > 0 {
 			fmt.Fprintln(tw, "PEER\tDELAY P99\tDELAY MAX\tSAMPLES\tCLOCK OFFSET")
 			for _, p := range l.Ring.Peers {
@@ -100,6 +104,14 @@ func WriteStateTable(w io.Writer, d *edge.StateDoc) error {
 
 func msDur(ms float64) string {
 	return time.Duration(ms * float64(time.Millisecond)).Round(time.Millisecond).String()
+}
+
+// signedMs is a duration in ms with its sign always shown.
+func signedMs(ms float64) string {
+	if ms < 0 {
+		return msDur(ms)
+	}
+	return "+" + msDur(ms)
 }
 
 func humanBytes(n uint64) string {

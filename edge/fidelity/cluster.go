@@ -86,6 +86,9 @@ func startCluster(ctx context.Context, binary, dir string, s Scenario, originURL
 		if i > 0 {
 			n.args = append(n.args, "--seed", c.nodes[0].gossip)
 		}
+		if i < len(s.ClockOffsets) && s.ClockOffsets[i] != 0 {
+			n.args = append(n.args, "--test-clock-offset", s.ClockOffsets[i].String())
+		}
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
@@ -133,8 +136,9 @@ func (c *cluster) keygen(ctx context.Context, path string, args ...string) error
 // url is the public address of node i.
 func (c *cluster) url(i int) string { return "http://" + c.nodes[i].listen + "/" }
 
-// waitReady polls until every node of want answers /healthz and lists every
-// node of the ring as alive, or a process exits, or startTimeout passes.
+// waitReady polls until every node of want lists every node of the ring as
+// alive and answers /readyz (it heard from the ring and knows its time), or
+// a process exits, or startTimeout passes.
 func (c *cluster) waitReady(ctx context.Context, want []*node) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
@@ -146,7 +150,7 @@ func (c *cluster) waitReady(ctx context.Context, want []*node) error {
 			if n.hasExited() {
 				return fmt.Errorf("node %s exited while starting: %s", n.name, n.logTail())
 			}
-			if alive, err := c.aliveMembers(ctx, n); err != nil || alive < len(c.nodes) {
+			if alive, err := c.aliveMembers(ctx, n); err != nil || alive < len(c.nodes) || !c.isReady(ctx, n) {
 				ready = false
 			}
 		}
@@ -163,6 +167,20 @@ func (c *cluster) waitReady(ctx context.Context, want []*node) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// isReady asks a node's /readyz, as a load balancer would.
+func (c *cluster) isReady(ctx context.Context, n *node) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.admin+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // aliveMembers asks a node's admin endpoint how many members it sees alive.

@@ -31,6 +31,10 @@ type Scenario struct {
 	// Restart, when set, kills one node with SIGKILL mid-run and starts it
 	// again.
 	Restart *Restart `json:"restart,omitempty"`
+	// ClockOffsets, when set (one per node), start each node on a clock
+	// that far off the machine's (serve's hidden, test-only
+	// --test-clock-offset), as PoPs whose clocks are wrong.
+	ClockOffsets []time.Duration `json:"clock_offsets_ns,omitempty"`
 }
 
 // Wave is a stream of new visitors over all the nodes together.
@@ -153,6 +157,33 @@ func Scenarios(short bool, nodes int) []Scenario {
 	}
 	browse(&s, 20*time.Second, 90*time.Second, 3*time.Second, 8*time.Second)
 	out = append(out, s)
+
+	s = Scenario{
+		Name:         "clock-skew",
+		Description:  "1-minute sessions, arrivals at 1.5× new_users_per_minute at random; the second node's clock 30 s ahead and the third's 30 s behind",
+		Nodes:        nodes,
+		Limits:       Limits{TotalActiveUsers: 60, NewUsersPerMinute: 40, SessionDuration: time.Minute},
+		Length:       length(10*time.Minute, 3*time.Minute),
+		Weights:      even(nodes),
+		ClockOffsets: skewed(nodes),
+	}
+	s.Waves = []Wave{{For: s.Length * 3 / 4, PerMinute: 60}}
+	browse(&s, 20*time.Second, 90*time.Second, 3*time.Second, 8*time.Second)
+	out = append(out, s)
+	return out
+}
+
+// skewed are the clock offsets of the clock-skew scenario: the first node
+// (the others' seed) right, then 30 s ahead and 30 s behind in turn.
+func skewed(nodes int) []time.Duration {
+	out := make([]time.Duration, nodes)
+	for i := 1; i < nodes; i++ {
+		if i%2 == 1 {
+			out[i] = 30 * time.Second
+		} else {
+			out[i] = -30 * time.Second
+		}
+	}
 	return out
 }
 
@@ -196,6 +227,8 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("scenario %s: length %v must be positive", s.Name, s.Length)
 	case s.BrowseMax < s.BrowseMin || s.PageEveryMin <= 0 || s.PageEveryMax < s.PageEveryMin:
 		return fmt.Errorf("scenario %s: browsing %v–%v every %v–%v is not a range", s.Name, s.BrowseMin, s.BrowseMax, s.PageEveryMin, s.PageEveryMax)
+	case s.ClockOffsets != nil && len(s.ClockOffsets) != s.Nodes:
+		return fmt.Errorf("scenario %s: %d clock offsets for %d nodes", s.Name, len(s.ClockOffsets), s.Nodes)
 	case s.Restart != nil && (s.Restart.Node < 0 || s.Restart.Node >= s.Nodes):
 		return fmt.Errorf("scenario %s: restart node %d: must be 0–%d", s.Name, s.Restart.Node, s.Nodes-1)
 	}

@@ -12,7 +12,9 @@
 // and 10,000 visitors runs in a few seconds.
 //
 //   - Nodes: each has its own crdt.State replica, its own clock (virtual
-//     time + skew) and its own policy allocation chain: Allocate once, then
+//     time + skew, corrected to the ring's time by the edge's own rule,
+//     crdt.RingOffset and crdt.RingNow, from the offsets of the peers it
+//     sees) and its own policy allocation chain: Allocate once, then
 //     Next every 250 ms of virtual time, after every gossip delivery that
 //     changes the state (at most every 50 ms) and when a request finds the
 //     minute turned, as the edge's allocation loop does. Room.Lag is the

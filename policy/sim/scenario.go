@@ -66,6 +66,12 @@ type Nodes struct {
 	// the whole snapshot, stale columns and all, as the edge did before,
 	// for comparison.
 	CutHandling string `yaml:"cut_handling" json:"cut_handling,omitempty"`
+	// Clock is the time a node dates its counts by: "ring" (the default,
+	// also when empty: the edge) is its clock corrected by the median of
+	// the clock offsets of the peers it sees (crdt.RingOffset, crdt.RingNow,
+	// measured without error here); "own" is its own skewed clock, as the
+	// edge did before, for comparison.
+	Clock string `yaml:"clock" json:"clock,omitempty"`
 	// RecomputeEvery and RecomputeThrottle mirror the edge's allocation
 	// loop: at least every 250ms, and on every gossip delivery that changes
 	// the state but at most every 50ms. 0 means those defaults.
@@ -81,6 +87,15 @@ const (
 	// CutWhole reads the whole snapshot while cut, as the edge did before:
 	// for comparison only.
 	CutWhole = "whole"
+)
+
+// The values of nodes.clock.
+const (
+	// ClockRing is the edge's time: the ring's (crdt.RingNow).
+	ClockRing = "ring"
+	// ClockOwn is each node's own clock, as the edge did before: for
+	// comparison only.
+	ClockOwn = "own"
 )
 
 // Gossip describes how entries travel between nodes.
@@ -484,6 +499,11 @@ func (sc *Scenario) Validate() error {
 	case "", CutParts, CutWhole:
 	default:
 		p.add("nodes.cut_handling", "%q must be parts or whole", sc.Nodes.CutHandling)
+	}
+	switch sc.Nodes.Clock {
+	case "", ClockRing, ClockOwn:
+	default:
+		p.add("nodes.clock", "%q must be ring or own", sc.Nodes.Clock)
 	}
 	if sc.Nodes.RecomputeEvery < 0 || sc.Nodes.RecomputeThrottle < 0 {
 		p.add("nodes.recompute_every", "and recompute_throttle must not be negative")

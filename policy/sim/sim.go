@@ -28,7 +28,7 @@ func policyStrategy(s string) policy.Strategy {
 }
 
 // Epoch is t = 0 of every run: a minute boundary. Node clocks are Epoch +
-// virtual time + their skew.
+// virtual time + their skew, read through the ring's correction (run.clock).
 var Epoch = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // roomName is the one room every run simulates.
@@ -160,6 +160,7 @@ type node struct {
 
 	alloc       *policy.Allocation
 	allocMinute int64
+	allocAt     time.Time // the ring's time of alloc
 	lastAlloc   time.Duration
 	kicked      bool
 
@@ -167,9 +168,31 @@ type node struct {
 	outIdx  map[crdt.Key]int
 	flushAt bool
 	horizon int64
+	// ringLast is the last ring time the node read (crdt.RingNow).
+	ringLast time.Time
 }
 
-func (n *node) clock(t time.Duration) time.Time { return Epoch.Add(t + n.skew) }
+// clock is node n's time at virtual time t, the edge's gossip.Node.RingNow:
+// its own clock (Epoch + t + its skew) corrected by the median of the clock
+// offsets of the peers it counts live (crdt.RingOffset; the sim measures
+// them without error), never stepping back by a few seconds (crdt.RingNow).
+// With nodes.clock "own", its own clock.
+func (r *run) clock(n *node, t time.Duration) time.Time {
+	local := Epoch.Add(t + n.skew)
+	if r.sc.Nodes.Clock == ClockOwn {
+		return local
+	}
+	offs := r.offs[:0]
+	for j, o := range r.nodes {
+		if j != n.id && n.sees[j] {
+			offs = append(offs, o.skew-n.skew)
+		}
+	}
+	r.offs = offs
+	now := crdt.RingNow(local, crdt.RingOffset(offs), n.ringLast)
+	n.ringLast = now
+	return now
+}
 
 // peakMemory is how long the largest ring a node saw keeps it expecting
 // that many nodes (gossip's peakMemory).
@@ -308,6 +331,7 @@ type run struct {
 	retiredOf []int            // their nodes
 	group     []int
 	cut       int
+	offs      []time.Duration // scratch for clock
 	parts     []*Partition
 	arr       []arrival
 	vis       []visitor
@@ -525,7 +549,7 @@ func (r *run) handle(e event) {
 // what it last heard of the rest; then Next on the previous allocation
 // (Allocate the first time).
 func (r *run) recompute(n *node) {
-	now := n.clock(r.now)
+	now := r.clock(n, r.now)
 	minute := now.Unix() / 60
 	if h := minute - r.retain; h > n.horizon {
 		n.state.Prune(h)
@@ -541,12 +565,14 @@ func (r *run) recompute(n *node) {
 	} else {
 		snap = n.state.Snapshot(roomName, now.Unix(), r.win)
 	}
-	if n.alloc == nil {
+	// As the edge: a ring time that stepped back starts the chain afresh.
+	if n.alloc == nil || n.allocAt.After(now) {
 		n.alloc = policy.Allocate(pol, &snap, n.replica, now, r.strategy)
 	} else {
 		n.alloc = n.alloc.Next(pol, &snap, now)
 	}
 	n.allocMinute = minute
+	n.allocAt = now
 	n.lastAlloc = r.now
 	r.counts.Allocations++
 }
@@ -835,7 +861,7 @@ func (r *run) seedQueue() {
 		}
 		v.node = pickNode(w, r.live, a.pick)
 		n := r.nodes[v.node]
-		now := n.clock(0)
+		now := r.clock(n, 0)
 		minute := now.Unix() / 60
 		v.tok = policy.Counting{
 			Bucket:          Epoch.Add(a.claimed).Unix() / 60,
@@ -905,7 +931,7 @@ func (r *run) request(i int) {
 		r.counts.Rerouted++
 	}
 	n := r.nodes[v.node]
-	now := n.clock(r.now)
+	now := r.clock(n, r.now)
 	nowSec := now.Unix()
 	nowMin := nowSec / 60
 	if !v.held {

@@ -48,7 +48,7 @@ type short struct {
 //     it last became covered as it stands: a few percent still at steady
 //     load near the limits and across a node restart, more where the
 //     order cannot hold (a node's own flood before the others hear of it,
-//     a cut ring, skewed clocks).
+//     a cut ring).
 //   - Utilisation at the first queueing after a step or a flood: each node
 //     queues on its share of the minute before the others' traffic has
 //     reached it.
@@ -105,16 +105,16 @@ var shorts = []short{
 	// 1.494 → 1.512.
 	{name: "gossip-delay-5s", shrink: shortStep, limits: map[string]float64{sim.GoalPeakNew: 1.52, sim.GoalEstimate: 0}},
 	{name: "gossip-delay-5s-lag10s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.7, sim.GoalEstimate: 0}},
-	// Needs clocks that agree across nodes (out of the policy's scope).
-	// Sessions counted by expiry move every few seconds while visitors
-	// browse, so more gossip messages and recomputes run: 34 % → 37 %
-	// here, within the noise of a scenario that misses by thirty times;
-	// 37.0 % → 37.7 % when a queued visitor's arrival came to count at its
-	// proof, two seconds late, likewise.
+	// Clocks ±30 s apart: the nodes date their counts by the ring's time
+	// (crdt.RingNow), so the short run gives what it gives with every clock
+	// right (skew_range: 0s): 1.002 × the new-user limit and 1.63 % (39)
+	// inversions, from the short run's 1 s gossip at the minute's turn, not
+	// from the clocks (the full run: 0.74 % either way). With each node on
+	// its own clock (nodes.clock: own) the ratchet stood at 1.2 × and 38 %.
 	{name: "clock-skew", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(4 * time.Minute)
 		sc.Duration = dur(6 * time.Minute)
-	}, limits: map[string]float64{sim.GoalPeakNew: 1.2, sim.GoalFIFOInversions: 0.38}},
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.017}},
 	// An on-sale opening at a cold cluster (the edge soak's shape). The
 	// cold start itself stays within the limits (38 of 50 admitted in the
 	// first second, none of the flood beyond the per-minute limit); the
@@ -573,6 +573,7 @@ visitors:
 		{"count: 3", "count: 3, cut_handling: ignore", "nodes.cut_handling"},
 		{"seed: 1", "seed: 1\ngoals: [fast]", "goals[0]"},
 		{"count: 3", "count: 3, skew: [1s]", "nodes.skew"},
+		{"count: 3", "count: 3, clock: sundial", "nodes.clock"},
 		{"visitors:\n", "visitors:\n  time_on_origin: {dist: gamma}\n", "visitors.time_on_origin.dist"},
 		{"visitors:\n", "visitors:\n  abandonment: {probability: 2}\n", "visitors.abandonment.probability"},
 		{"seed: 1", "seed: 1\ncolour: blue", "colour"},

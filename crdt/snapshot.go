@@ -139,97 +139,149 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 	if r == nil {
 		return snap
 	}
-	waitFirst := minute - int64(w.Waiting) + 1
-	lastExpiry := now + MaxSessionLead*60
-	var active int64
-	waiting := map[int64]int64{}
-	type cell struct{ bucket, minute int64 }
-	var sessions map[int64]int64 // by expiry second, when keep is set
-	var queued map[cell]int64
-	if keep != nil {
-		sessions, queued = map[int64]int64{}, map[cell]int64{}
+	t := snapshotSum{
+		snap: snap, keep: keep, now: now, minute: minute, first: first,
+		waitFirst:  minute - int64(w.Waiting) + 1,
+		lastExpiry: now + MaxSessionLead*60,
+		waiting:    map[int64]int64{},
 	}
-	var scratch []Count
+	if keep != nil {
+		t.sessions, t.queued = map[int64]int64{}, map[waitingCell]int64{}
+	}
 	for ck, g := range r.cells {
-		c := g.c
-		if keep != nil {
-			scratch = scratch[:0]
-			for _, e := range c {
-				if keep(e.Replica) {
-					scratch = append(scratch, e)
-				}
-			}
-			if len(scratch) == 0 {
-				continue
-			}
-			c = scratch
-		}
-		if ck.Kind == SessionPlus || ck.Kind == SessionMinus {
-			// Dated by expiry: counted while the expiry second is ahead.
-			if ck.Bucket <= now || ck.Bucket > lastExpiry {
-				continue
-			}
-			v := int64(sum(c))
-			if ck.Kind == SessionMinus {
-				v = -v
-			}
-			if sessions != nil {
-				sessions[ck.Bucket] += v
-			} else {
-				active += v
-			}
+		c := t.kept(g.c)
+		if keep != nil && len(c) == 0 {
 			continue
 		}
-		if ck.Minute > minute {
-			// A peer whose clock runs ahead wrote into a minute that has not
-			// begun here; count it as the current minute rather than lose it.
-			ck.Minute = minute
+		t.add(ck, c)
+	}
+	t.finish()
+	return t.snap
+}
+
+// waitingCell is one waiting cell: an arrival bucket in one minute.
+type waitingCell struct{ bucket, minute int64 }
+
+// snapshotSum is one SnapshotOf in progress: the frame of the snapshot and
+// the sums it gathers from the room's cells.
+type snapshotSum struct {
+	snap RoomSnapshot
+	keep func(ReplicaID) bool
+
+	now, minute, first int64 // the snapshot's second, minute and first minute of history
+	waitFirst          int64 // the first minute of the waiting window
+	lastExpiry         int64 // the furthest session expiry that can be real
+
+	active   int64
+	waiting  map[int64]int64 // by arrival bucket
+	sessions map[int64]int64 // by expiry second, when keep is set
+	queued   map[waitingCell]int64
+	scratch  []Count
+}
+
+// kept returns the entries of c that keep accepts (all of them when keep is
+// nil), in a scratch slice reused from cell to cell.
+func (t *snapshotSum) kept(c []Count) []Count {
+	if t.keep == nil {
+		return c
+	}
+	t.scratch = t.scratch[:0]
+	for _, e := range c {
+		if t.keep(e.Replica) {
+			t.scratch = append(t.scratch, e)
 		}
-		switch ck.Kind {
-		case WaitingPlus, WaitingMinus:
-			if ck.Minute < waitFirst {
-				continue
-			}
-			v := int64(sum(c))
-			if ck.Kind == WaitingMinus {
-				v = -v
-			}
-			if queued != nil {
-				queued[cell{ck.Bucket, ck.Minute}] += v
-			} else {
-				waiting[ck.Bucket] += v
-			}
-		case Admitted, Arrivals, VisitorsQueued:
-			i := ck.Minute - first
-			if i < 0 {
-				continue
-			}
-			dst := &snap.Admitted[i]
-			switch ck.Kind {
-			case Arrivals:
-				dst = &snap.Arrivals[i]
-			case VisitorsQueued:
-				dst = &snap.Queued[i]
-			}
-			dst.Total += sum(c)
-			dst.ByReplica = mergeCounts(dst.ByReplica, c)
-		}
 	}
-	for _, v := range sessions {
-		active += max(v, 0)
+	return t.scratch
+}
+
+// add counts one cell's entries c into the sums its kind feeds.
+func (t *snapshotSum) add(ck cellKey, c []Count) {
+	if ck.Kind == SessionPlus || ck.Kind == SessionMinus {
+		t.addSession(ck, c)
+		return
 	}
-	for c, v := range queued {
-		waiting[c.bucket] += max(v, 0)
+	if ck.Minute > t.minute {
+		// A peer whose clock runs ahead wrote into a minute that has not
+		// begun here; count it as the current minute rather than lose it.
+		ck.Minute = t.minute
 	}
-	snap.Active = max(active, 0)
-	for b, n := range waiting {
+	switch ck.Kind {
+	case WaitingPlus, WaitingMinus:
+		t.addWaiting(ck, c)
+	case Admitted, Arrivals, VisitorsQueued:
+		t.addMinute(ck, c)
+	}
+}
+
+// addSession counts a session cell while its expiry second is ahead.
+func (t *snapshotSum) addSession(ck cellKey, c []Count) {
+	// Dated by expiry: counted while the expiry second is ahead.
+	if ck.Bucket <= t.now || ck.Bucket > t.lastExpiry {
+		return
+	}
+	v := int64(sum(c))
+	if ck.Kind == SessionMinus {
+		v = -v
+	}
+	if t.sessions != nil {
+		t.sessions[ck.Bucket] += v
+	} else {
+		t.active += v
+	}
+}
+
+// addWaiting counts a waiting cell dated within the waiting window.
+func (t *snapshotSum) addWaiting(ck cellKey, c []Count) {
+	if ck.Minute < t.waitFirst {
+		return
+	}
+	v := int64(sum(c))
+	if ck.Kind == WaitingMinus {
+		v = -v
+	}
+	if t.queued != nil {
+		t.queued[waitingCell{ck.Bucket, ck.Minute}] += v
+	} else {
+		t.waiting[ck.Bucket] += v
+	}
+}
+
+// addMinute adds a per-replica minute counter dated within the history into
+// its minute of Admitted, Arrivals or Queued.
+func (t *snapshotSum) addMinute(ck cellKey, c []Count) {
+	i := ck.Minute - t.first
+	if i < 0 {
+		return
+	}
+	dst := &t.snap.Admitted[i]
+	switch ck.Kind {
+	case Arrivals:
+		dst = &t.snap.Arrivals[i]
+	case VisitorsQueued:
+		dst = &t.snap.Queued[i]
+	}
+	dst.Total += sum(c)
+	dst.ByReplica = mergeCounts(dst.ByReplica, c)
+}
+
+// finish sums the cells taken as at least zero (with keep set), then sets
+// Active and the waiting buckets, oldest first.
+func (t *snapshotSum) finish() {
+	snap := &t.snap
+	for _, v := range t.sessions {
+		t.active += max(v, 0)
+	}
+	for c, v := range t.queued {
+		t.waiting[c.bucket] += max(v, 0)
+	}
+	snap.Active = max(t.active, 0)
+	for b, n := range t.waiting {
 		if n > 0 {
 			snap.Waiting = append(snap.Waiting, BucketCount{Bucket: b, N: n})
 			snap.TotalWaiting += n
 		}
 	}
 	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
-	return snap
 }
 
 // floorDiv divides rounding towards minus infinity, so second -1 is in

@@ -232,102 +232,140 @@ func Decode(b []byte, limit int) (Message, error) {
 	}
 	m := Message{Type: b[0] & 0x0f}
 	body := b[1:]
+	var err error
 	switch m.Type {
 	case msgEntries, msgStampedEntries:
-		var ws []wireEntry
-		var err error
-		if m.Type == msgEntries {
-			ws, err = decodeBody(body, func(r *reader) ([]wireEntry, error) { return list(r, 7, r.entry) })
-		} else {
-			var st stamped
-			st, err = decodeBody(body, (*reader).stamped)
-			ws, m.At = st.entries, st.at
-			if err == nil && m.At < 0 {
-				err = fmt.Errorf("%w: negative stamp %d", errValidation, m.At)
-			}
-		}
-		if err != nil {
-			return Message{}, err
-		}
-		if ws == nil {
-			return Message{}, fmt.Errorf("%w: nil entry list", errMalformed)
-		}
-		m.Delta.Entries = make([]crdt.Entry, len(ws))
-		for i, w := range ws {
-			e := crdt.Entry{Key: crdt.Key{Room: w.Room, Kind: crdt.Kind(w.Kind), Bucket: w.Bucket, Minute: w.Minute}, Replica: crdt.ReplicaID(w.Replica), Value: w.Value}
-			if !validEntry(e) {
-				return Message{}, fmt.Errorf("%w: entry %d", errValidation, i)
-			}
-			m.Delta.Entries[i] = e
-		}
+		err = m.decodeEntries(body)
 	case msgBeat:
-		bt, err := decodeBody(body, (*reader).beat)
-		if err != nil {
-			return Message{}, err
-		}
-		if bt.replica == 0 || bt.at <= 0 {
-			return Message{}, fmt.Errorf("%w: beat of replica %d at %d", errValidation, bt.replica, bt.at)
-		}
-		m.Origin, m.At = crdt.ReplicaID(bt.replica), bt.at
+		err = m.decodeBeat(body)
 	case msgRegisters:
-		ws, err := decodeBody(body, func(r *reader) ([]wireRegister, error) { return list(r, 6, r.register) })
-		if err != nil {
-			return Message{}, err
-		}
-		if ws == nil {
-			return Message{}, fmt.Errorf("%w: nil register list", errMalformed)
-		}
-		for i, w := range ws {
-			r := w.entry()
-			if !validRegister(r) {
-				return Message{}, fmt.Errorf("%w: register %d", errValidation, i)
-			}
-			m.Delta.Registers = append(m.Delta.Registers, r)
-		}
+		err = m.decodeRegisters(body)
 	case msgFull:
-		f, err := decodeBody(body, (*reader).full)
-		if err != nil {
-			return Message{}, err
-		}
-		m.Horizon = f.Horizon
-		total := 0
-		for _, room := range f.Rooms {
-			for _, c := range room.Cells {
-				total += len(c.Counts) / 2
-			}
-		}
-		if total > 0 {
-			m.Delta.Entries = make([]crdt.Entry, 0, total)
-		}
-		for _, room := range f.Rooms {
-			for _, c := range room.Cells {
-				if len(c.Counts)%2 != 0 {
-					return Message{}, fmt.Errorf("%w: odd counts in room %q", errValidation, room.Name)
-				}
-				for j := 0; j < len(c.Counts); j += 2 {
-					ri := c.Counts[j]
-					if ri >= uint64(len(f.Replicas)) {
-						return Message{}, fmt.Errorf("%w: replica index %d out of range", errValidation, ri)
-					}
-					e := crdt.Entry{Key: crdt.Key{Room: room.Name, Kind: crdt.Kind(c.Kind), Bucket: c.Bucket, Minute: c.Minute}, Replica: crdt.ReplicaID(f.Replicas[ri]), Value: c.Counts[j+1]}
-					if !validEntry(e) {
-						return Message{}, fmt.Errorf("%w: room %q", errValidation, room.Name)
-					}
-					m.Delta.Entries = append(m.Delta.Entries, e)
-				}
-			}
-		}
-		for i, w := range f.Registers {
-			r := w.entry()
-			if !validRegister(r) {
-				return Message{}, fmt.Errorf("%w: register %d", errValidation, i)
-			}
-			m.Delta.Registers = append(m.Delta.Registers, r)
-		}
+		err = m.decodeFull(body)
 	default:
-		return Message{}, fmt.Errorf("%w: %d", errType, m.Type)
+		err = fmt.Errorf("%w: %d", errType, m.Type)
+	}
+	if err != nil {
+		return Message{}, err
 	}
 	return m, nil
+}
+
+// decodeEntries fills m from the body of an entries message, stamped or not,
+// checking the stamp and every entry.
+func (m *Message) decodeEntries(body []byte) error {
+	var ws []wireEntry
+	var err error
+	if m.Type == msgEntries {
+		ws, err = decodeBody(body, func(r *reader) ([]wireEntry, error) { return list(r, 7, r.entry) })
+	} else {
+		var st stamped
+		st, err = decodeBody(body, (*reader).stamped)
+		ws, m.At = st.entries, st.at
+		if err == nil && m.At < 0 {
+			err = fmt.Errorf("%w: negative stamp %d", errValidation, m.At)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if ws == nil {
+		return fmt.Errorf("%w: nil entry list", errMalformed)
+	}
+	m.Delta.Entries = make([]crdt.Entry, len(ws))
+	for i, w := range ws {
+		e := crdt.Entry{Key: crdt.Key{Room: w.Room, Kind: crdt.Kind(w.Kind), Bucket: w.Bucket, Minute: w.Minute}, Replica: crdt.ReplicaID(w.Replica), Value: w.Value}
+		if !validEntry(e) {
+			return fmt.Errorf("%w: entry %d", errValidation, i)
+		}
+		m.Delta.Entries[i] = e
+	}
+	return nil
+}
+
+// decodeBeat fills m from the body of a beat, which names a replica and a
+// time after the epoch.
+func (m *Message) decodeBeat(body []byte) error {
+	bt, err := decodeBody(body, (*reader).beat)
+	if err != nil {
+		return err
+	}
+	if bt.replica == 0 || bt.at <= 0 {
+		return fmt.Errorf("%w: beat of replica %d at %d", errValidation, bt.replica, bt.at)
+	}
+	m.Origin, m.At = crdt.ReplicaID(bt.replica), bt.at
+	return nil
+}
+
+// decodeRegisters fills m from the body of a registers message.
+func (m *Message) decodeRegisters(body []byte) error {
+	ws, err := decodeBody(body, func(r *reader) ([]wireRegister, error) { return list(r, 6, r.register) })
+	if err != nil {
+		return err
+	}
+	if ws == nil {
+		return fmt.Errorf("%w: nil register list", errMalformed)
+	}
+	return m.addRegisters(ws)
+}
+
+// addRegisters checks every register of ws and appends it to m's delta.
+func (m *Message) addRegisters(ws []wireRegister) error {
+	for i, w := range ws {
+		r := w.entry()
+		if !validRegister(r) {
+			return fmt.Errorf("%w: register %d", errValidation, i)
+		}
+		m.Delta.Registers = append(m.Delta.Registers, r)
+	}
+	return nil
+}
+
+// decodeFull fills m from the body of a whole state for push-pull: its
+// horizon, its entries, then its registers.
+func (m *Message) decodeFull(body []byte) error {
+	f, err := decodeBody(body, (*reader).full)
+	if err != nil {
+		return err
+	}
+	m.Horizon = f.Horizon
+	if err := m.addFullEntries(f); err != nil {
+		return err
+	}
+	return m.addRegisters(f.Registers)
+}
+
+// addFullEntries checks every count of f's cells, an index into f's replicas
+// and a value in pairs, and appends it to m's delta as an entry.
+func (m *Message) addFullEntries(f wireFull) error {
+	total := 0
+	for _, room := range f.Rooms {
+		for _, c := range room.Cells {
+			total += len(c.Counts) / 2
+		}
+	}
+	if total > 0 {
+		m.Delta.Entries = make([]crdt.Entry, 0, total)
+	}
+	for _, room := range f.Rooms {
+		for _, c := range room.Cells {
+			if len(c.Counts)%2 != 0 {
+				return fmt.Errorf("%w: odd counts in room %q", errValidation, room.Name)
+			}
+			for j := 0; j < len(c.Counts); j += 2 {
+				ri := c.Counts[j]
+				if ri >= uint64(len(f.Replicas)) {
+					return fmt.Errorf("%w: replica index %d out of range", errValidation, ri)
+				}
+				e := crdt.Entry{Key: crdt.Key{Room: room.Name, Kind: crdt.Kind(c.Kind), Bucket: c.Bucket, Minute: c.Minute}, Replica: crdt.ReplicaID(f.Replicas[ri]), Value: c.Counts[j+1]}
+				if !validEntry(e) {
+					return fmt.Errorf("%w: room %q", errValidation, room.Name)
+				}
+				m.Delta.Entries = append(m.Delta.Entries, e)
+			}
+		}
+	}
+	return nil
 }
 
 // Messages are decoded by hand, field by field, rather than with msgpack's

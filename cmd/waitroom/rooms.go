@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/config"
 )
 
 func newRooms() *cobra.Command {
@@ -23,9 +24,12 @@ seconds; no restart is needed.`,
 	cmd.PersistentFlags().StringVar(&c.URL, "admin", "http://127.0.0.1:9090", "admin endpoint of any node")
 	cmd.PersistentFlags().StringVar(&c.Token, "token", "", "bearer token (or WAITROOM_ADMIN_TOKEN)")
 	cmd.PersistentFlags().DurationVar(&c.Timeout, "timeout", 10*time.Second, "how long to wait for the node")
+	cmd.AddCommand(newRoomsList(c), newRoomsGet(c), newRoomsApply(c), newRoomsDelete(c), newRoomsStop(c), newRoomsResume(c))
+	return cmd
+}
 
-	printJSON := func(cmd *cobra.Command, v any) error { return writeJSON(cmd.OutOrStdout(), v) }
-	list := &cobra.Command{
+func newRoomsList(c *adminclient.Client) *cobra.Command {
+	return &cobra.Command{
 		Use: "list", Short: "List the rooms", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rooms, err := c.Rooms(cmd.Context())
@@ -39,30 +43,41 @@ seconds; no restart is needed.`,
 				if host == "" {
 					host = "*"
 				}
-				state := "on"
-				switch {
-				case r.Stopped:
-					state = "stopped"
-				case r.Suspended:
-					state = "suspended"
-				case r.QueueAll:
-					state = "queue_all"
-				}
-				fmt.Fprintf(tw, "%s\t%s%s\t%d\t%d\t%s\t%s\t%d\n", r.Name, host, r.Path, r.TotalActiveUsers, r.NewUsersPerMinute, r.QueueingMethod, state, len(r.Events))
+				fmt.Fprintf(tw, "%s\t%s%s\t%d\t%d\t%s\t%s\t%d\n", r.Name, host, r.Path, r.TotalActiveUsers, r.NewUsersPerMinute, r.QueueingMethod, roomState(r), len(r.Events))
 			}
 			return tw.Flush()
 		},
 	}
-	get := &cobra.Command{
+}
+
+// roomState is the list's STATE column: the strongest of stopped, suspended
+// and queue_all, or on.
+func roomState(r config.Room) string {
+	switch {
+	case r.Stopped:
+		return "stopped"
+	case r.Suspended:
+		return "suspended"
+	case r.QueueAll:
+		return "queue_all"
+	}
+	return "on"
+}
+
+func newRoomsGet(c *adminclient.Client) *cobra.Command {
+	return &cobra.Command{
 		Use: "get NAME", Short: "Print a room's settings as JSON", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := c.Room(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd, r)
+			return writeJSON(cmd.OutOrStdout(), r)
 		},
 	}
+}
+
+func newRoomsApply(c *adminclient.Client) *cobra.Command {
 	var file string
 	apply := &cobra.Command{
 		Use: "apply -f FILE", Short: "Create or replace rooms from a YAML or JSON file", Args: cobra.NoArgs,
@@ -86,7 +101,11 @@ seconds; no restart is needed.`,
 	}
 	apply.Flags().StringVarP(&file, "file", "f", "", "file with one room, a list of rooms, or a config with rooms")
 	_ = apply.MarkFlagRequired("file")
-	del := &cobra.Command{
+	return apply
+}
+
+func newRoomsDelete(c *adminclient.Client) *cobra.Command {
+	return &cobra.Command{
 		Use: "delete NAME", Short: "Delete a room", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := c.Delete(cmd.Context(), args[0]); err != nil {
@@ -96,6 +115,9 @@ seconds; no restart is needed.`,
 			return nil
 		},
 	}
+}
+
+func newRoomsStop(c *adminclient.Client) *cobra.Command {
 	var page string
 	stop := &cobra.Command{
 		Use:   "stop NAME",
@@ -121,7 +143,11 @@ Visitors keep their place and their sessions.`,
 		},
 	}
 	stop.Flags().StringVar(&page, "page", "", "HTML (Mustache) file to show while stopped")
-	resume := &cobra.Command{
+	return stop
+}
+
+func newRoomsResume(c *adminclient.Client) *cobra.Command {
+	return &cobra.Command{
 		Use: "resume NAME", Short: "End an emergency stop", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := c.Resume(cmd.Context(), args[0]); err != nil {
@@ -131,6 +157,4 @@ Visitors keep their place and their sessions.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(list, get, apply, del, stop, resume)
-	return cmd
 }

@@ -2,18 +2,22 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/waitroom/waitroom/policy/sim"
 )
 
+// simFlags are the sim command's flags.
+type simFlags struct {
+	scenarios                         []string
+	out, strategy                     string
+	asJSON, noPlots, markdown, readme bool
+}
+
 func newSim() *cobra.Command {
-	var (
-		scenarios                         []string
-		out, strategy                     string
-		asJSON, noPlots, markdown, readme bool
-	)
+	var o simFlags
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate an event: N nodes, gossip, visitors; measure how well the room holds its limits",
@@ -43,71 +47,92 @@ wait against arrival minute as a heatmap.
 --readme the README's short table.`,
 		Example: "  waitroom sim --scenario testdata/scenarios/step-10x.yaml\n  waitroom sim --scenario testdata/scenarios/reference-fifo.yaml --strategy ours --json\n  waitroom sim --markdown --no-plots --scenario \"$(ls testdata/scenarios/*.yaml | paste -sd, -)\"",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var strategies []string
-			switch strategy {
-			case "both", "":
-			case sim.StrategyOurs, sim.StrategyReference:
-				strategies = []string{strategy}
-			default:
-				return fmt.Errorf("--strategy %q: must be ours, reference or both", strategy)
-			}
-			w := cmd.OutOrStdout()
-			var reports []*sim.Report
-			for _, path := range scenarios {
-				sc, err := sim.Load(path)
-				if err != nil {
-					return err
-				}
-				rep, err := sim.RunScenario(sc, strategies...)
-				if err != nil {
-					return err
-				}
-				reports = append(reports, rep)
-				switch {
-				case asJSON:
-					b, err := rep.JSON()
-					if err != nil {
-						return err
-					}
-					if _, err := w.Write(b); err != nil {
-						return err
-					}
-					continue
-				case !markdown && !readme:
-					if err := rep.WriteTable(w); err != nil {
-						return err
-					}
-				}
-				if noPlots {
-					continue
-				}
-				files, err := rep.WritePlots(out)
-				if err != nil {
-					return err
-				}
-				if !markdown && !readme {
-					fmt.Fprintf(w, "plots: %d PNG files in %s\n\n", len(files), out)
-				}
-			}
-			switch {
-			case markdown:
-				return sim.WriteMarkdown(w, reports)
-			case readme:
-				return sim.WriteReadme(w, reports)
-			}
-			return nil
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
 	}
+	o.register(cmd)
+	return cmd
+}
+
+// register declares the flags on cmd.
+func (o *simFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringSliceVar(&scenarios, "scenario", nil, "scenario file (YAML), e.g. testdata/scenarios/step-10x.yaml; repeat or separate with commas for several")
-	f.StringVar(&out, "out", "sim-out", "directory for the PNG plots")
-	f.StringVar(&strategy, "strategy", "both", "ours, reference or both")
-	f.BoolVar(&asJSON, "json", false, "print the full results as JSON instead of the table (no plots); one document per scenario")
-	f.BoolVar(&noPlots, "no-plots", false, "print the table only")
-	f.BoolVar(&markdown, "markdown", false, "print the Markdown comparison and goal tables for all the scenarios, misses marked (plots still written)")
-	f.BoolVar(&readme, "readme", false, "print the README's short Markdown table for all the scenarios, ours / reference in each cell (plots still written)")
+	f.StringSliceVar(&o.scenarios, "scenario", nil, "scenario file (YAML), e.g. testdata/scenarios/step-10x.yaml; repeat or separate with commas for several")
+	f.StringVar(&o.out, "out", "sim-out", "directory for the PNG plots")
+	f.StringVar(&o.strategy, "strategy", "both", "ours, reference or both")
+	f.BoolVar(&o.asJSON, "json", false, "print the full results as JSON instead of the table (no plots); one document per scenario")
+	f.BoolVar(&o.noPlots, "no-plots", false, "print the table only")
+	f.BoolVar(&o.markdown, "markdown", false, "print the Markdown comparison and goal tables for all the scenarios, misses marked (plots still written)")
+	f.BoolVar(&o.readme, "readme", false, "print the README's short Markdown table for all the scenarios, ours / reference in each cell (plots still written)")
 	cmd.MarkFlagsMutuallyExclusive("json", "markdown", "readme")
 	_ = cmd.MarkFlagRequired("scenario")
-	return cmd
+}
+
+// strategies is the list RunScenario takes: empty for both.
+func (o *simFlags) strategies() ([]string, error) {
+	switch o.strategy {
+	case "both", "":
+		return nil, nil
+	case sim.StrategyOurs, sim.StrategyReference:
+		return []string{o.strategy}, nil
+	}
+	return nil, fmt.Errorf("--strategy %q: must be ours, reference or both", o.strategy)
+}
+
+// run simulates every scenario, prints each as asked, then the summary tables.
+func (o *simFlags) run(w io.Writer) error {
+	strategies, err := o.strategies()
+	if err != nil {
+		return err
+	}
+	var reports []*sim.Report
+	for _, path := range o.scenarios {
+		sc, err := sim.Load(path)
+		if err != nil {
+			return err
+		}
+		rep, err := sim.RunScenario(sc, strategies...)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, rep)
+		if err := o.print(w, rep); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.markdown:
+		return sim.WriteMarkdown(w, reports)
+	case o.readme:
+		return sim.WriteReadme(w, reports)
+	}
+	return nil
+}
+
+// print writes one scenario's report: its JSON alone, or its table (unless a
+// summary table was asked for) and its plots.
+func (o *simFlags) print(w io.Writer, rep *sim.Report) error {
+	switch {
+	case o.asJSON:
+		b, err := rep.JSON()
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	case !o.markdown && !o.readme:
+		if err := rep.WriteTable(w); err != nil {
+			return err
+		}
+	}
+	if o.noPlots {
+		return nil
+	}
+	files, err := rep.WritePlots(o.out)
+	if err != nil {
+		return err
+	}
+	if !o.markdown && !o.readme {
+		fmt.Fprintf(w, "plots: %d PNG files in %s\n\n", len(files), o.out)
+	}
+	return nil
 }

@@ -34,28 +34,70 @@ type session struct {
 // instants where a session begins or ends, a minute turns, or a waiter
 // starts or stops counting.
 func longestFreeSlot(log Log, l Limits, sessions []session) (time.Duration, time.Time) {
-	type waiter struct{ from, until time.Time } // counts on [from, until)
-	admissions := map[string][]time.Time{}      // in order: sessions are
+	f := freeSlots{log: log, limits: l, sessions: sessions, admissions: map[string][]time.Time{}}
 	for _, s := range sessions {
-		admissions[s.visitor] = append(admissions[s.visitor], s.admitted)
+		f.admissions[s.visitor] = append(f.admissions[s.visitor], s.admitted)
 	}
-	// letIn is the visitor's first admission after t.
-	letIn := func(visitor string, t time.Time) (time.Time, bool) {
-		for _, in := range admissions[visitor] {
-			if in.After(t) {
-				return in, true
-			}
+	instants := f.findWaiters()
+	if len(f.waiters) == 0 {
+		return 0, time.Time{}
+	}
+	instants = f.instants(instants)
+	for _, t := range instants {
+		if !log.End.IsZero() && t.After(log.End) {
+			break
 		}
-		return time.Time{}, false
+		f.step(t)
 	}
-	var ws []waiter
+	end := log.End
+	if end.IsZero() && len(instants) > 0 {
+		end = instants[len(instants)-1]
+	}
+	for _, since := range f.slots {
+		f.waited(end, since)
+	}
+	return f.longest, f.longestAt
+}
+
+// waiter is a queued visitor who counts as waiting on [from, until).
+type waiter struct{ from, until time.Time }
+
+// freeSlots is one longestFreeSlot in progress.
+type freeSlots struct {
+	log        Log
+	limits     Limits
+	sessions   []session
+	admissions map[string][]time.Time // by visitor, in order: sessions are
+	waiters    []waiter
+
+	// slots holds the free slots, oldest first, each with when its wait
+	// began; zero while nobody waits, when a free slot keeps nobody out.
+	slots     []time.Time
+	longest   time.Duration
+	longestAt time.Time
+}
+
+// letIn is the visitor's first admission after t.
+func (f *freeSlots) letIn(visitor string, t time.Time) (time.Time, bool) {
+	for _, in := range f.admissions[visitor] {
+		if in.After(t) {
+			return in, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// findWaiters sets the waiters, each from RefreshWindow after its queueing
+// until it was let in, gave up or the run ended, and returns the instants
+// where one starts or stops counting.
+func (f *freeSlots) findWaiters() []time.Time {
 	var instants []time.Time
-	for _, a := range log.Arrivals {
+	for _, a := range f.log.Arrivals {
 		if a.Queued.IsZero() {
 			continue
 		}
-		w := waiter{from: a.Queued.Add(RefreshWindow), until: log.End}
-		if in, ok := letIn(a.Visitor, a.Queued); ok && (w.until.IsZero() || in.Before(w.until)) {
+		w := waiter{from: a.Queued.Add(RefreshWindow), until: f.log.End}
+		if in, ok := f.letIn(a.Visitor, a.Queued); ok && (w.until.IsZero() || in.Before(w.until)) {
 			w.until = in
 		}
 		if !a.GaveUp.IsZero() && (w.until.IsZero() || a.GaveUp.Before(w.until)) {
@@ -64,85 +106,79 @@ func longestFreeSlot(log Log, l Limits, sessions []session) (time.Duration, time
 		if !w.until.IsZero() && !w.from.Before(w.until) {
 			continue
 		}
-		ws = append(ws, w)
+		f.waiters = append(f.waiters, w)
 		instants = append(instants, w.from)
 		if !w.until.IsZero() {
 			instants = append(instants, w.until)
 		}
 	}
-	if len(ws) == 0 {
-		return 0, time.Time{}
-	}
-	for _, s := range sessions {
+	return instants
+}
+
+// instants adds to the waiters' instants those where a session begins or
+// ends, its minute turns, and the run ends, and returns them sorted, each
+// once.
+func (f *freeSlots) instants(instants []time.Time) []time.Time {
+	for _, s := range f.sessions {
 		instants = append(instants, s.admitted, s.end, s.admitted.Truncate(time.Minute).Add(time.Minute))
 	}
-	if !log.End.IsZero() {
-		instants = append(instants, log.End)
+	if !f.log.End.IsZero() {
+		instants = append(instants, f.log.End)
 	}
 	slices.SortFunc(instants, func(a, b time.Time) int { return a.Compare(b) })
-	instants = slices.CompactFunc(instants, func(a, b time.Time) bool { return a.Equal(b) })
+	return slices.CompactFunc(instants, func(a, b time.Time) bool { return a.Equal(b) })
+}
 
-	// free is the number of free slots from t on, and waiting whether a
-	// visitor counts as waiting then.
-	free := func(t time.Time) (n int, waiting bool) {
-		for _, w := range ws {
-			if !t.Before(w.from) && (w.until.IsZero() || t.Before(w.until)) {
-				waiting = true
-				break
-			}
-		}
-		active, thisMinute := 0, 0
-		minute := t.Truncate(time.Minute)
-		for _, s := range sessions {
-			if !s.admitted.After(t) && s.end.After(t) {
-				active++
-			}
-			if !s.admitted.Before(minute) && !s.admitted.After(t) {
-				thisMinute++
-			}
-		}
-		return max(0, min(l.TotalActiveUsers-active, l.NewUsersPerMinute-thisMinute)), waiting
-	}
-	var longest time.Duration
-	var longestAt time.Time
-	// slots holds the free slots, oldest first, each with when its wait
-	// began; zero while nobody waits, when a free slot keeps nobody out.
-	var slots []time.Time
-	waited := func(t time.Time, since time.Time) {
-		if d := t.Sub(since); !since.IsZero() && d > longest {
-			longest, longestAt = d, since
-		}
-	}
-	for _, t := range instants {
-		if !log.End.IsZero() && t.After(log.End) {
+// free is the number of free slots from t on, and waiting whether a
+// visitor counts as waiting then.
+func (f *freeSlots) free(t time.Time) (n int, waiting bool) {
+	for _, w := range f.waiters {
+		if !t.Before(w.from) && (w.until.IsZero() || t.Before(w.until)) {
+			waiting = true
 			break
 		}
-		n, waiting := free(t)
-		if n < len(slots) {
-			for _, since := range slots[:len(slots)-n] {
-				waited(t, since)
-			}
-			slots = slots[len(slots)-n:]
+	}
+	active, thisMinute := 0, 0
+	minute := t.Truncate(time.Minute)
+	for _, s := range f.sessions {
+		if !s.admitted.After(t) && s.end.After(t) {
+			active++
 		}
-		for len(slots) < n {
-			slots = append(slots, time.Time{})
-		}
-		for i, since := range slots {
-			switch {
-			case waiting && since.IsZero():
-				slots[i] = t
-			case !waiting && !since.IsZero():
-				waited(t, since)
-				slots[i] = time.Time{}
-			}
+		if !s.admitted.Before(minute) && !s.admitted.After(t) {
+			thisMinute++
 		}
 	}
-	end := log.End
-	if end.IsZero() && len(instants) > 0 {
-		end = instants[len(instants)-1]
+	return max(0, min(f.limits.TotalActiveUsers-active, f.limits.NewUsersPerMinute-thisMinute)), waiting
+}
+
+// step brings the slots to instant t: the oldest are taken when fewer are
+// free, new ones open when more are, and every slot's wait starts when
+// someone begins to wait and ends when nobody does.
+func (f *freeSlots) step(t time.Time) {
+	n, waiting := f.free(t)
+	if n < len(f.slots) {
+		for _, since := range f.slots[:len(f.slots)-n] {
+			f.waited(t, since)
+		}
+		f.slots = f.slots[len(f.slots)-n:]
 	}
-	for _, since := range slots {
-		waited(end, since)
+	for len(f.slots) < n {
+		f.slots = append(f.slots, time.Time{})
 	}
-	return longest, longestAt
+	for i, since := range f.slots {
+		switch {
+		case waiting && since.IsZero():
+			f.slots[i] = t
+		case !waiting && !since.IsZero():
+			f.waited(t, since)
+			f.slots[i] = time.Time{}
+		}
+	}
+}
+
+// waited records a slot whose wait, begun at since, ended at t.
+func (f *freeSlots) waited(t time.Time, since time.Time) {
+	if d := t.Sub(since); !since.IsZero() && d > f.longest {
+		f.longest, f.longestAt = d, since
+	}
 }

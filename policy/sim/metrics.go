@@ -280,21 +280,49 @@ func (c *recorder) result() *Result {
 	r := c.r
 	sc := r.sc
 	lim := Limits{sc.Room.TotalActiveUsers, sc.Room.NewUsersPerMinute}
-	T := float64(lim.TotalActiveUsers)
-	N := float64(lim.NewUsersPerMinute)
 	res := &Result{
 		Scenario: sc.Name, Strategy: r.name, Seed: sc.Seed,
 		Limits: lim, Counts: r.counts, SeriesStep: 5,
 	}
-	for _, t := range c.crashes {
-		res.Crashes = append(res.Crashes, t.Seconds())
+	res.Crashes, res.Leaves, res.Restarts = seconds(c.crashes), seconds(c.leaves), seconds(c.restarts)
+	c.closeVisitors(res)
+	tr := truth.Replay(c.log, truth.Limits{TotalActiveUsers: lim.TotalActiveUsers, NewUsersPerMinute: lim.NewUsersPerMinute, SessionDuration: r.session})
+	c.log = nil
+	j := judged{tr: tr, active: tr.Active(), waiting: tr.Waiting(),
+		T: float64(lim.TotalActiveUsers), N: float64(lim.NewUsersPerMinute)}
+	c.truthFigures(res, j)
+	c.minutes(res, j)
+	c.utilisation(&res.Figures, j)
+	c.waits(res)
+	c.estimates(&res.Figures)
+	for _, cs := range c.cuts {
+		res.Partitions = append(res.Partitions, c.partitionStat(tr, cs, j.active, res.Minutes))
 	}
-	for _, t := range c.leaves {
-		res.Leaves = append(res.Leaves, t.Seconds())
+	c.series(res, j)
+	roundFigures(&res.Figures)
+	return res
+}
+
+// judged is the truth's replay of a run's log, with the room's limits.
+type judged struct {
+	tr              *truth.History
+	active, waiting truth.Curve
+	T, N            float64 // total_active_users and new_users_per_minute
+}
+
+// seconds returns ts in seconds, nil when empty.
+func seconds(ts []time.Duration) []float64 {
+	var out []float64
+	for _, t := range ts {
+		out = append(out, t.Seconds())
 	}
-	for _, t := range c.restarts {
-		res.Restarts = append(res.Restarts, t.Seconds())
-	}
+	return out
+}
+
+// closeVisitors logs every give-up for the truth and counts the visitors
+// queued and those queued and never let in, gone nor given up.
+func (c *recorder) closeVisitors(res *Result) {
+	r := c.r
 	for i := range r.vis {
 		v := &r.vis[i]
 		if v.abandoned >= 0 {
@@ -309,41 +337,53 @@ func (c *recorder) result() *Result {
 		}
 	}
 	res.Counts.Queued = c.queued
-	tr := truth.Replay(c.log, truth.Limits{TotalActiveUsers: lim.TotalActiveUsers, NewUsersPerMinute: lim.NewUsersPerMinute, SessionDuration: r.session})
-	c.log = nil
-	active := tr.Active()
-	waiting := tr.Waiting()
-	verdict := tr.Judge(r.end)
+}
 
+// truthFigures sets the figures the truth's verdict judges: the peaks, the
+// time above the limit, the utilisation at the first queueing, the FIFO
+// inversions and the requests outside a session.
+func (c *recorder) truthFigures(res *Result, j judged) {
+	r := c.r
+	verdict := j.tr.Judge(r.end)
 	f := &res.Figures
 	f.PeakActive = verdict.PeakActiveRatio
-	f.TimeAboveLimit = float64(active.Above(lim.TotalActiveUsers, 0, r.end)) / float64(r.end)
+	f.TimeAboveLimit = float64(j.active.Above(res.Limits.TotalActiveUsers, 0, r.end)) / float64(r.end)
 	f.PeakNewPerMinute = verdict.PeakNewRatio
 	if verdict.Queued {
 		f.FirstQueueUtilisation, f.FirstQueueBinds = ptr(verdict.Utilisation), verdict.Binds
 	}
 	f.FIFOInversions, f.Inversions = verdict.InversionShare, len(verdict.Inversions)
 	f.InversionsPassedOver, f.InversionsNewcomers = verdict.PassedOver, verdict.Newcomers
-	f.OutsideSession = tr.OriginOpened()
+	f.OutsideSession = j.tr.OriginOpened()
+}
 
-	perMinute := tr.PerMinute(r.end)
+// minutes sets one row per wall-clock minute: admissions, peak active,
+// waiting at its end, utilisation and arrivals.
+func (c *recorder) minutes(res *Result, j judged) {
+	r := c.r
+	perMinute := j.tr.PerMinute(r.end)
 	res.Minutes = make([]MinuteStat, len(perMinute))
 	for m := range res.Minutes {
 		ms := &res.Minutes[m]
 		ms.Minute, ms.Admitted = m, perMinute[m]
 		lo, hi := time.Duration(m)*time.Minute, min(time.Duration(m+1)*time.Minute, r.end)
-		ms.PeakActive, _ = active.Peak(lo, hi)
-		ms.Waiting = waiting.At(hi - 1)
-		ms.Util = max(float64(ms.PeakActive)/T, float64(ms.Admitted)/N)
+		ms.PeakActive, _ = j.active.Peak(lo, hi)
+		ms.Waiting = j.waiting.At(hi - 1)
+		ms.Util = max(float64(ms.PeakActive)/j.T, float64(ms.Admitted)/j.N)
 	}
 	for i := range r.vis {
 		if r.vis[i].node >= 0 && r.arr[i].at < r.end {
 			res.Minutes[int(r.arr[i].at/time.Minute)].Arrivals++
 		}
 	}
+}
 
+// utilisation counts the visitors queued early and sets the mean
+// utilisation while anyone waited.
+func (c *recorder) utilisation(f *Figures, j judged) {
+	r := c.r
 	for _, t := range c.newQueued {
-		if u, _, _, _ := tr.Utilisation(active, t); u < MinQueueUtil && waiting.At(t-1) == 0 {
+		if u, _, _, _ := j.tr.Utilisation(j.active, t); u < MinQueueUtil && j.waiting.At(t-1) == 0 {
 			f.QueuedEarly++
 		}
 	}
@@ -352,17 +392,22 @@ func (c *recorder) result() *Result {
 	var uSum float64
 	var uN int
 	for t := time.Duration(0); t < r.end; t += bin {
-		if waiting.At(t) > 0 {
-			adm := tr.AdmittedBetween(t-time.Minute+1, t)
-			uSum += max(float64(active.At(t))/T, float64(adm)/N)
+		if j.waiting.At(t) > 0 {
+			adm := j.tr.AdmittedBetween(t-time.Minute+1, t)
+			uSum += max(float64(j.active.At(t))/j.T, float64(adm)/j.N)
 			uN++
 		}
 	}
 	if uN > 0 {
 		f.UtilisationWhileQueueing = ptr(uSum / float64(uN))
 	}
+}
 
-	// Waits, the heatmap and the correlation, over admitted visitors.
+// waits sets the waits, the heatmap and the correlation, over admitted
+// visitors.
+func (c *recorder) waits(res *Result) {
+	r := c.r
+	f := &res.Figures
 	var xs, ys []float64
 	for i := range r.vis {
 		v := &r.vis[i]
@@ -387,11 +432,14 @@ func (c *recorder) result() *Result {
 		nx = min(max(span, 1), 30)
 	}
 	res.Heatmap = heatmap(xs, ys, nx, 30)
+}
 
-	// Estimates: the first one each visitor saw in the steady state against
-	// the wait that remained. Estimates are whole minutes rounded up, so
-	// only remaining waits of at least minEstimateWait are scored: below
-	// that the rounding alone can exceed 20%.
+// estimates scores the first estimate each visitor saw in the steady state
+// against the wait that remained. Estimates are whole minutes rounded up,
+// so only remaining waits of at least minEstimateWait are scored: below
+// that the rounding alone can exceed 20%.
+func (c *recorder) estimates(f *Figures) {
+	r := c.r
 	var errs, signed []float64
 	within, withinHalf := 0, 0
 	for i := range r.vis {
@@ -416,8 +464,6 @@ func (c *recorder) result() *Result {
 	f.EstimateSamples = len(errs)
 	if len(errs) > 0 {
 		f.EstimateWithin20HalfBucket = ptr(float64(withinHalf) / float64(len(errs)))
-	}
-	if len(errs) > 0 {
 		slices.Sort(errs)
 		slices.Sort(signed)
 		f.EstimateErrorP50 = ptr(quantile(errs, 0.5))
@@ -425,22 +471,20 @@ func (c *recorder) result() *Result {
 		f.EstimateWithin20 = ptr(float64(within) / float64(len(errs)))
 		f.EstimateBias = ptr(quantile(signed, 0.5))
 	}
+}
 
-	for _, cs := range c.cuts {
-		res.Partitions = append(res.Partitions, c.partitionStat(tr, cs, active, res.Minutes))
-	}
-
-	// Series.
+// series samples the truth and node 0's view every second for the plots,
+// and every SeriesStep seconds for the result.
+func (c *recorder) series(res *Result, j judged) {
+	r := c.r
 	for s := 0; s < len(c.views); s++ {
 		t := min(time.Duration(s)*time.Second, r.end-1)
-		p := Point{T: float64(s), Active: active.At(t), Waiting: waiting.At(t), ViewActive: round2(c.views[s].active), ViewWaiting: c.views[s].waiting}
+		p := Point{T: float64(s), Active: j.active.At(t), Waiting: j.waiting.At(t), ViewActive: round2(c.views[s].active), ViewWaiting: c.views[s].waiting}
 		res.series1s = append(res.series1s, p)
 		if s%res.SeriesStep == 0 {
 			res.Series = append(res.Series, p)
 		}
 	}
-	roundFigures(f)
-	return res
 }
 
 // pearson returns the correlation of xs and ys and the slope of ys on xs.

@@ -69,105 +69,146 @@ func partOf(part float64, limit int) int {
 
 func (c *recorder) partitionStat(tr *truth.History, cs cutSpan, active truth.Curve, minutes []MinuteStat) PartitionStat {
 	r := c.r
-	T := float64(r.sc.Room.TotalActiveUsers)
-	N := float64(r.sc.Room.NewUsersPerMinute)
-	from, to := cs.from, min(cs.to, r.end)
-	ps := PartitionStat{From: from.Seconds(), To: cs.to.Seconds()}
+	p := cutStat{r: r, tr: tr, cs: cs, from: cs.from, to: min(cs.to, r.end), groups: slices.Max(cs.groups) + 1}
+	p.ps = PartitionStat{From: p.from.Seconds(), To: cs.to.Seconds()}
+	ps := &p.ps
 
 	// The room, during the cut and after the heal.
-	peaks := func(a, b time.Duration) (perMin, act float64) {
-		if b <= a {
-			return 0, 0
-		}
-		for m := int(a / time.Minute); m < len(minutes) && time.Duration(m)*time.Minute < b; m++ {
-			perMin = max(perMin, float64(minutes[m].Admitted)/N)
-		}
-		peak, _ := active.Peak(a, b)
-		return perMin, float64(peak) / T
-	}
-	ps.PeakNewPerMinute, ps.PeakActive = peaks(from, to)
-	ps.AfterHealPeakNewPerMinute, ps.AfterHealPeakActive = peaks(cs.to, min(cs.to+afterHeal, r.end))
+	ps.PeakNewPerMinute, ps.PeakActive = p.peaks(active, minutes, p.from, p.to)
+	ps.AfterHealPeakNewPerMinute, ps.AfterHealPeakActive = p.peaks(active, minutes, cs.to, min(cs.to+afterHeal, r.end))
 
-	groups := slices.Max(cs.groups) + 1
-	side := func(node int) int {
-		if node < 0 {
-			return -1
-		}
-		return cs.groups[node]
-	}
-	ps.Sides = make([]SideStat, groups)
+	p.sides()
+	p.admissions()
+	p.sidesPeakActive()
+	p.sidesVisitors()
+	ps.PeakNewPerMinute, ps.PeakActive = round6(ps.PeakNewPerMinute), round6(ps.PeakActive)
+	ps.AfterHealPeakNewPerMinute, ps.AfterHealPeakActive = round6(ps.AfterHealPeakNewPerMinute), round6(ps.AfterHealPeakActive)
 	for g := range ps.Sides {
-		s := &ps.Sides[g]
-		for id, gg := range cs.groups {
+		ps.Sides[g].Part = round6(ps.Sides[g].Part)
+	}
+	return p.ps
+}
+
+// cutStat is one partitionStat in progress.
+type cutStat struct {
+	r        *run
+	tr       *truth.History
+	cs       cutSpan
+	from, to time.Duration // the cut, ended at the run's end at the latest
+	groups   int           // how many sides
+	ps       PartitionStat
+}
+
+// peaks returns the most admissions in a minute that overlaps [a, b) and
+// the most visitors active in it, over the limits.
+func (p *cutStat) peaks(active truth.Curve, minutes []MinuteStat, a, b time.Duration) (perMin, act float64) {
+	if b <= a {
+		return 0, 0
+	}
+	N := float64(p.r.sc.Room.NewUsersPerMinute)
+	for m := int(a / time.Minute); m < len(minutes) && time.Duration(m)*time.Minute < b; m++ {
+		perMin = max(perMin, float64(minutes[m].Admitted)/N)
+	}
+	peak, _ := active.Peak(a, b)
+	return perMin, float64(peak) / float64(p.r.sc.Room.TotalActiveUsers)
+}
+
+// side is the side of node, -1 for none.
+func (p *cutStat) side(node int) int {
+	if node < 0 {
+		return -1
+	}
+	return p.cs.groups[node]
+}
+
+// sides sets each side's nodes, its part of the limits, and a zero count of
+// admissions for each minute of the cut.
+func (p *cutStat) sides() {
+	room := p.r.sc.Room
+	p.ps.Sides = make([]SideStat, p.groups)
+	for g := range p.ps.Sides {
+		s := &p.ps.Sides[g]
+		for id, gg := range p.cs.groups {
 			if gg == g {
 				s.Nodes = append(s.Nodes, id)
 			}
 		}
-		s.Part = float64(len(s.Nodes)) / float64(len(cs.groups))
-		s.PartNew = partOf(s.Part, r.sc.Room.NewUsersPerMinute)
-		s.PartActive = partOf(s.Part, r.sc.Room.TotalActiveUsers)
-		first, last := int(from/time.Minute), int((to-1)/time.Minute)
+		s.Part = float64(len(s.Nodes)) / float64(len(p.cs.groups))
+		s.PartNew = partOf(s.Part, room.NewUsersPerMinute)
+		s.PartActive = partOf(s.Part, room.TotalActiveUsers)
+		first, last := int(p.from/time.Minute), int((p.to-1)/time.Minute)
 		s.AdmittedPerMinute = make([]int, max(last-first+1, 0))
 	}
+}
 
-	// Admissions during the cut, by side, and the inversions among them.
+// admissions counts the admissions during the cut, by side, and the
+// inversions among them, in all and across sides.
+func (p *cutStat) admissions() {
 	var cutAdm []truth.Admission
-	for _, a := range tr.Admissions() {
-		if a.At < from || a.At >= to {
+	for _, a := range p.tr.Admissions() {
+		if a.At < p.from || a.At >= p.to {
 			continue
 		}
 		cutAdm = append(cutAdm, a)
-		if g := side(a.Node); g >= 0 {
-			s := &ps.Sides[g]
+		if g := p.side(a.Node); g >= 0 {
+			s := &p.ps.Sides[g]
 			s.Admitted++
-			s.AdmittedPerMinute[int(a.At/time.Minute)-int(from/time.Minute)]++
+			s.AdmittedPerMinute[int(a.At/time.Minute)-int(p.from/time.Minute)]++
 		}
 	}
-	if len(cutAdm) > 0 {
-		ps.FIFOInversions = round6(float64(len(truth.Inversions(cutAdm, tr.Waits(), r.end))) / float64(len(cutAdm)))
-		across := 0
-		for g := range groups {
-			var adm []truth.Admission
-			var waits []truth.Wait
-			for _, a := range cutAdm {
-				if side(a.Node) == g {
-					adm = append(adm, a)
-				}
-			}
-			for _, w := range tr.Waits() {
-				if side(w.Node) != g {
-					waits = append(waits, w)
-				}
-			}
-			across += len(truth.Inversions(adm, waits, r.end))
-		}
-		ps.AcrossInversions = round6(float64(across) / float64(len(cutAdm)))
+	if len(cutAdm) == 0 {
+		return
 	}
+	p.ps.FIFOInversions = round6(float64(len(truth.Inversions(cutAdm, p.tr.Waits(), p.r.end))) / float64(len(cutAdm)))
+	across := 0
+	for g := range p.groups {
+		var adm []truth.Admission
+		var waits []truth.Wait
+		for _, a := range cutAdm {
+			if p.side(a.Node) == g {
+				adm = append(adm, a)
+			}
+		}
+		for _, w := range p.tr.Waits() {
+			if p.side(w.Node) != g {
+				waits = append(waits, w)
+			}
+		}
+		across += len(truth.Inversions(adm, waits, p.r.end))
+	}
+	p.ps.AcrossInversions = round6(float64(across) / float64(len(cutAdm)))
+}
 
-	// Visitors active during the cut, by the side that admitted them.
-	if to > from {
-		spans := tr.Spans()
-		for g := range groups {
-			var mine []truth.Span
-			for _, sp := range spans {
-				if side(sp.Node) == g {
-					mine = append(mine, sp)
-				}
-			}
-			ps.Sides[g].PeakActive, _ = truth.CurveOf(mine).Peak(from, to)
-		}
+// sidesPeakActive sets the visitors active during the cut, by the side that
+// admitted them.
+func (p *cutStat) sidesPeakActive() {
+	if p.to <= p.from {
+		return
 	}
+	spans := p.tr.Spans()
+	for g := range p.groups {
+		var mine []truth.Span
+		for _, sp := range spans {
+			if p.side(sp.Node) == g {
+				mine = append(mine, sp)
+			}
+		}
+		p.ps.Sides[g].PeakActive, _ = truth.CurveOf(mine).Peak(p.from, p.to)
+	}
+}
 
-	// The side's visitors: arrivals, waits, and who still waited at the
-	// heal.
-	waits := make([][]float64, groups)
+// sidesVisitors sets each side's visitors: arrivals, waits, and who still
+// waited at the heal.
+func (p *cutStat) sidesVisitors() {
+	r, from, to := p.r, p.from, p.to
+	waits := make([][]float64, p.groups)
 	for i := range r.vis {
 		v := &r.vis[i]
 		if v.node < 0 {
 			continue
 		}
-		g := cs.groups[v.node]
-		s := &ps.Sides[g]
+		g := p.cs.groups[v.node]
+		s := &p.ps.Sides[g]
 		at := r.arr[i].at
 		if at >= from && at < to {
 			s.Arrivals++
@@ -182,13 +223,7 @@ func (c *recorder) partitionStat(tr *truth.History, cs cutSpan, active truth.Cur
 	}
 	for g := range waits {
 		slices.Sort(waits[g])
-		ps.Sides[g].WaitP50 = round6(quantile(waits[g], 0.5))
-		ps.Sides[g].WaitP90 = round6(quantile(waits[g], 0.9))
+		p.ps.Sides[g].WaitP50 = round6(quantile(waits[g], 0.5))
+		p.ps.Sides[g].WaitP90 = round6(quantile(waits[g], 0.9))
 	}
-	ps.PeakNewPerMinute, ps.PeakActive = round6(ps.PeakNewPerMinute), round6(ps.PeakActive)
-	ps.AfterHealPeakNewPerMinute, ps.AfterHealPeakActive = round6(ps.AfterHealPeakNewPerMinute), round6(ps.AfterHealPeakActive)
-	for g := range ps.Sides {
-		ps.Sides[g].Part = round6(ps.Sides[g].Part)
-	}
-	return ps
 }

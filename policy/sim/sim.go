@@ -910,15 +910,7 @@ func (r *run) arrive(i int) {
 // the edge calls.
 func (r *run) request(i int) {
 	v := &r.vis[i]
-	if v.st == vsGone {
-		return
-	}
-	if v.st == vsQueued && v.arr.patience > 0 && v.firstQueued >= 0 && r.now-v.firstQueued >= v.arr.patience {
-		// Out of patience: the visitor closes the tab. Their waiting count
-		// stays in the state until the queued cookie's window passes.
-		v.st = vsGone
-		v.abandoned = r.now
-		r.counts.Abandoned++
+	if v.st == vsGone || r.outOfPatience(v) {
 		return
 	}
 	if !r.live[v.node] {
@@ -966,10 +958,56 @@ func (r *run) request(i int) {
 		r.checkInAfter(i, time.Duration(wait)*time.Second)
 		return
 	}
+	r.attempt(i, n, fresh, nowSec)
+}
 
+// outOfPatience reports whether queued visitor v gives up now, and if so
+// marks it gone.
+func (r *run) outOfPatience(v *visitor) bool {
+	if v.st == vsQueued && v.arr.patience > 0 && v.firstQueued >= 0 && r.now-v.firstQueued >= v.arr.patience {
+		// Out of patience: the visitor closes the tab. Their waiting count
+		// stays in the state until the queued cookie's window passes.
+		v.st = vsGone
+		v.abandoned = r.now
+		r.counts.Abandoned++
+		return true
+	}
+	return false
+}
+
+// attempt is a request that asks the allocation: visitor i, new (fresh) or
+// with a queued cookie, at node n, admitted, queued or turned away.
+func (r *run) attempt(i int, n *node, fresh bool, nowSec int64) {
+	v := &r.vis[i]
+	tok, out := r.decide(n, v, fresh, nowSec)
+	if v.arr.cookieless && (out == policy.Queue || out == policy.Reject) {
+		// A client that keeps no cookie would be a new visitor at its next
+		// request; a cookieless flood's never comes. Nobody waits.
+		r.counts.Cookieless++
+		v.st = vsGone
+		return
+	}
+	switch out {
+	case policy.Admit, policy.Bypass:
+		if out == policy.Bypass {
+			// Passed through uncounted: the visitor browses as if admitted.
+			tok.AcceptedAt, tok.LastCheckIn, tok.ExpiresAt = nowSec, nowSec, nowSec+int64(r.session/time.Second)
+		}
+		r.admitted(i, tok, fresh)
+	case policy.Queue:
+		r.queued(i, n, tok, fresh)
+	case policy.Reject:
+		r.rejected(i, tok)
+	}
+}
+
+// decide asks node n's allocation about visitor v and counts the decision
+// by the counter rule; it returns the visitor's cookie after it (before it
+// for a bypass) and the outcome.
+func (r *run) decide(n *node, v *visitor, fresh bool, nowSec int64) (policy.Counting, policy.Outcome) {
 	tok := v.tok
 	if fresh {
-		tok = policy.Counting{Bucket: nowMin}
+		tok = policy.Counting{Bucket: nowSec / 60}
 	}
 	if !v.held {
 		r.counts.Attempts++
@@ -1012,60 +1050,62 @@ func (r *run) request(i int) {
 	if out != policy.Bypass {
 		tok = after
 	}
+	return tok, out
+}
 
-	if v.arr.cookieless && (out == policy.Queue || out == policy.Reject) {
-		// A client that keeps no cookie would be a new visitor at its next
-		// request; a cookieless flood's never comes. Nobody waits.
-		r.counts.Cookieless++
+// admitted lets visitor i in with cookie tok: a session begins and it
+// browses.
+func (r *run) admitted(i int, tok policy.Counting, fresh bool) {
+	v := &r.vis[i]
+	v.tok, v.hasTok = tok, true
+	r.rec.admit(i, tok.Bucket, fresh)
+	v.sessionStart, v.lastReq, v.inSession, v.sessionNode = r.now, r.now, true, int32(v.node)
+	if v.admitted < 0 {
+		v.admitted = r.now
+		v.browseUntil = r.now + v.arr.onSite
+	}
+	v.st = vsBrowsing
+	r.browse(i)
+}
+
+// queued queues visitor i at node n with cookie tok until its next
+// check-in, noting the first estimate it sees in the steady state.
+func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
+	v := &r.vis[i]
+	v.tok, v.hasTok = tok, true
+	if v.firstQueued < 0 && v.admitted < 0 {
+		v.firstQueued = r.now
+		v.bucket = tok.Bucket
+	}
+	v.st = vsQueued
+	r.rec.queue(i, tok.Bucket, fresh)
+	if v.estAt < 0 && v.admitted < 0 && r.now >= r.rec.steadyFrom {
+		// The estimate the page shows (edge: writeQueue), the first one
+		// this visitor sees in the steady state.
+		v.est = n.alloc.Estimate(tok.Bucket)
+		v.estKnown = v.est.WaitTimeKnown
+		v.estAt = r.now
+		v.estHalf = halfBucketEstimate(n.alloc, tok.Bucket)
+	}
+	r.checkInAfter(i, time.Duration(tok.RefreshInterval)*time.Second)
+}
+
+// rejected turns visitor i away: gone for good in a room that rejects, or
+// back to the page later when the queue is full.
+func (r *run) rejected(i int, tok policy.Counting) {
+	v := &r.vis[i]
+	if v.hasTok {
+		// The node remembers that the visitor no longer waits (edge:
+		// its counted table); the visitor keeps its cookie.
+		v.tok = tok
+	}
+	r.counts.Rejected++
+	if r.room.QueueingMethod == policy.MethodReject {
 		v.st = vsGone
 		return
 	}
-	switch out {
-	case policy.Admit, policy.Bypass:
-		if out == policy.Bypass {
-			// Passed through uncounted: the visitor browses as if admitted.
-			tok.AcceptedAt, tok.LastCheckIn, tok.ExpiresAt = nowSec, nowSec, nowSec+int64(r.session/time.Second)
-		}
-		v.tok, v.hasTok = tok, true
-		r.rec.admit(i, tok.Bucket, fresh)
-		v.sessionStart, v.lastReq, v.inSession, v.sessionNode = r.now, r.now, true, int32(v.node)
-		if v.admitted < 0 {
-			v.admitted = r.now
-			v.browseUntil = r.now + v.arr.onSite
-		}
-		v.st = vsBrowsing
-		r.browse(i)
-	case policy.Queue:
-		v.tok, v.hasTok = tok, true
-		if v.firstQueued < 0 && v.admitted < 0 {
-			v.firstQueued = r.now
-			v.bucket = tok.Bucket
-		}
-		v.st = vsQueued
-		r.rec.queue(i, tok.Bucket, fresh)
-		if v.estAt < 0 && v.admitted < 0 && r.now >= r.rec.steadyFrom {
-			// The estimate the page shows (edge: writeQueue), the first one
-			// this visitor sees in the steady state.
-			v.est = n.alloc.Estimate(tok.Bucket)
-			v.estKnown = v.est.WaitTimeKnown
-			v.estAt = r.now
-			v.estHalf = halfBucketEstimate(n.alloc, tok.Bucket)
-		}
-		r.checkInAfter(i, time.Duration(tok.RefreshInterval)*time.Second)
-	case policy.Reject:
-		if v.hasTok {
-			// The node remembers that the visitor no longer waits (edge:
-			// its counted table); the visitor keeps its cookie.
-			v.tok = tok
-		}
-		r.counts.Rejected++
-		if r.room.QueueingMethod == policy.MethodReject {
-			v.st = vsGone
-			return
-		}
-		// A full queue: the page again later, no cookie.
-		r.checkInAfter(i, time.Duration(refreshBase)*time.Second)
-	}
+	// A full queue: the page again later, no cookie.
+	r.checkInAfter(i, time.Duration(refreshBase)*time.Second)
 }
 
 // count applies the counter rule to visitor v's state at node n and records

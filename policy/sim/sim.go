@@ -958,7 +958,7 @@ func (r *run) request(i int) {
 		r.checkInAfter(i, time.Duration(wait)*time.Second)
 		return
 	}
-	r.attempt(i, n, fresh, nowSec)
+	r.attempt(i, n, fresh, now)
 }
 
 // outOfPatience reports whether queued visitor v gives up now, and if so
@@ -977,9 +977,13 @@ func (r *run) outOfPatience(v *visitor) bool {
 
 // attempt is a request that asks the allocation: visitor i, new (fresh) or
 // with a queued cookie, at node n, admitted, queued or turned away.
-func (r *run) attempt(i int, n *node, fresh bool, nowSec int64) {
+func (r *run) attempt(i int, n *node, fresh bool, now time.Time) {
 	v := &r.vis[i]
-	tok, out := r.decide(n, v, fresh, nowSec)
+	nowSec := now.Unix()
+	tok, out, held := r.decide(i, n, fresh, now)
+	if held {
+		return
+	}
 	if v.arr.cookieless && (out == policy.Queue || out == policy.Reject) {
 		// A client that keeps no cookie would be a new visitor at its next
 		// request; a cookieless flood's never comes. Nobody waits.
@@ -1001,11 +1005,14 @@ func (r *run) attempt(i int, n *node, fresh bool, nowSec int64) {
 	}
 }
 
-// decide asks node n's allocation about visitor v and counts the decision
+// decide asks node n's allocation about visitor i and counts the decision
 // by the counter rule; it returns the visitor's cookie after it (before it
-// for a bypass) and the outcome.
-func (r *run) decide(n *node, v *visitor, fresh bool, nowSec int64) (policy.Counting, policy.Outcome) {
-	tok := v.tok
+// for a bypass) and the outcome, or held when the request is held to be
+// decided again (nothing counted).
+func (r *run) decide(i int, n *node, fresh bool, now time.Time) (tok policy.Counting, out policy.Outcome, held bool) {
+	v := &r.vis[i]
+	nowSec := now.Unix()
+	tok = v.tok
 	if fresh {
 		tok = policy.Counting{Bucket: nowSec / 60}
 	}
@@ -1013,7 +1020,7 @@ func (r *run) decide(n *node, v *visitor, fresh bool, nowSec int64) (policy.Coun
 		r.counts.Attempts++
 	}
 	vis := policy.Visitor{Bucket: tok.Bucket, Queued: tok.Waiting()}
-	out := n.alloc.Decide(vis, nil)
+	out = n.alloc.Decide(vis, nil)
 	if out == policy.Queue {
 		// edge: decide holds the request of a visitor queued only for the
 		// slots the node keeps back for what the others may have admitted
@@ -1030,7 +1037,7 @@ func (r *run) decide(n *node, v *visitor, fresh bool, nowSec int64) (policy.Coun
 			}
 			v.held, v.heldSince = true, since
 			r.schedule(event{at: r.now + policy.AllocationFollow, kind: evRequest, vis: int32(i)})
-			return
+			return tok, out, true
 		}
 	}
 	v.held = false
@@ -1050,7 +1057,7 @@ func (r *run) decide(n *node, v *visitor, fresh bool, nowSec int64) (policy.Coun
 	if out != policy.Bypass {
 		tok = after
 	}
-	return tok, out
+	return tok, out, false
 }
 
 // admitted lets visitor i in with cookie tok: a session begins and it

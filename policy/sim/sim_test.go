@@ -161,6 +161,28 @@ var shorts = []short{
 	{name: "reference-random", shrink: shortReference},
 }
 
+// underRace are the short scenarios whose goals are checked under the race
+// detector too: cheap ones that still cover a cold start, floods at one and
+// at every node, steady load near the limits, a restart and one-minute
+// sessions. The simulator runs on one goroutine, so the race detector finds
+// nothing in it and only slows it (about five times): every other goal
+// check runs without it (CI's .ci/run runs `go test ./policy/sim` for them).
+// TestSameSeedSameBytes still takes a crash, a partition, skew and loss
+// through the simulator under -race.
+var underRace = map[string]bool{
+	"cold-start-flood": true, "fresh-flood-all-nodes": true, "steady-95": true,
+	"regional-flood-4-1-1": true, "sessions-1min": true, "node-restart": true,
+}
+
+// skipUnderRace skips a long simulation under the race detector (see
+// underRace).
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("a long simulation: checked without -race (go test ./policy/sim)")
+	}
+}
+
 func shortOf(name string) short {
 	for _, s := range shorts {
 		if s.name == name {
@@ -214,6 +236,9 @@ func TestGoalsOnShortScenarios(t *testing.T) {
 			continue // TestReferenceExperiment runs these
 		}
 		t.Run(s.name, func(t *testing.T) {
+			if !underRace[s.name] {
+				skipUnderRace(t)
+			}
 			t.Parallel()
 			sc := load(t, s.name)
 			s.shrink(sc)
@@ -234,6 +259,11 @@ func TestGoalsOnShortScenarios(t *testing.T) {
 			t.Errorf("scenario %s has no short version in this test", name)
 		}
 	}
+	for name := range underRace {
+		if !seen[name] {
+			t.Errorf("underRace names %s, which has no short version", name)
+		}
+	}
 }
 
 // TestFIFOOrderWhileTheActiveLimitBinds runs a longer step than the short
@@ -245,6 +275,7 @@ func TestGoalsOnShortScenarios(t *testing.T) {
 // was not covered (timed from its first coverage, 8.7% of the admissions
 // were inversions; now none, held to the goal).
 func TestFIFOOrderWhileTheActiveLimitBinds(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	const ratchet = sim.MaxFIFOInversions
 	sc := load(t, "step-10x")
@@ -267,6 +298,7 @@ func TestFIFOOrderWhileTheActiveLimitBinds(t *testing.T) {
 // snapshot read, stale columns and all, as the edge did before): the
 // simulator must show both what the handling fixes and what it costs.
 func TestACutRingReadAsAWholeOvershoots(t *testing.T) {
+	skipUnderRace(t)
 	cases := []struct {
 		name, scenario, handling string
 		// The room's peak admissions in a minute of the cut, over the
@@ -399,6 +431,7 @@ func deref(p *float64) any {
 // arrival minute, nearly linearly; under random queueing it does not depend
 // on it.
 func TestReferenceExperiment(t *testing.T) {
+	skipUnderRace(t)
 	// runReference runs the shortened experiment and holds ours to its goals.
 	runReference := func(t *testing.T, name, strategy string) *sim.Result {
 		sc := load(t, name)
@@ -672,6 +705,7 @@ func shortCookieless(sc *sim.Scenario) {
 // never turns a real visitor away. Counting a queued new visitor at once,
 // as the rule did before the proof, turned most of them away.
 func TestACookielessFloodFillsNoQueue(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	sc := load(t, "cookieless-flood")
 	shortCookieless(sc)

@@ -657,9 +657,9 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	if wall := time.Since(wallStart); wall > 60*time.Second {
-		t.Errorf("the end-to-end test took %v of wall time, want under 60 s", wall)
-	}
+	// Reported, not held: how fast a loaded machine runs the ring is no
+	// property of the room (speed belongs to the benchmarks).
+	t.Logf("the end-to-end test took %v of wall time", time.Since(wallStart).Round(time.Millisecond))
 }
 
 func mean(ds []time.Duration) time.Duration {

@@ -709,3 +709,16 @@ func clusterLog(t *testing.T) zerolog.Logger {
 	}
 	return zerolog.Nop()
 }
+
+// checkParse parses a node's config and holds the outcome: taken when want
+// is empty, else refused with an error that contains want.
+func checkParse(t *testing.T, yaml, want string) {
+	t.Helper()
+	_, err := config.Parse([]byte(yaml))
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("refused: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("error %v, want one containing %q", err, want)
+	}
+}

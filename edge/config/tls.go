@@ -146,23 +146,31 @@ func (c *Config) validateTLS(p *problems) {
 	if a.Enabled && t.CertFile != "" {
 		p.add("tls.acme.enabled", "true cannot be used with tls.cert_file: choose certificate files or ACME")
 	}
-	if !t.On() {
-		for _, f := range []struct {
-			field string
-			set   bool
-		}{
-			{"tls.redirect_listen", t.RedirectListen != ""},
-			{"tls.https_port", t.HTTPSPort != 0},
-			{"tls.acme.directory_url", a.DirectoryURL != ""},
-			{"tls.acme.email", a.Email != ""},
-			{"tls.acme.hosts", len(a.Hosts) > 0},
-			{"tls.acme.cache_dir", a.CacheDir != ""},
-			{"tls.acme.directory_ca_file", a.DirectoryCAFile != ""},
-		} {
+	// A setting given while what it belongs to is off is refused, naming
+	// it: TLS as a whole, or ACME.
+	type setting struct {
+		field string
+		set   bool
+	}
+	acme := []setting{
+		{"tls.acme.directory_url", a.DirectoryURL != ""},
+		{"tls.acme.email", a.Email != ""},
+		{"tls.acme.hosts", len(a.Hosts) > 0},
+		{"tls.acme.cache_dir", a.CacheDir != ""},
+		{"tls.acme.directory_ca_file", a.DirectoryCAFile != ""},
+	}
+	refuseSet := func(settings []setting, why string) {
+		for _, f := range settings {
 			if f.set {
-				p.add(f.field, "set while TLS is off: give tls.cert_file and tls.key_file, or tls.acme.enabled: true")
+				p.add(f.field, "%s", why)
 			}
 		}
+	}
+	if !t.On() {
+		refuseSet(append([]setting{
+			{"tls.redirect_listen", t.RedirectListen != ""},
+			{"tls.https_port", t.HTTPSPort != 0},
+		}, acme...), "set while TLS is off: give tls.cert_file and tls.key_file, or tls.acme.enabled: true")
 		return
 	}
 	if t.HTTPSPort < 0 || t.HTTPSPort > 65535 {
@@ -171,20 +179,7 @@ func (c *Config) validateTLS(p *problems) {
 	// redirect_listen itself, and that it overlaps no other listener, is
 	// checked with the other listeners (validateListeners).
 	if !a.Enabled {
-		for _, f := range []struct {
-			field string
-			set   bool
-		}{
-			{"tls.acme.directory_url", a.DirectoryURL != ""},
-			{"tls.acme.email", a.Email != ""},
-			{"tls.acme.hosts", len(a.Hosts) > 0},
-			{"tls.acme.cache_dir", a.CacheDir != ""},
-			{"tls.acme.directory_ca_file", a.DirectoryCAFile != ""},
-		} {
-			if f.set {
-				p.add(f.field, "set while tls.acme.enabled is false")
-			}
-		}
+		refuseSet(acme, "set while tls.acme.enabled is false")
 		return
 	}
 	if u, err := url.Parse(a.DirectoryURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "" {

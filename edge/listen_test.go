@@ -130,12 +130,13 @@ func TestPublicListenerLimits(t *testing.T) {
 	}
 
 	t.Run("a slow but steady upload is not cut", func(t *testing.T) {
-		// Ten bytes, one every half client_timeout: the upload takes
-		// several times the timeout, but the client never stalls.
-		c := rawConn(t, addr, "POST /upload HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 10\r\n\r\n")
-		for i := 0; i < 10; i++ {
-			time.Sleep(clientTimeout / 2) // the client's pace is the input
-			if _, err := c.Write([]byte{'0' + byte(i)}); err != nil {
+		// Twenty bytes, one every sixth of client_timeout: the upload
+		// takes several times the timeout, but the client never stalls
+		// (a sixth leaves room for a loaded machine's scheduling delays).
+		c := rawConn(t, addr, "POST /upload HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 20\r\n\r\n")
+		for i := 0; i < 20; i++ {
+			time.Sleep(clientTimeout / 6) // the client's pace is the input
+			if _, err := c.Write([]byte{'a' + byte(i)}); err != nil {
 				t.Fatalf("byte %d: %v", i, err)
 			}
 		}
@@ -145,8 +146,8 @@ func TestPublicListenerLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(b) != "origin: /upload 10 bytes" {
-			t.Errorf("%d %q, want the origin to have read all ten bytes", resp.StatusCode, b)
+		if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(b) != "origin: /upload 20 bytes" {
+			t.Errorf("%d %q, want the origin to have read all twenty bytes", resp.StatusCode, b)
 		}
 	})
 

@@ -510,6 +510,15 @@ func TestSameSeedSameBytes(t *testing.T) {
 		sc.Duration = dur(4 * time.Minute)
 		sc.Gossip.Loss = 0.05
 		sc.Nodes.SkewRange = dur(2 * time.Second)
+		if raceEnabled {
+			// A quarter of the crowd and of the limits keeps every event
+			// (crash, partition, restart, loss, skew) and the queue, at a
+			// quarter of the race detector's cost; go test ./policy/sim
+			// runs it whole.
+			sc.Visitors.Arrival.Rate /= 4
+			sc.Room.NewUsersPerMinute /= 4
+			sc.Room.TotalActiveUsers /= 4
+		}
 		return sc
 	}
 	run := func(sc *sim.Scenario) []byte {

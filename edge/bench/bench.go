@@ -40,6 +40,9 @@ type Options struct {
 	// Visitors is the step of the memory measurement (default 10,000).
 	Visitors int
 	Warmup   time.Duration // per side before the first round (default 1 s)
+	// NoProxies leaves out the baselines of the proxies operators run
+	// (nginx, HAProxy), which are otherwise used when installed.
+	NoProxies bool
 	// Progress, when set, gets a line per round.
 	Progress io.Writer
 }
@@ -196,7 +199,11 @@ type Report struct {
 	SerialP50 Comparison `json:"one_visitor_admitted_p50_added"`
 	SerialP99 Comparison `json:"one_visitor_admitted_p99_added"`
 	Memory    Memory     `json:"memory"`
-	Errors    uint64     `json:"errors"`
+	// External are the comparisons with the proxies operators run (nginx,
+	// HAProxy), when installed; Proxies names them with their versions.
+	External []Comparison `json:"external,omitempty"`
+	Proxies  []string     `json:"proxies,omitempty"`
+	Errors   uint64       `json:"errors"`
 	Notes     []string   `json:"notes"`
 }
 
@@ -205,6 +212,9 @@ type Report struct {
 type side struct {
 	opt loadtest.Options
 	tr  *http.Transport
+	// cpu, when set, is the CPU time of a process outside this one that
+	// serves the side (an external proxy), added to this process's.
+	cpu func() time.Duration
 }
 
 // tally is a side's figures summed over the slices of a round.
@@ -270,6 +280,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer env.Close()
 	b := newBenchRun(ctx, o, env)
 	defer b.closeIdle()
+	if !o.NoProxies {
+		xs, missing, err := startExternals(env)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, x := range xs {
+				x.Close()
+			}
+		}()
+		for _, x := range xs {
+			if err := checkExternal(x); err != nil {
+				return nil, err
+			}
+			b.addExternal(x)
+		}
+		b.rep.Notes = append(b.rep.Notes, missing...)
+	}
 	if err := b.warmUp(); err != nil {
 		return nil, err
 	}
@@ -331,6 +359,13 @@ func (rep *Report) finish() {
 	for _, c := range []*Comparison{&rep.ClosedP99, &rep.SerialP50, &rep.SerialP99} {
 		c.finish("", func(float64) bool { return true })
 	}
+	for i := range rep.External {
+		c := &rep.External[i]
+		c.finish(c.Goal, externalGoals[c.Goal])
+		if c.Unit == "µs" && c.Value > 0 {
+			c.Inverse = 1 / c.Value
+		}
+	}
 }
 
 // benchRun is one run of the comparisons: the sides driven, and what they
@@ -352,10 +387,13 @@ type benchRun struct {
 	proxyOpen, roomOpen     *side
 	proxySerial, roomSerial *side
 	bareQueued, roomQueued  *side
+	// externals are the proxies operators run, when installed.
+	externals []*externalSides
+	env       *Env
 }
 
 func newBenchRun(ctx context.Context, o Options, env *Env) *benchRun {
-	b := &benchRun{ctx: ctx, o: o, rep: newReport(o, env), countErrors: true}
+	b := &benchRun{ctx: ctx, o: o, rep: newReport(o, env), countErrors: true, env: env}
 	closed := loadtest.Options{Concurrency: o.Concurrency}
 	newVisitors := loadtest.Options{Concurrency: o.Concurrency, RequestsPerVisitor: 1}
 	serial := loadtest.Options{Concurrency: 1}
@@ -387,11 +425,18 @@ func (b *benchRun) run(s *side, d time.Duration, t *tally) error {
 	opt := s.opt
 	opt.Duration = d
 	c0 := ProcessCPU()
+	if s.cpu != nil {
+		c0 += s.cpu()
+	}
 	r, err := loadtest.Run(b.ctx, opt)
 	if err != nil {
 		return err
 	}
-	t.cpu += ProcessCPU() - c0
+	c1 := ProcessCPU()
+	if s.cpu != nil {
+		c1 += s.cpu()
+	}
+	t.cpu += c1 - c0
 	if b.countErrors {
 		b.errors += r.Errors
 	}
@@ -422,7 +467,14 @@ func (b *benchRun) compare(round int, base, room *side) (*tally, *tally, error) 
 func (b *benchRun) warmUp() error {
 	b.countErrors = false
 	defer func() { b.countErrors = true }()
-	for _, s := range []*side{b.proxyClosed, b.roomClosed, b.bareQueued, b.roomQueued, b.proxySerial, b.roomSerial} {
+	sides := []*side{b.proxyClosed, b.roomClosed, b.bareQueued, b.roomQueued, b.proxySerial, b.roomSerial}
+	for _, e := range b.externals {
+		sides = append(sides, e.closed, e.page)
+		if e.authClosed != nil {
+			sides = append(sides, e.authClosed)
+		}
+	}
+	for _, s := range sides {
 		if err := b.run(s, b.o.Warmup, &tally{}); err != nil {
 			return err
 		}
@@ -463,6 +515,12 @@ func (b *benchRun) round(round int) error {
 	}
 	rep.SerialP50.addDiff(sb.p50s, sr.p50s)
 	rep.SerialP99.addDiff(sb.p99s, sr.p99s)
+
+	for _, e := range b.externals {
+		if err := b.roundExternal(round, e); err != nil {
+			return err
+		}
+	}
 
 	qb, qr, err := b.compare(round, b.bareQueued, b.roomQueued)
 	if err != nil {
@@ -581,6 +639,13 @@ func (rep *Report) WriteText(w io.Writer) error {
 	row(rep.ClosedP99)
 	row(rep.SerialP50)
 	row(rep.SerialP99)
+	if len(rep.External) > 0 {
+		fmt.Fprintf(tw, "\t\t\t\t\t\t\t\n")
+		fmt.Fprintf(tw, "against the proxies operators run: %s\t\t\t\t\t\t\t\n", strings.Join(rep.Proxies, ", "))
+	}
+	for _, c := range rep.External {
+		row(c)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

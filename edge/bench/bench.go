@@ -204,7 +204,7 @@ type Report struct {
 	External []Comparison `json:"external,omitempty"`
 	Proxies  []string     `json:"proxies,omitempty"`
 	Errors   uint64       `json:"errors"`
-	Notes     []string   `json:"notes"`
+	Notes    []string     `json:"notes"`
 }
 
 // side is one side of a comparison: the load and the transport it keeps

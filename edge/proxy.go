@@ -87,7 +87,10 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 			clearCookie(resp.Header, v.v, v.rm.cookieName, v.https)
 			return nil
 		}
-		s.setCookie(resp.Header, v, now)
+		if v.sealed == "" {
+			// Only a changed token is sent: the visitor holds this one.
+			s.setCookie(resp.Header, v, now)
+		}
 		return nil
 	}
 	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {

@@ -639,15 +639,21 @@ func (rep *Report) WriteText(w io.Writer) error {
 	row(rep.ClosedP99)
 	row(rep.SerialP50)
 	row(rep.SerialP99)
-	if len(rep.External) > 0 {
-		fmt.Fprintf(tw, "\t\t\t\t\t\t\t\n")
-		fmt.Fprintf(tw, "against the proxies operators run: %s\t\t\t\t\t\t\t\n", strings.Join(rep.Proxies, ", "))
-	}
-	for _, c := range rep.External {
-		row(c)
-	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(rep.External) > 0 {
+		// The proxies operators run, each one process with one worker on
+		// loopback, their CPU counted with this process's.
+		fmt.Fprintf(w, "\nagainst the proxies operators run: %s\n", strings.Join(rep.Proxies, ", "))
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "\tbaseline\t\twaitroom\tresult\tgoal\t")
+		for _, c := range rep.External {
+			row(c)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(w, "\nmemory: the full room counted %d waiting before the two steps and %d after; goroutines %d before, %d after\n",
 		mem.QueuedBefore, mem.QueuedAfter, mem.GoroutinesBefore, mem.GoroutinesAfter)

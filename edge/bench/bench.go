@@ -203,8 +203,13 @@ type Report struct {
 	// HAProxy), when installed; Proxies names them with their versions.
 	External []Comparison `json:"external,omitempty"`
 	Proxies  []string     `json:"proxies,omitempty"`
-	Errors   uint64       `json:"errors"`
-	Notes    []string     `json:"notes"`
+	// Split are the external proxies' own CPU per request, which splits
+	// their rows' CPU into the proxy's and the rest's (generator and
+	// origin, the same on both sides), and so estimates waitroom's node's
+	// own cost.
+	Split  []CPUSplit `json:"cpu_split,omitempty"`
+	Errors uint64     `json:"errors"`
+	Notes  []string   `json:"notes"`
 }
 
 // side is one side of a comparison: the load and the transport it keeps
@@ -219,7 +224,9 @@ type side struct {
 
 // tally is a side's figures summed over the slices of a round.
 type tally struct {
-	elapsed, cpu                               time.Duration
+	elapsed, cpu time.Duration
+	// ext is the part of cpu an external proxy's process used.
+	ext                                        time.Duration
 	admitted, queued, rejected, errors, missed uint64
 	adm                                        loadtest.Histogram
 	// p50s and p99s are each slice's admitted latency percentiles, in ms.
@@ -425,6 +432,7 @@ func (b *benchRun) run(s *side, d time.Duration, t *tally) error {
 	opt := s.opt
 	opt.Duration = d
 	c0 := ProcessCPU()
+	cIn := c0
 	if s.cpu != nil {
 		c0 += s.cpu()
 	}
@@ -434,7 +442,9 @@ func (b *benchRun) run(s *side, d time.Duration, t *tally) error {
 	}
 	c1 := ProcessCPU()
 	if s.cpu != nil {
-		c1 += s.cpu()
+		e1 := s.cpu()
+		t.ext += e1 - (c0 - cIn)
+		c1 += e1
 	}
 	t.cpu += c1 - c0
 	if b.countErrors {
@@ -653,6 +663,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		for _, sp := range rep.Split {
+			rep.writeSplit(w, sp)
 		}
 	}
 	fmt.Fprintf(w, "\nmemory: the full room counted %d waiting before the two steps and %d after; goroutines %d before, %d after\n",

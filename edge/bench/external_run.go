@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/waitroom/waitroom/edge/loadtest"
 )
@@ -17,6 +19,7 @@ type externalSides struct {
 	// Indexes of the proxy's comparisons in Report.External.
 	admitted, cpu, p50, p99, queued, queuedCPU int
 	auth, authCPU, authP99                     int
+	split                                      int // in Report.Split
 }
 
 // The goals against nginx (admitted throughput and CPU, p99 added at a
@@ -74,7 +77,43 @@ func (b *benchRun) addExternal(x *External) {
 		e.authCPU = row(Comparison{Name: "forward-auth CPU per request", Baseline: name, Unit: "µs"})
 		e.authP99 = row(Comparison{Name: "forward-auth p99, fixed rate", Baseline: name, Unit: "ms", Difference: true})
 	}
+	e.split = len(b.rep.Split)
+	b.rep.Split = append(b.rep.Split, CPUSplit{Proxy: name, admitted: e.cpu, queued: e.queuedCPU})
 	b.externals = append(b.externals, e)
+}
+
+// CPUSplit is an external proxy's own CPU per request, per round, in µs.
+type CPUSplit struct {
+	Proxy    string    `json:"proxy"`
+	Admitted []float64 `json:"admitted_us"`
+	Queued   []float64 `json:"queued_us"`
+	// admitted and queued are its CPU comparisons in Report.External.
+	admitted, queued int
+}
+
+// writeSplit prints sp: the proxy's own CPU per request, the rest of its
+// rows' CPU (generator and origin, which waitroom's rows spend too), and
+// so waitroom's node's own CPU per request beside the proxy's.
+func (rep *Report) writeSplit(w io.Writer, sp CPUSplit) {
+	line := func(what string, own []float64, c Comparison) {
+		o := median(own)
+		rest := median(c.Base) - o
+		node := median(c.Room) - rest
+		if o <= 0 || rest <= 0 {
+			return
+		}
+		fmt.Fprintf(w, "%s's own CPU per %s: %.1f µs; the generator's and the origin's: %.1f µs; so waitroom's node: about %.1f µs (× %.2f)\n",
+			sp.Proxy, what, o, rest, node, node/o)
+	}
+	line("admitted request", sp.Admitted, rep.External[sp.admitted])
+	line("queued response", sp.Queued, rep.External[sp.queued])
+}
+
+func perRequest(d time.Duration, n uint64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(d) / float64(time.Microsecond) / float64(n)
 }
 
 // roundExternal runs e's comparisons once: waitroom's open room against
@@ -89,6 +128,8 @@ func (b *benchRun) roundExternal(round int, e *externalSides) error {
 	}
 	ext[e.admitted].add(cb.perSecond(cb.admitted), cr.perSecond(cr.admitted))
 	ext[e.cpu].add(cb.cpuPer(cb.admitted), cr.cpuPer(cr.admitted))
+	sp := &b.rep.Split[e.split]
+	sp.Admitted = append(sp.Admitted, perRequest(cb.ext, cb.admitted))
 
 	rate := float64(int(cb.perSecond(cb.admitted) * b.o.LatencyLoad))
 	for _, s := range []*side{e.open, b.roomOpen, e.authOpen} {
@@ -109,6 +150,7 @@ func (b *benchRun) roundExternal(round int, e *externalSides) error {
 	}
 	ext[e.queued].add(qb.perSecond(qb.queued), qr.perSecond(qr.queued))
 	ext[e.queuedCPU].add(qb.cpuPer(qb.queued), qr.cpuPer(qr.queued))
+	sp.Queued = append(sp.Queued, perRequest(qb.ext, qb.queued))
 	line := fmt.Sprintf("round %d/%d vs %s: admitted %.0f vs %.0f req/s (× %.3f), CPU %.1f vs %.1f µs | p99 at %.0f req/s %.3f vs %.3f ms | queued %.0f vs %.0f req/s (× %.3f)",
 		round+1, b.o.Rounds, e.x.Name,
 		cb.perSecond(cb.admitted), cr.perSecond(cr.admitted), ratio(cr.perSecond(cr.admitted), cb.perSecond(cb.admitted)),

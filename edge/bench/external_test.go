@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -92,6 +93,16 @@ func TestBenchDrivesProxies(t *testing.T) {
 	}
 	if want := 6 + 6 + 3; len(b.rep.External) != want {
 		t.Errorf("%d rows, want %d", len(b.rep.External), want)
+	}
+	if len(b.rep.Split) != 2 || len(b.rep.Split[0].Admitted) != 1 || len(b.rep.Split[1].Queued) != 1 {
+		t.Errorf("the proxies' own CPU: %+v, want a figure per round for each", b.rep.Split)
+	}
+	var out bytes.Buffer
+	if err := b.rep.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "against the proxies operators run: nginx") {
+		t.Errorf("the report has no rows of the proxies:\n%s", out.String())
 	}
 	for _, c := range b.rep.External {
 		if len(c.Base) != 1 || len(c.Room) != 1 || c.Base[0] <= 0 || c.Room[0] <= 0 {

@@ -7,7 +7,8 @@ package edge
 // a new nonce. Any change the rule makes (a renewed expiry, a later
 // check-in, a new session cell) differs from the sent token and is sealed
 // as before, so the cookie still carries everything a node that has never
-// seen the visitor needs.
+// seen the visitor needs; and a cookie sealed under a key that is no longer
+// the newest is sealed under the newest at its next request in a later second.
 //
 // In proxy mode the answer then carries no Set-Cookie at all (see
 // newProxy). In forward-auth mode the endpoint still answers with the

@@ -70,13 +70,15 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 		ErrorLog:      nil,
 	}
 	p.ModifyResponse = func(resp *http.Response) error {
-		cmd := resp.Header.Get(commandHeaderCF)
+		// The header names are canonical already: looked up and deleted
+		// as map keys, without canonicalizing them again on every answer.
+		cmd := firstValue(resp.Header[commandHeaderCF])
 		if cmd == "" {
-			cmd = resp.Header.Get(commandHeaderOwn)
+			cmd = firstValue(resp.Header[commandHeaderOwn])
 		}
 		// Origin commands are for waitroom, never for the visitor.
-		resp.Header.Del(commandHeaderCF)
-		resp.Header.Del(commandHeaderOwn)
+		delete(resp.Header, commandHeaderCF)
+		delete(resp.Header, commandHeaderOwn)
 		v, _ := resp.Request.Context().Value(visitKey{}).(*visit)
 		if v == nil {
 			return nil
@@ -87,7 +89,10 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 			clearCookie(resp.Header, v.v, v.rm.cookieName, v.https)
 			return nil
 		}
-		s.setCookie(resp.Header, v, now)
+		if v.sealed == "" {
+			// Only a changed token is sent: the visitor holds this one.
+			s.setCookie(resp.Header, v, now)
+		}
 		return nil
 	}
 	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
@@ -118,6 +123,13 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 		writeStatusPage(w, http.StatusBadGateway, "The site is not reachable", "The web site behind this waiting room could not be reached. Please try again in a moment; your place is kept.")
 	}
 	return p, nil
+}
+
+func firstValue(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
 }
 
 // copyBuffers are ReverseProxy's 32 KiB copy buffers, reused: without a pool

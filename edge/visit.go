@@ -23,6 +23,10 @@ type visit struct {
 	v     *view
 	tok   cookie.Token
 	https bool
+	// sealed is the cookie value the visitor sent when it seals exactly
+	// tok, so that the cookie need not be sealed again ("" otherwise; see
+	// sameCookie).
+	sealed string
 }
 
 type visitKey struct{}
@@ -42,6 +46,10 @@ type request struct {
 	// here (nothing opened).
 	tok   cookie.Token
 	fresh bool
+	// sent is the token as the visitor sent it (zero when fresh), and
+	// sentValue its cookie's value.
+	sent      cookie.Token
+	sentValue string
 	// before is the newest state this node knows of the token's counting.
 	before policy.Counting
 	// out is how the request goes on to the origin once let through.
@@ -113,7 +121,8 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onw
 		return
 	}
 	rq := &request{w: w, r: r, rm: rm, now: now, https: isHTTPS(r), out: out, solution: solution}
-	rq.tok, rq.fresh = s.openToken(rm, r, now)
+	rq.tok, rq.fresh, rq.sentValue = s.openToken(rm, r, now)
+	rq.sent = rq.tok
 	if !s.passCookieCheck(rq, a, cc) {
 		return
 	}
@@ -382,23 +391,23 @@ func randomID() uint64 {
 
 // openToken reads the room's cookie. Anything that does not open is a new
 // visitor (fresh); the reason is counted, never shown.
-func (s *Server) openToken(rm *room, r *http.Request, now time.Time) (cookie.Token, bool) {
+func (s *Server) openToken(rm *room, r *http.Request, now time.Time) (cookie.Token, bool, string) {
 	c, err := r.Cookie(rm.cookieName)
 	if err != nil {
-		return cookie.Token{}, true
+		return cookie.Token{}, true, ""
 	}
 	tok, err := s.keys.Open(c.Value, rm.name, now)
 	if err != nil {
 		s.metrics.cookieErrors.WithLabelValues(rm.name, cookieErrorReason(err)).Inc()
-		return cookie.Token{}, true
+		return cookie.Token{}, true, ""
 	}
 	if tok.Admitted() && s.revoked.has(rm.name, tok.ID) {
 		// A session the origin revoked, sent again by a client that kept
 		// the old cookie: a new visitor like any other.
 		s.metrics.cookieErrors.WithLabelValues(rm.name, "revoked").Inc()
-		return cookie.Token{}, true
+		return cookie.Token{}, true, ""
 	}
-	return tok, false
+	return tok, false, c.Value
 }
 
 func cookieErrorReason(err error) string {
@@ -425,7 +434,7 @@ func cookieErrorReason(err error) string {
 // life would be told that cookies are required.
 func (s *Server) proxyVisit(rq *request, v *view) {
 	w, r := rq.w, rq.r
-	vis := &visit{rm: rq.rm, v: v, tok: rq.tok, https: rq.https}
+	vis := &visit{rm: rq.rm, v: v, tok: rq.tok, https: rq.https, sealed: rq.sameCookie()}
 	if rq.marked && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		h := w.Header()
 		s.setCookie(h, vis, s.ringNow().Unix())
@@ -451,7 +460,11 @@ func (s *Server) setCookie(h http.Header, vis *visit, now int64) {
 	b := make([]byte, 0, 256)
 	b = append(b, rm.cookieName...)
 	b = append(b, '=')
-	b = s.keys.AppendSeal(b, rm.name, tok)
+	if vis.sealed != "" {
+		b = append(b, vis.sealed...)
+	} else {
+		b = s.keys.AppendSeal(b, rm.name, tok)
+	}
 	b = append(b, "; Path=/; Max-Age="...)
 	b = strconv.AppendInt(b, maxAge, 10)
 	b = append(b, "; HttpOnly"...)

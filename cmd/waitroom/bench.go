@@ -13,11 +13,12 @@ import (
 
 func newBench() *cobra.Command {
 	var (
-		o          bench.Options
-		asJSON     bool
-		cpuProfile string
-		soak       time.Duration
-		soakRate   float64
+		o           bench.Options
+		asJSON      bool
+		cpuProfile  string
+		soak        time.Duration
+		soakRate    float64
+		withProxies bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -33,6 +34,21 @@ median over --rounds of the per-round ratios:
   admitted p99 added         at a fixed rate, 25% of the plain proxy's throughput    goal ≤ +0.2 ms
   queued throughput          waitroom (full room, new visitors) / bare server        goal ≥ 0.90
   memory per 10,000 waiting  heap growth of the process after GC                     goal < 1 MiB
+
+Where nginx and HAProxy are installed (Debian packages nginx and haproxy,
+or the binaries $WAITROOM_NGINX and $WAITROOM_HAPROXY name), each also runs
+as a baseline, one process with one worker on loopback: proxying to the
+same origin with upstream keep-alive, and answering the queue page's exact
+bytes; nginx also with waitroom's shipped forward-auth configuration in
+front of the node. waitroom is compared with each the same way:
+
+  admitted throughput        waitroom / nginx proxy_pass                         goal ≥ 0.8
+  CPU per admitted request   waitroom / nginx (its process's CPU counted)        goal ≤ 1.25
+  admitted p99 added         at 25% of nginx's throughput                        goal ≤ +0.2 ms
+  queued throughput          waitroom / nginx answering the same bytes           goal ≥ 0.8
+  forward-auth               nginx asking waitroom / nginx alone                 (reported)
+
+--proxies=false leaves them out.
 
 It also prints each side's process CPU time per request (whose inverse ratio
 moves much less with what else runs on the machine than throughput does) and
@@ -78,8 +94,20 @@ on growth.`,
 			if !asJSON {
 				o.Progress = cmd.ErrOrStderr()
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "waitroom bench: %d rounds of 4 comparisons, %s per side each, then the memory steps (about %s)\n",
-				max(o.Rounds, 1), o.Duration, (time.Duration(max(o.Rounds, 1))*8*o.Duration + 6*time.Second + 15*time.Second).Round(time.Second))
+			o.NoProxies = !withProxies
+			comparisons := 4
+			if withProxies {
+				for _, p := range bench.ExternalProxies {
+					if p.Find() != "" {
+						comparisons += 3
+						if p.Program == "nginx" {
+							comparisons += 2
+						}
+					}
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "waitroom bench: %d rounds of %d comparisons, %s per side each, then the memory steps (about %s)\n",
+				max(o.Rounds, 1), comparisons, o.Duration, (time.Duration(max(o.Rounds, 1)*comparisons)*2*o.Duration + 6*time.Second + 15*time.Second).Round(time.Second))
 			rep, err := bench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -98,6 +126,7 @@ on growth.`,
 	f.IntVar(&o.Concurrency, "concurrency", 16, "closed-loop visitors")
 	f.IntVar(&o.Visitors, "visitors", 10_000, "new waiting visitors per step of the memory measurement")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&withProxies, "proxies", true, "compare also with nginx and HAProxy where installed")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole bench (generator included) to this file")
 	f.DurationVar(&soak, "soak", 0, "run the steady-memory check for this long instead (e.g. 5m)")
 	f.Float64Var(&soakRate, "soak-rate", 500, "requests per second of each main stream during --soak")

@@ -40,6 +40,9 @@ type Options struct {
 	// Visitors is the step of the memory measurement (default 10,000).
 	Visitors int
 	Warmup   time.Duration // per side before the first round (default 1 s)
+	// NoProxies leaves out the baselines of the proxies operators run
+	// (nginx, HAProxy), which are otherwise used when installed.
+	NoProxies bool
 	// Progress, when set, gets a line per round.
 	Progress io.Writer
 }
@@ -196,8 +199,17 @@ type Report struct {
 	SerialP50 Comparison `json:"one_visitor_admitted_p50_added"`
 	SerialP99 Comparison `json:"one_visitor_admitted_p99_added"`
 	Memory    Memory     `json:"memory"`
-	Errors    uint64     `json:"errors"`
-	Notes     []string   `json:"notes"`
+	// External are the comparisons with the proxies operators run (nginx,
+	// HAProxy), when installed; Proxies names them with their versions.
+	External []Comparison `json:"external,omitempty"`
+	Proxies  []string     `json:"proxies,omitempty"`
+	// Split are the external proxies' own CPU per request, which splits
+	// their rows' CPU into the proxy's and the rest's (generator and
+	// origin, the same on both sides), and so estimates waitroom's node's
+	// own cost.
+	Split  []CPUSplit `json:"cpu_split,omitempty"`
+	Errors uint64     `json:"errors"`
+	Notes  []string   `json:"notes"`
 }
 
 // side is one side of a comparison: the load and the transport it keeps
@@ -205,11 +217,16 @@ type Report struct {
 type side struct {
 	opt loadtest.Options
 	tr  *http.Transport
+	// cpu, when set, is the CPU time of a process outside this one that
+	// serves the side (an external proxy), added to this process's.
+	cpu func() time.Duration
 }
 
 // tally is a side's figures summed over the slices of a round.
 type tally struct {
-	elapsed, cpu                               time.Duration
+	elapsed, cpu time.Duration
+	// ext is the part of cpu an external proxy's process used.
+	ext                                        time.Duration
 	admitted, queued, rejected, errors, missed uint64
 	adm                                        loadtest.Histogram
 	// p50s and p99s are each slice's admitted latency percentiles, in ms.
@@ -270,6 +287,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer env.Close()
 	b := newBenchRun(ctx, o, env)
 	defer b.closeIdle()
+	if !o.NoProxies {
+		xs, missing, err := startExternals(env)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, x := range xs {
+				x.Close()
+			}
+		}()
+		for _, x := range xs {
+			if err := checkExternal(x); err != nil {
+				return nil, err
+			}
+			b.addExternal(x)
+		}
+		b.rep.Notes = append(b.rep.Notes, missing...)
+	}
 	if err := b.warmUp(); err != nil {
 		return nil, err
 	}
@@ -331,6 +366,13 @@ func (rep *Report) finish() {
 	for _, c := range []*Comparison{&rep.ClosedP99, &rep.SerialP50, &rep.SerialP99} {
 		c.finish("", func(float64) bool { return true })
 	}
+	for i := range rep.External {
+		c := &rep.External[i]
+		c.finish(c.Goal, externalGoals[c.Goal])
+		if c.Unit == "µs" && c.Value > 0 {
+			c.Inverse = 1 / c.Value
+		}
+	}
 }
 
 // benchRun is one run of the comparisons: the sides driven, and what they
@@ -352,10 +394,13 @@ type benchRun struct {
 	proxyOpen, roomOpen     *side
 	proxySerial, roomSerial *side
 	bareQueued, roomQueued  *side
+	// externals are the proxies operators run, when installed.
+	externals []*externalSides
+	env       *Env
 }
 
 func newBenchRun(ctx context.Context, o Options, env *Env) *benchRun {
-	b := &benchRun{ctx: ctx, o: o, rep: newReport(o, env), countErrors: true}
+	b := &benchRun{ctx: ctx, o: o, rep: newReport(o, env), countErrors: true, env: env}
 	closed := loadtest.Options{Concurrency: o.Concurrency}
 	newVisitors := loadtest.Options{Concurrency: o.Concurrency, RequestsPerVisitor: 1}
 	serial := loadtest.Options{Concurrency: 1}
@@ -387,11 +432,21 @@ func (b *benchRun) run(s *side, d time.Duration, t *tally) error {
 	opt := s.opt
 	opt.Duration = d
 	c0 := ProcessCPU()
+	cIn := c0
+	if s.cpu != nil {
+		c0 += s.cpu()
+	}
 	r, err := loadtest.Run(b.ctx, opt)
 	if err != nil {
 		return err
 	}
-	t.cpu += ProcessCPU() - c0
+	c1 := ProcessCPU()
+	if s.cpu != nil {
+		e1 := s.cpu()
+		t.ext += e1 - (c0 - cIn)
+		c1 += e1
+	}
+	t.cpu += c1 - c0
 	if b.countErrors {
 		b.errors += r.Errors
 	}
@@ -422,7 +477,14 @@ func (b *benchRun) compare(round int, base, room *side) (*tally, *tally, error) 
 func (b *benchRun) warmUp() error {
 	b.countErrors = false
 	defer func() { b.countErrors = true }()
-	for _, s := range []*side{b.proxyClosed, b.roomClosed, b.bareQueued, b.roomQueued, b.proxySerial, b.roomSerial} {
+	sides := []*side{b.proxyClosed, b.roomClosed, b.bareQueued, b.roomQueued, b.proxySerial, b.roomSerial}
+	for _, e := range b.externals {
+		sides = append(sides, e.closed, e.page)
+		if e.authClosed != nil {
+			sides = append(sides, e.authClosed)
+		}
+	}
+	for _, s := range sides {
 		if err := b.run(s, b.o.Warmup, &tally{}); err != nil {
 			return err
 		}
@@ -463,6 +525,12 @@ func (b *benchRun) round(round int) error {
 	}
 	rep.SerialP50.addDiff(sb.p50s, sr.p50s)
 	rep.SerialP99.addDiff(sb.p99s, sr.p99s)
+
+	for _, e := range b.externals {
+		if err := b.roundExternal(round, e); err != nil {
+			return err
+		}
+	}
 
 	qb, qr, err := b.compare(round, b.bareQueued, b.roomQueued)
 	if err != nil {
@@ -583,6 +651,22 @@ func (rep *Report) WriteText(w io.Writer) error {
 	row(rep.SerialP99)
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(rep.External) > 0 {
+		// The proxies operators run, each one process with one worker on
+		// loopback, their CPU counted with this process's.
+		fmt.Fprintf(w, "\nagainst the proxies operators run: %s\n", strings.Join(rep.Proxies, ", "))
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "\tbaseline\t\twaitroom\tresult\tgoal\t")
+		for _, c := range rep.External {
+			row(c)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, sp := range rep.Split {
+			rep.writeSplit(w, sp)
+		}
 	}
 	fmt.Fprintf(w, "\nmemory: the full room counted %d waiting before the two steps and %d after; goroutines %d before, %d after\n",
 		mem.QueuedBefore, mem.QueuedAfter, mem.GoroutinesBefore, mem.GoroutinesAfter)

@@ -16,7 +16,7 @@ func TestBenchSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node and drives it for a few seconds")
 	}
-	rep, err := Run(context.Background(), Options{Duration: 200 * time.Millisecond, Slice: 100 * time.Millisecond, Rounds: 1, Visitors: 300, Warmup: 50 * time.Millisecond})
+	rep, err := Run(context.Background(), Options{Duration: 200 * time.Millisecond, Slice: 100 * time.Millisecond, Rounds: 1, Visitors: 300, Warmup: 50 * time.Millisecond, NoProxies: true}) // TestBenchDrivesProxies drives the proxies
 	if err != nil {
 		t.Fatal(err)
 	}

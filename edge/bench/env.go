@@ -38,6 +38,9 @@ type Env struct {
 	ProxyURL  string // plain httputil.ReverseProxy to the origin
 	OpenURL   string // waitroom, room "open"
 	FullURL   string // waitroom, room "full"
+	// ForwardAuthAddr is the node's forward-auth endpoint (host:port), for
+	// a proxy in front that asks it about every request.
+	ForwardAuthAddr string
 
 	Node *edge.Server
 	// Proxy and Bare are the plain proxy's and the bare server's handlers.
@@ -138,6 +141,7 @@ func (e *Env) startNode(ctx context.Context) (err error) {
 		CookieKeyFile: keyFile,
 		Origin:        e.OriginURL,
 		LogLevel:      "error",
+		ForwardAuth:   config.ForwardAuthConfig{Listen: "127.0.0.1:0"},
 		Rooms: []config.Room{
 			{Name: "open", Path: "/open", TotalActiveUsers: config.MaxTotalActiveUsers, NewUsersPerMinute: config.MaxTotalActiveUsers},
 			{Name: "full", Path: "/full", TotalActiveUsers: 1, NewUsersPerMinute: 1, CookieSuffix: "full"},
@@ -165,6 +169,7 @@ func (e *Env) startNode(ctx context.Context) (err error) {
 	}
 	e.OpenURL = "http://" + node.PublicAddr() + "/open/"
 	e.FullURL = "http://" + node.PublicAddr() + "/full/"
+	e.ForwardAuthAddr = node.ForwardAuthAddr()
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,15 +106,22 @@ func BenchmarkHandler(b *testing.B) {
 		h                  http.Handler
 		want               int
 		refresh            bool
+		// keep: the request's cookie follows the answers' Set-Cookie, as
+		// a browser's does.
+		keep bool
+		// forward: asked as nginx asks the forward-auth endpoint.
+		forward bool
 	}{
-		{"plain proxy", "/open/", "", env.Proxy, 200, false},
-		{"plain proxy, flush every write", "/open/", "", variant(-1, nil), 200, false},
-		{"plain proxy, buffer pool", "/open/", "", variant(0, edge.NewCopyBufferPool()), 200, false},
-		{"admitted", "/open/", admitted, env.Node, 200, false},
-		{"bare queue page", "/full/", "", env.Bare, 200, true},
-		{"queued new visitor", "/full/", "", env.Node, 200, true},
-		{"queued check-in", "/full/", due, env.Node, 200, true},
-		{"queued early check-in", "/full/", early, env.Node, 200, true},
+		{"plain proxy", "/open/", "", env.Proxy, 200, false, false, false},
+		{"plain proxy, flush every write", "/open/", "", variant(-1, nil), 200, false, false, false},
+		{"plain proxy, buffer pool", "/open/", "", variant(0, edge.NewCopyBufferPool()), 200, false, false, false},
+		{"admitted", "/open/", admitted, env.Node, 200, false, false, false},
+		{"admitted, cookie kept", "/open/", admitted, env.Node, 200, false, true, false},
+		{"forward-auth admitted, cookie kept", "/nginx/auth", admitted, env.Node.ForwardAuthHandler(), 200, false, true, true},
+		{"bare queue page", "/full/", "", env.Bare, 200, true, false, false},
+		{"queued new visitor", "/full/", "", env.Node, 200, true, false, false},
+		{"queued check-in", "/full/", due, env.Node, 200, true, false, false},
+		{"queued early check-in", "/full/", early, env.Node, 200, true, false, false},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -122,12 +130,22 @@ func BenchmarkHandler(b *testing.B) {
 			if c.cookie != "" {
 				req.Header.Set("Cookie", c.cookie)
 			}
+			if c.forward {
+				req.Header.Set("X-Forwarded-Method", http.MethodGet)
+				req.Header.Set("X-Forwarded-Host", "bench")
+				req.Header.Set("X-Forwarded-Uri", "/open/")
+				req.Header.Set("X-Forwarded-Proto", "http")
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				w := httptest.NewRecorder()
 				c.h.ServeHTTP(w, req)
 				if w.Code != c.want || (w.Header().Get("Refresh") != "") != c.refresh {
 					b.Fatalf("status %d, Refresh %q", w.Code, w.Header().Get("Refresh"))
+				}
+				if sc := w.Header().Get("Set-Cookie"); c.keep && sc != "" {
+					kv, _, _ := strings.Cut(sc, ";")
+					req.Header.Set("Cookie", kv)
 				}
 			}
 		})

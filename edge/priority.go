@@ -313,7 +313,7 @@ const maxMint = 100_000
 func (s *Server) registerCodeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("POST /rooms/{name}/codes", s.serveMint)
 	mux.HandleFunc("POST /rooms/{name}/codes/revoke", s.serveRevoke)
-	mux.HandleFunc("GET /rooms/{name}/codes/status", s.serveCodeStatus)
+	mux.HandleFunc("POST /rooms/{name}/codes/status", s.serveCodeStatus)
 }
 
 // serveMint mints codes and answers with them as CSV: code, id, group,

@@ -458,16 +458,16 @@ func (s *Server) serveCodeStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// groupFigures are a priority group's figures over a span of minutes,
+// GroupFigures are a priority group's figures over a span of minutes,
 // merged over the ring: for the state document and the analytics.
-type groupFigures struct {
+type GroupFigures struct {
 	Admitted uint64 `json:"admitted"`
 	CodeUses uint64 `json:"code_uses"`
 }
 
 // priorityFigures sums the room's priority counters by group over minutes
 // from..to.
-func (s *Server) priorityFigures(rm *room, from, to int64) map[string]groupFigures {
+func (s *Server) priorityFigures(rm *room, from, to int64) map[string]GroupFigures {
 	if len(rm.cfg.PriorityGroups) == 0 {
 		return nil
 	}
@@ -476,10 +476,10 @@ func (s *Server) priorityFigures(rm *room, from, to int64) map[string]groupFigur
 		adm = st.SumByBucket(rm.name, crdt.PriorityAdmitted, from, to)
 		uses = st.SumByBucket(rm.name, crdt.PriorityCodeUses, from, to)
 	})
-	out := map[string]groupFigures{}
+	out := map[string]GroupFigures{}
 	for _, g := range rm.cfg.PriorityGroups {
 		b := crdt.GroupBucket(g.Name)
-		out[g.Name] = groupFigures{Admitted: adm[b], CodeUses: uses[b]}
+		out[g.Name] = GroupFigures{Admitted: adm[b], CodeUses: uses[b]}
 	}
 	return out
 }

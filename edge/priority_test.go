@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
@@ -94,6 +95,19 @@ func TestPriorityCodes(t *testing.T) {
 		}
 		if got := codeMetric(t, f.admin, "shop", "accepted"); got != 1 {
 			t.Fatalf("accepted codes %v, want 1", got)
+		}
+		if got := metric(t, f.admin, `waitroom_priority_admissions_total{group="vip",room="shop",way="ahead"}`); got != 1 {
+			t.Fatalf("vip admissions ahead of the line %v, want 1", got)
+		}
+		var an edge.Analytics
+		if err := json.NewDecoder(adminGet(t, f.admin, "/rooms/shop/analytics?minutes=5").Body).Decode(&an); err != nil {
+			t.Fatal(err)
+		}
+		if g := an.PriorityGroups["vip"]; g.Admitted != 1 || g.CodeUses != 1 {
+			t.Fatalf("analytics of group vip %+v, want 1 admitted and 1 code use", g)
+		}
+		if g := roomStatus(t, f.admin, "shop").Last10Minutes.PriorityGroups["vip"]; g.Admitted != 1 || g.CodeUses != 1 {
+			t.Fatalf("state of group vip %+v, want 1 admitted and 1 code use", g)
 		}
 		// The holder's next request is a session like any other's.
 		if resp := holder.get(f.srv, "http://shop.test/tickets"); resp.Header.Get("X-Origin") != "yes" {

@@ -264,7 +264,7 @@ func (s *Server) inviteOnlyRefused(rq *request, a *allocation) bool {
 // codeResultText is what a visitor is told about the code they presented.
 func codeResultText(result string) string {
 	switch result {
-	case "accepted", "kept":
+	case "", "accepted", "kept":
 		return ""
 	case "used":
 		return "This code has already been used."
@@ -482,4 +482,15 @@ func (s *Server) priorityFigures(rm *room, from, to int64) map[string]GroupFigur
 		out[g.Name] = GroupFigures{Admitted: adm[b], CodeUses: uses[b]}
 	}
 	return out
+}
+
+// setPriorityVars fills the queue page's priority code variables: the code
+// form shows in a room with priority groups, to visitors without a group.
+func setPriorityVars(v *pageVars, rq *request, vw *view, tok cookie.Token) {
+	if len(vw.cfg.PriorityGroups) == 0 || tok.Priority != "" || v.CookiesRequired {
+		return
+	}
+	v.PriorityCodes = true
+	v.PriorityCodeParam = codeParam
+	v.PriorityCodeMessage = codeResultText(rq.codeResult)
 }

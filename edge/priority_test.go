@@ -158,6 +158,25 @@ func TestPriorityCodes(t *testing.T) {
 		}
 	})
 
+	t.Run("the queue page offers the code field, says when a code did not work, and a custom page can do the same", func(t *testing.T) {
+		rc := priorityRoom("shop", 1, 1)
+		rc.CustomPageHTML = `<html><body>{{#priorityCodes}}<form><input name="{{priorityCodeParam}}">{{priorityCodeMessage}}</form>{{/priorityCodes}}</body></html>`
+		plain := priorityRoom("plain", 1, 1)
+		plain.Host = "plain.test"
+		rc.Host = "shop.test"
+		f := newFixture(t, rc, plain)
+		admitFirst(t, f, "http://shop.test/")
+		admitFirst(t, f, "http://plain.test/")
+		page := body(t, newVisitor().get(f.srv, withCode("http://shop.test/", "not-a-code")))
+		if !strings.Contains(page, `<input name="__waitroom_code">This code is not valid for this waiting room.`) {
+			t.Fatalf("custom page %q lacks the code field with the failure", page)
+		}
+		page = body(t, newVisitor().get(f.srv, "http://plain.test/"))
+		if !strings.Contains(page, `name="__waitroom_code"`) || strings.Contains(page, "not valid") {
+			t.Fatalf("default page %q: want the code field and no failure", page)
+		}
+	})
+
 	t.Run("an invite-only room lets in code holders only, and slows an address that keeps guessing", func(t *testing.T) {
 		rc := priorityRoom("shop", 100, 50)
 		rc.InviteOnly = true

@@ -16,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
+	"github.com/waitroom/waitroom/policy"
 )
 
 // priorityRoom is a room of the given limits with one priority group, vip.
@@ -263,4 +264,10 @@ func TestSingleUseCodeAtThreeNodesAtOnce(t *testing.T) {
 			t.Fatalf("other nodes accepted a used code %v times", n-before)
 		}
 	})
+}
+
+func TestPriorityGroupBoundsAgree(t *testing.T) {
+	if config.MaxPriorityGroups != policy.MaxPriorityGroups {
+		t.Fatalf("config allows %d priority groups, the policy keeps %d", config.MaxPriorityGroups, policy.MaxPriorityGroups)
+	}
 }

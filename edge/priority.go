@@ -234,16 +234,32 @@ func (s *Server) decideVisitor(rq *request, a *allocation, vis policy.Visitor) p
 	if !ok {
 		return a.Decide(vis, nil)
 	}
-	out, ahead := a.DecidePriority(vis, i, g.EffectiveShare())
+	key := crdt.Key{Room: rq.rm.name, Kind: crdt.PriorityAdmitted, Bucket: crdt.GroupBucket(g.Name), Minute: unixMinute(rq.now)}
+	var out policy.Outcome
+	var ahead bool
+	if g.NewUsersPerMinute > 0 && s.groupAdmitted(key) >= uint64(g.NewUsersPerMinute) {
+		// The group's own cap for the minute is reached: in the line.
+		out = a.Decide(vis, nil)
+	} else {
+		out, ahead = a.DecidePriority(vis, i, g.EffectiveShare())
+	}
 	if out == policy.Admit {
 		way := "line"
 		if ahead {
 			way = "ahead"
 		}
 		s.metrics.priority().admissions.WithLabelValues(rq.rm.name, g.Name, way).Inc()
-		s.node.Add(crdt.Inc{Key: crdt.Key{Room: rq.rm.name, Kind: crdt.PriorityAdmitted, Bucket: crdt.GroupBucket(g.Name), Minute: unixMinute(rq.now)}, N: 1})
+		s.node.Add(crdt.Inc{Key: key, N: 1})
 	}
 	return out
+}
+
+// groupAdmitted is the ring's admissions of a group's holders in the cell
+// key names, as this node has heard of them (its own included).
+func (s *Server) groupAdmitted(key crdt.Key) uint64 {
+	var n uint64
+	s.node.Read(func(st *crdt.State) { n = st.Value(key) })
+	return n
 }
 
 // inviteOnlyRefused answers a visitor without a priority group in an

@@ -133,6 +133,24 @@ func TestPriorityCodes(t *testing.T) {
 		}
 	})
 
+	t.Run("a group's own cap sends its holders to the line once reached", func(t *testing.T) {
+		rc := priorityRoom("shop", 100, 2)
+		rc.PriorityGroups[0].NewUsersPerMinute = 1
+		f := newFixture(t, rc)
+		admitFirst(t, f, "http://shop.test/")
+		admitFirst(t, f, "http://shop.test/")
+		newVisitor().queue(t, f.srv, f.clock, "http://shop.test/")
+		codes := mintCodes(t, f.admin, "shop", 2, 1)
+		f.clock.Advance(time.Minute)
+		settle(t, f)
+		if resp := newVisitor().get(f.srv, withCode("http://shop.test/", codes[0])); resp.Header.Get("X-Origin") != "yes" {
+			t.Fatalf("the first holder of the minute got %d, want the origin", resp.StatusCode)
+		}
+		if resp := newVisitor().get(f.srv, withCode("http://shop.test/", codes[1])); resp.Header.Get("X-Origin") == "yes" {
+			t.Fatal("a second holder went in ahead of the line past the group's cap of 1 a minute")
+		}
+	})
+
 	t.Run("a multi-use code admits as many visitors as it has uses", func(t *testing.T) {
 		f := newFixture(t, priorityRoom("shop", 100, 50))
 		code := mintCodes(t, f.admin, "shop", 1, 3)[0]

@@ -16,9 +16,15 @@ import (
 //     of the line in any minute, above 0 and at most 1 (default 1: every
 //     slot, if enough code holders come). Beyond its share a holder waits
 //     in the line like everyone else.
+//   - new_users_per_minute: the group's own cap: once the ring has admitted
+//     this many of the group's holders in a minute, its holders wait in the
+//     line like everyone else until the next (0, the default: no cap of its
+//     own). Like the room's, it is held to within what the nodes admit
+//     before they hear of each other's admissions.
 type PriorityGroup struct {
-	Name  string  `yaml:"name" json:"name"`
-	Share float64 `yaml:"share" json:"share,omitempty"`
+	Name              string  `yaml:"name" json:"name"`
+	Share             float64 `yaml:"share" json:"share,omitempty"`
+	NewUsersPerMinute int     `yaml:"new_users_per_minute" json:"new_users_per_minute,omitempty"`
 }
 
 // MaxPriorityGroups is the most priority groups a room may have.
@@ -61,6 +67,9 @@ func (r *Room) validatePriority(p *problems) {
 		seen[g.Name] = true
 		if g.Share < 0 || g.Share > 1 {
 			p.add(f+"share", "%v must be above 0 and at most 1 (0 or unset means 1)", g.Share)
+		}
+		if g.NewUsersPerMinute < 0 {
+			p.add(f+"new_users_per_minute", "%d must be 0 (no cap of its own) or more", g.NewUsersPerMinute)
 		}
 	}
 	if r.InviteOnly && len(r.PriorityGroups) == 0 {

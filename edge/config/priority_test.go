@@ -27,6 +27,7 @@ func TestPriorityGroupsValidate(t *testing.T) {
 		{"a group name with a space is refused", base(config.PriorityGroup{Name: "v i p"}), "priority_groups[0].name"},
 		{"a group named twice is refused", base(config.PriorityGroup{Name: "vip"}, config.PriorityGroup{Name: "vip"}), `priority_groups[1].name: "vip" appears twice`},
 		{"a share above 1 is refused", base(config.PriorityGroup{Name: "vip", Share: 1.5}), "priority_groups[0].share: 1.5 must be above 0 and at most 1"},
+		{"a negative cap of its own is refused", base(config.PriorityGroup{Name: "vip", NewUsersPerMinute: -1}), "priority_groups[0].new_users_per_minute: -1 must be 0"},
 		{"a negative share is refused", base(config.PriorityGroup{Name: "vip", Share: -0.1}), "priority_groups[0].share"},
 		{"more groups than allowed are refused", tooMany, "priority_groups: 9 groups, at most 8 allowed"},
 		{"an invite-only room without a group is refused", invite, "invite_only: needs at least one priority group"},

@@ -289,3 +289,43 @@ func TestPriorityGroupBoundsAgree(t *testing.T) {
 		t.Fatalf("config allows %d priority groups, the policy keeps %d", config.MaxPriorityGroups, policy.MaxPriorityGroups)
 	}
 }
+
+// TestLimitsHoldWithPriorityTrafficMixedIn sends a crowd, half of it holding
+// a shared code, to the three nodes of a ring in turn, each node knowing
+// what the others admitted, over the rest of a minute: the ring lets in no
+// more than new_users_per_minute in the minute, code holders included.
+func TestLimitsHoldWithPriorityTrafficMixedIn(t *testing.T) {
+	const perMinute = 6
+	c := newCluster(t, 3, clusterOpts{rooms: []config.Room{priorityRoom("shop", 100, perMinute)}})
+	code := mintCodes(t, c.nodes[0].admin, "shop", 1, 100)[0]
+	admitted := func(n *clusterNode) int64 { return roomStatus(t, n.admin, "shop").NewUsersThisMinute }
+	var in, holdersIn, total int64
+	for i := range 18 {
+		nd := c.nodes[i%3]
+		holder := i%2 == 1
+		u := "http://shop.test/"
+		if holder {
+			u = withCode(u, code)
+		}
+		resp := newVisitor().get(nd.srv, u)
+		if resp.Header.Get("X-Origin") == "yes" {
+			in++
+			if holder {
+				holdersIn++
+			}
+		}
+		total = in
+		for _, other := range c.nodes {
+			testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("%s seeing %d admitted", other.name, total), Timeout: 5 * time.Second}, func() bool {
+				return admitted(other) == total
+			})
+		}
+		c.advance(3 * time.Second) // 18 visitors over the rest of the minute
+	}
+	if in > perMinute || in == 0 {
+		t.Fatalf("%d let in over the minute, want 1 to the limit %d", in, perMinute)
+	}
+	if holdersIn == 0 {
+		t.Fatalf("none of the %d let in held the code", in)
+	}
+}

@@ -96,7 +96,9 @@ func (n *Node) sendMarks(ms []crdt.Mark, direct bool) {
 		n.log.Error().Err(err).Msg("encode marks")
 		return
 	}
-	n.sendReliableToAll(msg)
+	// Off the caller's path: a stream to a peer that is down waits for
+	// memberlist's timeout, and the caller is a visitor's request.
+	go n.sendReliableToAll(msg)
 }
 
 // sendAllMarks sends the whole set to a peer that joined.

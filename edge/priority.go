@@ -380,13 +380,16 @@ func (s *Server) serveMint(w http.ResponseWriter, r *http.Request) {
 }
 
 // roomLink is the start of a code's link: the room's host and path with
-// the code parameter.
+// the code parameter (only the path, for a room without a host of its own).
 func roomLink(c *config.Room) string {
-	host := c.Host
-	if host == "" {
-		host = "localhost"
+	path := c.Path
+	if path == "" {
+		path = "/"
 	}
-	return "https://" + host + c.Path + "?" + codeParam + "="
+	if c.Host == "" {
+		return path + "?" + codeParam + "="
+	}
+	return "https://" + c.Host + path + "?" + codeParam + "="
 }
 
 // codesRequest is the body of the revoke and status calls.

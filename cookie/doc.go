@@ -40,19 +40,26 @@
 // The associated data is version, key id and the room's identity, so a token
 // sealed for one room does not open in another, and neither the version nor
 // the key id can be altered without failing authentication. The plaintext is
-// a MessagePack array of nine elements in field order:
+// a MessagePack array of nine to eleven elements in field order:
 //
-//	[Bucket, AcceptedAt, LastCheckIn, RefreshInterval, CountedMinute, ExpiresAt, Infinite, ID, Verified]
+//	[Bucket, AcceptedAt, LastCheckIn, RefreshInterval, CountedMinute, ExpiresAt, Infinite, ID, Verified, (arrival offset), (Priority)]
+//
+// A token writes the optional fields only when it needs one: a visitor
+// without a priority group has the nine-element token nodes of an older
+// version read. Priority, the group a priority code admitted the visitor
+// to, is a MessagePack string of up to MaxCodeGroup bytes.
 //
 // Integers use the smallest MessagePack encoding (as msgpack's compact-int
 // encoders write them) and any integer encoding is accepted when reading, as
 // long as the value fits the field; Infinite and Verified are MessagePack
 // booleans (0xc2 false, 0xc3 true), and nothing else is accepted for them. ID
 // uses the whole uint64 range: above 2^32-1 it is written as a uint 64 (0xcf,
-// 9 bytes), which a random ID almost always is. The payload is at most 60
-// bytes (9 for each of the five int64 fields and for ID, 3 for
+// 9 bytes), which a random ID almost always is. The nine fields take at most
+// 60 bytes (9 for each of the five int64 fields and for ID, 3 for
 // RefreshInterval, 1 each for Infinite and Verified and 1 for the array
-// header), so a sealed value is at most 90 bytes, 120 characters. Values
+// header), so such a sealed value is at most 90 bytes, 120 characters; with
+// a priority group the payload is at most 95 bytes and the value 167
+// characters. Values
 // longer than [MaxValueLen] are refused before any decoding. A payload of an
 // earlier layout (seven elements, before ID; eight, before Verified) does not
 // decode: such a token is malformed, and its visitor is treated as new.

@@ -53,16 +53,17 @@ var (
 
 // maxSealedLen is the longest value Seal writes, in characters: the
 // unpadded base64 of version and key id (2 bytes), nonce (12), the longest
-// payload (60: the array header, five int64s of 9 bytes, a uint16 of 3, a
-// bool, a uint64 of 9 and a bool) and the GCM tag (16), 90 bytes in all.
-const maxSealedLen = 120
+// payload (95: the array header, five int64s of 9 bytes, a uint16 of 3, a
+// bool, a uint64 of 9, a bool, a zero and a 32-byte priority group with its
+// 2-byte header) and the GCM tag (16), 125 bytes in all.
+const maxSealedLen = 167
 
 // longest is a token whose every field takes its widest encoding, so that it
 // seals to exactly maxSealedLen characters.
 var longest = cookie.Token{
 	Bucket: math.MinInt64, AcceptedAt: math.MaxInt64, LastCheckIn: math.MinInt32 - 1,
 	RefreshInterval: math.MaxUint8 + 1, CountedMinute: math.MaxUint32 + 1, ExpiresAt: math.MaxInt64,
-	Infinite: true, ID: math.MaxUint32 + 1, Verified: true,
+	Infinite: true, ID: math.MaxUint32 + 1, Verified: true, Priority: "a-priority-group-of-32-bytes-max",
 }
 
 // verified is admitted after solving the room's bot challenge.

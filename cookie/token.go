@@ -18,6 +18,9 @@ type Token struct {
 	Infinite        bool   // flagged for the infinite queue (bots)
 	ID              uint64 // random per visitor, drawn at the first request: orders a shuffled pre-queue
 	Verified        bool   // the visitor solved the room's bot challenge
+	// Priority is field 11: the room's priority group a code admitted the
+	// visitor to, "" for none (see token_priority.go).
+	Priority string
 }
 
 // Admitted reports whether the visitor has been let through to the origin.
@@ -29,7 +32,7 @@ const tokenFields = 9
 // maxPayloadLen is the longest payload appendPayload writes: the array
 // header, five int64s of up to 9 bytes, a uint16 of up to 3, a bool
 // (Infinite), a uint64 of up to 9 and a bool (Verified).
-const maxPayloadLen = 1 + 5*9 + 3 + 1 + 9 + 1
+const maxPayloadLen = 1 + 5*9 + 3 + 1 + 9 + 1 + maxExtraLen
 
 // MarshalMsgpack returns the token's MessagePack encoding, the plaintext that
 // [Keyring.Seal] encrypts (see the package documentation). It implements
@@ -56,7 +59,7 @@ func (t *Token) UnmarshalMsgpack(data []byte) error {
 // integers and booleans) first to last in field order, without reflection or
 // allocation.
 func (t *Token) appendPayload(b []byte) []byte {
-	b = append(b, 0x90|tokenFields) // fixarray
+	b = append(b, 0x90|byte(t.fields())) // fixarray
 	b = appendInt(b, t.Bucket)
 	b = appendInt(b, t.AcceptedAt)
 	b = appendInt(b, t.LastCheckIn)
@@ -70,9 +73,11 @@ func (t *Token) appendPayload(b []byte) []byte {
 	}
 	b = appendUint(b, t.ID)
 	if t.Verified {
-		return append(b, 0xc3)
+		b = append(b, 0xc3)
+	} else {
+		b = append(b, 0xc2)
 	}
-	return append(b, 0xc2)
+	return t.appendExtra(b)
 }
 
 // appendUint writes n in the smallest MessagePack encoding, as msgpack's
@@ -114,7 +119,7 @@ func appendInt(b []byte, n int64) []byte {
 // Payload errors. They are built once so that rejecting garbage, which a
 // waiting room under attack does a lot of, costs no allocation.
 var (
-	errPayloadHeader   = fmt.Errorf("cookie: payload is not an array of %d elements: %w", tokenFields, ErrMalformed)
+	errPayloadHeader   = fmt.Errorf("cookie: payload is not an array of %d to %d elements: %w", tokenFields, maxTokenFields, ErrMalformed)
 	errPayloadShort    = fmt.Errorf("cookie: payload truncated: %w", ErrMalformed)
 	errPayloadNotInt   = fmt.Errorf("cookie: payload field is not an integer: %w", ErrMalformed)
 	errPayloadRange    = fmt.Errorf("cookie: payload integer out of range: %w", ErrMalformed)
@@ -126,7 +131,8 @@ var (
 // every read is bounds-checked by the payloadReader.
 func decodePayload(data []byte) (Token, error) {
 	r := payloadReader{b: data}
-	if n, ok := r.arrayLen(); !ok || n != tokenFields {
+	n, ok := r.arrayLen()
+	if !ok || n < tokenFields || n > maxTokenFields {
 		if !ok && r.err != nil {
 			return Token{}, r.err
 		}
@@ -146,6 +152,7 @@ func decodePayload(data []byte) (Token, error) {
 	t.Infinite = r.bool()
 	t.ID = r.uint()
 	t.Verified = r.bool()
+	t.readExtra(&r, n)
 	if r.err != nil {
 		return Token{}, r.err
 	}

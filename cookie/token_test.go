@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -72,7 +73,11 @@ func TestAdmitted(t *testing.T) {
 
 // fields lists a token's values the way the msgpack array holds them.
 func fields(tok cookie.Token) []any {
-	return []any{tok.Bucket, tok.AcceptedAt, tok.LastCheckIn, int64(tok.RefreshInterval), tok.CountedMinute, tok.ExpiresAt, tok.Infinite, tok.ID, tok.Verified}
+	f := []any{tok.Bucket, tok.AcceptedAt, tok.LastCheckIn, int64(tok.RefreshInterval), tok.CountedMinute, tok.ExpiresAt, tok.Infinite, tok.ID, tok.Verified}
+	if tok.Priority != "" {
+		f = append(f, int64(0), tok.Priority)
+	}
+	return f
 }
 
 // idWidths are IDs at every boundary of the uint64 encodings, the int64
@@ -100,6 +105,7 @@ var payloadTokens = append([]namedToken{
 	{"a token at every integer width boundary", cookie.Token{Bucket: 127, AcceptedAt: 128, LastCheckIn: -32, RefreshInterval: 256, CountedMinute: -33, ExpiresAt: math.MaxUint32 + 1}},
 	{"a token just past the negative width boundaries", cookie.Token{Bucket: math.MinInt8 - 1, AcceptedAt: math.MinInt16 - 1, LastCheckIn: math.MinInt32 - 1, CountedMinute: math.MinInt8, ExpiresAt: math.MinInt16}},
 	{"the longest token", longest},
+	{"a token admitted by a priority code", cookie.Token{Bucket: 29453760, AcceptedAt: 1767225600, LastCheckIn: 1767225600, ExpiresAt: 1767225900, ID: 7, Priority: "vip"}},
 }, append(withEveryIDWidth(queued), withEveryIDWidth(verified)...)...)
 
 // withEveryIDWidth returns tok with each of idWidths as its ID.
@@ -200,7 +206,9 @@ func TestUnmarshalMsgpackRejects(t *testing.T) {
 		{"a seven-element array, the layout before ID, is malformed", mp(1, 2, 3, 4, 5, 6, false)},
 		{"an eight-element array, the layout before Verified, is malformed", mp(1, 2, 3, 4, 5, 6, false, 8)},
 		{"an admitted token in the layout before Verified is malformed", eightFields(admitted)},
-		{"a ten-element array is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10)},
+		{"a twelve-element array is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10, "vip", 12)},
+		{"an eleven-element array whose priority group is not a string is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10, 11)},
+		{"an eleven-element array whose priority group is too long is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10, strings.Repeat("g", cookie.MaxCodeGroup+1))},
 		{"a payload cut before Verified is malformed", good[:len(good)-1]},
 		{"a payload cut inside the ID is malformed", good[:len(good)-5]},
 		{"a payload cut after the ID's type byte is malformed", good[:len(good)-9]},

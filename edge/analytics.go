@@ -23,6 +23,9 @@ type Analytics struct {
 	TimeInQueue  Distribution     `json:"time_in_queue"`
 	TimeOnOrigin Distribution     `json:"time_on_origin"`
 	PerMinute    []MinuteFigures  `json:"per_minute"`
+	// PriorityGroups are the room's priority groups' admissions and code
+	// uses over the span, merged over the ring (see priority.go).
+	PriorityGroups map[string]GroupFigures `json:"priority_groups,omitempty"`
 }
 
 // Distribution summarises a merged histogram of durations.
@@ -58,6 +61,9 @@ func (s *Server) analytics(room string, minutes int, now time.Time) Analytics {
 	}
 	for _, k := range analyticsCounters {
 		out.Totals[k.String()] = int64(a.Counters[k])
+	}
+	if rm := s.room(room); rm != nil {
+		out.PriorityGroups = s.priorityFigures(rm, from, to)
 	}
 	out.TimeInQueue = distribution(a.Histograms[crdt.TimeInQueue])
 	out.TimeOnOrigin = distribution(a.Histograms[crdt.TimeOnOrigin])

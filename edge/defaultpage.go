@@ -70,6 +70,7 @@ const defaultPageHTML = `<!doctype html>
   {{/isEventPrequeueing}}
   <div class="bar"><span></span></div>
   {{{turnstile}}}
+  {{#priorityCodes}}<form method="get" class="fine">{{#priorityCodeMessage}}<strong>{{priorityCodeMessage}}</strong><br>{{/priorityCodeMessage}}<label>Have a priority code? <input name="{{priorityCodeParam}}" autocomplete="off" required></label> <button>Use it</button></form>{{/priorityCodes}}
   <p class="fine" id="nocookies" hidden><strong>Your browser is not keeping cookies.</strong> Your place in line is kept in a cookie: without it every refresh puts you at the back. Please allow cookies for this site and reload.</p>
   <script>if(!navigator.cookieEnabled){document.getElementById("nocookies").hidden=false;}</script>
   <p class="fine">This page refreshes every {{refreshIntervalSeconds}} seconds. Refreshing it yourself does not move you ahead.<br>Last updated {{lastUpdated}}</p>

@@ -17,6 +17,7 @@ type metrics struct {
 	unroutedPassed  prometheus.Counter
 	malformed       *prometheus.CounterVec
 	held            *prometheus.CounterVec
+	prio            *priorityMetrics
 }
 
 // roomMetrics are one room's request counters.
@@ -60,6 +61,7 @@ func newMetrics() *metrics {
 		Namespace: "waitroom", Name: "held_requests_total",
 		Help: "Visitors the node would have queued only because it keeps the open slots it sees back for what the other nodes may have admitted unheard, whose requests were held for its next allocation instead, by event: wait (one wait for the next allocation), admitted and queued (how a hold ended), gone (the visitor went away while held), refused (queued at once: too many requests held already).",
 	}, []string{"room", "event"})
+	m.prio = newPriorityMetrics(m.reg)
 	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.challengeErrors, m.unrouted, m.unroutedPassed, m.malformed, m.held,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -55,6 +55,14 @@ type pageVars struct {
 	// answer the clean address to try again at. In the page it is
 	// refreshURLSlot (see writeQueue).
 	RefreshURL string `json:"-"`
+
+	// waitroom's own: priority codes (see priority.go). PriorityCodes is
+	// true in a room with priority groups, whose page may offer a field
+	// named PriorityCodeParam; PriorityCodeMessage says what became of a
+	// code the request carried that did not work.
+	PriorityCodes       bool   `json:"priorityCodes"`
+	PriorityCodeParam   string `json:"-"`
+	PriorityCodeMessage string `json:"priorityCodeMessage,omitempty"`
 }
 
 func (v *pageVars) context() map[string]any {
@@ -83,6 +91,9 @@ func (v *pageVars) context() map[string]any {
 		"turnstile":                    v.Turnstile,
 		cookiesRequiredVar:             v.CookiesRequired,
 		"refreshURL":                   v.RefreshURL,
+		"priorityCodes":                v.PriorityCodes,
+		"priorityCodeParam":            v.PriorityCodeParam,
+		"priorityCodeMessage":          v.PriorityCodeMessage,
 	}
 }
 
@@ -192,6 +203,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 		IsRandomQueue:          method == string(policy.Random),
 		CookiesRequired:        ans == answerNoCookie,
 	}
+	setPriorityVars(&v, rq, vw, tok)
 	if rm.challenge != nil && !tok.Verified && queueing(a) && ans != answerNoCookie {
 		// The challenge shows only on a queueing page, and only until it is
 		// solved; a bot in the infinite queue keeps getting it, as an

@@ -44,6 +44,9 @@ type room struct {
 	// counted is the node's one count per visitor (see countedTable),
 	// handed on to every later version of the room.
 	counted *countedTable
+	// codes slows addresses that keep presenting bad priority codes,
+	// handed on like counted.
+	codes *codeGuard
 
 	// mu orders admissions against allocation: requests hold it shared while
 	// they decide and record, the allocator exclusively while it snapshots,
@@ -90,6 +93,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		m:          s.metrics.forRoom(c.Name),
 		eventTmpl:  map[string]*mustache.Template{},
 		counted:    &countedTable{},
+		codes:      &codeGuard{},
 	}
 	for _, cmd := range c.EnabledOriginCommands {
 		if cmd == "revoke" {
@@ -250,6 +254,7 @@ func (rm *room) takeOver(old *room, now time.Time) {
 	if old != nil {
 		prev = old.alloc.Load()
 		rm.counted = old.counted
+		rm.codes = old.codes
 	}
 	rm.recomputeLocked(now, prev)
 }

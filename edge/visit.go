@@ -56,6 +56,10 @@ type request struct {
 	out onward
 	// solution is the challenge's solution the request carried, if any.
 	solution string
+	// group is the priority group a code presented with this request
+	// gave the visitor, and codeResult what became of the code (see
+	// priority.go).
+	group, codeResult string
 }
 
 // onward is how a request that is let through goes on to the origin: in
@@ -105,6 +109,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onw
 	// browser may send again on reloading its address).
 	cc := takeCookieCheck(r)
 	solution, _ := takeParam(r, challengeParam)
+	code, hasCode := takeParam(r, codeParam)
 	if rm.bypassed(r) {
 		// Health checks, staff, static assets: straight through, uncounted.
 		rm.m.bypassed.Inc()
@@ -126,7 +131,13 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onw
 	if !s.passCookieCheck(rq, a, cc) {
 		return
 	}
+	if hasCode && s.redeemCode(rq, a, code) {
+		return
+	}
 	rq.before = rq.knownCounting()
+	if s.inviteOnlyRefused(rq, a) {
+		return
+	}
 	switch {
 	case !rq.fresh && rq.before.Admitted() && !rq.tok.Infinite:
 		s.serveAdmitted(rq, a)
@@ -224,7 +235,7 @@ func (s *Server) decide(rq *request, a *allocation) {
 	var incs [12]crdt.Inc
 	add := incs[:0]
 	if rq.fresh {
-		rq.tok = cookie.Token{Bucket: unixMinute(rq.now), ID: randomID()}
+		rq.tok = cookie.Token{Bucket: unixMinute(rq.now), ID: randomID(), Priority: rq.group}
 	}
 	gated, add := s.challengeStep(rq, a, add)
 	var hold holding
@@ -249,7 +260,7 @@ again:
 	rm.mu.RLock()
 	a = rm.alloc.Load()
 	vis := policy.Visitor{Bucket: bucket, Queued: rq.before.Waiting()}
-	out := a.Decide(vis, nil)
+	out := s.decideVisitor(rq, a, vis)
 	if out == policy.Queue && a.Held(vis, hold.from(rq)) && hold.ok(s, rq, a) {
 		// Queued only for the slots this node keeps back for what the
 		// others may have admitted unheard: decide again on the next

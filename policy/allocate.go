@@ -147,6 +147,9 @@ type ledger struct {
 	// heldAt is when the node last held a visitor (see Held), in unix
 	// nanoseconds by the allocation's clock (0: never).
 	heldAt atomic.Int64
+	// prio counts the admissions each priority group took ahead of the
+	// line (see DecidePriority).
+	prio [MaxPriorityGroups]atomic.Int64
 }
 
 // mark records, at one allocation, what the node had done and counted, so a

@@ -68,7 +68,12 @@ the full lengths take 5 to 15 minutes each.
 				return fmt.Errorf("finding this binary to run as the nodes: %w", err)
 			}
 			o.Binary = exe
-			o.Scenarios, err = fidelity.Select(fidelity.Scenarios(short, nodes), names)
+			pool := fidelity.Scenarios(short, nodes)
+			if len(names) > 0 {
+				// Optional scenarios run only when named.
+				pool = append(pool, fidelity.OptionalScenarios(short, nodes)...)
+			}
+			o.Scenarios, err = fidelity.Select(pool, names)
 			if err != nil {
 				return err
 			}

@@ -91,6 +91,7 @@ func WriteStateTable(w io.Writer, d *edge.StateDoc) error {
 			if an.TimeOnOrigin.Count > 0 {
 				fmt.Fprintf(tw, "  time on origin\tp50 %s, p90 %s (%d sessions)\n", secs(an.TimeOnOrigin.P50Seconds), secs(an.TimeOnOrigin.P90Seconds), an.TimeOnOrigin.Count)
 			}
+			writePriorityGroups(tw, an.PriorityGroups)
 		}
 		if len(r.Nodes) > 0 {
 			fmt.Fprintln(tw, "  NODE\tSHARE\tARRIVALS/MIN\tADMITTED/MIN")

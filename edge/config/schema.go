@@ -309,6 +309,10 @@ type Room struct {
 	// cleared. Sessions keep their tokens, so a resume lets them back in.
 	Stopped      bool   `yaml:"stopped" json:"stopped,omitempty"`
 	StopPageHTML string `yaml:"stop_page_html" json:"stop_page_html,omitempty"`
+	// PriorityGroups and InviteOnly are priority access by code (see
+	// PriorityGroup).
+	PriorityGroups []PriorityGroup `yaml:"priority_groups" json:"priority_groups,omitempty"`
+	InviteOnly     bool            `yaml:"invite_only" json:"invite_only,omitempty"`
 
 	cloudflareOnly `yaml:",inline"`
 }

@@ -114,6 +114,7 @@ func roomConfig(s Scenario, originURL string) []byte {
 	if s.Limits.DisableSessionRenewal {
 		b.WriteString("    disable_session_renewal: true\n")
 	}
+	writePriorityGroup(&b, s)
 	return b.Bytes()
 }
 

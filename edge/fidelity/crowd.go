@@ -22,6 +22,10 @@ type plan struct {
 	arrive    time.Duration // from the crowd's start
 	browse    time.Duration
 	pageEvery []time.Duration // the gaps between pages, drawn ahead
+	// code is the priority code the visitor's first request carries, if
+	// it holds one (see priority.go).
+	holder bool
+	code   string
 }
 
 // plans draws the scenario's visitors from a seed: the same seed gives the
@@ -80,7 +84,7 @@ func plans(s Scenario, seed uint64) []plan {
 			if t >= w.For || at >= s.Length {
 				break
 			}
-			p := plan{id: "v" + strconv.Itoa(len(out)+1), node: pick(), arrive: at, browse: between(s.BrowseMin, s.BrowseMax)}
+			p := plan{id: "v" + strconv.Itoa(len(out)+1), node: pick(), arrive: at, browse: between(s.BrowseMin, s.BrowseMax), holder: s.holds(len(out))}
 			for d := time.Duration(0); ; {
 				g := between(s.PageEveryMin, s.PageEveryMax)
 				if d+g > p.browse {
@@ -166,7 +170,7 @@ func (cr *crowdRun) visit(ctx context.Context, p plan, target string) {
 		return
 	}
 	v := crowd.NewVisitor(cr.tr, http.Header{VisitorHeader: {p.id}}, 10*time.Second)
-	arr := Arrival{Visitor: p.id, Node: p.node}
+	arr := Arrival{Visitor: p.id, Node: p.node, Priority: p.code != ""}
 	seen := func(a crowd.Answer) {
 		if arr.Arrived.IsZero() {
 			arr.Arrived = a.Sent
@@ -187,7 +191,7 @@ func (cr *crowdRun) visit(ctx context.Context, p plan, target string) {
 			cr.log.mu.Unlock()
 		}
 	}()
-	if _, err := v.Follow(ctx, target, retryAfterError, seen); err != nil {
+	if _, err := v.Follow(ctx, withCode(target, p.code), retryAfterError, seen); err != nil {
 		// The run ended while it waited (still waiting, not given up),
 		// or the room turned it away (it did not wait).
 		if errors.Is(err, crowd.ErrRejected) {

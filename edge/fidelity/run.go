@@ -177,6 +177,9 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 	}
 	defer c.stop()
 	ps := plans(s, o.Seed)
+	if err := c.giveCodes(ctx, ps); err != nil {
+		return r, err
+	}
 	say("%d nodes up (first at %s), origin %s; %d visitors over %v", len(c.nodes), c.url(0), org.url, len(ps), s.Length)
 
 	crowdCtx, cancel := context.WithTimeout(ctx, s.Length)

@@ -35,6 +35,9 @@ type Scenario struct {
 	// that far off the machine's (serve's hidden, test-only
 	// --test-clock-offset), as PoPs whose clocks are wrong.
 	ClockOffsets []time.Duration `json:"clock_offsets_ns,omitempty"`
+	// Priority, when set, gives the room a priority group and some of the
+	// crowd single-use codes for it (see priority.go).
+	Priority *PriorityMix `json:"priority,omitempty"`
 }
 
 // Wave is a stream of new visitors over all the nodes together.

@@ -31,6 +31,9 @@ type Arrival struct {
 	// TurnedAway are the times of its check-ins answered with the queue
 	// page again (the first page not included).
 	TurnedAway []time.Time
+	// Priority: the visitor held a priority code, and was meant to pass
+	// the line.
+	Priority bool `json:",omitempty"`
 }
 
 // Log is what a run recorded: the crowd's arrivals and the origin's hits.
@@ -95,6 +98,9 @@ type Truth struct {
 	// Unidentified counts origin requests that named no visitor: they are
 	// left out of every figure above.
 	Unidentified int `json:"unidentified_hits"`
+	// Priority are the priority code holders' figures, in a run with
+	// holders (see priority.go).
+	Priority *PriorityTruth `json:"priority,omitempty"`
 	// InvertedPairs names, for each inversion, the visitor let in and the
 	// earliest arrival it went before: what an operator needs to see
 	// where the order broke (which nodes, which minutes, how long after).
@@ -176,10 +182,12 @@ func Judge(log Log, l Limits) Truth {
 		t.ActiveAtFirstQueue, t.AdmittedAtFirstQueue = v.ActiveAtFirstQueue, v.AdmittedAtFirstQueue
 		t.UtilisationAtFirstQueue = v.Utilisation
 	}
+	v.Inversions, v.PassedOver, v.Newcomers = j.withoutHolders(v.Inversions)
 	t.Inversions, t.PassedOver, t.Newcomers = len(v.Inversions), v.PassedOver, v.Newcomers
 	t.LongestFreeSlot, t.LongestFreeSlotAt = longestFreeSlot(log, l, j.sessions(hist))
 
 	admitted, waits := j.firstAdmissions(hist)
+	t.Priority = j.priority(hist)
 	t.Waited = len(waits)
 	if len(waits) > 0 {
 		t.MedianWait = median(waits)

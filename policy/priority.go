@@ -1,0 +1,52 @@
+package policy
+
+// Priority groups: visitors holding a valid priority code go in ahead of the
+// line, each group within a share of the node's admissions. A priority
+// admission takes a slot of the same budget as every other (the pool, then
+// the covered slots), so the room's limits hold whatever mix of priority
+// and ordinary traffic arrives; the edge counts it through Count like any
+// admission. Past its share, or with no slot free, a holder is decided as
+// an ordinary visitor: in the line at its own bucket.
+
+// MaxPriorityGroups is the most priority groups a room may have.
+const MaxPriorityGroups = 8
+
+// DecidePriority decides for a visitor of priority group g (its index in
+// the room's groups, 0..MaxPriorityGroups-1) whose group may take share
+// (above 0, at most 1) of the node's admissions ahead of the line, and on
+// Admit consumes one slot of this node's budget. It reports whether the
+// admission was one ahead of the line (false: decided as any visitor, by
+// Decide). The share is kept over the allocation chain: a group's
+// admissions ahead of the line are at most share × the node's admissions
+// before them, plus one.
+func (a *Allocation) DecidePriority(v Visitor, g int, share float64) (Outcome, bool) {
+	if a.mode != modeDecide || g < 0 || g >= MaxPriorityGroups || share <= 0 {
+		return a.Decide(v, nil), false
+	}
+	c := &a.led.prio[g]
+	for {
+		n := c.Load()
+		total := a.led.pool.Load() + a.led.covered.Load()
+		if float64(n) > share*float64(total) {
+			break
+		}
+		if !c.CompareAndSwap(n, n+1) {
+			continue
+		}
+		if take(&a.led.pool, a.sp.poolCap) || take(&a.led.covered, a.sp.coveredCap) {
+			return Admit, true
+		}
+		c.Add(-1) // no slot: nothing taken
+		break
+	}
+	return a.Decide(v, nil), false
+}
+
+// PriorityAdmitted returns how many admissions group g took ahead of the
+// line over the allocation chain.
+func (a *Allocation) PriorityAdmitted(g int) int64 {
+	if g < 0 || g >= MaxPriorityGroups {
+		return 0
+	}
+	return a.led.prio[g].Load()
+}

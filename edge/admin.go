@@ -33,6 +33,7 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("GET /rooms/{name}/analytics", s.serveAnalytics)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.registerRoomAPI(mux)
+	s.consoleDash().Register(mux)
 	open := http.NewServeMux()
 	open.HandleFunc("/healthz", s.serveHealth)
 	open.HandleFunc("/readyz", s.serveReady)

@@ -85,6 +85,8 @@ type Server struct {
 	// its bound address.
 	forward     *forwardHandler
 	forwardAddr string
+
+	console console // the operator's console (console.go)
 }
 
 type route struct {
@@ -421,6 +423,7 @@ func (s *Server) refreshAllocations(now time.Time) {
 	for _, rm := range s.rooms() {
 		rm.recompute(now)
 	}
+	s.sampleConsole(now)
 }
 
 // Close stops the node: allocation loop, then gossip (leaving the cluster).
@@ -554,6 +557,7 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+	admin.RegisterOnShutdown(s.consoleDash().Shutdown)
 	if s.adminAddr, err = start(s.cfg.Admin, admin, "admin", nil); err != nil {
 		return err
 	}

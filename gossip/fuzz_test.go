@@ -24,6 +24,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(must(EncodeFull(s.Full(), s.Horizon())))
 	f.Add(must(EncodeBeat(a, 1_700_000_000_123)))
 	f.Add(must(EncodeStampedEntries([]crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Bucket: 0, Minute: testMinute}, a, 3)}, 1_700_000_000_123)))
+	f.Add(must(EncodeMarks([]crdt.Mark{{ID: "code/shop/Zx81", Expires: 1_700_172_800}, {ID: "revoked/shop/Qq", Expires: 1_700_100_000}}, 1_700_000_000)))
 
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		m, err := Decode(msg, MaxFullState)
@@ -47,6 +48,14 @@ func FuzzDecode(f *testing.F) {
 			if !validRegister(r) {
 				t.Fatalf("accepted an invalid register %d: %+v", i, r)
 			}
+		}
+		for i, mk := range m.Marks {
+			if !validMark(mk) {
+				t.Fatalf("accepted an invalid mark %d: %+v", i, mk)
+			}
+		}
+		if m.Type != msgMarks && m.Marks != nil {
+			t.Fatalf("a message of type %d carried marks: %+v", m.Type, m)
 		}
 		var again []byte
 		switch m.Type {
@@ -72,6 +81,11 @@ func FuzzDecode(f *testing.F) {
 			again, err = EncodeRegisters(m.Delta.Registers)
 		case msgFull:
 			again, err = EncodeFull(m.Delta, m.Horizon)
+		case msgMarks:
+			if !m.Delta.Empty() || m.At != 0 || m.Horizon < 0 {
+				t.Fatalf("a marks message carried more: %+v", m)
+			}
+			again, err = EncodeMarks(m.Marks, m.Horizon)
 		default:
 			t.Fatalf("accepted message type %d", m.Type)
 		}
@@ -82,7 +96,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a re-encoded message is refused: %v\nfirst: % x\nagain: % x", err, msg, again)
 		}
-		if m2.Type != m.Type || m2.Horizon != m.Horizon || m2.At != m.At || m2.Origin != m.Origin || !sameDelta(m.Delta, m2.Delta) {
+		if m2.Type != m.Type || m2.Horizon != m.Horizon || m2.At != m.At || m2.Origin != m.Origin || !sameDelta(m.Delta, m2.Delta) || !reflect.DeepEqual(m.Marks, m2.Marks) {
 			t.Fatalf("the delta changed on re-encoding:\n%+v\n%+v", m, m2)
 		}
 		var third []byte
@@ -97,6 +111,8 @@ func FuzzDecode(f *testing.F) {
 			third, _ = EncodeRegisters(m2.Delta.Registers)
 		case msgFull:
 			third, _ = EncodeFull(m2.Delta, m2.Horizon)
+		case msgMarks:
+			third, _ = EncodeMarks(m2.Marks, m2.Horizon)
 		}
 		if !bytes.Equal(again, third) {
 			t.Fatalf("encoding is not stable:\n% x\n% x", again, third)
@@ -105,6 +121,9 @@ func FuzzDecode(f *testing.F) {
 		st := crdt.New()
 		st.Prune(m.Horizon)
 		st.Merge(m.Delta)
+		var ms crdt.Marks
+		ms.Prune(m.Horizon)
+		ms.Merge(m.Marks)
 	})
 }
 

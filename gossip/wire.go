@@ -33,6 +33,10 @@ const (
 	// the first arrival of each beat and relays it. Sent, like stamped
 	// entries, only when every peer reads it.
 	msgBeat = 5
+	// msgMarks is a batch of marks (crdt.Marks: ids that each expire, such
+	// as spent single-use codes) with the sender's horizon: [horizon,
+	// [[id, expires]...]]. See wiremarks.go.
+	msgMarks = 6
 
 	// MaxPacketMessage bounds a broadcast message: well under memberlist's
 	// 1,400-byte UDP budget once compound-message overhead and the label are
@@ -216,6 +220,9 @@ type Message struct {
 	At int64
 	// Origin is the replica that beat (beats only).
 	Origin crdt.ReplicaID
+	// Marks are the marks of a marks message, and Horizon its sender's
+	// horizon for them.
+	Marks []crdt.Mark
 }
 
 // Decode parses and validates one message of at most limit bytes. Any error
@@ -242,6 +249,8 @@ func Decode(b []byte, limit int) (Message, error) {
 		err = m.decodeRegisters(body)
 	case msgFull:
 		err = m.decodeFull(body)
+	case msgMarks:
+		err = m.decodeMarks(body)
 	default:
 		err = fmt.Errorf("%w: %d", errType, m.Type)
 	}

@@ -42,6 +42,10 @@ func (d *delegate) NotifyMsg(b []byte) {
 		n.onBeat(b, m, n.clock())
 		return
 	}
+	if m.Type == msgMarks {
+		n.onMarks(m)
+		return
+	}
 	// Peers date cells and stamps in the ring's time; the delay is taken
 	// on this node's own clock, in which the offsets are measured.
 	at := n.clock()
@@ -156,6 +160,9 @@ func (e *events) NotifyJoin(m *memberlist.Node) {
 		return
 	}
 	(*Node)(e).log.Info().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer joined")
+	if (*Node)(e).hasMarks() {
+		go (*Node)(e).sendAllMarks(*m) // not under memberlist's node lock
+	}
 }
 func (e *events) NotifyLeave(m *memberlist.Node) {
 	n := (*Node)(e)

@@ -114,6 +114,8 @@ type Node struct {
 	// wall-clock time (unix ms) of the oldest change not yet queued: the
 	// stamp of the broadcast (see lag.go).
 	dirtyAt map[cellID]int64
+	// marks is the ring's set of ids that each expire (marks.go).
+	marks crdt.Marks
 
 	// flushMu serialises flushes: memberlist asks for broadcasts from
 	// several goroutines at once, and a flush that read an older value must
@@ -713,6 +715,7 @@ func (n *Node) pruneLoop() {
 	defer t.Stop()
 	for {
 		n.Prune()
+		n.pruneMarks()
 		n.dropFuture()
 		n.checkClock(n.clock())
 		select {

@@ -74,6 +74,7 @@ func (s *Server) StateDoc() *StateDoc {
 		Members:     s.node.Members(),
 		Gossip:      s.node.Stats(),
 		Lag:         s.lagDoc(now),
+		Webhooks:    s.webhookStatus(),
 	}
 	slices.SortFunc(d.Members, func(a, b gossip.Member) int {
 		if a.Name < b.Name {

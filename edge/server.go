@@ -86,7 +86,8 @@ type Server struct {
 	forward     *forwardHandler
 	forwardAddr string
 
-	console console // the operator's console (console.go)
+	console console   // the operator's console (console.go)
+	hooks   *webhooks // the webhooks' notices (webhooks.go)
 }
 
 type route struct {
@@ -119,6 +120,9 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 	s.ready.started = s.clock()
 	s.metrics = newMetrics()
 	s.metrics.reg.MustRegister(&stateCollector{s: s}, &lagCollector{s: s})
+	if err := s.initWebhooks(); err != nil {
+		return nil, err
+	}
 	keys, err := loadCookieKeys(cfg, s.log)
 	if err != nil {
 		return nil, err
@@ -424,6 +428,7 @@ func (s *Server) refreshAllocations(now time.Time) {
 		rm.recompute(now)
 	}
 	s.sampleConsole(now)
+	s.stepWebhooks(now)
 }
 
 // Close stops the node: allocation loop, then gossip (leaving the cluster).

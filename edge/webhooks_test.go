@@ -1,0 +1,232 @@
+package edge_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/webhook"
+	"github.com/waitroom/waitroom/gossip/testkit"
+)
+
+const webhookSecret = "whsec-0123456789abcdef"
+
+// hookCall is one request the receiver got.
+type hookCall struct {
+	ID, Type, Sender string
+	Signature, Event string // the headers
+	Body             []byte
+}
+
+// verified reports whether the call's signature holds for the webhook's
+// secret at now (the ring's clock, which signed it) and it names its
+// notice's id.
+func (c hookCall) verified(now time.Time) bool {
+	return webhook.Verify([]byte(webhookSecret), c.Signature, c.Body, now, time.Minute) == nil && c.Event == c.ID
+}
+
+// hookReceiver is the operator's webhook endpoint: it checks each
+// request's signature and answers what the test's answer says.
+type hookReceiver struct {
+	t      *testing.T
+	mu     sync.Mutex
+	calls  []hookCall
+	answer func(c hookCall, n int) int // status for the nth call of c's type (1-based)
+	url    string
+}
+
+func newHookReceiver(t *testing.T, answer func(c hookCall, n int) int) *hookReceiver {
+	rcv := &hookReceiver{t: t, answer: answer}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var n struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(body, &n)
+		c := hookCall{ID: n.ID, Type: n.Type, Sender: r.Header.Get(webhook.SenderHeader),
+			Signature: r.Header.Get(webhook.Header), Event: r.Header.Get(webhook.EventHeader), Body: body}
+		rcv.mu.Lock()
+		rcv.calls = append(rcv.calls, c)
+		k := 0
+		for _, x := range rcv.calls {
+			if x.Type == c.Type {
+				k++
+			}
+		}
+		rcv.mu.Unlock()
+		status := http.StatusOK
+		if answer != nil {
+			status = answer(c, k)
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	rcv.url = srv.URL + "/hook"
+	return rcv
+}
+
+// of returns the calls of one notice type.
+func (r *hookReceiver) of(typ string) []hookCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []hookCall
+	for _, c := range r.calls {
+		if c.Type == typ {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// hookCluster starts a ring of n nodes, each with the receiver as its one
+// webhook, on a fake clock.
+func hookCluster(t *testing.T, n int, rcv *hookReceiver, opts clusterOpts) *cluster {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "hook.secret")
+	if err := os.WriteFile(secret, []byte(webhookSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts.rooms = []config.Room{room("shop", 10, 10)}
+	c := clusterOf(t, opts)
+	c.edit = func(_ *clusterNode, cfg *config.Config) {
+		cfg.Webhooks = []config.Webhook{{Name: "ops", URL: rcv.url, SecretFile: secret}}
+	}
+	for i := range n {
+		c.add(fmt.Sprintf("pop-%c", 'a'+i), 0)
+	}
+	c.waitRing(c.nodes, 15*time.Second)
+	c.recompute() // the watchers' first look: what is there is no news
+	return c
+}
+
+// stopRoom stops the shop through one node's admin API.
+func stopRoom(t *testing.T, n *clusterNode) {
+	t.Helper()
+	resp := adminRaw(n.admin, http.MethodPost, "/rooms/shop/stop", `{}`, "Content-Type", "application/json")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stop the shop: %d", resp.StatusCode)
+	}
+}
+
+// untilCalls runs allocation rounds, the clock moving by step each, until
+// the receiver has want calls of typ.
+func untilCalls(t *testing.T, c *cluster, rcv *hookReceiver, typ string, want int, step time.Duration) {
+	t.Helper()
+	testkit.Eventually(t, testkit.Wait{Timeout: 20 * time.Second, Tick: 20 * time.Millisecond, What: fmt.Sprintf("%d %s notices", want, typ)}, func() bool {
+		c.advance(step)
+		return len(rcv.of(typ)) >= want
+	})
+}
+
+func TestWebhooksTellTheRingsChangesOnce(t *testing.T) {
+	t.Parallel()
+	rcv := newHookReceiver(t, nil)
+	c := hookCluster(t, 3, rcv, clusterOpts{})
+	stopRoom(t, c.nodes[1])
+	untilCalls(t, c, rcv, "room.emergency_stopped", 1, 100*time.Millisecond)
+	untilCalls(t, c, rcv, "room.changed", 1, 100*time.Millisecond)
+	// More rounds on every node: nobody sends it again.
+	for range 30 {
+		c.advance(100 * time.Millisecond)
+	}
+	for _, typ := range []string{"room.emergency_stopped", "room.changed"} {
+		calls := rcv.of(typ)
+		if len(calls) != 1 {
+			t.Errorf("%s told %d times, want once per ring: %+v", typ, len(calls), calls)
+			continue
+		}
+		if !calls[0].verified(c.base.Now()) {
+			t.Errorf("%s: the signature does not verify with the webhook's secret", typ)
+		}
+	}
+}
+
+func TestWebhooksRetryWithBackoffUntilTheReceiverAnswers(t *testing.T) {
+	t.Parallel()
+	rcv := newHookReceiver(t, func(c hookCall, n int) int {
+		if c.Type == "room.emergency_stopped" && n <= 2 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	c := hookCluster(t, 3, rcv, clusterOpts{})
+	stopRoom(t, c.nodes[0])
+	untilCalls(t, c, rcv, "room.emergency_stopped", 3, 500*time.Millisecond)
+	for range 20 {
+		c.advance(time.Second)
+	}
+	calls := rcv.of("room.emergency_stopped")
+	if len(calls) != 3 {
+		t.Fatalf("%d attempts, want 3 (two refused, one answered): %+v", len(calls), calls)
+	}
+	// The sender's state document and metrics record the two failures.
+	var failed, delivered uint64
+	for _, n := range c.nodes {
+		for _, w := range n.srv.StateDoc().Webhooks {
+			failed += w.Failed
+			delivered += w.Delivered
+		}
+	}
+	if failed != 2 {
+		t.Errorf("the ring's state documents record %d failed attempts, want 2", failed)
+	}
+	if delivered < 2 { // room.changed and room.emergency_stopped
+		t.Errorf("the ring's state documents record %d deliveries, want at least 2", delivered)
+	}
+	var failedMetric float64
+	for _, n := range c.nodes {
+		failedMetric += metric(t, n.admin, `waitroom_webhook_deliveries_total{result="failed",webhook="ops"}`)
+	}
+	if failedMetric != 2 {
+		t.Errorf("waitroom_webhook_deliveries_total{result=\"failed\"} sums to %v over the ring, want 2", failedMetric)
+	}
+}
+
+func TestWebhooksAnotherNodeTakesOverWhenTheSenderDiesMidDelivery(t *testing.T) {
+	t.Parallel()
+	release := make(chan int)
+	var once sync.Once
+	rcv := newHookReceiver(t, func(c hookCall, n int) int {
+		if c.Type == "room.emergency_stopped" && n == 1 {
+			return <-release // held until the test has killed the sender
+		}
+		return http.StatusOK
+	})
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	c := hookCluster(t, 3, rcv, clusterOpts{tune: faultTune})
+	stopRoom(t, c.nodes[0])
+	untilCalls(t, c, rcv, "room.emergency_stopped", 1, 100*time.Millisecond)
+	first := rcv.of("room.emergency_stopped")[0]
+	var sender *clusterNode
+	for _, n := range c.nodes {
+		if n.name == first.Sender {
+			sender = n
+		}
+	}
+	if sender == nil {
+		t.Fatalf("the notice came from %q, no node of the ring", first.Sender)
+	}
+	sender.kill()
+	release <- http.StatusServiceUnavailable // the dead sender never learns
+	once.Do(func() { close(release) })
+	untilCalls(t, c, rcv, "room.emergency_stopped", 2, 200*time.Millisecond)
+	for range 20 {
+		c.advance(time.Second)
+	}
+	calls := rcv.of("room.emergency_stopped")
+	if len(calls) != 2 {
+		t.Fatalf("%d deliveries, want the dead sender's and one by its successor: %+v", len(calls), calls)
+	}
+	if calls[1].Sender == first.Sender || calls[1].ID != first.ID {
+		t.Errorf("the second delivery %+v, want the same notice %s from another node than %s", calls[1], first.ID, first.Sender)
+	}
+}

@@ -34,6 +34,7 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.registerRoomAPI(mux)
 	s.consoleDash().Register(mux)
+	s.registerWebhookAPI(mux)
 	open := http.NewServeMux()
 	open.HandleFunc("/healthz", s.serveHealth)
 	open.HandleFunc("/readyz", s.serveReady)

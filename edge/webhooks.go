@@ -110,14 +110,16 @@ type roomSeen struct {
 }
 
 type webhooks struct {
-	mu      sync.Mutex
-	targets []*hookTarget
-	pending map[string]*pendingNotice // by mark
-	rooms   map[string]roomSeen
-	members map[string]bool
-	started bool
-	client  *http.Client
-	metric  *prometheus.CounterVec
+	// fromConfig are the config file's webhooks, secrets read.
+	fromConfig []hookDef
+	mu         sync.Mutex
+	targets    []*hookTarget
+	pending    map[string]*pendingNotice // by mark
+	rooms      map[string]roomSeen
+	members    map[string]bool
+	started    bool
+	client     *http.Client
+	metric     *prometheus.CounterVec
 	// sent is told of each finished attempt (tests wait on it).
 	sent func()
 }
@@ -135,7 +137,7 @@ func (s *Server) initWebhooks() error {
 		if len(sec) < 16 {
 			return fmt.Errorf("webhooks: %s: secret_file %s: the secret must be at least 16 bytes", h.Name, h.SecretFile)
 		}
-		w.targets = append(w.targets, &hookTarget{cfg: h, secret: sec, status: WebhookStatus{Name: h.Name, URL: h.URL}})
+		w.fromConfig = append(w.fromConfig, hookDef{cfg: h, secret: sec})
 	}
 	w.metric = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "webhook_deliveries_total",
@@ -149,11 +151,14 @@ func (s *Server) initWebhooks() error {
 // webhookStatus lists the webhooks for the state document.
 func (s *Server) webhookStatus() []WebhookStatus {
 	w := s.hooks
-	if w == nil || len(w.targets) == 0 {
+	if w == nil {
 		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.targets) == 0 {
+		return nil
+	}
 	out := make([]WebhookStatus, 0, len(w.targets))
 	for _, t := range w.targets {
 		st := t.status
@@ -172,11 +177,16 @@ func (s *Server) webhookStatus() []WebhookStatus {
 // node is to send and that are due go out.
 func (s *Server) stepWebhooks(now time.Time) {
 	w := s.hooks
-	if w == nil || len(w.targets) == 0 {
+	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	s.syncTargets(w)
+	if len(w.targets) == 0 {
+		w.started = false // a webhook added later hears of changes from then on
+		return
+	}
 	s.watch(w, now)
 	live := s.liveMembers()
 	for key, p := range w.pending {
@@ -285,11 +295,7 @@ func (s *Server) deliver(w *webhooks, key string, p *pendingNotice) {
 		w.metric.WithLabelValues(p.hook.cfg.Name, "failed").Inc()
 		s.log.Warn().Str("webhook", p.hook.cfg.Name).Str("notice", p.n.ID).Int("attempt", p.attempts).Time("retry_at", p.next).Err(err).Msg("webhook notice failed, will retry")
 	}
-	sent := w.sent
 	w.mu.Unlock()
-	if sent != nil {
-		sent()
-	}
 }
 
 // notify queues a notice for every webhook that wants its type. topic

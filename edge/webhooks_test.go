@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -229,4 +230,56 @@ func TestWebhooksAnotherNodeTakesOverWhenTheSenderDiesMidDelivery(t *testing.T) 
 	if calls[1].Sender == first.Sender || calls[1].ID != first.ID {
 		t.Errorf("the second delivery %+v, want the same notice %s from another node than %s", calls[1], first.ID, first.Sender)
 	}
+}
+
+func TestWebhooksRegisteredThroughTheAdminAPIReachTheWholeRing(t *testing.T) {
+	t.Parallel()
+	rcv := newHookReceiver(t, nil)
+	apiRcv := newHookReceiver(t, nil)
+	c := hookCluster(t, 3, rcv, clusterOpts{})
+	put := func(name, body string) int {
+		return adminRaw(c.nodes[2].admin, http.MethodPut, "/webhooks/"+name, body, "Content-Type", "application/json").StatusCode
+	}
+	t.Run("a webhook without a proper address or secret is refused", func(t *testing.T) {
+		for _, body := range []string{
+			`{"url":"ftp://example.test/","secret":"` + webhookSecret + `"}`,
+			`{"url":"` + apiRcv.url + `","secret":"short"}`,
+			`{"url":"` + apiRcv.url + `","secret":"` + webhookSecret + `","events":["room.nonsense"]}`,
+		} {
+			if got := put("chat", body); got != http.StatusBadRequest {
+				t.Errorf("PUT %s: %d, want 400", body, got)
+			}
+		}
+		if got := put("ops", `{"url":"`+apiRcv.url+`","secret":"`+webhookSecret+`"}`); got != http.StatusConflict {
+			t.Errorf("PUT over the config file's webhook: %d, want 409", got)
+		}
+	})
+	t.Run("a webhook registered on one node is sent each notice once", func(t *testing.T) {
+		if got := put("chat", `{"url":"`+apiRcv.url+`","secret":"`+webhookSecret+`","events":["room."]}`); got != http.StatusOK {
+			t.Fatalf("PUT /webhooks/chat: %d", got)
+		}
+		// Every node holds it before the change it is to hear of.
+		testkit.Eventually(t, testkit.Wait{Timeout: 10 * time.Second, What: "the webhook on every node"}, func() bool {
+			c.advance(100 * time.Millisecond)
+			for _, n := range c.nodes {
+				if len(n.srv.StateDoc().Webhooks) != 2 {
+					return false
+				}
+			}
+			return true
+		})
+		stopRoom(t, c.nodes[0])
+		untilCalls(t, c, apiRcv, "room.emergency_stopped", 1, 100*time.Millisecond)
+		for range 30 {
+			c.advance(100 * time.Millisecond)
+		}
+		if calls := apiRcv.of("room.emergency_stopped"); len(calls) != 1 || !calls[0].verified(c.base.Now()) {
+			t.Errorf("the API's webhook got %+v, want one signed notice", calls)
+		}
+		resp := adminRaw(c.nodes[1].admin, http.MethodGet, "/webhooks", "")
+		raw, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(raw), `"chat"`) || strings.Contains(string(raw), webhookSecret) {
+			t.Errorf("GET /webhooks: %s, want chat listed and no secret shown", raw)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -84,4 +85,21 @@ func (c *Config) resolveWebhookPaths(dir string) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
+}
+
+// CheckWebhook checks a webhook registered through the admin API, whose
+// secret comes with it rather than from a file: the same rules as in the
+// config file, with errors naming the body's fields.
+func CheckWebhook(w Webhook, secret string) error {
+	w.SecretFile = "(admin API)"
+	c := &Config{Webhooks: []Webhook{w}}
+	p := &problems{}
+	c.validateWebhooks(p)
+	if len(strings.TrimSpace(secret)) < 16 {
+		p.add("secret", "must be at least 16 characters")
+	}
+	for i, e := range p.errs {
+		p.errs[i] = errors.New(strings.TrimPrefix(e.Error(), "webhooks[0]."))
+	}
+	return errors.Join(p.errs...)
 }

@@ -75,7 +75,10 @@ type WebhookStatus struct {
 	GivenUp   uint64 `json:"given_up"`
 	// Pending counts the notices this node holds for the webhook, sent by
 	// it or waiting for another node to mark them delivered.
-	Pending   int       `json:"pending"`
+	Pending int `json:"pending"`
+	// Oldest are the oldest pending notices (at most five): their id, who
+	// is to send them and the attempts made here.
+	Oldest    []string  `json:"oldest,omitempty"`
 	LastError string    `json:"last_error,omitempty"`
 	LastErrAt time.Time `json:"last_error_at,omitzero"`
 }
@@ -91,6 +94,7 @@ type pendingNotice struct {
 	hook     *hookTarget
 	n        Notice
 	topic    string   // what the sender is chosen by
+	subject  string   // a node the notice is about, never its sender
 	marks    []string // delivered marks that mean it went out (see dedupe)
 	body     []byte
 	seen     time.Time
@@ -162,10 +166,17 @@ func (s *Server) webhookStatus() []WebhookStatus {
 	out := make([]WebhookStatus, 0, len(w.targets))
 	for _, t := range w.targets {
 		st := t.status
+		var mine []*pendingNotice
 		for _, p := range w.pending {
 			if p.hook == t {
 				st.Pending++
+				mine = append(mine, p)
 			}
+		}
+		slices.SortFunc(mine, func(a, b *pendingNotice) int { return a.seen.Compare(b.seen) })
+		live := s.liveMembers()
+		for _, p := range mine[:min(len(mine), 5)] {
+			st.Oldest = append(st.Oldest, fmt.Sprintf("%s (sender %s, %d attempts here)", p.n.ID, p.sender(live), p.attempts))
 		}
 		out = append(out, st)
 	}
@@ -194,7 +205,7 @@ func (s *Server) stepWebhooks(now time.Time) {
 			delete(w.pending, key)
 			continue
 		}
-		if p.inflight || now.Before(p.next) || rendezvous(p.topic, live) != s.cfg.Node {
+		if p.inflight || now.Before(p.next) || p.sender(live) != s.cfg.Node {
 			continue
 		}
 		p.inflight = true
@@ -215,6 +226,16 @@ func (s *Server) liveMembers() []string {
 		out = append(out, s.cfg.Node)
 	}
 	return out
+}
+
+// sender is the member to send p: the first by rendezvous hashing of its
+// topic among the live members, leaving out the node the notice is about
+// (a node that joins does not see itself join).
+func (p *pendingNotice) sender(live []string) string {
+	if p.subject != "" {
+		live = slices.DeleteFunc(slices.Clone(live), func(m string) bool { return m == p.subject })
+	}
+	return rendezvous(p.topic, live)
 }
 
 // rendezvous names the member ranked first for topic: the highest hash of
@@ -315,7 +336,7 @@ func (s *Server) notify(w *webhooks, n Notice, topic string, dedupe ...string) {
 		if _, ok := w.pending[mark]; ok || s.node.HasMark(mark) {
 			continue
 		}
-		p := &pendingNotice{hook: t, n: n, topic: t.cfg.Name + "/" + topic, marks: []string{mark}, body: body, seen: n.Time}
+		p := &pendingNotice{hook: t, n: n, topic: t.cfg.Name + "/" + topic, subject: n.Node, marks: []string{mark}, body: body, seen: n.Time}
 		for _, d := range dedupe {
 			p.marks = append(p.marks, "webhook/"+t.cfg.Name+"/"+d)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -216,10 +217,28 @@ func TestWebhooksAnotherNodeTakesOverWhenTheSenderDiesMidDelivery(t *testing.T) 
 	if sender == nil {
 		t.Fatalf("the notice came from %q, no node of the ring", first.Sender)
 	}
+	// The change has reached every node before its sender dies (else the
+	// ring never heard of it, and there is nothing to tell).
+	testkit.Eventually(t, testkit.Wait{Timeout: 10 * time.Second, What: "the stop on every node"}, func() bool {
+		for _, n := range c.nodes {
+			if rc := getRoom(t, n.admin, "shop"); rc == nil || !rc.Stopped {
+				return false
+			}
+		}
+		return true
+	})
 	sender.kill()
 	release <- http.StatusServiceUnavailable // the dead sender never learns
 	once.Do(func() { close(release) })
-	untilCalls(t, c, rcv, "room.emergency_stopped", 2, 200*time.Millisecond)
+	if !t.Run("a survivor sends it", func(t *testing.T) {
+		untilCalls(t, c, rcv, "room.emergency_stopped", 2, 200*time.Millisecond)
+	}) {
+		for _, n := range c.live() {
+			d := n.srv.StateDoc()
+			t.Logf("%s sees members %+v, webhooks %+v", n.name, d.Members, d.Webhooks)
+		}
+		t.FailNow()
+	}
 	for range 20 {
 		c.advance(time.Second)
 	}
@@ -282,4 +301,65 @@ func TestWebhooksRegisteredThroughTheAdminAPIReachTheWholeRing(t *testing.T) {
 			t.Errorf("GET /webhooks: %s, want chat listed and no secret shown", raw)
 		}
 	})
+}
+
+func TestWebhooksTellQueueingEventPhasesAndNodesLeaving(t *testing.T) {
+	t.Parallel()
+	rcv := newHookReceiver(t, nil)
+	c := hookCluster(t, 3, rcv, clusterOpts{tune: faultTune})
+	patch := func(body string) {
+		t.Helper()
+		if resp := adminRaw(c.nodes[0].admin, http.MethodPatch, "/rooms/shop", body, "Content-Type", "application/json"); resp.StatusCode != http.StatusOK {
+			raw, _ := io.ReadAll(resp.Body)
+			t.Fatalf("PATCH %s: %d %s", body, resp.StatusCode, raw)
+		}
+	}
+	patch(`{"queue_all":true}`)
+	untilCalls(t, c, rcv, "room.queueing_started", 1, 100*time.Millisecond)
+
+	now := c.base.Now().UTC().Truncate(time.Minute)
+	at := func(m int) string { return now.Add(time.Duration(m) * time.Minute).Format(time.RFC3339) }
+	patch(`{"queue_all":false,"events":[{"id":"sale","name":"Sale","prequeue_start_time":"` + at(2) + `","event_start_time":"` + at(3) + `","event_end_time":"` + at(4) + `"}]}`)
+	untilCalls(t, c, rcv, "room.queueing_stopped", 1, 100*time.Millisecond)
+	untilCalls(t, c, rcv, "event.prequeue_started", 1, 2*time.Second)
+	untilCalls(t, c, rcv, "event.started", 1, 2*time.Second)
+	untilCalls(t, c, rcv, "event.ended", 1, 2*time.Second)
+
+	c.nodes[2].kill()
+	untilCalls(t, c, rcv, "node.left", 1, 100*time.Millisecond)
+	for range 30 {
+		c.advance(100 * time.Millisecond)
+	}
+	// The pre-queue queues everyone and the event's start ends it: the
+	// room starts and stops queueing twice, each change told once.
+	want := map[string]int{"room.queueing_started": 2, "room.queueing_stopped": 2, "event.prequeue_started": 1, "event.started": 1, "event.ended": 1}
+	var leftC []hookCall
+	for _, l := range rcv.of("node.left") {
+		// A loaded machine may see a live member flap too; pop-c's end is
+		// what this test made.
+		if strings.HasPrefix(l.ID, "node.left:pop-c:") {
+			leftC = append(leftC, l)
+		}
+	}
+	if len(leftC) != 1 {
+		t.Errorf("pop-c's leaving told %d times, want once: %v", len(leftC), ids(leftC))
+	}
+	for typ, n := range want {
+		if calls := rcv.of(typ); len(calls) != n {
+			t.Errorf("%s told %d times, want %d: %v", typ, len(calls), n, ids(calls))
+		}
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if all := ids(rcv.calls); len(all) != len(slices.Compact(slices.Sorted(slices.Values(all)))) {
+		t.Errorf("a notice was told twice: %v", all)
+	}
+}
+
+func ids(calls []hookCall) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.ID)
+	}
+	return out
 }

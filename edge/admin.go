@@ -14,7 +14,8 @@ import (
 )
 
 // AdminHandler serves the admin endpoint: GET /state, GET
-// /rooms/{name}/status, GET /metrics, GET /healthz, GET /readyz and the room API. It
+// /rooms/{name}/status, GET /metrics, GET /healthz, GET /readyz, the room
+// API, the webhook API and the console (GET /dashboard). It
 // listens on loopback by default and never on the public listener; see
 // adminGate for who may use it.
 func (s *Server) AdminHandler() http.Handler {

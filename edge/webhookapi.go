@@ -96,9 +96,7 @@ type hookDef struct {
 func (s *Server) allWebhooks() []hookDef {
 	var out []hookDef
 	if s.hooks != nil {
-		for _, h := range s.hooks.fromConfig {
-			out = append(out, h)
-		}
+		out = append(out, s.hooks.fromConfig...)
 	}
 	regs := s.node.Registers(webhookPrefix)
 	names := make([]string, 0, len(regs))

@@ -121,11 +121,12 @@ type webhooks struct {
 	pending    map[string]*pendingNotice // by mark
 	rooms      map[string]roomSeen
 	members    map[string]bool
-	started    bool
-	client     *http.Client
-	metric     *prometheus.CounterVec
-	// sent is told of each finished attempt (tests wait on it).
-	sent func()
+	// hashes caches each room config's hash: a room's config is replaced,
+	// never changed in place, when it changes.
+	hashes  map[*config.Room]string
+	started bool
+	client  *http.Client
+	metric  *prometheus.CounterVec
 }
 
 // initWebhooks reads the webhooks' secrets; a node with a webhook whose
@@ -349,17 +350,24 @@ func (s *Server) notify(w *webhooks, n Notice, topic string, dedupe ...string) {
 // that happened before it.
 func (s *Server) watch(w *webhooks, now time.Time) {
 	rooms := map[string]roomSeen{}
+	hashes := map[*config.Room]string{}
+	defer func() { w.hashes = hashes }()
 	for _, rm := range s.rooms() {
 		a := rm.alloc.Load()
 		if a == nil {
 			continue
 		}
 		sum := a.Summary()
-		raw, _ := json.Marshal(rm.cfg)
-		h := sha256.Sum256(raw)
+		hash, ok := w.hashes[rm.cfg]
+		if !ok {
+			raw, _ := json.Marshal(rm.cfg)
+			h := sha256.Sum256(raw)
+			hash = hex.EncodeToString(h[:8])
+		}
+		hashes[rm.cfg] = hash
 		e, ph := rm.cfg.At(now)
 		rs := roomSeen{
-			hash:     hex.EncodeToString(h[:8]),
+			hash:     hash,
 			queueing: sum.Status != "not_queueing" && sum.Status != "suspended",
 			full:     rm.cfg.MaxQueue > 0 && sum.QueuedUsers >= int64(rm.cfg.MaxQueue),
 			stopped:  rm.cfg.Stopped,

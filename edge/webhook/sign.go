@@ -84,7 +84,7 @@ func Parse(header string) (t int64, sigs [][]byte, err error) {
 		}
 	}
 	if !seenT || len(sigs) == 0 {
-		return 0, nil, fmt.Errorf("%w: want t=... and v1=...", ErrMalformed)
+		return 0, nil, fmt.Errorf("%w: want both t and v1", ErrMalformed)
 	}
 	return t, sigs, nil
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +47,10 @@ const (
 	// delivered, and how long a delivered mark lives.
 	webhookKeep    = 2 * time.Hour
 	webhookTimeout = 10 * time.Second
+	// webhookTakeover is how long the member ranked next waits for a
+	// notice to be marked delivered before it sends it itself: longer than
+	// the sender's whole retry schedule (about nine minutes).
+	webhookTakeover = 20 * time.Minute
 )
 
 // webhookBackoff is the wait before attempt n+1 after n failed ones.
@@ -206,7 +211,7 @@ func (s *Server) stepWebhooks(now time.Time) {
 			delete(w.pending, key)
 			continue
 		}
-		if p.inflight || now.Before(p.next) || p.sender(live) != s.cfg.Node {
+		if p.inflight || now.Before(p.next) || !p.mine(s.cfg.Node, live, now) {
 			continue
 		}
 		p.inflight = true
@@ -239,19 +244,49 @@ func (p *pendingNotice) sender(live []string) string {
 	return rendezvous(p.topic, live)
 }
 
-// rendezvous names the member ranked first for topic: the highest hash of
-// topic and member name (highest random weight), so that every node with
-// the same members picks the same one, and a member's death moves only its
-// own topics.
-func rendezvous(topic string, members []string) string {
-	best, bestW := "", uint64(0)
-	for _, m := range members {
-		h := sha256.Sum256([]byte(topic + "\x00" + m))
-		if w := binary.BigEndian.Uint64(h[:8]); best == "" || w > bestW || (w == bestW && m < best) {
-			best, bestW = m, w
-		}
+// mine reports whether node is to send p now: it is the sender, or the
+// notice has waited webhookTakeover for each member ranked ahead of node
+// without being marked delivered. The latter covers a sender that does not
+// have the webhook (a config file that lists it on some nodes only) or is
+// stuck; the wait is longer than a sender's whole retry schedule, so that a
+// sender retrying a failing receiver is not doubled.
+func (p *pendingNotice) mine(node string, live []string, now time.Time) bool {
+	if p.subject != "" {
+		live = slices.DeleteFunc(slices.Clone(live), func(m string) bool { return m == p.subject })
 	}
-	return best
+	rank := slices.Index(rankMembers(p.topic, live), node)
+	return rank == 0 || (rank > 0 && now.Sub(p.seen) >= time.Duration(rank)*webhookTakeover)
+}
+
+// rankMembers orders members by rendezvous hashing of topic, first the
+// highest hash of topic and member name (highest random weight), so that
+// every node with the same members ranks them alike, and a member's death
+// moves only its own topics.
+func rankMembers(topic string, members []string) []string {
+	weight := func(m string) uint64 {
+		h := sha256.Sum256([]byte(topic + "\x00" + m))
+		return binary.BigEndian.Uint64(h[:8])
+	}
+	out := slices.Clone(members)
+	slices.SortFunc(out, func(a, b string) int {
+		wa, wb := weight(a), weight(b)
+		switch {
+		case wa > wb:
+			return -1
+		case wa < wb:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return out
+}
+
+// rendezvous names the member ranked first for topic (see rankMembers).
+func rendezvous(topic string, members []string) string {
+	if r := rankMembers(topic, members); len(r) > 0 {
+		return r[0]
+	}
+	return ""
 }
 
 func (s *Server) delivered(p *pendingNotice) bool {

@@ -93,14 +93,23 @@ func (r *hookReceiver) of(typ string) []hookCall {
 // webhook, on a fake clock.
 func hookCluster(t *testing.T, n int, rcv *hookReceiver, opts clusterOpts) *cluster {
 	t.Helper()
+	return hookClusterOn(t, n, rcv, opts, func(string) bool { return true })
+}
+
+// hookClusterOn is hookCluster with the webhook in the config of the nodes
+// has says only.
+func hookClusterOn(t *testing.T, n int, rcv *hookReceiver, opts clusterOpts, has func(node string) bool) *cluster {
+	t.Helper()
 	secret := filepath.Join(t.TempDir(), "hook.secret")
 	if err := os.WriteFile(secret, []byte(webhookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	opts.rooms = []config.Room{room("shop", 10, 10)}
 	c := clusterOf(t, opts)
-	c.edit = func(_ *clusterNode, cfg *config.Config) {
-		cfg.Webhooks = []config.Webhook{{Name: "ops", URL: rcv.url, SecretFile: secret}}
+	c.edit = func(n *clusterNode, cfg *config.Config) {
+		if has(n.name) {
+			cfg.Webhooks = []config.Webhook{{Name: "ops", URL: rcv.url, SecretFile: secret}}
+		}
 	}
 	for i := range n {
 		c.add(fmt.Sprintf("pop-%c", 'a'+i), 0)
@@ -362,4 +371,20 @@ func ids(calls []hookCall) []string {
 		out = append(out, c.ID)
 	}
 	return out
+}
+
+func TestWebhooksListedOnOneNodeOnlyAreStillSentOnce(t *testing.T) {
+	t.Parallel()
+	rcv := newHookReceiver(t, nil)
+	// Only pop-a's config lists the webhook: when rendezvous hashing picks
+	// another node, pop-a sends it once the takeover wait has passed.
+	c := hookClusterOn(t, 3, rcv, clusterOpts{}, func(n string) bool { return n == "pop-a" })
+	stopRoom(t, c.nodes[0])
+	untilCalls(t, c, rcv, "room.emergency_stopped", 1, time.Minute)
+	for range 100 {
+		c.advance(time.Minute)
+	}
+	if calls := rcv.of("room.emergency_stopped"); len(calls) != 1 || calls[0].Sender != "pop-a" {
+		t.Errorf("notices %+v, want one, from pop-a", calls)
+	}
 }

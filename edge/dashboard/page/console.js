@@ -64,6 +64,7 @@ function render() {
   el("ringtime").textContent = "ring time " + clock(st.ring_time);
   renderRing(st);
   renderRooms(st);
+  renderHooks(st);
   for (const r of st.rooms) renderRoom(r, (frame.rooms || []).find(x => x.name === r.name) || {});
   for (const d of document.querySelectorAll("#details > .room")) {
     if (!st.rooms.some(r => "room-" + r.name === d.id)) d.remove();
@@ -88,6 +89,14 @@ function renderRing(st) {
     note += " Last gossip from a peer " + Math.max(0, ago).toFixed(1) + " s ago.";
   }
   el("ringnote").textContent = note;
+}
+
+function renderHooks(st) {
+  const hooks = st.webhooks || [];
+  el("hooks").hidden = hooks.length === 0;
+  el("hooks").querySelector("tbody").innerHTML = hooks.map(h =>
+    `<tr><td>${esc(h.name)}</td><td class="num">${h.delivered}</td><td class="num ${h.failed_attempts ? "warn" : ""}">${h.failed_attempts}</td>` +
+    `<td class="num ${h.given_up ? "bad" : ""}">${h.given_up}</td><td class="num">${h.pending}</td><td>${esc(h.last_error ? clock(h.last_error_at) + " " + h.last_error : "")}</td></tr>`).join("");
 }
 
 function statusOf(r, x) {

@@ -14,7 +14,8 @@ import (
 )
 
 // AdminHandler serves the admin endpoint: GET /state, GET
-// /rooms/{name}/status, GET /metrics, GET /healthz, GET /readyz and the room API. It
+// /rooms/{name}/status, GET /metrics, GET /healthz, GET /readyz, the room
+// API, the webhook API and the console (GET /dashboard). It
 // listens on loopback by default and never on the public listener; see
 // adminGate for who may use it.
 func (s *Server) AdminHandler() http.Handler {
@@ -34,6 +35,8 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.registerRoomAPI(mux)
 	s.registerCodeAPI(mux)
+	s.consoleDash().Register(mux)
+	s.registerWebhookAPI(mux)
 	open := http.NewServeMux()
 	open.HandleFunc("/healthz", s.serveHealth)
 	open.HandleFunc("/readyz", s.serveReady)
@@ -74,6 +77,7 @@ func (s *Server) StateDoc() *StateDoc {
 		Members:     s.node.Members(),
 		Gossip:      s.node.Stats(),
 		Lag:         s.lagDoc(now),
+		Webhooks:    s.webhookStatus(),
 	}
 	slices.SortFunc(d.Members, func(a, b gossip.Member) int {
 		if a.Name < b.Name {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/edge/canon"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/dashboard"
 )
 
 // adminGate guards the admin endpoint against callers other than its
@@ -34,6 +35,10 @@ import (
 //     endpoint never allows.
 //   - with a token, requests need "Authorization: Bearer TOKEN" (read-only
 //     ones not, with admin_read_open).
+//
+// The console's page and script (GET /dashboard, see edge/dashboard) pass
+// the checks above but the token's: they hold no figures, and the page asks
+// the operator for the token it needs for the event stream and the actions.
 //
 // GET /healthz and GET /readyz pass none of these checks: they answer only
 // ok or not ok, for load balancers and probes that know neither the token
@@ -71,7 +76,9 @@ func (g *adminGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "the admin endpoint refuses requests from web pages of other sites (%s)", why)
 		return
 	}
-	if g.token != nil && !(readOnly && g.readOpen) {
+	// The console's page and script hold no figures: a browser loads
+	// them without the token, and the page then asks for it.
+	if g.token != nil && !(readOnly && (g.readOpen || dashboard.IsPage(r.URL.Path))) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), g.token) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom admin"`)

@@ -192,8 +192,18 @@ func TestAdminListener(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the console's page loads without the token, but only on the listener's own host", func(t *testing.T) {
+		for _, path := range []string{"/dashboard", "/dashboard/console.js"} {
+			if resp := send(t, http.MethodGet, path, addr); resp.StatusCode != http.StatusOK {
+				t.Errorf("GET %s without the token: %d, want 200", path, resp.StatusCode)
+			}
+			if resp := send(t, http.MethodGet, path, "evil.example:"+port); resp.StatusCode != http.StatusMisdirectedRequest {
+				t.Errorf("GET %s from a rebound host: %d, want 421", path, resp.StatusCode)
+			}
+		}
+	})
 	t.Run("everything else still needs the token", func(t *testing.T) {
-		for _, path := range []string{"/state", "/rooms", "/metrics", "/rooms/shop/status"} {
+		for _, path := range []string{"/state", "/rooms", "/metrics", "/rooms/shop/status", "/dashboard/events"} {
 			if resp := send(t, http.MethodGet, path, addr); resp.StatusCode != http.StatusUnauthorized {
 				t.Errorf("GET %s without the token: %d, want 401", path, resp.StatusCode)
 			}

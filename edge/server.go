@@ -85,6 +85,9 @@ type Server struct {
 	// its bound address.
 	forward     *forwardHandler
 	forwardAddr string
+
+	console console   // the operator's console (console.go)
+	hooks   *webhooks // the webhooks' notices (webhooks.go)
 }
 
 type route struct {
@@ -117,6 +120,9 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 	s.ready.started = s.clock()
 	s.metrics = newMetrics()
 	s.metrics.reg.MustRegister(&stateCollector{s: s}, &lagCollector{s: s})
+	if err := s.initWebhooks(); err != nil {
+		return nil, err
+	}
 	keys, err := loadCookieKeys(cfg, s.log)
 	if err != nil {
 		return nil, err
@@ -421,6 +427,8 @@ func (s *Server) refreshAllocations(now time.Time) {
 	for _, rm := range s.rooms() {
 		rm.recompute(now)
 	}
+	s.sampleConsole(now)
+	s.stepWebhooks(now)
 }
 
 // Close stops the node: allocation loop, then gossip (leaving the cluster).
@@ -554,6 +562,7 @@ func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+	admin.RegisterOnShutdown(s.consoleDash().Shutdown)
 	if s.adminAddr, err = start(s.cfg.Admin, admin, "admin", nil); err != nil {
 		return err
 	}

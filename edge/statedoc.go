@@ -23,6 +23,8 @@ type StateDoc struct {
 	// configured, with each peer's measured delay and clock offset.
 	Lag   *LagDoc      `json:"lag,omitempty"`
 	Rooms []RoomStatus `json:"rooms"`
+	// Webhooks are the webhooks' deliveries as this node made them.
+	Webhooks []WebhookStatus `json:"webhooks,omitempty"`
 }
 
 // RoomStatus is one room's merged figures, named after Cloudflare's waiting

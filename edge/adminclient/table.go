@@ -53,6 +53,16 @@ func WriteStateTable(w io.Writer, d *edge.StateDoc) error {
 			}
 		}
 	}
+	if len(d.Webhooks) > 0 {
+		fmt.Fprintln(tw, "\nWEBHOOK\tDELIVERED\tFAILED ATTEMPTS\tGIVEN UP\tPENDING\tLAST ERROR")
+		for _, h := range d.Webhooks {
+			last := "-"
+			if h.LastError != "" {
+				last = h.LastErrAt.UTC().Format(time.RFC3339) + " " + h.LastError
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", h.Name, h.Delivered, h.Failed, h.GivenUp, h.Pending, last)
+		}
+	}
 	if len(d.Rooms) == 0 {
 		fmt.Fprintln(tw, "\nno rooms on this node")
 	}

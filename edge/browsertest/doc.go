@@ -22,5 +22,10 @@
 // Set WAITROOM_SCREENSHOT_DIR to keep the screenshots: queue-page.png (the
 // queue page), queue-page-iframe.png (the same page in a partner's iframe),
 // origin-in-iframe.png (the origin in that iframe after admission) and
-// cookies-required.png (what a browser that refuses cookies is told).
+// cookies-required.png (what a browser that refuses cookies is told),
+// console.png and console-stopped.png (the operator's console of a
+// three-node ring, before and after its emergency stop).
+//
+// The console's test takes a few seconds: it needs no refresh of the
+// queue page.
 package browsertest

@@ -136,9 +136,9 @@ type node struct {
 
 // newNode builds the node: total_active_users 1, new_users_per_minute 1,
 // session_duration 1, origin command revoke enabled; room may change the
-// room's settings. The clock starts two seconds into a minute, so that the
-// first steps of a test all happen within one minute.
-func newNode(t *testing.T, originURL string, room func(*config.Room)) *node {
+// room's settings and edit the node's. The clock starts two seconds into a
+// minute, so that the first steps of a test all happen within one minute.
+func newNode(t *testing.T, originURL string, room func(*config.Room), edit ...func(*config.Config)) *node {
 	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "cookie.key")
 	kf, err := cookie.GenerateKeyFile(nil)
@@ -166,6 +166,9 @@ func newNode(t *testing.T, originURL string, room func(*config.Room)) *node {
 	}
 	if room != nil {
 		room(&cfg.Rooms[0])
+	}
+	for _, e := range edit {
+		e(cfg)
 	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {

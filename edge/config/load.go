@@ -46,6 +46,7 @@ func Load(path string) (*Config, error) {
 		}
 	}
 	c.TLS.resolvePaths(dir)
+	c.resolveWebhookPaths(dir)
 	return c, nil
 }
 

@@ -118,6 +118,9 @@ type Config struct {
 	// refused, so that a web page whose domain resolves to this machine (DNS
 	// rebinding) cannot talk to the admin API.
 	AdminHosts []string `yaml:"admin_hosts" json:"admin_hosts,omitempty"`
+	// Webhooks are sent signed notices of the ring's state changes (see
+	// webhooks.go).
+	Webhooks []Webhook `yaml:"webhooks" json:"webhooks,omitempty"`
 
 	// MaxConnections caps the public listener's open connections; further
 	// clients wait in the kernel's accept queue until one closes. Default

@@ -85,6 +85,7 @@ func (c *Config) validate() []error {
 	c.validateGossip(p)
 	c.validateForwardAuth(p)
 	c.validateTLS(p)
+	c.validateWebhooks(p)
 	if !slices.Contains(logLevels, c.LogLevel) {
 		p.add("log_level", "%q must be one of %s", c.LogLevel, strings.Join(logLevels, ", "))
 	}

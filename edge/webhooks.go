@@ -1,0 +1,522 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/webhook"
+)
+
+// Webhooks: each node watches its merged state for the changes an operator
+// is told of (a room starts or stops queueing, its queue fills, an event
+// enters a phase, an emergency stop, a room created, changed or deleted, a
+// node joining or leaving) and makes a notice of each, with an id that every
+// node that sees the same change gives it. Which node sends a notice is
+// decided without a coordinator: the live member ranked first by rendezvous
+// hashing of the notice's topic. The others keep the notice; once it is
+// delivered the sender marks it in the ring's replicated marks, and they
+// drop it. When the sender dies before it marks the notice, the ranking over
+// the members still alive names another node, which sends it: a receiver
+// may then get the notice twice, with the same Waitroom-Event-Id, and should
+// drop the repeat (delivery is at least once, and once in the common case).
+//
+// A failed delivery is retried with exponential backoff (webhookBackoff),
+// up to webhookAttempts attempts; failures are counted in
+// waitroom_webhook_deliveries_total and shown in the state document.
+
+const (
+	webhookAttempts   = 10
+	webhookBackoffMin = time.Second
+	webhookBackoffMax = 5 * time.Minute
+	// webhookKeep is how long a node keeps a notice no one has marked
+	// delivered, and how long a delivered mark lives.
+	webhookKeep    = 2 * time.Hour
+	webhookTimeout = 10 * time.Second
+	// webhookTakeover is how long the member ranked next waits for a
+	// notice to be marked delivered before it sends it itself: longer than
+	// the sender's whole retry schedule (about nine minutes).
+	webhookTakeover = 20 * time.Minute
+)
+
+// webhookBackoff is the wait before attempt n+1 after n failed ones.
+func webhookBackoff(n int) time.Duration {
+	d := webhookBackoffMin << min(n-1, 20)
+	return min(d, webhookBackoffMax)
+}
+
+// Notice is the JSON body of a webhook request.
+type Notice struct {
+	ID   string    `json:"id"`
+	Type string    `json:"type"`
+	Time time.Time `json:"time"` // ring time the change was seen
+	Room string    `json:"room,omitempty"`
+	Node string    `json:"node,omitempty"` // the node concerned, for node notices
+	// Data holds the figures of the change (status, limits, event).
+	Data map[string]any `json:"data,omitempty"`
+}
+
+// WebhookStatus is one webhook's deliveries as this node made them, for the
+// state document.
+type WebhookStatus struct {
+	Name      string `json:"name"`
+	URL       string `json:"url"`
+	Delivered uint64 `json:"delivered"`
+	Failed    uint64 `json:"failed_attempts"`
+	GivenUp   uint64 `json:"given_up"`
+	// Pending counts the notices this node holds for the webhook, sent by
+	// it or waiting for another node to mark them delivered.
+	Pending int `json:"pending"`
+	// Oldest are the oldest pending notices (at most five): their id, who
+	// is to send them and the attempts made here.
+	Oldest    []string  `json:"oldest,omitempty"`
+	LastError string    `json:"last_error,omitempty"`
+	LastErrAt time.Time `json:"last_error_at,omitzero"`
+}
+
+type hookTarget struct {
+	cfg    config.Webhook
+	secret []byte
+	status WebhookStatus
+}
+
+// pendingNotice is one notice for one webhook.
+type pendingNotice struct {
+	hook     *hookTarget
+	n        Notice
+	topic    string   // what the sender is chosen by
+	subject  string   // a node the notice is about, never its sender
+	marks    []string // delivered marks that mean it went out (see dedupe)
+	body     []byte
+	seen     time.Time
+	attempts int
+	next     time.Time
+	inflight bool
+}
+
+// roomSeen is what the watcher last saw of a room.
+type roomSeen struct {
+	hash     string
+	queueing bool
+	full     bool
+	stopped  bool
+	phase    config.Phase
+	event    string
+}
+
+type webhooks struct {
+	// fromConfig are the config file's webhooks, secrets read.
+	fromConfig []hookDef
+	mu         sync.Mutex
+	targets    []*hookTarget
+	pending    map[string]*pendingNotice // by mark
+	rooms      map[string]roomSeen
+	members    map[string]bool
+	// hashes caches each room config's hash: a room's config is replaced,
+	// never changed in place, when it changes.
+	hashes  map[*config.Room]string
+	started bool
+	client  *http.Client
+	metric  *prometheus.CounterVec
+}
+
+// initWebhooks reads the webhooks' secrets; a node with a webhook whose
+// secret it cannot read refuses to start.
+func (s *Server) initWebhooks() error {
+	w := &webhooks{pending: map[string]*pendingNotice{}, client: &http.Client{Timeout: webhookTimeout}}
+	for _, h := range s.cfg.Webhooks {
+		raw, err := os.ReadFile(h.SecretFile)
+		if err != nil {
+			return fmt.Errorf("webhooks: %s: secret_file: %w", h.Name, err)
+		}
+		sec := bytes.TrimSpace(raw)
+		if len(sec) < 16 {
+			return fmt.Errorf("webhooks: %s: secret_file %s: the secret must be at least 16 bytes", h.Name, h.SecretFile)
+		}
+		w.fromConfig = append(w.fromConfig, hookDef{cfg: h, secret: sec})
+	}
+	w.metric = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "webhook_deliveries_total",
+		Help: "Webhook requests this node made, by webhook and result: delivered (a 2xx answer), failed (an error or another status: retried with backoff), given_up (the last attempt failed).",
+	}, []string{"webhook", "result"})
+	s.metrics.reg.MustRegister(w.metric)
+	s.hooks = w
+	return nil
+}
+
+// webhookStatus lists the webhooks for the state document.
+func (s *Server) webhookStatus() []WebhookStatus {
+	w := s.hooks
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.targets) == 0 {
+		return nil
+	}
+	out := make([]WebhookStatus, 0, len(w.targets))
+	for _, t := range w.targets {
+		st := t.status
+		var mine []*pendingNotice
+		for _, p := range w.pending {
+			if p.hook == t {
+				st.Pending++
+				mine = append(mine, p)
+			}
+		}
+		slices.SortFunc(mine, func(a, b *pendingNotice) int { return a.seen.Compare(b.seen) })
+		live := s.liveMembers()
+		for _, p := range mine[:min(len(mine), 5)] {
+			st.Oldest = append(st.Oldest, fmt.Sprintf("%s (sender %s, %d attempts here)", p.n.ID, p.sender(live), p.attempts))
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// stepWebhooks is one round of the webhooks, run by the allocation loop:
+// changes seen since the last round become notices, and the notices this
+// node is to send and that are due go out.
+func (s *Server) stepWebhooks(now time.Time) {
+	w := s.hooks
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s.syncTargets(w)
+	if len(w.targets) == 0 {
+		w.started = false // a webhook added later hears of changes from then on
+		return
+	}
+	s.watch(w, now)
+	live := s.liveMembers()
+	for key, p := range w.pending {
+		if s.delivered(p) || now.Sub(p.seen) > webhookKeep {
+			delete(w.pending, key)
+			continue
+		}
+		if p.inflight || now.Before(p.next) || !p.mine(s.cfg.Node, live, now) {
+			continue
+		}
+		p.inflight = true
+		p.attempts++
+		go s.deliver(w, key, p)
+	}
+}
+
+// liveMembers are the names of the members alive, this node included.
+func (s *Server) liveMembers() []string {
+	var out []string
+	for _, m := range s.node.Members() {
+		if m.Alive {
+			out = append(out, m.Name)
+		}
+	}
+	if !slices.Contains(out, s.cfg.Node) {
+		out = append(out, s.cfg.Node)
+	}
+	return out
+}
+
+// sender is the member to send p: the first by rendezvous hashing of its
+// topic among the live members, leaving out the node the notice is about
+// (a node that joins does not see itself join).
+func (p *pendingNotice) sender(live []string) string {
+	if p.subject != "" {
+		live = slices.DeleteFunc(slices.Clone(live), func(m string) bool { return m == p.subject })
+	}
+	return rendezvous(p.topic, live)
+}
+
+// mine reports whether node is to send p now: it is the sender, or the
+// notice has waited webhookTakeover for each member ranked ahead of node
+// without being marked delivered. The latter covers a sender that does not
+// have the webhook (a config file that lists it on some nodes only) or is
+// stuck; the wait is longer than a sender's whole retry schedule, so that a
+// sender retrying a failing receiver is not doubled.
+func (p *pendingNotice) mine(node string, live []string, now time.Time) bool {
+	if p.subject != "" {
+		live = slices.DeleteFunc(slices.Clone(live), func(m string) bool { return m == p.subject })
+	}
+	rank := slices.Index(rankMembers(p.topic, live), node)
+	return rank == 0 || (rank > 0 && now.Sub(p.seen) >= time.Duration(rank)*webhookTakeover)
+}
+
+// rankMembers orders members by rendezvous hashing of topic, first the
+// highest hash of topic and member name (highest random weight), so that
+// every node with the same members ranks them alike, and a member's death
+// moves only its own topics.
+func rankMembers(topic string, members []string) []string {
+	weight := func(m string) uint64 {
+		h := sha256.Sum256([]byte(topic + "\x00" + m))
+		return binary.BigEndian.Uint64(h[:8])
+	}
+	out := slices.Clone(members)
+	slices.SortFunc(out, func(a, b string) int {
+		wa, wb := weight(a), weight(b)
+		switch {
+		case wa > wb:
+			return -1
+		case wa < wb:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return out
+}
+
+// rendezvous names the member ranked first for topic (see rankMembers).
+func rendezvous(topic string, members []string) string {
+	if r := rankMembers(topic, members); len(r) > 0 {
+		return r[0]
+	}
+	return ""
+}
+
+func (s *Server) delivered(p *pendingNotice) bool {
+	for _, m := range p.marks {
+		if s.node.HasMark(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// deliver makes one attempt to send p, then marks it delivered or plans
+// the next attempt.
+func (s *Server) deliver(w *webhooks, key string, p *pendingNotice) {
+	signedAt := s.ringNow()
+	ctx, cancel := context.WithTimeout(context.Background(), webhookTimeout)
+	defer cancel()
+	err := func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.hook.cfg.URL, bytes.NewReader(p.body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("User-Agent", "waitroom-webhook")
+		req.Header.Set(webhook.Header, webhook.Sign(p.hook.secret, signedAt, p.body))
+		req.Header.Set(webhook.EventHeader, p.n.ID)
+		req.Header.Set(webhook.SenderHeader, s.cfg.Node)
+		resp, err := w.client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			return fmt.Errorf("answered %s", resp.Status)
+		}
+		return nil
+	}()
+	now := s.ringNow()
+	w.mu.Lock()
+	p.inflight = false
+	st := &p.hook.status
+	switch {
+	case err == nil:
+		s.node.Mark(p.marks[0], now.Add(webhookKeep).Unix())
+		delete(w.pending, key)
+		st.Delivered++
+		w.metric.WithLabelValues(p.hook.cfg.Name, "delivered").Inc()
+	case p.attempts >= webhookAttempts:
+		// Marked as if delivered, so that no other node starts over.
+		s.node.Mark(p.marks[0], now.Add(webhookKeep).Unix())
+		delete(w.pending, key)
+		st.Failed++
+		st.GivenUp++
+		st.LastError, st.LastErrAt = err.Error(), now.UTC()
+		w.metric.WithLabelValues(p.hook.cfg.Name, "failed").Inc()
+		w.metric.WithLabelValues(p.hook.cfg.Name, "given_up").Inc()
+		s.log.Error().Str("webhook", p.hook.cfg.Name).Str("notice", p.n.ID).Int("attempts", p.attempts).Err(err).Msg("webhook notice given up")
+	default:
+		p.next = now.Add(webhookBackoff(p.attempts))
+		st.Failed++
+		st.LastError, st.LastErrAt = err.Error(), now.UTC()
+		w.metric.WithLabelValues(p.hook.cfg.Name, "failed").Inc()
+		s.log.Warn().Str("webhook", p.hook.cfg.Name).Str("notice", p.n.ID).Int("attempt", p.attempts).Time("retry_at", p.next).Err(err).Msg("webhook notice failed, will retry")
+	}
+	w.mu.Unlock()
+}
+
+// notify queues a notice for every webhook that wants its type. topic
+// chooses the sender; dedupe are further ids under which the same change
+// may have been noticed by a node that saw it a moment apart (an adjacent
+// minute).
+func (s *Server) notify(w *webhooks, n Notice, topic string, dedupe ...string) {
+	body, err := json.Marshal(n)
+	if err != nil {
+		return
+	}
+	for _, t := range w.targets {
+		if !t.cfg.Wants(n.Type) {
+			continue
+		}
+		mark := "webhook/" + t.cfg.Name + "/" + n.ID
+		if _, ok := w.pending[mark]; ok || s.node.HasMark(mark) {
+			continue
+		}
+		p := &pendingNotice{hook: t, n: n, topic: t.cfg.Name + "/" + topic, subject: n.Node, marks: []string{mark}, body: body, seen: n.Time}
+		for _, d := range dedupe {
+			p.marks = append(p.marks, "webhook/"+t.cfg.Name+"/"+d)
+		}
+		w.pending[mark] = p
+	}
+}
+
+// watch turns the changes since the last round into notices. The first
+// round only records what is there: a node that starts tells of nothing
+// that happened before it.
+func (s *Server) watch(w *webhooks, now time.Time) {
+	rooms := map[string]roomSeen{}
+	hashes := map[*config.Room]string{}
+	defer func() { w.hashes = hashes }()
+	for _, rm := range s.rooms() {
+		a := rm.alloc.Load()
+		if a == nil {
+			continue
+		}
+		sum := a.Summary()
+		hash, ok := w.hashes[rm.cfg]
+		if !ok {
+			raw, _ := json.Marshal(rm.cfg)
+			h := sha256.Sum256(raw)
+			hash = hex.EncodeToString(h[:8])
+		}
+		hashes[rm.cfg] = hash
+		e, ph := rm.cfg.At(now)
+		rs := roomSeen{
+			hash:     hash,
+			queueing: sum.Status != "not_queueing" && sum.Status != "suspended",
+			full:     rm.cfg.MaxQueue > 0 && sum.QueuedUsers >= int64(rm.cfg.MaxQueue),
+			stopped:  rm.cfg.Stopped,
+			phase:    ph,
+		}
+		if e != nil {
+			rs.event = e.ID + "@" + e.EventStartTime.UTC().Format(time.RFC3339)
+		}
+		rooms[rm.name] = rs
+	}
+	members := map[string]bool{}
+	for _, m := range s.node.Members() {
+		if m.Alive {
+			members[m.Name] = true
+		}
+	}
+	if !w.started {
+		w.rooms, w.members, w.started = rooms, members, true
+		return
+	}
+	minute := now.Unix() / 60
+	// byMinute is a notice whose id is the change and the ring minute it
+	// was seen in: nodes see it a moment apart, so the minutes either side
+	// count as the same notice.
+	byMinute := func(typ, subject string, n Notice) {
+		id := func(m int64) string { return fmt.Sprintf("%s:%s:%d", typ, subject, m) }
+		n.ID, n.Type, n.Time = id(minute), typ, now.UTC()
+		s.notify(w, n, typ+":"+subject, id(minute-1), id(minute+1))
+	}
+	exact := func(typ, subject, version string, n Notice) {
+		n.ID, n.Type, n.Time = typ+":"+subject+":"+version, typ, now.UTC()
+		s.notify(w, n, n.ID)
+	}
+	for name, cur := range rooms {
+		old, had := w.rooms[name]
+		data := s.noticeData(name)
+		room := Notice{Room: name, Data: data}
+		if !had {
+			exact("room.created", name, cur.hash, room)
+			continue
+		}
+		if old.hash != cur.hash {
+			exact("room.changed", name, cur.hash, room)
+			if cur.stopped != old.stopped {
+				typ := "room.emergency_stopped"
+				if !cur.stopped {
+					typ = "room.emergency_resumed"
+				}
+				exact(typ, name, cur.hash, room)
+			}
+		}
+		if cur.queueing != old.queueing {
+			typ := "room.queueing_started"
+			if !cur.queueing {
+				typ = "room.queueing_stopped"
+			}
+			byMinute(typ, name, room)
+		}
+		if cur.full && !old.full {
+			byMinute("room.queue_full", name, room)
+		}
+		if cur.phase != old.phase || cur.event != old.event {
+			ev := cur.event
+			var typ string
+			switch cur.phase {
+			case config.Prequeue:
+				typ = "event.prequeue_started"
+			case config.EventActive:
+				typ = "event.started"
+			default:
+				typ, ev = "event.ended", old.event
+			}
+			exact(typ, name, ev, room)
+		}
+	}
+	for name, old := range w.rooms {
+		if _, ok := rooms[name]; !ok {
+			exact("room.deleted", name, old.hash, Notice{Room: name})
+		}
+	}
+	for name := range members {
+		if !w.members[name] {
+			byMinute("node.joined", name, Notice{Node: name})
+		}
+	}
+	for name := range w.members {
+		if !members[name] {
+			byMinute("node.left", name, Notice{Node: name})
+		}
+	}
+	w.rooms, w.members = rooms, members
+}
+
+// noticeData is a room's figures for its notices.
+func (s *Server) noticeData(name string) map[string]any {
+	rm := s.room(name)
+	if rm == nil {
+		return nil
+	}
+	st := s.roomStatus(rm, s.ringNow())
+	d := map[string]any{
+		"status":               st.Status,
+		"stopped":              rm.cfg.Stopped,
+		"total_active_users":   st.TotalActiveUsers,
+		"new_users_per_minute": st.NewUsersPerMinute,
+		"active_users":         st.EstimatedTotalActiveUsers,
+		"queued_users":         st.EstimatedQueuedUsers,
+		"max_wait_minutes":     st.MaxEstimatedTimeMinutes,
+	}
+	if e, ph := rm.cfg.At(s.ringNow()); e != nil {
+		d["event"] = map[string]any{"id": e.ID, "name": e.Name, "phase": ph.String(), "event_start_time": e.EventStartTime.UTC(), "event_end_time": e.EventEndTime.UTC()}
+	}
+	if rm.cfg.MaxQueue > 0 {
+		d["max_queue"] = rm.cfg.MaxQueue
+	}
+	return d
+}

@@ -212,9 +212,9 @@ type CookieAttributes struct {
 // Room is one waiting room. The field names are those of Cloudflare's
 // waiting room API, so a room exported from Cloudflare (as JSON, which is YAML
 // too) loads as it is; the API's read-only and not-yet-supported fields (id,
-// created_on, modified_on, default_template_language,
+// created_on, modified_on,
 // next_event_prequeue_start_time, next_event_start_time, errors) are accepted
-// and ignored. Origin and MaxQueue are waitroom's own.
+// and ignored. Origin, MaxQueue, Message and Closed are waitroom's own.
 //
 // Rules checked by Validate:
 //
@@ -310,6 +310,13 @@ type Room struct {
 	Stopped      bool   `yaml:"stopped" json:"stopped,omitempty"`
 	StopPageHTML string `yaml:"stop_page_html" json:"stop_page_html,omitempty"`
 
+	// The visitor's page beyond the limits (page.go holds their rules):
+	// the language of the built-in page, the operator's message and the
+	// closed (sold-out) state.
+	DefaultTemplateLanguage string `yaml:"default_template_language" json:"default_template_language,omitempty"`
+	Message                 string `yaml:"message" json:"message,omitempty"`
+	Closed                  bool   `yaml:"closed" json:"closed,omitempty"`
+
 	cloudflareOnly `yaml:",inline"`
 }
 
@@ -320,7 +327,6 @@ type cloudflareOnly struct {
 	ID                         any `yaml:"id" json:"id,omitempty"`
 	CreatedOn                  any `yaml:"created_on" json:"created_on,omitempty"`
 	ModifiedOn                 any `yaml:"modified_on" json:"modified_on,omitempty"`
-	DefaultTemplateLanguage    any `yaml:"default_template_language" json:"default_template_language,omitempty"`
 	NextEventPrequeueStartTime any `yaml:"next_event_prequeue_start_time" json:"next_event_prequeue_start_time,omitempty"`
 	NextEventStartTime         any `yaml:"next_event_start_time" json:"next_event_start_time,omitempty"`
 	Errors                     any `yaml:"errors" json:"errors,omitempty"`

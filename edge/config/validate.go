@@ -416,6 +416,7 @@ func (r *Room) validate(p *problems) {
 	r.validateEvents(p)
 	r.validateBypass(p)
 	r.validateChallenge(p)
+	r.validatePage(p)
 }
 
 // validateRoutes checks the room's host and path and its additional routes,

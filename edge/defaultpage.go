@@ -54,7 +54,7 @@ const defaultPageHTML = `<!doctype html>
 </head>
 <body>
 <main>
-  {{#message}}<section class="msg" aria-labelledby="msg-title"><h2 id="msg-title">[[message_label]]</h2><p>{{message}}</p></section>{{/message}}
+  {{#message}}<section class="msg" aria-labelledby="msg-title"><h2 id="msg-title">[[message_label]]</h2><p dir="auto">{{message}}</p></section>{{/message}}
   {{#cookiesRequired}}
   <h1>[[title_cookies]]</h1>
   <p class="lede">[[lede_cookies]]</p>

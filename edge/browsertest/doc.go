@@ -22,5 +22,10 @@
 // Set WAITROOM_SCREENSHOT_DIR to keep the screenshots: queue-page.png (the
 // queue page), queue-page-iframe.png (the same page in a partner's iframe),
 // origin-in-iframe.png (the origin in that iframe after admission) and
-// cookies-required.png (what a browser that refuses cookies is told).
+// cookies-required.png (what a browser that refuses cookies is told), and
+// from the languages test page-en-US.png, page-ja-JP.png, page-pt-BR.png,
+// page-ar-EG.png and, at a phone's width, page-phone-de-DE.png and
+// page-phone-ar-EG.png. The languages test renders the built-in page in
+// all its languages in one browser, in a few seconds; CJK text needs a font
+// such as Debian's fonts-noto-cjk to show in the screenshots.
 package browsertest

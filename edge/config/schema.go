@@ -257,6 +257,7 @@ type CookieAttributes struct {
 //   - enabled_origin_commands: each "revoke".
 //   - max_queue: 0 (unlimited) or more.
 //   - turnstile_*: see challenge.go; description is not checked.
+//   - default_template_language, message, closed: see page.go.
 type Room struct {
 	Name        string `yaml:"name" json:"name"`
 	Description string `yaml:"description" json:"description"`

@@ -69,7 +69,7 @@ const defaultPageHTML = `<!doctype html>
   {{^isClosed}}
   {{#isEventPrequeueing}}
   <h1>[[title_prequeue]]</h1>
-  <p class="lede">[[lede_prequeue]]{{#shuffleAtEventStart}} [[prequeue_shuffle]]{{/shuffleAtEventStart}}</p>
+  <p class="lede">[[lede_prequeue]]{{#shuffleAtEventStart}}[[sentence_gap]][[prequeue_shuffle]]{{/shuffleAtEventStart}}</p>
   <div role="status" aria-live="polite" aria-atomic="true">
   <div class="label">[[label_starts]]</div>
   <div class="wait">{{timeUntilEventStartFormatted}}</div>
@@ -87,7 +87,7 @@ const defaultPageHTML = `<!doctype html>
   {{/queueIsFull}}
   {{^queueIsFull}}
   <h1>[[title_queue]]</h1>
-  <p class="lede">[[lede_busy]] {{#isRandomQueue}}[[order_random]]{{/isRandomQueue}}{{^isRandomQueue}}[[order_fifo]]{{/isRandomQueue}} [[keep_open]]</p>
+  <p class="lede">[[lede_busy]][[sentence_gap]]{{#isRandomQueue}}[[order_random]]{{/isRandomQueue}}{{^isRandomQueue}}[[order_fifo]]{{/isRandomQueue}}[[sentence_gap]][[keep_open]]</p>
   {{/queueIsFull}}
   <div role="status" aria-live="polite" aria-atomic="true">
   <div class="label">[[label_wait]]</div>

@@ -20,6 +20,9 @@ func (v *pageVars) fillPage(rq *request, vw *view) {
 	v.IsClosed = vw.closed
 	l := pageLanguage(vw.cfg.DefaultTemplateLanguage, rq.r.Header.Get("Accept-Language"))
 	v.Lang = l.Tag
+	if l == i18n.English() {
+		return // the policy writes the waits in English already
+	}
 	switch {
 	case !v.WaitTimeKnown:
 		v.WaitTimeFormatted = l.Unknown()

@@ -30,7 +30,7 @@ var Keys = []string{
 	"label_wait", "calculating", "position", "title_cookies", "lede_cookies",
 	"allow_cookies", "try_again", "nocookies", "refresh_note", "last_updated",
 	"title_closed", "lede_closed", "message_label", "less_minute", "unknown",
-	"range", "minute", "hour",
+	"range", "minute", "hour", "sentence_gap",
 }
 
 // Lang is one language of the page.
@@ -74,7 +74,10 @@ func (l *Lang) Dir() string {
 func (l *Lang) S(key string) string { return l.strings[key] }
 
 // Has reports whether the language has text under key.
-func (l *Lang) Has(key string) bool { _, ok := l.strings[key]; return ok && l.strings[key] != "" }
+func (l *Lang) Has(key string) bool {
+	s, ok := l.strings[key]
+	return ok && (s != "" || key == "sentence_gap")
+}
 
 // Wait writes out a wait of the given minutes as policy.FormatWait does in
 // English: "less than a minute" below one, hours and minutes above.

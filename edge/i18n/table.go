@@ -2,11 +2,13 @@ package i18n
 
 // The built-in page's text in every language, by key. {position}, {lo},
 // {hi} and {n} are filled in; plural forms are "category:text" pairs
-// separated by "|" (see plural.go). Every language has every key
+// separated by "|" (see Lang.Wait); sentence_gap is what separates two
+// sentences (nothing in Chinese and Japanese). Every language has every key
 // (TestEveryLanguageHasEveryString).
 var table = map[string]map[string]string{
 	"en-US": {
 		"title_queue":      "You are in line",
+		"sentence_gap":     " ",
 		"lede_busy":        "The site is busy.",
 		"order_fifo":       "Visitors are let in in the order they arrived.",
 		"order_random":     "Visitors are let in at random as room opens up.",
@@ -40,6 +42,7 @@ var table = map[string]map[string]string{
 	},
 	"es-ES": {
 		"title_queue":      "Estás en la cola",
+		"sentence_gap":     " ",
 		"lede_busy":        "El sitio está muy concurrido.",
 		"order_fifo":       "Los visitantes entran por orden de llegada.",
 		"order_random":     "Los visitantes entran al azar a medida que hay sitio.",
@@ -73,6 +76,7 @@ var table = map[string]map[string]string{
 	},
 	"de-DE": {
 		"title_queue":      "Sie sind in der Warteschlange",
+		"sentence_gap":     " ",
 		"lede_busy":        "Die Website ist gerade stark ausgelastet.",
 		"order_fifo":       "Besucher werden in der Reihenfolge ihrer Ankunft eingelassen.",
 		"order_random":     "Besucher werden zufällig eingelassen, sobald Platz frei wird.",
@@ -106,6 +110,7 @@ var table = map[string]map[string]string{
 	},
 	"fr-FR": {
 		"title_queue":      "Vous êtes dans la file d’attente",
+		"sentence_gap":     " ",
 		"lede_busy":        "Le site est très fréquenté.",
 		"order_fifo":       "Les visiteurs entrent dans leur ordre d’arrivée.",
 		"order_random":     "Les visiteurs entrent au hasard, à mesure que des places se libèrent.",
@@ -139,6 +144,7 @@ var table = map[string]map[string]string{
 	},
 	"it-IT": {
 		"title_queue":      "Sei in coda",
+		"sentence_gap":     " ",
 		"lede_busy":        "Il sito è molto affollato.",
 		"order_fifo":       "I visitatori entrano in ordine di arrivo.",
 		"order_random":     "I visitatori entrano a caso, man mano che si libera posto.",
@@ -172,6 +178,7 @@ var table = map[string]map[string]string{
 	},
 	"ja-JP": {
 		"title_queue":      "順番待ちの列に並んでいます",
+		"sentence_gap":     "",
 		"lede_busy":        "サイトが混雑しています。",
 		"order_fifo":       "到着した順にご案内します。",
 		"order_random":     "空きができしだい、ランダムにご案内します。",
@@ -205,6 +212,7 @@ var table = map[string]map[string]string{
 	},
 	"ko-KR": {
 		"title_queue":      "대기열에 있습니다",
+		"sentence_gap":     " ",
 		"lede_busy":        "사이트 접속이 많습니다.",
 		"order_fifo":       "도착한 순서대로 입장합니다.",
 		"order_random":     "자리가 나는 대로 무작위로 입장합니다.",
@@ -238,6 +246,7 @@ var table = map[string]map[string]string{
 	},
 	"pt-BR": {
 		"title_queue":      "Você está na fila",
+		"sentence_gap":     " ",
 		"lede_busy":        "O site está com muito movimento.",
 		"order_fifo":       "Os visitantes entram na ordem de chegada.",
 		"order_random":     "Os visitantes entram aleatoriamente, conforme abrem vagas.",
@@ -271,6 +280,7 @@ var table = map[string]map[string]string{
 	},
 	"zh-CN": {
 		"title_queue":      "您正在排队",
+		"sentence_gap":     "",
 		"lede_busy":        "网站当前访问量很大。",
 		"order_fifo":       "访客按到达顺序进入。",
 		"order_random":     "有空位时，访客将被随机放行。",
@@ -304,6 +314,7 @@ var table = map[string]map[string]string{
 	},
 	"zh-TW": {
 		"title_queue":      "您正在排隊",
+		"sentence_gap":     "",
 		"lede_busy":        "網站目前流量很大。",
 		"order_fifo":       "訪客依抵達順序進入。",
 		"order_random":     "有空位時，訪客將隨機進入。",
@@ -337,6 +348,7 @@ var table = map[string]map[string]string{
 	},
 	"nl-NL": {
 		"title_queue":      "U staat in de wachtrij",
+		"sentence_gap":     " ",
 		"lede_busy":        "Het is erg druk op de site.",
 		"order_fifo":       "Bezoekers worden toegelaten in de volgorde waarin ze aankwamen.",
 		"order_random":     "Bezoekers worden willekeurig toegelaten zodra er plek vrijkomt.",
@@ -370,6 +382,7 @@ var table = map[string]map[string]string{
 	},
 	"pl-PL": {
 		"title_queue":      "Jesteś w kolejce",
+		"sentence_gap":     " ",
 		"lede_busy":        "Strona jest teraz bardzo obciążona.",
 		"order_fifo":       "Odwiedzający są wpuszczani w kolejności przybycia.",
 		"order_random":     "Odwiedzający są wpuszczani losowo, gdy zwalnia się miejsce.",
@@ -403,6 +416,7 @@ var table = map[string]map[string]string{
 	},
 	"id-ID": {
 		"title_queue":      "Anda sedang dalam antrean",
+		"sentence_gap":     " ",
 		"lede_busy":        "Situs sedang ramai.",
 		"order_fifo":       "Pengunjung dipersilakan masuk sesuai urutan kedatangan.",
 		"order_random":     "Pengunjung dipersilakan masuk secara acak saat ada tempat.",
@@ -436,6 +450,7 @@ var table = map[string]map[string]string{
 	},
 	"tr-TR": {
 		"title_queue":      "Sıradasınız",
+		"sentence_gap":     " ",
 		"lede_busy":        "Site şu anda çok yoğun.",
 		"order_fifo":       "Ziyaretçiler geliş sırasına göre içeri alınır.",
 		"order_random":     "Yer açıldıkça ziyaretçiler rastgele içeri alınır.",
@@ -469,6 +484,7 @@ var table = map[string]map[string]string{
 	},
 	"ar-EG": {
 		"title_queue":      "أنت في قائمة الانتظار",
+		"sentence_gap":     " ",
 		"lede_busy":        "الموقع مزدحم الآن.",
 		"order_fifo":       "يدخل الزوار بترتيب وصولهم.",
 		"order_random":     "يدخل الزوار بشكل عشوائي كلما توفرت أماكن.",
@@ -502,6 +518,7 @@ var table = map[string]map[string]string{
 	},
 	"ru-RU": {
 		"title_queue":      "Вы в очереди",
+		"sentence_gap":     " ",
 		"lede_busy":        "Сайт сейчас перегружен.",
 		"order_fifo":       "Посетители проходят в порядке прибытия.",
 		"order_random":     "Посетители проходят в случайном порядке по мере освобождения мест.",
@@ -535,6 +552,7 @@ var table = map[string]map[string]string{
 	},
 	"fa-IR": {
 		"title_queue":      "شما در صف هستید",
+		"sentence_gap":     " ",
 		"lede_busy":        "سایت در حال حاضر شلوغ است.",
 		"order_fifo":       "بازدیدکنندگان به ترتیب ورود وارد می\u200cشوند.",
 		"order_random":     "با خالی شدن جا، بازدیدکنندگان به\u200cطور تصادفی وارد می\u200cشوند.",

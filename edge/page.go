@@ -106,7 +106,7 @@ func (v *pageVars) context() map[string]any {
 		"position":                     v.Position,
 		"positionKnown":                v.PositionKnown,
 		"message":                      v.Message,
-		"isClosed":                     v.IsClosed,
+		closedVar:                      v.IsClosed,
 	}
 }
 
@@ -279,6 +279,9 @@ func (s *Server) writePage(rq *request, vw *view, v pageVars, status int, next s
 	tmpl := vw.tmpl
 	if v.CookiesRequired && !handlesCookiesRequired(tmpl) {
 		tmpl = defaultPage
+	}
+	if v.IsClosed && !usesVar(tmpl, closedVar) {
+		tmpl = defaultPage // a page that cannot say the room is closed
 	}
 	if tmpl == defaultPage {
 		tmpl = defaultPageIn(v.Lang)

@@ -264,3 +264,23 @@ func TestReopeningKeepsTheQueuesOrder(t *testing.T) {
 		t.Errorf("after reopening the visitor who came before the closure waits %v min, the one who came during it %v: want the earlier ahead", ew, lw)
 	}
 }
+
+func TestClosedRoomWithACustomPage(t *testing.T) {
+	tests := []struct {
+		name, page, want string
+	}{
+		{name: "a page written for Cloudflare gives way to the built-in closed page", page: "<p>{{waitTimeFormatted}} left</p>", want: "The waiting room is closed"},
+		{name: "a page that uses isClosed is shown, with it true", page: "<p>closed={{isClosed}}</p>", want: "closed=true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := fullRoom("shop")
+			rc.CustomPageHTML = tt.page
+			rc.Closed = true
+			f := newFixture(t, rc)
+			if page := body(t, newVisitor().get(f.srv, "http://shop.test/")); !strings.Contains(page, tt.want) {
+				t.Errorf("page lacks %q:\n%s", tt.want, page)
+			}
+		})
+	}
+}

@@ -60,3 +60,27 @@ func defaultPageIn(tag string) *mustache.Template {
 	}
 	return defaultPage
 }
+
+// closedVar is the variable that tells a page the room is closed. A
+// custom page that does not use it (every page written for Cloudflare)
+// would tell the visitors of a closed room to keep waiting, so they get
+// the built-in closed page instead, as with cookiesRequired.
+const closedVar = "isClosed"
+
+// usesVar reports whether template t refers to the variable name anywhere,
+// sections included.
+func usesVar(t *mustache.Template, name string) bool {
+	stack := t.Tags()
+	for len(stack) > 0 {
+		tag := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if tag.Name() == name {
+			return true
+		}
+		switch tag.Type() {
+		case mustache.Section, mustache.InvertedSection:
+			stack = append(stack, tag.Tags()...)
+		}
+	}
+	return false
+}

@@ -33,7 +33,9 @@ const MaxMessage = 500
 //     "auto".
 //   - message, events[i].message: at most MaxMessage characters of valid
 //     UTF-8. It is shown as text (HTML-escaped), never as markup.
-//   - closed, events[i].close_at_end: no rule.
+//   - closed, events[i].close_at_end: no rule. While the room is closed a
+//     custom page that does not use isClosed gives way to the built-in
+//     closed page.
 func (r *Room) validatePage(p *problems) {
 	if l := r.DefaultTemplateLanguage; l != "" && l != AutoLanguage && !slices.Contains(TemplateLanguages, l) {
 		p.add("default_template_language", "%q must be one of %s or %s", l, strings.Join(TemplateLanguages, ", "), AutoLanguage)

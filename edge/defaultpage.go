@@ -48,6 +48,7 @@ const defaultPageHTML = `<!doctype html>
   @keyframes slide { 0% { transform:translateX(-100%); } 100% { transform:translateX(250%); } }
   @media (prefers-reduced-motion: reduce) { .bar span { animation:none; width:100%; opacity:.35; } }
   @media (max-width: 480px) { main { padding:28px 20px; border-radius:12px; } h1 { font-size:1.35rem; } .wait { font-size:1.8rem; } }
+  :lang(ko) { word-break:keep-all; }
   .fine { font-size:.85rem; color:var(--muted); line-height:1.5; margin:0; }
   .again { display:inline-block; margin:4px 0 24px; padding:10px 22px; border-radius:8px; background:var(--accent); color:#fff; text-decoration:none; font-weight:600; }
 </style>
@@ -98,7 +99,7 @@ const defaultPageHTML = `<!doctype html>
   {{/queueAll}}
   {{/isEventPrequeueing}}
   {{/isClosed}}
-  <div class="bar" aria-hidden="true"><span></span></div>
+  {{^isClosed}}<div class="bar" aria-hidden="true"><span></span></div>{{/isClosed}}
   {{{turnstile}}}
   <p class="fine" id="nocookies" hidden><strong>[[nocookies]]</strong></p>
   <script>if(!navigator.cookieEnabled){document.getElementById("nocookies").hidden=false;}</script>

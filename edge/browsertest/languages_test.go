@@ -3,6 +3,7 @@ package browsertest_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -150,5 +151,25 @@ func TestBrowserRendersEveryLanguage(t *testing.T) {
 			}
 			saveScreenshot(t, "page-phone-"+tag+".png", png)
 		}
+	})
+
+	t.Run("a closed room shows the closed page in the visitor's language", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/rooms/"+roomName+"/close", nil)
+		req.Header.Set("Content-Type", "application/json")
+		n.srv.AdminHandler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("close: %d %s", rec.Code, rec.Body)
+		}
+		for _, tag := range []string{"fa-IR", "ko-KR"} {
+			if p := open(tag); p.H1 != i18n.Get(tag).S("title_closed") || p.Message != message {
+				t.Errorf("%s: heading %q, message %q; want the closed page with the message", tag, p.H1, p.Message)
+			}
+		}
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		saveScreenshot(t, "page-closed-ko-KR.png", png)
 	})
 }

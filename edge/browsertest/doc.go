@@ -25,7 +25,8 @@
 // cookies-required.png (what a browser that refuses cookies is told), and
 // from the languages test page-en-US.png, page-ja-JP.png, page-pt-BR.png,
 // page-ar-EG.png and, at a phone's width, page-phone-de-DE.png and
-// page-phone-ar-EG.png. The languages test renders the built-in page in
-// all its languages in one browser, in a few seconds; CJK text needs a font
-// such as Debian's fonts-noto-cjk to show in the screenshots.
+// page-phone-ar-EG.png, and a closed room's page-closed-ko-KR.png. The
+// languages test renders the built-in page in all its languages in one
+// browser, in a few seconds; CJK text needs a font such as Debian's
+// fonts-noto-cjk to show in the screenshots.
 package browsertest

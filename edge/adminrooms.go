@@ -72,6 +72,7 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 	mux.HandleFunc("POST /rooms/{name}/resume", func(w http.ResponseWriter, r *http.Request) {
 		s.changeRoom(w, r, func(rc *config.Room) { rc.Stopped = false })
 	})
+	s.registerPageAPI(mux)
 	mux.HandleFunc("GET /rooms/{name}/events/{id}/details", func(w http.ResponseWriter, r *http.Request) {
 		rm := s.room(r.PathValue("name"))
 		if rm == nil {

@@ -49,6 +49,22 @@ type pageVars struct {
 	// CookiesRequired is true on the answer to a client that did not keep
 	// its cookie: no place in line, no automatic refresh.
 	CookiesRequired bool `json:"cookiesRequired"`
+	// The rest of the reference's variables, and waitroom's own page
+	// variables (pagevars.go).
+	WaitTimeHours       int  `json:"waitTimeHours"`
+	WaitTimeHourMinutes int  `json:"waitTimeHourMinutes"`
+	IsPassthroughQueue  bool `json:"isPassthroughQueue"`
+	IsRejectQueue       bool `json:"isRejectQueue"`
+	// Position is how many visitors wait ahead (PositionKnown when there
+	// is a figure to show).
+	Position      int    `json:"position"`
+	PositionKnown bool   `json:"positionKnown"`
+	Message       string `json:"message"`
+	IsClosed      bool   `json:"isClosed"`
+	// Lang is the page's language (a tag of package i18n): the formatted
+	// waits are written in it and the built-in page is shown in it.
+	Lang string `json:"-"`
+
 	// RefreshURL is the address the page should load next, when it is not
 	// the page's own: the marked address on a new visitor's first page,
 	// the clean one after a marked request, and on the cookies-required
@@ -94,6 +110,14 @@ func (v *pageVars) context() map[string]any {
 		"priorityCodes":                v.PriorityCodes,
 		"priorityCodeParam":            v.PriorityCodeParam,
 		"priorityCodeMessage":          v.PriorityCodeMessage,
+		"waitTimeHours":                v.WaitTimeHours,
+		"waitTimeHourMinutes":          v.WaitTimeHourMinutes,
+		"isPassthroughQueue":           v.IsPassthroughQueue,
+		"isRejectQueue":                v.IsRejectQueue,
+		"position":                     v.Position,
+		"positionKnown":                v.PositionKnown,
+		"message":                      v.Message,
+		closedVar:                      v.IsClosed,
 	}
 }
 
@@ -233,6 +257,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 			}
 		}
 	}
+	v.fillPage(rq, vw)
 	return v, refresh
 }
 
@@ -267,6 +292,12 @@ func (s *Server) writePage(rq *request, vw *view, v pageVars, status int, next s
 	if v.CookiesRequired && !handlesCookiesRequired(tmpl) {
 		tmpl = defaultPage
 	}
+	if v.IsClosed && !usesVar(tmpl, closedVar) {
+		tmpl = defaultPage // a page that cannot say the room is closed
+	}
+	if tmpl == defaultPage {
+		tmpl = defaultPageIn(v.Lang)
+	}
 	if next != "" {
 		v.RefreshURL = refreshURLSlot
 	}
@@ -276,7 +307,7 @@ func (s *Server) writePage(rq *request, vw *view, v pageVars, status int, next s
 			// A template that parsed but fails to render must not cost
 			// the visitor their place: fall back to the built-in page.
 			s.log.Warn().Err(err).Str("room", rm.name).Msg("custom page failed to render; serving the default page")
-			body, _ = defaultPage.Render(v.context())
+			body, _ = defaultPageIn(v.Lang).Render(v.context())
 		}
 		return []byte(body)
 	})

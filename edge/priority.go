@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/i18n"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -139,7 +140,8 @@ func (s *Server) redeemCode(rq *request, a *allocation, text string) bool {
 	if rm.codes.slowed(ip, now) {
 		pm.codes.WithLabelValues(rm.name, "slowed").Inc()
 		rq.w.Header().Set("Retry-After", strconv.Itoa(int(codeFailWindow/time.Second)))
-		writeCodePage(rq.w, http.StatusTooManyRequests, a.view, "Too many codes that did not work. Please wait a little before trying again.")
+		l := visitorLanguage(rq, a.view)
+		writeCodePage(rq.w, http.StatusTooManyRequests, a.view, l, l.S("code_too_many"))
 		return true
 	}
 	c, err := cookie.NewCodeSigner(s.keys).Verify(text, rm.name, now)
@@ -269,39 +271,41 @@ func (s *Server) inviteOnlyRefused(rq *request, a *allocation) bool {
 	if !a.view.cfg.InviteOnly || rq.tok.Priority != "" || (!rq.fresh && rq.before.Admitted()) {
 		return false
 	}
-	msg := "This waiting room is open by invitation only. If you have an invitation code, enter it below."
+	l := visitorLanguage(rq, a.view)
+	msg := l.S("invite_only")
 	if rq.codeResult != "" {
-		msg = codeResultText(rq.codeResult)
+		msg = codeResultText(l, rq.codeResult)
 	}
-	writeCodePage(rq.w, http.StatusForbidden, a.view, msg)
+	writeCodePage(rq.w, http.StatusForbidden, a.view, l, msg)
 	return true
 }
 
-// codeResultText is what a visitor is told about the code they presented.
-func codeResultText(result string) string {
+// codeResultText is what a visitor is told, in the page's language, about
+// the code they presented.
+func codeResultText(l *i18n.Lang, result string) string {
 	switch result {
 	case "", "accepted", "kept":
 		return ""
 	case "used":
-		return "This code has already been used."
+		return l.S("code_used")
 	case "revoked":
-		return "This code has been withdrawn."
+		return l.S("code_revoked")
 	case "expired":
-		return "This code has expired."
+		return l.S("code_expired")
 	}
-	return "This code is not valid for this waiting room."
+	return l.S("code_invalid")
 }
 
 var codePage = template.Must(template.New("code").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="{{.Lang}}" dir="{{.Dir}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title></head>
 <body><main><h1>{{.Title}}</h1><p>{{.Message}}</p>
-<form method="get"><label>Invitation code <input name="{{.Param}}" autocomplete="off" required></label> <button>Go</button></form>
+<form method="get"><label>{{.Label}} <input name="{{.Param}}" autocomplete="off" required></label> <button>{{.Button}}</button></form>
 </main></body></html>
 `))
 
 // writeCodePage answers with the built-in page that asks for a code.
-func writeCodePage(w http.ResponseWriter, status int, v *view, msg string) {
+func writeCodePage(w http.ResponseWriter, status int, v *view, l *i18n.Lang, msg string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -310,7 +314,8 @@ func writeCodePage(w http.ResponseWriter, status int, v *view, msg string) {
 	if title == "" {
 		title = "Waiting room"
 	}
-	_ = codePage.Execute(w, map[string]string{"Title": title, "Message": msg, "Param": codeParam})
+	_ = codePage.Execute(w, map[string]string{"Title": title, "Message": msg, "Param": codeParam,
+		"Lang": l.Tag, "Dir": l.Dir(), "Label": l.S("invite_label"), "Button": l.S("code_button")})
 }
 
 // The admin API for codes.
@@ -511,5 +516,5 @@ func setPriorityVars(v *pageVars, rq *request, vw *view, tok cookie.Token) {
 	}
 	v.PriorityCodes = true
 	v.PriorityCodeParam = codeParam
-	v.PriorityCodeMessage = codeResultText(rq.codeResult)
+	v.PriorityCodeMessage = codeResultText(visitorLanguage(rq, vw), rq.codeResult)
 }

@@ -222,6 +222,21 @@ func TestPriorityCodes(t *testing.T) {
 			t.Fatalf("invalid %v, slowed %v; want 5 and 1", inv, slow)
 		}
 	})
+
+	t.Run("an invite-only room and the code field speak the visitor's language", func(t *testing.T) {
+		rc := priorityRoom("shop", 100, 50)
+		rc.InviteOnly = true
+		rc.DefaultTemplateLanguage = "auto"
+		f := newFixture(t, rc)
+		resp := newVisitor().get(f.srv, "http://shop.test/", "Accept-Language", "ja-JP,ja;q=0.9")
+		if page := body(t, resp); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "この待合室は招待制です") || !strings.Contains(page, `lang="ja-JP"`) {
+			t.Fatalf("a Japanese visitor without a code got %d %q, want the invitation page in Japanese", resp.StatusCode, page)
+		}
+		resp = newVisitor().get(f.srv, withCode("http://shop.test/", "not-a-code"), "Accept-Language", "ar")
+		if page := body(t, resp); !strings.Contains(page, "هذا الرمز غير صالح") || !strings.Contains(page, `dir="rtl"`) {
+			t.Fatalf("an Arabic visitor with a bad code got %q, want the refusal in Arabic, right to left", page)
+		}
+	})
 }
 
 // TestSingleUseCodeAtThreeNodesAtOnce presents one single-use code at the

@@ -77,6 +77,10 @@ type view struct {
 	phase config.Phase
 	event *config.Event
 	tmpl  *mustache.Template
+	// closed: the room is closed (sold out) at this time; message: the
+	// operator's message in force (see config.Room.ClosedAt, MessageAt).
+	closed  bool
+	message string
 }
 
 func newRoom(s *Server, c *config.Room) (*room, error) {
@@ -159,7 +163,7 @@ func parsePage(src string) (*mustache.Template, error) {
 
 // viewAt works out the settings in force at t.
 func (rm *room) viewAt(t time.Time) *view {
-	v := &view{cfg: rm.cfg.Effective(t), tmpl: rm.tmpl}
+	v := &view{cfg: rm.cfg.Effective(t), tmpl: rm.tmpl, closed: rm.cfg.ClosedAt(t), message: rm.cfg.MessageAt(t)}
 	v.event, v.phase = rm.cfg.At(t)
 	if v.event != nil {
 		if et := rm.eventTmpl[v.event.ID]; et != nil && v.phase == config.EventActive {
@@ -183,6 +187,10 @@ func (rm *room) viewAt(t time.Time) *view {
 		if rm.stopTmpl != nil {
 			v.tmpl = rm.stopTmpl
 		}
+	case v.closed:
+		// Closed: nobody new gets in, everyone waiting keeps their place
+		// for a reopening, admitted visitors finish their sessions.
+		v.pol.QueueAll, v.pol.Suspended, v.cfg.Suspended = true, false, false
 	case v.phase == config.Prequeue:
 		// Before the event, everyone waits on the countdown.
 		v.pol.QueueAll = true

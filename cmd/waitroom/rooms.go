@@ -24,7 +24,8 @@ seconds; no restart is needed.`,
 	cmd.PersistentFlags().StringVar(&c.URL, "admin", "http://127.0.0.1:9090", "admin endpoint of any node")
 	cmd.PersistentFlags().StringVar(&c.Token, "token", "", "bearer token (or WAITROOM_ADMIN_TOKEN)")
 	cmd.PersistentFlags().DurationVar(&c.Timeout, "timeout", 10*time.Second, "how long to wait for the node")
-	cmd.AddCommand(newRoomsList(c), newRoomsGet(c), newRoomsApply(c), newRoomsDelete(c), newRoomsStop(c), newRoomsResume(c), newRoomsCodes(c))
+	cmd.AddCommand(newRoomsList(c), newRoomsGet(c), newRoomsApply(c), newRoomsDelete(c), newRoomsStop(c), newRoomsResume(c),
+		newRoomsMessage(c), newRoomsClose(c), newRoomsOpen(c), newRoomsCodes(c))
 	return cmd
 }
 
@@ -56,6 +57,8 @@ func roomState(r config.Room) string {
 	switch {
 	case r.Stopped:
 		return "stopped"
+	case r.Closed:
+		return "closed"
 	case r.Suspended:
 		return "suspended"
 	case r.QueueAll:

@@ -207,3 +207,23 @@ func ParseRooms(data []byte) ([]config.Room, error) {
 	}
 	return rooms, nil
 }
+
+// SetMessage sets the message a room's page shows to everyone waiting;
+// an empty message clears it.
+func (c *Client) SetMessage(ctx context.Context, name, message string) (*config.Room, error) {
+	var out config.Room
+	return &out, c.do(ctx, http.MethodPost, "/rooms/"+url.PathEscape(name)+"/message", map[string]string{"message": message}, &out)
+}
+
+// Close closes a room: nobody new gets in, everyone waiting keeps their
+// place, admitted visitors finish their sessions.
+func (c *Client) Close(ctx context.Context, name string) (*config.Room, error) {
+	var out config.Room
+	return &out, c.do(ctx, http.MethodPost, "/rooms/"+url.PathEscape(name)+"/close", nil, &out)
+}
+
+// Open reopens a closed room, also one closed by an event's end.
+func (c *Client) Open(ctx context.Context, name string) (*config.Room, error) {
+	var out config.Room
+	return &out, c.do(ctx, http.MethodPost, "/rooms/"+url.PathEscape(name)+"/open", nil, &out)
+}

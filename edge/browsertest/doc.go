@@ -24,8 +24,12 @@
 // origin-in-iframe.png (the origin in that iframe after admission) and
 // cookies-required.png (what a browser that refuses cookies is told),
 // console.png and console-stopped.png (the operator's console of a
-// three-node ring, before and after its emergency stop).
-//
-// The console's test takes a few seconds: it needs no refresh of the
-// queue page.
+// three-node ring, before and after its emergency stop), and from the
+// languages test page-en-US.png, page-ja-JP.png, page-pt-BR.png,
+// page-ar-EG.png and, at a phone's width, page-phone-de-DE.png and
+// page-phone-ar-EG.png, and a closed room's page-closed-ko-KR.png. The
+// languages test renders the built-in page in all its languages in one
+// browser, in a few seconds; CJK text needs a font such as Debian's
+// fonts-noto-cjk to show in the screenshots. The console's test takes a
+// few seconds: it needs no refresh of the queue page.
 package browsertest

@@ -852,6 +852,7 @@ func TestCloudflareExport(t *testing.T) {
 		{"the additional route is kept", r.Routes()[1], config.Route{Host: "shop2.example.com", Path: "/shop2/checkout"}},
 		{"the turnstile mode is kept", r.TurnstileMode, "off"},
 		{"the turnstile action is kept", r.TurnstileAction, "log"},
+		{"the default page's language is kept", r.DefaultTemplateLanguage, "es-ES"},
 		{"the origin comes from the top level", r.Origin, "https://origin.internal.example.com"},
 	} {
 		t.Run(ch.name, func(t *testing.T) {

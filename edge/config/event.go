@@ -34,6 +34,26 @@ type Event struct {
 	DisableSessionRenewal *bool  `yaml:"disable_session_renewal" json:"disable_session_renewal,omitempty"`
 	QueueingMethod        string `yaml:"queueing_method" json:"queueing_method,omitempty"`
 	CustomPageHTML        string `yaml:"custom_page_html" json:"custom_page_html,omitempty"`
+
+	// Message is waitroom's own: the operator's message while the event
+	// pre-queues or runs, in place of the room's.
+	Message string `yaml:"message" json:"message,omitempty"`
+	// CloseAtEnd is waitroom's own: from the event's end the room is
+	// closed (sold out) until the operator reopens it.
+	CloseAtEnd bool `yaml:"close_at_end" json:"close_at_end,omitempty"`
+
+	eventCloudflareOnly `yaml:",inline"`
+}
+
+// eventCloudflareOnly holds the read-only fields of an event exported from
+// Cloudflare's API, accepted so that the export loads and then ignored.
+type eventCloudflareOnly struct {
+	CreatedOn  any `yaml:"created_on" json:"created_on,omitempty"`
+	ModifiedOn any `yaml:"modified_on" json:"modified_on,omitempty"`
+	// The bot challenge's per-event override is not carried out: the
+	// room's challenge holds during events.
+	TurnstileAction any `yaml:"turnstile_action" json:"turnstile_action,omitempty"`
+	TurnstileMode   any `yaml:"turnstile_mode" json:"turnstile_mode,omitempty"`
 }
 
 // Phase is where a room stands in its schedule at a given time.

@@ -215,9 +215,9 @@ type CookieAttributes struct {
 // Room is one waiting room. The field names are those of Cloudflare's
 // waiting room API, so a room exported from Cloudflare (as JSON, which is YAML
 // too) loads as it is; the API's read-only and not-yet-supported fields (id,
-// created_on, modified_on, default_template_language,
+// created_on, modified_on,
 // next_event_prequeue_start_time, next_event_start_time, errors) are accepted
-// and ignored. Origin and MaxQueue are waitroom's own.
+// and ignored. Origin, MaxQueue, Message and Closed are waitroom's own.
 //
 // Rules checked by Validate:
 //
@@ -260,6 +260,7 @@ type CookieAttributes struct {
 //   - enabled_origin_commands: each "revoke".
 //   - max_queue: 0 (unlimited) or more.
 //   - turnstile_*: see challenge.go; description is not checked.
+//   - default_template_language, message, closed: see page.go.
 type Room struct {
 	Name        string `yaml:"name" json:"name"`
 	Description string `yaml:"description" json:"description"`
@@ -317,6 +318,13 @@ type Room struct {
 	PriorityGroups []PriorityGroup `yaml:"priority_groups" json:"priority_groups,omitempty"`
 	InviteOnly     bool            `yaml:"invite_only" json:"invite_only,omitempty"`
 
+	// The visitor's page beyond the limits (page.go holds their rules):
+	// the language of the built-in page, the operator's message and the
+	// closed (sold-out) state.
+	DefaultTemplateLanguage string `yaml:"default_template_language" json:"default_template_language,omitempty"`
+	Message                 string `yaml:"message" json:"message,omitempty"`
+	Closed                  bool   `yaml:"closed" json:"closed,omitempty"`
+
 	cloudflareOnly `yaml:",inline"`
 }
 
@@ -327,7 +335,6 @@ type cloudflareOnly struct {
 	ID                         any `yaml:"id" json:"id,omitempty"`
 	CreatedOn                  any `yaml:"created_on" json:"created_on,omitempty"`
 	ModifiedOn                 any `yaml:"modified_on" json:"modified_on,omitempty"`
-	DefaultTemplateLanguage    any `yaml:"default_template_language" json:"default_template_language,omitempty"`
 	NextEventPrequeueStartTime any `yaml:"next_event_prequeue_start_time" json:"next_event_prequeue_start_time,omitempty"`
 	NextEventStartTime         any `yaml:"next_event_start_time" json:"next_event_start_time,omitempty"`
 	Errors                     any `yaml:"errors" json:"errors,omitempty"`

@@ -418,6 +418,7 @@ func (r *Room) validate(p *problems) {
 	r.validateBypass(p)
 	r.validateChallenge(p)
 	r.validatePriority(p)
+	r.validatePage(p)
 }
 
 // validateRoutes checks the room's host and path and its additional routes,

@@ -1,0 +1,101 @@
+package i18n_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/waitroom/waitroom/edge/i18n"
+	"github.com/waitroom/waitroom/policy"
+)
+
+func TestEveryLanguageHasEveryString(t *testing.T) {
+	if len(i18n.Tags) != 17 {
+		t.Errorf("%d languages, want Cloudflare's 17", len(i18n.Tags))
+	}
+	for _, tag := range i18n.Tags {
+		t.Run(tag+" has every string with its placeholders", func(t *testing.T) {
+			l := i18n.Get(tag)
+			if l == nil {
+				t.Fatal("missing")
+			}
+			for _, k := range i18n.Keys {
+				if !l.Has(k) {
+					t.Errorf("no %q", k)
+				}
+				s := l.S(k)
+				if strings.ContainsAny(s, "{}") && k != "position" && k != "range" && k != "minute" && k != "hour" {
+					t.Errorf("%s: stray brace in %q", k, s)
+				}
+				if strings.Contains(s, "[[") || strings.Contains(s, "<") {
+					t.Errorf("%s: markup in %q", k, s)
+				}
+			}
+			for _, want := range []struct{ key, slot string }{{"position", "{position}"}, {"range", "{lo}"}, {"range", "{hi}"}} {
+				if !strings.Contains(l.S(want.key), want.slot) {
+					t.Errorf("%s lacks %s: %q", want.key, want.slot, l.S(want.key))
+				}
+			}
+			for _, n := range []int{1, 2, 3, 5, 11, 21, 22, 25, 59, 60, 61, 125} {
+				w := l.Wait(n)
+				if w == "" || strings.ContainsAny(w, "{}") {
+					t.Errorf("Wait(%d) = %q", n, w)
+				}
+			}
+			if r := l.Range(2, 5); !strings.Contains(r, l.Wait(2)) || !strings.Contains(r, l.Wait(5)) {
+				t.Errorf("Range(2, 5) = %q", r)
+			}
+			if (tag == "ar-EG" || tag == "fa-IR") != (l.Dir() == "rtl") {
+				t.Errorf("direction %s", l.Dir())
+			}
+		})
+	}
+}
+
+func TestEnglishWaitsAreThePolicys(t *testing.T) {
+	en := i18n.English()
+	for _, n := range []int{0, 1, 2, 59, 60, 61, 120, 121, 1439} {
+		if got, want := en.Wait(n), policy.FormatWait(n); got != want {
+			t.Errorf("Wait(%d) = %q, want %q as policy.FormatWait", n, got, want)
+		}
+	}
+	if en.Unknown() != policy.UnknownWait {
+		t.Errorf("Unknown() = %q, want %q", en.Unknown(), policy.UnknownWait)
+	}
+}
+
+func TestPluralForms(t *testing.T) {
+	tests := []struct {
+		tag     string
+		minutes int
+		want    string
+	}{
+		{"ru-RU", 1, "1 минута"}, {"ru-RU", 3, "3 минуты"}, {"ru-RU", 5, "5 минут"}, {"ru-RU", 11, "11 минут"}, {"ru-RU", 21, "21 минута"},
+		{"pl-PL", 1, "1 minuta"}, {"pl-PL", 22, "22 minuty"}, {"pl-PL", 12, "12 minut"},
+		{"ar-EG", 1, "دقيقة واحدة"}, {"ar-EG", 2, "دقيقتان"}, {"ar-EG", 5, "5 دقائق"}, {"ar-EG", 15, "15 دقيقة"},
+		{"ja-JP", 90, "1時間 30分"}, {"de-DE", 61, "1 Stunde 1 Minute"}, {"fr-FR", 1, "1 minute"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tag+" writes "+tt.want, func(t *testing.T) {
+			if got := i18n.Get(tt.tag).Wait(tt.minutes); got != tt.want {
+				t.Errorf("Wait(%d) = %q, want %q", tt.minutes, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMatch(t *testing.T) {
+	es := i18n.Get("es-ES")
+	tests := []struct{ accept, want string }{
+		{"ja", "ja-JP"}, {"ja-JP,en;q=0.5", "ja-JP"}, {"ar", "ar-EG"}, {"ar-SA", "ar-EG"},
+		{"pt-PT,pt;q=0.9", "pt-BR"}, {"pt", "pt-BR"}, {"zh-Hant", "zh-TW"}, {"zh-HK", "zh-TW"},
+		{"zh", "zh-CN"}, {"zh-SG", "zh-CN"}, {"de-AT,de;q=0.9", "de-DE"}, {"fa", "fa-IR"},
+		{"fi-FI", "es-ES"}, {"", "es-ES"}, {"!!garbage;;", "es-ES"}, {"*", "es-ES"}, {"en;q=abc", "es-ES"}, {strings.Repeat("de-DE,", 200), "es-ES"}, {"fr-CA, en;q=0.8", "fr-FR"},
+	}
+	for _, tt := range tests {
+		t.Run("Accept-Language "+tt.accept+" gets "+tt.want, func(t *testing.T) {
+			if got := i18n.Match(tt.accept, es); got.Tag != tt.want {
+				t.Errorf("got %s", got.Tag)
+			}
+		})
+	}
+}

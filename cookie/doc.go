@@ -40,19 +40,26 @@
 // The associated data is version, key id and the room's identity, so a token
 // sealed for one room does not open in another, and neither the version nor
 // the key id can be altered without failing authentication. The plaintext is
-// a MessagePack array of nine elements in field order:
+// a MessagePack array of nine or ten elements in field order:
 //
-//	[Bucket, AcceptedAt, LastCheckIn, RefreshInterval, CountedMinute, ExpiresAt, Infinite, ID, Verified]
+//	[Bucket, AcceptedAt, LastCheckIn, RefreshInterval, CountedMinute, ExpiresAt, Infinite, ID, Verified, Arrived]
+//
+// Arrived (when inside its minute the visitor came) is written only when it
+// is not zero, so a token without it is the nine elements earlier versions
+// wrote, and those tokens open as arriving at their bucket's start. A reader
+// takes arrays of up to fifteen elements and skips the elements after the
+// ones it knows if they are integers, booleans or nil: a token of a later
+// version, with more fields, still opens.
 //
 // Integers use the smallest MessagePack encoding (as msgpack's compact-int
 // encoders write them) and any integer encoding is accepted when reading, as
 // long as the value fits the field; Infinite and Verified are MessagePack
 // booleans (0xc2 false, 0xc3 true), and nothing else is accepted for them. ID
 // uses the whole uint64 range: above 2^32-1 it is written as a uint 64 (0xcf,
-// 9 bytes), which a random ID almost always is. The payload is at most 60
-// bytes (9 for each of the five int64 fields and for ID, 3 for
-// RefreshInterval, 1 each for Infinite and Verified and 1 for the array
-// header), so a sealed value is at most 90 bytes, 120 characters. Values
+// 9 bytes), which a random ID almost always is. The payload is at most 63
+// bytes (9 for each of the five int64 fields and for ID, 3 each for
+// RefreshInterval and Arrived, 1 each for Infinite and Verified and 1 for
+// the array header), so a sealed value is at most 93 bytes, 124 characters. Values
 // longer than [MaxValueLen] are refused before any decoding. A payload of an
 // earlier layout (seven elements, before ID; eight, before Verified) does not
 // decode: such a token is malformed, and its visitor is treated as new.

@@ -53,16 +53,17 @@ var (
 
 // maxSealedLen is the longest value Seal writes, in characters: the
 // unpadded base64 of version and key id (2 bytes), nonce (12), the longest
-// payload (60: the array header, five int64s of 9 bytes, a uint16 of 3, a
-// bool, a uint64 of 9 and a bool) and the GCM tag (16), 90 bytes in all.
-const maxSealedLen = 120
+// payload (63: the array header, five int64s of 9 bytes, a uint16 of 3, a
+// bool, a uint64 of 9, a bool and a uint16 of 3) and the GCM tag (16), 93
+// bytes in all.
+const maxSealedLen = 124
 
 // longest is a token whose every field takes its widest encoding, so that it
 // seals to exactly maxSealedLen characters.
 var longest = cookie.Token{
 	Bucket: math.MinInt64, AcceptedAt: math.MaxInt64, LastCheckIn: math.MinInt32 - 1,
 	RefreshInterval: math.MaxUint8 + 1, CountedMinute: math.MaxUint32 + 1, ExpiresAt: math.MaxInt64,
-	Infinite: true, ID: math.MaxUint32 + 1, Verified: true,
+	Infinite: true, ID: math.MaxUint32 + 1, Verified: true, Arrived: math.MaxUint8 + 1,
 }
 
 // verified is admitted after solving the room's bot challenge.
@@ -92,6 +93,18 @@ func sealPayload(key cookie.Key, room string, nonce, payload []byte) string {
 	header := []byte{cookie.Version, key.ID}
 	wire := append(append(bytes.Clone(header), nonce...), gcm.Seal(nil, nonce, payload, append(header, room...))...)
 	return base64.RawURLEncoding.EncodeToString(wire)
+}
+
+// arrivedLate is queued, arriving 42.7 s into its minute: a ten-element
+// token.
+var arrivedLate = func() cookie.Token { t := queued; t.Arrived = 427; return t }()
+
+// withExtraFields is tok's payload with n more elements, encoded as extra,
+// appended, as a later version that knows more fields might write it.
+func withExtraFields(tok cookie.Token, n int, extra ...byte) []byte {
+	b, _ := tok.MarshalMsgpack()
+	b[0] += byte(n)
+	return append(b, extra...)
 }
 
 // eightFields is tok's payload in the layout written before Verified was

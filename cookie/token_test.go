@@ -72,7 +72,11 @@ func TestAdmitted(t *testing.T) {
 
 // fields lists a token's values the way the msgpack array holds them.
 func fields(tok cookie.Token) []any {
-	return []any{tok.Bucket, tok.AcceptedAt, tok.LastCheckIn, int64(tok.RefreshInterval), tok.CountedMinute, tok.ExpiresAt, tok.Infinite, tok.ID, tok.Verified}
+	f := []any{tok.Bucket, tok.AcceptedAt, tok.LastCheckIn, int64(tok.RefreshInterval), tok.CountedMinute, tok.ExpiresAt, tok.Infinite, tok.ID, tok.Verified}
+	if tok.Arrived != 0 {
+		f = append(f, int64(tok.Arrived))
+	}
+	return f
 }
 
 // idWidths are IDs at every boundary of the uint64 encodings, the int64
@@ -200,7 +204,9 @@ func TestUnmarshalMsgpackRejects(t *testing.T) {
 		{"a seven-element array, the layout before ID, is malformed", mp(1, 2, 3, 4, 5, 6, false)},
 		{"an eight-element array, the layout before Verified, is malformed", mp(1, 2, 3, 4, 5, 6, false, 8)},
 		{"an admitted token in the layout before Verified is malformed", eightFields(admitted)},
-		{"a ten-element array is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10)},
+		{"a sixteen-element array is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10, 11, 12, 13, 14, 15, 16)},
+		{"an Arrived above 65535 is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 65536)},
+		{"a boolean where Arrived belongs is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, true)},
 		{"a payload cut before Verified is malformed", good[:len(good)-1]},
 		{"a payload cut inside the ID is malformed", good[:len(good)-5]},
 		{"a payload cut after the ID's type byte is malformed", good[:len(good)-9]},
@@ -320,4 +326,58 @@ func TestUnmarshalMsgpackReadsVerified(t *testing.T) {
 			t.Errorf("MarshalMsgpack = %x, want Infinite false (c2), ID 0, then Verified true (c3)", b)
 		}
 	})
+}
+
+func TestTokenLayoutsAcrossVersions(t *testing.T) {
+	nine, _ := queued.MarshalMsgpack()
+	ten, _ := arrivedLate.MarshalMsgpack()
+	tests := []struct {
+		name string
+		data []byte
+		want cookie.Token
+	}{
+		{"a token without Arrived is the nine elements earlier versions wrote, arriving at its bucket's start", nine, queued},
+		{"a token with Arrived is ten elements and keeps it", ten, arrivedLate},
+		{"an eleventh element that is an integer, from a later version, is skipped", withExtraFields(arrivedLate, 1, 0x05), arrivedLate},
+		{"later elements that are a uint64, a boolean and nil are skipped", withExtraFields(arrivedLate, 3, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xc3, 0xc0), arrivedLate},
+		{"later elements after a nine-element token's Arrived of zero are skipped", withExtraFields(queued, 2, 0x00, 0x01), queued},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got cookie.Token
+			if err := got.UnmarshalMsgpack(tt.data); err != nil || got != tt.want {
+				t.Fatalf("UnmarshalMsgpack(%x) = %+v, %v; want %+v", tt.data, got, err, tt.want)
+			}
+		})
+	}
+	t.Run("the ten-element layout is what msgpack reads, Arrived last", func(t *testing.T) {
+		var got []any
+		if err := msgpack.Unmarshal(ten, &got); err != nil {
+			t.Fatalf("msgpack.Unmarshal: %v", err)
+		}
+		if len(got) != 10 {
+			t.Fatalf("array has %d elements, want 10", len(got))
+		}
+		if n, ok := asInt64(got[9]); !ok || n != int64(arrivedLate.Arrived) {
+			t.Errorf("element 9 = %v, want %d", got[9], arrivedLate.Arrived)
+		}
+	})
+	bad := []struct {
+		name string
+		data []byte
+	}{
+		{"a string where a later element belongs is malformed", withExtraFields(arrivedLate, 1, 0xa1, 'x')},
+		{"a later element cut short is malformed", withExtraFields(arrivedLate, 1, 0xcd, 0x01)},
+		{"sixteen elements are malformed", withExtraFields(arrivedLate, 6, 1, 2, 3, 4, 5, 6)},
+		{"a negative Arrived is malformed", append(bytes.Clone(nine[:len(nine):len(nine)]), 0xff)},
+	}
+	bad[3].data[0]++ // the nine elements plus a tenth, -1
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			var got cookie.Token
+			if err := got.UnmarshalMsgpack(tt.data); !errors.Is(err, cookie.ErrMalformed) || got != (cookie.Token{}) {
+				t.Fatalf("UnmarshalMsgpack(%x) = %+v, %v; want ErrMalformed", tt.data, got, err)
+			}
+		})
+	}
 }

@@ -161,6 +161,7 @@ func countingOf(t cookie.Token) policy.Counting {
 
 // setCounting writes the counter rule's state back into a token.
 func setCounting(t *cookie.Token, c policy.Counting) {
+	defer rebucketed(t, t.Bucket)
 	t.Bucket = c.Bucket
 	t.AcceptedAt = c.AcceptedAt
 	t.LastCheckIn = c.LastCheckIn

@@ -215,7 +215,7 @@ func (s *Server) decide(rq *request, a *allocation) {
 	var incs [12]crdt.Inc
 	add := incs[:0]
 	if rq.fresh {
-		rq.tok = cookie.Token{Bucket: unixMinute(rq.now), ID: randomID()}
+		rq.tok = cookie.Token{Bucket: unixMinute(rq.now), Arrived: arrivedIn(rq.now), ID: randomID()}
 	}
 	gated, add := s.challengeStep(rq, a, add)
 	var hold holding
@@ -251,7 +251,7 @@ again:
 		if hold.wait(rq, a) {
 			nowSec = rq.now.Unix()
 			if rq.fresh {
-				rq.tok.Bucket = unixMinute(rq.now)
+				rq.tok.Bucket, rq.tok.Arrived = unixMinute(rq.now), arrivedIn(rq.now)
 			}
 			goto again
 		}

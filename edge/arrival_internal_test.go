@@ -3,8 +3,6 @@ package edge
 import (
 	"testing"
 	"time"
-
-	"github.com/waitroom/waitroom/cookie"
 )
 
 func TestArrivedInMinute(t *testing.T) {
@@ -25,18 +23,4 @@ func TestArrivedInMinute(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a token the counter rule moves to another bucket arrives when it moved", func(t *testing.T) {
-		tok := cookie.Token{Bucket: 100, Arrived: 50, LastCheckIn: 100*60 + 7}
-		rebucketed(&tok, 99)
-		if tok.Arrived != 70 {
-			t.Errorf("Arrived = %d, want 70", tok.Arrived)
-		}
-	})
-	t.Run("a token kept in its bucket keeps its arrival", func(t *testing.T) {
-		tok := cookie.Token{Bucket: 100, Arrived: 50, LastCheckIn: 105 * 60}
-		rebucketed(&tok, 100)
-		if tok.Arrived != 50 {
-			t.Errorf("Arrived = %d, want 50", tok.Arrived)
-		}
-	})
 }

@@ -156,18 +156,19 @@ func countingOf(t cookie.Token) policy.Counting {
 		RefreshInterval: t.RefreshInterval,
 		Counted:         t.CountedMinute,
 		ExpiresAt:       t.ExpiresAt,
+		Arrived:         t.Arrived,
 	}
 }
 
 // setCounting writes the counter rule's state back into a token.
 func setCounting(t *cookie.Token, c policy.Counting) {
-	defer rebucketed(t, t.Bucket)
 	t.Bucket = c.Bucket
 	t.AcceptedAt = c.AcceptedAt
 	t.LastCheckIn = c.LastCheckIn
 	t.RefreshInterval = c.RefreshInterval
 	t.CountedMinute = c.Counted
 	t.ExpiresAt = c.ExpiresAt
+	t.Arrived = c.Arrived
 }
 
 // revokeSession ends an admitted visitor's session at once: its count is

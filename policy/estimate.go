@@ -17,6 +17,11 @@ type Estimate struct {
 	WaitTime25, WaitTime50, WaitTime75 int
 	QueueIsFull                        bool
 	VisitorsAhead                      int64 // waiting in older buckets
+	// Position is the number of visitors ahead in line under FIFO (see
+	// Allocation.Position); PositionKnown is false where there is none,
+	// as under random queueing, and then Position is 0 and never shown.
+	Position      int64
+	PositionKnown bool
 	// Eligible is not a page variable: the visitor's bucket already has
 	// reserved slots (FIFO), so its next check-in at any node goes in. The
 	// edge may shorten the refresh interval for it.
@@ -43,8 +48,16 @@ const maxWaitMinutes = 7 * 24 * 60
 // minutes; WaitTime is the median and the formatted text the 25th to the 75th
 // percentile. Without an admission rate, and under queue_all, the wait is
 // unknown.
-func (a *Allocation) Estimate(bucket int64) Estimate {
+func (a *Allocation) Estimate(bucket int64) Estimate { return a.EstimateAt(bucket, 0) }
+
+// EstimateAt is Estimate for a visitor who came arrived tenths of a second
+// into the minute of its bucket. Under FIFO with the continuous strategy,
+// ahead of it are those counted by Position: the older buckets, and those
+// of its own bucket who came before it, since the order inside a bucket is
+// kept (see order.go).
+func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	e := Estimate{QueueIsFull: a.full, VisitorsAhead: a.ahead(bucket), WaitTimeFormatted: UnknownWait}
+	e.Position, e.PositionKnown = a.Position(bucket, arrived)
 	if a.mode != modeDecide {
 		return e
 	}
@@ -64,7 +77,7 @@ func (a *Allocation) Estimate(bucket int64) Estimate {
 	}
 	ahead := float64(e.VisitorsAhead) // the reference: older buckets only
 	if a.strategy == Continuous {
-		ahead = a.expectedAhead(bucket)
+		ahead = a.positionAt(bucket, arrived)
 	}
 	w := minutes(ahead / a.rate)
 	if e.Eligible {

@@ -282,7 +282,7 @@ func TestFIFOEstimate(t *testing.T) {
 	t.Run("60 ahead at 30 per minute wait 2 minutes", func(t *testing.T) {
 		e := a.Estimate(m - 4)
 		want := policy.Estimate{WaitTime: 2, WaitTimeKnown: true, WaitTimeFormatted: "2 minutes",
-			WaitTime25: 2, WaitTime50: 2, WaitTime75: 2, VisitorsAhead: 60}
+			WaitTime25: 2, WaitTime50: 2, WaitTime75: 2, VisitorsAhead: 60, Position: 60, PositionKnown: true}
 		if e != want {
 			t.Errorf("estimate %+v, want %+v", e, want)
 		}

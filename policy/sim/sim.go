@@ -1014,12 +1014,13 @@ func (r *run) decide(i int, n *node, fresh bool, now time.Time) (tok policy.Coun
 	nowSec := now.Unix()
 	tok = v.tok
 	if fresh {
-		tok = policy.Counting{Bucket: nowSec / 60}
+		// edge: arrivedIn, the tenth of a second into the minute.
+		tok = policy.Counting{Bucket: nowSec / 60, Arrived: uint16(min(max((now.UnixMilli()-nowSec/60*60_000)/100, 0), 599))}
 	}
 	if !v.held {
 		r.counts.Attempts++
 	}
-	vis := policy.Visitor{Bucket: tok.Bucket, Queued: tok.Waiting()}
+	vis := policy.Visitor{Bucket: tok.Bucket, Queued: tok.Waiting(), Arrived: tok.Arrived}
 	out = n.alloc.Decide(vis, nil)
 	if out == policy.Queue {
 		// edge: decide holds the request of a visitor queued only for the
@@ -1089,7 +1090,7 @@ func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 	if v.estAt < 0 && v.admitted < 0 && r.now >= r.rec.steadyFrom {
 		// The estimate the page shows (edge: writeQueue), the first one
 		// this visitor sees in the steady state.
-		v.est = n.alloc.Estimate(tok.Bucket)
+		v.est = n.alloc.EstimateAt(tok.Bucket, tok.Arrived)
 		v.estKnown = v.est.WaitTimeKnown
 		v.estAt = r.now
 		v.estHalf = halfBucketEstimate(n.alloc, tok.Bucket)

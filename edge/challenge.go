@@ -206,6 +206,7 @@ func clientIP(r *http.Request) string {
 // is unknown here too.
 func infiniteEstimate(a *allocation, bucket int64, now time.Time) policy.Estimate {
 	est := a.Estimate(bucket)
+	est.Position, est.PositionKnown = 0, false // no place in any line
 	if !est.WaitTimeKnown {
 		// While nobody's wait is known, the real page says so; so does this.
 		return est

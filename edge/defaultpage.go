@@ -66,6 +66,7 @@ const defaultPageHTML = `<!doctype html>
   <div class="label">Estimated wait</div>
   {{#waitTimeKnown}}<div class="wait">{{waitTimeFormatted}}</div>{{/waitTimeKnown}}
   {{^waitTimeKnown}}<div class="wait">Calculating…</div>{{/waitTimeKnown}}
+  {{#positionKnown}}<p class="position">About {{position}} people ahead of you.</p>{{/positionKnown}}
   {{/queueAll}}
   {{/isEventPrequeueing}}
   <div class="bar"><span></span></div>

@@ -9,6 +9,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/policy"
+	"github.com/waitroom/waitroom/policy/truth"
 )
 
 // The strategies a scenario can run.
@@ -1094,6 +1095,9 @@ func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 		v.estKnown = v.est.WaitTimeKnown
 		v.estAt = r.now
 		v.estHalf = halfBucketEstimate(n.alloc, tok.Bucket)
+		r.rec.shown = append(r.rec.shown, truth.Shown{At: r.now, Visitor: i, Arrived: r.rec.try[i],
+			WaitKnown: v.est.WaitTimeKnown, Wait: v.est.WaitTime, Wait25: v.est.WaitTime25, Wait75: v.est.WaitTime75,
+			PositionKnown: v.est.PositionKnown, Position: v.est.Position})
 	}
 	r.checkInAfter(i, time.Duration(tok.RefreshInterval)*time.Second)
 }

@@ -40,8 +40,9 @@ const maxWaitMinutes = 7 * 24 * 60
 //
 // FIFO (as in "Building Waiting Room on Workers and Durable Objects"):
 // visitors ahead / admissions per minute, rounded up, at least one minute.
-// Under the continuous strategy ahead are the older buckets and half of the
-// visitor's own (see the package doc); VisitorsAhead reports the older
+// Under the continuous strategy ahead are the older buckets and those of
+// the visitor's own bucket who came before it (EstimateAt; Estimate takes
+// the visitor as the first of its bucket); VisitorsAhead reports the older
 // buckets alone. Random (as in "Waiting Room: Random Queueing and Custom
 // Web/Mobile Apps"): with P = admissions per minute / visitors waiting, the
 // wait within which a share p of visitors get in is log(1 − p) / log(1 − P)
@@ -95,39 +96,6 @@ func (a *Allocation) ahead(bucket int64) int64 {
 		return a.waiting
 	}
 	return a.buckets[i].before
-}
-
-// minProjection bounds the elapsed part of the minute by which the current
-// minute's bucket is projected to its final size, so that the first
-// seconds' few visitors do not stand for a whole minute's worth.
-const minProjection = 0.25
-
-// expectedAhead is how many visitors are expected to go in before a visitor
-// of bucket: everyone in older buckets and half of the visitor's own bucket.
-// Within a bucket the order is whoever checks in first once slots open, so
-// the visitor's place in it is anywhere; half is its mean. The current
-// minute's bucket still fills, and those who join it later are just as
-// likely to go first: it counts as projected to the minute's end.
-func (a *Allocation) expectedAhead(bucket int64) float64 {
-	i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket })
-	ahead := float64(a.waiting)
-	if i < len(a.buckets) {
-		ahead = float64(a.buckets[i].before)
-	}
-	// The current minute's bucket, as projected, if it is older than this one.
-	j := sort.Search(len(a.buckets), func(j int) bool { return a.buckets[j].bucket >= a.minute })
-	grow := 1 / max(a.frac, minProjection)
-	if j < i && a.buckets[j].bucket == a.minute {
-		ahead += float64(a.buckets[j].n) * (grow - 1)
-	}
-	if i < len(a.buckets) && a.buckets[i].bucket == bucket {
-		own := float64(a.buckets[i].n - 1) // the others in the bucket
-		if bucket == a.minute {
-			own = float64(a.buckets[i].n) * grow
-		}
-		ahead += max(own, 0) / 2
-	}
-	return ahead
 }
 
 // minutes rounds a wait up to whole minutes: a queued visitor waits at least

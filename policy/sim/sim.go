@@ -864,15 +864,19 @@ func (r *run) seedQueue() {
 		n := r.nodes[v.node]
 		now := r.clock(n, 0)
 		minute := now.Unix() / 60
+		claimed := Epoch.Add(a.claimed)
 		v.tok = policy.Counting{
-			Bucket:          Epoch.Add(a.claimed).Unix() / 60,
+			Bucket:          claimed.Unix() / 60,
 			LastCheckIn:     now.Unix() - 60,
 			RefreshInterval: refreshBase,
 			Counted:         minute,
 			ExpiresAt:       now.Unix() + policy.QueuedTokenLife,
+			// The spoofed token claims when in its minute too.
+			Arrived: uint16(min(max((claimed.UnixMilli()-claimed.Unix()/60*60_000)/100, 0), 599)),
 		}
 		v.hasTok = true
 		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.Arrivals, Minute: minute}, n.replica, 1)
+		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.QueuedAt, Bucket: crdt.ArrivalSlot(v.tok.Bucket, v.tok.Arrived), Minute: v.tok.Bucket}, n.replica, 1)
 		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.WaitingPlus, Bucket: v.tok.Bucket, Minute: minute}, n.replica, 1)
 	}
 	for _, n := range r.nodes {

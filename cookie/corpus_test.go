@@ -37,7 +37,8 @@ type corpusSeed struct {
 	name string
 	room string
 	now  int64
-	// A valid_* seed is token sealed under key, and must open to it.
+	// A valid_* seed is token sealed under key (or derived, by a later
+	// version's layout), and must open to it.
 	key   cookie.Key
 	token cookie.Token
 	// Any other seed must fail with want. Its value is derive applied to
@@ -78,6 +79,7 @@ var corpusSeeds = []corpusSeed{
 	{name: "valid_infinite_queue_empty_room", room: "", now: fuzzNow, key: keyNew, token: bot},
 	{name: "valid_large_id", room: "shop", now: fuzzNow, key: keyNew, token: largeID},
 	{name: "valid_verified", room: "shop", now: fuzzNow, key: keyNew, token: verified},
+	{name: "valid_arrived_in_minute", room: "shop", now: fuzzNow, key: keyNew, token: arrivedLate},
 
 	{name: "expired", room: "shop", now: queued.ExpiresAt + 1, want: cookie.ErrExpired, derive: func(v string) string { return v }},
 	{name: "wrong_room", room: "other-shop", now: fuzzNow, want: cookie.ErrAuth, derive: func(v string) string { return v }},
@@ -91,6 +93,12 @@ var corpusSeeds = []corpusSeed{
 	{name: "eight_fields", room: "shop", now: fuzzNow, want: cookie.ErrMalformed, derive: onWire(func(w []byte) []byte {
 		old, _ := base64.RawURLEncoding.DecodeString(sealPayload(keyNew, "shop", w[2:14], eightFields(queued)))
 		return old
+	})},
+	// A later version's token with a twelfth element: it opens, the
+	// element skipped.
+	{name: "valid_later_version_twelve_fields", room: "shop", now: fuzzNow, token: grouped, derive: onWire(func(w []byte) []byte {
+		next, _ := base64.RawURLEncoding.DecodeString(sealPayload(keyNew, "shop", w[2:14], withExtraFields(grouped, 1, 0x05)))
+		return next
 	})},
 
 	{name: "empty", room: "shop", now: fuzzNow, want: cookie.ErrMalformed, value: ""},
@@ -122,13 +130,13 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	for _, s := range corpusSeeds { // the base comes first
 		value := s.value
 		switch {
+		case s.derive != nil:
+			value = s.derive(base)
 		case s.want == nil:
 			value = mustRing(t, s.key).Seal(s.room, s.token)
 			if s.name == corpusBase {
 				base = value
 			}
-		case s.derive != nil:
-			value = s.derive(base)
 		}
 		data := fmt.Sprintf("go test fuzz v1\nstring(%q)\nstring(%q)\nint64(%d)\n", value, s.room, s.now)
 		if err := os.WriteFile(filepath.Join(corpusDir, s.name), []byte(data), 0o644); err != nil {

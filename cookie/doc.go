@@ -42,23 +42,29 @@
 // the key id can be altered without failing authentication. The plaintext is
 // a MessagePack array of nine to eleven elements in field order:
 //
-//	[Bucket, AcceptedAt, LastCheckIn, RefreshInterval, CountedMinute, ExpiresAt, Infinite, ID, Verified, (arrival offset), (Priority)]
+//	[Bucket, AcceptedAt, LastCheckIn, RefreshInterval, CountedMinute, ExpiresAt, Infinite, ID, Verified, Arrived, Priority]
 //
-// A token writes the optional fields only when it needs one: a visitor
-// without a priority group has the nine-element token nodes of an older
-// version read. Priority, the group a priority code admitted the visitor
-// to, is a MessagePack string of up to MaxCodeGroup bytes.
+// The last two are written only when needed: Arrived (when inside its
+// minute the visitor came) when it is not zero, Priority (the group a
+// priority code admitted the visitor to, a MessagePack string of up to
+// MaxCodeGroup bytes) when the visitor has one, with Arrived before it even
+// when that is zero. A token with neither is the nine elements earlier
+// versions wrote, and such tokens open as arriving at their bucket's start
+// without a group. A reader takes arrays of up to fifteen elements and
+// skips the elements after the ones it knows if they are integers,
+// booleans or nil: a token of a later version, with more fields, still
+// opens.
 //
 // Integers use the smallest MessagePack encoding (as msgpack's compact-int
 // encoders write them) and any integer encoding is accepted when reading, as
 // long as the value fits the field; Infinite and Verified are MessagePack
 // booleans (0xc2 false, 0xc3 true), and nothing else is accepted for them. ID
 // uses the whole uint64 range: above 2^32-1 it is written as a uint 64 (0xcf,
-// 9 bytes), which a random ID almost always is. The nine fields take at most
-// 60 bytes (9 for each of the five int64 fields and for ID, 3 for
-// RefreshInterval, 1 each for Infinite and Verified and 1 for the array
-// header), so such a sealed value is at most 90 bytes, 120 characters; with
-// a priority group the payload is at most 95 bytes and the value 167
+// 9 bytes), which a random ID almost always is. The payload is at most 97
+// bytes (9 for each of the five int64 fields and for ID, 3 each for
+// RefreshInterval and Arrived, 1 each for Infinite and Verified, 34 for a
+// priority group of 32 bytes and 1 for the array header), so a sealed value
+// is at most 127 bytes, 170 characters; without a group, 93 bytes and 124
 // characters. Values
 // longer than [MaxValueLen] are refused before any decoding. A payload of an
 // earlier layout (seven elements, before ID; eight, before Verified) does not

@@ -23,6 +23,8 @@ func FuzzOpen(f *testing.F) {
 	f.Add(ring.Seal("shop", largeID), "shop", fuzzNow)
 	f.Add(ring.Seal("shop", verified), "shop", fuzzNow)
 	f.Add(ring.Seal("shop", longest), "shop", fuzzNow)
+	f.Add(ring.Seal("shop", arrivedLate), "shop", fuzzNow)
+	f.Add(sealPayload(keyNew, "shop", make([]byte, 12), withExtraFields(arrivedLate, 1, 0x05)), "shop", fuzzNow)
 	f.Add(sealPayload(keyNew, "shop", make([]byte, 12), eightFields(queued)), "shop", fuzzNow)
 	f.Add(ring.Seal("shop", queued), "shop", queued.ExpiresAt+1)
 	f.Add("", "shop", fuzzNow)
@@ -54,7 +56,7 @@ func FuzzOpen(f *testing.F) {
 // FuzzUnmarshalMsgpack reaches the payload decoder directly, which FuzzOpen
 // cannot: a fuzzer never forges a GCM tag.
 func FuzzUnmarshalMsgpack(f *testing.F) {
-	for _, tok := range []cookie.Token{queued, admitted, {}, longest, largeID, verified} {
+	for _, tok := range []cookie.Token{queued, admitted, {}, longest, largeID, verified, arrivedLate} {
 		b, _ := tok.MarshalMsgpack()
 		f.Add(b)
 	}
@@ -64,6 +66,8 @@ func FuzzUnmarshalMsgpack(f *testing.F) {
 	f.Add([]byte{0xdc, 0x00, 0x09, 0xd3, 0, 0, 0, 0, 0, 0, 0, 1, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	// Seven short fields, then an ID spelled as a negative int64, then Verified.
 	f.Add([]byte{0x99, 1, 2, 3, 4, 5, 6, 0xc2, 0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xc3})
+	// A later version's eleventh and twelfth elements: skipped.
+	f.Add(withExtraFields(arrivedLate, 2, 0x05, 0xc3))
 	// Eight short fields, then an integer where Verified belongs.
 	f.Add([]byte{0x99, 1, 2, 3, 4, 5, 6, 0xc2, 8, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -53,17 +53,17 @@ var (
 
 // maxSealedLen is the longest value Seal writes, in characters: the
 // unpadded base64 of version and key id (2 bytes), nonce (12), the longest
-// payload (95: the array header, five int64s of 9 bytes, a uint16 of 3, a
-// bool, a uint64 of 9, a bool, a zero and a 32-byte priority group with its
-// 2-byte header) and the GCM tag (16), 125 bytes in all.
-const maxSealedLen = 167
+// payload (97: the array header, five int64s of 9 bytes, a uint16 of 3, a
+// bool, a uint64 of 9, a bool, a uint16 of 3 and a 32-byte priority group
+// with its 2-byte header) and the GCM tag (16), 127 bytes in all.
+const maxSealedLen = 170
 
 // longest is a token whose every field takes its widest encoding, so that it
 // seals to exactly maxSealedLen characters.
 var longest = cookie.Token{
 	Bucket: math.MinInt64, AcceptedAt: math.MaxInt64, LastCheckIn: math.MinInt32 - 1,
 	RefreshInterval: math.MaxUint8 + 1, CountedMinute: math.MaxUint32 + 1, ExpiresAt: math.MaxInt64,
-	Infinite: true, ID: math.MaxUint32 + 1, Verified: true, Priority: "a-priority-group-of-32-bytes-max",
+	Infinite: true, ID: math.MaxUint32 + 1, Verified: true, Arrived: math.MaxUint8 + 1, Priority: "a-priority-group-of-32-bytes-max",
 }
 
 // verified is admitted after solving the room's bot challenge.
@@ -93,6 +93,22 @@ func sealPayload(key cookie.Key, room string, nonce, payload []byte) string {
 	header := []byte{cookie.Version, key.ID}
 	wire := append(append(bytes.Clone(header), nonce...), gcm.Seal(nil, nonce, payload, append(header, room...))...)
 	return base64.RawURLEncoding.EncodeToString(wire)
+}
+
+// arrivedLate is queued, arriving 42.7 s into its minute: a ten-element
+// token.
+var arrivedLate = func() cookie.Token { t := queued; t.Arrived = 427; return t }()
+
+// grouped is arrivedLate with a priority group: the eleven elements this
+// version writes at most.
+var grouped = func() cookie.Token { t := arrivedLate; t.Priority = "vip"; return t }()
+
+// withExtraFields is tok's payload with n more elements, encoded as extra,
+// appended, as a later version that knows more fields might write it.
+func withExtraFields(tok cookie.Token, n int, extra ...byte) []byte {
+	b, _ := tok.MarshalMsgpack()
+	b[0] += byte(n)
+	return append(b, extra...)
 }
 
 // eightFields is tok's payload in the layout written before Verified was

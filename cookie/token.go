@@ -18,6 +18,11 @@ type Token struct {
 	Infinite        bool   // flagged for the infinite queue (bots)
 	ID              uint64 // random per visitor, drawn at the first request: orders a shuffled pre-queue
 	Verified        bool   // the visitor solved the room's bot challenge
+	// Arrived is when, inside its arrival bucket, the visitor came: tenths
+	// of a second since the bucket's minute began, by the ring's time
+	// (0..599). It orders visitors of one bucket. A token written before
+	// it existed reads as 0, the bucket's start.
+	Arrived uint16
 	// Priority is field 11: the room's priority group a code admitted the
 	// visitor to, "" for none (see token_priority.go).
 	Priority string
@@ -26,13 +31,24 @@ type Token struct {
 // Admitted reports whether the visitor has been let through to the origin.
 func (t Token) Admitted() bool { return t.AcceptedAt != 0 }
 
-// tokenFields is the length of the MessagePack array a Token encodes to.
-const tokenFields = 9
+// Token layout: a MessagePack array of the fields in declaration order.
+// baseFields is the layout before Arrived, which a token whose Arrived is 0
+// still uses (so tokens of earlier versions and new ones without the field
+// are the same bytes); tokenFields is the longest this version writes. A
+// decoder reads arrays of baseFields up to maxFields elements, skipping the
+// scalar fields it does not know, so a token of a later version with more
+// fields still opens here.
+const (
+	baseFields  = 9
+	tokenFields = 11
+	maxFields   = 15
+)
 
 // maxPayloadLen is the longest payload appendPayload writes: the array
 // header, five int64s of up to 9 bytes, a uint16 of up to 3, a bool
-// (Infinite), a uint64 of up to 9 and a bool (Verified).
-const maxPayloadLen = 1 + 5*9 + 3 + 1 + 9 + 1 + maxExtraLen
+// (Infinite), a uint64 of up to 9, a bool (Verified) and a uint16 of up to
+// 3 (Arrived).
+const maxPayloadLen = 1 + 5*9 + 3 + 1 + 9 + 1 + 3 + maxGroupLen
 
 // MarshalMsgpack returns the token's MessagePack encoding, the plaintext that
 // [Keyring.Seal] encrypts (see the package documentation). It implements
@@ -43,7 +59,8 @@ func (t Token) MarshalMsgpack() ([]byte, error) {
 
 // UnmarshalMsgpack decodes what [Token.MarshalMsgpack] writes. It accepts any
 // MessagePack integer encoding that fits the field and only a boolean for
-// Infinite and Verified: the data must be exactly one nine-element array.
+// Infinite and Verified: the data must be exactly one array of 9 to 15
+// elements, of which those after Arrived are integers, booleans or nil.
 // Errors wrap [ErrMalformed].
 // It implements msgpack.Unmarshaler.
 func (t *Token) UnmarshalMsgpack(data []byte) error {
@@ -59,7 +76,8 @@ func (t *Token) UnmarshalMsgpack(data []byte) error {
 // integers and booleans) first to last in field order, without reflection or
 // allocation.
 func (t *Token) appendPayload(b []byte) []byte {
-	b = append(b, 0x90|byte(t.fields())) // fixarray
+	n := t.fields()
+	b = append(b, 0x90|byte(n)) // fixarray
 	b = appendInt(b, t.Bucket)
 	b = appendInt(b, t.AcceptedAt)
 	b = appendInt(b, t.LastCheckIn)
@@ -77,7 +95,13 @@ func (t *Token) appendPayload(b []byte) []byte {
 	} else {
 		b = append(b, 0xc2)
 	}
-	return t.appendExtra(b)
+	if n > baseFields {
+		b = appendUint(b, uint64(t.Arrived))
+	}
+	if n > 10 {
+		b = t.appendGroup(b)
+	}
+	return b
 }
 
 // appendUint writes n in the smallest MessagePack encoding, as msgpack's
@@ -119,7 +143,8 @@ func appendInt(b []byte, n int64) []byte {
 // Payload errors. They are built once so that rejecting garbage, which a
 // waiting room under attack does a lot of, costs no allocation.
 var (
-	errPayloadHeader   = fmt.Errorf("cookie: payload is not an array of %d to %d elements: %w", tokenFields, maxTokenFields, ErrMalformed)
+	errPayloadHeader   = fmt.Errorf("cookie: payload is not an array of %d to %d elements: %w", baseFields, maxFields, ErrMalformed)
+	errPayloadUnknown  = fmt.Errorf("cookie: payload field after the known ones is not a scalar: %w", ErrMalformed)
 	errPayloadShort    = fmt.Errorf("cookie: payload truncated: %w", ErrMalformed)
 	errPayloadNotInt   = fmt.Errorf("cookie: payload field is not an integer: %w", ErrMalformed)
 	errPayloadRange    = fmt.Errorf("cookie: payload integer out of range: %w", ErrMalformed)
@@ -132,7 +157,7 @@ var (
 func decodePayload(data []byte) (Token, error) {
 	r := payloadReader{b: data}
 	n, ok := r.arrayLen()
-	if !ok || n < tokenFields || n > maxTokenFields {
+	if !ok || n < baseFields || n > maxFields {
 		if !ok && r.err != nil {
 			return Token{}, r.err
 		}
@@ -152,7 +177,19 @@ func decodePayload(data []byte) (Token, error) {
 	t.Infinite = r.bool()
 	t.ID = r.uint()
 	t.Verified = r.bool()
-	t.readExtra(&r, n)
+	if n > baseFields {
+		a := r.int()
+		if r.err == nil && (a < 0 || a > math.MaxUint16) {
+			r.err = errPayloadRange
+		}
+		t.Arrived = uint16(a)
+	}
+	if n > 10 {
+		t.Priority = r.str()
+	}
+	for range n - tokenFields {
+		r.skip()
+	}
 	if r.err != nil {
 		return Token{}, r.err
 	}
@@ -279,6 +316,27 @@ func (r *payloadReader) uint() uint64 {
 		return 0
 	}
 	return uint64(v)
+}
+
+// skip reads one field of a later version: any integer, a boolean or nil.
+func (r *payloadReader) skip() {
+	if r.err != nil {
+		return
+	}
+	if len(r.b) > 0 {
+		switch r.b[0] {
+		case 0xc0, 0xc2, 0xc3: // nil, false, true
+			r.take(1)
+			return
+		case 0xcf:
+			r.uint()
+			return
+		}
+	}
+	r.int()
+	if r.err == errPayloadNotInt {
+		r.err = errPayloadUnknown
+	}
 }
 
 func (r *payloadReader) bool() bool {

@@ -1,31 +1,26 @@
 package cookie
 
-// Fields after the ninth are optional: a token that needs none of them is
-// the nine-field array older nodes read, and decoding accepts from nine
-// fields up to maxTokenFields. Field 10 is the visitor's arrival offset
-// (written as 0 here when a later field is needed and carried no further);
-// field 11 is the priority group.
-const (
-	maxTokenFields = 11
-	// maxExtraLen is the longest encoding of fields 10 and 11 as written:
-	// a zero and a string of up to MaxCodeGroup bytes with its header.
-	maxExtraLen = 1 + 2 + MaxCodeGroup
-)
+// Field 11, the priority group, is written only when the visitor has one
+// (with field 10, the arrival offset, before it even when that is 0), so a
+// token without a group is the shorter array older nodes read.
+
+// maxGroupLen is the longest encoding of field 11: a string of up to
+// MaxCodeGroup bytes with its header.
+const maxGroupLen = 2 + MaxCodeGroup
 
 // fields is how many fields t encodes to.
 func (t *Token) fields() int {
-	if t.Priority != "" {
+	switch {
+	case t.Priority != "":
 		return 11
+	case t.Arrived != 0:
+		return 10
 	}
-	return tokenFields
+	return baseFields
 }
 
-// appendExtra appends the fields after the ninth that t needs.
-func (t *Token) appendExtra(b []byte) []byte {
-	if t.fields() < 11 {
-		return b
-	}
-	b = append(b, 0) // field 10
+// appendGroup appends field 11, the priority group.
+func (t *Token) appendGroup(b []byte) []byte {
 	g := t.Priority
 	if len(g) > MaxCodeGroup {
 		g = g[:MaxCodeGroup]
@@ -34,16 +29,6 @@ func (t *Token) appendExtra(b []byte) []byte {
 		return append(append(b, 0xa0|byte(len(g))), g...) // fixstr
 	}
 	return append(append(b, 0xd9, byte(len(g))), g...) // str 8
-}
-
-// readExtra reads fields 10 to n.
-func (t *Token) readExtra(r *payloadReader, n int) {
-	if n >= 10 {
-		r.int()
-	}
-	if n >= 11 {
-		t.Priority = r.str()
-	}
 }
 
 // str reads a MessagePack string of up to MaxCodeGroup bytes.

@@ -74,8 +74,11 @@ func TestAdmitted(t *testing.T) {
 // fields lists a token's values the way the msgpack array holds them.
 func fields(tok cookie.Token) []any {
 	f := []any{tok.Bucket, tok.AcceptedAt, tok.LastCheckIn, int64(tok.RefreshInterval), tok.CountedMinute, tok.ExpiresAt, tok.Infinite, tok.ID, tok.Verified}
+	if tok.Arrived != 0 || tok.Priority != "" {
+		f = append(f, int64(tok.Arrived))
+	}
 	if tok.Priority != "" {
-		f = append(f, int64(0), tok.Priority)
+		f = append(f, tok.Priority)
 	}
 	return f
 }
@@ -206,9 +209,11 @@ func TestUnmarshalMsgpackRejects(t *testing.T) {
 		{"a seven-element array, the layout before ID, is malformed", mp(1, 2, 3, 4, 5, 6, false)},
 		{"an eight-element array, the layout before Verified, is malformed", mp(1, 2, 3, 4, 5, 6, false, 8)},
 		{"an admitted token in the layout before Verified is malformed", eightFields(admitted)},
-		{"a twelve-element array is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10, "vip", 12)},
+		{"a sixteen-element array is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10, "vip", 12, 13, 14, 15, 16)},
 		{"an eleven-element array whose priority group is not a string is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10, 11)},
 		{"an eleven-element array whose priority group is too long is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 10, strings.Repeat("g", cookie.MaxCodeGroup+1))},
+		{"an Arrived above 65535 is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, 65536)},
+		{"a boolean where Arrived belongs is malformed", mp(1, 2, 3, 4, 5, 6, false, 8, false, true)},
 		{"a payload cut before Verified is malformed", good[:len(good)-1]},
 		{"a payload cut inside the ID is malformed", good[:len(good)-5]},
 		{"a payload cut after the ID's type byte is malformed", good[:len(good)-9]},
@@ -328,4 +333,60 @@ func TestUnmarshalMsgpackReadsVerified(t *testing.T) {
 			t.Errorf("MarshalMsgpack = %x, want Infinite false (c2), ID 0, then Verified true (c3)", b)
 		}
 	})
+}
+
+func TestTokenLayoutsAcrossVersions(t *testing.T) {
+	nine, _ := queued.MarshalMsgpack()
+	ten, _ := arrivedLate.MarshalMsgpack()
+	eleven, _ := grouped.MarshalMsgpack()
+	tests := []struct {
+		name string
+		data []byte
+		want cookie.Token
+	}{
+		{"a token without Arrived is the nine elements earlier versions wrote, arriving at its bucket's start", nine, queued},
+		{"a token with Arrived is ten elements and keeps it", ten, arrivedLate},
+		{"a token with a priority group is eleven elements and keeps both", eleven, grouped},
+		{"a twelfth element that is an integer, from a later version, is skipped", withExtraFields(grouped, 1, 0x05), grouped},
+		{"later elements that are a uint64, a boolean and nil are skipped", withExtraFields(grouped, 3, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xc3, 0xc0), grouped},
+		{"later elements after a nine-element token's Arrived of zero and empty group are skipped", withExtraFields(queued, 3, 0x00, 0xa0, 0x01), queued},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got cookie.Token
+			if err := got.UnmarshalMsgpack(tt.data); err != nil || got != tt.want {
+				t.Fatalf("UnmarshalMsgpack(%x) = %+v, %v; want %+v", tt.data, got, err, tt.want)
+			}
+		})
+	}
+	t.Run("the ten-element layout is what msgpack reads, Arrived last", func(t *testing.T) {
+		var got []any
+		if err := msgpack.Unmarshal(ten, &got); err != nil {
+			t.Fatalf("msgpack.Unmarshal: %v", err)
+		}
+		if len(got) != 10 {
+			t.Fatalf("array has %d elements, want 10", len(got))
+		}
+		if n, ok := asInt64(got[9]); !ok || n != int64(arrivedLate.Arrived) {
+			t.Errorf("element 9 = %v, want %d", got[9], arrivedLate.Arrived)
+		}
+	})
+	bad := []struct {
+		name string
+		data []byte
+	}{
+		{"a string where a later element belongs is malformed", withExtraFields(grouped, 1, 0xa1, 'x')},
+		{"a later element cut short is malformed", withExtraFields(grouped, 1, 0xcd, 0x01)},
+		{"sixteen elements are malformed", withExtraFields(grouped, 5, 1, 2, 3, 4, 5)},
+		{"a negative Arrived is malformed", append(bytes.Clone(nine[:len(nine):len(nine)]), 0xff)},
+	}
+	bad[3].data[0]++ // the nine elements plus a tenth, -1
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			var got cookie.Token
+			if err := got.UnmarshalMsgpack(tt.data); !errors.Is(err, cookie.ErrMalformed) || got != (cookie.Token{}) {
+				t.Fatalf("UnmarshalMsgpack(%x) = %+v, %v; want ErrMalformed", tt.data, got, err)
+			}
+		})
+	}
 }

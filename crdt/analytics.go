@@ -162,6 +162,7 @@ var kindNames = map[Kind]string{
 	WaitingPlus:            "waiting_plus",
 	WaitingMinus:           "waiting_minus",
 	Revocations:            "revocations",
+	QueuedAt:               "queued_at",
 	ChallengesIssued:       "challenges_issued",
 	ChallengesSolved:       "challenges_solved",
 	ChallengesFailed:       "challenges_failed",

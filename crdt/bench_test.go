@@ -18,6 +18,11 @@ const (
 	// (policy.SessionSlice): 120 live cells on each side.
 	sessionSlice = 15
 	busyRoom     = "tickets"
+	// retentionMinutes is how long a node keeps a cell past its minute
+	// (gossip.DefaultRetention): what bounds the arrival slots kept.
+	retentionMinutes = 35
+	// arrivalSlots is the QueuedAt cells of one bucket.
+	arrivalSlots = 60 / crdt.ArrivalSlotSeconds
 )
 
 // roomNow is the current unix minute of the benchmarks.
@@ -34,9 +39,10 @@ func roomReplicas() []crdt.ReplicaID {
 // roomEntries lists every entry of a busy room with 30-minute sessions, the
 // longest: per replica, 60 arrival buckets each counted over the 5 minutes
 // of the waiting window on the plus and the minus side, 30 minutes of
-// admitted and arrivals, and the sessions of the next 30 minutes in
-// 15-second slices on the plus and the minus side. That is
-// 50 × (60×5×2 + 30×2 + 120×2) = 45,000 entries in 900 cells.
+// admitted and arrivals, the sessions of the next 30 minutes in 15-second
+// slices on the plus and the minus side, and the three arrival slots of
+// each of the 35 buckets still within the retention window. That is
+// 50 × (60×5×2 + 30×2 + 120×2 + 35×3) = 50,250 entries in 1,005 cells.
 func roomEntries(ids []crdt.ReplicaID, seed uint64) []crdt.Entry {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	slices := int64(activeMinutes * 60 / sessionSlice)
@@ -47,6 +53,13 @@ func roomEntries(ids []crdt.ReplicaID, seed uint64) []crdt.Entry {
 				for _, k := range []crdt.Kind{crdt.WaitingPlus, crdt.WaitingMinus} {
 					out = append(out, crdt.Entry{Key: crdt.Key{Room: busyRoom, Kind: k, Bucket: b, Minute: m}, Replica: r, Value: 1 + rng.Uint64N(200)})
 				}
+			}
+		}
+		// The arrival slots of the buckets still within the retention
+		// window (the gossip layer's, 35 minutes), one cell per slot.
+		for b := roomNow - min(queueMinutes, retentionMinutes) + 1; b <= roomNow; b++ {
+			for sec := int64(0); sec < 60; sec += crdt.ArrivalSlotSeconds {
+				out = append(out, crdt.Entry{Key: crdt.Key{Room: busyRoom, Kind: crdt.QueuedAt, Bucket: b*60 + sec, Minute: b}, Replica: r, Value: 1 + rng.Uint64N(200)})
 			}
 		}
 		for m := roomNow - activeMinutes + 1; m <= roomNow; m++ {
@@ -101,8 +114,9 @@ func TestMemoryPerRoom(t *testing.T) {
 	st := s.Stats()
 	runtime.KeepAlive(s)
 
-	if st.Cells != 900 || st.Entries != len(entries) {
-		t.Fatalf("room holds %d cells and %d entries, want 900 and %d", st.Cells, st.Entries, len(entries))
+	wantCells := queueMinutes*crdt.DefaultWaitingWindow*2 + activeMinutes*2 + activeMinutes*60/sessionSlice*2 + retentionMinutes*arrivalSlots
+	if st.Cells != wantCells || st.Entries != len(entries) {
+		t.Fatalf("room holds %d cells and %d entries, want %d and %d", st.Cells, st.Entries, wantCells, len(entries))
 	}
 	retained := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("room of %d nodes, %d-minute queue: %d cells, %d entries, %d bytes retained (%.1f KiB, %.1f bytes per entry)",

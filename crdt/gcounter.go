@@ -43,9 +43,7 @@ func (g *GCounter) Add(r ReplicaID, n uint64) uint64 {
 	if n == 0 {
 		return 0
 	}
-	g.c = append(g.c, Count{})
-	copy(g.c[i+1:], g.c[i:])
-	g.c[i] = Count{Replica: r, N: n}
+	g.insert(i, Count{Replica: r, N: n})
 	return n
 }
 
@@ -63,10 +61,24 @@ func (g *GCounter) Observe(r ReplicaID, v uint64) bool {
 	if v == 0 {
 		return false
 	}
-	g.c = append(g.c, Count{})
-	copy(g.c[i+1:], g.c[i:])
-	g.c[i] = Count{Replica: r, N: v}
+	g.insert(i, Count{Replica: r, N: v})
 	return true
+}
+
+// insert puts e at index i. A full slice grows by a sixteenth (and two), not
+// by append's doubling: a cell gains one entry per node and then stays, so
+// what doubling leaves unused (up to half of every cell of a ring whose size
+// is just past a power of two) would be held for the cell's whole life. The
+// extra copies cost a few dozen entries once per cell.
+func (g *GCounter) insert(i int, e Count) {
+	if len(g.c) == cap(g.c) {
+		c := make([]Count, len(g.c), len(g.c)+len(g.c)/16+2)
+		copy(c, g.c)
+		g.c = c
+	}
+	g.c = g.c[:len(g.c)+1]
+	copy(g.c[i+1:], g.c[i:])
+	g.c[i] = e
 }
 
 // Merge folds o into g (entry-wise max) and reports whether g changed.

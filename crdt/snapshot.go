@@ -29,6 +29,16 @@ type BucketCount struct {
 	N      int64 `json:"n"`
 }
 
+// SlotCount is the number of visitors who joined a bucket's queue in one
+// arrival slot: Second is when the slot begins (crdt.ArrivalSlot).
+type SlotCount struct {
+	Second int64 `json:"second"`
+	N      int64 `json:"n"`
+}
+
+// Bucket is the arrival bucket of the slot.
+func (c SlotCount) Bucket() int64 { return floorDiv(c.Second, 60) }
+
 // MinuteCounts is one minute of a per-replica counter.
 type MinuteCounts struct {
 	Minute    int64   `json:"minute"`
@@ -69,6 +79,11 @@ type RoomSnapshot struct {
 	// with Minute, every one present even when zero.
 	Admitted []MinuteCounts
 	Arrivals []MinuteCounts
+	// Arrived lists, oldest first, how many visitors joined each waiting
+	// bucket's queue per arrival slot (QueuedAt), for the buckets in
+	// Waiting: the order inside a bucket.
+	Arrived []SlotCount
+
 	// Queued holds, like Admitted, the new visitors queued in each minute
 	// (VisitorsQueued): a queued new visitor is not counted as waiting
 	// until it comes back with its cookie, so this is what tells every node
@@ -144,6 +159,7 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 		waitFirst:  minute - int64(w.Waiting) + 1,
 		lastExpiry: now + MaxSessionLead*60,
 		waiting:    map[int64]int64{},
+		arrived:    map[int64]int64{},
 	}
 	if keep != nil {
 		t.sessions, t.queued = map[int64]int64{}, map[waitingCell]int64{}
@@ -174,6 +190,7 @@ type snapshotSum struct {
 
 	active   int64
 	waiting  map[int64]int64 // by arrival bucket
+	arrived  map[int64]int64 // by arrival slot
 	sessions map[int64]int64 // by expiry second, when keep is set
 	queued   map[waitingCell]int64
 	scratch  []Count
@@ -208,6 +225,8 @@ func (t *snapshotSum) add(ck cellKey, c []Count) {
 	switch ck.Kind {
 	case WaitingPlus, WaitingMinus:
 		t.addWaiting(ck, c)
+	case QueuedAt:
+		t.arrived[ck.Bucket] += int64(sum(c))
 	case Admitted, Arrivals, VisitorsQueued:
 		t.addMinute(ck, c)
 	}
@@ -282,6 +301,12 @@ func (t *snapshotSum) finish() {
 		}
 	}
 	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
+	for sec, n := range t.arrived {
+		if n > 0 && t.waiting[floorDiv(sec, 60)] > 0 {
+			snap.Arrived = append(snap.Arrived, SlotCount{Second: sec, N: n})
+		}
+	}
+	slices.SortFunc(snap.Arrived, func(a, b SlotCount) int { return cmp.Compare(a.Second, b.Second) })
 }
 
 // floorDiv divides rounding towards minus infinity, so second -1 is in

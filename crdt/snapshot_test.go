@@ -391,3 +391,51 @@ func TestSnapshotOfKeepsVisitorsWhoMoved(t *testing.T) {
 		}
 	})
 }
+
+func TestSnapshotArrivalSlots(t *testing.T) {
+	slot := func(bucket int64, tenths uint16) int64 { return crdt.ArrivalSlot(now+bucket, tenths) }
+	tests := []struct {
+		name string
+		ws   []crdt.Entry
+		want []crdt.SlotCount
+	}{
+		{
+			name: "slots of a waiting bucket are summed over the nodes, oldest first",
+			ws: []crdt.Entry{
+				{Key: crdt.Key{Kind: crdt.WaitingPlus, Bucket: now - 1, Minute: now}, Replica: nodeA, Value: 5},
+				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeA, Value: 2},
+				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeB, Value: 1},
+				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 10), Minute: now - 1}, Replica: nodeC, Value: 4},
+			},
+			want: []crdt.SlotCount{{Second: (now-1)*60 + 0, N: 4}, {Second: (now-1)*60 + 40, N: 3}},
+		},
+		{
+			name: "slots of a bucket nobody waits in any more are left out",
+			ws: []crdt.Entry{
+				{Key: crdt.Key{Kind: crdt.WaitingPlus, Bucket: now - 2, Minute: now - 1}, Replica: nodeA, Value: 1},
+				{Key: crdt.Key{Kind: crdt.WaitingMinus, Bucket: now - 2, Minute: now - 1}, Replica: nodeA, Value: 1},
+				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-2, 0), Minute: now - 2}, Replica: nodeA, Value: 1},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := crdt.New()
+			for _, e := range tt.ws {
+				e.Key.Room = "tickets"
+				s.Apply(e)
+			}
+			snap := s.Snapshot("tickets", now*60+30, crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 3})
+			if !slices.Equal(snap.Arrived, tt.want) {
+				t.Errorf("Arrived = %v, want %v", snap.Arrived, tt.want)
+			}
+		})
+	}
+	t.Run("a slot is the third of the minute the visitor came in", func(t *testing.T) {
+		for tenths, want := range map[uint16]int64{0: 0, 199: 0, 200: 20, 599: 40, 65535: 40} {
+			if got := crdt.ArrivalSlot(now, tenths) - now*60; got != want {
+				t.Errorf("ArrivalSlot(%d tenths) begins %d s in, want %d", tenths, got, want)
+			}
+		}
+	})
+}

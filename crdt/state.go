@@ -45,12 +45,35 @@ const (
 	// them.
 	SessionPlus  Kind = 8
 	SessionMinus Kind = 9
+	// QueuedAt counts the visitors who joined the queue of an arrival
+	// bucket by when inside the bucket's minute they came: Bucket holds
+	// the unix second at which their slot of ArrivalSlotSeconds begins,
+	// Minute the arrival bucket. A visitor is counted once per bucket it
+	// joins, never taken off, so the cells are the bucket's arrival
+	// order: with the waiting count they tell how many of those still
+	// waiting in a bucket came before a given visitor of it. They are
+	// pruned with the bucket's minute, after the retention window; a
+	// bucket older than that is placed without them.
+	QueuedAt Kind = 16
 
 	// Analytics kinds: plain per-minute G-counters of what the bot defence
 	// and the room's analytics count. Kinds from AnalyticsBase up are free
 	// for such counters.
 	AnalyticsBase Kind = 32
 )
+
+// ArrivalSlotSeconds is the width of a QueuedAt slot: three per minute.
+// Finer slots would order visitors more finely than their check-ins, twenty
+// seconds apart, can be admitted in, and each slot is a cell per node and
+// bucket of the room's state.
+const ArrivalSlotSeconds = 20
+
+// ArrivalSlot is the QueuedAt cell's Bucket for a visitor of arrival bucket
+// bucket who came tenths tenths of a second into its minute.
+func ArrivalSlot(bucket int64, tenths uint16) int64 {
+	off := min(int64(tenths)/10, 59)
+	return bucket*60 + off/ArrivalSlotSeconds*ArrivalSlotSeconds
+}
 
 // MaxSessionLead is how far ahead of the current minute a session cell may
 // be dated: the longest session_duration (30 minutes) plus the minute its
@@ -78,6 +101,8 @@ func (k Kind) Valid() bool { return k != 0 }
 //   - Revocations: the id of the revoked session, one cell per session;
 //   - SessionPlus, SessionMinus: the second the sessions expire, rounded up
 //     to the room's session slice (Minute is the minute of that second);
+//   - QueuedAt: the second the arrival slot begins (ArrivalSlot; Minute is
+//     the arrival bucket);
 //   - histogram kinds (Kind.IsHistogram): the index of the histogram bin;
 //   - every other kind: 0.
 //

@@ -215,6 +215,10 @@ func infiniteEstimate(a *allocation, bucket int64, now time.Time) policy.Estimat
 	w := max(est.WaitTime, floor)
 	est.WaitTime, est.WaitTimeKnown = w, true
 	est.Eligible = false
+	if est.PositionKnown {
+		// A place in line that follows the wait, as a real one would.
+		est.Position = max(est.Position, int64(float64(w)*a.Summary().AdmissionRate))
+	}
 	if a.view.pol.QueueingMethod == policy.Random {
 		est.WaitTime25, est.WaitTime50, est.WaitTime75 = max(est.WaitTime25, w/2, 1), max(est.WaitTime50, w), max(est.WaitTime75, w*3/2)
 		est.WaitTimeFormatted = policy.FormatWait(est.WaitTime25) + " to " + policy.FormatWait(est.WaitTime75)

@@ -156,6 +156,7 @@ func countingOf(t cookie.Token) policy.Counting {
 		RefreshInterval: t.RefreshInterval,
 		Counted:         t.CountedMinute,
 		ExpiresAt:       t.ExpiresAt,
+		Arrived:         t.Arrived,
 	}
 }
 
@@ -167,6 +168,7 @@ func setCounting(t *cookie.Token, c policy.Counting) {
 	t.RefreshInterval = c.RefreshInterval
 	t.CountedMinute = c.Counted
 	t.ExpiresAt = c.ExpiresAt
+	t.Arrived = c.Arrived
 }
 
 // revokeSession ends an admitted visitor's session at once: its count is

@@ -34,6 +34,12 @@ type pageVars struct {
 	QueueingMethod         string `json:"queueingMethod"`
 	IsFIFOQueue            bool   `json:"isFIFOQueue"`
 	IsRandomQueue          bool   `json:"isRandomQueue"`
+	// Position is the number of visitors ahead in line (FIFO only), and
+	// PositionKnown whether there is one to show: never under random
+	// queueing, nor before an event's start. waitroom's own, next to the
+	// reference's fields.
+	Position      int64 `json:"position"`
+	PositionKnown bool  `json:"positionKnown"`
 
 	// The event variables (reference event model).
 	IsEventActive                bool   `json:"isEventActive"`
@@ -51,16 +57,12 @@ type pageVars struct {
 	CookiesRequired bool `json:"cookiesRequired"`
 	// The rest of the reference's variables, and waitroom's own page
 	// variables (pagevars.go).
-	WaitTimeHours       int  `json:"waitTimeHours"`
-	WaitTimeHourMinutes int  `json:"waitTimeHourMinutes"`
-	IsPassthroughQueue  bool `json:"isPassthroughQueue"`
-	IsRejectQueue       bool `json:"isRejectQueue"`
-	// Position is how many visitors wait ahead (PositionKnown when there
-	// is a figure to show).
-	Position      int    `json:"position"`
-	PositionKnown bool   `json:"positionKnown"`
-	Message       string `json:"message"`
-	IsClosed      bool   `json:"isClosed"`
+	WaitTimeHours       int    `json:"waitTimeHours"`
+	WaitTimeHourMinutes int    `json:"waitTimeHourMinutes"`
+	IsPassthroughQueue  bool   `json:"isPassthroughQueue"`
+	IsRejectQueue       bool   `json:"isRejectQueue"`
+	Message             string `json:"message"`
+	IsClosed            bool   `json:"isClosed"`
 	// Lang is the page's language (a tag of package i18n): the formatted
 	// waits are written in it and the built-in page is shown in it.
 	Lang string `json:"-"`
@@ -97,6 +99,8 @@ func (v *pageVars) context() map[string]any {
 		"queueingMethod":               v.QueueingMethod,
 		"isFIFOQueue":                  v.IsFIFOQueue,
 		"isRandomQueue":                v.IsRandomQueue,
+		"position":                     v.Position,
+		"positionKnown":                v.PositionKnown,
 		"isEventActive":                v.IsEventActive,
 		"isEventPrequeueing":           v.IsEventPrequeueing,
 		"timeUntilEventStart":          v.TimeUntilEventStart,
@@ -114,8 +118,6 @@ func (v *pageVars) context() map[string]any {
 		"waitTimeHourMinutes":          v.WaitTimeHourMinutes,
 		"isPassthroughQueue":           v.IsPassthroughQueue,
 		"isRejectQueue":                v.IsRejectQueue,
-		"position":                     v.Position,
-		"positionKnown":                v.PositionKnown,
 		"message":                      v.Message,
 		closedVar:                      v.IsClosed,
 	}
@@ -189,7 +191,7 @@ func (s *Server) writeQueue(rq *request, a *allocation, tok cookie.Token, ans qu
 func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (pageVars, int) {
 	rm, now := rq.rm, rq.now
 	vw := a.view
-	est := a.Estimate(tok.Bucket)
+	est := a.EstimateAt(tok.Bucket, tok.Arrived)
 	if tok.Infinite {
 		est = infiniteEstimate(a, tok.Bucket, now)
 	}
@@ -225,9 +227,14 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 		QueueingMethod:         method,
 		IsFIFOQueue:            method == string(policy.FIFO),
 		IsRandomQueue:          method == string(policy.Random),
+		Position:               est.Position,
+		PositionKnown:          est.PositionKnown && ans != answerNoCookie,
 		CookiesRequired:        ans == answerNoCookie,
 	}
 	setPriorityVars(&v, rq, vw, tok)
+	if !v.PositionKnown {
+		v.Position = 0
+	}
 	if rm.challenge != nil && !tok.Verified && queueing(a) && ans != answerNoCookie {
 		// The challenge shows only on a queueing page, and only until it is
 		// solved; a bot in the infinite queue keeps getting it, as an
@@ -251,6 +258,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 			// Before the start nobody's wait is known; check in again at
 			// the start at the latest.
 			v.WaitTimeKnown = false
+			v.Position, v.PositionKnown = 0, false
 			if secs := int(e.EventStartTime.Sub(now) / time.Second); secs >= 1 && secs < refresh {
 				refresh = secs
 				v.RefreshIntervalSeconds = refresh

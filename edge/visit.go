@@ -235,7 +235,8 @@ func (s *Server) decide(rq *request, a *allocation) {
 	var incs [12]crdt.Inc
 	add := incs[:0]
 	if rq.fresh {
-		rq.tok = cookie.Token{Bucket: unixMinute(rq.now), ID: randomID(), Priority: rq.group}
+		rq.tok = cookie.Token{Bucket: unixMinute(rq.now), Arrived: arrivedIn(rq.now), ID: randomID(), Priority: rq.group}
+		rq.before = countingOf(rq.tok)
 	}
 	gated, add := s.challengeStep(rq, a, add)
 	var hold holding
@@ -259,7 +260,7 @@ again:
 	ev, bucket := s.decision(rq, a.view)
 	rm.mu.RLock()
 	a = rm.alloc.Load()
-	vis := policy.Visitor{Bucket: bucket, Queued: rq.before.Waiting()}
+	vis := policy.Visitor{Bucket: bucket, Queued: rq.before.Waiting(), Arrived: rq.before.Arrived}
 	out := s.decideVisitor(rq, a, vis)
 	if out == policy.Queue && a.Held(vis, hold.from(rq)) && hold.ok(s, rq, a) {
 		// Queued only for the slots this node keeps back for what the
@@ -271,7 +272,8 @@ again:
 		if hold.wait(rq, a) {
 			nowSec = rq.now.Unix()
 			if rq.fresh {
-				rq.tok.Bucket = unixMinute(rq.now)
+				rq.tok.Bucket, rq.tok.Arrived = unixMinute(rq.now), arrivedIn(rq.now)
+				rq.before = countingOf(rq.tok)
 			}
 			goto again
 		}
@@ -367,7 +369,7 @@ func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, add [
 		rm.m.challenged.Inc()
 	}
 	if fresh {
-		before = policy.Counting{Bucket: tok.Bucket}
+		before = policy.Counting{Bucket: tok.Bucket, Arrived: tok.Arrived}
 	}
 	add, after := policy.Count(add, a.view.pol, rm.name, before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Refresh: jitteredRefresh(), At: nowSec})
 	s.record(rm, add)

@@ -211,6 +211,8 @@ queueingMethod={{queueingMethod}}
 isFIFOQueue={{isFIFOQueue}}
 isRandomQueue={{isRandomQueue}}
 inWaitingRoom={{inWaitingRoom}}
+position={{position}}
+positionKnown={{positionKnown}}
 turnstile=[{{{turnstile}}}]
 {{#isFIFOQueue}}section:fifo{{/isFIFOQueue}}{{^waitTimeKnown}}section:unknown{{/waitTimeKnown}}
 `
@@ -243,7 +245,7 @@ func TestCustomPageRendersEveryVariable(t *testing.T) {
 				"waitTime25Percentile": "1", "waitTime50Percentile": "1", "waitTime75Percentile": "1",
 				"queueIsFull": "false", "queueAll": "false", "lastUpdated": "2030-06-01T12:00:05.000Z",
 				"queueingMethod": "fifo", "isFIFOQueue": "true", "isRandomQueue": "false",
-				"inWaitingRoom": "true", "turnstile": "[]",
+				"inWaitingRoom": "true", "turnstile": "[]", "position": "0", "positionKnown": "true",
 			},
 			extra: "section:fifo",
 		},
@@ -256,7 +258,7 @@ func TestCustomPageRendersEveryVariable(t *testing.T) {
 			want: map[string]string{
 				"waitTimeKnown": "true", "queueIsFull": "false", "queueAll": "false",
 				"queueingMethod": "random", "isFIFOQueue": "false", "isRandomQueue": "true",
-				"inWaitingRoom": "true", "turnstile": "[]",
+				"inWaitingRoom": "true", "turnstile": "[]", "position": "0", "positionKnown": "false",
 			},
 		},
 	}
@@ -270,7 +272,7 @@ func TestCustomPageRendersEveryVariable(t *testing.T) {
 			resp := newVisitor().get(f.srv, "http://shop.test/")
 			page := body(t, resp)
 			vars := parseVars(t, page)
-			for _, name := range []string{"waitTime", "waitTimeKnown", "waitTimeFormatted", "waitTime25Percentile", "waitTime50Percentile", "waitTime75Percentile", "queueIsFull", "queueAll", "lastUpdated", "refreshIntervalSeconds", "queueingMethod", "isFIFOQueue", "isRandomQueue", "inWaitingRoom", "turnstile"} {
+			for _, name := range []string{"waitTime", "waitTimeKnown", "waitTimeFormatted", "waitTime25Percentile", "waitTime50Percentile", "waitTime75Percentile", "queueIsFull", "queueAll", "lastUpdated", "refreshIntervalSeconds", "queueingMethod", "isFIFOQueue", "isRandomQueue", "inWaitingRoom", "position", "positionKnown", "turnstile"} {
 				if _, ok := vars[name]; !ok {
 					t.Errorf("variable %s not rendered:\n%s", name, page)
 				}

@@ -42,7 +42,8 @@ type Allocation struct {
 	elseActive float64
 	elseAdm    int64
 
-	buckets []bucket // waiting buckets, oldest first
+	buckets []bucket         // waiting buckets, oldest first
+	slots   []crdt.SlotCount // who joined them, per arrival slot (see order.go)
 	waiting int64
 	full    bool
 	rate    float64 // admissions per minute, recent average
@@ -120,6 +121,7 @@ type split struct {
 	covered     int64 // C: visitors in fully covered buckets
 	pool        int64 // U = S − C: the partial bucket's slots or the new-user remainder
 	frontier    int64 // oldest bucket not fully covered
+	lastSlot    int   // the frontier's last arrival slot the pool reaches (order.go)
 	hasFrontier bool
 	newest      int64 // newest waiting bucket
 	hasWaiting  bool
@@ -260,6 +262,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		a.buckets[i] = bucket{bucket: b.Bucket, n: b.N, before: a.waiting}
 		a.waiting += b.N
 	}
+	a.slots = keepSlots(snap)
 	a.full = room.MaxQueue > 0 && a.waiting >= a.partOf(int64(room.MaxQueue))
 	if s == ReferencePerMinute {
 		a.rate = referenceRate(snap, a.frac)
@@ -291,6 +294,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	default:
 		a.sp = a.continuousSplit(snap, now.Sub(start), pool, covered)
 	}
+	a.orderFrontier(&a.sp)
 
 	a.calm = a.waiting == 0 && !a.queuedNew(snap)
 	a.marks.record(mark{

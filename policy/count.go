@@ -56,6 +56,11 @@ type Counting struct {
 	Counted int64
 	// ExpiresAt is the unix second after which the token is worthless.
 	ExpiresAt int64
+	// Arrived is when inside its bucket's minute the visitor came, in
+	// tenths of a second (0..599): its place in the bucket's order. The
+	// rule sets it when it gives the visitor a bucket; a first request
+	// keeps the caller's finer value for the current minute.
+	Arrived uint16
 }
 
 // ProofRefresh is the refresh interval, in seconds, of a new visitor's
@@ -203,7 +208,7 @@ type Event struct {
 // Count applies the counter rule: for visitor state c and what happened
 // (ev, at ev.At) in room (named name), it appends to dst the increments to
 // add to this node's entries and returns them with the visitor's new state.
-// It never reads a clock and never allocates beyond growing dst (nine
+// It never reads a clock and never allocates beyond growing dst (ten
 // increments at most).
 //
 //   - A first request that is admitted counts an arrival, the admission
@@ -271,6 +276,12 @@ type counter struct {
 	seen        bool  // first seen this minute: its arrival counts
 	dur         int64 // the session's length, in seconds
 	g           int64 // the session slice (SessionSlice)
+}
+
+// arrivedAt is Counting.Arrived for a visitor given bucket at unix second
+// sec: its offset into the bucket's minute, held to the minute.
+func arrivedAt(bucket, sec int64) uint16 {
+	return uint16(min(max((sec-bucket*60)*10, 0), 599))
 }
 
 func (k *counter) inc(kind crdt.Kind, bucket, minute int64) {
@@ -357,7 +368,11 @@ func (k *counter) revoke(ev Event) {
 // suspended room) is uncounted and leaves the state as it was.
 func (k *counter) decided(ev Event) {
 	if ev.Fresh {
-		k.c = Counting{Bucket: k.nowMin}
+		arrived := arrivedAt(k.nowMin, k.now)
+		if k.c.Bucket == k.nowMin && k.c.Arrived/10 == arrived/10 {
+			arrived = k.c.Arrived // the caller's tenths of the same second
+		}
+		k.c = Counting{Bucket: k.nowMin, Arrived: arrived}
 		k.waiting, k.seen = false, true
 	}
 	bucket := k.c.Bucket
@@ -392,6 +407,9 @@ func (k *counter) admit(ev Event, bucket int64) {
 		k.inc(crdt.TimeInQueue, crdt.HistogramBin(waited), k.nowMin)
 	}
 	k.leaveWaiting()
+	if bucket != c.Bucket {
+		c.Arrived = arrivedAt(bucket, k.now)
+	}
 	c.Bucket, c.AcceptedAt, c.LastCheckIn, c.Counted = bucket, k.now, k.now, cell
 }
 
@@ -441,6 +459,13 @@ func (k *counter) queue(ev Event, bucket int64) {
 		// visitors proving a minute late in their old bucket were let
 		// in over the minute's limit by half).
 		bucket = k.nowMin
+	}
+	if bucket != c.Bucket {
+		c.Arrived = arrivedAt(bucket, k.now)
+	}
+	if !k.waiting || bucket != c.Bucket {
+		// Joins the bucket's queue: its place in the bucket's order.
+		k.inc(crdt.QueuedAt, crdt.ArrivalSlot(bucket, c.Arrived), bucket)
 	}
 	if !k.waiting || c.Counted != k.nowMin || bucket != c.Bucket {
 		k.leaveWaiting()

@@ -67,9 +67,9 @@ func TestCount(t *testing.T) {
 			want: []crdt.Key{key(crdt.VisitorsQueued, 0, m), key(crdt.ChallengesIssued, 0, m)},
 		},
 		{
-			name: "the proof in the same minute counts the visitor's arrival and a place in the first request's bucket",
+			name: "the proof in the same minute counts the visitor's arrival, a place in the first request's bucket and the slot of the minute it came in",
 			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 21}, now: countNow + 1,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingPlus, m, m)},
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.QueuedAt, m*60, m), key(crdt.WaitingPlus, m, m)},
 			check: func(t *testing.T, c policy.Counting) {
 				if c.Counted != m || c.Bucket != m || !c.Waiting() || c.Proving() || c.RefreshInterval != 21 || c.LastCheckIn != countNow+1 {
 					t.Errorf("state %+v", c)
@@ -79,7 +79,7 @@ func TestCount(t *testing.T) {
 		{
 			name: "the proof after a minute boundary counts a place in its first minute's bucket and an arrival in the new minute",
 			room: five, before: provingLate, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 21}, now: (m+1)*60 + 1,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m+1), key(crdt.WaitingPlus, m, m+1)},
+			want: []crdt.Key{key(crdt.Arrivals, 0, m+1), key(crdt.QueuedAt, m*60+40, m), key(crdt.WaitingPlus, m, m+1)},
 			check: func(t *testing.T, c policy.Counting) {
 				if c.Counted != m+1 || c.Bucket != m {
 					t.Errorf("state %+v", c)
@@ -89,9 +89,9 @@ func TestCount(t *testing.T) {
 		{
 			name: "a proof long after the first request, in a later minute, joins the current minute's bucket",
 			room: five, before: proving, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 21}, now: (m+1)*60 + 30,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m+1), key(crdt.WaitingPlus, m+1, m+1)},
+			want: []crdt.Key{key(crdt.Arrivals, 0, m+1), key(crdt.QueuedAt, (m+1)*60+20, m+1), key(crdt.WaitingPlus, m+1, m+1)},
 			check: func(t *testing.T, c policy.Counting) {
-				if c.Counted != m+1 || c.Bucket != m+1 {
+				if c.Counted != m+1 || c.Bucket != m+1 || c.Arrived != 300 {
 					t.Errorf("state %+v", c)
 				}
 			},
@@ -140,12 +140,12 @@ func TestCount(t *testing.T) {
 		{
 			name: "a shuffle moves the waiting count to the new bucket",
 			room: five, before: policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 5, Counted: m}, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Shuffled: m - 7}, now: countNow,
-			want: []crdt.Key{key(crdt.WaitingMinus, m-2, m), key(crdt.WaitingPlus, m-7, m)},
+			want: []crdt.Key{key(crdt.QueuedAt, (m-7)*60+40, m-7), key(crdt.WaitingMinus, m-2, m), key(crdt.WaitingPlus, m-7, m)},
 		},
 		{
 			name: "a visitor counted nowhere joins the current minute's bucket when counted again later",
 			room: five, before: policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 25}, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue}, now: countNow,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingPlus, m, m)},
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.QueuedAt, m*60, m), key(crdt.WaitingPlus, m, m)},
 		},
 		{
 			name: "a session's request in a later slice moves its count to the slice of its renewed expiry",
@@ -360,4 +360,27 @@ func TestCountedTotalsEqualTheLiveVisitors(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestCountArrivalOrder(t *testing.T) {
+	m := int64(countNow / 60)
+	five := policy.Room{SessionDuration: 5}
+	fresh := policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Queue, Refresh: 20, At: countNow}
+	tests := []struct {
+		name   string
+		before policy.Counting
+		want   uint16
+	}{
+		{"a first request without the caller's tenths arrives at its whole second", policy.Counting{}, 100},
+		{"a first request keeps the caller's tenths of the same second", policy.Counting{Bucket: m, Arrived: 107}, 107},
+		{"the caller's tenths of another second are not taken", policy.Counting{Bucket: m, Arrived: 420}, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, c := policy.Count(nil, five, "shop", tt.before, fresh)
+			if c.Arrived != tt.want || c.Bucket != m {
+				t.Errorf("bucket %d, arrived %d; want %d and %d", c.Bucket-m, c.Arrived, 0, tt.want)
+			}
+		})
+	}
 }

@@ -10,6 +10,9 @@ import (
 type Visitor struct {
 	Bucket int64 // arrival bucket: the unix minute of the visitor's first request
 	Queued bool  // the visitor already waits (has a queued token); false on a first request
+	// Arrived is when inside its bucket's minute the visitor came, in
+	// tenths of a second (Counting.Arrived): its place in the bucket.
+	Arrived uint16
 }
 
 // Outcome is the decision for one visitor.
@@ -128,6 +131,10 @@ func (a *Allocation) classify(v Visitor) class {
 		// while an older bucket's visitors have not yet had their
 		// check-in since it was covered (see holdBack). Covered buckets
 		// are not held: their slots are reserved whatever the order.
+		return classWait
+	case sp.hasFrontier && v.Bucket == sp.frontier && !a.inOrder(v):
+		// Later in the bucket than the pool reaches: those who came
+		// before it go first (see order.go).
 		return classWait
 	case sp.hasFrontier && v.Bucket == sp.frontier:
 		return classPool

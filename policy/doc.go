@@ -344,17 +344,15 @@
 //
 // FIFO (Durable Objects): visitors ahead / rate, rounded up, at least one
 // minute (60 ahead at 30 a minute: 2 minutes); a visitor whose bucket is
-// covered is told one minute. Ahead are everyone in older buckets and half of
-// the others in the visitor's own bucket: within a bucket the order is
-// whoever checks in first once slots open, so the visitor's place in it is
-// anywhere, and half is its mean. The current minute's bucket still fills,
-// and later arrivals in it are as likely to go first, so it counts as
-// projected to the minute's end (its count over the elapsed part, at least a
-// quarter). The same place makes the error: a visitor's actual wait is
-// anywhere within ± half the bucket's drain time of the estimate, which at
-// ten times the limit (buckets of 5,000 at 500 a minute) is ± 5 minutes;
-// only arrival times finer than the minute, kept in the token, could do
-// better. The reference strategy keeps the reference's estimate: older
+// covered is told one minute. Ahead are everyone in older buckets and those
+// of the visitor's own bucket who came before it and still wait: the token
+// keeps when inside its minute the visitor came, the ring counts each
+// bucket's visitors per third of a minute, and a bucket's earlier visitors
+// take its slots first (order.go). The same count is the visitor's place in
+// line (Allocation.Position). Without the slot counts (a bucket older than
+// the retention window) the bucket is taken as spread evenly over its
+// minute.
+// The reference strategy keeps the reference's estimate: older
 // buckets only, over the average of the last five minutes with the current
 // one in part.
 //

@@ -17,6 +17,11 @@ type Estimate struct {
 	WaitTime25, WaitTime50, WaitTime75 int
 	QueueIsFull                        bool
 	VisitorsAhead                      int64 // waiting in older buckets
+	// Position is the number of visitors ahead in line under FIFO (see
+	// Allocation.Position); PositionKnown is false where there is none,
+	// as under random queueing, and then Position is 0 and never shown.
+	Position      int64
+	PositionKnown bool
 	// Eligible is not a page variable: the visitor's bucket already has
 	// reserved slots (FIFO), so its next check-in at any node goes in. The
 	// edge may shorten the refresh interval for it.
@@ -35,16 +40,25 @@ const maxWaitMinutes = 7 * 24 * 60
 //
 // FIFO (as in "Building Waiting Room on Workers and Durable Objects"):
 // visitors ahead / admissions per minute, rounded up, at least one minute.
-// Under the continuous strategy ahead are the older buckets and half of the
-// visitor's own (see the package doc); VisitorsAhead reports the older
+// Under the continuous strategy ahead are the older buckets and those of
+// the visitor's own bucket who came before it (EstimateAt; Estimate takes
+// the visitor as the first of its bucket); VisitorsAhead reports the older
 // buckets alone. Random (as in "Waiting Room: Random Queueing and Custom
 // Web/Mobile Apps"): with P = admissions per minute / visitors waiting, the
 // wait within which a share p of visitors get in is log(1 − p) / log(1 − P)
 // minutes; WaitTime is the median and the formatted text the 25th to the 75th
 // percentile. Without an admission rate, and under queue_all, the wait is
 // unknown.
-func (a *Allocation) Estimate(bucket int64) Estimate {
+func (a *Allocation) Estimate(bucket int64) Estimate { return a.EstimateAt(bucket, 0) }
+
+// EstimateAt is Estimate for a visitor who came arrived tenths of a second
+// into the minute of its bucket. Under FIFO with the continuous strategy,
+// ahead of it are those counted by Position: the older buckets, and those
+// of its own bucket who came before it, since the order inside a bucket is
+// kept (see order.go).
+func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	e := Estimate{QueueIsFull: a.full, VisitorsAhead: a.ahead(bucket), WaitTimeFormatted: UnknownWait}
+	e.Position, e.PositionKnown = a.Position(bucket, arrived)
 	if a.mode != modeDecide {
 		return e
 	}
@@ -64,7 +78,7 @@ func (a *Allocation) Estimate(bucket int64) Estimate {
 	}
 	ahead := float64(e.VisitorsAhead) // the reference: older buckets only
 	if a.strategy == Continuous {
-		ahead = a.expectedAhead(bucket)
+		ahead = a.positionAt(bucket, arrived)
 	}
 	w := minutes(ahead / a.rate)
 	if e.Eligible {
@@ -82,39 +96,6 @@ func (a *Allocation) ahead(bucket int64) int64 {
 		return a.waiting
 	}
 	return a.buckets[i].before
-}
-
-// minProjection bounds the elapsed part of the minute by which the current
-// minute's bucket is projected to its final size, so that the first
-// seconds' few visitors do not stand for a whole minute's worth.
-const minProjection = 0.25
-
-// expectedAhead is how many visitors are expected to go in before a visitor
-// of bucket: everyone in older buckets and half of the visitor's own bucket.
-// Within a bucket the order is whoever checks in first once slots open, so
-// the visitor's place in it is anywhere; half is its mean. The current
-// minute's bucket still fills, and those who join it later are just as
-// likely to go first: it counts as projected to the minute's end.
-func (a *Allocation) expectedAhead(bucket int64) float64 {
-	i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket })
-	ahead := float64(a.waiting)
-	if i < len(a.buckets) {
-		ahead = float64(a.buckets[i].before)
-	}
-	// The current minute's bucket, as projected, if it is older than this one.
-	j := sort.Search(len(a.buckets), func(j int) bool { return a.buckets[j].bucket >= a.minute })
-	grow := 1 / max(a.frac, minProjection)
-	if j < i && a.buckets[j].bucket == a.minute {
-		ahead += float64(a.buckets[j].n) * (grow - 1)
-	}
-	if i < len(a.buckets) && a.buckets[i].bucket == bucket {
-		own := float64(a.buckets[i].n - 1) // the others in the bucket
-		if bucket == a.minute {
-			own = float64(a.buckets[i].n) * grow
-		}
-		ahead += max(own, 0) / 2
-	}
-	return ahead
 }
 
 // minutes rounds a wait up to whole minutes: a queued visitor waits at least

@@ -100,24 +100,47 @@ func TestFIFOEstimateCountsTheVisitorsPlaceInTheirBucket(t *testing.T) {
 		{Bucket: m - 3, N: 300}, {Bucket: m - 2, N: 1001},
 	}}
 	a := policy.Allocate(room, w.snap(), nairobi, now, policy.Continuous)
-	t.Run("300 ahead and half of the other 1,000 of the bucket at 100 a minute: 8 minutes", func(t *testing.T) {
-		if e := a.Estimate(m - 2); e.WaitTime != 8 || e.VisitorsAhead != 300 {
-			t.Errorf("estimate %+v, want 8 minutes with 300 in older buckets", e)
-		}
-	})
-	t.Run("the reference strategy counts older buckets only: 3 minutes", func(t *testing.T) {
-		r := policy.Allocate(room, w.snap(), nairobi, now, policy.ReferencePerMinute)
-		if e := r.Estimate(m - 2); e.WaitTime != 3 {
-			t.Errorf("estimate %+v, want 3 minutes", e)
-		}
-	})
-	t.Run("the current minute's bucket counts as it will be at the minute's end", func(t *testing.T) {
+	// Of the 1,201 who joined bucket m − 2 (600, 300 and 301 in its three
+	// slots), 200 are gone, the earliest: 400, 300 and 301 still wait.
+	slotted := w.snap()
+	slotted.Arrived = []crdt.SlotCount{{Second: (m - 2) * 60, N: 600}, {Second: (m-2)*60 + 20, N: 300}, {Second: (m-2)*60 + 40, N: 301}}
+	withSlots := policy.Allocate(room, slotted, nairobi, now, policy.Continuous)
+	tests := []struct {
+		name     string
+		a        *policy.Allocation
+		bucket   int64
+		arrived  uint16
+		position int64
+		wait     int
+	}{
+		{"the first of a bucket has the 300 of older buckets ahead: 3 minutes at 100 a minute", a, m - 2, 0, 300, 3},
+		{"halfway through its minute, with no slot counts, half of its bucket is ahead too: 9 minutes", a, m - 2, 300, 801, 9},
+		{"with slot counts, those still waiting from earlier slots and a quarter of its own slot are ahead", withSlots, m - 2, 250, 300 + 400 + 75, 8},
+		{"the last of a bucket has nearly all of it ahead", withSlots, m - 2, 599, 1299, 13},
+		{"a visitor of a newer bucket has everyone ahead", a, m, 0, 1301, 14},
+		{"the reference strategy counts older buckets only for the wait", policy.Allocate(room, w.snap(), nairobi, now, policy.ReferencePerMinute), m - 2, 300, 801, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := tt.a.EstimateAt(tt.bucket, tt.arrived)
+			if e.Position != tt.position || !e.PositionKnown || e.WaitTime != tt.wait {
+				t.Errorf("estimate %+v, want position %d and %d minutes", e, tt.position, tt.wait)
+			}
+		})
+	}
+	t.Run("in the current minute, those counted in the visitor's bucket so far came before it", func(t *testing.T) {
 		w := w
 		w.now = now.Add(30 * time.Second)
 		w.waiting = append(w.waiting, crdt.BucketCount{Bucket: m, N: 100})
-		// 1,301 ahead, and half of the 200 the current bucket will hold.
-		if e := policy.Allocate(room, w.snap(), nairobi, w.now, policy.Continuous).Estimate(m); e.WaitTime != 15 {
-			t.Errorf("estimate %+v, want 15 minutes", e)
+		if e := policy.Allocate(room, w.snap(), nairobi, w.now, policy.Continuous).EstimateAt(m, 300); e.Position != 1401 || e.WaitTime != 15 {
+			t.Errorf("estimate %+v, want position 1,401 and 15 minutes", e)
+		}
+	})
+	t.Run("random queueing has no position", func(t *testing.T) {
+		r := room
+		r.QueueingMethod = policy.Random
+		if e := policy.Allocate(r, w.snap(), nairobi, now, policy.Continuous).EstimateAt(m-2, 300); e.PositionKnown || e.Position != 0 {
+			t.Errorf("estimate %+v, want no position", e)
 		}
 	})
 }

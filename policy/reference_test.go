@@ -263,9 +263,9 @@ func boolInt(b bool) int64 {
 // Durable Objects: 60 visitors ahead, 30 admitted per minute on average: two
 // minutes. (The post's queue has 2 + 50 waiting ahead of the 15:56 bucket
 // but says 60; the queue here has 60 ahead, to keep the post's arithmetic.
-// The visitor is alone in their bucket: the estimate also counts half of
-// the visitor's own bucket as ahead, their expected place in it, which the
-// post leaves out; with nobody else in it the post's 60 / 30 stands.)
+// The visitor is alone in their bucket: the estimate also counts those of
+// the visitor's own bucket who came before it, which the post leaves out;
+// with nobody else in it the post's 60 / 30 stands.)
 func TestFIFOEstimate(t *testing.T) {
 	now := at(t, "2021-05-27T16:00:00Z")
 	m := minuteOf(now)
@@ -282,7 +282,7 @@ func TestFIFOEstimate(t *testing.T) {
 	t.Run("60 ahead at 30 per minute wait 2 minutes", func(t *testing.T) {
 		e := a.Estimate(m - 4)
 		want := policy.Estimate{WaitTime: 2, WaitTimeKnown: true, WaitTimeFormatted: "2 minutes",
-			WaitTime25: 2, WaitTime50: 2, WaitTime75: 2, VisitorsAhead: 60}
+			WaitTime25: 2, WaitTime50: 2, WaitTime75: 2, VisitorsAhead: 60, Position: 60, PositionKnown: true}
 		if e != want {
 			t.Errorf("estimate %+v, want %+v", e, want)
 		}

@@ -107,6 +107,21 @@ type Figures struct {
 	// within ±20% had the estimate counted half of the visitor's own
 	// bucket as ahead of them.
 	EstimateWithin20HalfBucket *float64 `json:"estimate_within_20pct_if_half_own_bucket"`
+	// What the truth makes of what visitors were shown (truth.JudgeShown),
+	// at the same first steady-state check-in: the FIFO estimates within
+	// ±20 %; under random queueing the shares admitted within their 25th,
+	// 50th and 75th percentile estimates; under FIFO the places in line
+	// within ±10 % of the true number ahead, and the 90th percentile of
+	// the relative error.
+	TruthEstimateWithin20 *float64 `json:"truth_estimate_within_20pct"`
+	TruthEstimates        int      `json:"truth_estimate_samples"`
+	RandomBy25            *float64 `json:"random_admitted_by_p25"`
+	RandomBy50            *float64 `json:"random_admitted_by_p50"`
+	RandomBy75            *float64 `json:"random_admitted_by_p75"`
+	RandomSamples         int      `json:"random_samples"`
+	PositionWithin10      *float64 `json:"position_within_10pct"`
+	PositionErrorP90      *float64 `json:"position_error_p90"`
+	PositionSamples       int      `json:"position_samples"`
 	// Waits of the admitted visitors, in seconds.
 	WaitP50 float64 `json:"wait_p50_s"`
 	WaitP90 float64 `json:"wait_p90_s"`
@@ -185,6 +200,7 @@ type viewSample struct {
 type recorder struct {
 	r          *run
 	log        []truth.Event
+	shown      []truth.Shown   // what visitors were shown, for truth.JudgeShown
 	try        []time.Duration // when each visitor's current try began, -1 before its first decision
 	waiting    []bool
 	newQueued  []time.Duration
@@ -295,6 +311,7 @@ func (c *recorder) result() *Result {
 	c.utilisation(&res.Figures, j)
 	c.waits(res)
 	c.estimates(&res.Figures)
+	c.shownFigures(&res.Figures, tr)
 	for _, cs := range c.cuts {
 		res.Partitions = append(res.Partitions, c.partitionStat(tr, cs, j.active, res.Minutes))
 	}
@@ -470,6 +487,22 @@ func (c *recorder) estimates(f *Figures) {
 		f.EstimateErrorP90 = ptr(quantile(errs, 0.9))
 		f.EstimateWithin20 = ptr(float64(within) / float64(len(errs)))
 		f.EstimateBias = ptr(quantile(signed, 0.5))
+	}
+}
+
+// shownFigures judges what the visitors were shown by the truth.
+func (c *recorder) shownFigures(f *Figures, tr *truth.History) {
+	v := truth.JudgeShown(tr, c.shown)
+	c.shown = nil
+	f.TruthEstimates, f.RandomSamples, f.PositionSamples = v.Estimates, v.Random, v.Positions
+	if v.Estimates > 0 {
+		f.TruthEstimateWithin20 = ptr(v.EstimateWithin20)
+	}
+	if v.Random > 0 {
+		f.RandomBy25, f.RandomBy50, f.RandomBy75 = ptr(v.RandomBy25), ptr(v.RandomBy50), ptr(v.RandomBy75)
+	}
+	if v.Positions > 0 {
+		f.PositionWithin10, f.PositionErrorP90 = ptr(v.PositionWithin10), ptr(v.PositionError90)
 	}
 }
 

@@ -263,6 +263,15 @@ func (r *Report) Rows() []Row {
 			return fmt.Sprintf("%+.1f%%", 100**x.Figures.EstimateBias)
 		}),
 		get("what-if: within ±20% counting ½ own bucket", func(x *Result) string { return optPct(x.Figures.EstimateWithin20HalfBucket) }),
+		get("truth: estimates within ±20%", func(x *Result) string {
+			return optPct(x.Figures.TruthEstimateWithin20) + fmt.Sprintf(" (n=%d)", x.Figures.TruthEstimates)
+		}),
+		get("truth: random admitted by p25 / p50 / p75", func(x *Result) string {
+			return fmt.Sprintf("%s / %s / %s (n=%d)", optPct(x.Figures.RandomBy25), optPct(x.Figures.RandomBy50), optPct(x.Figures.RandomBy75), x.Figures.RandomSamples)
+		}),
+		get("truth: position within ±10%", func(x *Result) string {
+			return optPct(x.Figures.PositionWithin10) + fmt.Sprintf(" (p90 error %s, n=%d)", optPct(x.Figures.PositionErrorP90), x.Figures.PositionSamples)
+		}),
 		get("wait p50 / p90 / max", func(x *Result) string {
 			return fmt.Sprintf("%s / %s / %s", fmtSecs(x.Figures.WaitP50), fmtSecs(x.Figures.WaitP90), fmtSecs(x.Figures.WaitMax))
 		}),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/policy"
+	"github.com/waitroom/waitroom/policy/truth"
 )
 
 // The strategies a scenario can run.
@@ -863,15 +864,19 @@ func (r *run) seedQueue() {
 		n := r.nodes[v.node]
 		now := r.clock(n, 0)
 		minute := now.Unix() / 60
+		claimed := Epoch.Add(a.claimed)
 		v.tok = policy.Counting{
-			Bucket:          Epoch.Add(a.claimed).Unix() / 60,
+			Bucket:          claimed.Unix() / 60,
 			LastCheckIn:     now.Unix() - 60,
 			RefreshInterval: refreshBase,
 			Counted:         minute,
 			ExpiresAt:       now.Unix() + policy.QueuedTokenLife,
+			// The spoofed token claims when in its minute too.
+			Arrived: uint16(min(max((claimed.UnixMilli()-claimed.Unix()/60*60_000)/100, 0), 599)),
 		}
 		v.hasTok = true
 		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.Arrivals, Minute: minute}, n.replica, 1)
+		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.QueuedAt, Bucket: crdt.ArrivalSlot(v.tok.Bucket, v.tok.Arrived), Minute: v.tok.Bucket}, n.replica, 1)
 		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.WaitingPlus, Bucket: v.tok.Bucket, Minute: minute}, n.replica, 1)
 	}
 	for _, n := range r.nodes {
@@ -1014,12 +1019,13 @@ func (r *run) decide(i int, n *node, fresh bool, now time.Time) (tok policy.Coun
 	nowSec := now.Unix()
 	tok = v.tok
 	if fresh {
-		tok = policy.Counting{Bucket: nowSec / 60}
+		// edge: arrivedIn, the tenth of a second into the minute.
+		tok = policy.Counting{Bucket: nowSec / 60, Arrived: uint16(min(max((now.UnixMilli()-nowSec/60*60_000)/100, 0), 599))}
 	}
 	if !v.held {
 		r.counts.Attempts++
 	}
-	vis := policy.Visitor{Bucket: tok.Bucket, Queued: tok.Waiting()}
+	vis := policy.Visitor{Bucket: tok.Bucket, Queued: tok.Waiting(), Arrived: tok.Arrived}
 	out = n.alloc.Decide(vis, nil)
 	if out == policy.Queue {
 		// edge: decide holds the request of a visitor queued only for the
@@ -1089,10 +1095,13 @@ func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 	if v.estAt < 0 && v.admitted < 0 && r.now >= r.rec.steadyFrom {
 		// The estimate the page shows (edge: writeQueue), the first one
 		// this visitor sees in the steady state.
-		v.est = n.alloc.Estimate(tok.Bucket)
+		v.est = n.alloc.EstimateAt(tok.Bucket, tok.Arrived)
 		v.estKnown = v.est.WaitTimeKnown
 		v.estAt = r.now
 		v.estHalf = halfBucketEstimate(n.alloc, tok.Bucket)
+		r.rec.shown = append(r.rec.shown, truth.Shown{At: r.now, Visitor: i, Arrived: r.rec.try[i],
+			WaitKnown: v.est.WaitTimeKnown, Wait: v.est.WaitTime, Wait25: v.est.WaitTime25, Wait75: v.est.WaitTime75,
+			PositionKnown: v.est.PositionKnown, Position: v.est.Position})
 	}
 	r.checkInAfter(i, time.Duration(tok.RefreshInterval)*time.Second)
 }

@@ -1,0 +1,57 @@
+package edge_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPositionInLine(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		want   string // the position the last visitor is shown, "" for none
+	}{
+		{"a FIFO room shows the last of four queued visitors the three ahead of it", "fifo", "3"},
+		{"a random room never shows a position", "random", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := fullRoom("app")
+			rc.QueueingMethod = tt.method
+			rc.JSONResponseEnabled = true
+			f := newFixture(t, rc)
+			newVisitor().get(f.srv, "http://app.test/") // admitted under FIFO
+			settle(t, f)
+			// Three visitors come twenty seconds apart, one in each arrival
+			// slot of the minute, and the last two seconds after the third.
+			for i := range 3 {
+				if i > 0 {
+					f.clock.Advance(18 * time.Second)
+				}
+				newVisitor().queue(t, f.srv, f.clock, "http://app.test/")
+			}
+			last := newVisitor()
+			last.queue(t, f.srv, f.clock, "http://app.test/")
+			settle(t, f)
+			f.clock.Advance(time.Minute)
+			obj := queueJSON(t, last.get(f.srv, "http://app.test/api", "Accept", "application/json"))
+			known, pos := obj["positionKnown"], fmt.Sprint(obj["position"])
+			switch {
+			case tt.want == "" && (known != false || pos != "0"):
+				t.Errorf("positionKnown %v, position %s; want false and 0", known, pos)
+			case tt.want != "" && (known != true || pos != tt.want):
+				t.Errorf("positionKnown %v, position %s; want true and %s", known, pos, tt.want)
+			}
+			page := body(t, last.get(f.srv, "http://app.test/"))
+			line := "About " + tt.want + " people ahead of you."
+			if tt.want != "" && !strings.Contains(page, line) {
+				t.Errorf("the default page lacks %q", line)
+			}
+			if tt.want == "" && strings.Contains(page, "people ahead of you") {
+				t.Error("the default page of a random room shows a position")
+			}
+		})
+	}
+}

@@ -1,0 +1,63 @@
+package truth_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/policy/truth"
+)
+
+func TestJudgeShown(t *testing.T) {
+	s := time.Second
+	// Four visitors queued at 0 s, arriving 1 s apart; admitted at 6, 7,
+	// 8 and 9 minutes; the fourth gives up instead.
+	var evs []truth.Event
+	for i := range 4 {
+		arrived := time.Duration(i) * s
+		evs = append(evs, truth.Event{At: arrived, Kind: truth.Queue, Visitor: i, Arrived: arrived, Node: 0})
+		end := truth.Event{At: time.Duration(6+i) * time.Minute, Kind: truth.Admit, Visitor: i, Arrived: arrived}
+		if i == 3 {
+			end.Kind = truth.GiveUp
+		}
+		evs = append(evs, end)
+	}
+	h := truth.Replay(evs, truth.Limits{TotalActiveUsers: 10, NewUsersPerMinute: 10, SessionDuration: time.Minute})
+	tests := []struct {
+		name  string
+		shown []truth.Shown
+		want  truth.ShownVerdict
+	}{
+		{
+			name: "a FIFO estimate within a fifth of the remaining wait counts, one beyond does not",
+			shown: []truth.Shown{
+				{At: 10 * s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait: 6, Wait25: 6, Wait75: 6},
+				{At: 10 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait: 10, Wait25: 10, Wait75: 10},
+			},
+			want: truth.ShownVerdict{Estimates: 2, EstimateWithin20: 0.5},
+		},
+		{
+			name: "the true place in line is those who arrived earlier and still wait",
+			shown: []truth.Shown{
+				{At: 10 * s, Visitor: 2, Arrived: 2 * s, PositionKnown: true, Position: 2},
+				{At: 6*time.Minute + 30*s, Visitor: 2, Arrived: 2 * s, PositionKnown: true, Position: 1},
+				{At: 10 * s, Visitor: 3, Arrived: 3 * s, PositionKnown: true, Position: 1},
+			},
+			want: truth.ShownVerdict{Positions: 3, PositionWithin10: 2.0 / 3, PositionError90: 2.0 / 3},
+		},
+		{
+			name: "a random queue's range counts who got in within each percentile",
+			shown: []truth.Shown{
+				{At: 0, Visitor: 0, Arrived: 0, WaitKnown: true, Wait25: 5, Wait: 7, Wait75: 9},
+				{At: 0, Visitor: 3, Arrived: 3 * s, WaitKnown: true, Wait25: 5, Wait: 7, Wait75: 9},
+			},
+			want: truth.ShownVerdict{Random: 1, RandomBy25: 0, RandomBy50: 1, RandomBy75: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := truth.JudgeShown(h, tt.shown); got != tt.want {
+				t.Errorf("truth.JudgeShown = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -45,7 +45,7 @@ func TestPositionInLine(t *testing.T) {
 				t.Errorf("positionKnown %v, position %s; want true and %s", known, pos, tt.want)
 			}
 			page := body(t, last.get(f.srv, "http://app.test/"))
-			line := "About " + tt.want + " people ahead of you."
+			line := "About " + tt.want + " people are ahead of you."
 			if tt.want != "" && !strings.Contains(page, line) {
 				t.Errorf("the default page lacks %q", line)
 			}

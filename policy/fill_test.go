@@ -281,8 +281,9 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 // sessions began to end and single slots opened.
 func TestTheRingHoldsItsLimitsWhenEachNodeAssumesItsOwnLag(t *testing.T) {
 	ms := time.Millisecond
-	for _, seed := range []uint64{5, 8, 9, 11} {
+	for _, seed := range []uint64{5, 9} {
 		t.Run(fmt.Sprintf("a fresh flood of browsing visitors, arrivals drawn from seed %d, with lags of 0.2, 0.3 and 0.45 s stays within its limits", seed), func(t *testing.T) {
+			t.Parallel()
 			room := policy.Room{TotalActiveUsers: 40, NewUsersPerMinute: 40, SessionDuration: 1}
 			c := newRing(room, 3)
 			c.step, c.delay, c.lags = 50*ms, 100*ms, []time.Duration{200 * ms, 300 * ms, 450 * ms}

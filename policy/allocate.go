@@ -523,10 +523,9 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 	}
 	lo = min(lo, 1)
 	hi := min(lo+sp.share+anyEach, 1)
-	u := unitHash(a.roomName, a.now.UnixNano()/a.lag.Nanoseconds())
 	// Systematic rounding: every node rounds its interval of the common line
 	// with the same offset, so the rounded parts add up to at most v.
-	total := int64(math.Floor(tidy(v*hi)+u)) - int64(math.Floor(tidy(v*lo)+u))
+	total := roundedPart(a.roomName, v, lo, hi, a.now)
 	sp.allowance = max(0, total-k)
 	sp.burst = a.burstAllowance(snap, sp.pool, k, a.othersSince(snap, m, ok))
 	sp.allowance = max(sp.allowance, sp.burst)
@@ -772,7 +771,7 @@ func referenceRate(snap *crdt.RoomSnapshot, frac float64) float64 {
 func tidy(x float64) float64 { return math.Round(x*1e9) / 1e9 }
 
 // unitHash maps (s, x) to [0, 1) so that every node draws the same offset
-// for the same room and lag window.
+// for the same room and rounding window.
 func unitHash(s string, x int64) float64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(s); i++ {

@@ -458,6 +458,18 @@ func (k *counter) queue(ev Event, bucket int64) {
 		// later is what the reason above is about (at the edge, forty
 		// visitors proving a minute late in their old bucket were let
 		// in over the minute's limit by half).
+		//
+		// A proof held up past ProofGrace by no fault of the visitor's
+		// (the node that gave the first page was killed, and the proof
+		// came back through another node seconds later) joins the current
+		// minute's bucket too, and the origin counts the visitor from its
+		// first request: a FIFO inversion in the truth's terms, for that
+		// visitor alone. The token cannot tell that delay from a client
+		// that proves when it pleases (it carries the first request's
+		// time, which every late proof has), and keeping the old bucket
+		// for late proofs is what let the forty in over the limit, so the
+		// grace is not widened for it: a visitor put back by at most one
+		// minute against a limit that could be overrun.
 		bucket = k.nowMin
 	}
 	if bucket != c.Bucket {

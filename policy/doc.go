@@ -156,9 +156,10 @@
 //     seconds, where the reference gives it 20%); a quiet node keeps its
 //     share of what is left.
 //   - Shares are rounded on one line from 0 to the pool, with an offset all
-//     nodes draw alike from the room and the lag window, so the whole slots
-//     add up to at most the pool, and a share below one slot still gets a
-//     slot in proportion.
+//     nodes draw alike from the room and the second of the ring's time
+//     (never from their own lags, which differ), so the whole slots add up
+//     to at most the pool, and a share below one slot still gets a slot in
+//     proportion.
 //
 // No free-for-all below some utilisation: a flood that reaches every node in
 // the same second (the start of a ticket sale) would be admitted n times
@@ -259,7 +260,9 @@
 //     limit it is at most N × L / 60 s (N = new_users_per_minute).
 //   - Rounding: zero when views agree and every node has traffic; at most
 //     one slot per lag for each node whose view differs or whom the others
-//     have not heard from (it cannot know its place on the shared line).
+//     have not heard from (it cannot know its place on the shared line),
+//     and one slot when the offset turns within a lag of an admission the
+//     node has not heard of yet (see roundedPart).
 //   - The expiring minute, taken as spread evenly: a burst of last requests at
 //     one second of minute m − session_duration is misjudged by at most
 //     that burst × the elapsed part of the minute, during minute m only.

@@ -32,9 +32,8 @@ const MaxHold = time.Second
 // by Decide, on a later allocation, as if it had come then, so the overshoot
 // bound is that of Decide. It ends on the first allocation made two lags (at
 // most MaxHold) after since: by then the node has heard the others'
-// admissions of the first lag, its own have left the span its allowance
-// counts, and the offset its shares are rounded with has turned once (see
-// continuousSplit), so its answer stands. (One lag was too short at the
+// admissions of the first lag and its own have left the span its allowance
+// counts, so its answer stands. (One lag was too short at the
 // edge: a real fresh flood queued its first visitor at 37 of 40 after
 // holding it for one lag, 0.28 s, with the node's share still used up.)
 //

@@ -36,6 +36,10 @@ type ring struct {
 	start  time.Time
 	step   time.Duration // 0: one second
 	delay  time.Duration // gossip delay, a whole number of steps; 0: at the end of each step
+	// lags, when set, is the lag each node assumes (Room.Lag), as each
+	// edge derives its own from the delays it measures; nil: room.Lag at
+	// every node.
+	lags   []time.Duration
 	cutAt  time.Duration // from start; the cut lasts to the end (0 with one part: never)
 	whole  bool          // read the whole snapshot while cut (what the edge did before Side)
 	noHold bool          // queue at once where the edge would hold the request (Allocation.Held)
@@ -167,6 +171,9 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 		for i := range n {
 			part := c.parts[c.partOf(i)]
 			room := c.room
+			if c.lags != nil {
+				room.Lag = c.lags[i]
+			}
 			var snap crdt.RoomSnapshot
 			if cut && !c.whole {
 				in := map[crdt.ReplicaID]bool{}

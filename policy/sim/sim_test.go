@@ -68,11 +68,13 @@ var shorts = []short{
 	// later: 1.08 % → 1.39 % at the scenario's seed (3), but 1.30 % →
 	// 1.09 % at seed 1 and 1.61 % → 1.53 % at seed 2, so no worse beyond
 	// the seeds' own spread; the ratchet sits just above seed 3's value.
+	// With the shares' rounding offset turning every second of the ring's
+	// time rather than every lag, the draws differ: 1.39 % → 1.41 %.
 	{name: "region-shift", shrink: func(sc *sim.Scenario) {
 		sc.Events[0].At = dur(3 * time.Minute)
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.014}},
+	}, limits: map[string]float64{sim.GoalFIFOInversions: 0.015}},
 	{name: "single-node-flood", shrink: func(sc *sim.Scenario) {
 		a := &sc.Visitors.Arrival
 		a.SpikeAt, a.SpikeVisitors, a.End = dur(2*time.Minute), 1500, dur(7*time.Minute)

@@ -431,37 +431,33 @@ func (s *Server) readCodes(w http.ResponseWriter, r *http.Request) (*room, []str
 // its own expiry, and refused from then on (visitors who already hold its
 // group keep it).
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
-	rm, codes, ok := s.readCodes(w, r)
-	if !ok {
-		return
-	}
-	signer := cookie.NewCodeSigner(s.keys)
-	now := s.ringNow()
-	out := make([]codeStatus, 0, len(codes))
-	for _, text := range codes {
-		c, err := signer.Verify(text, rm.name, now)
-		st := codeStatus{ID: c.IDString(), Group: c.Group}
-		switch {
-		case err != nil:
-			st.Error = err.Error()
-		default:
-			s.node.Mark(revokedMark(rm.name, c), c.Expires)
-			st.Revoked = true
-			st.Uses, st.Used = int(c.Uses), s.usesOf(rm.name, c)
-			st.Expires = time.Unix(c.Expires, 0).UTC().Format(time.RFC3339)
+	rm, n := s.eachCode(w, r, func(rm *room, c cookie.Code, err error, st *codeStatus) {
+		if err != nil {
+			return
 		}
-		out = append(out, st)
+		s.node.Mark(revokedMark(rm.name, c), c.Expires)
+		st.Revoked = true
+	})
+	if rm != nil {
+		s.log.Info().Str("room", rm.name).Int("codes", n).Str("by", r.RemoteAddr).Msg("priority codes revoked through the admin API")
 	}
-	s.log.Info().Str("room", rm.name).Int("codes", len(codes)).Str("by", r.RemoteAddr).Msg("priority codes revoked through the admin API")
-	writeJSON(w, http.StatusOK, out)
 }
 
 // serveCodeStatus reports, for each code, its uses as this node knows them
 // and whether it is revoked.
 func (s *Server) serveCodeStatus(w http.ResponseWriter, r *http.Request) {
+	s.eachCode(w, r, nil)
+}
+
+// eachCode answers a request naming codes with one status per code: what
+// the code says and, when it verifies (or has only expired), its uses as
+// this node knows them and whether it is revoked, after act (when not nil)
+// has had its turn with it. It returns the room and how many codes it
+// answered for, or a nil room when the request was refused.
+func (s *Server) eachCode(w http.ResponseWriter, r *http.Request, act func(*room, cookie.Code, error, *codeStatus)) (*room, int) {
 	rm, codes, ok := s.readCodes(w, r)
 	if !ok {
-		return
+		return nil, 0
 	}
 	signer := cookie.NewCodeSigner(s.keys)
 	now := s.ringNow()
@@ -472,14 +468,18 @@ func (s *Server) serveCodeStatus(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			st.Error = err.Error()
 		}
+		if act != nil {
+			act(rm, c, err, &st)
+		}
 		if err == nil || errors.Is(err, cookie.ErrCodeExpired) {
 			st.Used = s.usesOf(rm.name, c)
-			st.Revoked = s.node.HasMark(revokedMark(rm.name, c))
+			st.Revoked = st.Revoked || s.node.HasMark(revokedMark(rm.name, c))
 			st.Expires = time.Unix(c.Expires, 0).UTC().Format(time.RFC3339)
 		}
 		out = append(out, st)
 	}
 	writeJSON(w, http.StatusOK, out)
+	return rm, len(codes)
 }
 
 // GroupFigures are a priority group's figures over a span of minutes,

@@ -1,6 +1,7 @@
 package crdt_test
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -298,6 +299,7 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 			side := m.SnapshotOf(room, sec, w, keep)
 			want := model.Snapshot(room, sec, w)
 			want.Active, want.Waiting, want.TotalWaiting = cellwise(es, room, sec, w)
+			want.Arrived = arrivedIn(es, room, want.Waiting)
 			if !reflect.DeepEqual(side, want) {
 				t.Fatalf("SnapshotOf(kept) = %+v, want %+v", side, want)
 			}
@@ -315,6 +317,40 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 // cellwise is the model of SnapshotOf's session and waiting sums: net per
 // cell, each at least zero, then summed: sessions whose expiry second is
 // after sec, waiting cells within the window.
+// arrivedIn is the arrival slots a snapshot lists, from the entries es: the
+// QueuedAt counts of the room's buckets that have someone waiting, oldest
+// first (nil when none).
+func arrivedIn(es []crdt.Entry, room string, waiting []crdt.BucketCount) []crdt.SlotCount {
+	waits := map[int64]bool{}
+	for _, b := range waiting {
+		waits[b.Bucket] = b.N > 0
+	}
+	bySlot := map[int64]int64{}
+	for _, e := range es {
+		if e.Key.Room == room && e.Key.Kind == crdt.QueuedAt {
+			bySlot[e.Key.Bucket] += int64(e.Value)
+		}
+	}
+	var out []crdt.SlotCount
+	for sec, n := range bySlot {
+		if n > 0 && waits[floorMinute(sec)] {
+			out = append(out, crdt.SlotCount{Second: sec, N: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b crdt.SlotCount) int { return cmp.Compare(a.Second, b.Second) })
+	return out
+}
+
+// floorMinute is the minute of a unix second, rounding towards minus
+// infinity.
+func floorMinute(sec int64) int64 {
+	m := sec / 60
+	if sec%60 < 0 {
+		m--
+	}
+	return m
+}
+
 func cellwise(es []crdt.Entry, room string, sec int64, w crdt.Windows) (active int64, waiting []crdt.BucketCount, total int64) {
 	type cell struct {
 		waiting        bool

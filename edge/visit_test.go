@@ -417,7 +417,7 @@ func TestEarlyCheckInIsNotAnAttempt(t *testing.T) {
 		after func(refresh int) time.Duration
 		admit bool
 	}{
-		{name: "a check-in five seconds after the last gets the page again and no slot", after: func(int) time.Duration { return 5 * time.Second }},
+		{name: "a check-in a second after the last gets the page again and no slot", after: func(int) time.Duration { return time.Second }},
 		{name: "a check-in two seconds before the interval is still early", after: func(r int) time.Duration { return time.Duration(r-2) * time.Second }},
 		{name: "a check-in at the interval is an attempt and takes the open slot", after: func(r int) time.Duration { return time.Duration(r) * time.Second }, admit: true},
 		{name: "a check-in long after the interval takes the open slot", after: func(r int) time.Duration { return time.Duration(r+15) * time.Second }, admit: true},

@@ -126,7 +126,7 @@ func TestRefreshSpammingGainsNothing(t *testing.T) {
 			t.Fatalf("trial %d: nobody was admitted", trial)
 		}
 		if a, b := attempts[spam], attempts[polite]; a > b+2 {
-			// Both draw their refresh intervals at random (17–23 s); over a
+			// Both draw their refresh intervals at random (the rule's, the same for both); over a
 			// few cycles one may get an attempt or two more by chance, but
 			// not systematically.
 			t.Fatalf("trial %d: the spammer made %d attempts, the polite client %d", trial, a, b)

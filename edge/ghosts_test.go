@@ -155,7 +155,7 @@ func TestACookielessFloodCostsRealVisitorsNothing(t *testing.T) {
 	t.Run("the real visitors wait as long as without the flood, within one refresh", func(t *testing.T) {
 		// All of them arrive in one minute, in one bucket, and who of a
 		// bucket goes in first is whoever checks in first once a slot
-		// opens: the refresh interval is drawn at random (17–23 s) at
+		// opens: the refresh interval is drawn at random (17–23 s, 4–6 s near the front) at
 		// every check-in. So the waits are compared in order, shortest
 		// with shortest, and may differ by up to one interval.
 		const tolerance = 23 * time.Second

@@ -206,7 +206,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 	case answerNoCookie:
 		// Nothing refreshes this answer; a page or app that waits this
 		// long before trying again anyway does not hammer the node.
-		refresh = refreshBase
+		refresh = policy.RefreshBase
 	}
 	method := string(vw.pol.QueueingMethod)
 	if method == "" {
@@ -361,7 +361,7 @@ func writeFilled(w http.ResponseWriter, status int, page []byte, u string) {
 
 // pageCache keeps a room's rendered queue pages by template and variables.
 // The variables take a handful of values at a time (the estimate moves with
-// the allocation, the refresh interval is one of seven jittered values,
+// the allocation, the refresh interval is one of ten jittered values,
 // lastUpdated changes once a second), so nearly every queued visitor gets
 // bytes rendered before; rendering Mustache on every response cost 60% of
 // the queued path.

@@ -15,16 +15,11 @@ import (
 	"github.com/waitroom/waitroom/policy"
 )
 
-// Cookie lifetimes and the refresh interval, those of Cloudflare's Waiting
-// Room as the outside analysis "Cloudflare Waiting Room internals: the JWT,
-// the estimated wait, and edge coordination" reads them: a queued
-// visitor's token lives five minutes and the page refreshes about every
-// twenty seconds, jittered per check-in so that check-ins spread out.
-const (
-	queuedTokenLife = policy.QueuedTokenLife * time.Second
-	refreshBase     = 20
-	refreshJitter   = 3 // ± seconds
-)
+// A queued visitor's token lives five minutes, as Cloudflare's Waiting Room's
+// does in the outside analysis "Cloudflare Waiting Room internals: the JWT,
+// the estimated wait, and edge coordination"; the page's refresh interval
+// is the counter rule's (policy.Allocation.RefreshInterval).
+const queuedTokenLife = policy.QueuedTokenLife * time.Second
 
 // room is one waiting room at run time. Its settings are immutable: a change
 // builds a new room that takes over the old one's allocation chain.

@@ -282,6 +282,9 @@ again:
 	hold.decided(out)
 	hold.release()
 	ev.Outcome, ev.At = out, nowSec
+	// Short near the front of the line, so that the slots that open there
+	// are taken within seconds (see policy.Allocation.RefreshInterval).
+	ev.Refresh = a.RefreshInterval(bucket, rand.Float64())
 	add, after := policy.Count(add, a.view.pol, rm.name, rq.before, ev)
 	if len(add) > 0 {
 		s.node.Add(add...)
@@ -300,7 +303,7 @@ again:
 // decision is the event a decision is counted as, before its outcome, and
 // the arrival bucket the visitor is decided in.
 func (s *Server) decision(rq *request, v *view) (policy.Event, int64) {
-	ev := policy.Event{Step: policy.StepDecided, Fresh: rq.fresh, Refresh: jitteredRefresh(), Challenged: rq.rm.challenge != nil && !rq.tok.Verified}
+	ev := policy.Event{Step: policy.StepDecided, Fresh: rq.fresh, Challenged: rq.rm.challenge != nil && !rq.tok.Verified}
 	bucket := rq.before.Bucket
 	if rq.fresh {
 		bucket = unixMinute(rq.now)
@@ -371,7 +374,7 @@ func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, add [
 	if fresh {
 		before = policy.Counting{Bucket: tok.Bucket, Arrived: tok.Arrived}
 	}
-	add, after := policy.Count(add, a.view.pol, rm.name, before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Refresh: jitteredRefresh(), At: nowSec})
+	add, after := policy.Count(add, a.view.pol, rm.name, before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Refresh: policy.JitteredRefresh(rand.Float64()), At: nowSec})
 	s.record(rm, add)
 	if !fresh {
 		sh.put(tok.ID, after, nowSec)
@@ -388,10 +391,6 @@ func newTokenAnswer(fresh bool) queueAnswer {
 		return answerFirst
 	}
 	return answerCounted
-}
-
-func jitteredRefresh() uint16 {
-	return uint16(refreshBase - refreshJitter + rand.IntN(2*refreshJitter+1))
 }
 
 // randomID draws a visitor's id from the system's randomness: it decides a

@@ -165,11 +165,11 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 			if rs := roomStatus(t, f.admin, "shop"); rs.Status != "queueing" || rs.EstimatedQueuedUsers != 0 {
 				t.Errorf("room status %q with %d queued before the proof, want queueing with 0", rs.Status, rs.EstimatedQueuedUsers)
 			}
-			// Back with the cookie: now it waits, and its page refreshes
-			// at the usual interval.
+			// Back with the cookie: now it waits, at the front of the
+			// line, and its page refreshes at the front's interval.
 			proof := v.prove(t, f.srv, f.clock, resp)
-			if n, err := refreshSeconds(proof); err != nil || n < 17 || n > 23 {
-				t.Errorf("after the proof Refresh %q, want 20 ± 3 seconds", proof.Header.Get("Refresh"))
+			if n, err := refreshSeconds(proof); err != nil || n < 4 || n > 6 {
+				t.Errorf("after the proof Refresh %q, want 5 ± 1 seconds", proof.Header.Get("Refresh"))
 			}
 			rs := roomStatus(t, f.admin, "shop")
 			if rs.Status != "queueing" || rs.EstimatedQueuedUsers != 1 {
@@ -178,15 +178,15 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 		})
 	}
 
-	t.Run("the refresh interval is jittered per visitor between 17 and 23 seconds", func(t *testing.T) {
+	t.Run("the refresh interval at the front of the line is jittered per visitor between 4 and 6 seconds", func(t *testing.T) {
 		f := newFixture(t, fullRoom("shop"))
 		admitFirst(t, f, "http://shop.test/")
 		seen := map[int]bool{}
 		for i := 0; i < 40; i++ {
 			resp := newVisitor().queue(t, f.srv, f.clock, "http://shop.test/")
 			n, err := refreshSeconds(resp)
-			if err != nil || n < 17 || n > 23 {
-				t.Fatalf("Refresh %q, want 17..23", resp.Header.Get("Refresh"))
+			if err != nil || n < 4 || n > 6 {
+				t.Fatalf("Refresh %q, want 4..6", resp.Header.Get("Refresh"))
 			}
 			seen[n] = true
 		}
@@ -417,7 +417,7 @@ func TestEarlyCheckInIsNotAnAttempt(t *testing.T) {
 		after func(refresh int) time.Duration
 		admit bool
 	}{
-		{name: "a check-in five seconds after the last gets the page again and no slot", after: func(int) time.Duration { return 5 * time.Second }},
+		{name: "a check-in a second after the last gets the page again and no slot", after: func(int) time.Duration { return time.Second }},
 		{name: "a check-in two seconds before the interval is still early", after: func(r int) time.Duration { return time.Duration(r-2) * time.Second }},
 		{name: "a check-in at the interval is an attempt and takes the open slot", after: func(r int) time.Duration { return time.Duration(r) * time.Second }, admit: true},
 		{name: "a check-in long after the interval takes the open slot", after: func(r int) time.Duration { return time.Duration(r+15) * time.Second }, admit: true},

@@ -53,6 +53,11 @@ type Allocation struct {
 	marks marks
 	cov   coverage
 	held  holds
+	// nearSeen, nearThrough and nearAll: which buckets are near the front
+	// of the line, and since when (see RefreshInterval).
+	nearSeen    nears
+	nearThrough int64
+	nearAll     bool
 
 	chainStart bool // no earlier allocation of this chain
 	// calm: nobody waits or was queued lately, as far as this node knows
@@ -272,7 +277,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	a.open = a.openSlots(false)
 
 	if prev != nil && prev.led != nil && prev.roomName == snap.Room && prev.self == self {
-		a.led, a.marks, a.held = prev.led, prev.marks, prev.held
+		a.led, a.marks, a.held, a.nearSeen = prev.led, prev.marks, prev.held, prev.nearSeen
 		if prev.cov.minute == snap.Minute && sameLimits(prev.room, room) {
 			a.cov = prev.cov
 		}
@@ -433,6 +438,9 @@ func (a *Allocation) reserve(sp *split, s int64, sticky bool) {
 // count is gone, and after one interval whatever the count says, so the
 // visitors who gave up, whose count lingers for the waiting window, hold
 // nobody for long.
+// The interval is the short one of the visitors near the front (see
+// RefreshInterval) once the bucket has been near for long enough that all
+// its visitors were given it.
 //
 // The interval runs from when the bucket was last seen becoming covered,
 // not when it first was: a bucket that was covered, then not (the minute
@@ -446,7 +454,11 @@ func (a *Allocation) reserve(sp *split, s int64, sticky bool) {
 // the active limit's slots open one by one, 4.6% of admissions in the
 // policy's ring model and 9% at the origin with three real processes.
 func (a *Allocation) holdBack(sp *split, last int) {
-	if a.method == Random || a.strategy != Continuous || len(a.buckets) == 0 {
+	if a.method == Random || a.strategy != Continuous {
+		return
+	}
+	a.markNear(last)
+	if len(a.buckets) == 0 {
 		return
 	}
 	now := a.now.UnixNano()
@@ -457,7 +469,6 @@ func (a *Allocation) holdBack(sp *split, last int) {
 		// and holds only for those it sees covered later.
 		now = math.MinInt64
 	}
-	cutoff := a.now.UnixNano() - (a.room.checkIn() + a.lag).Nanoseconds()
 	var next holds
 	for _, b := range a.buckets[:last+1] {
 		since := now
@@ -467,6 +478,10 @@ func (a *Allocation) holdBack(sp *split, last int) {
 		if !next.add(b.bucket, since, b.n) {
 			break
 		}
+		// A bucket near the front for long enough has its visitors on the
+		// short refresh interval (see RefreshInterval): their check-ins
+		// come within it.
+		cutoff := a.now.UnixNano() - (a.checkInOf(b.bucket) + a.lag).Nanoseconds()
 		if !sp.hasHold && since > cutoff {
 			sp.holdAfter, sp.hasHold = b.bucket, true
 		}

@@ -45,8 +45,9 @@
 // # FIFO as the visitors see it: a covered bucket's check-ins go first
 //
 // A covered bucket's visitors may enter anywhere, but only when they next
-// check in, up to one refresh interval (Room.CheckIn, the edge's 20 s ± 3 s)
-// later. Admitting the pool meanwhile, a newer bucket's visitors or the new
+// check in, up to one refresh interval (Room.CheckIn, the edge's 20 s ± 3 s;
+// NearCheckIn for a bucket near the front of the line for a while, see
+// Allocation.RefreshInterval) later. Admitting the pool meanwhile, a newer bucket's visitors or the new
 // visitors of the minute who need no check-in, lets in someone who came in
 // a later minute while someone who came earlier still waits, and is let in
 // seconds later: a FIFO inversion at the origin. That is what a regional

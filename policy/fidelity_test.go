@@ -268,7 +268,9 @@ func TestAHoldRunsFromWhenTheBucketWasLastCoveredAsItStands(t *testing.T) {
 		{"covered again after its slots went elsewhere, the newer bucket waits another interval",
 			[]world{w(16*time.Second, 1000, 30), w(span+time.Second, 960, 30)}, policy.Queue},
 		{"joined by a visitor after it was covered, the newer bucket waits another interval",
-			[]world{w(16*time.Second, 960, 31), w(span+time.Second, 960, 31)}, policy.Queue},
+			[]world{w(16*time.Second, 960, 31), w(16*time.Second+policy.NearCheckIn, 960, 31)}, policy.Queue},
+		{"joined by a visitor after it was covered, a bucket near the front for long waits only the short interval again",
+			[]world{w(16*time.Second, 960, 31), w(16*time.Second+policy.NearCheckIn+room.Lag+time.Second, 960, 31)}, policy.Admit},
 		{"a bucket that shrinks as its visitors go in keeps its hold's start",
 			[]world{w(16*time.Second, 970, 20), w(span+time.Second, 970, 20)}, policy.Admit},
 	}

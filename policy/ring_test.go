@@ -17,8 +17,8 @@ import (
 // re-allocates every step, as the edge does when the merged state changes.
 // Visitors keep their home node, as cookie-keeping visitors of one region
 // do, come back for the cookie check's proof policy.ProofRefresh after a
-// first queue page, and check in every refresh interval after that (17–23
-// s, as the edge jitters it) until admitted; let in, they browse the origin for a while when the ring
+// first queue page, and check in every refresh interval after that (the
+// counter rule's, policy.Allocation.RefreshInterval, as the edge gives it) until admitted; let in, they browse the origin for a while when the ring
 // has browse set, each page renewing the session. What each request counts
 // is the counter rule's (policy.Count), as at the edge.
 //
@@ -218,10 +218,10 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 	if fresh {
 		bucket = m
 	}
-	// The edge's refresh interval, 20 s ± 3 s, jittered per visitor.
-	refresh := 17 + k*5%7
 	vis := policy.Visitor{Bucket: bucket, Queued: v.tok.Waiting()}
 	out := c.allocs[i].Decide(vis, nil)
+	// The edge's refresh interval, jittered per visitor (spread by k here).
+	refresh := c.allocs[i].RefreshInterval(bucket, float64(k*5%7)/7)
 	if out == policy.Queue {
 		// Queued only for the slots the node keeps back for what the
 		// others may have admitted unheard: the edge holds the request and

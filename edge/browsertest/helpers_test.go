@@ -35,7 +35,7 @@ const (
 	// under a context with this deadline, so it dies with it.
 	testBudget = 75 * time.Second
 	// refreshWait is how long a test waits for one automatic refresh of the
-	// queue page: the interval is 20 s ± 3 s, plus slack for a slow machine.
+	// queue page: the interval is at most 20 s + 3 s, plus slack for a slow machine.
 	refreshWait = 35 * time.Second
 )
 

@@ -47,7 +47,7 @@
 //     rule's: run.request calls policy.Count, as the edge does. A queued
 //     visitor checks in after its token's refresh interval: the proof
 //     interval (policy.ProofRefresh) after its first page, from which on it
-//     counts as waiting, then the page's 17–23 s refresh interval (a refresh spammer sooner; an early check-in is not
+//     counts as waiting, then the page's refresh interval (policy.Allocation.RefreshInterval: 4–6 s near the front of the line, 17–23 s behind it; a refresh spammer sooner; an early check-in is not
 //     an attempt), may give up (abandonment), and once admitted browses for
 //     its time on the origin, a request every request interval; its session
 //     lives session_duration after its last request.

@@ -35,16 +35,13 @@ var Epoch = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 // roomName is the one room every run simulates.
 const roomName = "sim"
 
-// The edge's queue-page constants (edge/room.go): the page refreshes every
-// 17–23 s. A new visitor's first page refreshes after the counter rule's
-// proof interval instead (policy.Count gives its token policy.ProofRefresh,
-// and visitors follow their token's interval). What counts as early, and
-// how long a queued token lives, are the counter rule's too
+// The queue page's refresh interval is the counter rule's, as at the edge:
+// policy.Allocation.RefreshInterval, short near the front of the line and
+// 17–23 s behind it. A new visitor's first page refreshes after the proof
+// interval instead (policy.Count gives its token policy.ProofRefresh, and
+// visitors follow their token's interval). What counts as early, and how
+// long a queued token lives, are the counter rule's too
 // (policy.EarlyCheckIn, policy.QueuedTokenLife).
-const (
-	refreshBase   = 20
-	refreshJitter = 3
-)
 
 type evKind uint8
 
@@ -868,7 +865,7 @@ func (r *run) seedQueue() {
 		v.tok = policy.Counting{
 			Bucket:          claimed.Unix() / 60,
 			LastCheckIn:     now.Unix() - 60,
-			RefreshInterval: refreshBase,
+			RefreshInterval: policy.RefreshBase,
 			Counted:         minute,
 			ExpiresAt:       now.Unix() + policy.QueuedTokenLife,
 			// The spoofed token claims when in its minute too.
@@ -1052,7 +1049,7 @@ func (r *run) decide(i int, n *node, fresh bool, now time.Time) (tok policy.Coun
 	}
 	ev := policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out}
 	if out == policy.Queue {
-		ev.Refresh = uint16(refreshBase - refreshJitter + r.rng.IntN(2*refreshJitter+1))
+		ev.Refresh = n.alloc.RefreshInterval(vis.Bucket, r.rng.Float64())
 	}
 	ev.At = nowSec
 	var incs [12]crdt.Inc
@@ -1121,7 +1118,7 @@ func (r *run) rejected(i int, tok policy.Counting) {
 		return
 	}
 	// A full queue: the page again later, no cookie.
-	r.checkInAfter(i, time.Duration(refreshBase)*time.Second)
+	r.checkInAfter(i, time.Duration(policy.RefreshBase)*time.Second)
 }
 
 // count applies the counter rule to visitor v's state at node n and records

@@ -104,8 +104,13 @@ var shorts = []short{
 	// Room.Lag from its gossip settings; the scenario keeps the default).
 	// Holding the visitors a node would queue only for the slots it keeps
 	// back for the others' unheard admissions (policy.Allocation.Held):
-	// 1.494 → 1.512.
-	{name: "gossip-delay-5s", shrink: shortStep, limits: map[string]float64{sim.GoalPeakNew: 1.52, sim.GoalEstimate: 0}},
+	// 1.494 → 1.512. The front of the line checking in every 4–6 s
+	// (policy.Allocation.RefreshInterval) brings the check-ins that take a
+	// minute's slots within the first seconds of it, inside the gossip
+	// delay that this lag does not cover, so more nodes take the same
+	// slots unheard: 1.516 → 1.874 (a lag that covers the delay, the next
+	// row, keeps the limit).
+	{name: "gossip-delay-5s", shrink: shortStep, limits: map[string]float64{sim.GoalPeakNew: 1.88, sim.GoalEstimate: 0}},
 	{name: "gossip-delay-5s-lag10s", shrink: shortStep, limits: map[string]float64{sim.GoalFirstQueue: 0.7, sim.GoalEstimate: 0}},
 	// Clocks ±30 s apart: the nodes date their counts by the ring's time
 	// (crdt.RingNow), so the short run gives what it gives with every clock

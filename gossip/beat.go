@@ -19,7 +19,7 @@ import (
 // BeatInterval is how often an idle node beats (Config.BeatInterval
 // overrides it): enough for LagMinSamples within LagWindow with room to
 // spare.
-const BeatInterval = 2 * time.Second
+const BeatInterval = crdt.BeatInterval
 
 func (n *Node) beatInterval() time.Duration {
 	if n.cfg.BeatInterval > 0 {
@@ -47,7 +47,7 @@ func beatName(r crdt.ReplicaID) string { return "b|" + strconv.FormatUint(uint64
 
 func (n *Node) beatLoop() {
 	defer n.wg.Done()
-	t := time.NewTicker(n.beatInterval() / 4)
+	t := time.NewTicker(n.beatInterval() / crdt.BeatChecks)
 	defer t.Stop()
 	for {
 		select {

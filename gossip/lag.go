@@ -30,16 +30,18 @@ import (
 // that has said nothing lately may be slower than the others, so then the
 // caller keeps its configured bound.
 
-// Measurement bounds.
+// Measurement bounds. The delay rule (window, percentile, minimum samples,
+// the highest over live peers) is crdt's (crdt.Delays, crdt.RingDelay), the
+// one the simulator replays too.
 const (
 	// LagWindow is how long a delay sample counts.
-	LagWindow = time.Minute
+	LagWindow = crdt.DelayWindow
 	// LagMinSamples is how many delay samples within LagWindow a peer must
 	// have given before its delay is trusted.
-	LagMinSamples = 8
+	LagMinSamples = crdt.DelayMinSamples
 	// LagQuantile is the percentile of a peer's delays reported as its
 	// delay.
-	LagQuantile = 0.99
+	LagQuantile = crdt.DelayQuantile
 	// OffsetWindow is how long a clock-offset sample counts: a peer is
 	// probed about once per probe interval times the ring's size, which on
 	// a large WAN ring is minutes.
@@ -48,19 +50,14 @@ const (
 	// median before it says so in its log.
 	ClockSkewLimit = 5 * time.Minute
 
-	maxDelaySamples  = 512 // per peer; the most recent are kept
-	maxOffsetSamples = 16  // per peer
+	maxDelaySamples  = crdt.DelayKeep // per peer; the most recent are kept
+	maxOffsetSamples = 16             // per peer
 	// offsetRecent is how many of a peer's latest probes its offset is
 	// taken from: enough for one with a short round trip among them, few
 	// enough that a stepped clock (an NTP step, a restart) is followed
 	// after that many probes rather than after OffsetWindow.
 	offsetRecent = 4
 )
-
-type delaySample struct {
-	at time.Time // when it was taken, our clock
-	d  time.Duration
-}
 
 type offsetSample struct {
 	at       time.Time
@@ -69,8 +66,7 @@ type offsetSample struct {
 
 // peerSamples are one peer's recent samples, each kept in a ring buffer.
 type peerSamples struct {
-	delays  []delaySample
-	dnext   int
+	delays  crdt.Delays
 	offsets []offsetSample
 	onext   int
 }
@@ -100,14 +96,7 @@ func (b *lagBook) samples(peer string) *peerSamples {
 func (b *lagBook) addDelay(peer string, now time.Time, d time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p := b.samples(peer)
-	s := delaySample{at: now, d: max(d, 0)}
-	if len(p.delays) < maxDelaySamples {
-		p.delays = append(p.delays, s)
-		return
-	}
-	p.delays[p.dnext] = s
-	p.dnext = (p.dnext + 1) % maxDelaySamples
+	b.samples(peer).delays.Add(now, d)
 }
 
 // addOffset records one probe of peer: its clock minus ours (off) as
@@ -188,7 +177,12 @@ func (p PeerLag) Delay() time.Duration { return p.delay }
 
 // Trusted reports whether the peer's delay is measured well enough to use:
 // its offset is known and it gave LagMinSamples within the window.
-func (p PeerLag) Trusted() bool { return p.OffsetKnown && p.Samples >= LagMinSamples }
+func (p PeerLag) Trusted() bool { return p.crdt().Trusted() }
+
+// crdt is the summary the shared delay rule reads.
+func (p PeerLag) crdt() crdt.PeerDelay {
+	return crdt.PeerDelay{Delay: p.delay, Samples: p.Samples, OffsetKnown: p.OffsetKnown}
+}
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
@@ -205,26 +199,11 @@ func (b *lagBook) peer(name string, now time.Time) PeerLag {
 		out.offset, out.OffsetKnown = off, true
 		out.ClockOffsetMs, out.OffsetRTTMs = ms(off), ms(rtt)
 	}
-	ds := make([]time.Duration, 0, len(p.delays))
-	for _, s := range p.delays {
-		if now.Sub(s.at) <= LagWindow && !s.at.After(now) {
-			ds = append(ds, s.d)
-		}
-	}
-	out.Samples = len(ds)
-	if len(ds) > 0 {
-		out.delay = quantile(ds, LagQuantile)
-		out.DelayMs = ms(out.delay)
-		out.DelayMaxMs = ms(slices.Max(ds))
-	}
+	d := p.delays.At(now)
+	out.Samples = d.Samples
+	out.delay = d.Delay
+	out.DelayMs, out.DelayMaxMs = ms(d.Delay), ms(d.Max)
 	return out
-}
-
-// quantile is the nearest-rank q-quantile of ds (sorted in place).
-func quantile(ds []time.Duration, q float64) time.Duration {
-	slices.Sort(ds)
-	i := int(q*float64(len(ds))+0.999999999) - 1
-	return ds[min(max(i, 0), len(ds)-1)]
 }
 
 // RingLag is how late the live peers' changes reach this node.
@@ -261,15 +240,14 @@ func (r RingLag) Skew() time.Duration { return r.skew }
 
 // ring summarises the live peers at now.
 func (b *lagBook) ring(live []string, now time.Time) RingLag {
-	out := RingLag{Measured: len(live) > 0}
+	var out RingLag
+	ds := make([]crdt.PeerDelay, 0, len(live))
 	for _, name := range live {
 		p := b.peer(name, now)
 		out.Peers = append(out.Peers, p)
-		if !p.Trusted() {
-			out.Measured = false
-		}
-		out.Delay = max(out.Delay, p.delay)
+		ds = append(ds, p.crdt())
 	}
+	out.Delay, out.Measured = crdt.RingDelay(ds)
 	sort.Slice(out.Peers, func(i, j int) bool { return out.Peers[i].Name < out.Peers[j].Name })
 	out.DelayMs = ms(out.Delay)
 	var offs []time.Duration

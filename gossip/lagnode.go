@@ -98,7 +98,7 @@ func (n *Node) noteDelayOf(r crdt.ReplicaID, at int64, now time.Time) {
 // delayOf is how long ago, at now, a change was made at unix ms at on a
 // clock that reads off ahead of ours.
 func delayOf(at int64, now time.Time, off time.Duration) time.Duration {
-	return now.Sub(time.UnixMilli(at).Add(-off))
+	return crdt.ChangeDelay(at, now, off)
 }
 
 // livePeers are the names of the other live members.
@@ -126,15 +126,12 @@ type cachedLag struct {
 	measured bool
 }
 
-// lagCacheFor is how long RingDelay reuses its figure: allocations are
-// recomputed after every merge, and a figure over a minute of samples does
-// not move faster than this.
-const lagCacheFor = 250 * time.Millisecond
-
 // RingDelay is Lag's ring-wide delay, and whether every live peer's delay is
 // measured well enough to use; cheap enough to ask on every allocation.
 func (n *Node) RingDelay(now time.Time) (time.Duration, bool) {
-	if c := n.lagCache.Load(); c != nil && !now.Before(c.at) && now.Sub(c.at) < lagCacheFor {
+	// The figure is reused for crdt.DelayReuse: allocations are recomputed
+	// after every merge.
+	if c := n.lagCache.Load(); c != nil && crdt.ReuseDelay(c.at, now) {
 		return c.delay, c.measured
 	}
 	l := n.Lag(now)

@@ -17,8 +17,17 @@
 //     sees) and its own policy allocation chain: Allocate once, then
 //     Next every 250 ms of virtual time, after every gossip delivery that
 //     changes the state (at most every 50 ms) and when a request finds the
-//     minute turned, as the edge's allocation loop does. Room.Lag is the
-//     scenario's room.lag, or the policy default as in the edge.
+//     minute turned, as the edge's allocation loop does. Room.Lag is what
+//     the edge assumes: each node takes a delay sample from the first
+//     arrival of every gossip message that changes its state (stamped with
+//     its origin's clock when its oldest change was made) and of every
+//     beat a peer sends after crdt.BeatInterval without counts of its own,
+//     reads the ring's delay by the edge's rule (crdt.Delays,
+//     crdt.RingDelay: the 99th percentile per peer over a minute, the
+//     highest over the live peers, once each gave eight samples) and
+//     assumes policy.AssumedLag of it; until then, or with
+//     gossip.lag_measured: false, the configured bound (room.lag, or the
+//     policy default, as the edge's gossip_lag or its profile's).
 //   - Membership, per node, as the edge's room.recomputeLocked reads it
 //     from gossip: Room.Nodes is the node's expected members, the members
 //     it counts live but never fewer than the largest ring it saw in the

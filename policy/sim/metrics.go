@@ -151,6 +151,10 @@ type Counts struct {
 	MessagesCut  int `json:"gossip_messages_cut,omitempty"` // lost to a partition
 	PushPulls    int `json:"push_pulls"`
 	Allocations  int `json:"allocations"`
+	// MeasuredLag: allocations that assumed a measured lag below the
+	// configured one; Beats: beat messages sent (not in Messages).
+	MeasuredLag int `json:"allocations_measured_lag,omitempty"`
+	Beats       int `json:"beats,omitempty"`
 }
 
 // MinuteStat is one wall-clock minute.

@@ -114,7 +114,14 @@ type Gossip struct {
 	// them (memberlist sends them with the next gossip packet). 0 means
 	// 50ms.
 	Batch Duration `yaml:"batch" json:"batch,omitempty"`
+	// LagMeasured false makes every node assume the configured lag
+	// (room.lag) throughout, as the edge's gossip_lag_measured: false; by
+	// default each node measures the delay of what it hears, idle beats
+	// included, and assumes policy.AssumedLag of it, as the edge does.
+	LagMeasured *bool `yaml:"lag_measured" json:"lag_measured,omitempty"`
 }
+
+func (g Gossip) lagMeasured() bool { return g.LagMeasured == nil || *g.LagMeasured }
 
 // Room holds the room settings, with Cloudflare's field names.
 type Room struct {

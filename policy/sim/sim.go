@@ -62,6 +62,7 @@ const (
 	evHeal                     // a partition ends
 	evRejoin                   // a node rejoins peer after a heal
 	evRestart                  // a node that crashed or left starts again
+	evBeat                     // a node checks whether it is idle enough to beat
 )
 
 type event struct {
@@ -131,6 +132,10 @@ type message struct {
 	from     int32
 	pushPull bool // the initiator's state: answer with ours
 	rejoin   bool // a push-pull of the join after a heal: the peers count each other live again
+	// at is the origin's clock (unix ms) when the oldest change the
+	// message carries was made, or the beat's time (0: not stamped).
+	at   int64
+	beat bool // a beat: no state, a delay sample only
 }
 
 // node is one virtual waitroom node: its own replica of the state, its own
@@ -164,10 +169,25 @@ type node struct {
 
 	outbox  []crdt.Entry
 	outIdx  map[crdt.Key]int
+	outAt   int64 // the own clock (unix ms) of the outbox's first entry
 	flushAt bool
 	horizon int64
 	// ringLast is the last ring time the node read (crdt.RingNow).
 	ringLast time.Time
+
+	// The measured gossip delay (lag.go): delays[j] are the samples of
+	// peer j, beats[j] the time of the latest beat heard from it; the
+	// ring's delay as last read (at lagAt, its own clock); lastOwn when it
+	// last shipped counts of its own or beat.
+	delays    []crdt.Delays
+	beats     []int64
+	lagAt     time.Time
+	lagSet    bool
+	ringDelay time.Duration
+	measured  bool
+	lastOwn   time.Time
+	ownSet    bool
+	beatLoop  int32 // the beat loop's generation: one per process
 }
 
 // clock is node n's time at virtual time t, the edge's gossip.Node.RingNow:
@@ -215,6 +235,10 @@ func (n *node) setSees(j int, live bool, now time.Duration) {
 	}
 	n.rings = append(n.rings, ring{members: was, until: now})
 	n.sees[j] = live
+	if !live {
+		// gossip forgets what it measured of a peer that left its ring.
+		n.forgetDelays(j)
+	}
 	if live {
 		n.live++
 	} else {
@@ -330,12 +354,14 @@ type run struct {
 	group     []int
 	cut       int
 	offs      []time.Duration // scratch for clock
-	parts     []*Partition
-	arr       []arrival
-	vis       []visitor
-	next      int // next arrival to inject
-	rec       *recorder
-	counts    Counts
+	// peerDelays is scratch for lagFor.
+	peerDelays []crdt.PeerDelay
+	parts      []*Partition
+	arr        []arrival
+	vis        []visitor
+	next       int // next arrival to inject
+	rec        *recorder
+	counts     Counts
 
 	// debug, when set, sees every decision (tests and investigations).
 	debug func(r *run, n *node, v *visitor, out policy.Outcome, bucket int64, fresh bool)
@@ -394,6 +420,7 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 			state: crdt.New(), skew: skews[i], up: true,
 			sees: make([]bool, sc.Nodes.Count), live: sc.Nodes.Count, left: make([]bool, sc.Nodes.Count),
 			expUntil: -1, outIdx: map[crdt.Key]int{},
+			delays: make([]crdt.Delays, sc.Nodes.Count), beats: make([]int64, sc.Nodes.Count),
 		}
 		for j := range n.sees {
 			n.sees[j] = true
@@ -413,6 +440,7 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 		if pp := sc.Gossip.PushPull.D(); pp > 0 && len(r.nodes) > 1 {
 			r.schedule(event{at: pp * time.Duration(n.id+1) / time.Duration(len(r.nodes)), kind: evPushPull, node: int32(n.id)})
 		}
+		r.startBeats(n)
 	}
 	for _, e := range sc.Events {
 		switch {
@@ -538,6 +566,10 @@ func (r *run) handle(e event) {
 		r.rejoin(n, int(e.vis))
 	case evRestart:
 		r.restart(n)
+	case evBeat:
+		if e.vis == n.beatLoop {
+			r.beatIfIdle(n)
+		}
 	}
 }
 
@@ -555,6 +587,10 @@ func (r *run) recompute(n *node) {
 	}
 	pol := r.room
 	pol.Nodes = n.expectedMembers(r.now)
+	pol.Lag = r.lagFor(n)
+	if pol.Lag < r.configuredLag() {
+		r.counts.MeasuredLag++
+	}
 	var snap crdt.RoomSnapshot
 	if n.live < pol.Nodes && r.sc.Nodes.CutHandling != CutWhole {
 		snap = n.state.SnapshotOf(roomName, now.Unix(), r.win, n.reach)
@@ -581,6 +617,10 @@ func (r *run) add(n *node, k crdt.Key) {
 	e, ok := n.state.Add(k, n.replica, 1)
 	if !ok {
 		return
+	}
+	if len(n.outbox) == 0 {
+		// The stamp of the message: its oldest change (gossip.Node.Add).
+		n.outAt = n.local(r.now).UnixMilli()
 	}
 	if i, ok := n.outIdx[k]; ok {
 		n.outbox[i] = e
@@ -612,8 +652,9 @@ func (r *run) flush(n *node) {
 		n.outbox, n.outIdx = n.outbox[:0], map[crdt.Key]int{}
 		return
 	}
-	m := &message{entries: n.outbox, from: int32(n.id)}
+	m := &message{entries: n.outbox, from: int32(n.id), at: n.outAt}
 	n.outbox, n.outIdx = nil, map[crdt.Key]int{}
+	n.lastOwn, n.ownSet = n.local(r.now), true
 	for _, o := range r.nodes {
 		if o == n || !o.up || !n.sees[o.id] {
 			continue
@@ -638,11 +679,18 @@ func (r *run) deliver(n *node, m *message) {
 		r.counts.MessagesCut++
 		return
 	}
+	if m.beat {
+		r.onBeat(n, m)
+		return
+	}
 	changed := false
 	for _, e := range m.entries {
 		if n.state.Apply(e) {
 			changed = true
 		}
+	}
+	if changed && !m.pushPull && !m.rejoin {
+		r.noteDelay(n, int(m.from), m.at)
 	}
 	if m.rejoin {
 		// The join's push-pull carries the membership: the state first,
@@ -744,6 +792,9 @@ func (r *run) restart(n *node) {
 	n.state = crdt.New()
 	n.alloc, n.allocMinute, n.kicked, n.horizon = nil, 0, false, 0
 	n.outbox, n.outIdx, n.flushAt = nil, map[crdt.Key]int{}, false
+	// A new process: nothing measured, nothing heard.
+	n.delays, n.beats = make([]crdt.Delays, len(r.nodes)), make([]int64, len(r.nodes))
+	n.lagSet, n.ownSet = false, false
 	all := make([]int32, len(r.nodes))
 	for j := range n.sees {
 		n.sees[j], n.left[j] = j == n.id, false
@@ -760,6 +811,7 @@ func (r *run) restart(n *node) {
 	if pp := r.sc.Gossip.PushPull.D(); pp > 0 && len(r.nodes) > 1 {
 		r.schedule(event{at: r.now + pp, kind: evPushPull, node: int32(n.id)})
 	}
+	r.startBeats(n)
 	for _, o := range r.nodes {
 		if o != n && o.up {
 			r.rejoin(n, o.id)

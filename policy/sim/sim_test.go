@@ -145,12 +145,21 @@ var shorts = []short{
 	}, limits: map[string]float64{sim.GoalPeakActive: 1.09}},
 	// Holding the visitors a node would queue only for the slots it keeps
 	// back (policy.Allocation.Held) took the first queueing from 0.45 to
-	// 0.775 here; the simulator's lag (the policy's default, 2 s) is still
-	// ten times the modelled gossip delay, and a hold lasts at most
-	// policy.MaxHold.
+	// 0.775 here; a hold lasts at most policy.MaxHold. The nodes now
+	// assume the lag the edge would, measured from their deliveries and
+	// idle beats, but the ring starts with the flood: the first queueing
+	// (3.8 s in) comes before every peer gave the eight samples the rule
+	// asks for (7 to 10 each), so the nodes still assume the configured
+	// 2 s, as a freshly started edge ring does. The beats' draws change
+	// the run's random stream: 0.775 → 0.675 at the scenario's seed (24),
+	// 0.575 → 0.575, 0.575 → 0.575, 0.700 → 0.625, 0.550 → 0.550 and
+	// 0.650 → 0.725 at seeds 1–5, so within the seeds' spread. With the
+	// flood 30 s into a running ring (a warm one), the measured lag takes
+	// it to 0.925–0.975 at seeds 24 and 1–3 (0.600–0.800 with the
+	// configured lag).
 	{name: "fresh-flood-all-nodes", shrink: func(sc *sim.Scenario) {
 		sc.Duration = dur(4 * time.Minute)
-	}, limits: map[string]float64{sim.GoalPeakActive: 1.13, sim.GoalFirstQueue: 0.77}},
+	}, limits: map[string]float64{sim.GoalPeakActive: 1.13, sim.GoalFirstQueue: 0.67}},
 	// 50,000 cookieless first requests at one node within four seconds:
 	// they take no waiting place, so the queue never fills and the real
 	// visitors' order holds.

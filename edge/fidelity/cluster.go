@@ -111,6 +111,9 @@ func roomConfig(s Scenario, originURL string) []byte {
 	fmt.Fprintf(&b, "origin: %q\nlog_level: info\nrooms:\n", originURL)
 	fmt.Fprintf(&b, "  - name: %s\n    total_active_users: %d\n    new_users_per_minute: %d\n    session_duration: %d\n    queueing_method: fifo\n",
 		roomName, s.Limits.TotalActiveUsers, s.Limits.NewUsersPerMinute, int(s.Limits.SessionDuration/time.Minute))
+	// The crowd's apps ask for the queue answer's JSON form, to read what
+	// they were told (see shown.go).
+	b.WriteString("    json_response_enabled: true\n")
 	if s.Limits.DisableSessionRenewal {
 		b.WriteString("    disable_session_renewal: true\n")
 	}

@@ -86,3 +86,33 @@ func TestTheCrowdsAppsNoteWhatTheyWereTold(t *testing.T) {
 		}
 	}
 }
+
+func TestARandomQueueIsNotHeldToFIFO(t *testing.T) {
+	s, err := Select(OptionalScenarios(true, 3), []string{"random-queue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s[0].Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(roomConfig(s[0], "http://127.0.0.1:1")), "queueing_method: random\n") {
+		t.Fatalf("the room is not a random queue:\n%s", roomConfig(s[0], "http://127.0.0.1:1"))
+	}
+	inverted := Truth{Admissions: 10, Inversions: 5}
+	for _, c := range []struct {
+		name string
+		s    Scenario
+		met  bool
+	}{
+		{"a random queue's inversions miss no goal", s[0], true},
+		{"a FIFO queue's miss the FIFO goal", mustScenario(t, "sessions-1min"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, g := range queueingGoals(c.s, Goals(inverted, c.s.Limits, 0)) {
+				if g.Key == GoalFIFO && g.Met != c.met {
+					t.Fatalf("FIFO goal %+v; want met %v", g, c.met)
+				}
+			}
+		})
+	}
+}

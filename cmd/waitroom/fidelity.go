@@ -57,8 +57,8 @@ random queue the shares let in within the 25th/50th/75th percentile estimates.
 Scenarios: sessions-1min, sessions-5min, regional-4-1-1, fresh-flood,
 steady-95, node-restart, clock-skew (all by default; clock-skew starts the
 second node 30 s ahead and the third 30 s behind with serve's hidden, test-only
---test-clock-offset); the optional priority-mix and random-queue run only
-when named. --short runs each in about three minutes (what CI runs);
+--test-clock-offset); the optional priority-mix, random-queue and long-queue
+(waits long enough to judge the estimates) run only when named. --short runs each in about three minutes (what CI runs);
 the full lengths take 5 to 15 minutes each.
 
   waitroom fidelity --short --parallel 7

@@ -92,8 +92,10 @@ func TestARandomQueueIsNotHeldToFIFO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s[0].Validate(); err != nil {
-		t.Fatal(err)
+	for _, o := range OptionalScenarios(true, 3) {
+		if err := o.Validate(); err != nil {
+			t.Errorf("optional scenario: %v", err)
+		}
 	}
 	if !strings.Contains(string(roomConfig(s[0], "http://127.0.0.1:1")), "queueing_method: random\n") {
 		t.Fatalf("the room is not a random queue:\n%s", roomConfig(s[0], "http://127.0.0.1:1"))

@@ -24,6 +24,24 @@ func randomQueue(length time.Duration, weights []float64) Scenario {
 	return s
 }
 
+// longQueue is the optional scenario of a queue long enough for its
+// estimates to be judged (truth.MinJudgedWait or more left): 2.5× the
+// new_users_per_minute for six minutes, then nobody new, until the queue
+// has drained; 15 minutes in all (7 when short).
+func longQueue(length time.Duration, weights []float64) Scenario {
+	s := Scenario{
+		Name:        "long-queue",
+		Description: "a queue long enough to judge its estimates: 1-minute sessions, arrivals at 2.5× new_users_per_minute for 40% of the run, visitors browse 20–90 s",
+		Nodes:       len(weights),
+		Limits:      Limits{TotalActiveUsers: 60, NewUsersPerMinute: 40, SessionDuration: time.Minute},
+		Length:      length,
+		Weights:     weights,
+	}
+	s.Waves = []Wave{{For: s.Length * 2 / 5, PerMinute: 100}}
+	s.BrowseMin, s.BrowseMax, s.PageEveryMin, s.PageEveryMax = 20*time.Second, 90*time.Second, 3*time.Second, 8*time.Second
+	return s
+}
+
 // queueingGoals sets aside the FIFO goal of a random queue, which lets
 // visitors in out of their order by design: the inversions are still
 // shown, as how far from FIFO the room was.

@@ -1,7 +1,9 @@
 // Package crowd is the visitor's side of a waiting room: the one parser of
-// the Refresh header a queue page answers with, and a cookie-keeping client
-// that follows it as a browser does (wait the interval, then load the
-// address it names, the cookie check of a new visitor's first page).
+// the Refresh header a queue page answers with, the one parser of the queue
+// answer's JSON form (what an app that asks for it is told about its wait),
+// and a cookie-keeping client that follows the refresh as a browser does
+// (wait the interval, then load the address it names, the cookie check of a
+// new visitor's first page).
 //
 // It imports nothing of waitroom's own, so that whatever drives a room from
 // outside (the fidelity run, load generators, demos) can share it without
@@ -9,6 +11,7 @@
 package crowd
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"time"
@@ -123,4 +126,49 @@ func trimSpace(s string) string {
 		s = s[1:]
 	}
 	return s
+}
+
+// AcceptJSON is the Accept header value with which a visitor (an app) asks
+// for the queue answer's JSON form, where the room allows it: exactly this
+// value, as Cloudflare's JSON-friendly waiting room has it.
+const AcceptJSON = "application/json"
+
+// Wait is what a queue answer told the visitor about its wait, as the JSON
+// form's cfWaitingRoom object carries it: the estimate in whole minutes (a
+// random queue's 25th, 50th and 75th percentiles beside it) and, under
+// FIFO, the place in line.
+type Wait struct {
+	WaitTimeKnown bool `json:"waitTimeKnown"`
+	WaitTime      int  `json:"waitTime"`
+	WaitTime25    int  `json:"waitTime25Percentile"`
+	WaitTime50    int  `json:"waitTime50Percentile"`
+	WaitTime75    int  `json:"waitTime75Percentile"`
+	IsRandomQueue bool `json:"isRandomQueue"`
+	// PositionKnown: a place in line was shown, Position visitors ahead.
+	PositionKnown bool  `json:"positionKnown"`
+	Position      int64 `json:"position"`
+}
+
+// maxWaitBody bounds the JSON answer ParseWait is given: the room's is a
+// few hundred bytes, and a visitor reads no more than this of any answer.
+const maxWaitBody = 64 << 10
+
+// ParseWait reads a queue answer's JSON form ({"cfWaitingRoom": {...}}).
+// It reports false for anything else: another document, no cfWaitingRoom
+// object, or one not in the waiting room. It never panics.
+func ParseWait(body []byte) (Wait, bool) {
+	var doc struct {
+		Room *struct {
+			InWaitingRoom bool `json:"inWaitingRoom"`
+			Wait
+		} `json:"cfWaitingRoom"`
+	}
+	if len(body) > maxWaitBody || json.Unmarshal(body, &doc) != nil || doc.Room == nil || !doc.Room.InWaitingRoom {
+		return Wait{}, false
+	}
+	w := doc.Room.Wait
+	if !w.PositionKnown {
+		w.Position = 0
+	}
+	return w, true
 }

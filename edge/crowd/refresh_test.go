@@ -75,3 +75,45 @@ func FuzzParseRefresh(f *testing.F) {
 		}
 	})
 }
+
+func TestParseWait(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     Wait
+		ok       bool
+	}{
+		{"a FIFO answer gives its estimate and place in line",
+			`{"cfWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":7,"waitTime25Percentile":7,"waitTime50Percentile":7,"waitTime75Percentile":7,"isRandomQueue":false,"position":240,"positionKnown":true,"queueAll":false}}`,
+			Wait{WaitTimeKnown: true, WaitTime: 7, WaitTime25: 7, WaitTime50: 7, WaitTime75: 7, PositionKnown: true, Position: 240}, true},
+		{"a random queue's answer gives its range and no place",
+			`{"cfWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":6,"waitTime25Percentile":3,"waitTime50Percentile":6,"waitTime75Percentile":11,"isRandomQueue":true,"position":0,"positionKnown":false}}`,
+			Wait{WaitTimeKnown: true, WaitTime: 6, WaitTime25: 3, WaitTime50: 6, WaitTime75: 11, IsRandomQueue: true}, true},
+		{"a position not known is no position, whatever the number",
+			`{"cfWaitingRoom":{"inWaitingRoom":true,"position":12,"positionKnown":false}}`, Wait{}, true},
+		{"an answer outside the waiting room is not a wait", `{"cfWaitingRoom":{"inWaitingRoom":false}}`, Wait{}, false},
+		{"another document is not a wait", `{"ok":true}`, Wait{}, false},
+		{"a page is not a wait", `<!doctype html><title>Waiting</title>`, Wait{}, false},
+		{"a field of the wrong type is not a wait", `{"cfWaitingRoom":{"inWaitingRoom":true,"position":"many"}}`, Wait{}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := ParseWait([]byte(c.in))
+			if got != c.want || ok != c.ok {
+				t.Fatalf("ParseWait = %+v, %v; want %+v, %v", got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+// FuzzParseWait: any body parses without a panic, and a wait shown with no
+// place in line never carries one.
+func FuzzParseWait(f *testing.F) {
+	f.Add([]byte(`{"cfWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":7,"position":240,"positionKnown":true}}`))
+	f.Add([]byte(`{"cfWaitingRoom":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if w, ok := ParseWait(in); ok && !w.PositionKnown && w.Position != 0 {
+			t.Fatalf("ParseWait(%q) = %+v: a position without positionKnown", in, w)
+		}
+	})
+}

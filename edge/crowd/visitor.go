@@ -77,6 +77,9 @@ type Answer struct {
 	URL *url.URL
 	// Header is the final answer's header.
 	Header http.Header
+	// Wait is what a queued answer in the JSON form (see AcceptJSON) told
+	// the visitor about its wait; nil for a page or any other answer.
+	Wait *Wait
 	// Err is the transport error of a request that got no answer.
 	Err error
 }
@@ -110,7 +113,8 @@ func NewVisitor(rt http.RoundTripper, header http.Header, timeout time.Duration)
 // visitor waits in a queue, the address its queue page's Refresh named
 // (the cookie check of a first page, then the clean address again);
 // otherwise target itself. It does not wait for the refresh: see Follow.
-// Redirects are followed and cookies kept. The body is read and dropped.
+// Redirects are followed and cookies kept. The body is read and dropped,
+// but for a queue answer's JSON form, which is read into Answer.Wait.
 func (v *Visitor) Get(ctx context.Context, target string) Answer {
 	u := target
 	if v.next != nil {
@@ -130,7 +134,13 @@ func (v *Visitor) Get(ctx context.Context, target string) Answer {
 		a.At, a.Err = time.Now(), err
 		return a
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
+	var body []byte
+	if isJSON(resp.Header.Get("Content-Type")) && resp.Header.Get("Refresh") != "" {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, maxWaitBody+1))
+	}
+	if err == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+	}
 	resp.Body.Close()
 	a.At = time.Now()
 	if err != nil {
@@ -141,6 +151,9 @@ func (v *Visitor) Get(ctx context.Context, target string) Answer {
 	a.Outcome, a.Refresh = Classify(resp)
 	switch a.Outcome {
 	case Queued:
+		if w, ok := ParseWait(body); ok {
+			a.Wait = &w
+		}
 		v.due = a.At.Add(a.Refresh.After)
 		v.next = resp.Request.URL
 		if a.Refresh.URL != "" {
@@ -156,6 +169,14 @@ func (v *Visitor) Get(ctx context.Context, target string) Answer {
 	// An error page leaves the visitor where it was: reloading it loads the
 	// same address again.
 	return a
+}
+
+// isJSON reports whether a Content-Type names JSON, parameters aside.
+func isJSON(ct string) bool {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.EqualFold(strings.TrimSpace(ct), AcceptJSON)
 }
 
 // Waiting reports whether the visitor's last answer was a queue page.

@@ -85,3 +85,39 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestVisitorReadsWhatTheQueueAnswerSaid(t *testing.T) {
+	const room = `{"cfWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":9,"waitTime25Percentile":9,"waitTime50Percentile":9,"waitTime75Percentile":9,"position":31,"positionKnown":true}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Refresh", "20")
+		if r.Header.Get("Accept") == AcceptJSON {
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.Write([]byte(room + "\n"))
+			return
+		}
+		// The page says the same, for people; it is not read.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte("<p>About 31 people ahead of you</p>"))
+	}))
+	defer srv.Close()
+	cases := []struct {
+		name   string
+		header http.Header
+		want   *Wait
+	}{
+		{"an app that asks for JSON gets its wait read", http.Header{"Accept": {AcceptJSON}},
+			&Wait{WaitTimeKnown: true, WaitTime: 9, WaitTime25: 9, WaitTime50: 9, WaitTime75: 9, PositionKnown: true, Position: 31}},
+		{"a browser's page is left unread", nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := NewVisitor(srv.Client().Transport, c.header, 0).Get(context.Background(), srv.URL)
+			if a.Outcome != Queued {
+				t.Fatalf("outcome %v; want queued", a.Outcome)
+			}
+			if (a.Wait == nil) != (c.want == nil) || a.Wait != nil && *a.Wait != *c.want {
+				t.Fatalf("Wait = %+v; want %+v", a.Wait, c.want)
+			}
+		})
+	}
+}

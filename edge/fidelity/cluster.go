@@ -109,8 +109,15 @@ func startCluster(ctx context.Context, binary, dir string, s Scenario, originURL
 func roomConfig(s Scenario, originURL string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "origin: %q\nlog_level: info\nrooms:\n", originURL)
-	fmt.Fprintf(&b, "  - name: %s\n    total_active_users: %d\n    new_users_per_minute: %d\n    session_duration: %d\n    queueing_method: fifo\n",
-		roomName, s.Limits.TotalActiveUsers, s.Limits.NewUsersPerMinute, int(s.Limits.SessionDuration/time.Minute))
+	method := s.QueueingMethod
+	if method == "" {
+		method = "fifo"
+	}
+	fmt.Fprintf(&b, "  - name: %s\n    total_active_users: %d\n    new_users_per_minute: %d\n    session_duration: %d\n    queueing_method: %s\n",
+		roomName, s.Limits.TotalActiveUsers, s.Limits.NewUsersPerMinute, int(s.Limits.SessionDuration/time.Minute), method)
+	// The crowd's apps ask for the queue answer's JSON form, to read what
+	// they were told (see shown.go).
+	b.WriteString("    json_response_enabled: true\n")
 	if s.Limits.DisableSessionRenewal {
 		b.WriteString("    disable_session_renewal: true\n")
 	}

@@ -26,6 +26,9 @@ type plan struct {
 	// it holds one (see priority.go).
 	holder bool
 	code   string
+	// app: the visitor asks for the queue answer's JSON form, and notes
+	// what it was told (see shown.go).
+	app bool
 }
 
 // plans draws the scenario's visitors from a seed: the same seed gives the
@@ -84,7 +87,7 @@ func plans(s Scenario, seed uint64) []plan {
 			if t >= w.For || at >= s.Length {
 				break
 			}
-			p := plan{id: "v" + strconv.Itoa(len(out)+1), node: pick(), arrive: at, browse: between(s.BrowseMin, s.BrowseMax), holder: s.holds(len(out))}
+			p := plan{id: "v" + strconv.Itoa(len(out)+1), node: pick(), arrive: at, browse: between(s.BrowseMin, s.BrowseMax), holder: s.holds(len(out)), app: isApp(len(out))}
 			for d := time.Duration(0); ; {
 				g := between(s.PageEveryMin, s.PageEveryMax)
 				if d+g > p.browse {
@@ -169,11 +172,18 @@ func (cr *crowdRun) visit(ctx context.Context, p plan, target string) {
 	if !crowd.Sleep(ctx, time.Until(cr.start.Add(p.arrive))) {
 		return
 	}
-	v := crowd.NewVisitor(cr.tr, http.Header{VisitorHeader: {p.id}}, 10*time.Second)
+	h := http.Header{VisitorHeader: {p.id}}
+	if p.app {
+		h.Set("Accept", crowd.AcceptJSON)
+	}
+	v := crowd.NewVisitor(cr.tr, h, 10*time.Second)
 	arr := Arrival{Visitor: p.id, Node: p.node, Priority: p.code != ""}
 	seen := func(a crowd.Answer) {
 		if arr.Arrived.IsZero() {
 			arr.Arrived = a.Sent
+		}
+		if a.Wait != nil && arr.Shown == nil {
+			arr.Shown = &Shown{At: a.At, Wait: *a.Wait}
 		}
 		if a.Outcome == crowd.Queued {
 			if arr.Queued.IsZero() {

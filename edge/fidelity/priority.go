@@ -66,7 +66,11 @@ func OptionalScenarios(short bool, nodes int) []Scenario {
 	}
 	s.Waves = []Wave{{For: s.Length * 3 / 4, PerMinute: 60}}
 	s.BrowseMin, s.BrowseMax, s.PageEveryMin, s.PageEveryMax = 20*time.Second, 90*time.Second, 3*time.Second, 8*time.Second
-	return []Scenario{s}
+	long := 15 * time.Minute
+	if short {
+		long = 7 * time.Minute
+	}
+	return []Scenario{s, randomQueue(length, w), longQueue(long, w)}
 }
 
 // holds reports whether visitor k (0-based, in arrival order of its wave)

@@ -231,7 +231,7 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 			say("could not keep the visitors' log: %v", err)
 		}
 	}
-	r.Goals = Goals(r.Truth, s.Limits, r.Status5xx)
+	r.Goals = queueingGoals(s, Goals(r.Truth, s.Limits, r.Status5xx))
 	if r.Truth.Admissions == 0 {
 		return r, fmt.Errorf("the origin saw nobody let in: the ring did not work (logs: %s)", dir)
 	}

@@ -35,6 +35,9 @@ type Scenario struct {
 	// that far off the machine's (serve's hidden, test-only
 	// --test-clock-offset), as PoPs whose clocks are wrong.
 	ClockOffsets []time.Duration `json:"clock_offsets_ns,omitempty"`
+	// QueueingMethod is the room's queueing_method: "" or "fifo", or
+	// "random" (see random.go).
+	QueueingMethod string `json:"queueing_method,omitempty"`
 	// Priority, when set, gives the room a priority group and some of the
 	// crowd single-use codes for it (see priority.go).
 	Priority *PriorityMix `json:"priority,omitempty"`
@@ -230,6 +233,8 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("scenario %s: length %v must be positive", s.Name, s.Length)
 	case s.BrowseMax < s.BrowseMin || s.PageEveryMin <= 0 || s.PageEveryMax < s.PageEveryMin:
 		return fmt.Errorf("scenario %s: browsing %v–%v every %v–%v is not a range", s.Name, s.BrowseMin, s.BrowseMax, s.PageEveryMin, s.PageEveryMax)
+	case s.QueueingMethod != "" && s.QueueingMethod != "fifo" && s.QueueingMethod != "random":
+		return fmt.Errorf("scenario %s: queueing method %q: must be fifo or random", s.Name, s.QueueingMethod)
 	case s.ClockOffsets != nil && len(s.ClockOffsets) != s.Nodes:
 		return fmt.Errorf("scenario %s: %d clock offsets for %d nodes", s.Name, len(s.ClockOffsets), s.Nodes)
 	case s.Restart != nil && (s.Restart.Node < 0 || s.Restart.Node >= s.Nodes):

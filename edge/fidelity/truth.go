@@ -34,6 +34,9 @@ type Arrival struct {
 	// Priority: the visitor held a priority code, and was meant to pass
 	// the line.
 	Priority bool `json:",omitempty"`
+	// Shown is what its first queue answer told it about its wait, when
+	// it was an app that read it (see shown.go).
+	Shown *Shown `json:",omitempty"`
 }
 
 // Log is what a run recorded: the crowd's arrivals and the origin's hits.
@@ -101,6 +104,9 @@ type Truth struct {
 	// Priority are the priority code holders' figures, in a run with
 	// holders (see priority.go).
 	Priority *PriorityTruth `json:"priority,omitempty"`
+	// Shown is how true what the apps among the crowd were told came out
+	// (see shown.go); nil when none was told anything.
+	Shown *ShownTruth `json:"shown,omitempty"`
 	// InvertedPairs names, for each inversion, the visitor let in and the
 	// earliest arrival it went before: what an operator needs to see
 	// where the order broke (which nodes, which minutes, how long after).
@@ -186,6 +192,7 @@ func Judge(log Log, l Limits) Truth {
 	t.Inversions, t.PassedOver, t.Newcomers = len(v.Inversions), v.PassedOver, v.Newcomers
 	t.LongestFreeSlot, t.LongestFreeSlotAt = longestFreeSlot(log, l, j.sessions(hist))
 
+	t.Shown = j.shown(hist)
 	admitted, waits := j.firstAdmissions(hist)
 	t.Priority = j.priority(hist)
 	t.Waited = len(waits)

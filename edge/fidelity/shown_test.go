@@ -1,0 +1,120 @@
+package fidelity
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/edge/crowd"
+)
+
+func TestJudgeShown(t *testing.T) {
+	told := func(s float64, wait int, pos int64) *Shown {
+		return &Shown{At: at(s), Wait: crowd.Wait{WaitTimeKnown: true, WaitTime: wait, WaitTime25: wait, WaitTime50: wait, WaitTime75: wait, PositionKnown: true, Position: pos}}
+	}
+	// Three visitors queued 10, 11 and 12 s into the run and let in at 6,
+	// 7 and 8 minutes; the third held a priority code.
+	log := Log{End: at(900),
+		Arrivals: []Arrival{
+			{Visitor: "q1", Arrived: at(10), Queued: at(10), Shown: told(10, 6, 0)},  // 5:50 left: 6 min is within a fifth
+			{Visitor: "q2", Arrived: at(11), Queued: at(11), Shown: told(11, 10, 1)}, // 6:49 left: 10 min is not; q1 is ahead
+			{Visitor: "q3", Arrived: at(12), Queued: at(12), Shown: told(12, 1, 0), Priority: true},
+			{Visitor: "b", Arrived: at(13), Queued: at(13)}, // a browser: nothing read
+		},
+		Hits: join(hits("q1", 360), hits("q2", 420), hits("q3", 480), hits("b", 540)),
+	}
+	got := Judge(log, oneMinute).Shown
+	if got == nil {
+		t.Fatal("no figures for what the apps were told")
+	}
+	if got.Samples != 2 || got.Estimates != 2 || got.Positions != 2 || got.Random != 0 {
+		t.Fatalf("judged %d told, %d estimates, %d positions, %d random; want the two apps without a code, no random", got.Samples, got.Estimates, got.Positions, got.Random)
+	}
+	if *got.EstimateWithin20 != 0.5 || *got.PositionWithin10 != 1 {
+		t.Fatalf("estimates within 20%%: %v, positions within 10%%: %v; want 0.5 and 1", *got.EstimateWithin20, *got.PositionWithin10)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, []Result{{Scenario: Scenario{Name: "s"}, Truth: Truth{Shown: got}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"estimates within ±20% of the wait", "50.0% of 2", "places in line within ±10%", "100.0% of 2"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if Judge(Log{Hits: hits("a", 0)}, oneMinute).Shown != nil {
+		t.Error("a run where nobody was told anything has figures for it")
+	}
+}
+
+// TestTheCrowdsAppsNoteWhatTheyWereTold runs a crowd of a browser and an app
+// against a room that queues each new visitor once, refreshing at once.
+func TestTheCrowdsAppsNoteWhatTheyWereTold(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := r.Cookie("room"); err == nil {
+			w.WriteHeader(http.StatusOK) // the origin
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: "room", Value: "queued", Path: "/"})
+		w.Header().Set("Refresh", "0")
+		if r.Header.Get("Accept") == crowd.AcceptJSON {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"cfWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":4,"waitTime25Percentile":4,"waitTime50Percentile":4,"waitTime75Percentile":4,"position":17,"positionKnown":true}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<p>About 17 people ahead of you</p>"))
+	}))
+	defer srv.Close()
+	ps := []plan{{id: "v1"}, {id: "v2", app: isApp(1)}}
+	cl := runCrowd(context.Background(), ps, time.Now(), func(int) string { return srv.URL })
+	if len(cl.arrivals) != 2 {
+		t.Fatalf("%d arrivals logged; want 2", len(cl.arrivals))
+	}
+	for _, a := range cl.arrivals {
+		switch {
+		case a.Queued.IsZero():
+			t.Errorf("%s was never queued", a.Visitor)
+		case a.Visitor == "v1" && a.Shown != nil:
+			t.Errorf("the browser noted %+v; a page is not read", a.Shown)
+		case a.Visitor == "v2" && (a.Shown == nil || a.Shown.Position != 17 || a.Shown.WaitTime != 4 || !a.Shown.At.Equal(a.Queued)):
+			t.Errorf("the app noted %+v; want its first answer's place 17 and wait 4 at %v", a.Shown, a.Queued)
+		}
+	}
+}
+
+func TestARandomQueueIsNotHeldToFIFO(t *testing.T) {
+	s, err := Select(OptionalScenarios(true, 3), []string{"random-queue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range OptionalScenarios(true, 3) {
+		if err := o.Validate(); err != nil {
+			t.Errorf("optional scenario: %v", err)
+		}
+	}
+	if !strings.Contains(string(roomConfig(s[0], "http://127.0.0.1:1")), "queueing_method: random\n") {
+		t.Fatalf("the room is not a random queue:\n%s", roomConfig(s[0], "http://127.0.0.1:1"))
+	}
+	inverted := Truth{Admissions: 10, Inversions: 5}
+	for _, c := range []struct {
+		name string
+		s    Scenario
+		met  bool
+	}{
+		{"a random queue's inversions miss no goal", s[0], true},
+		{"a FIFO queue's miss the FIFO goal", mustScenario(t, "sessions-1min"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, g := range queueingGoals(c.s, Goals(inverted, c.s.Limits, 0)) {
+				if g.Key == GoalFIFO && g.Met != c.met {
+					t.Fatalf("FIFO goal %+v; want met %v", g, c.met)
+				}
+			}
+		})
+	}
+}

@@ -76,11 +76,10 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 		e.WaitTimeFormatted = formatRange(e.WaitTime25, e.WaitTime75)
 		return e
 	}
-	ahead := float64(e.VisitorsAhead) // the reference: older buckets only
+	w := minutes(float64(e.VisitorsAhead) / a.rate) // the reference: older buckets only
 	if a.strategy == Continuous {
-		ahead = a.positionAt(bucket, arrived)
+		w = a.fifoWait(bucket, arrived) // span.go
 	}
-	w := minutes(ahead / a.rate)
 	if e.Eligible {
 		w = 1
 	}

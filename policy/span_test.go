@@ -24,3 +24,26 @@ func TestSpanMinutesIsTheMinuteWithinAFifthOfTheMostOfTheSpan(t *testing.T) {
 		})
 	}
 }
+
+func TestLotteryWaitIsTheMinuteWhoseShareAdmittedIsNearest(t *testing.T) {
+	tests := []struct {
+		name                   string
+		waiting, rate, joining float64
+		p                      float64
+		want                   int
+	}{
+		{"a steady queue has a constant chance: half of 100 in within 6.93 minutes at 10 a minute", 100, 10, 10, 0.5, 7},
+		{"a draining queue lets a quarter of 100 in within 2.5 minutes at 10 a minute", 100, 10, 0, 0.25, 2},
+		{"a draining queue lets three quarters in within 7.5 minutes", 100, 10, 0, 0.75, 7},
+		{"a growing queue takes longer than a steady one: 10 minutes for half", 100, 10, 20, 0.5, 10},
+		{"a wait is at least one minute", 10, 100, 0, 0.25, 1},
+		{"without admissions the wait is capped at a week", 100, 0, 0, 0.5, maxWaitMinutes},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := lotteryWait(tt.waiting, tt.rate, tt.joining, tt.p); got != tt.want {
+				t.Errorf("lotteryWait(%g, %g, %g, %g) = %d, want %d", tt.waiting, tt.rate, tt.joining, tt.p, got, tt.want)
+			}
+		})
+	}
+}

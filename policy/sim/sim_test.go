@@ -3,6 +3,7 @@ package sim_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -476,8 +477,29 @@ func TestReferenceExperiment(t *testing.T) {
 			if abs(f.WaitCorrelation) > sim.MaxRandomCorr {
 				t.Errorf("random: corr(arrival minute, wait) %.3f, want |r| ≤ %.1f", f.WaitCorrelation, sim.MaxRandomCorr)
 			}
+			if strategy != sim.StrategyOurs {
+				return
+			}
+			// The page's 25th, 50th and 75th percentiles: about that share
+			// of the visitors shown them get in within them.
+			t.Logf("admitted by p25 / p50 / p75: %s / %s / %s of %d", pct(f.RandomBy25), pct(f.RandomBy50), pct(f.RandomBy75), f.RandomSamples)
+			for _, c := range []struct {
+				p   float64
+				got *float64
+			}{{0.25, f.RandomBy25}, {0.50, f.RandomBy50}, {0.75, f.RandomBy75}} {
+				if c.got == nil || abs(*c.got-c.p) > 0.05 {
+					t.Errorf("random: %s admitted by their %.0fth percentile, want %.0f%% ± 5", pct(c.got), 100*c.p, 100*c.p)
+				}
+			}
 		})
 	}
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.1f%%", 100**p)
 }
 
 func abs(f float64) float64 {

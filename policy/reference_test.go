@@ -292,9 +292,9 @@ func TestFIFOEstimate(t *testing.T) {
 			t.Errorf("estimate %+v", e)
 		}
 	})
-	t.Run("a visitor being queued now has the whole queue ahead", func(t *testing.T) {
-		if e := a.Estimate(m); e.VisitorsAhead != 120 || e.WaitTime != 4 {
-			t.Errorf("estimate %+v, want 120 ahead and 4 minutes", e)
+	t.Run("a visitor being queued now has the whole queue ahead: 4 minutes and a check-in, told a tenth long", func(t *testing.T) {
+		if e := a.Estimate(m); e.VisitorsAhead != 120 || e.WaitTime != 5 {
+			t.Errorf("estimate %+v, want 120 ahead and 5 minutes", e)
 		}
 	})
 	t.Run("without admissions the wait is unknown", func(t *testing.T) {
@@ -306,8 +306,8 @@ func TestFIFOEstimate(t *testing.T) {
 		}
 	})
 	t.Run("the rate averages the last five minutes", func(t *testing.T) {
-		if s := a.Summary(); s.AdmissionRate != 30 || !s.RateKnown || s.MaxWaitMinutes != 4 {
-			t.Errorf("rate %v known %v, max wait %d; want 30, true, 4", s.AdmissionRate, s.RateKnown, s.MaxWaitMinutes)
+		if s := a.Summary(); s.AdmissionRate != 30 || !s.RateKnown || s.MaxWaitMinutes != 5 {
+			t.Errorf("rate %v known %v, max wait %d; want 30, true, 5", s.AdmissionRate, s.RateKnown, s.MaxWaitMinutes)
 		}
 	})
 }

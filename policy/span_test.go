@@ -8,8 +8,9 @@ func TestSpanMinutesIsTheMinuteWithinAFifthOfTheMostOfTheSpan(t *testing.T) {
 		lo, hi float64
 		want   int
 	}{
-		{"a wait of no width is its nearest whole minute", 8.2, 8.2, 8},
-		{"a wait of no width just past a half rounds up", 8.6, 8.6, 9},
+		{"a wait of no width is told the minute nearest a tenth beyond it", 8.2, 8.2, 9},
+		{"a wait of 4.4 minutes is told 5, which a wait of 5.3 is still within a fifth of", 4.4, 4.4, 5},
+		{"a wait of 10 minutes is told 11", 10, 10, 11},
 		{"a short wait is at least one minute", 0.1, 0.1, 1},
 		{"a span from 6 to 9 minutes is told 7, which covers 5.8 to 8.75", 6, 9, 7},
 		{"a span from 10 to 15 minutes is told 12, which covers 10 to 15", 10, 15, 12},

@@ -70,9 +70,10 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	e.WaitTimeKnown = true
 	if a.method == Random {
 		n, in := float64(max(a.waiting, 1)), a.joining // lottery.go
-		e.WaitTime25 = lotteryWait(n, a.rate, in, 0.25)
-		e.WaitTime50 = lotteryWait(n, a.rate, in, 0.50)
-		e.WaitTime75 = lotteryWait(n, a.rate, in, 0.75)
+		r := a.waitRate()
+		e.WaitTime25 = lotteryWait(n, r, in, 0.25)
+		e.WaitTime50 = lotteryWait(n, r, in, 0.50)
+		e.WaitTime75 = lotteryWait(n, r, in, 0.75)
 		e.WaitTime = e.WaitTime50
 		e.WaitTimeFormatted = formatRange(e.WaitTime25, e.WaitTime75)
 		return e

@@ -297,6 +297,13 @@ func TestFIFOEstimate(t *testing.T) {
 			t.Errorf("estimate %+v, want 120 ahead and 5 minutes", e)
 		}
 	})
+	t.Run("an average above the per-minute limit is forecast at the limit: 120 ahead at 20 a minute, told 7", func(t *testing.T) {
+		r := room
+		r.NewUsersPerMinute = 20
+		if e := policy.Allocate(r, w.snap(), nairobi, now, policy.Continuous).Estimate(m); e.WaitTime != 7 {
+			t.Errorf("estimate %+v, want 7 minutes", e)
+		}
+	})
 	t.Run("without admissions the wait is unknown", func(t *testing.T) {
 		w := w
 		w.admitted = nil

@@ -88,5 +88,19 @@ func spanMinutes(lo, hi float64) int {
 func (a *Allocation) fifoWait(bucket int64, arrived uint16) int {
 	lo, hi := a.slotSpan(bucket, arrived)
 	d := a.room.checkIn().Minutes() / 2
-	return spanMinutes(lo/a.rate+d, hi/a.rate+d)
+	r := a.waitRate()
+	return spanMinutes(lo/r+d, hi/r+d)
+}
+
+// waitRate is the admission rate a wait is forecast at: the recent average,
+// but never above the per-minute limit, which is what the room admits at
+// most once the minutes of an overshoot (gossip slower than the lag lets
+// a flood's first minutes in at 1.5 × the limit) are behind it. Counting
+// the overshoot as the pace made the estimates of the simulator's 5 s
+// gossip a quarter too short.
+func (a *Allocation) waitRate() float64 {
+	if l := a.room.NewUsersPerMinute; l > 0 {
+		return min(a.rate, float64(l))
+	}
+	return a.rate
 }

@@ -47,6 +47,7 @@ type Allocation struct {
 	waiting int64
 	full    bool
 	rate    float64 // admissions per minute, recent average
+	joining float64 // new visitors queued per minute, recent average (lottery.go)
 
 	sp    split
 	led   *ledger
@@ -274,6 +275,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	} else {
 		a.rate = admissionRate(snap)
 	}
+	a.joining = joiningRate(snap)
 	a.open = a.openSlots(false)
 
 	if prev != nil && prev.led != nil && prev.roomName == snap.Room && prev.self == self {

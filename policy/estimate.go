@@ -39,23 +39,24 @@ const maxWaitMinutes = 7 * 24 * 60
 // current minute for a visitor who is just being queued).
 //
 // FIFO (as in "Building Waiting Room on Workers and Durable Objects"):
-// visitors ahead / admissions per minute, rounded up, at least one minute.
-// Under the continuous strategy ahead are the older buckets and those of
-// the visitor's own bucket who came before it (EstimateAt; Estimate takes
-// the visitor as the first of its bucket); VisitorsAhead reports the older
-// buckets alone. Random (as in "Waiting Room: Random Queueing and Custom
-// Web/Mobile Apps"): with P = admissions per minute / visitors waiting, the
-// wait within which a share p of visitors get in is log(1 − p) / log(1 − P)
-// minutes; WaitTime is the median and the formatted text the 25th to the 75th
-// percentile. Without an admission rate, and under queue_all, the wait is
-// unknown.
+// visitors ahead / admissions per minute, rounded up, at least one minute,
+// where ahead are the older buckets (VisitorsAhead). Under the continuous
+// strategy the wait spans the visitor's arrival slot instead, which goes in
+// together once the older buckets and the earlier slots of its own are in,
+// and the estimate is the whole minute within a fifth of the most of that
+// span (span.go; Estimate takes the visitor as the first of its bucket).
+// Random (as in "Waiting Room: Random Queueing and Custom Web/Mobile
+// Apps"): the wait within which a share p of visitors get in, with the
+// number competing changing by those who join and those let in each minute
+// (lottery.go); WaitTime is the median and the formatted text the 25th to
+// the 75th percentile. Without an admission rate, and under queue_all, the
+// wait is unknown.
 func (a *Allocation) Estimate(bucket int64) Estimate { return a.EstimateAt(bucket, 0) }
 
 // EstimateAt is Estimate for a visitor who came arrived tenths of a second
-// into the minute of its bucket. Under FIFO with the continuous strategy,
-// ahead of it are those counted by Position: the older buckets, and those
-// of its own bucket who came before it, since the order inside a bucket is
-// kept (see order.go).
+// into the minute of its bucket. Under FIFO its Position counts the older
+// buckets and those of its own bucket who came before it (see order.go);
+// its wait under the continuous strategy spans its arrival slot (span.go).
 func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	e := Estimate{QueueIsFull: a.full, VisitorsAhead: a.ahead(bucket), WaitTimeFormatted: UnknownWait}
 	e.Position, e.PositionKnown = a.Position(bucket, arrived)
@@ -68,19 +69,19 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	}
 	e.WaitTimeKnown = true
 	if a.method == Random {
-		perMinute := a.rate / float64(max(a.waiting, 1))
-		e.WaitTime25 = minutes(RandomWait(perMinute, 0.25))
-		e.WaitTime50 = minutes(RandomWait(perMinute, 0.50))
-		e.WaitTime75 = minutes(RandomWait(perMinute, 0.75))
+		n, in := float64(max(a.waiting, 1)), a.joining // lottery.go
+		r := a.waitRate()
+		e.WaitTime25 = lotteryWait(n, r, in, 0.25)
+		e.WaitTime50 = lotteryWait(n, r, in, 0.50)
+		e.WaitTime75 = lotteryWait(n, r, in, 0.75)
 		e.WaitTime = e.WaitTime50
 		e.WaitTimeFormatted = formatRange(e.WaitTime25, e.WaitTime75)
 		return e
 	}
-	ahead := float64(e.VisitorsAhead) // the reference: older buckets only
+	w := minutes(float64(e.VisitorsAhead) / a.rate) // the reference: older buckets only
 	if a.strategy == Continuous {
-		ahead = a.positionAt(bucket, arrived)
+		w = a.fifoWait(bucket, arrived) // span.go
 	}
-	w := minutes(ahead / a.rate)
 	if e.Eligible {
 		w = 1
 	}

@@ -292,9 +292,16 @@ func TestFIFOEstimate(t *testing.T) {
 			t.Errorf("estimate %+v", e)
 		}
 	})
-	t.Run("a visitor being queued now has the whole queue ahead", func(t *testing.T) {
-		if e := a.Estimate(m); e.VisitorsAhead != 120 || e.WaitTime != 4 {
-			t.Errorf("estimate %+v, want 120 ahead and 4 minutes", e)
+	t.Run("a visitor being queued now has the whole queue ahead: 4 minutes and a check-in, told a tenth long", func(t *testing.T) {
+		if e := a.Estimate(m); e.VisitorsAhead != 120 || e.WaitTime != 5 {
+			t.Errorf("estimate %+v, want 120 ahead and 5 minutes", e)
+		}
+	})
+	t.Run("an average above the per-minute limit is forecast at the limit: 120 ahead at 20 a minute, told 7", func(t *testing.T) {
+		r := room
+		r.NewUsersPerMinute = 20
+		if e := policy.Allocate(r, w.snap(), nairobi, now, policy.Continuous).Estimate(m); e.WaitTime != 7 {
+			t.Errorf("estimate %+v, want 7 minutes", e)
 		}
 	})
 	t.Run("without admissions the wait is unknown", func(t *testing.T) {
@@ -306,8 +313,8 @@ func TestFIFOEstimate(t *testing.T) {
 		}
 	})
 	t.Run("the rate averages the last five minutes", func(t *testing.T) {
-		if s := a.Summary(); s.AdmissionRate != 30 || !s.RateKnown || s.MaxWaitMinutes != 4 {
-			t.Errorf("rate %v known %v, max wait %d; want 30, true, 4", s.AdmissionRate, s.RateKnown, s.MaxWaitMinutes)
+		if s := a.Summary(); s.AdmissionRate != 30 || !s.RateKnown || s.MaxWaitMinutes != 5 {
+			t.Errorf("rate %v known %v, max wait %d; want 30, true, 5", s.AdmissionRate, s.RateKnown, s.MaxWaitMinutes)
 		}
 	})
 }
@@ -333,22 +340,32 @@ func TestRandomEstimate(t *testing.T) {
 		})
 	}
 
-	t.Run("10 admitted per minute with 100 waiting show 3 to 14 minutes, median 7", func(t *testing.T) {
-		now := at(t, "2021-05-27T16:00:00Z")
-		m := minuteOf(now)
-		adm := map[int64]perNode{}
-		for i := m - 5; i < m; i++ {
-			adm[i] = perNode{nairobi: 10}
-		}
-		w := world{now: now, active: 200, admitted: adm, waiting: []crdt.BucketCount{{Bucket: m - 3, N: 40}, {Bucket: m - 1, N: 60}}}
-		room := policy.Room{TotalActiveUsers: 200, NewUsersPerMinute: 200, QueueingMethod: policy.Random}
-		e := policy.Allocate(room, w.snap(), nairobi, now, policy.Continuous).Estimate(m - 1)
-		want := policy.Estimate{WaitTime: 7, WaitTimeKnown: true, WaitTimeFormatted: "3 minutes to 14 minutes",
-			WaitTime25: 3, WaitTime50: 7, WaitTime75: 14, VisitorsAhead: 40}
-		if e != want {
-			t.Errorf("estimate %+v, want %+v", e, want)
-		}
-	})
+	now := at(t, "2021-05-27T16:00:00Z")
+	m := minuteOf(now)
+	adm, joins := map[int64]perNode{}, map[int64]perNode{}
+	for i := m - 5; i < m; i++ {
+		adm[i] = perNode{nairobi: 10}
+		joins[i] = perNode{nairobi: 10}
+	}
+	room := policy.Room{TotalActiveUsers: 200, NewUsersPerMinute: 200, QueueingMethod: policy.Random}
+	pages := []struct {
+		name   string
+		queued map[int64]perNode
+		want   policy.Estimate
+	}{
+		{"10 admitted and 10 joining per minute with 100 waiting show 3 to 14 minutes, median 7, as a constant chance", joins,
+			policy.Estimate{WaitTime: 7, WaitTimeKnown: true, WaitTimeFormatted: "3 minutes to 14 minutes", WaitTime25: 3, WaitTime50: 7, WaitTime75: 14, VisitorsAhead: 40}},
+		{"10 admitted and nobody joining per minute with 100 waiting show 2 to 7 minutes, median 5: the queue drains in 10", nil,
+			policy.Estimate{WaitTime: 5, WaitTimeKnown: true, WaitTimeFormatted: "2 minutes to 7 minutes", WaitTime25: 2, WaitTime50: 5, WaitTime75: 7, VisitorsAhead: 40}},
+	}
+	for _, tc := range pages {
+		t.Run(tc.name, func(t *testing.T) {
+			w := world{now: now, active: 200, admitted: adm, queued: tc.queued, waiting: []crdt.BucketCount{{Bucket: m - 3, N: 40}, {Bucket: m - 1, N: 60}}}
+			if e := policy.Allocate(room, w.snap(), nairobi, now, policy.Continuous).Estimate(m - 1); e != tc.want {
+				t.Errorf("estimate %+v, want %+v", e, tc.want)
+			}
+		})
+	}
 }
 
 func TestFormatWait(t *testing.T) {

@@ -399,11 +399,12 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 		end: sc.Duration.D(), debug: debug,
 	}
 	r.win = r.room.Windows()
-	// Keep only the minutes the policy reads (plus a margin for skew): the
-	// gossip node keeps 35 for the admin view, which changes no decision.
-	// Session cells are dated by expiry, so they outlive the horizon on
-	// their own; the rest needs the waiting window and the history.
-	r.retain = int64(max(r.win.Waiting, r.win.History)) + 2
+	// Keep the minutes the gossip node keeps (its default retention): the
+	// order inside a bucket (QueuedAt) is dated by the bucket's minute and
+	// read for as long as the bucket waits, so pruning at the waiting
+	// window, as the simulator once did, left every bucket older than
+	// that unordered where the edge orders it.
+	r.retain = max(int64(max(r.win.Waiting, r.win.History))+2, edgeRetention)
 	r.arr = sc.arrivals(r.rng)
 	r.vis = make([]visitor, len(r.arr))
 	for i := range r.vis {
@@ -572,6 +573,9 @@ func (r *run) handle(e event) {
 		}
 	}
 }
+
+// edgeRetention is the gossip node's default retention in minutes.
+const edgeRetention = 35
 
 // recompute is the edge's room.recomputeLocked: Room.Nodes is the node's
 // expected members; while it counts fewer live, the snapshot holds only the

@@ -1,8 +1,12 @@
-package gossip
+package gossip_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 func TestSuspectedMemberIsOneUnheardForTwoProbeRounds(t *testing.T) {
@@ -32,9 +36,53 @@ func TestSuspectedMemberIsOneUnheardForTwoProbeRounds(t *testing.T) {
 				last = time.Time{}
 			}
 			now := t0.Add(tc.ago)
-			if got := Suspected(last, now, SuspectAfter(tc.members, pi, pt)); got != tc.want {
+			if got := gossip.Suspected(last, now, gossip.SuspectAfter(tc.members, pi, pt)); got != tc.want {
 				t.Errorf("Suspected(heard %s ago, %d members) = %v, want %v", tc.ago, tc.members, got, tc.want)
 			}
 		})
 	}
+}
+
+// TestMembersAreHeardThroughProbeAcks runs a ring on a fake clock: every
+// peer is heard through its probe acks, one whose last ack is older than the
+// threshold is listed as suspect, and the next ack clears it.
+func TestMembersAreHeardThroughProbeAcks(t *testing.T) {
+	fake := testkit.NewClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	c := newCluster(t, 3, clusterOpts{clock: fake.Now})
+	c.waitMembers(3, 10*time.Second)
+	peersHeardSince := func(since time.Time) func() bool {
+		return func() bool {
+			for _, m := range c.nodes[0].Members() {
+				if m.Name != c.nodes[0].Name() && (m.LastHeard.Before(since) || m.Suspected) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	seen := func() string { return fmt.Sprintf("%+v", c.nodes[0].Members()) }
+	if !peersHeardSince(fake.Now())() {
+		t.Fatalf("peers that just joined are not listed as heard now: %s", seen())
+	}
+
+	t.Run("a peer whose last ack is older than the threshold is listed as suspect", func(t *testing.T) {
+		fake.Advance(time.Hour)
+		at := fake.Now()
+		for _, m := range c.nodes[0].Members() {
+			if m.Name == c.nodes[0].Name() {
+				if m.Suspected || !m.LastHeard.IsZero() {
+					t.Errorf("this node lists itself as %+v", m)
+				}
+				continue
+			}
+			// An ack may land between the advance and the listing; one
+			// that has not is an hour old.
+			if m.LastHeard.Before(at) && (!m.Suspected || m.State != "suspect") {
+				t.Errorf("a peer last heard an hour ago is listed as %+v", m)
+			}
+		}
+	})
+	t.Run("the next probe acks clear the suspicion", func(t *testing.T) {
+		testkit.Eventually(t, testkit.Wait{What: "every peer heard again through a probe ack", Timeout: 10 * time.Second, Seen: seen}, peersHeardSince(fake.Now()))
+	})
 }

@@ -334,7 +334,6 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	mc.Delegate = (*delegate)(n)
 	mc.Events = (*events)(n)
 	mc.Ping = (*pinger)(n)
-	n.probeInterval, n.probeTimeout = mc.ProbeInterval, mc.ProbeTimeout
 	mc.Logger = log.New(logWriter{log: n.log, refuse: n.refuse}, "", 0)
 	mc.Label = n.cfg.Label
 	if len(n.cfg.Keys) > 0 {
@@ -366,6 +365,7 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	if n.cfg.Tune != nil {
 		n.cfg.Tune(mc)
 	}
+	n.probeInterval, n.probeTimeout = mc.ProbeInterval, mc.ProbeTimeout
 	return mc, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -336,6 +338,20 @@ func TestWriteStateTable(t *testing.T) {
 		}
 		if strings.Contains(out, "CUT OFF") {
 			t.Errorf("a whole ring shows a cut line:\n%s", out)
+		}
+	})
+	t.Run("a suspected peer shows its state and how long ago it was last heard", func(t *testing.T) {
+		d := *doc
+		d.Members = append(slices.Clone(doc.Members), gossip.Member{Name: "node-b", Addr: "127.0.0.2:7946", Alive: true, State: "suspect", Suspected: true, LastHeard: doc.Time.Add(-12300 * time.Millisecond)})
+		var buf bytes.Buffer
+		if err := adminclient.WriteStateTable(&buf, &d); err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^node-b\s+127\.0\.0\.2:7946\s+suspect\s+12\.3s ago$`).MatchString(buf.String()) {
+			t.Errorf("no suspect line in:\n%s", buf.String())
+		}
+		if !regexp.MustCompile(`(?m)^node-a\s+\S+\s+alive\s+-$`).MatchString(buf.String()) {
+			t.Errorf("this node's own line is not marked as never heard:\n%s", buf.String())
 		}
 	})
 	t.Run("a node without rooms says so", func(t *testing.T) {

@@ -126,6 +126,8 @@ type webhooks struct {
 	pending    map[string]*pendingNotice // by mark
 	rooms      map[string]roomSeen
 	members    map[string]bool
+	// suspects are the live members this node suspects (gossip.Member.Suspected).
+	suspects map[string]bool
 	// hashes caches each room config's hash: a room's config is replaced,
 	// never changed in place, when it changes.
 	hashes  map[*config.Room]string
@@ -413,14 +415,17 @@ func (s *Server) watch(w *webhooks, now time.Time) {
 		}
 		rooms[rm.name] = rs
 	}
-	members := map[string]bool{}
+	members, suspects := map[string]bool{}, map[string]bool{}
 	for _, m := range s.node.Members() {
 		if m.Alive {
 			members[m.Name] = true
+			if m.Suspected {
+				suspects[m.Name] = true
+			}
 		}
 	}
 	if !w.started {
-		w.rooms, w.members, w.started = rooms, members, true
+		w.rooms, w.members, w.suspects, w.started = rooms, members, suspects, true
 		return
 	}
 	minute := now.Unix() / 60
@@ -483,17 +488,10 @@ func (s *Server) watch(w *webhooks, now time.Time) {
 			exact("room.deleted", name, old.hash, Notice{Room: name})
 		}
 	}
-	for name := range members {
-		if !w.members[name] {
-			byMinute("node.joined", name, Notice{Node: name})
-		}
+	for _, c := range memberChanges(w.members, members, w.suspects, suspects) {
+		byMinute(c.typ, c.node, Notice{Node: c.node})
 	}
-	for name := range w.members {
-		if !members[name] {
-			byMinute("node.left", name, Notice{Node: name})
-		}
-	}
-	w.rooms, w.members = rooms, members
+	w.rooms, w.members, w.suspects = rooms, members, suspects
 }
 
 // noticeData is a room's figures for its notices.

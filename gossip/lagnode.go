@@ -46,6 +46,9 @@ func (p *pinger) AckPayload() []byte {
 // about rtt/2 before the ack arrived.
 func (p *pinger) NotifyPingComplete(other *memberlist.Node, rtt time.Duration, payload []byte) {
 	n := (*Node)(p)
+	if other != nil && other.Name != n.cfg.Name {
+		n.noteHeard(other.Name, n.clock())
+	}
 	off, ok := offsetFromAck(payload, rtt, n.clock())
 	if !ok || other == nil || other.Name == n.cfg.Name {
 		return

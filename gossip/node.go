@@ -141,6 +141,12 @@ type Node struct {
 	// (unix nanoseconds when), so the join loop keeps looking for them
 	// after they are no longer expected; guarded by peersMu.
 	lost map[string]int64
+	// acked holds when each member last acked one of this node's probes
+	// (or joined); guarded by peersMu.
+	acked map[string]time.Time
+	// probeInterval and probeTimeout are memberlist's, for the suspicion
+	// threshold (SuspectAfter).
+	probeInterval, probeTimeout time.Duration
 	// seeds are the seeds other than this node's own address; set before
 	// the join loop starts, never changed.
 	seeds []string
@@ -215,6 +221,7 @@ func Start(cfg Config) (*Node, error) {
 		peers:     map[string]memberlist.Node{},
 		gone:      map[string]goneNode{},
 		lost:      map[string]int64{},
+		acked:     map[string]time.Time{},
 		stop:      make(chan struct{}),
 	}
 	mc, err := n.memberlistConfig()
@@ -358,6 +365,7 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	if n.cfg.Tune != nil {
 		n.cfg.Tune(mc)
 	}
+	n.probeInterval, n.probeTimeout = mc.ProbeInterval, mc.ProbeTimeout
 	return mc, nil
 }
 
@@ -514,19 +522,35 @@ type Member struct {
 	Name  string `json:"name"`
 	Addr  string `json:"addr"`
 	Alive bool   `json:"alive"`
+	// State is "suspect" for a live member not heard from (no probe ack)
+	// for longer than SuspectAfter, else memberlist's state.
 	State string `json:"state"`
+	// LastHeard is when this node last had a probe ack from the member
+	// (or saw it join); zero for this node itself.
+	LastHeard time.Time `json:"last_heard,omitzero"`
+	// Suspected is a live member not heard from for too long.
+	Suspected bool `json:"suspected,omitempty"`
 }
 
 // Members lists the ring, this node included: the members memberlist has
 // not declared dead or gone. memberlist v0.7.0 never fills Node.State (it
-// keeps the state in a shadowing field of its private nodeState), so a
-// suspect member is listed as alive until it is declared dead.
+// keeps the state in a shadowing field of its private nodeState), so this
+// node judges suspicion itself from its own probes' acks (Suspected).
 func (n *Node) Members() []Member {
+	now := n.clock()
 	n.peersMu.Lock()
 	defer n.peersMu.Unlock()
+	after := SuspectAfter(len(n.peers), n.probeInterval, n.probeTimeout)
 	out := make([]Member, 0, len(n.peers))
 	for _, m := range n.peers {
-		out = append(out, Member{Name: m.Name, Addr: m.Address(), Alive: m.State == memberlist.StateAlive, State: stateName(m.State)})
+		mem := Member{Name: m.Name, Addr: m.Address(), Alive: m.State == memberlist.StateAlive, State: stateName(m.State)}
+		if m.Name != n.cfg.Name {
+			mem.LastHeard = n.acked[m.Name]
+			if mem.Alive && n.probeInterval > 0 && Suspected(mem.LastHeard, now, after) {
+				mem.Suspected, mem.State = true, stateName(memberlist.StateSuspect)
+			}
+		}
+		out = append(out, mem)
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
@@ -539,6 +563,9 @@ func (n *Node) setPeer(m *memberlist.Node) {
 	cp.Addr = slices.Clone(m.Addr)
 	cp.Meta = slices.Clone(m.Meta)
 	n.peersMu.Lock()
+	if _, had := n.peers[m.Name]; !had {
+		n.acked[m.Name] = n.clock()
+	}
 	n.peers[m.Name] = cp
 	delete(n.lost, m.Address())
 	n.observeRingLocked(n.clock())
@@ -554,6 +581,7 @@ func (n *Node) dropPeer(m *memberlist.Node) {
 	// cut-off member is remembered by.
 	n.observeRingLocked(n.clock())
 	delete(n.peers, m.Name)
+	delete(n.acked, m.Name)
 	n.updateStampPeersLocked()
 	n.lag.forget(m.Name)
 	if g, clean := n.gone[m.Name]; m.Name != n.cfg.Name && (!clean || g.addr != m.Address()) {

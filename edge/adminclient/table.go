@@ -21,9 +21,9 @@ func FetchState(ctx context.Context, adminURL, token string, timeout time.Durati
 func WriteStateTable(w io.Writer, d *edge.StateDoc) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "node %s (replica %s) at %s\n\n", d.Node, d.Replica, d.Time.Format(time.RFC3339))
-	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSTATE")
+	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSTATE\tLAST HEARD")
 	for _, m := range d.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, m.Addr, m.State)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Addr, m.State, heardAgo(m.LastHeard, d.Time))
 	}
 	g := d.Gossip
 	fmt.Fprintf(tw, "\ngossip: %d members, %d msgs in, %d msgs out, %s sent, %d entries merged, %d push-pulls",
@@ -139,4 +139,13 @@ func humanBytes(n uint64) string {
 
 func secs(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+}
+
+// heardAgo is how long before the document's time a member last acked a
+// probe: "-" for this node itself, which has no such time.
+func heardAgo(last, at time.Time) string {
+	if last.IsZero() {
+		return "-"
+	}
+	return fmt.Sprintf("%s ago", max(at.Sub(last), 0).Round(100*time.Millisecond))
 }

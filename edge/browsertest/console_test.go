@@ -20,6 +20,7 @@ import (
 type consoleState struct {
 	Conn    string   `json:"conn"`
 	Ring    []string `json:"ring"`   // "name state" per row
+	Heard   []string `json:"heard"`  // each row's "last heard" cell
 	Shop    string   `json:"shop"`   // the rooms table's row of the shop
 	Nodes   string   `json:"nodes"`  // the room's "nodes this minute" table
 	Notice  string   `json:"notice"` // what the last action said
@@ -32,6 +33,7 @@ const readConsoleJS = `(() => {
   return {
     conn: t("#conn"),
     ring: [...document.querySelectorAll("#ring tbody tr")].map(r => r.cells[0].textContent + " " + r.cells[1].textContent),
+    heard: [...document.querySelectorAll("#ring tbody tr")].map(r => r.cells[3].textContent),
     shop: t('#rooms tr[data-room="shop"]'),
     nodes: [...document.querySelectorAll("#room-shop .cols table")].map(x => x.textContent).join(" | "),
     notice: t("#notice"),
@@ -102,6 +104,9 @@ func TestConsoleShowsTheRingAndStopsTheRoomWithTheToken(t *testing.T) {
 		if !strings.HasSuffix(row, " alive") {
 			t.Errorf("ring row %q, want every member alive", row)
 		}
+	}
+	if heard := strings.Join(st.Heard, "|"); strings.Count(heard, " s ago") != 2 {
+		t.Errorf("last heard cells %q, want the two peers heard some seconds ago", st.Heard)
 	}
 	// ring-b admitted its visitor; ring-c too, when it had not yet heard.
 	if !strings.Contains(st.Shop, "1 / 1") && !strings.Contains(st.Shop, "2 / 1") {

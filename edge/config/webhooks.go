@@ -32,7 +32,7 @@ var WebhookEvents = []string{
 	"room.emergency_stopped", "room.emergency_resumed",
 	"room.created", "room.changed", "room.deleted",
 	"event.prequeue_started", "event.started", "event.ended",
-	"node.joined", "node.left",
+	"node.joined", "node.left", "node.suspected",
 }
 
 // Wants reports whether the webhook is sent notices of type typ.

@@ -80,7 +80,8 @@ function renderRing(st) {
     const cls = m.state === "alive" ? "ok" : (m.state === "suspect" ? "warn" : "bad");
     const off = self ? "this node (" + ms(((st.lag || {}).ring || {}).clock_skew_ms || 0) + " from the median)" : (p && p.offset_known ? ms(p.clock_offset_ms) : "not measured");
     const delay = self ? "" : (p && p.samples > 0 ? Math.round(p.delay_ms) + " ms" : "no samples");
-    return `<tr data-node="${esc(m.name)}"><td>${esc(m.name)}</td><td class="${cls}">${esc(m.state)}</td><td>${esc(m.addr)}</td><td class="num">${esc(off)}</td><td class="num">${esc(delay)}</td></tr>`;
+    const heard = self || !m.last_heard ? "" : Math.max(0, (new Date(st.time) - new Date(m.last_heard)) / 1000).toFixed(1) + " s ago";
+    return `<tr data-node="${esc(m.name)}"><td>${esc(m.name)}</td><td class="${cls}">${esc(m.state)}</td><td>${esc(m.addr)}</td><td class="num">${esc(heard)}</td><td class="num">${esc(off)}</td><td class="num">${esc(delay)}</td></tr>`;
   });
   el("ring").tBodies[0].innerHTML = rows.join("");
   let note = st.members.length + " members seen by this node.";

@@ -195,6 +195,10 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 	if tok.Infinite {
 		est = infiniteEstimate(a, tok.Bucket, now)
 	}
+	if ans == answerFirst || ans == answerNoCookie {
+		// Not counted in the line yet (or never, without a cookie).
+		est = est.ForNewVisitor()
+	}
 	refresh := int(tok.RefreshInterval)
 	switch ans {
 	case answerAgain:
@@ -228,7 +232,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 		IsFIFOQueue:            method == string(policy.FIFO),
 		IsRandomQueue:          method == string(policy.Random),
 		Position:               est.Position,
-		PositionKnown:          est.PositionKnown && ans != answerNoCookie,
+		PositionKnown:          est.PositionKnown,
 		CookiesRequired:        ans == answerNoCookie,
 	}
 	setPriorityVars(&v, rq, vw, tok)

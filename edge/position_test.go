@@ -55,3 +55,34 @@ func TestPositionInLine(t *testing.T) {
 		})
 	}
 }
+
+func TestANewVisitorsFirstAnswerClaimsNoPlaceUntilItsCookieIsBack(t *testing.T) {
+	rc := fullRoom("app")
+	rc.JSONResponseEnabled = true
+	f := newFixture(t, rc)
+	newVisitor().get(f.srv, "http://app.test/") // admitted
+	settle(t, f)
+	// Three visitors queue in the minute's first arrival slot; a fourth
+	// comes in the next one. The ring counts a visitor in the line only
+	// once its cookie is back, so in a flood nobody of the last seconds is
+	// counted when a first answer is written: a place there would be
+	// short by all of them.
+	for range 3 {
+		newVisitor().queue(t, f.srv, f.clock, "http://app.test/")
+	}
+	f.clock.Advance(20 * time.Second)
+	settle(t, f)
+	last := newVisitor()
+	first := last.get(f.srv, "http://app.test/api", "Accept", "application/json")
+	obj := queueJSON(t, first)
+	if obj["positionKnown"] != false || fmt.Sprint(obj["position"]) != "0" {
+		t.Errorf("first answer: positionKnown %v, position %v; want false and 0", obj["positionKnown"], obj["position"])
+	}
+	if obj["waitTimeKnown"] != true {
+		t.Errorf("first answer: waitTimeKnown %v; want the wait shown", obj["waitTimeKnown"])
+	}
+	proved := queueJSON(t, last.prove(t, f.srv, f.clock, first, "Accept", "application/json"))
+	if proved["positionKnown"] != true || fmt.Sprint(proved["position"]) != "3" {
+		t.Errorf("answer after the proof: positionKnown %v, position %v; want true and the 3 ahead", proved["positionKnown"], proved["position"])
+	}
+}

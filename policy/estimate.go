@@ -28,6 +28,19 @@ type Estimate struct {
 	Eligible bool
 }
 
+// ForNewVisitor is the estimate as a new visitor's first answer shows it,
+// before its cookie has come back: without a place in line. The ring counts
+// a visitor only once it proves its cookie (two seconds later), so nobody
+// who came in the last two seconds is counted yet: in a flood, where
+// everyone came in those seconds, the first answers said "nobody ahead of
+// you" to visitors with hundreds ahead. The answer after the proof shows
+// the place, with everyone counted. The wait is kept: its span covers the
+// visitor's whole arrival slot, which a few uncounted visitors move little.
+func (e Estimate) ForNewVisitor() Estimate {
+	e.Position, e.PositionKnown = 0, false
+	return e
+}
+
 // UnknownWait is WaitTimeFormatted when no estimate exists.
 const UnknownWait = "unknown"
 

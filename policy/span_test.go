@@ -1,6 +1,10 @@
 package policy
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/waitroom/waitroom/crdt"
+)
 
 func TestSpanMinutesIsTheMinuteWithinAFifthOfTheMostOfTheSpan(t *testing.T) {
 	tests := []struct {
@@ -44,6 +48,34 @@ func TestLotteryWaitIsTheMinuteWhoseShareAdmittedIsNearest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := lotteryWait(tt.waiting, tt.rate, tt.joining, tt.p); got != tt.want {
 				t.Errorf("lotteryWait(%g, %g, %g, %g) = %d, want %d", tt.waiting, tt.rate, tt.joining, tt.p, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJoiningRateAveragesTheMinutesSinceTheQueueBegan(t *testing.T) {
+	queued := func(counts ...uint64) *crdt.RoomSnapshot {
+		s := &crdt.RoomSnapshot{Minute: 100}
+		for i, c := range counts {
+			s.Queued = append(s.Queued, crdt.MinuteCounts{Minute: 97 + int64(i), Total: c})
+		}
+		return s
+	}
+	tests := []struct {
+		name string
+		snap *crdt.RoomSnapshot
+		want float64
+	}{
+		{"a queue a minute old grows at that minute's pace, not a third of it", queued(0, 0, 60), 60},
+		{"a queue two minutes old averages its two", queued(0, 30, 60), 45},
+		{"an older one averages the last three full minutes", queued(30, 60, 90), 60},
+		{"a minute without joins after the first counts as none", queued(60, 0, 0), 20},
+		{"nobody queued: nobody joins", queued(0, 0, 0), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := joiningRate(tt.snap); got != tt.want {
+				t.Errorf("joiningRate = %g, want %g", got, tt.want)
 			}
 		})
 	}

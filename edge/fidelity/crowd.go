@@ -185,6 +185,9 @@ func (cr *crowdRun) visit(ctx context.Context, p plan, target string) {
 		if a.Wait != nil && arr.Shown == nil {
 			arr.Shown = &Shown{At: a.At, Wait: *a.Wait}
 		}
+		if a.Wait != nil && a.Wait.PositionKnown && arr.Placed == nil {
+			arr.Placed = &Shown{At: a.At, Wait: *a.Wait}
+		}
 		if a.Outcome == crowd.Queued {
 			if arr.Queued.IsZero() {
 				arr.Queued = a.At

@@ -53,8 +53,11 @@ type ShownTruth struct {
 	Estimates        int      `json:"estimate_samples"`
 	EstimateWithin20 *float64 `json:"estimate_within_20pct,omitempty"`
 	// Random counts a random queue's estimates judged, and RandomBy25,
-	// RandomBy50, RandomBy75 the shares let in within each percentile.
+	// RandomBy50, RandomBy75 the shares let in within each percentile, of
+	// the RandomN visitors (25th, 50th, 75th) whose percentile ran out
+	// before the run ended.
 	Random     int      `json:"random_samples"`
+	RandomN    [3]int   `json:"random_samples_by_percentile"`
 	RandomBy25 *float64 `json:"random_admitted_by_p25,omitempty"`
 	RandomBy50 *float64 `json:"random_admitted_by_p50,omitempty"`
 	RandomBy75 *float64 `json:"random_admitted_by_p75,omitempty"`
@@ -69,24 +72,32 @@ type ShownTruth struct {
 // shown judges what the crowd's apps were told against the history; a
 // priority code holder is left out (it is meant to pass the line, and its
 // page says so).
-func (j *judging) shown(hist *truth.History) *ShownTruth {
+func (j *judging) shown(hist *truth.History, end time.Duration) *ShownTruth {
 	var shown []truth.Shown
+	samples := 0
 	for _, a := range j.log.Arrivals {
-		s := a.Shown
-		if s == nil || a.Priority {
+		if a.Shown == nil || a.Priority {
 			continue
 		}
+		samples++
+		s := a.Shown
 		shown = append(shown, truth.Shown{
 			At: j.since(s.At), Visitor: j.id(a.Visitor), Arrived: j.since(a.Arrived),
-			WaitKnown: s.WaitTimeKnown, Wait: s.WaitTime, Wait25: s.WaitTime25, Wait75: s.WaitTime75,
-			PositionKnown: s.PositionKnown, Position: s.Position,
+			WaitKnown: s.WaitTimeKnown, Wait: s.WaitTime, Wait25: s.WaitTime25, Wait75: s.WaitTime75, Random: s.IsRandomQueue,
 		})
+		if p := a.Placed; p != nil {
+			shown = append(shown, truth.Shown{
+				At: j.since(p.At), Visitor: j.id(a.Visitor), Arrived: j.since(a.Arrived),
+				PositionKnown: true, Position: p.Position,
+			})
+		}
 	}
-	if len(shown) == 0 {
+	if samples == 0 {
 		return nil
 	}
-	v := truth.JudgeShown(hist, shown)
-	t := &ShownTruth{Samples: len(shown), Estimates: v.Estimates, Random: v.Random, Positions: v.Positions}
+	v := truth.JudgeShown(hist, shown, end)
+	t := &ShownTruth{Samples: samples, Estimates: v.Estimates, Random: v.Random, Positions: v.Positions,
+		RandomN: [3]int{v.Random25, v.Random50, v.Random75}}
 	if v.Estimates > 0 {
 		t.EstimateWithin20 = &v.EstimateWithin20
 	}
@@ -120,7 +131,7 @@ func (t *ShownTruth) lines() [][3]string {
 	}
 	if t.Random > 0 {
 		out = append(out, [3]string{"random queue let in by p25/p50/p75",
-			fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% of %d", *t.RandomBy25*100, *t.RandomBy50*100, *t.RandomBy75*100, t.Random),
+			fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% of %d / %d / %d", *t.RandomBy25*100, *t.RandomBy50*100, *t.RandomBy75*100, t.RandomN[0], t.RandomN[1], t.RandomN[2]),
 			fmt.Sprintf("25/50/75%% ± %.0f points (reported)", RandomShareTolerance*100)})
 	}
 	return out

@@ -13,16 +13,20 @@ import (
 )
 
 func TestJudgeShown(t *testing.T) {
-	told := func(s float64, wait int, pos int64) *Shown {
-		return &Shown{At: at(s), Wait: crowd.Wait{WaitTimeKnown: true, WaitTime: wait, WaitTime25: wait, WaitTime50: wait, WaitTime75: wait, PositionKnown: true, Position: pos}}
+	told := func(s float64, wait int) *Shown {
+		return &Shown{At: at(s), Wait: crowd.Wait{WaitTimeKnown: true, WaitTime: wait, WaitTime25: wait, WaitTime50: wait, WaitTime75: wait}}
+	}
+	placed := func(s float64, pos int64) *Shown {
+		return &Shown{At: at(s), Wait: crowd.Wait{WaitTimeKnown: true, WaitTime: 6, WaitTime25: 6, WaitTime50: 6, WaitTime75: 6, PositionKnown: true, Position: pos}}
 	}
 	// Three visitors queued 10, 11 and 12 s into the run and let in at 6,
-	// 7 and 8 minutes; the third held a priority code.
+	// 7 and 8 minutes; the third held a priority code. Each was given its
+	// place in line at its second answer, 2 s after its first.
 	log := Log{End: at(900),
 		Arrivals: []Arrival{
-			{Visitor: "q1", Arrived: at(10), Queued: at(10), Shown: told(10, 6, 0)},  // 5:50 left: 6 min is within a fifth
-			{Visitor: "q2", Arrived: at(11), Queued: at(11), Shown: told(11, 10, 1)}, // 6:49 left: 10 min is not; q1 is ahead
-			{Visitor: "q3", Arrived: at(12), Queued: at(12), Shown: told(12, 1, 0), Priority: true},
+			{Visitor: "q1", Arrived: at(10), Queued: at(10), Shown: told(10, 6), Placed: placed(12, 0)},  // 5:50 left: 6 min is within a fifth
+			{Visitor: "q2", Arrived: at(11), Queued: at(11), Shown: told(11, 10), Placed: placed(13, 1)}, // 6:49 left: 10 min is not; q1 is ahead
+			{Visitor: "q3", Arrived: at(12), Queued: at(12), Shown: told(12, 1), Placed: placed(14, 0), Priority: true},
 			{Visitor: "b", Arrived: at(13), Queued: at(13)}, // a browser: nothing read
 		},
 		Hits: join(hits("q1", 360), hits("q2", 420), hits("q3", 480), hits("b", 540)),
@@ -81,8 +85,10 @@ func TestTheCrowdsAppsNoteWhatTheyWereTold(t *testing.T) {
 			t.Errorf("%s was never queued", a.Visitor)
 		case a.Visitor == "v1" && a.Shown != nil:
 			t.Errorf("the browser noted %+v; a page is not read", a.Shown)
-		case a.Visitor == "v2" && (a.Shown == nil || a.Shown.Position != 17 || a.Shown.WaitTime != 4 || !a.Shown.At.Equal(a.Queued)):
-			t.Errorf("the app noted %+v; want its first answer's place 17 and wait 4 at %v", a.Shown, a.Queued)
+		case a.Visitor == "v2" && (a.Shown == nil || a.Shown.WaitTime != 4 || !a.Shown.At.Equal(a.Queued)):
+			t.Errorf("the app noted %+v; want its first answer's wait 4 at %v", a.Shown, a.Queued)
+		case a.Visitor == "v2" && (a.Placed == nil || a.Placed.Position != 17 || !a.Placed.At.Equal(a.Queued)):
+			t.Errorf("the app noted the place %+v; want its first answer's place 17 at %v", a.Placed, a.Queued)
 		}
 	}
 }

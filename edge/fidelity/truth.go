@@ -35,8 +35,11 @@ type Arrival struct {
 	// the line.
 	Priority bool `json:",omitempty"`
 	// Shown is what its first queue answer told it about its wait, when
-	// it was an app that read it (see shown.go).
-	Shown *Shown `json:",omitempty"`
+	// it was an app that read it (see shown.go); Placed is its first
+	// answer that gave it a place in line (a new visitor's first answer
+	// gives none: it is not counted in the line until its cookie is back).
+	Shown  *Shown `json:",omitempty"`
+	Placed *Shown `json:",omitempty"`
 }
 
 // Log is what a run recorded: the crowd's arrivals and the origin's hits.
@@ -192,7 +195,7 @@ func Judge(log Log, l Limits) Truth {
 	t.Inversions, t.PassedOver, t.Newcomers = len(v.Inversions), v.PassedOver, v.Newcomers
 	t.LongestFreeSlot, t.LongestFreeSlotAt = longestFreeSlot(log, l, j.sessions(hist))
 
-	t.Shown = j.shown(hist)
+	t.Shown = j.shown(hist, end)
 	admitted, waits := j.firstAdmissions(hist)
 	t.Priority = j.priority(hist)
 	t.Waited = len(waits)

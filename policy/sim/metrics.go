@@ -119,9 +119,13 @@ type Figures struct {
 	RandomBy50            *float64 `json:"random_admitted_by_p50"`
 	RandomBy75            *float64 `json:"random_admitted_by_p75"`
 	RandomSamples         int      `json:"random_samples"`
-	PositionWithin10      *float64 `json:"position_within_10pct"`
-	PositionErrorP90      *float64 `json:"position_error_p90"`
-	PositionSamples       int      `json:"position_samples"`
+	// RandomSamplesBy counts, for the 25th, 50th and 75th percentile, the
+	// visitors whose percentile ran out before the run ended: the ones
+	// each share is of.
+	RandomSamplesBy  [3]int   `json:"random_samples_by_percentile"`
+	PositionWithin10 *float64 `json:"position_within_10pct"`
+	PositionErrorP90 *float64 `json:"position_error_p90"`
+	PositionSamples  int      `json:"position_samples"`
 	// Waits of the admitted visitors, in seconds.
 	WaitP50 float64 `json:"wait_p50_s"`
 	WaitP90 float64 `json:"wait_p90_s"`
@@ -496,9 +500,10 @@ func (c *recorder) estimates(f *Figures) {
 
 // shownFigures judges what the visitors were shown by the truth.
 func (c *recorder) shownFigures(f *Figures, tr *truth.History) {
-	v := truth.JudgeShown(tr, c.shown)
+	v := truth.JudgeShown(tr, c.shown, c.r.end)
 	c.shown = nil
 	f.TruthEstimates, f.RandomSamples, f.PositionSamples = v.Estimates, v.Random, v.Positions
+	f.RandomSamplesBy = [3]int{v.Random25, v.Random50, v.Random75}
 	if v.Estimates > 0 {
 		f.TruthEstimateWithin20 = ptr(v.EstimateWithin20)
 	}

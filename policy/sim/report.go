@@ -267,7 +267,8 @@ func (r *Report) Rows() []Row {
 			return optPct(x.Figures.TruthEstimateWithin20) + fmt.Sprintf(" (n=%d)", x.Figures.TruthEstimates)
 		}),
 		get("truth: random admitted by p25 / p50 / p75", func(x *Result) string {
-			return fmt.Sprintf("%s / %s / %s (n=%d)", optPct(x.Figures.RandomBy25), optPct(x.Figures.RandomBy50), optPct(x.Figures.RandomBy75), x.Figures.RandomSamples)
+			n := x.Figures.RandomSamplesBy
+			return fmt.Sprintf("%s / %s / %s (n=%d/%d/%d)", optPct(x.Figures.RandomBy25), optPct(x.Figures.RandomBy50), optPct(x.Figures.RandomBy75), n[0], n[1], n[2])
 		}),
 		get("truth: position within ±10%", func(x *Result) string {
 			return optPct(x.Figures.PositionWithin10) + fmt.Sprintf(" (p90 error %s, n=%d)", optPct(x.Figures.PositionErrorP90), x.Figures.PositionSamples)

@@ -313,6 +313,7 @@ type visitor struct {
 	estKnown    bool
 	estAt       time.Duration // when it was shown, -1 for none
 	estHalf     float64       // what-if: minutes with half the own bucket counted as ahead
+	placed      bool          // a place in line was shown in the steady state
 	bucket      int64         // arrival bucket of the first token
 
 	sessionStart time.Duration
@@ -1135,7 +1136,8 @@ func (r *run) admitted(i int, tok policy.Counting, fresh bool) {
 }
 
 // queued queues visitor i at node n with cookie tok until its next
-// check-in, noting the first estimate it sees in the steady state.
+// check-in, noting the first estimate and the first place in line it sees
+// in the steady state.
 func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 	v := &r.vis[i]
 	v.tok, v.hasTok = tok, true
@@ -1145,16 +1147,32 @@ func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 	}
 	v.st = vsQueued
 	r.rec.queue(i, tok.Bucket, fresh)
-	if v.estAt < 0 && v.admitted < 0 && r.now >= r.rec.steadyFrom {
-		// The estimate the page shows (edge: writeQueue), the first one
-		// this visitor sees in the steady state.
-		v.est = n.alloc.EstimateAt(tok.Bucket, tok.Arrived)
-		v.estKnown = v.est.WaitTimeKnown
-		v.estAt = r.now
-		v.estHalf = halfBucketEstimate(n.alloc, tok.Bucket)
-		r.rec.shown = append(r.rec.shown, truth.Shown{At: r.now, Visitor: i, Arrived: r.rec.try[i],
-			WaitKnown: v.est.WaitTimeKnown, Wait: v.est.WaitTime, Wait25: v.est.WaitTime25, Wait75: v.est.WaitTime75,
-			PositionKnown: v.est.PositionKnown, Position: v.est.Position})
+	if v.admitted < 0 && r.now >= r.rec.steadyFrom && (v.estAt < 0 || !v.placed) {
+		// What the page shows (edge: queueVars): the first estimate this
+		// visitor sees in the steady state, and the first place in line,
+		// which a new visitor's first page does not show yet.
+		est := n.alloc.EstimateAt(tok.Bucket, tok.Arrived)
+		if fresh {
+			est = est.ForNewVisitor()
+		}
+		s := truth.Shown{At: r.now, Visitor: i, Arrived: r.rec.try[i]}
+		first := v.estAt < 0
+		if first {
+			v.est, v.estKnown, v.estAt = est, est.WaitTimeKnown, r.now
+			v.estHalf = halfBucketEstimate(n.alloc, tok.Bucket)
+			s.WaitKnown, s.Wait, s.Wait25, s.Wait75 = est.WaitTimeKnown, est.WaitTime, est.WaitTime25, est.WaitTime75
+			s.Random = r.room.QueueingMethod == policy.Random
+		}
+		switch {
+		case est.PositionKnown:
+			v.placed = true
+			s.PositionKnown, s.Position = true, est.Position
+		case !fresh:
+			v.placed = true // the room shows no place (random queueing)
+		}
+		if first || s.PositionKnown {
+			r.rec.shown = append(r.rec.shown, s)
+		}
 	}
 	r.checkInAfter(i, time.Duration(tok.RefreshInterval)*time.Second)
 }

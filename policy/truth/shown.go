@@ -18,9 +18,11 @@ type Shown struct {
 	Arrived time.Duration
 	// WaitKnown: an estimate was shown. Wait is it (the median under
 	// random queueing), Wait25 and Wait75 the range of a random queue's
-	// page, all whole minutes.
+	// page, all whole minutes. Random says the room queued at random, so
+	// the three are percentiles (they can all be one minute alike).
 	WaitKnown            bool
 	Wait, Wait25, Wait75 int
+	Random               bool
 	// PositionKnown: a place in line was shown, Position.
 	PositionKnown bool
 	Position      int64
@@ -38,12 +40,18 @@ type ShownVerdict struct {
 	// EstimateWithin20 is the share within ±20 % of the remaining wait.
 	Estimates        int
 	EstimateWithin20 float64
-	// Random counts the random queue's estimates judged (every visitor
-	// shown one who was later admitted or was still waiting at the end),
-	// and RandomBy25, RandomBy50, RandomBy75 the shares admitted within
-	// their 25th, 50th and 75th percentile estimates, which should be near
-	// 25, 50 and 75 %.
+	// Random counts the random queue's estimates judged: every visitor
+	// shown one who did not give up, and whose 25th percentile ran out
+	// before the log ended. RandomBy25, RandomBy50, RandomBy75 are the
+	// shares admitted within their 25th, 50th and 75th percentile
+	// estimates, which should be near 25, 50 and 75 %, each of the
+	// visitors whose percentile ran out before the end (Random25,
+	// Random50, Random75 of them): of a visitor still waiting at the end
+	// whose 75th percentile lies beyond it, nobody knows yet whether it
+	// gets in within it, and counting it as late made a run that ends
+	// with a queue read as if every estimate were short.
 	Random                             int
+	Random25, Random50, Random75       int
 	RandomBy25, RandomBy50, RandomBy75 float64
 	// Positions counts the places in line judged (every one shown);
 	// PositionWithin10 is the share within ±10 % of the true number ahead:
@@ -55,8 +63,10 @@ type ShownVerdict struct {
 	PositionError90  float64
 }
 
-// JudgeShown judges what the visitors were shown against the history.
-func JudgeShown(h *History, shown []Shown) ShownVerdict {
+// JudgeShown judges what the visitors were shown against the history,
+// whose log ended at end (Never: every wait still open stays open for
+// ever).
+func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 	var v ShownVerdict
 	admitted := map[int][]Wait{}
 	for _, w := range h.waits {
@@ -84,19 +94,22 @@ func JudgeShown(h *History, shown []Shown) ShownVerdict {
 		if !ok {
 			continue
 		}
-		if s.Wait25 != s.Wait75 {
-			// A random queue's range.
+		if s.Random {
 			if !w.Admitted && w.To != Never {
 				continue // gave up: never judged
 			}
-			v.Random++
 			left := w.To - s.At
 			for _, c := range []struct {
-				n *int
-				m int
-			}{{&by25, s.Wait25}, {&by50, s.Wait}, {&by75, s.Wait75}} {
-				if w.Admitted && left <= time.Duration(c.m)*time.Minute {
-					*c.n++
+				judged, by *int
+				m          int
+			}{{&v.Random25, &by25, s.Wait25}, {&v.Random50, &by50, s.Wait}, {&v.Random75, &by75, s.Wait75}} {
+				due := time.Duration(c.m) * time.Minute
+				if end != Never && s.At+due > end {
+					continue // not run out yet when the log ended
+				}
+				*c.judged++
+				if w.Admitted && left <= due {
+					*c.by++
 				}
 			}
 			continue
@@ -116,10 +129,14 @@ func JudgeShown(h *History, shown []Shown) ShownVerdict {
 	if v.Estimates > 0 {
 		v.EstimateWithin20 = float64(within) / float64(v.Estimates)
 	}
-	if v.Random > 0 {
-		n := float64(v.Random)
-		v.RandomBy25, v.RandomBy50, v.RandomBy75 = float64(by25)/n, float64(by50)/n, float64(by75)/n
+	v.Random = v.Random25 // the 25th runs out first
+	share := func(by, n int) float64 {
+		if n == 0 {
+			return 0
+		}
+		return float64(by) / float64(n)
 	}
+	v.RandomBy25, v.RandomBy50, v.RandomBy75 = share(by25, v.Random25), share(by50, v.Random50), share(by75, v.Random75)
 	truths := h.aheadOf(posQ)
 	var errs []float64
 	ok := 0

@@ -25,6 +25,7 @@ func TestJudgeShown(t *testing.T) {
 	tests := []struct {
 		name  string
 		shown []truth.Shown
+		end   time.Duration
 		want  truth.ShownVerdict
 	}{
 		{
@@ -47,15 +48,39 @@ func TestJudgeShown(t *testing.T) {
 		{
 			name: "a random queue's range counts who got in within each percentile",
 			shown: []truth.Shown{
-				{At: 0, Visitor: 0, Arrived: 0, WaitKnown: true, Wait25: 5, Wait: 7, Wait75: 9},
-				{At: 0, Visitor: 3, Arrived: 3 * s, WaitKnown: true, Wait25: 5, Wait: 7, Wait75: 9},
+				{At: 0, Visitor: 0, Arrived: 0, WaitKnown: true, Wait25: 5, Wait: 7, Wait75: 9, Random: true},
+				{At: 0, Visitor: 3, Arrived: 3 * s, WaitKnown: true, Wait25: 5, Wait: 7, Wait75: 9, Random: true},
 			},
-			want: truth.ShownVerdict{Random: 1, RandomBy25: 0, RandomBy50: 1, RandomBy75: 1},
+			end:  truth.Never,
+			want: truth.ShownVerdict{Random: 1, Random25: 1, Random50: 1, Random75: 1, RandomBy25: 0, RandomBy50: 1, RandomBy75: 1},
+		},
+		{
+			name: "a random queue's percentiles of one minute alike are percentiles, not a FIFO estimate",
+			shown: []truth.Shown{
+				{At: 5*time.Minute + 30*s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait25: 1, Wait: 1, Wait75: 1, Random: true},
+			},
+			end:  truth.Never,
+			want: truth.ShownVerdict{Random: 1, Random25: 1, Random50: 1, Random75: 1, RandomBy25: 1, RandomBy50: 1, RandomBy75: 1},
+		},
+		{
+			name: "a percentile that runs out after the log ends is not judged, whoever got in",
+			shown: []truth.Shown{
+				// Visitor 1 (in at 7 min) is judged by its 25th (6 min,
+				// missed) alone; visitor 2 (in at 8 min) by none.
+				{At: 5 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait25: 6, Wait: 8, Wait75: 9, Random: true},
+				{At: 5 * s, Visitor: 2, Arrived: 2 * s, WaitKnown: true, Wait25: 8, Wait: 9, Wait75: 10, Random: true},
+			},
+			end:  7*time.Minute + 30*s,
+			want: truth.ShownVerdict{Random: 1, Random25: 1, RandomBy25: 0},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := truth.JudgeShown(h, tt.shown); got != tt.want {
+			end := tt.end
+			if end == 0 {
+				end = truth.Never
+			}
+			if got := truth.JudgeShown(h, tt.shown, end); got != tt.want {
 				t.Errorf("truth.JudgeShown = %+v, want %+v", got, tt.want)
 			}
 		})

@@ -136,6 +136,16 @@ func TestFIFOEstimateCountsTheVisitorsPlaceInTheirBucket(t *testing.T) {
 			t.Errorf("estimate %+v, want position 1,401 and 16 minutes", e)
 		}
 	})
+	t.Run("at its proof, a visitor has every counted visitor of its slot ahead: the ring counts them only up to two seconds ago", func(t *testing.T) {
+		w := w
+		w.now = now.Add(12 * time.Second) // a flood began 4 s into the minute; this one came at 10 s
+		w.waiting = append(w.waiting, crdt.BucketCount{Bucket: m, N: 50})
+		snap := w.snap()
+		snap.Arrived = append(snap.Arrived, crdt.SlotCount{Second: m * 60, N: 50})
+		if e := policy.Allocate(room, snap, nairobi, w.now, policy.Continuous).EstimateAt(m, 100); e.Position != 1301+50 {
+			t.Errorf("estimate %+v, want position 1,351: the older buckets and the 50 counted before it", e)
+		}
+	})
 	t.Run("random queueing has no position", func(t *testing.T) {
 		r := room
 		r.QueueingMethod = policy.Random

@@ -128,21 +128,26 @@ func (a *Allocation) positionAt(bucket int64, arrived uint16) float64 {
 	w, known := a.slotsOf(bucket, b.n)
 	if !known {
 		// Without the slot counts, the bucket as if spread evenly over
-		// the part of its minute that has passed.
-		return ahead + float64(b.n)*shareBefore(float64(arrived)/600, a.elapsedIn(bucket*60, 60))
+		// the part of its minute the ring has counted.
+		return ahead + float64(b.n)*shareBefore(float64(arrived)/600, a.countedIn(bucket*60, 60))
 	}
 	for j := range s {
 		ahead += float64(w[j])
 	}
 	start := bucket*60 + int64(s*crdt.ArrivalSlotSeconds)
 	into := (float64(arrived)/10 - float64(s*crdt.ArrivalSlotSeconds)) / crdt.ArrivalSlotSeconds
-	return ahead + float64(w[s])*shareBefore(into, a.elapsedIn(start, crdt.ArrivalSlotSeconds))
+	return ahead + float64(w[s])*shareBefore(into, a.countedIn(start, crdt.ArrivalSlotSeconds))
 }
 
-// elapsedIn is the part of the span of width seconds from unix second start
-// that has passed, 0..1.
-func (a *Allocation) elapsedIn(start, width int64) float64 {
-	return min(max(float64(a.now.Unix()-start)/float64(width), 0), 1)
+// countedIn is the part of the span of width seconds from unix second
+// start whose visitors the ring has counted, 0..1: up to ProofRefresh
+// seconds ago, as a new visitor is counted only when its cookie comes back.
+// Taking the counted visitors to be spread up to now instead placed a
+// visitor at its proof, who came after every one of them, a tenth short of
+// them all in the real-process flood.
+func (a *Allocation) countedIn(start, width int64) float64 {
+	counted := float64(a.now.UnixMilli())/1000 - ProofRefresh
+	return min(max((counted-float64(start))/float64(width), 0), 1)
 }
 
 // shareBefore is the share of a span's visitors who came before one who

@@ -331,8 +331,9 @@ func (a *Allocation) partOf(limit int64) int64 {
 }
 
 // openSlots is S = min(total − active, new per minute − admitted), never
-// negative. Random queueing under the continuous strategy releases the
-// new-user slots across the minute (paced) rather than all at :00, so that the
+// negative. Random queueing under the continuous strategy, while anybody
+// waits, releases the new-user slots across the minute (paced) rather than
+// all at :00, so that the
 // check-ins that happen to fall just after the minute turns do not take them
 // all (the section "How random is random queueing?" of "Waiting Room:
 // Random Queueing and Custom Web/Mobile Apps").
@@ -497,7 +498,11 @@ func (a *Allocation) holdBack(sp *split, last int) {
 func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Duration, pool, covered int64) split {
 	var sp split
 	sp.minute = snap.Minute
-	a.reserve(&sp, a.openSlots(a.method == Random), true)
+	// Pacing keeps a queue's check-ins from racing for the slots as the
+	// minute turns; with nobody waiting there is no race, and a paced room
+	// turned its visitors away while far below its limits (the real-process
+	// random queue queued its first visitor with 8 of 60 active).
+	a.reserve(&sp, a.openSlots(a.method == Random && a.waiting > 0), true)
 
 	// k: this node's pool admissions within the last lag. Its own traffic is
 	// taken as counted one lag ago, which every other node has seen.

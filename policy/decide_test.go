@@ -152,3 +152,28 @@ func TestAnAdmissionOnASupersededAllocationStillCounts(t *testing.T) {
 		t.Errorf("the new allocation's budget is %d, want 99: the old one's admission counts", got)
 	}
 }
+
+func TestARandomRoomPacesItsSlotsOnlyWhileSomebodyWaits(t *testing.T) {
+	now := at(t, "2021-05-27T16:00:06Z") // a tenth of the minute gone
+	m := minuteOf(now)
+	room := policy.Room{TotalActiveUsers: 60, NewUsersPerMinute: 40, Nodes: 1, QueueingMethod: policy.Random}
+	tests := []struct {
+		name    string
+		waiting []crdt.BucketCount
+		want    int // admissions of 40 new visitors
+	}{
+		// Pacing keeps a queue's check-ins from racing for the slots as
+		// the minute turns; without a queue there is no race.
+		{"with nobody waiting, new visitors go in up to the per-minute limit", nil, 40},
+		{"with a queue, a tenth of the minute releases a tenth of its slots and a little more", []crdt.BucketCount{{Bucket: m, N: 30}}, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := world{now: now, waiting: tt.waiting}
+			a := settled(room, w.snap(), nairobi, now, policy.Continuous)
+			if got := decideN(a, policy.Visitor{Bucket: m}, 40); got != tt.want {
+				t.Errorf("%d of 40 admitted, want %d", got, tt.want)
+			}
+		})
+	}
+}

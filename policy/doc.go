@@ -66,11 +66,15 @@
 // meanwhile, and a visitor may join a bucket after it was covered (the
 // current minute's bucket grows; counts from other nodes arrive); each
 // comes back up to one interval later. So the interval starts again when
-// the bucket becomes covered after a break or its count grows. Timed from
-// the first coverage instead, 1-minute sessions at 1.5 × the per-minute
-// limit over three nodes, where the active limit's slots open one by one,
-// inverted 4.6% of admissions in the ring model (9% at the origin with
-// three real processes); timed so, none. The model measures 0.4% for the
+// the bucket becomes covered after a break or its count grows. Covered by
+// the open slots, that is: a bucket kept covered only because coverage
+// sticks for the minute (below) is this node's promise alone; the other
+// nodes may treat it as the partial bucket and turn its visitors away, so
+// its interval starts once the open slots cover it (at the next minute's
+// turn, say). Timed from the first coverage instead, 1-minute sessions at
+// 1.5 × the per-minute limit over three nodes, where the active limit's
+// slots open one by one, inverted 4.6% of admissions in the ring model (9%
+// at the origin with three real processes); timed so, none. The model measures 0.4% for the
 // regional flood after. It costs nothing of the per-minute limit (the
 // minute's slots wait for its remaining seconds) and at most one check-in
 // interval of the slots that ending sessions free. Covered buckets are not

@@ -75,3 +75,66 @@ func TestAVisitorQueuedOnlyForSlotsKeptBackIsHeld(t *testing.T) {
 		})
 	}
 }
+
+// A bucket kept covered only because coverage sticks for the minute is this
+// node's promise alone: the other nodes may treat it as the partial bucket
+// and turn its visitors away. So its check-in interval starts when the open
+// slots cover it again, and at the next minute's turn the newer bucket's
+// pool waits for the older one's check-ins.
+func TestABucketCoveredOnlyByStickinessHoldsAtTheMinutesTurn(t *testing.T) {
+	start := at(t, "2021-05-27T16:00:00Z")
+	m := minuteOf(start)
+	room := policy.Room{TotalActiveUsers: 100_000, NewUsersPerMinute: 100, Nodes: 1, Lag: time.Second}
+	newer := policy.Visitor{Bucket: m - 1, Queued: true}
+	waiting := []crdt.BucketCount{{Bucket: m - 2, N: 2}, {Bucket: m - 1, N: 200}}
+	// During minute m−1 the older bucket's last two wait; the node sees
+	// admitted slots of that minute as given.
+	during := func(at time.Duration, admitted uint64) world {
+		return world{now: start.Add(-time.Minute + at), waiting: waiting, admitted: map[int64]perNode{m - 1: {nairobi: admitted}}}
+	}
+	turned := func(after time.Duration) world { return world{now: start.Add(after), waiting: waiting} }
+	tests := []struct {
+		name   string
+		minute []world // the allocations of minute m−1, in order, the last a second before the turn
+		after  time.Duration
+		want   policy.Outcome
+	}{
+		{
+			name:   "a bucket the open slots covered all minute holds nobody at the turn",
+			minute: []world{during(5*time.Second, 90), during(30*time.Second, 95), during(55*time.Second, 95)},
+			want:   policy.Admit,
+		},
+		{
+			name:   "a bucket covered only because coverage stuck holds the newer bucket at the turn",
+			minute: []world{during(5*time.Second, 90), during(30*time.Second, 100), during(59*time.Second, 100)},
+			want:   policy.Queue,
+		},
+		{
+			name:   "a bucket covered only because coverage stuck holds the newer bucket for the short interval and a lag",
+			minute: []world{during(5*time.Second, 90), during(30*time.Second, 100), during(59*time.Second, 100)},
+			after:  policy.NearCheckIn - time.Second,
+			want:   policy.Queue,
+		},
+		{
+			name:   "a bucket covered only because coverage stuck lets the newer bucket in after the short interval and a lag",
+			minute: []world{during(5*time.Second, 90), during(30*time.Second, 100), during(59*time.Second, 100)},
+			after:  policy.NearCheckIn + room.Lag + time.Second,
+			want:   policy.Admit,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := policy.Allocate(room, tt.minute[0].snap(), nairobi, tt.minute[0].now, policy.Continuous)
+			for _, w := range tt.minute[1:] {
+				a = a.Next(room, w.snap(), w.now)
+			}
+			a = a.Next(room, turned(0).snap(), turned(0).now)
+			if tt.after > 0 {
+				a = a.Next(room, turned(tt.after).snap(), turned(tt.after).now)
+			}
+			if got := a.Decide(newer, nil); got != tt.want {
+				t.Errorf("the newer bucket's visitor %v after the turn: %v, want %v", tt.after, got, tt.want)
+			}
+		})
+	}
+}

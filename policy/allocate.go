@@ -333,10 +333,10 @@ func (a *Allocation) partOf(limit int64) int64 {
 // openSlots is S = min(total − active, new per minute − admitted), never
 // negative. Random queueing under the continuous strategy, while anybody
 // waits, releases the new-user slots across the minute (paced) rather than
-// all at :00, so that the
-// check-ins that happen to fall just after the minute turns do not take them
-// all (the section "How random is random queueing?" of "Waiting Room:
-// Random Queueing and Custom Web/Mobile Apps").
+// all at :00, so that the check-ins that happen to fall just after the
+// minute turns do not take them all (the section "How random is random
+// queueing?" of "Waiting Room: Random Queueing and Custom Web/Mobile
+// Apps").
 //
 // While cut off from part of the ring, the reachable part keeps within its
 // part of each limit (partOf) and within what the whole room has left as

@@ -74,8 +74,8 @@
 // turn, say). Timed from the first coverage instead, 1-minute sessions at
 // 1.5 × the per-minute limit over three nodes, where the active limit's
 // slots open one by one, inverted 4.6% of admissions in the ring model (9%
-// at the origin with three real processes); timed so, none. The model measures 0.4% for the
-// regional flood after. It costs nothing of the per-minute limit (the
+// at the origin with three real processes); timed so, none. The model
+// measures 0.4% for the regional flood after. It costs nothing of the per-minute limit (the
 // minute's slots wait for its remaining seconds) and at most one check-in
 // interval of the slots that ending sessions free. Covered buckets are not
 // held behind each other: their slots are reserved, whatever the order, and

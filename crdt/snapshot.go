@@ -16,6 +16,10 @@ type Windows struct {
 	// per-replica arrivals and admissions the snapshot carries (at least 3,
 	// so the share "two minutes earlier" is present).
 	History int
+	// Admissions is how many minutes, ending with the current one, of
+	// room-wide admission totals the snapshot carries in AdmittedTotals (none
+	// when zero): the cohorts whose sessions may still be running.
+	Admissions int
 }
 
 // DefaultWaitingWindow is the queued cookie's life in minutes: five, as the
@@ -68,7 +72,12 @@ type RoomSnapshot struct {
 	// sessions whose cookies still let their visitors in, to within the
 	// room's session slice.
 	Active int64
-
+	// Expiring lists, soonest first, the sessions per session cell whose
+	// expiry second (Second) is after Now, cells with none left out: when
+	// the slots of the running sessions free up, as far as their visitors'
+	// last requests tell. A visitor still browsing renews its session, so
+	// its cell is a lower bound on when its slot frees.
+	Expiring []SlotCount
 	// Waiting lists, oldest bucket first, the visitors waiting per arrival
 	// bucket over the waiting window; buckets with nobody waiting are left
 	// out. TotalWaiting is their sum.
@@ -83,6 +92,11 @@ type RoomSnapshot struct {
 	// bucket's queue per arrival slot (QueuedAt), for the buckets in
 	// Waiting: the order inside a bucket.
 	Arrived []SlotCount
+
+	// AdmittedTotals holds, oldest first, the room's admissions in each of
+	// the Windows.Admissions minutes ending with Minute, every one present
+	// even when zero.
+	AdmittedTotals []uint64
 
 	// Queued holds, like Admitted, the new visitors queued in each minute
 	// (VisitorsQueued): a queued new visitor is not counted as waiting
@@ -150,6 +164,9 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 		snap.Arrivals[i].Minute = first + int64(i)
 		snap.Queued[i].Minute = first + int64(i)
 	}
+	if w.Admissions > 0 {
+		snap.AdmittedTotals = make([]uint64, w.Admissions)
+	}
 	r := s.rooms[roomName]
 	if r == nil {
 		return snap
@@ -160,9 +177,10 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 		lastExpiry: now + MaxSessionLead*60,
 		waiting:    map[int64]int64{},
 		arrived:    map[int64]int64{},
+		sessions:   map[int64]int64{},
 	}
 	if keep != nil {
-		t.sessions, t.queued = map[int64]int64{}, map[waitingCell]int64{}
+		t.queued = map[waitingCell]int64{}
 	}
 	for ck, g := range r.cells {
 		c := t.kept(g.c)
@@ -191,7 +209,7 @@ type snapshotSum struct {
 	active   int64
 	waiting  map[int64]int64 // by arrival bucket
 	arrived  map[int64]int64 // by arrival slot
-	sessions map[int64]int64 // by expiry second, when keep is set
+	sessions map[int64]int64 // by expiry second
 	queued   map[waitingCell]int64
 	scratch  []Count
 }
@@ -242,11 +260,7 @@ func (t *snapshotSum) addSession(ck cellKey, c []Count) {
 	if ck.Kind == SessionMinus {
 		v = -v
 	}
-	if t.sessions != nil {
-		t.sessions[ck.Bucket] += v
-	} else {
-		t.active += v
-	}
+	t.sessions[ck.Bucket] += v
 }
 
 // addWaiting counts a waiting cell dated within the waiting window.
@@ -266,8 +280,14 @@ func (t *snapshotSum) addWaiting(ck cellKey, c []Count) {
 }
 
 // addMinute adds a per-replica minute counter dated within the history into
-// its minute of Admitted, Arrivals or Queued.
+// its minute of Admitted, Arrivals or Queued, and an admission counter dated
+// within the admissions window into AdmittedTotals.
 func (t *snapshotSum) addMinute(ck cellKey, c []Count) {
+	if n := int64(len(t.snap.AdmittedTotals)); ck.Kind == Admitted && n > 0 {
+		if j := ck.Minute - t.minute + n - 1; j >= 0 {
+			t.snap.AdmittedTotals[j] += sum(c)
+		}
+	}
 	i := ck.Minute - t.first
 	if i < 0 {
 		return
@@ -283,13 +303,20 @@ func (t *snapshotSum) addMinute(ck cellKey, c []Count) {
 	dst.ByReplica = mergeCounts(dst.ByReplica, c)
 }
 
-// finish sums the cells taken as at least zero (with keep set), then sets
-// Active and the waiting buckets, oldest first.
+// finish sums the cells, taken as at least zero with keep set, then sets
+// Active, Expiring and the waiting buckets, oldest first.
 func (t *snapshotSum) finish() {
 	snap := &t.snap
-	for _, v := range t.sessions {
-		t.active += max(v, 0)
+	for sec, v := range t.sessions {
+		if t.keep != nil {
+			v = max(v, 0)
+		}
+		t.active += v
+		if v > 0 {
+			snap.Expiring = append(snap.Expiring, SlotCount{Second: sec, N: v})
+		}
 	}
+	slices.SortFunc(snap.Expiring, func(a, b SlotCount) int { return cmp.Compare(a.Second, b.Second) })
 	for c, v := range t.queued {
 		t.waiting[c.bucket] += max(v, 0)
 	}

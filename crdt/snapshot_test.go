@@ -475,3 +475,43 @@ func TestSnapshotArrivalSlots(t *testing.T) {
 		}
 	})
 }
+
+func TestSnapshotSessionExpiriesAndAdmissionTotals(t *testing.T) {
+	s := apply(t, []write{
+		{nodeA, crdt.SessionPlus, 30, 0, 2},
+		{nodeB, crdt.SessionPlus, 30, 0, 1},
+		{nodeA, crdt.SessionPlus, -10, 0, 4}, // already expired
+		{nodeA, crdt.SessionPlus, 300, 0, 3},
+		{nodeB, crdt.SessionMinus, 300, 0, 3}, // moved on: nothing left in it
+		{nodeC, crdt.SessionPlus, 315, 0, 1},
+		{nodeA, crdt.Admitted, 0, -3, 2},
+		{nodeB, crdt.Admitted, 0, 0, 3},
+		{nodeC, crdt.Admitted, 0, -9, 9}, // before the admissions window
+	})
+	snap := s.Snapshot("tickets", now*60, crdt.Windows{History: 3, Admissions: 5})
+	t.Run("the sessions still running are listed by expiry, soonest first, empty cells left out", func(t *testing.T) {
+		want := []crdt.SlotCount{{Second: now*60 + 30, N: 3}, {Second: now*60 + 315, N: 1}}
+		if !slices.Equal(snap.Expiring, want) {
+			t.Errorf("Expiring = %+v, want %+v", snap.Expiring, want)
+		}
+	})
+	t.Run("and they add up to the active count", func(t *testing.T) {
+		var n int64
+		for _, c := range snap.Expiring {
+			n += c.N
+		}
+		if n != snap.Active {
+			t.Errorf("Expiring adds up to %d, Active is %d", n, snap.Active)
+		}
+	})
+	t.Run("the admission totals cover the admissions window ending with the current minute", func(t *testing.T) {
+		if want := []uint64{0, 2, 0, 0, 3}; !slices.Equal(snap.AdmittedTotals, want) {
+			t.Errorf("AdmittedTotals = %v, want %v", snap.AdmittedTotals, want)
+		}
+	})
+	t.Run("without an admissions window there are none", func(t *testing.T) {
+		if got := s.Snapshot("tickets", now*60, crdt.Windows{History: 3}).AdmittedTotals; got != nil {
+			t.Errorf("AdmittedTotals = %v, want none", got)
+		}
+	})
+}

@@ -46,8 +46,10 @@ type Allocation struct {
 	slots   []crdt.SlotCount // who joined them, per arrival slot (see order.go)
 	waiting int64
 	full    bool
-	rate    float64 // admissions per minute, recent average
-	joining float64 // new visitors queued per minute, recent average (lottery.go)
+	rate    float64      // admissions per minute, recent average
+	joining float64      // new visitors queued per minute, recent average (lottery.go)
+	fc      *forecast    // when the slots free up (forecast.go)
+	book    forecastBook // the mean browse, along the chain (forecast.go)
 
 	sp    split
 	led   *ledger
@@ -276,10 +278,19 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		a.rate = admissionRate(snap)
 	}
 	a.joining = joiningRate(snap)
+	if a.frac >= 1.0/6 {
+		// A queue that began in the last minute joins at the current
+		// minute's pace, which the full minutes before it understate.
+		a.joining = max(a.joining, float64(snap.QueuedIn(snap.Minute).Total)/a.frac)
+	}
+	if a.waiting > 0 {
+		a.fc = &forecast{now: snap.Now, expiring: snap.Expiring, admitted: snap.AdmittedTotals}
+	}
 	a.open = a.openSlots(false)
 
 	if prev != nil && prev.led != nil && prev.roomName == snap.Room && prev.self == self {
 		a.led, a.marks, a.held, a.nearSeen = prev.led, prev.marks, prev.held, prev.nearSeen
+		a.book = prev.book
 		if prev.cov.minute == snap.Minute && sameLimits(prev.room, room) {
 			a.cov = prev.cov
 		}
@@ -289,6 +300,12 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		if now.Sub(start) < a.lag {
 			a.led.baseK += int64(snap.AdmittedIn(snap.Minute - 1).Of(self))
 		}
+	}
+	if room.TotalActiveUsers > 0 && s == Continuous && !a.cut {
+		a.book = a.book.update(room, snap.Now, a.activeEff, snap.Expiring, snap.AdmittedTotals)
+	}
+	if a.fc != nil {
+		a.fc.pace = a.book.pace(snap, float64(room.NewUsersPerMinute))
 	}
 	pool, covered := a.led.pool.Load(), a.led.covered.Load()
 

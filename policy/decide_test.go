@@ -160,18 +160,21 @@ func TestARandomRoomPacesItsSlotsOnlyWhileSomebodyWaits(t *testing.T) {
 	tests := []struct {
 		name    string
 		waiting []crdt.BucketCount
-		want    int // admissions of 40 new visitors
+		queued  bool // the 40 visitors check in with a queued cookie
+		want    int  // admissions of the 40 visitors
 	}{
 		// Pacing keeps a queue's check-ins from racing for the slots as
 		// the minute turns; without a queue there is no race.
-		{"with nobody waiting, new visitors go in up to the per-minute limit", nil, 40},
-		{"with a queue, a tenth of the minute releases a tenth of its slots and a little more", []crdt.BucketCount{{Bucket: m, N: 30}}, 7},
+		{"with nobody waiting, new visitors go in up to the per-minute limit", nil, false, 40},
+		{"with a queue, a tenth of the minute releases a tenth of its slots and a little more", []crdt.BucketCount{{Bucket: m, N: 30}}, true, 7},
+		// Everyone's chance comes with a check-in, the newcomer's too.
+		{"with a queue, a new visitor joins the draw with its first check-in", []crdt.BucketCount{{Bucket: m, N: 30}}, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := world{now: now, waiting: tt.waiting}
 			a := settled(room, w.snap(), nairobi, now, policy.Continuous)
-			if got := decideN(a, policy.Visitor{Bucket: m}, 40); got != tt.want {
+			if got := decideN(a, policy.Visitor{Bucket: m, Queued: tt.queued}, 40); got != tt.want {
 				t.Errorf("%d of 40 admitted, want %d", got, tt.want)
 			}
 		})

@@ -364,6 +364,17 @@
 // buckets only, over the average of the last five minutes with the current
 // one in part.
 //
+// Under the continuous strategy, once total_active_users can bind before a
+// visitor's turn, the wait comes from when the slots free rather than from
+// the rate (forecast.go): the snapshot lists the running sessions by expiry
+// second; those of visitors who left end at it, those still browsing end a
+// session after they leave, which, taking visitors to leave in the order
+// they came in, the admissions of the last minutes tell; every slot that
+// frees is taken by the next in line and frees again a browse and a session
+// later; and the per-minute budget paces it all at the admissions per
+// minute of the recent minutes in which the active limit left room. A
+// random queue's percentiles follow the same admissions.
+//
 // Random (Random Queueing): with P = rate / visitors waiting, the wait within
 // which a share p of visitors get in is n = log(1 − p) / log(1 − P) (P = 0.1,
 // p = 0.5: 6.58 minutes); the page shows the 25th to the 75th percentile.

@@ -87,6 +87,11 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 		e.WaitTime25 = lotteryWait(n, r, in, 0.25)
 		e.WaitTime50 = lotteryWait(n, r, in, 0.50)
 		e.WaitTime75 = lotteryWait(n, r, in, 0.75)
+		if a.fc != nil && !a.cut && a.strategy == Continuous {
+			if w, ok := a.lotteryWaitsOnce(); ok {
+				e.WaitTime25, e.WaitTime50, e.WaitTime75 = w[0], w[1], w[2]
+			}
+		}
 		e.WaitTime = e.WaitTime50
 		e.WaitTimeFormatted = formatRange(e.WaitTime25, e.WaitTime75)
 		return e

@@ -229,8 +229,8 @@ func TestACoveredBucketsCheckInsGoBeforeNewerVisitors(t *testing.T) {
 			}, policy.Admit, policy.Admit, policy.Queue},
 		{"the reference strategy keeps the reference's rule",
 			func() *policy.Allocation { return chain(policy.ReferencePerMinute, policy.FIFO) }, policy.Admit, policy.Admit, policy.Queue},
-		{"random queueing has no order to keep",
-			func() *policy.Allocation { return chain(policy.Continuous, policy.Random) }, policy.Admit, policy.Admit, policy.Admit},
+		{"random queueing keeps no order, but a new visitor joins the draw with its first check-in",
+			func() *policy.Allocation { return chain(policy.Continuous, policy.Random) }, policy.Admit, policy.Admit, policy.Queue},
 		{"a node that starts its chain finds the bucket covered long ago",
 			func() *policy.Allocation {
 				return policy.Allocate(room, turned.snap(), nairobi, start, policy.Continuous)

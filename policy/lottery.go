@@ -89,3 +89,85 @@ func joiningRate(snap *crdt.RoomSnapshot) float64 {
 	}
 	return float64(n) / float64(minutes)
 }
+
+// lotteryForecast is lotteryWait for the percentiles p of a random queue
+// whose admissions follow the allocation's forecast (forecast.go) rather
+// than a steady rate: the chance to be let in over a short step is the
+// step's admissions over those competing then, so a room whose active
+// limit is full lets nobody in until sessions end, and then many. Read at
+// a steady rate instead, the first visitors of the real-process random
+// queue were told 1 to 1 minutes (the rate of the minutes before the
+// active limit filled) and waited several.
+func (a *Allocation) lotteryForecast(ps [3]float64) (waits [3]int, ok bool) {
+	a.forecastOnce()
+	pieces := a.fc.pieces
+	if len(pieces) == 0 {
+		return waits, false
+	}
+	r := a.waitRate()
+	var end float64 // pieces that free again may end before earlier ones
+	for _, p := range pieces {
+		end = math.Max(end, p.t1)
+	}
+	dt := math.Max(1.0/30, end/4000)
+	cells := int(math.Ceil(end/dt)) + 1
+	hist := make([]float64, cells) // admissions per step up to end
+	for _, p := range pieces {
+		i0, i1 := int(p.t0/dt), int(p.t1/dt)
+		if i1 <= i0 {
+			hist[i0] += p.n
+			continue
+		}
+		for i := i0; i <= i1; i++ {
+			lo, hi := math.Max(p.t0, float64(i)*dt), math.Min(p.t1, float64(i+1)*dt)
+			if hi > lo {
+				hist[i] += p.n * (hi - lo) / (p.t1 - p.t0)
+			}
+		}
+	}
+	waiting := float64(max(a.waiting, 1))
+	survive, admitted := 1.0, 0.0
+	byMinute := []float64{1} // the chance to be still waiting after each whole minute
+	var at [3]float64        // the continuous percentiles
+	found := 0
+	for i := 0; found < 3 || float64(len(byMinute)) <= at[2]+1; i++ {
+		t := float64(i) * dt
+		if t >= maxWaitMinutes {
+			break
+		}
+		in := r * dt
+		if i < cells {
+			in = hist[i]
+		}
+		competing := waiting + a.joining*t - admitted
+		next := 0.0
+		if competing > in {
+			next = survive * math.Exp(-in/competing)
+		}
+		for found < 3 && next <= 1-ps[found] {
+			// Where within the step the chance crosses 1 − p.
+			x := 1.0
+			if survive > next {
+				x = (survive - (1 - ps[found])) / (survive - next)
+			}
+			at[found] = t + x*dt
+			found++
+		}
+		survive, admitted = next, admitted+in
+		for float64(len(byMinute)) <= t+dt {
+			byMinute = append(byMinute, survive)
+		}
+	}
+	if found < 3 {
+		return waits, false
+	}
+	share := func(m int) float64 { return 1 - byMinute[min(m, len(byMinute)-1)] }
+	for j, t := range at {
+		lo, hi := max(1, int(math.Floor(t))), max(1, int(math.Ceil(t)))
+		waits[j] = lo
+		if math.Abs(share(hi)-ps[j]) < math.Abs(share(lo)-ps[j]) {
+			waits[j] = hi
+		}
+	}
+	return waits, true
+}

@@ -53,6 +53,11 @@ const DefaultLag = 2 * time.Second
 // rate, of which the last three also serve the traffic shares.
 const HistoryMinutes = 6
 
+// AdmissionMinutes is how many minutes of room-wide admissions the forecast
+// reads (forecast.go): the cohorts whose visitors may still browse, as long
+// as the longest session the room allows.
+const AdmissionMinutes = crdt.MaxSessionLead
+
 // Room holds what admission needs to know about a room. The operator's part
 // mirrors the reference's settings; the edge validates the configuration and
 // converts it into this.
@@ -151,7 +156,7 @@ func (r Room) cut() (bool, float64) {
 
 // Windows returns the spans the crdt snapshot must sum for this room.
 func (r Room) Windows() crdt.Windows {
-	return crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: HistoryMinutes}
+	return crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: HistoryMinutes, Admissions: AdmissionMinutes}
 }
 
 func (r Room) session() int {

@@ -78,7 +78,7 @@ func spanMinutes(lo, hi float64) int {
 			best, bestCover, bestDist = m, cover, dist
 		}
 	}
-	return best
+	return min(best, maxWaitMinutes)
 }
 
 // fifoWait is the FIFO estimate in minutes under the continuous strategy:
@@ -88,8 +88,7 @@ func spanMinutes(lo, hi float64) int {
 func (a *Allocation) fifoWait(bucket int64, arrived uint16) int {
 	lo, hi := a.slotSpan(bucket, arrived)
 	d := a.room.checkIn().Minutes() / 2
-	r := a.waitRate()
-	return spanMinutes(lo/r+d, hi/r+d)
+	return spanMinutes(a.admissionAt(lo+1)+d, a.admissionAt(max(hi, lo+1))+d)
 }
 
 // waitRate is the admission rate a wait is forecast at: the recent average,

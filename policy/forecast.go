@@ -66,10 +66,6 @@ type releaseGroup struct {
 // a minute is taken as gone.
 const liveBandMax = 60
 
-// liveSpread is how many release groups spread the slots of the visitors
-// still browsing over the time they will take to leave.
-const liveSpread = 12
-
 // maxForecastPieces bounds the work of one forecast; a queue longer than
 // the pieces reach is forecast at the rate beyond them.
 const maxForecastPieces = 4096

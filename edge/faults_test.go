@@ -347,7 +347,8 @@ func faultSplitRun(t *testing.T, seed uint64, cut bool, step time.Duration) (*cl
 		v.home = i % 5
 		v.visit(t, c.nodes[v.home])
 	}
-	c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+	// Generous: on a loaded CI machine the heal took longer than 5 s.
+	c.waitConverged(faultRoom, c.nodes, 15*time.Second)
 	m1 := m0 + 1
 	c.setTime(faultAt(m1, 2))
 

@@ -347,7 +347,7 @@ func faultSplitRun(t *testing.T, seed uint64, cut bool, step time.Duration) (*cl
 		v.home = i % 5
 		v.visit(t, c.nodes[v.home])
 	}
-	// Generous: on a loaded CI machine the heal took longer than 5 s.
+	// Generous: on a loaded CI machine the five nodes took longer than 5 s to converge.
 	c.waitConverged(faultRoom, c.nodes, 15*time.Second)
 	m1 := m0 + 1
 	c.setTime(faultAt(m1, 2))

@@ -82,16 +82,16 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	}
 	e.WaitTimeKnown = true
 	if a.method == Random {
-		n, in := float64(max(a.waiting, 1)), a.joining // lottery.go
-		r := a.waitRate()
-		e.WaitTime25 = lotteryWait(n, r, in, 0.25)
-		e.WaitTime50 = lotteryWait(n, r, in, 0.50)
-		e.WaitTime75 = lotteryWait(n, r, in, 0.75)
+		w, ok := [3]int{}, false
 		if a.fc != nil && !a.cut && a.strategy == Continuous {
-			if w, ok := a.lotteryWaitsOnce(); ok {
-				e.WaitTime25, e.WaitTime50, e.WaitTime75 = w[0], w[1], w[2]
-			}
+			w, ok = a.lotteryWaitsOnce() // the forecast's admissions
 		}
+		if !ok { // a steady rate
+			n, in := float64(max(a.waiting, 1)), a.joining // lottery.go
+			r := a.waitRate()
+			w = [3]int{lotteryWait(n, r, in, 0.25), lotteryWait(n, r, in, 0.50), lotteryWait(n, r, in, 0.75)}
+		}
+		e.WaitTime25, e.WaitTime50, e.WaitTime75 = w[0], w[1], w[2]
 		e.WaitTime = e.WaitTime50
 		e.WaitTimeFormatted = formatRange(e.WaitTime25, e.WaitTime75)
 		return e

@@ -81,16 +81,17 @@ func liveBand(room Room) float64 {
 }
 
 // browsing splits the running sessions of the snapshot at second now: live
-// is how many visitors are still browsing and pace how many leave per
-// minute (both zero without renewals, where every cell is final).
-func browsing(room Room, now int64, expiring []crdt.SlotCount) (live, pace float64) {
+// is how many visitors are still browsing, pace how many leave per minute
+// and inBand how many sessions the live band holds (all zero without
+// renewals, where every cell is final).
+func browsing(room Room, now int64, expiring []crdt.SlotCount) (live, pace, inBand float64) {
 	band := liveBand(room)
 	if band == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	sessionSec := float64(room.session() * 60)
 	edge := float64(now) + sessionSec - band
-	var left, inBand float64
+	var left float64
 	for _, c := range expiring {
 		if float64(c.Second) > edge {
 			inBand += float64(c.N)
@@ -99,7 +100,7 @@ func browsing(room Room, now int64, expiring []crdt.SlotCount) (live, pace float
 		}
 	}
 	pace = left / ((sessionSec - band) / 60)
-	return math.Max(0, inBand-pace*band/60), pace
+	return math.Max(0, inBand-pace*band/60), pace, inBand
 }
 
 // meanBrowse is the time, in minutes, a visitor browses, from the
@@ -220,7 +221,7 @@ func (b forecastBook) update(room Room, now int64, active float64, expiring []cr
 	if b.ok && now <= b.at {
 		return b
 	}
-	live, _ := browsing(room, now, expiring)
+	live, _, _ := browsing(room, now, expiring)
 	x, ok := meanBrowse(admitted, now, live)
 	if !ok {
 		x = 0
@@ -275,16 +276,10 @@ func releases(room Room, now int64, active float64, expiring []crdt.SlotCount, a
 	if free > 0 {
 		first = append(first, releaseGroup{n: free})
 	}
-	live, _ := browsing(room, now, expiring)
+	live, _, inBand := browsing(room, now, expiring)
 	browse := book.browse // zero while nobody browses
 	keep := 1.0           // of the live band, the share of visitors who left within it
 	edge := float64(now) + session*60 - liveBand(room)
-	var inBand float64
-	for _, c := range expiring {
-		if float64(c.Second) > edge {
-			inBand += float64(c.N)
-		}
-	}
 	if inBand > 0 {
 		keep = 1 - live/inBand
 	}

@@ -63,7 +63,7 @@ func TestBrowsingTellsTheVisitorsWhoLeftFromThoseStillBrowsing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			live, pace := browsing(tt.room, now, tt.expiring)
+			live, pace, _ := browsing(tt.room, now, tt.expiring)
 			if math.Abs(live-tt.live) > 1e-9 || math.Abs(pace-tt.pae) > 1e-9 {
 				t.Errorf("browsing = %g live, %g a minute; want %g, %g", live, pace, tt.live, tt.pae)
 			}

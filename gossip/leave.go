@@ -35,7 +35,12 @@ func (n *Node) announceLeave() {
 	n.publishNodeInfo(true)
 	// The flush queues every dirty cell and register for gossip, the
 	// Left announcement among them, and returns the node's own cells.
-	msgs := n.ownMessages(n.flushOwn())
+	own, at := n.flushOwn()
+	msgs := n.ownMessages(own, at)
+	// The cells pushed or queued shortly before went out as packets that
+	// may have been lost: they are handed over again, unstamped, since
+	// their stamps would read the leave's delay as the ring's gossip lag.
+	msgs = append(msgs, n.entryMessages(n.recentOwnCells(own), 0, false)...)
 	n.mu.Lock()
 	reg, ok := n.state.Register(NodeInfoRegister(n.replica))
 	n.mu.Unlock()
@@ -51,6 +56,53 @@ func (n *Node) announceLeave() {
 	for n.queue.NumQueued() > 0 && time.Now().Before(deadline) {
 		<-tick.C
 	}
+}
+
+// handOverWindow is how far back a clean leave hands over the node's own
+// cells again. Older changes have had many gossip rounds and, on most
+// rings, a push-pull with each peer; newer ones may all have gone as
+// packets that were lost.
+const handOverWindow = 30 * time.Second
+
+// forgetOldOwn drops the cells queued before handOverWindow from recentOwn,
+// at most once a second. n.flushMu must be held.
+func (n *Node) forgetOldOwn(now int64) {
+	if now-n.recentSwept < int64(time.Second) {
+		return
+	}
+	n.recentSwept = now
+	for id, at := range n.recentOwn {
+		if now-at > int64(handOverWindow) {
+			delete(n.recentOwn, id)
+		}
+	}
+}
+
+// recentOwnCells returns the node's own cells queued within handOverWindow,
+// at their current values, leaving out those in except.
+func (n *Node) recentOwnCells(except []crdt.Entry) []crdt.Entry {
+	skip := make(map[cellID]bool, len(except))
+	for _, e := range except {
+		skip[cellID{e.Key, e.Replica}] = true
+	}
+	n.flushMu.Lock()
+	now := n.clock().UnixNano()
+	ids := make([]cellID, 0, len(n.recentOwn))
+	for id, at := range n.recentOwn {
+		if !skip[id] && now-at <= int64(handOverWindow) {
+			ids = append(ids, id)
+		}
+	}
+	n.flushMu.Unlock()
+	out := make([]crdt.Entry, 0, len(ids))
+	n.mu.Lock()
+	for _, id := range ids {
+		if v := n.state.Get(id.key, id.replica); v > 0 {
+			out = append(out, crdt.Entry{Key: id.key, Replica: id.replica, Value: v})
+		}
+	}
+	n.mu.Unlock()
+	return out
 }
 
 // handOver sends msgs, in order, to every live peer over memberlist's TCP

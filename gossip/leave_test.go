@@ -84,6 +84,39 @@ func TestLeaving(t *testing.T) {
 		}
 	})
 
+	t.Run("a leaving node hands over again the counts it pushed shortly before, when every packet was lost", func(t *testing.T) {
+		t.Parallel()
+		fn := gossip.NewFaultNet(12)
+		c := newCluster(t, 3, clusterOpts{
+			transport: func(t testing.TB, name string) memberlist.Transport {
+				tr, err := fn.Transport("127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tr
+			},
+			tune: func(mc *memberlist.Config) { mc.PushPullInterval = 0 },
+		})
+		c.waitMembers(3, 10*time.Second)
+		fn.SetLoss(1)
+		k := minuteKey("shop", crdt.Admitted, nowMinute())
+		before := c.nodes[2].Stats().MessagesOut
+		c.nodes[2].Add(gossip.Inc{Key: k, N: 4})
+		// The count goes out as packets, all lost, before the leave.
+		testkit.Eventually(t, testkit.Wait{What: "the count pushed as packets", Timeout: 10 * time.Second, Seen: func() string { return fmt.Sprintf("%d messages out", c.nodes[2].Stats().MessagesOut) }}, func() bool {
+			return c.nodes[2].Stats().MessagesOut > before
+		})
+		if err := c.nodes[2].Close(); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes[2] = nil
+		for i := range 2 {
+			if !c.waitValue(i, k, 4, 20*time.Second) {
+				t.Errorf("node %d never got the count pushed before the leave", i)
+			}
+		}
+	})
+
 	t.Run("a node that crashes is still expected, since it cannot be told from a partition", func(t *testing.T) {
 		t.Parallel()
 		c := newCluster(t, 3, clusterOpts{})

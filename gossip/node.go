@@ -121,6 +121,12 @@ type Node struct {
 	// several goroutines at once, and a flush that read an older value must
 	// not queue it after another queued a newer one under the same name.
 	flushMu sync.Mutex
+	// recentOwn holds when (unix ns, node clock) each of the node's own
+	// cells was last queued, for the cells queued within handOverWindow:
+	// what a clean leave hands over (leave.go). Guarded by flushMu.
+	recentOwn map[cellID]int64
+	// recentSwept is when (unix ns) recentOwn was last swept of old cells.
+	recentSwept int64
 	// pushMu guards push, the push of own changes to every peer (push.go).
 	pushMu sync.Mutex
 	push   pusher
@@ -846,9 +852,15 @@ func (n *Node) flushWith(each func(crdt.Entry, int64)) {
 	n.mu.Unlock()
 
 	stamped := n.stampPeers.Load()
+	queuedAt := n.clock().UnixNano()
+	n.forgetOldOwn(queuedAt)
 	for i, e := range entries {
 		if e.Replica == n.replica {
-			n.lastOwn.Store(n.clock().UnixNano())
+			n.lastOwn.Store(queuedAt)
+			if n.recentOwn == nil {
+				n.recentOwn = map[cellID]int64{}
+			}
+			n.recentOwn[cellID{e.Key, e.Replica}] = queuedAt
 		}
 		var msg []byte
 		var err error

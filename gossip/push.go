@@ -160,8 +160,13 @@ func (n *Node) flushOwn() ([]crdt.Entry, int64) {
 // does not encode within a packet is left out: the broadcast queue, which
 // the flush filled too, carries it.
 func (n *Node) ownMessages(own []crdt.Entry, at int64) [][]byte {
+	return n.entryMessages(own, at, n.stampPeers.Load())
+}
+
+// entryMessages encodes own as packet-sized messages, stamped with at when
+// stamped is set; a chunk that does not encode within a packet is left out.
+func (n *Node) entryMessages(own []crdt.Entry, at int64, stamped bool) [][]byte {
 	var msgs [][]byte
-	stamped := n.stampPeers.Load()
 	for len(own) > 0 {
 		chunk := own[:min(pushChunk, len(own))]
 		own = own[len(chunk):]

@@ -24,7 +24,8 @@ type goneNode struct {
 // they stop holding its part of the room's limits for it (see
 // ExpectedMembers), and hands over its last counts before memberlist's
 // leave: what it admitted since its last gossip round would otherwise be
-// lost with it. Both go to every live peer over TCP (handOver): the counts
+// lost with it, and so would what it pushed or gossiped in the last
+// handOverWindow if those packets were lost. Both go to every live peer over TCP (handOver): the counts
 // first, then the announcement. The counts also go into the broadcast
 // queue, for which it waits up to three gossip intervals, so that relays
 // carry them to a peer the stream missed.

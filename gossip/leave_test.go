@@ -43,21 +43,7 @@ func TestLeaving(t *testing.T) {
 
 	t.Run("a leaving node hands its last counts to every peer over TCP even when every packet is lost", func(t *testing.T) {
 		t.Parallel()
-		fn := gossip.NewFaultNet(11)
-		c := newCluster(t, 3, clusterOpts{
-			transport: func(t testing.TB, name string) memberlist.Transport {
-				tr, err := fn.Transport("127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return tr
-			},
-			// No periodic push-pull: only the hand-over can carry the
-			// counts once packets are lost.
-			tune: func(mc *memberlist.Config) { mc.PushPullInterval = 0 },
-		})
-		c.waitMembers(3, 10*time.Second)
-		fn.SetLoss(1)
+		c := losingEveryPacket(t, 11)
 		k := minuteKey("shop", crdt.Admitted, nowMinute())
 		c.nodes[2].Add(gossip.Inc{Key: k, N: 5})
 		info := gossip.NodeInfoRegister(c.nodes[2].Replica())
@@ -86,19 +72,7 @@ func TestLeaving(t *testing.T) {
 
 	t.Run("a leaving node hands over again the counts it pushed shortly before, when every packet was lost", func(t *testing.T) {
 		t.Parallel()
-		fn := gossip.NewFaultNet(12)
-		c := newCluster(t, 3, clusterOpts{
-			transport: func(t testing.TB, name string) memberlist.Transport {
-				tr, err := fn.Transport("127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return tr
-			},
-			tune: func(mc *memberlist.Config) { mc.PushPullInterval = 0 },
-		})
-		c.waitMembers(3, 10*time.Second)
-		fn.SetLoss(1)
+		c := losingEveryPacket(t, 12)
 		k := minuteKey("shop", crdt.Admitted, nowMinute())
 		before := c.nodes[2].Stats().MessagesOut
 		c.nodes[2].Add(gossip.Inc{Key: k, N: 4})
@@ -152,6 +126,27 @@ func TestLeaving(t *testing.T) {
 			t.Errorf("after the returned node crashed node 0 expects %d members, want 3", got)
 		}
 	})
+}
+
+// losingEveryPacket starts a ring of three on a fault network seeded with
+// seed, without periodic push-pull, and once it has formed loses every
+// packet: only TCP streams (a clean leave's hand-over) still carry counts.
+func losingEveryPacket(t *testing.T, seed uint64) *cluster {
+	t.Helper()
+	fn := gossip.NewFaultNet(seed)
+	c := newCluster(t, 3, clusterOpts{
+		transport: func(t testing.TB, name string) memberlist.Transport {
+			tr, err := fn.Transport("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		},
+		tune: func(mc *memberlist.Config) { mc.PushPullInterval = 0 },
+	})
+	c.waitMembers(3, 10*time.Second)
+	fn.SetLoss(1)
+	return c
 }
 
 // TestExpectedMembersRemembersTheRing checks the memory behind

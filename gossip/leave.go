@@ -25,10 +25,10 @@ type goneNode struct {
 // ExpectedMembers), and hands over its last counts before memberlist's
 // leave: what it admitted since its last gossip round would otherwise be
 // lost with it, and so would what it pushed or gossiped in the last
-// handOverWindow if those packets were lost. Both go to every live peer over TCP (handOver): the counts
-// first, then the announcement. The counts also go into the broadcast
-// queue, for which it waits up to three gossip intervals, so that relays
-// carry them to a peer the stream missed.
+// handOverWindow if those packets were lost. Both go to every live peer
+// over TCP (handOver): the counts first, then the announcement. The counts
+// also go into the broadcast queue, for which it waits up to three gossip
+// intervals, so that relays carry them to a peer the stream missed.
 func (n *Node) announceLeave() {
 	if n.mlReady.Load() == nil || n.ml.NumMembers() <= 1 {
 		return

@@ -2,7 +2,9 @@ package edge
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -40,7 +42,26 @@ func (s *Server) AdminHandler() http.Handler {
 	open := http.NewServeMux()
 	open.HandleFunc("/healthz", s.serveHealth)
 	open.HandleFunc("/readyz", s.serveReady)
-	return newAdminGate(s.cfg, s.adminTok, open, mux)
+	return s.adminRecover(newAdminGate(s.cfg, s.adminTok, open, mux))
+}
+
+// adminRecover answers a panic of the admin API with a 500 and its count,
+// rather than a connection that breaks off.
+func (s *Server) adminRecover(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(p)
+			}
+			s.panicked(panicAdmin, "", p, debug.Stack(), true)
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error (logged and counted in waitroom_panics_total)"})
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // serveHealth answers GET /healthz, open to anyone who reaches the admin
@@ -121,6 +142,7 @@ func (s *Server) roomStatus(rm *room, now time.Time) RoomStatus {
 		Buckets:                   []BucketStatus{},
 		Nodes:                     []NodeShare{},
 		Cut:                       sum.Cut,
+		AllocationFailing:         rm.failing.Load(),
 	}
 	for _, b := range sum.Buckets {
 		rs.Buckets = append(rs.Buckets, BucketStatus{Bucket: time.Unix(b.Bucket*60, 0).UTC(), Waiting: b.Waiting, EligibleSlots: b.Eligible})

@@ -3,8 +3,18 @@ package edge
 import (
 	"time"
 
+	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/policy"
 )
+
+// PoisonPolicy makes the policy panic, from now until restore is called, on
+// every snapshot that poisoned says is poisoned, at where poisoned says
+// (see policyFault): a state that takes the policy down, as every node of a
+// ring would merge it. Test-only.
+func PoisonPolicy(poisoned func(room string, snap *crdt.RoomSnapshot) string) (restore func()) {
+	policyFault.Store(&poisoned)
+	return func() { policyFault.Store(nil) }
+}
 
 // RefreshAllocations runs one round of the allocation loop now, at the
 // ring's time: rooms and revocations synced from gossip, every room's

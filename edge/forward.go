@@ -107,6 +107,7 @@ func (s *Server) ForwardAuthHandler() http.Handler {
 func (s *Server) ForwardAuthAddr() string { return s.forwardAddr }
 
 func (h *forwardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer h.s.recoverRequest(w, nil)
 	if !h.fromTrusted(r) {
 		h.refuse(w, "untrusted_source", http.StatusForbidden, "Not a trusted proxy", "This endpoint answers only the proxies listed in forward_auth.trusted_proxies.", r.RemoteAddr)
 		return

@@ -17,6 +17,7 @@ type metrics struct {
 	unroutedPassed  prometheus.Counter
 	malformed       *prometheus.CounterVec
 	held            *prometheus.CounterVec
+	panics          *prometheus.CounterVec
 	prio            *priorityMetrics
 }
 
@@ -61,8 +62,12 @@ func newMetrics() *metrics {
 		Namespace: "waitroom", Name: "held_requests_total",
 		Help: "Visitors the node would have queued only because it keeps the open slots it sees back for what the other nodes may have admitted unheard, whose requests were held for its next allocation instead, by event: wait (one wait for the next allocation), admitted and queued (how a hold ended), gone (the visitor went away while held), refused (queued at once: too many requests held already).",
 	}, []string{"room", "event"})
+	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "waitroom", Name: "panics_total",
+		Help: "Panics recovered without stopping the node, by where they happened (allocation, request, allocation_loop, console, webhooks, webhook_delivery, admin, acme, and the gossip layer's gossip_*). Any is a bug; a room whose allocation panicked runs by stale_state until one is computed again.",
+	}, []string{"where"})
 	m.prio = newPriorityMetrics(m.reg)
-	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.challengeErrors, m.unrouted, m.unroutedPassed, m.malformed, m.held,
+	m.reg.MustRegister(m.requests, m.cookieErrors, m.originErrors, m.challengeErrors, m.unrouted, m.unroutedPassed, m.malformed, m.held, m.panics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

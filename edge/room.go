@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httputil"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,18 +50,36 @@ type room struct {
 	// snapshot.
 	mu    sync.RWMutex
 	alloc atomic.Pointer[allocation]
-	m     roomMetrics
-	pages pageCache
+	// failing is set while the room runs in its failure mode after a
+	// panic of its allocation (see failsafe.go), and failedCall is the
+	// estimate a request asked for when one panicked, which every probe
+	// asks for again until the room recovers.
+	failing    atomic.Bool
+	failedCall atomic.Pointer[estimateCall]
+	m          roomMetrics
+	pages      pageCache
 }
 
 // allocation is the room's current policy allocation, the minute it was
 // computed for, and the settings that were in force.
 type allocation struct {
 	*policy.Allocation
+	// chain is the allocation the next one follows (policy.Allocation.Next):
+	// the Allocation itself, or for a fallback (failsafe.go) the last one
+	// computed, so the node's admission ledger outlives a failure.
+	chain  *policy.Allocation
+	rm     *room
 	minute int64
 	at     time.Time // the ring's time it was made at
 	view   *view
 	next   chan struct{} // closed when the next allocation replaces this one
+	// degraded: the allocation's estimates failed, or it stands in for one
+	// that did (failsafe.go); they are not asked for. fallback: it stands in
+	// for an allocation that could not be computed or probed.
+	degraded, fallback bool
+	// fault says where the allocation panics (tests only; see
+	// policyFault).
+	fault string
 }
 
 // view is a room's settings in force at one time: its own, or an event's
@@ -208,7 +227,58 @@ func (rm *room) recompute(now time.Time) *allocation {
 	return rm.recomputeLocked(now, rm.alloc.Load())
 }
 
-func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
+// refresh is recompute for the allocation loop: the new allocation is then
+// probed (see probe), outside the room's lock, so that a panic it holds
+// puts the room in its failure mode before a visitor meets it, and one
+// that holds none ends that mode.
+func (rm *room) refresh(now time.Time) {
+	cur := rm.recompute(now)
+	if cur.fallback {
+		return // the computation failed
+	}
+	ok := false
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				rm.fail(cur, panicAllocation, p, debug.Stack(), now, true)
+			}
+		}()
+		snap := rm.s.node.Snapshot(rm.name, now.Unix(), cur.view.win)
+		probe(cur, &snap, rm.failedCall.Load())
+		ok = true
+	}()
+	if ok {
+		rm.recovered()
+	}
+}
+
+// policyFault, when set (tests only), is asked at every allocation whether
+// the merged snapshot it is computed from is poisoned, and where the policy
+// then panics, as it would on a state that made it fail: "allocation"
+// (computing it), "estimate" (any estimate: the probe's or a waiting
+// visitor's), "request" (a waiting visitor's estimate only, as a panic the
+// probe does not meet), or "" (not poisoned).
+var policyFault atomic.Pointer[func(room string, snap *crdt.RoomSnapshot) string]
+
+// recomputeLocked computes the allocation that follows prev. A panic of
+// the policy leaves the room in its failure mode (failsafe.go) rather than
+// ending the goroutine that asked, the allocation loop or a request.
+func (rm *room) recomputeLocked(now time.Time, prev *allocation) (cur *allocation) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack := debug.Stack()
+			if prev == nil {
+				// Nothing computed yet to fall back on: an allocation
+				// that queues everyone, from nothing.
+				v := rm.viewAt(now)
+				pa := policy.Allocate(policy.Room{QueueAll: true}, &crdt.RoomSnapshot{Room: rm.name, Now: now.Unix(), Minute: unixMinute(now)}, rm.s.node.Replica(), now, policy.Continuous)
+				prev = &allocation{Allocation: pa, chain: nil, rm: rm, minute: unixMinute(now), at: now, view: v, next: make(chan struct{})}
+				rm.alloc.Store(prev)
+			}
+			rm.fail(prev, panicAllocation, p, stack, now, false)
+			cur = rm.alloc.Load()
+		}
+	}()
 	minute := unixMinute(now)
 	v := rm.viewAt(now)
 	pol := v.pol
@@ -228,20 +298,27 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) *allocation {
 	} else {
 		snap = rm.s.node.Snapshot(rm.name, now.Unix(), v.win)
 	}
-	var a *policy.Allocation
-	if prev != nil && prev.at.After(now) {
-		// The ring's time stepped back (this node's first clock correction
-		// after it joined, or the peer that made the median left): the
-		// chain's ledger is dated in a time that has not come, so it starts
-		// afresh.
-		prev = nil
+	fault := ""
+	if f := policyFault.Load(); f != nil {
+		if fault = (*f)(rm.name, &snap); fault == "allocation" {
+			panic("a poisoned state (test)")
+		}
 	}
-	if prev != nil {
-		a = prev.Next(pol, &snap, now)
+	var a *policy.Allocation
+	chain := (*policy.Allocation)(nil)
+	if prev != nil && !prev.at.After(now) {
+		// (When the ring's time stepped back, by this node's first clock
+		// correction after it joined or as the peer that made the median
+		// left, the chain's ledger is dated in a time that has not come,
+		// so it starts afresh.)
+		chain = prev.chain
+	}
+	if chain != nil {
+		a = chain.Next(pol, &snap, now)
 	} else {
 		a = policy.Allocate(pol, &snap, rm.s.node.Replica(), now, policy.Continuous)
 	}
-	cur := &allocation{Allocation: a, minute: minute, at: now, view: v, next: make(chan struct{})}
+	cur = &allocation{Allocation: a, chain: a, rm: rm, minute: minute, at: now, view: v, next: make(chan struct{}), fault: fault}
 	if old := rm.alloc.Swap(cur); old != nil {
 		close(old.next) // wakes the requests held on it (see holding)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -180,6 +181,9 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 		Clock:       s.clock,
 		Log:         s.log,
 		OnChange:    s.kickAllocations,
+		// The gossip layer recovers its own panics; the node counts and
+		// logs them with its own (see failsafe.go).
+		OnPanic: func(where string, p any, stack []byte) { s.panicked(where, "", p, stack, true) },
 	}
 	// Room settings from peers are validated like the admin API's before
 	// they merge; without a key, secrets stay out of gossip.
@@ -396,6 +400,15 @@ func (s *Server) kickAllocations() {
 // the allocation over at minute boundaries.
 func (s *Server) allocationLoop() {
 	defer s.wg.Done()
+	// Every step below recovers its own panics; this is the last guard,
+	// should the loop's own code fail: the loop starts again.
+	defer func() {
+		if p := recover(); p != nil {
+			s.panicked(panicLoop, "", p, debug.Stack(), true)
+			s.wg.Add(1)
+			go s.allocationLoop()
+		}
+	}()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	var last time.Time
@@ -421,14 +434,18 @@ func (s *Server) allocationLoop() {
 // refreshAllocations is one round of the allocation loop: rooms and
 // revocations synced from what gossip brought, then every room's
 // allocation recomputed at now.
+//
+// Each step recovers its own panics (see failsafe.go): a room whose
+// allocation fails runs in its failure mode while the others go on, and a
+// failed step is tried again on the next round.
 func (s *Server) refreshAllocations(now time.Time) {
-	s.syncRooms(now)
-	s.syncRevocations(now)
+	s.safely(panicLoop, func() { s.syncRooms(now) })
+	s.safely(panicLoop, func() { s.syncRevocations(now) })
 	for _, rm := range s.rooms() {
-		rm.recompute(now)
+		s.safely(panicAllocation, func() { rm.refresh(now) })
 	}
-	s.sampleConsole(now)
-	s.stepWebhooks(now)
+	s.safely(panicConsole, func() { s.sampleConsole(now) })
+	s.safely(panicWebhooks, func() { s.stepWebhooks(now) })
 }
 
 // Close stops the node: allocation loop, then gossip (leaving the cluster).

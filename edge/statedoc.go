@@ -50,6 +50,10 @@ type RoomStatus struct {
 	// are then those of the part this node can reach, held to its share of
 	// the limits.
 	Cut *policy.CutSummary `json:"cut,omitempty"`
+	// AllocationFailing is set while the room's allocation cannot be
+	// computed (a panic, counted in waitroom_panics_total): the room then
+	// decides by the node's stale_state until it can again.
+	AllocationFailing bool `json:"allocation_failing,omitempty"`
 	// Last10Minutes are the room's analytics over the last ten minutes.
 	Last10Minutes *Analytics `json:"last_10_minutes,omitempty"`
 }

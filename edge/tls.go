@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,7 +66,7 @@ func newPublicTLS(s *Server) (*publicTLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	base.GetCertificate = (&acmeLog{m: m, log: s.log}).getCertificate
+	base.GetCertificate = (&acmeLog{m: m, log: s.log, panicked: s.panicked}).getCertificate
 	base.NextProtos = append(base.NextProtos, acme.ALPNProto)
 	return &publicTLS{config: base, acme: m}, nil
 }
@@ -234,15 +235,23 @@ func (s *Server) acmeHostPolicy(_ context.Context, host string) error {
 // handshake, so the operator must hear of it. Handshakes naming hosts that
 // are not served are a scanner's noise and are not logged.
 type acmeLog struct {
-	m   *autocert.Manager
-	log zerolog.Logger
+	m        *autocert.Manager
+	log      zerolog.Logger
+	panicked func(where, room string, p any, stack []byte, loud bool)
 
 	mu     sync.Mutex
 	logged map[string]time.Time
 }
 
-func (a *acmeLog) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	cert, err := a.m.GetCertificate(hello)
+func (a *acmeLog) getCertificate(hello *tls.ClientHelloInfo) (cert *tls.Certificate, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			// The handshake fails; the node and its other visitors go on.
+			a.panicked(panicACME, "", p, debug.Stack(), true)
+			cert, err = nil, fmt.Errorf("certificate for %q: internal error", hello.ServerName)
+		}
+	}()
+	cert, err = a.m.GetCertificate(hello)
 	if err == nil || errors.Is(err, errHostNotServed) || hello.ServerName == "" {
 		return cert, err
 	}

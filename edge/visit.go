@@ -90,6 +90,7 @@ func (proxied) admit(_ *Server, w http.ResponseWriter, r *http.Request, vis *vis
 // ServeHTTP is the public handler: every request to a protected site passes
 // through it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer s.recoverRequest(w, nil)
 	rm := s.route(r)
 	if rm == nil || rm.proxy == nil {
 		// No room, or a room without an origin, served only through the
@@ -104,6 +105,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // modes: the cookie check, bypass rules, the cookie, the decision and the
 // counting; out says how a request let through goes on.
 func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onward) {
+	defer s.recoverRequest(w, rm)
 	// First of all: whatever happens next, the origin never sees the
 	// cookie check, nor a challenge's solution (which a solved visitor's
 	// browser may send again on reloading its address).

@@ -303,6 +303,7 @@ func (s *Server) delivered(p *pendingNotice) bool {
 // deliver makes one attempt to send p, then marks it delivered or plans
 // the next attempt.
 func (s *Server) deliver(w *webhooks, key string, p *pendingNotice) {
+	defer s.recoverAs(panicDelivery)
 	signedAt := s.ringNow()
 	ctx, cancel := context.WithTimeout(context.Background(), webhookTimeout)
 	defer cancel()

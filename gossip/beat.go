@@ -54,7 +54,10 @@ func (n *Node) beatLoop() {
 		case <-n.stop:
 			return
 		case <-t.C:
-			n.beatIfIdle(n.clock())
+			n.guarded(PanicBeatLoop, func() {
+				n.hook(PanicBeatLoop)
+				n.beatIfIdle(n.clock())
+			})
 		}
 	}
 }
@@ -66,18 +69,24 @@ func (n *Node) onBeat(msg []byte, m Message, now time.Time) {
 	if m.Origin == n.replica {
 		return
 	}
-	n.peersMu.Lock()
-	if n.beats == nil {
-		n.beats = map[crdt.ReplicaID]int64{}
-	}
-	fresh := m.At > n.beats[m.Origin]
-	if fresh {
-		n.beats[m.Origin] = m.At
-	}
-	n.peersMu.Unlock()
-	if !fresh {
+	if !n.freshBeat(m.Origin, m.At) {
 		return
 	}
 	n.noteDelayOf(m.Origin, m.At, now)
 	n.queue.QueueBroadcast(&broadcast{name: beatName(m.Origin), msg: msg})
+}
+
+// freshBeat records a beat of origin at at (its clock, unix ms) and reports
+// whether it is newer than the latest heard from it.
+func (n *Node) freshBeat(origin crdt.ReplicaID, at int64) bool {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	if n.beats == nil {
+		n.beats = map[crdt.ReplicaID]int64{}
+	}
+	if at <= n.beats[origin] {
+		return false
+	}
+	n.beats[origin] = at
+	return true
 }

@@ -50,6 +50,11 @@ type clusterOpts struct {
 	clock func() time.Time
 	// search is Config.SearchInterval.
 	search time.Duration
+	// hook, when set, is called with the index of the node and a Panic
+	// constant where the node recovers from panics (gossip.SetTestHook).
+	hook func(i int, where string)
+	// onPanic, when set, is Config.OnPanic, with the index of the node.
+	onPanic func(i int, where string, recovered any, stack []byte)
 }
 
 func newCluster(t testing.TB, n int, o clusterOpts) *cluster {
@@ -96,7 +101,7 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 	if o.logTo != nil {
 		lg = zerolog.New(o.logTo)
 	}
-	node, err := gossip.Start(gossip.Config{
+	cfg := gossip.Config{
 		Name:     name,
 		Bind:     "127.0.0.1:0",
 		Seeds:    seeds,
@@ -116,7 +121,14 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 		CheckRegister:  o.checkRegister,
 		Redact:         o.redact,
 		SearchInterval: o.search,
-	})
+	}
+	if o.hook != nil {
+		gossip.SetTestHook(&cfg, func(where string) { o.hook(idx, where) })
+	}
+	if o.onPanic != nil {
+		cfg.OnPanic = func(where string, recovered any, stack []byte) { o.onPanic(idx, where, recovered, stack) }
+	}
+	node, err := gossip.Start(cfg)
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}

@@ -15,12 +15,17 @@ type delegate Node
 func (d *delegate) node() *Node { return (*Node)(d) }
 
 // NodeMeta announces the wire features this node reads (see featureStamped).
-func (d *delegate) NodeMeta(limit int) []byte { return []byte{featureStamped} }
+func (d *delegate) NodeMeta(limit int) []byte {
+	defer d.node().recoverAs(PanicMeta)
+	return []byte{featureStamped}
+}
 
 // NotifyMsg merges a broadcast from a peer and relays what was new here:
 // without the relay, most nodes of a large ring would wait for push-pull.
+// A message whose merge panics is dropped and counted like a bad one.
 func (d *delegate) NotifyMsg(b []byte) {
 	n := d.node()
+	defer n.recoverAs(PanicMessage, n.dropPanicked)
 	n.stats.msgsIn.Add(1)
 	n.heard()
 	n.stats.bytesIn.Add(uint64(len(b)))
@@ -51,22 +56,7 @@ func (d *delegate) NotifyMsg(b []byte) {
 	at := n.clock()
 	now := n.RingNow().UnixMilli()
 	delta := n.screen(m.Delta, now)
-	n.mu.Lock()
-	changed := n.state.MergeAt(delta, now)
-	for _, e := range changed.Entries {
-		id := cellID{e.Key, e.Replica}
-		n.dirty[id] = struct{}{}
-		// Relayed with the origin's stamp: the oldest change not yet sent.
-		if old, ok := n.dirtyAt[id]; m.At > 0 && (!ok || old == 0 || m.At < old) {
-			n.dirtyAt[id] = m.At
-		} else if !ok {
-			n.dirtyAt[id] = 0
-		}
-	}
-	for _, r := range changed.Registers {
-		n.dirtyRegs[r.Name] = struct{}{}
-	}
-	n.mu.Unlock()
+	changed := n.mergeRelayed(delta, now, m.At)
 	n.noteNodeInfo(changed.Registers)
 	if m.At > 0 && len(changed.Entries) > 0 {
 		n.noteDelay(changed.Entries, m.At, at)
@@ -79,6 +69,29 @@ func (d *delegate) NotifyMsg(b []byte) {
 	}
 }
 
+// mergeRelayed merges a peer's screened delta at now (ring ms) and marks
+// what changed for relaying, stamped at (the origin's, 0 when unknown).
+func (n *Node) mergeRelayed(delta crdt.Delta, now, at int64) crdt.Delta {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.hook(PanicMessage)
+	changed := n.state.MergeAt(delta, now)
+	for _, e := range changed.Entries {
+		id := cellID{e.Key, e.Replica}
+		n.dirty[id] = struct{}{}
+		// Relayed with the origin's stamp: the oldest change not yet sent.
+		if old, ok := n.dirtyAt[id]; at > 0 && (!ok || old == 0 || at < old) {
+			n.dirtyAt[id] = at
+		} else if !ok {
+			n.dirtyAt[id] = 0
+		}
+	}
+	for _, r := range changed.Registers {
+		n.dirtyRegs[r.Name] = struct{}{}
+	}
+	return changed
+}
+
 func (n *Node) changed() {
 	if n.cfg.OnChange != nil {
 		n.cfg.OnChange()
@@ -86,22 +99,24 @@ func (n *Node) changed() {
 }
 
 // GetBroadcasts is called by memberlist for every gossip packet; dirty cells
-// are encoded here, so they leave with the very next packet.
+// are encoded here, so they leave with the very next packet. A panic sends
+// none with this packet; the cells it took wait for push-pull.
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
 	n := d.node()
+	defer n.recoverAs(PanicBroadcasts)
 	n.flush()
 	out := n.queue.GetBroadcasts(overhead, limit)
 	n.stats.msgsOut.Add(uint64(len(out)))
 	return out
 }
 
-// LocalState is this node's side of push-pull: the whole state.
+// LocalState is this node's side of push-pull: the whole state. A panic
+// sends an empty one (nil), which peers skip: the ring keeps its push-pull,
+// and the next one carries this node's state again.
 func (d *delegate) LocalState(join bool) []byte {
 	n := d.node()
-	n.mu.Lock()
-	full := n.state.Full()
-	horizon := n.state.Horizon()
-	n.mu.Unlock()
+	defer n.recoverAs(PanicLocalState)
+	full, horizon := n.fullState()
 	for i, r := range full.Registers {
 		full.Registers[i] = n.outgoing(r)
 	}
@@ -116,11 +131,21 @@ func (d *delegate) LocalState(join bool) []byte {
 	return b
 }
 
+// fullState is the whole state and its pruning horizon, for push-pull.
+func (n *Node) fullState() (crdt.Delta, int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.hook(PanicLocalState)
+	return n.state.Full(), n.state.Horizon()
+}
+
 // MergeRemoteState merges a peer's whole state. The peer's horizon is not
 // adopted: every node prunes from its own clock, so a peer with a clock far
-// ahead cannot erase the counts here.
+// ahead cannot erase the counts here. A state whose merge panics is
+// dropped and counted like a bad one.
 func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	n := d.node()
+	defer n.recoverAs(PanicMergeState, n.dropPanicked)
 	if len(buf) == 0 {
 		return
 	}
@@ -137,14 +162,20 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	n.heard()
 	now := n.RingNow().UnixMilli()
 	delta := n.screen(m.Delta, now)
-	n.mu.Lock()
-	changed := n.state.MergeAt(delta, now)
-	n.mu.Unlock()
+	changed := n.mergeState(delta, now)
 	n.noteNodeInfo(changed.Registers)
 	if !changed.Empty() {
 		n.stats.merged.Add(uint64(len(changed.Entries) + len(changed.Registers)))
 		n.changed()
 	}
+}
+
+// mergeState merges a peer's screened whole state at now (ring ms).
+func (n *Node) mergeState(delta crdt.Delta, now int64) crdt.Delta {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.hook(PanicMergeState)
+	return n.state.MergeAt(delta, now)
 }
 
 func encodeNodeInfo(ni crdt.NodeInfo) ([]byte, error) { return msgpack.Marshal(ni) }
@@ -155,6 +186,7 @@ func encodeNodeInfo(ni crdt.NodeInfo) ([]byte, error) { return msgpack.Marshal(n
 type events Node
 
 func (e *events) NotifyJoin(m *memberlist.Node) {
+	defer (*Node)(e).recoverAs(PanicEvents)
 	(*Node)(e).setPeer(m)
 	if m.Name == (*Node)(e).cfg.Name {
 		return
@@ -166,6 +198,7 @@ func (e *events) NotifyJoin(m *memberlist.Node) {
 }
 func (e *events) NotifyLeave(m *memberlist.Node) {
 	n := (*Node)(e)
+	defer n.recoverAs(PanicEvents)
 	n.dropPeer(m)
 	if m.Name == n.cfg.Name {
 		return // our own leave, already logged by Close
@@ -175,4 +208,7 @@ func (e *events) NotifyLeave(m *memberlist.Node) {
 	// shadows Node.State, so m.State is always StateAlive (0).
 	n.log.Warn().Str("peer", m.Name).Str("addr", m.Address()).Msg("peer left or failed")
 }
-func (e *events) NotifyUpdate(m *memberlist.Node) { (*Node)(e).setPeer(m) }
+func (e *events) NotifyUpdate(m *memberlist.Node) {
+	defer (*Node)(e).recoverAs(PanicEvents)
+	(*Node)(e).setPeer(m)
+}

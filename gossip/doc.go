@@ -105,6 +105,24 @@
 // minutes off its peers' median says so in its log once a minute and in
 // Lag (ClockFarOff).
 //
+// # Panics
+//
+// Every node merges the same state, so a state that made one node panic
+// would make the whole ring panic at once. No goroutine of this package dies
+// of a panic: memberlist's callbacks and the node's own goroutines recover
+// and report where, to Config.OnPanic or else as one error line in the log.
+// The where labels are the Panic constants: gossip_message (NotifyMsg),
+// gossip_merge_state (MergeRemoteState), gossip_local_state (LocalState),
+// gossip_broadcasts (GetBroadcasts), gossip_meta (NodeMeta), gossip_events
+// (NotifyJoin, NotifyLeave, NotifyUpdate), gossip_ping (AckPayload,
+// NotifyPingComplete), gossip_join_loop, gossip_prune_loop,
+// gossip_beat_loop, gossip_insecure_loop, gossip_push (the push of own
+// changes), gossip_marks (marks sent to a peer that joined or to every peer)
+// and gossip_leave (the hand-over of a clean leave). A message or push-pull
+// state whose merge panicked is dropped whole and counted in Stats.Dropped
+// under "panic" (DroppedPanic); a push-pull state that could not be built
+// is sent empty; a loop goes on with its next tick.
+//
 // FaultNet is a memberlist transport for tests that loses, delays,
 // duplicates and partitions packets between nodes of one process.
 package gossip

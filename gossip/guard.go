@@ -49,24 +49,31 @@ type refusalCount struct {
 // says how many were refused without a line.
 func (n *Node) refuse(reason string, err error) {
 	n.stats.drop(reason)
-	now := n.clock()
-	n.refusals.mu.Lock()
-	if n.refusals.by == nil {
-		n.refusals.by = map[string]*refusalCount{}
-	}
-	rc := n.refusals.by[reason]
-	if rc != nil && now.Sub(rc.at) < refusalLogInterval {
-		rc.since++
-		n.refusals.mu.Unlock()
+	since, due := n.refusals.due(reason, n.clock())
+	if !due {
 		return
 	}
-	since := 0
+	n.log.Warn().Str("reason", reason).Err(err).Int("refused_without_a_line", since).Msg("refused gossip input from a peer")
+}
+
+// due reports whether a line for reason is due at now, and how many were
+// refused without a line since the last; if due, it records the line.
+func (l *refusalLog) due(reason string, now time.Time) (since int, due bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.by == nil {
+		l.by = map[string]*refusalCount{}
+	}
+	rc := l.by[reason]
+	if rc != nil && now.Sub(rc.at) < refusalLogInterval {
+		rc.since++
+		return 0, false
+	}
 	if rc != nil {
 		since = rc.since
 	}
-	n.refusals.by[reason] = &refusalCount{at: now}
-	n.refusals.mu.Unlock()
-	n.log.Warn().Str("reason", reason).Err(err).Int("refused_without_a_line", since).Msg("refused gossip input from a peer")
+	l.by[reason] = &refusalCount{at: now}
+	return since, true
 }
 
 // screen drops from a peer's delta everything the node refuses at
@@ -87,16 +94,7 @@ func (n *Node) screen(d crdt.Delta, nowMillis int64) crdt.Delta {
 	}
 	// Vet only the registers that would win: push-pull carries every
 	// register each round, and most are what the node holds already.
-	latest := crdt.LatestStamp(nowMillis)
-	regs := d.Registers[:0]
-	n.mu.Lock()
-	for _, r := range d.Registers {
-		if cur, ok := n.state.Register(r.Name); ok && cur.Stamp.Wall <= latest && !r.Reg.Newer(cur) {
-			continue
-		}
-		regs = append(regs, r)
-	}
-	n.mu.Unlock()
+	regs := n.newerRegisters(d.Registers, crdt.LatestStamp(nowMillis))
 	d.Registers = regs[:0]
 	for _, r := range regs {
 		if err := crdt.CheckStamp(r.Reg.Stamp, nowMillis); err != nil {
@@ -117,6 +115,22 @@ func (n *Node) screen(d crdt.Delta, nowMillis int64) crdt.Delta {
 		d.Registers = append(d.Registers, r)
 	}
 	return d
+}
+
+// newerRegisters keeps, in place, the registers of regs newer than those
+// held, and those held that are dated beyond latest (a peer may replace
+// them).
+func (n *Node) newerRegisters(regs []crdt.RegisterEntry, latest int64) []crdt.RegisterEntry {
+	out := regs[:0]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, r := range regs {
+		if cur, ok := n.state.Register(r.Name); ok && cur.Stamp.Wall <= latest && !r.Reg.Newer(cur) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func boundsReason(err error) string {

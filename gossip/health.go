@@ -52,10 +52,16 @@ const peakMemory = 10 * time.Minute
 // for the ten minutes, and for as long as it is a seed of this node.
 func (n *Node) ExpectedMembers(now time.Time) int {
 	live := n.ml.NumMembers()
-	n.peersMu.Lock()
-	n.observeRingLocked(now)
-	peak := int(n.peakMembers.Load())
-	goneFromPeak, goneSeeds := n.goneCounts(n.seeds)
-	n.peersMu.Unlock()
+	peak, goneFromPeak, goneSeeds := n.ringHistory(now)
 	return max(live, len(n.seeds)-goneSeeds+1, peak-goneFromPeak)
+}
+
+// ringHistory records the ring's size at now and returns its peak and how
+// many nodes left it cleanly, of the peak and of the seeds (goneCounts).
+func (n *Node) ringHistory(now time.Time) (peak, goneFromPeak, goneSeeds int) {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	n.observeRingLocked(now)
+	goneFromPeak, goneSeeds = n.goneCounts(n.seeds)
+	return int(n.peakMembers.Load()), goneFromPeak, goneSeeds
 }

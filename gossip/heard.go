@@ -28,8 +28,8 @@ func Suspected(lastHeard, now time.Time, after time.Duration) bool {
 // be held.
 func (n *Node) noteHeard(name string, now time.Time) {
 	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
 	if _, ok := n.peers[name]; ok {
 		n.acked[name] = now
 	}
-	n.peersMu.Unlock()
 }

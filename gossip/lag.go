@@ -117,8 +117,8 @@ func (b *lagBook) addOffset(peer string, now time.Time, off, rtt time.Duration) 
 // forget drops what is known of a peer (it left the ring).
 func (b *lagBook) forget(peer string) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	delete(b.peers, peer)
-	b.mu.Unlock()
 }
 
 // offset is peer's clock minus ours at now, from the recent probe with the

@@ -36,6 +36,7 @@ const ackPayloadSize = 9
 
 // AckPayload is this node's clock, answered to a peer's probe.
 func (p *pinger) AckPayload() []byte {
+	defer (*Node)(p).recoverAs(PanicPing)
 	b := make([]byte, ackPayloadSize)
 	b[0] = 1
 	binary.BigEndian.PutUint64(b[1:], uint64((*Node)(p).clock().UnixNano()))
@@ -46,6 +47,7 @@ func (p *pinger) AckPayload() []byte {
 // about rtt/2 before the ack arrived.
 func (p *pinger) NotifyPingComplete(other *memberlist.Node, rtt time.Duration, payload []byte) {
 	n := (*Node)(p)
+	defer n.recoverAs(PanicPing)
 	if other != nil && other.Name != n.cfg.Name {
 		n.noteHeard(other.Name, n.clock())
 	}
@@ -85,9 +87,7 @@ func (n *Node) noteDelay(entries []crdt.Entry, at int64, now time.Time) {
 // noteDelayOf records the delay of a change replica r made at unix ms at
 // (its clock), received at now.
 func (n *Node) noteDelayOf(r crdt.ReplicaID, at int64, now time.Time) {
-	n.peersMu.Lock()
-	name, ok := n.names[r]
-	n.peersMu.Unlock()
+	name, ok := n.nameOf(r)
 	if !ok || name == n.cfg.Name {
 		return
 	}
@@ -96,6 +96,14 @@ func (n *Node) noteDelayOf(r crdt.ReplicaID, at int64, now time.Time) {
 		return
 	}
 	n.lag.addDelay(name, now, delayOf(at, now, off))
+}
+
+// nameOf is the name of the node of replica r, when it announced itself.
+func (n *Node) nameOf(r crdt.ReplicaID) (string, bool) {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	name, ok := n.names[r]
+	return name, ok
 }
 
 // delayOf is how long ago, at now, a change was made at unix ms at on a
@@ -151,15 +159,21 @@ func (n *Node) checkClock(now time.Time) {
 	if !l.ClockFarOff {
 		return
 	}
+	if n.skewDue(now) {
+		n.log.Warn().Dur("skew", l.skew).Dur("ring_offset", l.ringOffset).Int("peers", len(l.Peers)).Msgf("this node's clock is %s off the median of its peers' clocks: the ring's time is used for its counts, but set the clock right (NTP)", l.skew.Round(time.Second))
+	}
+}
+
+// skewDue reports whether a line about the clock's skew is due at now, and
+// if so records that it is logged.
+func (n *Node) skewDue(now time.Time) bool {
 	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
 	due := n.skewLogged.IsZero() || now.Sub(n.skewLogged) >= time.Minute || now.Before(n.skewLogged)
 	if due {
 		n.skewLogged = now
 	}
-	n.peersMu.Unlock()
-	if due {
-		n.log.Warn().Dur("skew", l.skew).Dur("ring_offset", l.ringOffset).Int("peers", len(l.Peers)).Msgf("this node's clock is %s off the median of its peers' clocks: the ring's time is used for its counts, but set the clock right (NTP)", l.skew.Round(time.Second))
-	}
+	return due
 }
 
 // ringCacheFor is how long RingNow reuses its offset: the offsets move only

@@ -42,10 +42,7 @@ func (n *Node) announceLeave() {
 	// may have been lost: they are handed over again, unstamped, since
 	// their stamps would read the leave's delay as the ring's gossip lag.
 	msgs = append(msgs, n.entryMessages(n.recentOwnCells(own), 0, false)...)
-	n.mu.Lock()
-	reg, ok := n.state.Register(NodeInfoRegister(n.replica))
-	n.mu.Unlock()
-	if ok {
+	if reg, ok := n.Register(NodeInfoRegister(n.replica)); ok {
 		if msg, err := EncodeRegisters([]crdt.RegisterEntry{{Name: NodeInfoRegister(n.replica), Reg: reg}}); err == nil {
 			msgs = append(msgs, msg)
 		}
@@ -86,7 +83,14 @@ func (n *Node) recentOwnCells(except []crdt.Entry) []crdt.Entry {
 	for _, e := range except {
 		skip[cellID{e.Key, e.Replica}] = true
 	}
+	return n.cellValues(n.recentOwnIDs(skip))
+}
+
+// recentOwnIDs returns the node's own cells queued within handOverWindow,
+// leaving out those in skip.
+func (n *Node) recentOwnIDs(skip map[cellID]bool) []cellID {
 	n.flushMu.Lock()
+	defer n.flushMu.Unlock()
 	now := n.clock().UnixNano()
 	ids := make([]cellID, 0, len(n.recentOwn))
 	for id, at := range n.recentOwn {
@@ -94,15 +98,20 @@ func (n *Node) recentOwnCells(except []crdt.Entry) []crdt.Entry {
 			ids = append(ids, id)
 		}
 	}
-	n.flushMu.Unlock()
+	return ids
+}
+
+// cellValues returns the cells of ids at their current values, leaving out
+// those pruned meanwhile.
+func (n *Node) cellValues(ids []cellID) []crdt.Entry {
 	out := make([]crdt.Entry, 0, len(ids))
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	for _, id := range ids {
 		if v := n.state.Get(id.key, id.replica); v > 0 {
 			out = append(out, crdt.Entry{Key: id.key, Replica: id.replica, Value: v})
 		}
 	}
-	n.mu.Unlock()
 	return out
 }
 
@@ -122,6 +131,7 @@ func (n *Node) handOver(msgs [][]byte) {
 		wg.Add(1)
 		go func(m *memberlist.Node) {
 			defer wg.Done()
+			defer n.recoverAs(PanicLeave)
 			for _, msg := range msgs {
 				if err := ml.SendReliable(m, msg); err != nil {
 					n.log.Warn().Err(err).Str("peer", m.Name).Msg("hand over last counts")
@@ -148,18 +158,27 @@ func (n *Node) noteNodeInfo(changed []crdt.RegisterEntry) {
 		if err != nil || ni.Name == n.cfg.Name {
 			continue
 		}
-		n.peersMu.Lock()
-		n.names[r.Reg.Replica] = ni.Name
-		g, known := n.gone[ni.Name]
-		switch {
-		case ni.Left && (!known || ni.Incarnation >= g.incarnation):
-			n.gone[ni.Name] = goneNode{incarnation: ni.Incarnation, addr: ni.Addr, inPeak: true}
+		if n.noteLeave(r.Reg.Replica, ni) {
 			n.log.Info().Str("peer", ni.Name).Msg("member announced a clean leave")
-		case !ni.Left && known && ni.Incarnation > g.incarnation:
-			delete(n.gone, ni.Name)
 		}
-		n.peersMu.Unlock()
 	}
+}
+
+// noteLeave records the name of replica r and whether its node, by its
+// announcement ni, left for good; it reports whether ni is a new leave.
+func (n *Node) noteLeave(r crdt.ReplicaID, ni crdt.NodeInfo) bool {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	n.names[r] = ni.Name
+	g, known := n.gone[ni.Name]
+	switch {
+	case ni.Left && (!known || ni.Incarnation >= g.incarnation):
+		n.gone[ni.Name] = goneNode{incarnation: ni.Incarnation, addr: ni.Addr, inPeak: true}
+		return true
+	case !ni.Left && known && ni.Incarnation > g.incarnation:
+		delete(n.gone, ni.Name)
+	}
+	return false
 }
 
 // observeRingLocked records the ring's size as the peak when it is at least

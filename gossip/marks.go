@@ -24,18 +24,24 @@ const markChunk = 1000
 // window lasts is the time a reliable send takes to reach a peer.
 func (n *Node) Mark(id string, expires int64) bool {
 	now := n.RingNow().Unix()
-	n.mu.Lock()
-	if n.marks.Has(id, now) {
-		n.mu.Unlock()
-		return false
-	}
-	m, ok := n.marks.Add(id, expires)
-	n.mu.Unlock()
+	m, ok := n.addMark(id, expires, now)
 	if !ok || m.Expires <= now {
 		return false
 	}
 	n.sendMarks([]crdt.Mark{m}, true)
 	return true
+}
+
+// addMark adds id until expires unless it is marked and live at now (unix
+// seconds, the ring's time); it reports the mark held and whether it was
+// added or extended.
+func (n *Node) addMark(id string, expires, now int64) (crdt.Mark, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.marks.Has(id, now) {
+		return crdt.Mark{}, false
+	}
+	return n.marks.Add(id, expires)
 }
 
 // HasMark reports whether id is marked and live at the ring's time.
@@ -57,16 +63,14 @@ func (n *Node) MarkList() []crdt.Mark {
 func (n *Node) pruneMarks() {
 	now := n.RingNow().Unix()
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.marks.Prune(now)
-	n.mu.Unlock()
 }
 
 // onMarks merges a peer's marks (not its horizon: every node prunes by its
 // own clock) and relays those that were new here.
 func (n *Node) onMarks(m Message) {
-	n.mu.Lock()
-	fresh := n.marks.Merge(m.Marks)
-	n.mu.Unlock()
+	fresh := n.mergeMarks(m.Marks)
 	if len(fresh) == 0 {
 		return
 	}
@@ -74,6 +78,14 @@ func (n *Node) onMarks(m Message) {
 	n.stats.relayed.Add(uint64(len(fresh)))
 	n.sendMarks(fresh, false)
 	n.changed()
+}
+
+// mergeMarks merges a peer's marks and returns those new here.
+func (n *Node) mergeMarks(ms []crdt.Mark) []crdt.Mark {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.hook(PanicMessage)
+	return n.marks.Merge(ms)
 }
 
 // sendMarks queues ms for gossip, each under its own name so that a later
@@ -98,11 +110,15 @@ func (n *Node) sendMarks(ms []crdt.Mark, direct bool) {
 	}
 	// Off the caller's path: a stream to a peer that is down waits for
 	// memberlist's timeout, and the caller is a visitor's request.
-	go n.sendReliableToAll(msg)
+	go func() {
+		defer n.recoverAs(PanicMarks)
+		n.sendReliableToAll(msg)
+	}()
 }
 
 // sendAllMarks sends the whole set to a peer that joined.
 func (n *Node) sendAllMarks(peer memberlist.Node) {
+	defer n.recoverAs(PanicMarks)
 	ml := n.mlReady.Load()
 	if ml == nil {
 		return

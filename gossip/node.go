@@ -81,12 +81,27 @@ type Config struct {
 	// node (to keep secrets out of unencrypted gossip); the node's own
 	// state keeps the value as written. It must be deterministic.
 	Redact func(name string, value []byte) []byte
+	// OnPanic, when set, is called once per panic the node recovers from
+	// in memberlist's callbacks or in its own goroutines, from the
+	// goroutine that panicked, after recovery: where names the place (one
+	// of the Panic constants, fit for a metric label), recovered is the
+	// value recovered and stack that goroutine's stack. The node keeps
+	// running: a message whose merge panicked is dropped whole and counted
+	// under DroppedPanic, a push-pull state that could not be built is sent
+	// empty, and a loop goes on with its next tick. When nil, the node logs
+	// one error line with the fields where, panic and stack. It must not
+	// block.
+	OnPanic func(where string, recovered any, stack []byte)
 
 	// Transport replaces memberlist's UDP/TCP transport, for fault
 	// injection in tests.
 	Transport memberlist.Transport
 	// Tune adjusts the memberlist configuration last, for tests.
 	Tune func(*memberlist.Config)
+
+	// testHook, set by tests only, is called with a Panic constant where
+	// the node recovers from panics, so that a test can make it panic there.
+	testHook func(where string)
 }
 
 // Inc is a local increment of the node's own entry in one cell.
@@ -285,7 +300,9 @@ func (n *Node) insecureLoop() {
 	t := time.NewTicker(InsecureInterval)
 	defer t.Stop()
 	for {
-		n.log.Warn().Str("gossip", n.bound).Msgf("gossip is unauthenticated: anyone who reaches %s can rewrite rooms and counts", n.bound)
+		n.guarded(PanicInsecureLoop, func() {
+			n.log.Warn().Str("gossip", n.bound).Msgf("gossip is unauthenticated: anyone who reaches %s can rewrite rooms and counts", n.bound)
+		})
 		select {
 		case <-n.stop:
 			return
@@ -421,9 +438,17 @@ func (n *Node) Addr() string { return n.addr }
 // between rounds is encoded and sent once, with its latest value; the push
 // (push.go) sends them to every peer within a few milliseconds meanwhile.
 func (n *Node) Add(incs ...Inc) {
-	now := n.clock().UnixMilli()
+	if n.addOwn(incs, n.clock().UnixMilli()) {
+		n.schedulePush()
+	}
+}
+
+// addOwn raises the node's own entries, made at now (unix ms, the node's
+// clock), marks them dirty and reports whether any changed.
+func (n *Node) addOwn(incs []Inc, now int64) bool {
 	own := false
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	for _, in := range incs {
 		if _, ok := n.state.Add(in.Key, n.replica, in.N); ok {
 			own = true
@@ -434,10 +459,7 @@ func (n *Node) Add(incs ...Inc) {
 			}
 		}
 	}
-	n.mu.Unlock()
-	if own {
-		n.schedulePush()
-	}
+	return own
 }
 
 // Snapshot sums a room's merged counters as seen at unix second now.
@@ -475,14 +497,14 @@ func (n *Node) ReplicaNames() map[crdt.ReplicaID]string {
 // announced its node is not.
 func (n *Node) Reachable() map[crdt.ReplicaID]bool {
 	names := n.ReplicaNames()
-	n.peersMu.Lock()
 	out := make(map[crdt.ReplicaID]bool, len(names)+1)
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
 	for r, name := range names {
 		if _, ok := n.peers[name]; ok {
 			out[r] = true
 		}
 	}
-	n.peersMu.Unlock()
 	out[n.replica] = true
 	return out
 }
@@ -497,10 +519,11 @@ func (n *Node) Read(fn func(*crdt.State)) {
 
 // SetRegister writes a named register and gossips it.
 func (n *Node) SetRegister(name string, value []byte) {
+	now := n.RingNow().UnixMilli()
 	n.mu.Lock()
-	n.state.SetRegister(name, value, n.replica, n.RingNow().UnixMilli())
+	defer n.mu.Unlock()
+	n.state.SetRegister(name, value, n.replica, now)
 	n.dirtyRegs[name] = struct{}{}
-	n.mu.Unlock()
 }
 
 // Register reads a named register.
@@ -569,6 +592,7 @@ func (n *Node) setPeer(m *memberlist.Node) {
 	cp.Addr = slices.Clone(m.Addr)
 	cp.Meta = slices.Clone(m.Meta)
 	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
 	if _, had := n.peers[m.Name]; !had {
 		n.acked[m.Name] = n.clock()
 	}
@@ -576,13 +600,13 @@ func (n *Node) setPeer(m *memberlist.Node) {
 	delete(n.lost, m.Address())
 	n.observeRingLocked(n.clock())
 	n.updateStampPeersLocked()
-	n.peersMu.Unlock()
 }
 
 // dropPeer forgets a member that left or failed; one that did not announce
 // a clean leave is remembered as lost, for the join loop to look for.
 func (n *Node) dropPeer(m *memberlist.Node) {
 	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
 	// The ring had its full size until now: that is what a crashed or
 	// cut-off member is remembered by.
 	n.observeRingLocked(n.clock())
@@ -593,7 +617,6 @@ func (n *Node) dropPeer(m *memberlist.Node) {
 	if g, clean := n.gone[m.Name]; m.Name != n.cfg.Name && (!clean || g.addr != m.Address()) {
 		n.lost[m.Address()] = n.clock().UnixNano()
 	}
-	n.peersMu.Unlock()
 }
 
 func (n *Node) peer(name string) (memberlist.Node, bool) {
@@ -666,40 +689,44 @@ func (n *Node) joinLoop() {
 	synced := len(seeds) == 0 // nothing to join: the first node of a ring
 	lastSearch := time.Now()
 	for {
+		// A turn that panics waits as long as one that found the ring whole.
 		wait := 5 * time.Second
-		switch {
-		case !synced:
-			k, err := n.Join(seeds)
-			if err != nil {
-				n.log.Warn().Err(err).Dur("retry_in", backoff).Msg("join seeds failed")
-				wait, backoff = backoff, min(backoff*2, maxBackoff)
-			} else {
-				synced = true
-				backoff = 500 * time.Millisecond
-				n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("joined cluster")
-			}
-		case n.ml.NumMembers() < n.ExpectedMembers(n.clock()):
-			// Some of the ring is missing: try the seeds and the lost
-			// members again, often, so a healed partition merges within
-			// seconds.
-			if addrs := n.missing(seeds); len(addrs) > 0 {
-				if k, err := n.Join(addrs); err == nil && n.ml.NumMembers() >= n.ExpectedMembers(n.clock()) {
-					n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("rejoined the rest of the cluster")
+		n.guarded(PanicJoinLoop, func() {
+			n.hook(PanicJoinLoop)
+			switch {
+			case !synced:
+				k, err := n.Join(seeds)
+				if err != nil {
+					n.log.Warn().Err(err).Dur("retry_in", backoff).Msg("join seeds failed")
+					wait, backoff = backoff, min(backoff*2, maxBackoff)
+				} else {
+					synced = true
+					backoff = 500 * time.Millisecond
+					n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("joined cluster")
+				}
+			case n.ml.NumMembers() < n.ExpectedMembers(n.clock()):
+				// Some of the ring is missing: try the seeds and the lost
+				// members again, often, so a healed partition merges within
+				// seconds.
+				if addrs := n.missing(seeds); len(addrs) > 0 {
+					if k, err := n.Join(addrs); err == nil && n.ml.NumMembers() >= n.ExpectedMembers(n.clock()) {
+						n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("rejoined the rest of the cluster")
+					}
+				}
+				wait = time.Second
+			case time.Since(lastSearch) >= searchEvery:
+				// The ring looks whole, but members that failed or were cut off
+				// may have been forgotten (ExpectedMembers lets them go after
+				// ten minutes): look for them and for seeds outside the ring
+				// now and then, so that even a long partition heals.
+				lastSearch = time.Now()
+				if addrs := n.missing(seeds); len(addrs) > 0 {
+					if k, err := n.Join(addrs); err == nil {
+						n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("found members the ring had lost")
+					}
 				}
 			}
-			wait = time.Second
-		case time.Since(lastSearch) >= searchEvery:
-			// The ring looks whole, but members that failed or were cut off
-			// may have been forgotten (ExpectedMembers lets them go after
-			// ten minutes): look for them and for seeds outside the ring
-			// now and then, so that even a long partition heals.
-			lastSearch = time.Now()
-			if addrs := n.missing(seeds); len(addrs) > 0 {
-				if k, err := n.Join(addrs); err == nil {
-					n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("found members the ring had lost")
-				}
-			}
-		}
+		})
 		select {
 		case <-n.stop:
 			return
@@ -747,11 +774,21 @@ func (n *Node) pruneLoop() {
 	defer n.wg.Done()
 	t := time.NewTicker(15 * time.Second)
 	defer t.Stop()
+	// Each step on its own: one that keeps panicking must not keep the
+	// others from running.
+	steps := []func(){
+		func() {
+			n.hook(PanicPruneLoop)
+			n.Prune()
+		},
+		n.pruneMarks,
+		n.dropFuture,
+		func() { n.checkClock(n.clock()) },
+	}
 	for {
-		n.Prune()
-		n.pruneMarks()
-		n.dropFuture()
-		n.checkClock(n.clock())
+		for _, step := range steps {
+			n.guarded(PanicPruneLoop, step)
+		}
 		select {
 		case <-n.stop:
 			return
@@ -764,21 +801,23 @@ func (n *Node) pruneLoop() {
 // crdt.CheckEntry), kept from before such cells were refused or restored
 // from a snapshot: they would count until their far-future minute.
 func (n *Node) dropFuture() {
-	n.mu.Lock()
-	dropped := n.state.DropFuture(n.RingNow().UnixMilli())
-	n.mu.Unlock()
-	if dropped > 0 {
+	if dropped := n.dropFutureCells(n.RingNow().UnixMilli()); dropped > 0 {
 		n.log.Warn().Int("cells", dropped).Msg("dropped counter cells dated in the future beyond the allowed clock offset")
 	}
+}
+
+func (n *Node) dropFutureCells(nowMillis int64) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state.DropFuture(nowMillis)
 }
 
 // Prune drops counters older than the retention window of the ring's time.
 func (n *Node) Prune() int {
 	horizon := n.RingNow().Unix()/60 - int64(n.cfg.Retention)
 	n.mu.Lock()
-	dropped := n.state.Prune(horizon)
-	n.mu.Unlock()
-	return dropped
+	defer n.mu.Unlock()
+	return n.state.Prune(horizon)
 }
 
 // Close leaves the cluster (telling peers, so they do not wait for a failure
@@ -825,31 +864,10 @@ func (n *Node) flushWith(each func(crdt.Entry, int64)) {
 	}()
 	n.flushMu.Lock()
 	defer n.flushMu.Unlock()
-	n.mu.Lock()
-	if len(n.dirty) == 0 && len(n.dirtyRegs) == 0 {
-		n.mu.Unlock()
+	entries, stamps, regs := n.takeDirty()
+	if len(entries) == 0 && len(regs) == 0 {
 		return
 	}
-	entries := make([]crdt.Entry, 0, len(n.dirty))
-	stamps := make([]int64, 0, len(n.dirty))
-	for id := range n.dirty {
-		v := n.state.Get(id.key, id.replica)
-		if v == 0 {
-			continue // pruned meanwhile
-		}
-		entries = append(entries, crdt.Entry{Key: id.key, Replica: id.replica, Value: v})
-		stamps = append(stamps, n.dirtyAt[id])
-	}
-	clear(n.dirty)
-	clear(n.dirtyAt)
-	regs := make([]crdt.RegisterEntry, 0, len(n.dirtyRegs))
-	for name := range n.dirtyRegs {
-		if r, ok := n.state.Register(name); ok {
-			regs = append(regs, crdt.RegisterEntry{Name: name, Reg: r})
-		}
-	}
-	clear(n.dirtyRegs)
-	n.mu.Unlock()
 
 	stamped := n.stampPeers.Load()
 	queuedAt := n.clock().UnixNano()
@@ -899,6 +917,36 @@ func (n *Node) flushWith(each func(crdt.Entry, int64)) {
 		// other flushes; registers are LWW, so their order does not matter.
 		reliable = append(reliable, msg)
 	}
+}
+
+// takeDirty returns the dirty cells at their current values with their
+// stamps, and the dirty registers, and clears the marks.
+func (n *Node) takeDirty() ([]crdt.Entry, []int64, []crdt.RegisterEntry) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.dirty) == 0 && len(n.dirtyRegs) == 0 {
+		return nil, nil, nil
+	}
+	entries := make([]crdt.Entry, 0, len(n.dirty))
+	stamps := make([]int64, 0, len(n.dirty))
+	for id := range n.dirty {
+		v := n.state.Get(id.key, id.replica)
+		if v == 0 {
+			continue // pruned meanwhile
+		}
+		entries = append(entries, crdt.Entry{Key: id.key, Replica: id.replica, Value: v})
+		stamps = append(stamps, n.dirtyAt[id])
+	}
+	clear(n.dirty)
+	clear(n.dirtyAt)
+	regs := make([]crdt.RegisterEntry, 0, len(n.dirtyRegs))
+	for name := range n.dirtyRegs {
+		if r, ok := n.state.Register(name); ok {
+			regs = append(regs, crdt.RegisterEntry{Name: name, Reg: r})
+		}
+	}
+	clear(n.dirtyRegs)
+	return entries, stamps, regs
 }
 
 func (n *Node) sendReliableToAll(msg []byte) {
@@ -986,8 +1034,12 @@ func (n *Node) Stats() Stats {
 		st.Dropped[k.(string)] = v.(*atomic.Int64).Load()
 		return true
 	})
-	n.mu.Lock()
-	st.State = n.state.Stats()
-	n.mu.Unlock()
+	st.State = n.stateStats()
 	return st
+}
+
+func (n *Node) stateStats() crdt.Stats {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state.Stats()
 }

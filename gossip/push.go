@@ -66,8 +66,11 @@ func (n *Node) schedulePush() {
 }
 
 // pushOwn sends the node's dirty own cells to every live peer, within the
-// budget; it queues them for gossip as a flush does.
+// budget; it queues them for gossip as a flush does. It runs on a timer's
+// goroutine; a panic disarms the push, so that the next increment arms
+// another.
 func (n *Node) pushOwn() {
+	defer n.recoverAs(PanicPush, n.disarmPush)
 	select {
 	case <-n.stop:
 		return
@@ -76,49 +79,22 @@ func (n *Node) pushOwn() {
 	ml := n.mlReady.Load()
 	peers := n.otherPeers()
 	if ml == nil || len(peers) == 0 || len(peers)+1 > pushMaxRing {
-		n.pushMu.Lock()
-		n.push.armed = false
-		n.pushMu.Unlock()
+		n.disarmPush()
 		return
 	}
 	// A cell's message is about 60 bytes; guess the cost of the push from
 	// what is dirty and wait for the budget if it is spent.
-	n.mu.Lock()
-	own := 0
-	for id := range n.dirty {
-		if id.replica == n.replica {
-			own++
-		}
-	}
-	n.mu.Unlock()
+	own := n.ownDirty()
 	if own == 0 {
-		n.pushMu.Lock()
-		n.push.armed = false
-		n.pushMu.Unlock()
+		n.disarmPush()
 		return // a gossip round took them meanwhile
 	}
 	msgs := (own + pushChunk - 1) / pushChunk
 	guess := float64(len(peers) * (msgs*pushOverhead + own*60))
-	n.pushMu.Lock()
-	now := time.Now()
-	if n.push.last.IsZero() {
-		n.push.tokens = pushBurst
-	} else {
-		n.push.tokens = min(pushBurst, n.push.tokens+now.Sub(n.push.last).Seconds()*pushBudget)
-	}
-	n.push.last = now
-	// A push larger than the burst goes once the bucket is full, and its
-	// cost is owed: the average stays within the budget.
-	if need := min(guess, pushBurst); n.push.tokens < need {
-		wait := time.Duration((need - n.push.tokens) / pushBudget * float64(time.Second))
-		n.pushMu.Unlock()
+	if wait, ok := n.takeBudget(guess); !ok {
 		time.AfterFunc(max(wait, pushWindow), n.pushOwn)
 		return
 	}
-	// Disarm before the flush: an increment made from here on arms the
-	// next push, and this one carries whatever the flush reads.
-	n.push.armed = false
-	n.pushMu.Unlock()
 
 	entries, at := n.flushOwn()
 	spent := 0
@@ -133,8 +109,51 @@ func (n *Node) pushOwn() {
 		}
 	}
 	n.pushMu.Lock()
+	defer n.pushMu.Unlock()
 	n.push.tokens -= float64(spent)
-	n.pushMu.Unlock()
+}
+
+func (n *Node) disarmPush() {
+	n.pushMu.Lock()
+	defer n.pushMu.Unlock()
+	n.push.armed = false
+}
+
+// ownDirty counts the node's own dirty cells.
+func (n *Node) ownDirty() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	own := 0
+	for id := range n.dirty {
+		if id.replica == n.replica {
+			own++
+		}
+	}
+	return own
+}
+
+// takeBudget refills the push's budget and, when it holds what a push
+// guessed to cost that much needs, disarms the push and reports true;
+// otherwise it reports how long to wait for the budget.
+func (n *Node) takeBudget(guess float64) (time.Duration, bool) {
+	n.pushMu.Lock()
+	defer n.pushMu.Unlock()
+	now := time.Now()
+	if n.push.last.IsZero() {
+		n.push.tokens = pushBurst
+	} else {
+		n.push.tokens = min(pushBurst, n.push.tokens+now.Sub(n.push.last).Seconds()*pushBudget)
+	}
+	n.push.last = now
+	// A push larger than the burst goes once the bucket is full, and its
+	// cost is owed: the average stays within the budget.
+	if need := min(guess, pushBurst); n.push.tokens < need {
+		return time.Duration((need - n.push.tokens) / pushBudget * float64(time.Second)), false
+	}
+	// Disarm before the flush: an increment made from here on arms the
+	// next push, and this one carries whatever the flush reads.
+	n.push.armed = false
+	return 0, true
 }
 
 // flushOwn flushes the dirty cells into the broadcast queue and returns the

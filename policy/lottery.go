@@ -105,15 +105,34 @@ func (a *Allocation) lotteryForecast(ps [3]float64) (waits [3]int, ok bool) {
 		return waits, false
 	}
 	r := a.waitRate()
-	var end float64 // pieces that free again may end before earlier ones
+	// Pieces that free again may end before earlier ones, and a piece of
+	// less than one admission may end before it starts (its start is when
+	// the budget allows one whole admission, its end when it allows the
+	// fraction): the histogram reaches the latest time of any piece, and
+	// every index is held within it, since every node computes the same
+	// forecast from the same merged state and an index past the end would
+	// take the whole ring down at once.
+	var end float64
 	for _, p := range pieces {
-		end = math.Max(end, p.t1)
+		end = math.Max(end, math.Max(p.t0, p.t1))
+	}
+	if !(end < maxWaitMinutes) {
+		end = maxWaitMinutes
 	}
 	dt := math.Max(1.0/30, end/4000)
 	cells := int(math.Ceil(end/dt)) + 1
 	hist := make([]float64, cells) // admissions per step up to end
+	step := func(t float64) int {
+		if !(t > 0) { // negative or NaN
+			return 0
+		}
+		return min(int(t/dt), cells-1)
+	}
 	for _, p := range pieces {
-		i0, i1 := int(p.t0/dt), int(p.t1/dt)
+		if !(p.n > 0) || math.IsInf(p.n, 0) {
+			continue
+		}
+		i0, i1 := step(p.t0), step(p.t1)
 		if i1 <= i0 {
 			hist[i0] += p.n
 			continue

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,6 +45,11 @@ by wall-clock time:
   waited                               someone queued more than a refresh
                                        interval ago still waited    goal ≤ 23 s
   5xx from waitroom                                                 goal 0
+  every node alive, no panic          no serve process exited on its own
+                                       (node-restart's kill aside), no panic
+                                       in a node's log, recovered or not,
+                                       waitroom_panics_total 0 at the end
+                                                  goal all alive, 0 panics
 
 One visitor in two is an app that asks for the queue answer's JSON form and
 notes what its first one said; beside the goals, reported but not held to
@@ -55,21 +59,26 @@ the visitors who arrived earlier and still waited (goal ≥ 90 %), and for a
 random queue the shares let in within the 25th/50th/75th percentile estimates.
 
 Scenarios: sessions-1min, sessions-5min, regional-4-1-1, fresh-flood,
-steady-95, node-restart, clock-skew (all by default; clock-skew starts the
-second node 30 s ahead and the third 30 s behind with serve's hidden, test-only
---test-clock-offset); the optional priority-mix, random-queue and long-queue
-(waits long enough to judge the estimates) run only when named. --short runs each in about three minutes (what CI runs);
-the full lengths take 5 to 15 minutes each.
+steady-95, node-restart, clock-skew, random-regional, method-switch (all by
+default; clock-skew starts the second node 30 s ahead and the third 30 s
+behind with serve's hidden, test-only --test-clock-offset; random-regional is
+a random queue's crowd arriving 4:1:1 over two minutes, until it has drained;
+method-switch switches the room FIFO → random → FIFO through a node's admin
+API mid-run, and holds the limits across the switches; where a room queues
+at random, FIFO inversions and the longest free slot are shown but not held
+to their goals); the
+optional priority-mix, random-queue and long-queue (waits long enough to
+judge the estimates) run only when named. --short runs each in three to five
+minutes (what CI runs); the full lengths take 5 to 15 minutes each. By
+default every scenario chosen runs side by side.
 
-  waitroom fidelity --short --parallel 7
+  waitroom fidelity --short
   waitroom fidelity --scenario fresh-flood,steady-95 --json
   waitroom fidelity --short --check     # exit status 1 when a goal is missed`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, k := range checkOnly {
-				if !slices.Contains(fidelity.GoalKeys, k) {
-					return fmt.Errorf("--check-only %q: must be among %s", k, strings.Join(fidelity.GoalKeys, ", "))
-				}
+			if err := fidelity.CheckGoalKeys(checkOnly); err != nil {
+				return err
 			}
 			exe, err := os.Executable()
 			if err != nil {
@@ -106,10 +115,10 @@ the full lengths take 5 to 15 minutes each.
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&short, "short", false, "run the short versions (about three minutes each)")
+	f.BoolVar(&short, "short", false, "run the short versions (three to five minutes each)")
 	f.StringSliceVar(&names, "scenario", nil, "scenarios to run, comma-separated (default: all)")
 	f.IntVar(&nodes, "nodes", 3, "waitroom serve processes per scenario")
-	f.IntVar(&o.Parallel, "parallel", 1, "scenarios run side by side (each has its own ring, origin and crowd)")
+	f.IntVar(&o.Parallel, "parallel", 0, "scenarios run side by side, each with its own ring, origin and crowd (0: all of them)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the crowds' arrivals")
 	f.StringVar(&o.Dir, "keep", "", "keep each scenario's keys, config and node logs under this folder")
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,14 @@ type node struct {
 	// waitErr is how the process ended (nil: exit code 0); read it once
 	// exited is closed.
 	waitErr error
+	// ending is set when the run ends the process on purpose (the
+	// restart's kill, the stop at the end), before it signals it: that
+	// exit is nobody's fault. Any other is the node's own.
+	ending bool
+	// deaths are the exits of the node's own, as "pop-1 at 12:03:31.2:
+	// exit status 2"; onDeath, when set, hears of each as it happens.
+	deaths  []string
+	onDeath func(string)
 }
 
 // cluster is a ring of nodes in front of one origin, with its files in dir.
@@ -249,25 +258,53 @@ func (n *node) start(binary string) error {
 		return fmt.Errorf("node %s: starting %s: %w", n.name, binary, err)
 	}
 	exited := make(chan struct{})
+	n.mu.Lock()
+	n.cmd, n.exited, n.ending = cmd, exited, false
+	n.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
 		logf.Close()
 		n.mu.Lock()
 		n.waitErr = err
+		var death string
+		if !n.ending {
+			how := "exit status 0"
+			if err != nil {
+				how = err.Error()
+			}
+			death = fmt.Sprintf("%s at %s: %s", n.name, clock(time.Now()), how)
+			n.deaths = append(n.deaths, death)
+		}
+		heard := n.onDeath
 		n.mu.Unlock()
 		close(exited)
+		if death != "" && heard != nil {
+			heard(death)
+		}
 	}()
-	n.mu.Lock()
-	n.cmd, n.exited = cmd, exited
-	n.mu.Unlock()
 	return nil
 }
 
-// process is the node's last process (nil before the first start) and the
-// channel closed when it exits.
-func (n *node) process() (*exec.Cmd, chan struct{}) {
+// deathsSeen are the node's exits of its own so far.
+func (n *node) deathsSeen() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return slices.Clone(n.deaths)
+}
+
+// hearDeaths has fn told of each exit of the node's own from now on.
+func (n *node) hearDeaths(fn func(string)) {
+	n.mu.Lock()
+	n.onDeath = fn
+	n.mu.Unlock()
+}
+
+// end marks the node's process as ended on purpose, and returns it and
+// the channel closed when it exits.
+func (n *node) end() (*exec.Cmd, chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ending = true
 	return n.cmd, n.exited
 }
 
@@ -288,7 +325,7 @@ func (n *node) hasExited() bool {
 
 // kill ends the process at once, as a crash would, and waits for it.
 func (n *node) kill() {
-	cmd, ch := n.process()
+	cmd, ch := n.end()
 	if cmd == nil {
 		return
 	}
@@ -299,7 +336,7 @@ func (n *node) kill() {
 // stop asks the process to leave (SIGTERM) and kills it if it has not
 // within grace.
 func (n *node) stop(grace time.Duration) {
-	cmd, ch := n.process()
+	cmd, ch := n.end()
 	if cmd == nil {
 		return
 	}

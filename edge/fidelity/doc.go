@@ -21,6 +21,14 @@
 // when the first visitor got a queue page. The goals those figures are held
 // to are in [Goals].
 //
+// Every scenario also holds the ring to staying up: a node whose process
+// exits on its own (the node-restart scenario's kill aside), or whose log
+// tells of a panic, recovered or not, misses the goal, whatever its limits
+// did (see health.go). Every node runs the same policy over the same merged
+// state, so one panic is the whole ring down at once. Where a scenario
+// switches the room's queueing method mid-run, it does so through a node's
+// admin API, as an operator would (see switch.go).
+//
 // The package drives the processes over HTTP and signals only: of the
 // room's own code it imports only that judge, which knows nothing of how
 // the room decides, so what it measures is what a visitor and an origin

@@ -20,10 +20,10 @@ func (w logWriter) Write(p []byte) (int, error) {
 
 // TestFidelityShort runs every scenario's short version against real
 // `waitroom serve` processes, side by side, and holds each to the goals.
-// It takes about four minutes, so it runs only with WAITROOM_FIDELITY=1.
+// It takes about six minutes, so it runs only with WAITROOM_FIDELITY=1.
 func TestFidelityShort(t *testing.T) {
 	if os.Getenv("WAITROOM_FIDELITY") != "1" {
-		t.Skip("real processes for about four minutes: set WAITROOM_FIDELITY=1")
+		t.Skip("real processes for about six minutes: set WAITROOM_FIDELITY=1")
 	}
 	bin := buildBinary(t)
 	scenarios := Scenarios(true, 3)

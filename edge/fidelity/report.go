@@ -31,10 +31,24 @@ const (
 	GoalFIFO         = "fifo"
 	Goal5xx          = "5xx"
 	GoalFreeSlot     = "free-slot"
+	// GoalAlive: every node alive at the end, none exited on its own, no
+	// panic in the logs (see health.go).
+	GoalAlive = "alive"
 )
 
 // GoalKeys lists every goal's key, in the order of the table.
-var GoalKeys = []string{GoalActive, GoalNewPerMinute, GoalUtilisation, GoalFIFO, GoalFreeSlot, Goal5xx}
+var GoalKeys = []string{GoalActive, GoalNewPerMinute, GoalUtilisation, GoalFIFO, GoalFreeSlot, Goal5xx, GoalAlive}
+
+// CheckGoalKeys checks the goals named to --check-only: each must be one
+// of GoalKeys.
+func CheckGoalKeys(keys []string) error {
+	for _, k := range keys {
+		if !slices.Contains(GoalKeys, k) {
+			return fmt.Errorf("--check-only %q: must be among %s", k, strings.Join(GoalKeys, ", "))
+		}
+	}
+	return nil
+}
 
 // Goal is one figure held to its goal.
 type Goal struct {
@@ -97,6 +111,9 @@ func WriteText(w io.Writer, results []Result) error {
 			s.Nodes, s.Limits.TotalActiveUsers, s.Limits.NewUsersPerMinute, minutes(s.Limits.SessionDuration), s.Length)
 		if r.Error != "" {
 			fmt.Fprintf(tw, "  NOT MEASURED: %s\n", r.Error)
+			if r.Health.Nodes > 0 {
+				fmt.Fprintf(tw, "  nodes: %s\n", r.Health)
+			}
 			continue
 		}
 		fmt.Fprintln(tw, "  figure\tvalue\tgoal\t")
@@ -141,6 +158,16 @@ func WriteText(w io.Writer, results []Result) error {
 		}
 		if t.Unidentified > 0 {
 			notes = append(notes, fmt.Sprintf("%d origin requests without a visitor", t.Unidentified))
+		}
+		for _, sw := range r.Switched {
+			how := fmt.Sprintf("every node applied it %v later", sw.Applied.Sub(sw.At).Round(100*time.Millisecond))
+			switch {
+			case sw.Error != "":
+				how = "FAILED: " + sw.Error
+			case sw.Applied.IsZero():
+				how = "not seen on every node by the end"
+			}
+			notes = append(notes, fmt.Sprintf("switched to %s through node %d at %s, %s", sw.Method, sw.Node+1, sw.At.UTC().Format("15:04:05"), how))
 		}
 		if r.Killed != nil {
 			back := "not back by the end"
@@ -203,11 +230,19 @@ func minutes(d time.Duration) string {
 func MissedGoals(results []Result, keys ...string) []string {
 	var out []string
 	for _, r := range results {
+		goals := r.Goals
 		if r.Error != "" {
 			out = append(out, fmt.Sprintf("%s: not measured: %s", r.Scenario.Name, r.Error))
-			continue
+			// A ring that died is why a run is not measured more often
+			// than not: that is said too.
+			goals = nil
+			for _, g := range r.Goals {
+				if g.Key == GoalAlive {
+					goals = append(goals, g)
+				}
+			}
 		}
-		for _, g := range r.Goals {
+		for _, g := range goals {
 			if !g.Met && (len(keys) == 0 || slices.Contains(keys, g.Key)) {
 				out = append(out, fmt.Sprintf("%s: %s %s, goal %s", r.Scenario.Name, g.Figure, g.Shown, g.Goal))
 			}

@@ -20,8 +20,8 @@ type Options struct {
 	// makes the key files).
 	Binary    string
 	Scenarios []Scenario
-	// Parallel is how many scenarios run at once (default 1). Each has its
-	// own ring, origin and crowd; side by side they share the CPU.
+	// Parallel is how many scenarios run at once (0: all of them). Each
+	// has its own ring, origin and crowd; side by side they share the CPU.
 	Parallel int
 	// Seed draws the crowds; the same seed gives the same arrivals.
 	Seed uint64
@@ -50,7 +50,12 @@ type Result struct {
 	// the ring.
 	Killed *time.Time `json:"killed,omitempty"`
 	Back   *time.Time `json:"back,omitempty"`
-	Goals  []Goal     `json:"goals"`
+	// Switched are the switches of the queueing method as they were made.
+	Switched []Switched `json:"switched,omitempty"`
+	// Health is whether every node lived through the run without a panic;
+	// it is judged even when the rest could not be measured.
+	Health Health `json:"health"`
+	Goals  []Goal `json:"goals"`
 	// Error says why the scenario could not be measured; its goals are then
 	// missed.
 	Error string `json:"error,omitempty"`
@@ -91,7 +96,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		}
 	}
 	if o.Parallel <= 0 {
-		o.Parallel = 1
+		o.Parallel = len(o.Scenarios)
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
@@ -151,8 +156,8 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 // it.
 const startAttempts = 3
 
-func runScenario(ctx context.Context, o Options, s Scenario, dir string, say func(string, ...any)) (Result, error) {
-	r := Result{Scenario: s}
+func runScenario(ctx context.Context, o Options, s Scenario, dir string, say func(string, ...any)) (r Result, err error) {
+	r = Result{Scenario: s}
 	org, err := startOrigin()
 	if err != nil {
 		return r, err
@@ -175,7 +180,32 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 			say("the ring did not start (%v); trying again on other ports", err)
 		}
 	}
-	defer c.stop()
+	// The ring's health is judged however the run ends, once: which nodes
+	// still run and what they counted, then the stop, so that every log is
+	// whole when it is read.
+	judged := false
+	judgeHealth := func() {
+		if judged {
+			return
+		}
+		judged = true
+		h := Health{Nodes: len(c.nodes)}
+		var counted map[string]int
+		h.NodesAlive, h.Exits, counted = c.liveness(context.WithoutCancel(ctx))
+		c.stop()
+		c.panicsLogged(&h, counted)
+		r.Health = h
+	}
+	defer func() {
+		r.Goals = append(r.Goals, healthGoal(r.Health))
+		if !r.Health.Healthy() {
+			say("the ring did not live through the run: %s", r.Health)
+		}
+	}()
+	defer judgeHealth()
+	for _, n := range c.nodes {
+		n.hearDeaths(func(death string) { say("exited on its own: %s", death) })
+	}
 	ps := plans(s, o.Seed)
 	if err := c.giveCodes(ctx, ps); err != nil {
 		return r, err
@@ -214,12 +244,20 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 		}()
 	}
 	start := time.Now()
+	if len(s.Switches) > 0 {
+		restarts.Add(1)
+		go func() {
+			defer restarts.Done()
+			r.Switched = c.runSwitches(crowdCtx, s, start, say)
+		}()
+	}
 	cl := runCrowd(crowdCtx, ps, start, c.url)
 	restarts.Wait()
 	end := start.Add(s.Length)
 	if ctx.Err() != nil {
 		return r, ctx.Err()
 	}
+	judgeHealth()
 	r.Visitors = len(cl.arrivals)
 	r.Status5xx, r.ConnectionErrors, r.Requeued = cl.status5xx, cl.connErrors, cl.requeued
 	log := Log{End: end, Arrivals: cl.arrivals, Hits: org.log()}
@@ -234,6 +272,9 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 	r.Goals = queueingGoals(s, Goals(r.Truth, s.Limits, r.Status5xx))
 	if r.Truth.Admissions == 0 {
 		return r, fmt.Errorf("the origin saw nobody let in: the ring did not work (logs: %s)", dir)
+	}
+	if missed := switchesMissed(r.Switched, len(s.Switches)); missed != "" {
+		return r, fmt.Errorf("the queueing method was not switched as the scenario says: %s", missed)
 	}
 	say("done: %d admissions, peak active %d of %d", r.Truth.Admissions, r.Truth.PeakActive, s.Limits.TotalActiveUsers)
 	return r, nil

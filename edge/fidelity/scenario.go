@@ -41,6 +41,9 @@ type Scenario struct {
 	// Priority, when set, gives the room a priority group and some of the
 	// crowd single-use codes for it (see priority.go).
 	Priority *PriorityMix `json:"priority,omitempty"`
+	// Switches change the room's queueing method mid-run through the admin
+	// API, as an operator would (see switch.go).
+	Switches []Switch `json:"switches,omitempty"`
 }
 
 // Wave is a stream of new visitors over all the nodes together.
@@ -62,7 +65,7 @@ type Restart struct {
 }
 
 // Scenarios are the named scenarios at their full length, or their short
-// one (for CI: every scenario within about three minutes), with nodes
+// one (for CI: most within about three minutes, none over five), with nodes
 // processes each (0: 3).
 func Scenarios(short bool, nodes int) []Scenario {
 	if nodes <= 0 {
@@ -176,6 +179,37 @@ func Scenarios(short bool, nodes int) []Scenario {
 	s.Waves = []Wave{{For: s.Length * 3 / 4, PerMinute: 60}}
 	browse(&s, 20*time.Second, 90*time.Second, 3*time.Second, 8*time.Second)
 	out = append(out, s)
+
+	// The crowd of a random queue that once took a whole ring down: every
+	// node panicked in the same second in the random queue's forecast, with
+	// 20–30 visitors waiting about three and a half minutes in. It runs
+	// until the queue has drained, at its full length too: the crowd is
+	// that one, whatever the length.
+	s = Scenario{
+		Name:           "random-regional",
+		Description:    "a random queue (limits 30/30, 1-minute sessions): 90 visitors evenly over two minutes, the first node getting 4× the traffic of each other, visitors browse 20–60 s, until the queue has drained",
+		Nodes:          nodes,
+		Limits:         Limits{TotalActiveUsers: 30, NewUsersPerMinute: 30, SessionDuration: time.Minute},
+		Length:         5 * time.Minute,
+		Weights:        regional,
+		QueueingMethod: "random",
+		Waves:          []Wave{{For: 2 * time.Minute, PerMinute: 45, Even: true}},
+	}
+	browse(&s, 20*time.Second, 60*time.Second, 3*time.Second, 8*time.Second)
+	out = append(out, s)
+
+	s = Scenario{
+		Name:        "method-switch",
+		Description: "the operator switches the queueing method FIFO → random → FIFO through the admin API at a third and two thirds of the run, with a queue standing: 1-minute sessions, arrivals at 1.5× new_users_per_minute at random, visitors browse 20–60 s",
+		Nodes:       nodes,
+		Limits:      Limits{TotalActiveUsers: 40, NewUsersPerMinute: 20, SessionDuration: time.Minute},
+		Length:      length(9*time.Minute, 270*time.Second),
+		Weights:     even(nodes),
+	}
+	s.Waves = []Wave{{For: s.Length * 3 / 4, PerMinute: 30}}
+	s.Switches = []Switch{{At: s.Length / 3, Method: "random"}, {At: s.Length * 2 / 3, Method: "fifo"}}
+	browse(&s, 20*time.Second, 60*time.Second, 3*time.Second, 8*time.Second)
+	out = append(out, s)
 	return out
 }
 
@@ -240,5 +274,5 @@ func (s Scenario) Validate() error {
 	case s.Restart != nil && (s.Restart.Node < 0 || s.Restart.Node >= s.Nodes):
 		return fmt.Errorf("scenario %s: restart node %d: must be 0–%d", s.Name, s.Restart.Node, s.Nodes-1)
 	}
-	return nil
+	return s.validateSwitches()
 }

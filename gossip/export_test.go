@@ -1,0 +1,8 @@
+package gossip
+
+// SetTestHook makes the node started with cfg call hook(where), with a
+// Panic constant, where a test may make it panic: at the start of merging a
+// message (PanicMessage) or a push-pull state (PanicMergeState) and of
+// building its push-pull state (PanicLocalState), each under the node's
+// lock, and at the start of each turn of the join, prune and beat loops.
+func SetTestHook(cfg *Config, hook func(where string)) { cfg.testHook = hook }

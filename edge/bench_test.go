@@ -90,10 +90,10 @@ func BenchmarkAdmittedRequest(b *testing.B) {
 	o := benchOrigin(b)
 	srv, _ := benchServer(b, o.URL, 1_000_000)
 	v := newVisitor()
-	if resp := v.get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+	if resp := v.Get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 		b.Fatalf("first request: %d", resp.StatusCode)
 	}
-	c := v.cookies[cookieName]
+	c := v.Cookies[cookieName]
 	req := httptest.NewRequest(http.MethodGet, "http://shop.test/page", nil)
 	req.AddCookie(c)
 	b.ReportAllocs()
@@ -121,7 +121,7 @@ func BenchmarkPlainProxy(b *testing.B) {
 func BenchmarkQueuedRequest(b *testing.B) {
 	o := benchOrigin(b)
 	srv, ring := benchServer(b, o.URL, 1)
-	if resp := newVisitor().get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+	if resp := newVisitor().Get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 		b.Fatalf("first visitor: %d", resp.StatusCode)
 	}
 	now := time.Now().Unix()

@@ -67,7 +67,7 @@ func TestMeasureFloodFill(t *testing.T) {
 			for i := range visitors {
 				time.Sleep(time.Until(start.Add(over * time.Duration(i) / visitors)))
 				srv := srvs[i%nodes]
-				resp := newVisitor().get(srv, "http://shop.test/")
+				resp := newVisitor().Get(srv, "http://shop.test/")
 				switch {
 				case resp.StatusCode == http.StatusOK && resp.Header.Get("Refresh") == "":
 					admitted++

@@ -51,15 +51,15 @@ func TestSoak(t *testing.T) {
 	// Traffic opens once the ring has formed, as it would for an on-sale:
 	// newCluster waits for it.
 	cl := newCluster(t, 3, clusterOpts{
-		rooms:     []config.Room{rc},
-		wallClock: true,
-		serve:     true,
-		origin:    origin,
-		name:      func(i int) string { return fmt.Sprintf("soak-%d", i) },
+		Rooms:     []config.Room{rc},
+		WallClock: true,
+		Serve:     true,
+		Origin:    origin,
+		Name:      func(i int) string { return fmt.Sprintf("soak-%d", i) },
 	})
 	var urls []string
-	for _, n := range cl.nodes {
-		urls = append(urls, n.url())
+	for _, n := range cl.Nodes {
+		urls = append(urls, n.URL())
 	}
 	var requests, fivexx, admitted atomic.Int64
 	var wg sync.WaitGroup

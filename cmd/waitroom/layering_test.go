@@ -55,9 +55,10 @@ var layers = []layer{
 	// in, which imports nothing of ours.
 	{prefix: "edge/config", may: []string{"edge/canon"}},
 	{prefix: "edge/canon"},
-	// The one test origin, for the tests of the edge and the packages
-	// around it: an HTTP server, nothing of the room.
-	{prefix: "edge/edgetest"},
+	// The one harness of nodes in one process (the test origin, a node, the
+	// in-process cluster, a visitor): it starts nodes, so it may import the
+	// edge and what the edge wires.
+	{prefix: "edge/edgetest", may: []string{"cookie", "crdt", "gossip", "policy", "edge"}},
 	// The load generator speaks HTTP to any site, waitroom or not; it reads
 	// the answers with the visitor's side of a room, which imports nothing
 	// of ours either. The bench harness, which starts edge servers for it to

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/bench"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
 )
 
 func newBench() *cobra.Command {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/fidelity"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/fidelity"
 )
 
 func newFidelity() *cobra.Command {

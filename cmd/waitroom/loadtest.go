@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/loadtest"
 )
 
 func newLoadtest() *cobra.Command {

@@ -1,7 +1,7 @@
 // Package loadtest is waitroom's load generator, behind `waitroom loadtest`
-// and the bench (edge/bench). It speaks HTTP to any site, waiting room or
-// not, and reads the answers with the visitor's side of a room (edge/crowd),
-// so it imports nothing else of waitroom's own.
+// and the bench (cmd/waitroom/internal/bench). It speaks HTTP to any site,
+// waiting room or not, and reads the answers with the visitor's side of a
+// room (edge/crowd), so it imports nothing else of waitroom's own.
 //
 // [Run] drives one or more target URLs with virtual visitors, each keeping its
 // own cookies (so a waiting room's sealed token goes back on every request)

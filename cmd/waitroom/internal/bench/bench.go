@@ -2,9 +2,15 @@
 // process, a small origin, a bare server answering the queue page's exact
 // bytes, a plain httputil.ReverseProxy with edge's origin transport settings,
 // and a waitroom node ([Env]), each driven in turn with the same load by the
-// load generator (edge/loadtest) and reported as ratios ([Run]); and the
-// steady-memory check ([Soak]). It starts edge servers, which is why it sits
-// apart from the load generator.
+// load generator (cmd/waitroom/internal/loadtest) and reported as ratios
+// ([Run]); and the steady-memory check ([Soak]). It starts edge servers,
+// which is why it sits apart from the load generator.
+//
+// Its tests also hold the measurements of nodes in this process that run
+// only on request: the benchmarks of the request path, the throughput
+// against a plain proxy with the load from another process and the fill of
+// a flooded room (WAITROOM_MEASURE=1), and a ring of three under load for
+// ten minutes (WAITROOM_SOAK=1).
 package bench
 
 import (
@@ -20,7 +26,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/loadtest"
 )
 
 // Options configure Run.

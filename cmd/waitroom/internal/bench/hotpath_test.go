@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
-	"github.com/waitroom/waitroom/edge/bench"
 	"github.com/waitroom/waitroom/policy"
 )
 

@@ -1,11 +1,11 @@
-package edge_test
+package bench_test
 
 // Benchmarks of the request path through the full handler (httptest
 // recorder in front, a real loopback origin behind), and of a plain
 // httputil.ReverseProxy with the same transport to the same origin, so the
 // cost waitroom adds can be read from one run:
 //
-//	go test -run '^$' -bench 'AdmittedRequest|QueuedRequest|PlainProxy' -benchmem ./edge/
+//	go test -run '^$' -bench 'AdmittedRequest|QueuedRequest|PlainProxy' -benchmem ./cmd/waitroom/internal/bench/
 
 import (
 	"io"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
@@ -61,12 +62,12 @@ func plainProxy(tb testing.TB, origin string) *httputil.ReverseProxy {
 func benchServer(tb testing.TB, origin string, total int) (*edge.Server, *cookie.Keyring) {
 	tb.Helper()
 	dir := tb.TempDir()
-	key := keyFile(tb, dir)
-	rc := room("bench", total, total)
+	key := edgetest.KeyFile(tb, dir)
+	rc := edgetest.Room("bench", total, total)
 	rc.JSONResponseEnabled = true
-	cfg := nodeConfig("bench", key, origin, rc)
+	cfg := edgetest.NodeConfig("bench", key, origin, rc)
 	cfg.LogLevel = "error"
-	srv := startServer(tb, cfg, nil)
+	srv := edgetest.StartServer(tb, cfg, nil)
 	ring, err := edge.LoadCookieKeys(filepath.Join(dir, "cookie.key"))
 	if err != nil {
 		tb.Fatal(err)
@@ -89,11 +90,11 @@ func serve(b *testing.B, h http.Handler, r *http.Request, want int) {
 func BenchmarkAdmittedRequest(b *testing.B) {
 	o := benchOrigin(b)
 	srv, _ := benchServer(b, o.URL, 1_000_000)
-	v := newVisitor()
+	v := edgetest.NewVisitor()
 	if resp := v.Get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 		b.Fatalf("first request: %d", resp.StatusCode)
 	}
-	c := v.Cookies[cookieName]
+	c := v.Cookies[config.CookieBaseName]
 	req := httptest.NewRequest(http.MethodGet, "http://shop.test/page", nil)
 	req.AddCookie(c)
 	b.ReportAllocs()
@@ -109,7 +110,7 @@ func BenchmarkPlainProxy(b *testing.B) {
 	o := benchOrigin(b)
 	p := plainProxy(b, o.URL)
 	req := httptest.NewRequest(http.MethodGet, "http://shop.test/page", nil)
-	req.AddCookie(&http.Cookie{Name: cookieName, Value: "AQHTqIoobIaFC6I05Rs0bIGMZdLpKzqkVsbp7mqsvFVUwesuR2NztHskL7tAdI_9a20e7wry2-VXqrI"})
+	req.AddCookie(&http.Cookie{Name: config.CookieBaseName, Value: "AQHTqIoobIaFC6I05Rs0bIGMZdLpKzqkVsbp7mqsvFVUwesuR2NztHskL7tAdI_9a20e7wry2-VXqrI"})
 	b.ReportAllocs()
 	for b.Loop() {
 		serve(b, p, req, http.StatusOK)
@@ -121,14 +122,14 @@ func BenchmarkPlainProxy(b *testing.B) {
 func BenchmarkQueuedRequest(b *testing.B) {
 	o := benchOrigin(b)
 	srv, ring := benchServer(b, o.URL, 1)
-	if resp := newVisitor().Get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+	if resp := edgetest.NewVisitor().Get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 		b.Fatalf("first visitor: %d", resp.StatusCode)
 	}
 	now := time.Now().Unix()
 	queued := func(lastCheckIn int64) *http.Request {
 		tok := cookie.Token{Bucket: now / 60, LastCheckIn: lastCheckIn, RefreshInterval: 20, CountedMinute: now / 60, ExpiresAt: now + 300}
 		r := httptest.NewRequest(http.MethodGet, "http://shop.test/", nil)
-		r.AddCookie(&http.Cookie{Name: cookieName, Value: ring.Seal("bench", tok)})
+		r.AddCookie(&http.Cookie{Name: config.CookieBaseName, Value: ring.Seal("bench", tok)})
 		return r
 	}
 	cases := []struct {

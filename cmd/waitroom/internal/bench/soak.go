@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/loadtest"
 )
 
 // SoakOptions configure the steady-memory check.

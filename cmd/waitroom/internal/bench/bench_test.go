@@ -120,7 +120,7 @@ func TestSoakMechanics(t *testing.T) {
 // load, heap and goroutines sampled every 10 s, no growth allowed. Run it
 // with
 //
-//	WAITROOM_SOAK=1 go test -run TestSoak -v -timeout 15m ./edge/loadtest
+//	WAITROOM_SOAK=1 go test -run '^TestSoak$' -v -timeout 15m ./cmd/waitroom/internal/bench
 //
 // (WAITROOM_SOAK_DURATION=10m for longer).
 func TestSoak(t *testing.T) {

@@ -74,7 +74,7 @@ var layers = []layer{
 	// proxies it is compared with, with the load generator.
 	{prefix: "cmd/waitroom/internal/bench", may: []string{"cookie", "edge", "cmd/waitroom/internal/loadtest"}},
 	// The demo starts a ring (with the harness) and a crowd in front of it.
-	{prefix: "cmd/waitroom/internal/demo", may: []string{"cookie", "edge"}},
+	{prefix: "cmd/waitroom/internal/demo", may: []string{"edge"}},
 	// The fidelity run judges real serve processes from the outside, as a
 	// visitor and an origin see them: it drives them over HTTP and signals
 	// behind the one test origin, and of the room's own code imports only

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
@@ -29,32 +30,20 @@ var originBody = []byte("<!doctype html><title>ok</title><p>hello from the origi
 // benchOrigin is the test origin serving one small page, unrecorded.
 func benchOrigin(tb testing.TB) *edgetest.Origin {
 	tb.Helper()
-	return edgetest.NewOrigin(tb, edgetest.Unrecorded(), edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write(originBody)
-	})))
+	return edgetest.NewOrigin(tb, edgetest.Unrecorded(), edgetest.Serving(bench.Page(originBody)))
 }
 
-// originTransport is the transport waitroom uses to reach an origin, for
-// the plain proxy to compare with.
-func originTransport() *http.Transport { return edge.NewOriginTransport(30 * time.Second) }
-
-// plainProxy is what an operator would write without a waiting room.
+// plainProxy is what an operator would write without a waiting room,
+// flushing every write as edge does.
 func plainProxy(tb testing.TB, origin string) *httputil.ReverseProxy {
 	tb.Helper()
 	target, err := url.Parse(origin)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.SetXForwarded()
-			pr.Out.Host = pr.In.Host
-		},
-		Transport:     originTransport(),
-		FlushInterval: -1,
-	}
+	p := bench.PlainProxy(target)
+	p.FlushInterval = -1
+	return p
 }
 
 // benchServer is one node with one room in front of origin, on the real

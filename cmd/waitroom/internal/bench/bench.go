@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -51,6 +52,43 @@ type Options struct {
 	NoProxies bool
 	// Progress, when set, gets a line per round.
 	Progress io.Writer
+}
+
+// Plan is what the bench says before it starts: how many rounds of how many
+// comparisons (the proxies found installed add theirs), and about how long
+// the whole takes.
+func (o *Options) Plan() string {
+	comparisons := 4
+	if !o.NoProxies {
+		for _, p := range ExternalProxies {
+			if p.Find() != "" {
+				comparisons += 3
+				if p.Program == "nginx" {
+					comparisons += 2
+				}
+			}
+		}
+	}
+	rounds := max(o.Rounds, 1)
+	return fmt.Sprintf("waitroom bench: %d rounds of %d comparisons, %s per side each, then the memory steps (about %s)",
+		rounds, comparisons, o.Duration, (time.Duration(rounds*comparisons)*2*o.Duration + 6*time.Second + 15*time.Second).Round(time.Second))
+}
+
+// ProfileCPU writes a CPU profile of this whole process (the load
+// generator included) to path, until stop is called.
+func ProfileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func (o *Options) defaults() {

@@ -54,6 +54,14 @@ type SoakReport struct {
 	Verdict         string             `json:"verdict"`
 }
 
+// Err is the check's verdict as an error: nil when memory held steady.
+func (r *SoakReport) Err() error {
+	if r.OK {
+		return nil
+	}
+	return fmt.Errorf("steady memory: %s", r.Verdict)
+}
+
 // Soak runs constant load on the bench Env for Duration, three open-loop
 // streams at once: admitted visitors on the open room (cookies kept),
 // waiting visitors on the full room checking in at their refresh interval,

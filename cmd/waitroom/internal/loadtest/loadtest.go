@@ -82,6 +82,32 @@ type Options struct {
 	Transport http.RoundTripper
 }
 
+// ParseHeaders reads request headers given as "Name: value" lines (the
+// command line's --header), for Options.Header.
+func ParseHeaders(lines []string) (http.Header, error) {
+	h := http.Header{}
+	for _, line := range lines {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--header %q: want \"Name: value\"", line)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	return h, nil
+}
+
+// Warning is what a run says before it starts: that it sends real load,
+// how much and where. A load test pointed at somebody else's site is an
+// attack.
+func (o *Options) Warning() string {
+	load := fmt.Sprintf("%d visitors", max(o.Concurrency, 1))
+	if o.Rate > 0 {
+		load = fmt.Sprintf("%g requests/s", o.Rate)
+	}
+	return fmt.Sprintf("waitroom loadtest: sending real load (%s for up to %s) to %s — only test sites you operate",
+		load, o.Duration, strings.Join(o.Targets, ", "))
+}
+
 func (o *Options) defaults() error {
 	if len(o.Targets) == 0 {
 		return errors.New("loadtest: no target URL")

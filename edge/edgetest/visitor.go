@@ -89,7 +89,7 @@ func RefreshSeconds(resp *http.Response) (int, error) {
 	h := resp.Header.Get("Refresh")
 	r, ok := crowd.ParseRefresh(h)
 	if !ok {
-		return 0, fmt.Errorf("Refresh %q does not parse", h)
+		return 0, fmt.Errorf("the Refresh header %q does not parse", h)
 	}
 	return int(r.After / time.Second), nil
 }

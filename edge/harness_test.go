@@ -46,13 +46,9 @@ var (
 	refreshSeconds = edgetest.RefreshSeconds
 	refreshTarget  = edgetest.RefreshTarget
 	faultAddrs     = edgetest.GossipAddrs
+	newCluster     = edgetest.NewCluster
+	clusterOf      = edgetest.ClusterOf
 )
-
-// newCluster starts n nodes and waits until they form one ring.
-func newCluster(t *testing.T, n int, o clusterOpts) *cluster { return edgetest.NewCluster(t, n, o) }
-
-// clusterOf makes an empty cluster; add nodes with Add.
-func clusterOf(t *testing.T, o clusterOpts) *cluster { return edgetest.ClusterOf(t, o) }
 
 func body(tb testing.TB, resp *http.Response) string {
 	tb.Helper()

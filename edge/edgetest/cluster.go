@@ -247,7 +247,8 @@ func (c *Cluster) report(err error) {
 	c.tb.Error(err)
 }
 
-// Add starts a new node, offset by skew from the base clock.
+// Add starts a new node, offset by skew from the base clock; a node that
+// does not start fails the test.
 func (c *Cluster) Add(name string, skew time.Duration) *Node {
 	if c.tb != nil {
 		c.tb.Helper()
@@ -272,7 +273,8 @@ func (n *Node) Now() time.Time {
 }
 
 // Start starts the node (again): same name and gossip address, a new
-// incarnation, the seeds being every other node's address.
+// incarnation, the seeds being every other node's address. A node that
+// does not start fails the test.
 func (n *Node) Start() {
 	if n.c.tb != nil {
 		n.c.tb.Helper()
@@ -477,7 +479,8 @@ func GossipAddrs(nodes []*Node) []string {
 func (n *Node) Members() int { return n.Server.Node().NumMembers() }
 
 // WaitRing waits until every one of nodes sees exactly them as members, and
-// returns how long that took.
+// returns how long that took; a ring that does not form within d fails the
+// test, saying who sees whom.
 func (c *Cluster) WaitRing(nodes []*Node, d time.Duration) time.Duration {
 	if c.tb != nil {
 		c.tb.Helper()

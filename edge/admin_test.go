@@ -39,23 +39,23 @@ func busyShop(t *testing.T) *fixture {
 	var first [3]*http.Response
 	for i := range vs {
 		vs[i] = newVisitor()
-		if first[i] = vs[i].get(f.srv, "http://shop.test/"); first[i].Header.Get("Refresh") == "" {
+		if first[i] = vs[i].Get(f.Server, "http://shop.test/"); first[i].Header.Get("Refresh") == "" {
 			t.Fatalf("visitor %d not queued: %d", i+3, first[i].StatusCode)
 		}
 	}
-	f.clock.Advance(policy.ProofRefresh * time.Second)
+	f.Clock.Advance(policy.ProofRefresh * time.Second)
 	for i, v := range vs {
-		if resp := v.get(f.srv, refreshTarget(t, first[i])); resp.Header.Get("Refresh") == "" {
+		if resp := v.Get(f.Server, refreshTarget(t, first[i])); resp.Header.Get("Refresh") == "" {
 			t.Fatalf("visitor %d not queued at its proof: %d", i+3, resp.StatusCode)
 		}
 	}
-	f.srv.RefreshAllocations() // as the allocation loop would, before an operator looks
+	f.Server.RefreshAllocations() // as the allocation loop would, before an operator looks
 	return f
 }
 
 func TestAdminState(t *testing.T) {
 	f := busyShop(t)
-	resp := adminGet(t, f.admin, "/state")
+	resp := adminGet(t, f.Admin, "/state")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("GET /state: %d, %q, %q", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"))
 	}
@@ -101,7 +101,7 @@ func TestAdminState(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &doc); err != nil {
 			t.Fatal(err)
 		}
-		if doc.Node != "node-a" || len(doc.Members) != 1 || doc.Members[0].Name != "node-a" || !doc.Time.Equal(f.clock.Now()) {
+		if doc.Node != "node-a" || len(doc.Members) != 1 || doc.Members[0].Name != "node-a" || !doc.Time.Equal(f.Clock.Now()) {
 			t.Errorf("node %q, members %+v, time %v", doc.Node, doc.Members, doc.Time)
 		}
 		r := doc.Rooms[0]
@@ -119,7 +119,7 @@ func TestAdminState(t *testing.T) {
 		if r.MaxEstimatedTimeMinutes < 1 || r.AdmissionsPerMinute <= 0 {
 			t.Errorf("max wait %d min, rate %v", r.MaxEstimatedTimeMinutes, r.AdmissionsPerMinute)
 		}
-		minute := f.clock.Now().Truncate(time.Minute)
+		minute := f.Clock.Now().Truncate(time.Minute)
 		if len(r.Buckets) != 1 || !r.Buckets[0].Bucket.Equal(minute) || r.Buckets[0].Waiting != 3 || r.Buckets[0].EligibleSlots != 0 {
 			t.Errorf("buckets %+v, want one of 3 waiting at %v with no slot", r.Buckets, minute)
 		}
@@ -129,31 +129,31 @@ func TestAdminState(t *testing.T) {
 	})
 
 	t.Run("rooms/{name}/status answers one room, 404 for an unknown one", func(t *testing.T) {
-		rs := roomStatus(t, f.admin, "shop")
+		rs := roomStatus(t, f.Admin, "shop")
 		if rs.Name != "shop" || rs.EstimatedQueuedUsers != 3 {
 			t.Errorf("status %+v", rs)
 		}
-		resp := adminGet(t, f.admin, "/rooms/nope/status")
+		resp := adminGet(t, f.Admin, "/rooms/nope/status")
 		if resp.StatusCode != http.StatusNotFound || !strings.Contains(body(t, resp), "no room named nope") {
 			t.Errorf("unknown room: %d", resp.StatusCode)
 		}
 	})
 
 	t.Run("healthz says ok and nothing else", func(t *testing.T) {
-		resp := adminGet(t, f.admin, "/healthz")
+		resp := adminGet(t, f.Admin, "/healthz")
 		if got := strings.TrimSpace(body(t, resp)); resp.StatusCode != http.StatusOK || got != "{\n  \"ok\": true\n}" {
 			t.Errorf("healthz: %d %s", resp.StatusCode, got)
 		}
 	})
 
 	t.Run("the admin endpoint answers only GET and is not on the public handler", func(t *testing.T) {
-		rec := adminDo(f.admin, http.MethodPost, "/state")
+		rec := adminDo(f.Admin, http.MethodPost, "/state")
 		if rec.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("POST /state: %d, want 405", rec.StatusCode)
 		}
 		// On the public side /state is a path of the room like any other:
 		// the room is full, so the visitor waits.
-		resp := newVisitor().get(f.srv, "http://shop.test/state")
+		resp := newVisitor().Get(f.Server, "http://shop.test/state")
 		if resp.Header.Get("Refresh") == "" || strings.Contains(body(t, resp), "estimated_total_active_users") {
 			t.Errorf("public /state: %d, want the queue page", resp.StatusCode)
 		}
@@ -190,9 +190,9 @@ func TestAdminStatusValues(t *testing.T) {
 			}
 			f := newFixture(t, rc)
 			for i := 0; i < tt.fill; i++ {
-				newVisitor().get(f.srv, "http://shop.test/")
+				newVisitor().Get(f.Server, "http://shop.test/")
 			}
-			if got := roomStatus(t, f.admin, "shop").Status; got != tt.want {
+			if got := roomStatus(t, f.Admin, "shop").Status; got != tt.want {
 				t.Errorf("status %q, want %q", got, tt.want)
 			}
 		})
@@ -204,14 +204,14 @@ func TestAdminMetrics(t *testing.T) {
 	// One tampered cookie and one early check-in, so every request counter
 	// has a sample.
 	v := newVisitor()
-	v.cookies[cookieName] = &http.Cookie{Name: cookieName, Value: "junk"}
-	v.get(f.srv, "http://shop.test/")
-	v.get(f.srv, "http://shop.test/")
+	v.Cookies[cookieName] = &http.Cookie{Name: cookieName, Value: "junk"}
+	v.Get(f.Server, "http://shop.test/")
+	v.Get(f.Server, "http://shop.test/")
 	// The room gauges come from the latest allocation, which the
 	// allocation loop renews at least every 250 ms.
 	settle(t, f)
 
-	resp := adminGet(t, f.admin, "/metrics")
+	resp := adminGet(t, f.Admin, "/metrics")
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || !strings.Contains(ct, "version=0.0.4") {
 		t.Errorf("Content-Type %q, want the Prometheus text format", ct)
 	}
@@ -288,7 +288,7 @@ func TestAdminMetrics(t *testing.T) {
 
 func TestWriteStateTable(t *testing.T) {
 	f := busyShop(t)
-	doc := f.srv.StateDoc()
+	doc := f.Server.StateDoc()
 	var buf bytes.Buffer
 	if err := adminclient.WriteStateTable(&buf, doc); err != nil {
 		t.Fatal(err)
@@ -364,17 +364,17 @@ func TestWriteStateTable(t *testing.T) {
 
 func TestReadingTheStateChangesNothing(t *testing.T) {
 	f := busyShop(t)
-	raw := f.srv.AdminHandler() // without the harness's round of the loop
+	raw := f.Server.AdminHandler() // without the harness's round of the loop
 	// The allocation loop may replace the allocation between two reads
 	// (it runs every 250 ms); a read that replaced it would do so every time.
 	for try := 0; try < 20; try++ {
-		before := f.srv.CurrentAllocation("shop")
+		before := f.Server.CurrentAllocation("shop")
 		for _, path := range []string{"/state", "/rooms/shop/status", "/metrics"} {
 			if resp := adminGet(t, raw, path); resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET %s: %d", path, resp.StatusCode)
 			}
 		}
-		if f.srv.CurrentAllocation("shop") == before {
+		if f.Server.CurrentAllocation("shop") == before {
 			return
 		}
 	}

@@ -91,7 +91,7 @@ func TestAdminRefusesOtherSites(t *testing.T) {
 			[]string{"Host", "127.0.0.2"}, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := adminRaw(f.admin, tc.method, tc.path, tc.body, tc.hdr...)
+			resp := adminRaw(f.Admin, tc.method, tc.path, tc.body, tc.hdr...)
 			if resp.StatusCode != tc.want {
 				t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, resp.StatusCode, body(t, resp), tc.want)
 			}
@@ -105,26 +105,26 @@ func TestAdminRefusesOtherSites(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, "http://"+host+"/rooms", nil)
 			req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, local))
 			rec := httptest.NewRecorder()
-			f.admin.ServeHTTP(rec, req)
+			f.Admin.ServeHTTP(rec, req)
 			if rec.Code != want {
 				t.Errorf("Host %s on a connection to %s: %d, want %d", host, local, rec.Code, want)
 			}
 		}
 	})
 	t.Run("after all that the room runs and no other room was made", func(t *testing.T) {
-		if rc := getRoom(t, f.admin, "shop"); rc == nil || rc.Stopped {
+		if rc := getRoom(t, f.Admin, "shop"); rc == nil || rc.Stopped {
 			t.Errorf("shop: %+v, want running", rc)
 		}
-		if rc := getRoom(t, f.admin, "evil"); rc != nil {
+		if rc := getRoom(t, f.Admin, "evil"); rc != nil {
 			t.Errorf("room evil exists: %+v", rc)
 		}
 	})
 	t.Run("the same change sent as the CLI sends it is applied", func(t *testing.T) {
-		resp := adminRaw(f.admin, "POST", "/rooms/shop/stop", `{}`, "Content-Type", "application/json; charset=utf-8")
+		resp := adminRaw(f.Admin, "POST", "/rooms/shop/stop", `{}`, "Content-Type", "application/json; charset=utf-8")
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("stop: %d %s", resp.StatusCode, body(t, resp))
 		}
-		if rc := getRoom(t, f.admin, "shop"); rc == nil || !rc.Stopped {
+		if rc := getRoom(t, f.Admin, "shop"); rc == nil || !rc.Stopped {
 			t.Errorf("shop: %+v, want stopped", rc)
 		}
 	})
@@ -243,45 +243,45 @@ func TestAdminNeverShowsSecrets(t *testing.T) {
 	f := newFixture(t, challengedRoom(sv, "infinite_queue", "deny"))
 	for _, path := range []string{"/rooms", "/rooms/shop", "/rooms/shop/status", "/state"} {
 		t.Run("GET "+path+" does not contain the secret", func(t *testing.T) {
-			if b := body(t, adminGet(t, f.admin, path)); strings.Contains(b, "the-secret") {
+			if b := body(t, adminGet(t, f.Admin, path)); strings.Contains(b, "the-secret") {
 				t.Errorf("GET %s shows the secret:\n%s", path, b)
 			}
 		})
 	}
 	t.Run("the room shows that a secret is set", func(t *testing.T) {
-		if rc := getRoom(t, f.admin, "shop"); rc.TurnstileSecret != edge.RedactedSecret {
+		if rc := getRoom(t, f.Admin, "shop"); rc.TurnstileSecret != edge.RedactedSecret {
 			t.Errorf("turnstile_secret %q, want %q", rc.TurnstileSecret, edge.RedactedSecret)
 		}
 	})
 	t.Run("the answer to a change does not contain the secret", func(t *testing.T) {
-		resp := adminSend(t, f.admin, http.MethodPatch, "/rooms/shop", map[string]any{"new_users_per_minute": 1})
+		resp := adminSend(t, f.Admin, http.MethodPatch, "/rooms/shop", map[string]any{"new_users_per_minute": 1})
 		if b := body(t, resp); resp.StatusCode != http.StatusOK || strings.Contains(b, "the-secret") {
 			t.Errorf("PATCH: %d %s", resp.StatusCode, b)
 		}
 	})
 	t.Run("a room read, edited and applied back keeps its secret", func(t *testing.T) {
-		rc := getRoom(t, f.admin, "shop")
+		rc := getRoom(t, f.Admin, "shop")
 		rc.TotalActiveUsers = 1
-		if resp := adminSend(t, f.admin, http.MethodPut, "/rooms/shop", rc); resp.StatusCode != http.StatusOK {
+		if resp := adminSend(t, f.Admin, http.MethodPut, "/rooms/shop", rc); resp.StatusCode != http.StatusOK {
 			t.Fatalf("PUT: %d %s", resp.StatusCode, body(t, resp))
 		}
 		// The verifier accepts a solved challenge only with the real
 		// secret: a visitor who solves it is no longer challenged.
 		admitFirst(t, f, "http://shop.test/")
 		v := newVisitor()
-		if !strings.Contains(body(t, v.get(f.srv, "http://shop.test/")), "cf-turnstile") {
+		if !strings.Contains(body(t, v.Get(f.Server, "http://shop.test/")), "cf-turnstile") {
 			t.Fatal("the queue page carries no challenge")
 		}
-		f.clock.Advance(25 * time.Second)
+		f.Clock.Advance(25 * time.Second)
 		calls := sv.calls.Load()
-		if page := body(t, v.get(f.srv, "http://shop.test/?__waitroom_challenge=human")); strings.Contains(page, "cf-turnstile") || sv.calls.Load() == calls {
+		if page := body(t, v.Get(f.Server, "http://shop.test/?__waitroom_challenge=human")); strings.Contains(page, "cf-turnstile") || sv.calls.Load() == calls {
 			t.Errorf("a solved challenge was not accepted after the round trip (verifier called %d times)", sv.calls.Load()-calls)
 		}
 	})
 	t.Run("the placeholder cannot stand for a secret a room does not have", func(t *testing.T) {
 		rc := challengedRoom(sv, "log", "allow")
 		rc.Name, rc.Path, rc.CookieSuffix, rc.TurnstileSecret = "other", "/other", "other", edge.RedactedSecret
-		resp := adminSend(t, f.admin, http.MethodPost, "/rooms/other", rc)
+		resp := adminSend(t, f.Admin, http.MethodPost, "/rooms/other", rc)
 		if b := body(t, resp); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, "turnstile_secret") {
 			t.Errorf("POST with the placeholder: %d %s, want 422 naming turnstile_secret", resp.StatusCode, b)
 		}

@@ -13,9 +13,10 @@
 // going on to the origin, differs.
 //
 // Beside it, under edge/: adminclient, the one client of the admin endpoint;
-// crowd, the visitor's side of a room; loadtest, the load generator; bench,
-// the harness that measures a node against plain baselines; demo, the
-// built-in demo; fidelity, real processes judged from outside.
+// crowd, the visitor's side of a room; edgetest, the one harness of nodes in
+// one process. The tools that are not the node (the load generator, the
+// bench, the demo, the fidelity run) are the command's, under
+// cmd/waitroom/internal.
 //
 // edge holds no admission maths of its own: every decision comes from
 // package policy, computed over a crdt snapshot that package gossip keeps

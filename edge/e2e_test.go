@@ -147,15 +147,15 @@ func startE2ECluster(t *testing.T, clock *testkit.Clock, o *edgetest.Origin) *e2
 	// The policy divides the Anywhere slots by the number of live
 	// members, so newCluster waits until all three see each other.
 	cl := newCluster(t, e2eNodes, clusterOpts{
-		rooms:  []config.Room{rc},
-		clock:  clock,
-		serve:  true,
-		origin: o,
-		name:   func(i int) string { return fmt.Sprintf("pop-%d", i+1) },
+		Rooms:  []config.Room{rc},
+		Clock:  clock,
+		Serve:  true,
+		Origin: o,
+		Name:   func(i int) string { return fmt.Sprintf("pop-%d", i+1) },
 	})
-	c := &e2eCluster{clock: clock, nodes: cl.servers()}
-	for _, n := range cl.nodes {
-		c.urls = append(c.urls, n.url())
+	c := &e2eCluster{clock: clock, nodes: cl.Servers()}
+	for _, n := range cl.Nodes {
+		c.urls = append(c.urls, n.URL())
 	}
 	return c
 }

@@ -16,14 +16,6 @@ func PoisonPolicy(poisoned func(room string, snap *crdt.RoomSnapshot) string) (r
 	return func() { policyFault.Store(nil) }
 }
 
-// RefreshAllocations runs one round of the allocation loop now, at the
-// ring's time: rooms and revocations synced from gossip, every room's
-// allocation recomputed. The loop does this at least every 250 ms; a test
-// calls it instead of sleeping for the loop, after moving a fake clock or
-// once gossip has brought what it waits for. Test-only: it exists in the
-// tests' build of the package.
-func (s *Server) RefreshAllocations() { s.refreshAllocations(s.ringNow()) }
-
 // RingNow is the ring's time as this node reads it (gossip.Node.RingNow).
 func (s *Server) RingNow() time.Time { return s.ringNow() }
 

@@ -57,12 +57,12 @@ func TestReadiness(t *testing.T) {
 	})
 
 	t.Run("a node that met the ring stays ready when its peers leave, asked or not before", func(t *testing.T) {
-		c := newCluster(t, 2, clusterOpts{rooms: []config.Room{room("shop", 10, 10)}})
+		c := newCluster(t, 2, clusterOpts{Rooms: []config.Room{room("shop", 10, 10)}})
 		// pop-b has pop-a as its seed; pop-a leaves.
-		a, b := c.nodes[0], c.nodes[1]
-		a.stop()
-		testkit.Eventually(t, testkit.Wait{What: "pop-b alone", Timeout: 10 * time.Second, Seen: func() string { return c.membership([]*clusterNode{b}) }}, func() bool { return b.members() == 1 })
-		if got := readyStatus(t, b.srv.AdminHandler()); got != http.StatusOK {
+		a, b := c.Nodes[0], c.Nodes[1]
+		a.Stop()
+		testkit.Eventually(t, testkit.Wait{What: "pop-b alone", Timeout: 10 * time.Second, Seen: func() string { return c.Membership([]*clusterNode{b}) }}, func() bool { return b.Members() == 1 })
+		if got := readyStatus(t, b.Server.AdminHandler()); got != http.StatusOK {
 			t.Errorf("after its peer left: %d, want 200 (stale_state open keeps serving)", got)
 		}
 	})

@@ -431,6 +431,13 @@ func (s *Server) allocationLoop() {
 	}
 }
 
+// RefreshAllocations runs one round of the allocation loop now, at the
+// ring's time: rooms and revocations synced from gossip, every room's
+// allocation recomputed. The loop does this at least every 250 ms; a
+// harness that moves a fake clock, or that has seen gossip bring what it
+// waits for, calls it instead of sleeping for the loop (see edge/edgetest).
+func (s *Server) RefreshAllocations() { s.refreshAllocations(s.ringNow()) }
+
 // refreshAllocations is one round of the allocation loop: rooms and
 // revocations synced from what gossip brought, then every room's
 // allocation recomputed at now.

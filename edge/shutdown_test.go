@@ -39,10 +39,10 @@ func TestGracefulShutdown(t *testing.T) {
 		<-release
 		_, _ = io.WriteString(w, "finished after the stop began")
 	})))
-	c := newCluster(t, 2, clusterOpts{serve: true, origin: slow, rooms: []config.Room{room("shop", 100, 100)}})
-	a, b := c.nodes[0], c.nodes[1]
+	c := newCluster(t, 2, clusterOpts{Serve: true, Origin: slow, Rooms: []config.Room{room("shop", 100, 100)}})
+	a, b := c.Nodes[0], c.Nodes[1]
 	testkit.Eventually(t, testkit.Wait{What: "both nodes ready", Timeout: 10 * time.Second}, func() bool {
-		return readyz(t, a.srv.AdminAddr()) == http.StatusOK && readyz(t, b.srv.AdminAddr()) == http.StatusOK
+		return readyz(t, a.Server.AdminAddr()) == http.StatusOK && readyz(t, b.Server.AdminAddr()) == http.StatusOK
 	})
 
 	type answer struct {
@@ -52,7 +52,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		resp, err := http.Get(b.url() + "/slow")
+		resp, err := http.Get(b.URL() + "/slow")
 		if err != nil {
 			answered <- answer{err: err}
 			return
@@ -63,9 +63,9 @@ func TestGracefulShutdown(t *testing.T) {
 	}()
 	<-started // the visitor was admitted and the request is at the origin
 
-	publicAddr, adminAddr := b.srv.PublicAddr(), b.srv.AdminAddr()
+	publicAddr, adminAddr := b.Server.PublicAddr(), b.Server.AdminAddr()
 	stopped := make(chan struct{})
-	go func() { b.stopServing(); close(stopped) }()
+	go func() { b.StopServing(); close(stopped) }()
 
 	t.Run("the stopping node says not ready while it drains", func(t *testing.T) {
 		testkit.Eventually(t, testkit.Wait{What: "/readyz answering 503", Timeout: 5 * time.Second}, func() bool {
@@ -95,16 +95,16 @@ func TestGracefulShutdown(t *testing.T) {
 		<-stopped
 	})
 	t.Run("the peer has the stopped node's counts and sees it leave", func(t *testing.T) {
-		if err := b.srv.Close(); err != nil {
+		if err := b.Server.Close(); err != nil {
 			t.Fatal(err)
 		}
-		b.up = false
-		testkit.Eventually(t, testkit.Wait{What: "node a alone, expecting only itself", Timeout: 10 * time.Second, Seen: func() string { return c.membership([]*clusterNode{a}) }}, func() bool {
-			n := a.srv.Node()
+		b.Up = false
+		testkit.Eventually(t, testkit.Wait{What: "node a alone, expecting only itself", Timeout: 10 * time.Second, Seen: func() string { return c.Membership([]*clusterNode{a}) }}, func() bool {
+			n := a.Server.Node()
 			return n.NumMembers() == 1 && n.ExpectedMembers(time.Now()) == 1
 		})
-		a.srv.RefreshAllocations()
-		if rs := roomStatus(t, a.admin, "shop"); rs.NewUsersThisMinute != 1 {
+		a.Server.RefreshAllocations()
+		if rs := roomStatus(t, a.Admin, "shop"); rs.NewUsersThisMinute != 1 {
 			t.Errorf("node a counts %d new users this minute, want the 1 node b admitted", rs.NewUsersThisMinute)
 		}
 	})

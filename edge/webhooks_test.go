@@ -104,25 +104,25 @@ func hookClusterOn(t *testing.T, n int, rcv *hookReceiver, opts clusterOpts, has
 	if err := os.WriteFile(secret, []byte(webhookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts.rooms = []config.Room{room("shop", 10, 10)}
+	opts.Rooms = []config.Room{room("shop", 10, 10)}
 	c := clusterOf(t, opts)
-	c.edit = func(n *clusterNode, cfg *config.Config) {
-		if has(n.name) {
+	c.Edit = func(n *clusterNode, cfg *config.Config) {
+		if has(n.Name) {
 			cfg.Webhooks = []config.Webhook{{Name: "ops", URL: rcv.url, SecretFile: secret}}
 		}
 	}
 	for i := range n {
-		c.add(fmt.Sprintf("pop-%c", 'a'+i), 0)
+		c.Add(fmt.Sprintf("pop-%c", 'a'+i), 0)
 	}
-	c.waitRing(c.nodes, 15*time.Second)
-	c.recompute() // the watchers' first look: what is there is no news
+	c.WaitRing(c.Nodes, 15*time.Second)
+	c.Recompute() // the watchers' first look: what is there is no news
 	return c
 }
 
 // stopRoom stops the shop through one node's admin API.
 func stopRoom(t *testing.T, n *clusterNode) {
 	t.Helper()
-	resp := adminRaw(n.admin, http.MethodPost, "/rooms/shop/stop", `{}`, "Content-Type", "application/json")
+	resp := adminRaw(n.Admin, http.MethodPost, "/rooms/shop/stop", `{}`, "Content-Type", "application/json")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("stop the shop: %d", resp.StatusCode)
 	}
@@ -133,7 +133,7 @@ func stopRoom(t *testing.T, n *clusterNode) {
 func untilCalls(t *testing.T, c *cluster, rcv *hookReceiver, typ string, want int, step time.Duration) {
 	t.Helper()
 	testkit.Eventually(t, testkit.Wait{Timeout: 20 * time.Second, Tick: 20 * time.Millisecond, What: fmt.Sprintf("%d %s notices", want, typ)}, func() bool {
-		c.advance(step)
+		c.Advance(step)
 		return len(rcv.of(typ)) >= want
 	})
 }
@@ -142,12 +142,12 @@ func TestWebhooksTellTheRingsChangesOnce(t *testing.T) {
 	t.Parallel()
 	rcv := newHookReceiver(t, nil)
 	c := hookCluster(t, 3, rcv, clusterOpts{})
-	stopRoom(t, c.nodes[1])
+	stopRoom(t, c.Nodes[1])
 	untilCalls(t, c, rcv, "room.emergency_stopped", 1, 100*time.Millisecond)
 	untilCalls(t, c, rcv, "room.changed", 1, 100*time.Millisecond)
 	// More rounds on every node: nobody sends it again.
 	for range 30 {
-		c.advance(100 * time.Millisecond)
+		c.Advance(100 * time.Millisecond)
 	}
 	for _, typ := range []string{"room.emergency_stopped", "room.changed"} {
 		calls := rcv.of(typ)
@@ -155,7 +155,7 @@ func TestWebhooksTellTheRingsChangesOnce(t *testing.T) {
 			t.Errorf("%s told %d times, want once per ring: %+v", typ, len(calls), calls)
 			continue
 		}
-		if !calls[0].verified(c.base.Now()) {
+		if !calls[0].verified(c.Clock.Now()) {
 			t.Errorf("%s: the signature does not verify with the webhook's secret", typ)
 		}
 	}
@@ -170,10 +170,10 @@ func TestWebhooksRetryWithBackoffUntilTheReceiverAnswers(t *testing.T) {
 		return http.StatusOK
 	})
 	c := hookCluster(t, 3, rcv, clusterOpts{})
-	stopRoom(t, c.nodes[0])
+	stopRoom(t, c.Nodes[0])
 	untilCalls(t, c, rcv, "room.emergency_stopped", 3, 500*time.Millisecond)
 	for range 20 {
-		c.advance(time.Second)
+		c.Advance(time.Second)
 	}
 	calls := rcv.of("room.emergency_stopped")
 	if len(calls) != 3 {
@@ -181,8 +181,8 @@ func TestWebhooksRetryWithBackoffUntilTheReceiverAnswers(t *testing.T) {
 	}
 	// The sender's state document and metrics record the two failures.
 	var failed, delivered uint64
-	for _, n := range c.nodes {
-		for _, w := range n.srv.StateDoc().Webhooks {
+	for _, n := range c.Nodes {
+		for _, w := range n.Server.StateDoc().Webhooks {
 			failed += w.Failed
 			delivered += w.Delivered
 		}
@@ -194,8 +194,8 @@ func TestWebhooksRetryWithBackoffUntilTheReceiverAnswers(t *testing.T) {
 		t.Errorf("the ring's state documents record %d deliveries, want at least 2", delivered)
 	}
 	var failedMetric float64
-	for _, n := range c.nodes {
-		failedMetric += metric(t, n.admin, `waitroom_webhook_deliveries_total{result="failed",webhook="ops"}`)
+	for _, n := range c.Nodes {
+		failedMetric += metric(t, n.Admin, `waitroom_webhook_deliveries_total{result="failed",webhook="ops"}`)
 	}
 	if failedMetric != 2 {
 		t.Errorf("waitroom_webhook_deliveries_total{result=\"failed\"} sums to %v over the ring, want 2", failedMetric)
@@ -213,13 +213,13 @@ func TestWebhooksAnotherNodeTakesOverWhenTheSenderDiesMidDelivery(t *testing.T) 
 		return http.StatusOK
 	})
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	c := hookCluster(t, 3, rcv, clusterOpts{tune: faultTune})
-	stopRoom(t, c.nodes[0])
+	c := hookCluster(t, 3, rcv, clusterOpts{Tune: faultTune})
+	stopRoom(t, c.Nodes[0])
 	untilCalls(t, c, rcv, "room.emergency_stopped", 1, 100*time.Millisecond)
 	first := rcv.of("room.emergency_stopped")[0]
 	var sender *clusterNode
-	for _, n := range c.nodes {
-		if n.name == first.Sender {
+	for _, n := range c.Nodes {
+		if n.Name == first.Sender {
 			sender = n
 		}
 	}
@@ -229,27 +229,27 @@ func TestWebhooksAnotherNodeTakesOverWhenTheSenderDiesMidDelivery(t *testing.T) 
 	// The change has reached every node before its sender dies (else the
 	// ring never heard of it, and there is nothing to tell).
 	testkit.Eventually(t, testkit.Wait{Timeout: 10 * time.Second, What: "the stop on every node"}, func() bool {
-		for _, n := range c.nodes {
-			if rc := getRoom(t, n.admin, "shop"); rc == nil || !rc.Stopped {
+		for _, n := range c.Nodes {
+			if rc := getRoom(t, n.Admin, "shop"); rc == nil || !rc.Stopped {
 				return false
 			}
 		}
 		return true
 	})
-	sender.kill()
+	sender.Kill()
 	release <- http.StatusServiceUnavailable // the dead sender never learns
 	once.Do(func() { close(release) })
 	if !t.Run("a survivor sends it", func(t *testing.T) {
 		untilCalls(t, c, rcv, "room.emergency_stopped", 2, 200*time.Millisecond)
 	}) {
-		for _, n := range c.live() {
-			d := n.srv.StateDoc()
-			t.Logf("%s sees members %+v, webhooks %+v", n.name, d.Members, d.Webhooks)
+		for _, n := range c.Live() {
+			d := n.Server.StateDoc()
+			t.Logf("%s sees members %+v, webhooks %+v", n.Name, d.Members, d.Webhooks)
 		}
 		t.FailNow()
 	}
 	for range 20 {
-		c.advance(time.Second)
+		c.Advance(time.Second)
 	}
 	calls := rcv.of("room.emergency_stopped")
 	if len(calls) != 2 {
@@ -266,7 +266,7 @@ func TestWebhooksRegisteredThroughTheAdminAPIReachTheWholeRing(t *testing.T) {
 	apiRcv := newHookReceiver(t, nil)
 	c := hookCluster(t, 3, rcv, clusterOpts{})
 	put := func(name, body string) int {
-		return adminRaw(c.nodes[2].admin, http.MethodPut, "/webhooks/"+name, body, "Content-Type", "application/json").StatusCode
+		return adminRaw(c.Nodes[2].Admin, http.MethodPut, "/webhooks/"+name, body, "Content-Type", "application/json").StatusCode
 	}
 	t.Run("a webhook without a proper address or secret is refused", func(t *testing.T) {
 		for _, body := range []string{
@@ -288,23 +288,23 @@ func TestWebhooksRegisteredThroughTheAdminAPIReachTheWholeRing(t *testing.T) {
 		}
 		// Every node holds it before the change it is to hear of.
 		testkit.Eventually(t, testkit.Wait{Timeout: 10 * time.Second, What: "the webhook on every node"}, func() bool {
-			c.advance(100 * time.Millisecond)
-			for _, n := range c.nodes {
-				if len(n.srv.StateDoc().Webhooks) != 2 {
+			c.Advance(100 * time.Millisecond)
+			for _, n := range c.Nodes {
+				if len(n.Server.StateDoc().Webhooks) != 2 {
 					return false
 				}
 			}
 			return true
 		})
-		stopRoom(t, c.nodes[0])
+		stopRoom(t, c.Nodes[0])
 		untilCalls(t, c, apiRcv, "room.emergency_stopped", 1, 100*time.Millisecond)
 		for range 30 {
-			c.advance(100 * time.Millisecond)
+			c.Advance(100 * time.Millisecond)
 		}
-		if calls := apiRcv.of("room.emergency_stopped"); len(calls) != 1 || !calls[0].verified(c.base.Now()) {
+		if calls := apiRcv.of("room.emergency_stopped"); len(calls) != 1 || !calls[0].verified(c.Clock.Now()) {
 			t.Errorf("the API's webhook got %+v, want one signed notice", calls)
 		}
-		resp := adminRaw(c.nodes[1].admin, http.MethodGet, "/webhooks", "")
+		resp := adminRaw(c.Nodes[1].Admin, http.MethodGet, "/webhooks", "")
 		raw, _ := io.ReadAll(resp.Body)
 		if !strings.Contains(string(raw), `"chat"`) || strings.Contains(string(raw), webhookSecret) {
 			t.Errorf("GET /webhooks: %s, want chat listed and no secret shown", raw)
@@ -315,10 +315,10 @@ func TestWebhooksRegisteredThroughTheAdminAPIReachTheWholeRing(t *testing.T) {
 func TestWebhooksTellQueueingEventPhasesAndNodesLeaving(t *testing.T) {
 	t.Parallel()
 	rcv := newHookReceiver(t, nil)
-	c := hookCluster(t, 3, rcv, clusterOpts{tune: faultTune})
+	c := hookCluster(t, 3, rcv, clusterOpts{Tune: faultTune})
 	patch := func(body string) {
 		t.Helper()
-		if resp := adminRaw(c.nodes[0].admin, http.MethodPatch, "/rooms/shop", body, "Content-Type", "application/json"); resp.StatusCode != http.StatusOK {
+		if resp := adminRaw(c.Nodes[0].Admin, http.MethodPatch, "/rooms/shop", body, "Content-Type", "application/json"); resp.StatusCode != http.StatusOK {
 			raw, _ := io.ReadAll(resp.Body)
 			t.Fatalf("PATCH %s: %d %s", body, resp.StatusCode, raw)
 		}
@@ -326,7 +326,7 @@ func TestWebhooksTellQueueingEventPhasesAndNodesLeaving(t *testing.T) {
 	patch(`{"queue_all":true}`)
 	untilCalls(t, c, rcv, "room.queueing_started", 1, 100*time.Millisecond)
 
-	now := c.base.Now().UTC().Truncate(time.Minute)
+	now := c.Clock.Now().UTC().Truncate(time.Minute)
 	at := func(m int) string { return now.Add(time.Duration(m) * time.Minute).Format(time.RFC3339) }
 	patch(`{"queue_all":false,"events":[{"id":"sale","name":"Sale","prequeue_start_time":"` + at(2) + `","event_start_time":"` + at(3) + `","event_end_time":"` + at(4) + `"}]}`)
 	untilCalls(t, c, rcv, "room.queueing_stopped", 1, 100*time.Millisecond)
@@ -334,10 +334,10 @@ func TestWebhooksTellQueueingEventPhasesAndNodesLeaving(t *testing.T) {
 	untilCalls(t, c, rcv, "event.started", 1, 2*time.Second)
 	untilCalls(t, c, rcv, "event.ended", 1, 2*time.Second)
 
-	c.nodes[2].kill()
+	c.Nodes[2].Kill()
 	untilCalls(t, c, rcv, "node.left", 1, 100*time.Millisecond)
 	for range 30 {
-		c.advance(100 * time.Millisecond)
+		c.Advance(100 * time.Millisecond)
 	}
 	// The pre-queue queues everyone and the event's start ends it: the
 	// room starts and stops queueing twice, each change told once.
@@ -379,10 +379,10 @@ func TestWebhooksListedOnOneNodeOnlyAreStillSentOnce(t *testing.T) {
 	// Only pop-a's config lists the webhook: when rendezvous hashing picks
 	// another node, pop-a sends it once the takeover wait has passed.
 	c := hookClusterOn(t, 3, rcv, clusterOpts{}, func(n string) bool { return n == "pop-a" })
-	stopRoom(t, c.nodes[0])
+	stopRoom(t, c.Nodes[0])
 	untilCalls(t, c, rcv, "room.emergency_stopped", 1, time.Minute)
 	for range 100 {
-		c.advance(time.Minute)
+		c.Advance(time.Minute)
 	}
 	if calls := rcv.of("room.emergency_stopped"); len(calls) != 1 || calls[0].Sender != "pop-a" {
 		t.Errorf("notices %+v, want one, from pop-a", calls)

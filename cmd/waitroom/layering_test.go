@@ -55,22 +55,31 @@ var layers = []layer{
 	// in, which imports nothing of ours.
 	{prefix: "edge/config", may: []string{"edge/canon"}},
 	{prefix: "edge/canon"},
-	// The one test origin, for the tests of the edge and the packages
-	// around it: an HTTP server, nothing of the room.
-	{prefix: "edge/edgetest"},
-	// The load generator speaks HTTP to any site, waitroom or not; it reads
-	// the answers with the visitor's side of a room, which imports nothing
-	// of ours either. The bench harness, which starts edge servers for it to
-	// drive, is edge/bench, under the rule of edge.
-	{prefix: "edge/loadtest", may: []string{"edge/crowd"}},
+	// The one harness of nodes in one process (the test origin, a node, the
+	// in-process cluster, a visitor): it starts nodes, so it may import the
+	// edge and what the edge wires.
+	{prefix: "edge/edgetest", may: []string{"cookie", "crdt", "gossip", "policy", "edge"}},
+	// The visitor's side of a room (the one parser of the Refresh header, a
+	// cookie-keeping visitor): the edge's tests read answers with it, and
+	// the tools drive rooms with it, so it imports nothing of ours.
 	{prefix: "edge/crowd"},
+	// Commands only wire flags to the packages that do the work. The tools
+	// that are not the node live under cmd/waitroom/internal, private to
+	// the command.
+	{prefix: "cmd", may: []string{"cookie", "crdt", "edge", "gossip", "policy", "cmd/waitroom/internal"}},
+	// The load generator speaks HTTP to any site, waitroom or not, and
+	// reads the answers as a visitor does.
+	{prefix: "cmd/waitroom/internal/loadtest", may: []string{"edge/crowd"}},
+	// The bench starts a node (with the harness) and drives it, and the
+	// proxies it is compared with, with the load generator.
+	{prefix: "cmd/waitroom/internal/bench", may: []string{"cookie", "edge", "cmd/waitroom/internal/loadtest"}},
+	// The demo starts a ring (with the harness) and a crowd in front of it.
+	{prefix: "cmd/waitroom/internal/demo", may: []string{"edge"}},
 	// The fidelity run judges real serve processes from the outside, as a
-	// visitor and an origin see them: it drives them over HTTP and signals,
-	// and of the room's own code imports only the judge, which knows nothing
-	// of how the room decides.
-	{prefix: "edge/fidelity", may: []string{"edge/crowd", "policy/truth"}},
-	// Commands only wire flags to the packages that do the work.
-	{prefix: "cmd", may: []string{"cookie", "crdt", "edge", "gossip", "policy"}},
+	// visitor and an origin see them: it drives them over HTTP and signals
+	// behind the one test origin, and of the room's own code imports only
+	// the judge, which knows nothing of how the room decides.
+	{prefix: "cmd/waitroom/internal/fidelity", may: []string{"edge/crowd", "edge/edgetest", "policy/truth"}},
 }
 
 // exception is an import that breaks the layering today and is being
@@ -86,8 +95,9 @@ type exception struct {
 var exceptions []exception
 
 // Test files (_test.go) have a looser rule: they may import any package of
-// ours but a command, since a test may use another package's harness or
-// check two packages together. crdt's and cookie's tests still import only
+// ours but a command (a command's internal packages are libraries, and
+// their tests import them), since a test may use another package's harness
+// or check two packages together. crdt's and cookie's tests still import only
 // their own package: the pure core is tested on its own.
 var selfTested = []string{"crdt", "cookie"}
 
@@ -177,6 +187,9 @@ func TestTheLayeringCheck(t *testing.T) {
 		{name: "a test file may not import a command",
 			fsys: with(map[string]*fstest.MapFile{"cmd/tool/main.go": file("fmt"), "policy/x_test.go": file(module + "/cmd/tool")}),
 			want: []string{"package cmd/tool has no layering rule", "policy/x_test.go imports cmd/tool: tests may import any package of ours but a command"}},
+		{name: "a command's tests may import the command's internal packages",
+			fsys: with(map[string]*fstest.MapFile{"cmd/tool/main.go": file("fmt"), "cmd/tool/internal/x/x.go": file("fmt"), "cmd/tool/internal/x/x_test.go": file(module + "/cmd/tool/internal/x")}),
+			want: []string{"package cmd/tool has no layering rule", "package cmd/tool/internal/x has no layering rule"}},
 		{name: "crdt's tests import only crdt",
 			fsys: with(map[string]*fstest.MapFile{"crdt/state_test.go": file(module+"/crdt", module+"/policy")}),
 			want: []string{"crdt/state_test.go imports policy: crdt's tests may import only crdt"}},
@@ -334,6 +347,14 @@ func ruleFor(pkg string, rules []layer) (layer, bool) {
 	return best, found
 }
 
+// isCommand reports whether pkg is a command or a package under one
+// outside its internal tree: what no test may import. A command's internal
+// packages are that command's libraries (Go lets only the command's own
+// tree import them), tested as any library is.
+func isCommand(pkg string) bool {
+	return under(pkg, "cmd") && !strings.Contains("/"+pkg+"/", "/internal/")
+}
+
 // checkLayering returns one line per broken rule, sorted by package.
 func checkLayering(pkgs map[string]*pkgImports, rules []layer, excs []exception) []string {
 	var problems []string
@@ -365,7 +386,7 @@ func checkLayering(pkgs map[string]*pkgImports, rules []layer, excs []exception)
 			switch self := slices.IndexFunc(selfTested, func(s string) bool { return under(pkg, s) }); {
 			case self >= 0 && imp != pkg:
 				problems = append(problems, fmt.Sprintf("%s imports %s: %s's tests may import only %s", pi.tests[imp][0], imp, selfTested[self], pkg))
-			case under(imp, "cmd"):
+			case isCommand(imp):
 				problems = append(problems, fmt.Sprintf("%s imports %s: tests may import any package of ours but a command", pi.tests[imp][0], imp))
 			}
 		}

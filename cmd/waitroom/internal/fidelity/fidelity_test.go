@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +135,45 @@ func mustScenario(t *testing.T, name string) Scenario {
 		t.Fatal(err)
 	}
 	return s[0]
+}
+
+func TestChoose(t *testing.T) {
+	var defaults []string
+	for _, s := range Scenarios(true, 3) {
+		defaults = append(defaults, s.Name)
+	}
+	cases := []struct {
+		name  string
+		names []string
+		want  []string // nil: refused
+	}{
+		{"no names choose every default scenario and no optional one", nil, defaults},
+		{"an optional scenario runs when named", []string{"priority-mix"}, []string{"priority-mix"}},
+		{"default and optional scenarios run in the order named", []string{"long-queue", "steady-95"}, []string{"long-queue", "steady-95"}},
+		{"an unknown name is refused", []string{"no-such-scenario"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Choose(true, 3, c.names)
+			if c.want == nil {
+				if err == nil {
+					t.Fatalf("chose %d scenarios; want an error", len(got))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, s := range got {
+				names = append(names, s.Name)
+				if s.Nodes != 3 {
+					t.Errorf("%s has %d nodes; want 3", s.Name, s.Nodes)
+				}
+			}
+			if !slices.Equal(names, c.want) {
+				t.Fatalf("chose %v; want %v", names, c.want)
+			}
+		})
+	}
 }

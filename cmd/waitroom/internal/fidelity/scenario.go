@@ -227,6 +227,17 @@ func skewed(nodes int) []time.Duration {
 	return out
 }
 
+// Choose is the scenarios a run is asked for by name, in their short or
+// full length, with nodes nodes each: every default scenario when names is
+// empty; an optional one only when named.
+func Choose(short bool, nodes int, names []string) ([]Scenario, error) {
+	pool := Scenarios(short, nodes)
+	if len(names) > 0 {
+		pool = append(pool, OptionalScenarios(short, nodes)...)
+	}
+	return Select(pool, names)
+}
+
 // Select picks scenarios by name from all; an empty list picks them all.
 func Select(all []Scenario, names []string) ([]Scenario, error) {
 	if len(names) == 0 {

@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,10 @@ func TestMissedGoals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if got := MissedGoals(results, c.keys...); len(got) != c.want {
 				t.Fatalf("missed %q, want %d", got, c.want)
+			}
+			err := CheckGoals(results, c.keys...)
+			if (err == nil) != (c.want == 0) || err != nil && !strings.HasPrefix(err.Error(), fmt.Sprintf("%d goals missed:\n  ", c.want)) {
+				t.Fatalf("CheckGoals: %v; want %d missed", err, c.want)
 			}
 		})
 	}

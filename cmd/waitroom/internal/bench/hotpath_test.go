@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
-	"github.com/waitroom/waitroom/edge/bench"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -90,16 +90,9 @@ func BenchmarkHandler(b *testing.B) {
 	// response).
 	target, _ := url.Parse(env.OriginURL)
 	variant := func(flush time.Duration, pool httputil.BufferPool) http.Handler {
-		return &httputil.ReverseProxy{
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(target)
-				pr.SetXForwarded()
-				pr.Out.Host = pr.In.Host
-			},
-			Transport:     bench.OriginTransport(30 * time.Second),
-			FlushInterval: flush,
-			BufferPool:    pool,
-		}
+		p := bench.PlainProxy(target)
+		p.FlushInterval, p.BufferPool = flush, pool
+		return p
 	}
 	cases := []struct {
 		name, path, cookie string

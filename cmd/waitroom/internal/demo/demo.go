@@ -1,20 +1,17 @@
 // Package demo is `waitroom demo`: in one process, a ring of nodes on
-// loopback in front of a small origin, a crowd of synthetic visitors who
-// keep their cookies and follow the queue page's refresh (the visitor's side
-// in edge/crowd), and the merged state printed every second.
+// loopback (the harness's cluster, edge/edgetest, on the wall clock) in
+// front of the test origin serving a small site, a crowd of synthetic
+// visitors who keep their cookies and follow the queue page's refresh (the
+// visitor's side in edge/crowd), and the merged state printed every second.
 package demo
 
 import (
 	"context"
 	crand "crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,10 +20,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 // Options configure `waitroom demo`.
@@ -53,29 +50,25 @@ func Run(ctx context.Context, o Options, out io.Writer, log zerolog.Logger) erro
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
-	origin, err := startDemoOrigin()
+	site := &demoSite{seen: map[string]time.Time{}}
+	origin, err := edgetest.StartOrigin(edgetest.Unrecorded(), edgetest.Serving(site))
+	if err != nil {
+		return fmt.Errorf("demo origin: %w", err)
+	}
+	defer origin.Close()
+	ring, err := startRing(o, origin, log)
 	if err != nil {
 		return err
 	}
-	defer origin.close()
-	dir, err := os.MkdirTemp("", "waitroom-demo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	keyFile, err := writeCookieKey(dir)
-	if err != nil {
-		return err
-	}
-	r := &ring{}
-	defer r.close()
-	if err := r.start(o, origin.url, keyFile, log); err != nil {
-		return err
-	}
-	urls := r.urls()
-	writeIntro(out, o, r.nodes, origin.url)
+	defer func() {
+		if err := ring.Close(); err != nil {
+			log.Error().Err(err).Msg("demo node stopped")
+		}
+	}()
+	nodes := ring.Servers()
+	writeIntro(out, o, nodes, origin.URL)
 
-	c := newCrowd(urls, o.Visitors)
+	c := newCrowd(urls(ring), o.Visitors)
 	crowdCtx, stopCrowd := context.WithCancel(ctx)
 	defer stopCrowd()
 	go c.run(crowdCtx)
@@ -90,123 +83,63 @@ func Run(ctx context.Context, o Options, out io.Writer, log zerolog.Logger) erro
 			fmt.Fprintln(out, "\ndemo stopped")
 			return nil
 		case <-tick.C:
-			writeDemoLine(out, time.Since(start), r.nodes, c, origin)
+			writeDemoLine(out, time.Since(start), nodes, c, site)
 		}
 	}
 }
 
-// writeCookieKey writes a cookie key made up for this demo into dir and
-// returns the file's path.
-func writeCookieKey(dir string) (string, error) {
-	keyFile := filepath.Join(dir, "cookie.key")
-	kf, err := cookie.GenerateKeyFile(nil)
-	if err != nil {
-		return "", err
-	}
-	return keyFile, os.WriteFile(keyFile, kf, 0o600)
-}
-
-// ring is the demo's nodes, serving until close.
-type ring struct {
-	nodes   []*edge.Server
-	stop    context.CancelFunc
-	serving sync.WaitGroup
-}
-
-// start starts o.Nodes nodes one after the other, each joining the first,
-// and returns once every one serves.
-func (r *ring) start(o Options, originURL, keyFile string, log zerolog.Logger) error {
-	runCtx, stop := context.WithCancel(context.Background())
-	r.stop = stop
+// startRing starts o.Nodes nodes on the wall clock, each serving, the
+// first on o.Listen, and returns once they form one ring.
+func startRing(o Options, origin *edgetest.Origin, log zerolog.Logger) (*edgetest.Cluster, error) {
 	// The demo's nodes share a gossip key made up for this process: its
 	// ring is authenticated like any other, and nothing outside it can
 	// join.
 	gossipKey := make([]byte, 32)
 	if _, err := crand.Read(gossipKey); err != nil {
-		return fmt.Errorf("demo gossip key: %w", err)
+		return nil, fmt.Errorf("demo gossip key: %w", err)
 	}
-	for i := 0; i < o.Nodes; i++ {
-		listen := "127.0.0.1:0"
-		if i == 0 {
-			listen = o.Listen
-		}
-		cfg := demoConfig(o, i, listen, originURL, keyFile)
-		if len(r.nodes) > 0 {
-			cfg.Seeds = []string{r.nodes[0].Node().Addr()}
-		}
-		cfg.ApplyDefaults()
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("demo config: %w", err)
-		}
-		s, err := edge.New(cfg, edge.RunOptions{Log: log, GossipKeys: [][]byte{gossipKey}})
-		if err != nil {
-			return err
-		}
-		r.nodes = append(r.nodes, s)
-		if err := r.serve(runCtx, s, log); err != nil {
-			return fmt.Errorf("demo node %d did not start (is %s free?)", i+1, listen)
+	ring, err := edgetest.OpenCluster(edgetest.ClusterOptions{
+		Rooms:      []config.Room{demoRoom(o)},
+		WallClock:  true,
+		Serve:      true,
+		Origin:     origin,
+		Name:       func(i int) string { return fmt.Sprintf("pop-%d", i+1) },
+		Log:        &log,
+		GossipKeys: [][]byte{gossipKey},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("demo ring: %w", err)
+	}
+	ring.Edit = func(n *edgetest.Node, cfg *config.Config) {
+		if n == ring.Nodes[0] {
+			cfg.Listen = o.Listen
 		}
 	}
-	return nil
+	if err := ring.Grow(o.Nodes); err != nil {
+		_ = ring.Close()
+		return nil, fmt.Errorf("demo ring (is %s free?): %w", o.Listen, err)
+	}
+	return ring, nil
 }
 
-// serve serves s until ctx ends, and returns once it serves.
-func (r *ring) serve(ctx context.Context, s *edge.Server, log zerolog.Logger) error {
-	ready := make(chan struct{})
-	r.serving.Add(1)
-	go func() {
-		defer r.serving.Done()
-		if err := s.Serve(ctx, func(*edge.Server) { close(ready) }); err != nil {
-			log.Error().Err(err).Msg("demo node stopped")
-		}
-	}()
-	select {
-	case <-ready:
-		return nil
-	case <-time.After(10 * time.Second):
-		return errors.New("not serving after 10s")
-	}
-}
-
-// close stops every node and waits until none serves.
-func (r *ring) close() {
-	if r.stop != nil {
-		r.stop()
-	}
-	r.serving.Wait()
-	for _, s := range r.nodes {
-		_ = s.Close()
-	}
-}
-
-// urls are the nodes' public addresses.
-func (r *ring) urls() []string {
+// urls are the nodes' public addresses, where the crowd goes.
+func urls(ring *edgetest.Cluster) []string {
 	var urls []string
-	for _, s := range r.nodes {
-		urls = append(urls, "http://"+s.PublicAddr()+"/")
+	for _, n := range ring.Nodes {
+		urls = append(urls, n.URL()+"/")
 	}
 	return urls
 }
 
-// demoConfig is node i's configuration: the one demo room, the shared
-// cookie key, everything on loopback.
-func demoConfig(o Options, i int, listen, originURL, keyFile string) *config.Config {
-	return &config.Config{
-		Node:          fmt.Sprintf("pop-%d", i+1),
-		Listen:        listen,
-		Admin:         "127.0.0.1:0",
-		Gossip:        "127.0.0.1:0",
-		GossipProfile: "local",
-		CookieKeyFile: keyFile,
-		Rooms: []config.Room{{
-			Name:                "demo",
-			Origin:              originURL,
-			TotalActiveUsers:    o.TotalActiveUsers,
-			NewUsersPerMinute:   o.NewUsersPerMinute,
-			SessionDuration:     1,
-			QueueingMethod:      o.QueueingMethod,
-			JSONResponseEnabled: true,
-		}},
+// demoRoom is the one demo room, in front of the demo origin.
+func demoRoom(o Options) config.Room {
+	return config.Room{
+		Name:                "demo",
+		TotalActiveUsers:    o.TotalActiveUsers,
+		NewUsersPerMinute:   o.NewUsersPerMinute,
+		SessionDuration:     1,
+		QueueingMethod:      o.QueueingMethod,
+		JSONResponseEnabled: true,
 	}
 }
 
@@ -218,7 +151,7 @@ func writeIntro(out io.Writer, o Options, nodes []*edge.Server, originURL string
 	fmt.Fprintf(out, "admin of the first node: http://%s/state  (or: waitroom state --admin http://%s)\n\n", nodes[0].AdminAddr(), nodes[0].AdminAddr())
 }
 
-func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*edge.Server, c *demoCrowd, o *demoOrigin) {
+func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*edge.Server, c *demoCrowd, site *demoSite) {
 	doc := nodes[0].StateDoc()
 	if len(doc.Rooms) == 0 {
 		return
@@ -237,38 +170,25 @@ func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*edge.Server, c
 	fmt.Fprintf(out, "%5s  %-12s active %3d/%-3d  queued %3d  new this min %3d/%-3d  wait ~%2d min  | crowd: %3d waiting, %3d browsing, %3d done, origin sees %3d | nodes %d alive, shares: %s\n",
 		elapsed.Truncate(time.Second), r.Status, r.EstimatedTotalActiveUsers, r.TotalActiveUsers, r.EstimatedQueuedUsers,
 		r.NewUsersThisMinute, r.NewUsersPerMinute, r.MaxEstimatedTimeMinutes,
-		c.waiting.Load(), c.browsing.Load(), c.done.Load(), o.activeSessions(time.Minute), alive, strings.Join(shares, ", "))
+		c.waiting.Load(), c.browsing.Load(), c.done.Load(), site.activeSessions(time.Minute), alive, strings.Join(shares, ", "))
 }
 
-// demoOrigin is the site behind the demo: it welcomes visitors and counts
+// demoSite is the site behind the demo: it welcomes visitors and counts
 // how many distinct sessions it saw recently.
-type demoOrigin struct {
-	url string
-	srv *http.Server
-	mu  sync.Mutex
-	// seen maps a visitor id to the last time the origin saw it.
+type demoSite struct {
+	mu sync.Mutex
+	// seen maps a visitor id to the last time the site saw it.
 	seen map[string]time.Time
 }
 
-func startDemoOrigin() (*demoOrigin, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("demo origin: %w", err)
-	}
-	o := &demoOrigin{url: "http://" + ln.Addr().String(), seen: map[string]time.Time{}}
-	o.srv = &http.Server{Handler: http.HandlerFunc(o.serve), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = o.srv.Serve(ln) }()
-	return o, nil
-}
-
-func (o *demoOrigin) serve(w http.ResponseWriter, r *http.Request) {
+func (s *demoSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("X-Demo-Visitor")
 	if id == "" {
 		id = "browser:" + r.RemoteAddr
 	}
-	o.mu.Lock()
-	o.seen[id] = time.Now()
-	o.mu.Unlock()
+	s.mu.Lock()
+	s.seen[id] = time.Now()
+	s.mu.Unlock()
 	w.Header().Set("X-Demo-Origin", "1")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, `<!doctype html><html><head><meta charset="utf-8"><title>You are in</title>
@@ -278,23 +198,21 @@ main{background:#fff;border-radius:16px;padding:44px 48px;box-shadow:0 8px 40px 
 <p><a href="/">Reload</a></p></main></body></html>`)
 }
 
-// activeSessions counts the visitors the origin saw within d.
-func (o *demoOrigin) activeSessions(d time.Duration) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+// activeSessions counts the visitors the site saw within d.
+func (s *demoSite) activeSessions(d time.Duration) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n := 0
 	cut := time.Now().Add(-d)
-	for id, t := range o.seen {
+	for id, t := range s.seen {
 		if t.After(cut) {
 			n++
 		} else {
-			delete(o.seen, id)
+			delete(s.seen, id)
 		}
 	}
 	return n
 }
-
-func (o *demoOrigin) close() { _ = o.srv.Close() }
 
 // demoCrowd is the demo's synthetic visitors: each keeps its cookies,
 // follows the queue page's Refresh header, browses the origin for a while

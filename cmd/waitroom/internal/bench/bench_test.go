@@ -120,7 +120,7 @@ func TestSoakMechanics(t *testing.T) {
 // load, heap and goroutines sampled every 10 s, no growth allowed. Run it
 // with
 //
-//	WAITROOM_SOAK=1 go test -run TestSoak -v -timeout 15m ./edge/loadtest
+//	WAITROOM_SOAK=1 go test -run '^TestSoak$' -v -timeout 15m ./cmd/waitroom/internal/bench
 //
 // (WAITROOM_SOAK_DURATION=10m for longer).
 func TestSoak(t *testing.T) {
@@ -153,4 +153,38 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+func TestPlan(t *testing.T) {
+	cases := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"three rounds of the four comparisons without proxies", Options{Rounds: 3, Duration: 5 * time.Second, NoProxies: true},
+			"waitroom bench: 3 rounds of 4 comparisons, 5s per side each, then the memory steps (about 2m21s)"},
+		{"no rounds asked for is one", Options{Duration: 2 * time.Second, NoProxies: true},
+			"waitroom bench: 1 rounds of 4 comparisons, 2s per side each, then the memory steps (about 37s)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.o.Plan(); got != c.want {
+				t.Fatalf("%q; want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestSoakReportErr(t *testing.T) {
+	t.Run("a steady soak is no error", func(t *testing.T) {
+		if err := (&SoakReport{OK: true, Verdict: "steady"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a soak that grew fails with its verdict", func(t *testing.T) {
+		err := (&SoakReport{Verdict: "heap grew"}).Err()
+		if err == nil || err.Error() != "steady memory: heap grew" {
+			t.Fatalf("error %v; want the verdict", err)
+		}
+	})
 }

@@ -482,3 +482,60 @@ func TestFollowsRefreshURL(t *testing.T) {
 		t.Errorf("report: %d queued, %d admitted, %d admitted after waiting; want 3, 2, 1", r.Queued, r.Admitted, r.VisitorsAdmittedAfter)
 	}
 }
+
+func TestParseHeaders(t *testing.T) {
+	cases := []struct {
+		name  string
+		lines []string
+		want  http.Header // nil: refused
+	}{
+		{"no lines are no headers", nil, http.Header{}},
+		{"a name and a value are trimmed", []string{" X-Test :  yes "}, http.Header{"X-Test": {"yes"}}},
+		{"a value may hold a colon", []string{"Referer: https://shop.example/"}, http.Header{"Referer": {"https://shop.example/"}}},
+		{"a name given twice keeps both values", []string{"Accept: a", "accept: b"}, http.Header{"Accept": {"a", "b"}}},
+		{"a line without a colon is refused", []string{"X-Test yes"}, nil},
+		{"a line without a name is refused", []string{" : yes"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseHeaders(c.lines)
+			if c.want == nil {
+				if err == nil || !strings.Contains(err.Error(), `want "Name: value"`) {
+					t.Fatalf("headers %v, error %v; want the line refused", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("headers %v; want %v", got, c.want)
+			}
+			for k, vs := range c.want {
+				if !slices.Equal(got[k], vs) {
+					t.Fatalf("headers %v; want %v", got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestWarning(t *testing.T) {
+	cases := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"a closed loop names its visitors", Options{Concurrency: 200, Duration: time.Minute, Targets: []string{"https://shop.example/"}},
+			"waitroom loadtest: sending real load (200 visitors for up to 1m0s) to https://shop.example/ — only test sites you operate"},
+		{"an open loop names its rate, and every target", Options{Rate: 500, Duration: 2 * time.Minute, Targets: []string{"http://a/", "http://b/"}},
+			"waitroom loadtest: sending real load (500 requests/s for up to 2m0s) to http://a/, http://b/ — only test sites you operate"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.o.Warning(); got != c.want {
+				t.Fatalf("%q; want %q", got, c.want)
+			}
+		})
+	}
+}

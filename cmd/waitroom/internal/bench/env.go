@@ -9,27 +9,25 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 // OriginBody is what the bench's origin answers: a small page.
 var OriginBody = []byte("<!doctype html><html><head><meta charset=\"utf-8\"><title>shop</title></head><body><h1>Welcome to the shop</h1><p>" +
 	strings.Repeat("Tickets for the concert go on sale now. ", 12) + "</p></body></html>\n")
 
-// Env is the bench's world on loopback, in this process: an origin, a bare
-// server answering the queue page's exact bytes, a plain reverse proxy to the
-// origin and a waitroom node with two rooms, "open" (limits out of reach:
+// Env is the bench's world on loopback, in this process: the test origin
+// (edgetest.Origin, serving a small page), a bare server answering the queue
+// page's exact bytes, a plain reverse proxy to the origin and a waitroom node
+// (started with the harness, edgetest.OpenCluster) with two rooms, "open" (limits out of reach:
 // every visitor is admitted) and "full" (limits 1/1, taken by a visitor the
 // Env keeps alive: every new visitor is queued).
 type Env struct {
@@ -50,7 +48,8 @@ type Env struct {
 	// QueuePage is the full room's answer to a new visitor, as captured.
 	QueuePage CapturedPage
 
-	dir     string
+	origin  *edgetest.Origin
+	ring    *edgetest.Cluster
 	servers []*http.Server
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -75,7 +74,7 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 	if err := e.startOriginAndProxy(); err != nil {
 		return nil, err
 	}
-	if err := e.startNode(ctx); err != nil {
+	if err := e.startNode(); err != nil {
 		return nil, err
 	}
 	if err := e.startBare(ctx); err != nil {
@@ -86,17 +85,35 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 
 // startOriginAndProxy starts the origin and the plain proxy in front of it.
 func (e *Env) startOriginAndProxy() (err error) {
-	if e.OriginURL, err = e.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h["Content-Type"] = []string{"text/html; charset=utf-8"}
-		w.Write(OriginBody)
-	})); err != nil {
-		return fmt.Errorf("origin: %w", err)
+	// Unrecorded: the bench sends millions of requests and measures the
+	// proxies, not the origin's bookkeeping.
+	if e.origin, err = edgetest.StartOrigin(edgetest.Unrecorded(), edgetest.Serving(Page(OriginBody))); err != nil {
+		return err
 	}
+	e.OriginURL = e.origin.URL + "/"
 	target, _ := url.Parse(e.OriginURL)
-	// A plain ReverseProxy: edge's rewrite and transport settings, the
-	// defaults for the rest.
-	proxy := &httputil.ReverseProxy{
+	e.Proxy = PlainProxy(target)
+	if e.ProxyURL, err = e.serve(e.Proxy); err != nil {
+		return fmt.Errorf("plain proxy: %w", err)
+	}
+	return nil
+}
+
+// Page is a site of one page, body, the same at every path: the origin's,
+// small enough that the bench measures the proxy in front of it.
+func Page(body []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = []string{"text/html; charset=utf-8"}
+		_, _ = w.Write(body)
+	})
+}
+
+// PlainProxy is what an operator would write without a waiting room: a
+// plain httputil.ReverseProxy to target, with edge's rewrite and origin
+// transport and the defaults for the rest, so that it differs from
+// waitroom's proxy only by waitroom.
+func PlainProxy(target *url.URL) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.SetXForwarded()
@@ -104,69 +121,35 @@ func (e *Env) startOriginAndProxy() (err error) {
 		},
 		Transport: OriginTransport(30 * time.Second),
 	}
-	e.Proxy = proxy
-	if e.ProxyURL, err = e.serve(proxy); err != nil {
-		return fmt.Errorf("plain proxy: %w", err)
-	}
-	return nil
 }
 
 // startNode starts the waitroom node, with a cookie key of its own, in
 // front of the origin: room "open" admits everyone, room "full" admits one.
-func (e *Env) startNode(ctx context.Context) (err error) {
-	if e.dir, err = os.MkdirTemp("", "waitroom-bench-"); err != nil {
-		return err
-	}
-	keyFile := filepath.Join(e.dir, "cookie.key")
-	kf, err := cookie.GenerateKeyFile(nil)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(keyFile, kf, 0o600); err != nil {
-		return err
-	}
-	keys, err := cookie.ParseKeys(kf)
-	if err != nil {
-		return err
-	}
-	if e.Keys, err = cookie.NewKeyring(keys...); err != nil {
-		return err
-	}
-	cfg := &config.Config{
-		Node:          "bench",
-		Listen:        "127.0.0.1:0",
-		Admin:         "127.0.0.1:0",
-		Gossip:        "127.0.0.1:0",
-		GossipProfile: "local",
-		CookieKeyFile: keyFile,
-		Origin:        e.OriginURL,
-		LogLevel:      "error",
-		ForwardAuth:   config.ForwardAuthConfig{Listen: "127.0.0.1:0"},
+func (e *Env) startNode() (err error) {
+	if e.ring, err = edgetest.OpenCluster(edgetest.ClusterOptions{
 		Rooms: []config.Room{
 			{Name: "open", Path: "/open", TotalActiveUsers: config.MaxTotalActiveUsers, NewUsersPerMinute: config.MaxTotalActiveUsers},
 			{Name: "full", Path: "/full", TotalActiveUsers: 1, NewUsersPerMinute: 1, CookieSuffix: "full"},
 		},
+		WallClock: true,
+		Serve:     true,
+		Origin:    e.origin,
+		Name:      func(int) string { return "bench" },
+	}); err != nil {
+		return err
 	}
-	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("bench config: %w", err)
+	e.ring.Edit = func(_ *edgetest.Node, cfg *config.Config) {
+		cfg.LogLevel = "error"
+		cfg.ForwardAuth = config.ForwardAuthConfig{Listen: "127.0.0.1:0"}
 	}
-	node, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop()})
-	if err != nil {
+	if err := e.ring.Grow(1); err != nil {
 		return fmt.Errorf("waitroom node: %w", err)
 	}
-	e.Node = node
-	ready := make(chan struct{})
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		_ = node.Serve(ctx, func(*edge.Server) { close(ready) })
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		return errors.New("waitroom node did not start")
+	if e.Keys, err = edge.LoadCookieKeys(e.ring.KeyFile); err != nil {
+		return err
 	}
+	node := e.ring.Nodes[0].Server
+	e.Node = node
 	e.OpenURL = "http://" + node.PublicAddr() + "/open/"
 	e.FullURL = "http://" + node.PublicAddr() + "/full/"
 	e.ForwardAuthAddr = node.ForwardAuthAddr()
@@ -294,11 +277,11 @@ func (e *Env) Close() {
 		_ = s.Close()
 	}
 	e.wg.Wait()
-	if e.Node != nil {
-		_ = e.Node.Close()
+	if e.ring != nil {
+		_ = e.ring.Close()
 	}
-	if e.dir != "" {
-		_ = os.RemoveAll(e.dir)
+	if e.origin != nil {
+		e.origin.Close()
 	}
 }
 

@@ -1,4 +1,4 @@
-package edge_test
+package bench_test
 
 // TestMeasureProxyThroughput measures the throughput of admitted requests
 // through a real waitroom node (edge.Run on loopback, as `waitroom serve`
@@ -9,7 +9,7 @@ package edge_test
 // A/B/A/B. It prints requests per second and the ratio. It runs only with
 // WAITROOM_MEASURE=1:
 //
-//	WAITROOM_MEASURE=1 go test -run TestMeasureProxyThroughput -v ./edge/
+//	WAITROOM_MEASURE=1 go test -run TestMeasureProxyThroughput -v ./cmd/waitroom/internal/bench/
 //
 // WAITROOM_MEASURE_CLIENTS (default 32), WAITROOM_MEASURE_SECONDS (per
 // round and side, default 3) and WAITROOM_MEASURE_ROUNDS (default 4) tune
@@ -35,8 +35,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
 	"github.com/waitroom/waitroom/edge"
-	"github.com/waitroom/waitroom/edge/bench"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 // needEnv skips a test that runs only on request: unless the environment
@@ -296,9 +297,9 @@ func TestMeasureProxyThroughput(t *testing.T) {
 
 	// A: a waitroom node, run as `waitroom serve` runs it.
 	dir := t.TempDir()
-	rc := room("measure", 2147483647, 2147483647)
+	rc := edgetest.Room("measure", 2147483647, 2147483647)
 	rc.SessionDuration = 30
-	cfg := nodeConfig("measure", keyFile(t, dir), gen.origin, rc)
+	cfg := edgetest.NodeConfig("measure", edgetest.KeyFile(t, dir), gen.origin, rc)
 	cfg.LogLevel = "error"
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -2,9 +2,15 @@
 // process, a small origin, a bare server answering the queue page's exact
 // bytes, a plain httputil.ReverseProxy with edge's origin transport settings,
 // and a waitroom node ([Env]), each driven in turn with the same load by the
-// load generator (edge/loadtest) and reported as ratios ([Run]); and the
-// steady-memory check ([Soak]). It starts edge servers, which is why it sits
-// apart from the load generator.
+// load generator (cmd/waitroom/internal/loadtest) and reported as ratios
+// ([Run]); and the steady-memory check ([Soak]). It starts edge servers,
+// which is why it sits apart from the load generator.
+//
+// Its tests also hold the measurements of nodes in this process that run
+// only on request: the benchmarks of the request path, the throughput
+// against a plain proxy with the load from another process and the fill of
+// a flooded room (WAITROOM_MEASURE=1), and a ring of three under load for
+// ten minutes (WAITROOM_SOAK=1).
 package bench
 
 import (
@@ -15,12 +21,13 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/loadtest"
 )
 
 // Options configure Run.
@@ -45,6 +52,43 @@ type Options struct {
 	NoProxies bool
 	// Progress, when set, gets a line per round.
 	Progress io.Writer
+}
+
+// Plan is what the bench says before it starts: how many rounds of how many
+// comparisons (the proxies found installed add theirs), and about how long
+// the whole takes.
+func (o *Options) Plan() string {
+	comparisons := 4
+	if !o.NoProxies {
+		for _, p := range ExternalProxies {
+			if p.Find() != "" {
+				comparisons += 3
+				if p.Program == "nginx" {
+					comparisons += 2
+				}
+			}
+		}
+	}
+	rounds := max(o.Rounds, 1)
+	return fmt.Sprintf("waitroom bench: %d rounds of %d comparisons, %s per side each, then the memory steps (about %s)",
+		rounds, comparisons, o.Duration, (time.Duration(rounds*comparisons)*2*o.Duration + 6*time.Second + 15*time.Second).Round(time.Second))
+}
+
+// ProfileCPU writes a CPU profile of this whole process (the load
+// generator included) to path, until stop is called.
+func ProfileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func (o *Options) defaults() {

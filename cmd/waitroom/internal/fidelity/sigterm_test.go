@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -24,18 +25,16 @@ func TestSIGTERMStopsANodeGracefully(t *testing.T) {
 		t.Skip("builds the binary and runs two processes: not with -short")
 	}
 	bin := buildBinary(t)
-	org, err := startOrigin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer org.close()
+	// The origin holds a request to /slow until the test releases it: a
+	// request in flight when SIGTERM comes.
 	started, release := make(chan struct{}, 1), make(chan struct{})
-	org.hold = func(r *http.Request) {
+	org := edgetest.NewOrigin(t, edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			started <- struct{}{}
 			<-release
 		}
-	}
+		_, _ = io.WriteString(w, "origin: "+r.URL.Path)
+	})))
 	defer func() {
 		select {
 		case <-release:
@@ -46,7 +45,7 @@ func TestSIGTERMStopsANodeGracefully(t *testing.T) {
 	s := Scenario{Name: "sigterm", Nodes: 2, Limits: Limits{TotalActiveUsers: 100, NewUsersPerMinute: 100, SessionDuration: time.Minute}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := startCluster(ctx, bin, t.TempDir(), s, org.url)
+	c, err := startCluster(ctx, bin, t.TempDir(), s, org.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package edge_test
+package bench_test
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
-// TestSoak runs three nodes under constant load for ten minutes (set
+// TestRingSoak runs three nodes under constant load for ten minutes (set
 // WAITROOM_SOAK=1; WAITROOM_SOAK_DURATION shortens or lengthens it) and
 // checks that waitroom itself never answers 5xx, that memory and goroutines
 // stay flat, and that the origin never holds more sessions than the limit
 // allows. It is not part of the default suite.
-func TestSoak(t *testing.T) {
+func TestRingSoak(t *testing.T) {
 	needEnv(t, "WAITROOM_SOAK", "soak test: set WAITROOM_SOAK=1 (and optionally WAITROOM_SOAK_DURATION=10m)")
 	duration := envDuration("WAITROOM_SOAK_DURATION", 10*time.Minute)
 	const limit, clients = 50, 150
@@ -43,23 +43,23 @@ func TestSoak(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	})))
 
-	rc := room("shop", limit, limit)
+	rc := edgetest.Room("shop", limit, limit)
 	rc.EnabledOriginCommands = []string{"revoke"}
 	rc.SessionDuration = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Traffic opens once the ring has formed, as it would for an on-sale:
 	// newCluster waits for it.
-	cl := newCluster(t, 3, clusterOpts{
-		rooms:     []config.Room{rc},
-		wallClock: true,
-		serve:     true,
-		origin:    origin,
-		name:      func(i int) string { return fmt.Sprintf("soak-%d", i) },
+	cl := edgetest.NewCluster(t, 3, edgetest.ClusterOptions{
+		Rooms:     []config.Room{rc},
+		WallClock: true,
+		Serve:     true,
+		Origin:    origin,
+		Name:      func(i int) string { return fmt.Sprintf("soak-%d", i) },
 	})
 	var urls []string
-	for _, n := range cl.nodes {
-		urls = append(urls, n.url())
+	for _, n := range cl.Nodes {
+		urls = append(urls, n.URL())
 	}
 	var requests, fivexx, admitted atomic.Int64
 	var wg sync.WaitGroup
@@ -96,7 +96,7 @@ func TestSoak(t *testing.T) {
 					}
 					wait := 5 * time.Second
 					if resp != nil {
-						if n, err := refreshSeconds(resp); err == nil {
+						if n, err := edgetest.RefreshSeconds(resp); err == nil {
 							wait = min(time.Duration(n)*time.Second, 5*time.Second)
 						}
 					}

@@ -3,12 +3,12 @@
 //
 // [Run] starts, per scenario, N node processes on loopback (one cookie key
 // file and one gossip key file shared by all, the first node the others'
-// seed) in front of an origin it runs itself and instruments: the origin
-// records every request's visitor (the X-Fidelity-Visitor header the crowd
-// sends, which the room passes through) and time. A crowd of cookie-keeping
-// visitors (package crowd) arrives at the nodes by the scenario's weights,
-// follows the queue page's Refresh, browses the origin for a while once let
-// in, and leaves.
+// seed) in front of the one test origin (edgetest.Origin), which logs every
+// request's visitor (the X-Fidelity-Visitor header the crowd sends, which
+// the room passes through) and time. A crowd of cookie-keeping visitors
+// (package crowd) arrives at the nodes by the scenario's weights, follows
+// the queue page's Refresh, browses the origin for a while once let in, and
+// leaves.
 //
 // [Judge] then computes the truth from the origin's log by wall-clock time
 // with package truth, the judge the simulator uses too,
@@ -31,6 +31,7 @@
 //
 // The package drives the processes over HTTP and signals only: of the
 // room's own code it imports only that judge, which knows nothing of how
-// the room decides, so what it measures is what a visitor and an origin
-// would see.
+// the room decides, and the test origin's package, of which it uses the
+// origin alone, so what it measures is what a visitor and an origin would
+// see.
 package fidelity

@@ -1,7 +1,7 @@
 // Package loadtest is waitroom's load generator, behind `waitroom loadtest`
-// and the bench (edge/bench). It speaks HTTP to any site, waiting room or
-// not, and reads the answers with the visitor's side of a room (edge/crowd),
-// so it imports nothing else of waitroom's own.
+// and the bench (cmd/waitroom/internal/bench). It speaks HTTP to any site,
+// waiting room or not, and reads the answers with the visitor's side of a
+// room (edge/crowd), so it imports nothing else of waitroom's own.
 //
 // [Run] drives one or more target URLs with virtual visitors, each keeping its
 // own cookies (so a waiting room's sealed token goes back on every request)
@@ -80,6 +80,32 @@ type Options struct {
 
 	// Transport replaces the run's own tuned transport (tests).
 	Transport http.RoundTripper
+}
+
+// ParseHeaders reads request headers given as "Name: value" lines (the
+// command line's --header), for Options.Header.
+func ParseHeaders(lines []string) (http.Header, error) {
+	h := http.Header{}
+	for _, line := range lines {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--header %q: want \"Name: value\"", line)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	return h, nil
+}
+
+// Warning is what a run says before it starts: that it sends real load,
+// how much and where. A load test pointed at somebody else's site is an
+// attack.
+func (o *Options) Warning() string {
+	load := fmt.Sprintf("%d visitors", max(o.Concurrency, 1))
+	if o.Rate > 0 {
+		load = fmt.Sprintf("%g requests/s", o.Rate)
+	}
+	return fmt.Sprintf("waitroom loadtest: sending real load (%s for up to %s) to %s — only test sites you operate",
+		load, o.Duration, strings.Join(o.Targets, ", "))
 }
 
 func (o *Options) defaults() error {

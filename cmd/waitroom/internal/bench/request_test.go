@@ -1,11 +1,11 @@
-package edge_test
+package bench_test
 
 // Benchmarks of the request path through the full handler (httptest
 // recorder in front, a real loopback origin behind), and of a plain
 // httputil.ReverseProxy with the same transport to the same origin, so the
 // cost waitroom adds can be read from one run:
 //
-//	go test -run '^$' -bench 'AdmittedRequest|QueuedRequest|PlainProxy' -benchmem ./edge/
+//	go test -run '^$' -bench 'AdmittedRequest|QueuedRequest|PlainProxy' -benchmem ./cmd/waitroom/internal/bench/
 
 import (
 	"io"
@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
@@ -28,32 +30,20 @@ var originBody = []byte("<!doctype html><title>ok</title><p>hello from the origi
 // benchOrigin is the test origin serving one small page, unrecorded.
 func benchOrigin(tb testing.TB) *edgetest.Origin {
 	tb.Helper()
-	return edgetest.NewOrigin(tb, edgetest.Unrecorded(), edgetest.Serving(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write(originBody)
-	})))
+	return edgetest.NewOrigin(tb, edgetest.Unrecorded(), edgetest.Serving(bench.Page(originBody)))
 }
 
-// originTransport is the transport waitroom uses to reach an origin, for
-// the plain proxy to compare with.
-func originTransport() *http.Transport { return edge.NewOriginTransport(30 * time.Second) }
-
-// plainProxy is what an operator would write without a waiting room.
+// plainProxy is what an operator would write without a waiting room,
+// flushing every write as edge does.
 func plainProxy(tb testing.TB, origin string) *httputil.ReverseProxy {
 	tb.Helper()
 	target, err := url.Parse(origin)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.SetXForwarded()
-			pr.Out.Host = pr.In.Host
-		},
-		Transport:     originTransport(),
-		FlushInterval: -1,
-	}
+	p := bench.PlainProxy(target)
+	p.FlushInterval = -1
+	return p
 }
 
 // benchServer is one node with one room in front of origin, on the real
@@ -61,12 +51,12 @@ func plainProxy(tb testing.TB, origin string) *httputil.ReverseProxy {
 func benchServer(tb testing.TB, origin string, total int) (*edge.Server, *cookie.Keyring) {
 	tb.Helper()
 	dir := tb.TempDir()
-	key := keyFile(tb, dir)
-	rc := room("bench", total, total)
+	key := edgetest.KeyFile(tb, dir)
+	rc := edgetest.Room("bench", total, total)
 	rc.JSONResponseEnabled = true
-	cfg := nodeConfig("bench", key, origin, rc)
+	cfg := edgetest.NodeConfig("bench", key, origin, rc)
 	cfg.LogLevel = "error"
-	srv := startServer(tb, cfg, nil)
+	srv := edgetest.StartServer(tb, cfg, nil)
 	ring, err := edge.LoadCookieKeys(filepath.Join(dir, "cookie.key"))
 	if err != nil {
 		tb.Fatal(err)
@@ -89,11 +79,11 @@ func serve(b *testing.B, h http.Handler, r *http.Request, want int) {
 func BenchmarkAdmittedRequest(b *testing.B) {
 	o := benchOrigin(b)
 	srv, _ := benchServer(b, o.URL, 1_000_000)
-	v := newVisitor()
-	if resp := v.get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+	v := edgetest.NewVisitor()
+	if resp := v.Get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 		b.Fatalf("first request: %d", resp.StatusCode)
 	}
-	c := v.cookies[cookieName]
+	c := v.Cookies[config.CookieBaseName]
 	req := httptest.NewRequest(http.MethodGet, "http://shop.test/page", nil)
 	req.AddCookie(c)
 	b.ReportAllocs()
@@ -109,7 +99,7 @@ func BenchmarkPlainProxy(b *testing.B) {
 	o := benchOrigin(b)
 	p := plainProxy(b, o.URL)
 	req := httptest.NewRequest(http.MethodGet, "http://shop.test/page", nil)
-	req.AddCookie(&http.Cookie{Name: cookieName, Value: "AQHTqIoobIaFC6I05Rs0bIGMZdLpKzqkVsbp7mqsvFVUwesuR2NztHskL7tAdI_9a20e7wry2-VXqrI"})
+	req.AddCookie(&http.Cookie{Name: config.CookieBaseName, Value: "AQHTqIoobIaFC6I05Rs0bIGMZdLpKzqkVsbp7mqsvFVUwesuR2NztHskL7tAdI_9a20e7wry2-VXqrI"})
 	b.ReportAllocs()
 	for b.Loop() {
 		serve(b, p, req, http.StatusOK)
@@ -121,14 +111,14 @@ func BenchmarkPlainProxy(b *testing.B) {
 func BenchmarkQueuedRequest(b *testing.B) {
 	o := benchOrigin(b)
 	srv, ring := benchServer(b, o.URL, 1)
-	if resp := newVisitor().get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+	if resp := edgetest.NewVisitor().Get(srv, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 		b.Fatalf("first visitor: %d", resp.StatusCode)
 	}
 	now := time.Now().Unix()
 	queued := func(lastCheckIn int64) *http.Request {
 		tok := cookie.Token{Bucket: now / 60, LastCheckIn: lastCheckIn, RefreshInterval: 20, CountedMinute: now / 60, ExpiresAt: now + 300}
 		r := httptest.NewRequest(http.MethodGet, "http://shop.test/", nil)
-		r.AddCookie(&http.Cookie{Name: cookieName, Value: ring.Seal("bench", tok)})
+		r.AddCookie(&http.Cookie{Name: config.CookieBaseName, Value: ring.Seal("bench", tok)})
 		return r
 	}
 	cases := []struct {

@@ -1,4 +1,4 @@
-package edge_test
+package bench_test
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // room was when the first visitor was queued, with the gossip lag measured
 // and with the configured one. It runs only with WAITROOM_MEASURE=1:
 //
-//	WAITROOM_MEASURE=1 go test -run TestMeasureFloodFill -v ./edge/
+//	WAITROOM_MEASURE=1 go test -run TestMeasureFloodFill -v ./cmd/waitroom/internal/bench/
 func TestMeasureFloodFill(t *testing.T) {
 	needEnv(t, "WAITROOM_MEASURE", "set WAITROOM_MEASURE=1 to measure how full a flooded room gets before it queues")
 	const limit, visitors, over, nodes = 40, 120, 10 * time.Second, 3
@@ -24,16 +24,16 @@ func TestMeasureFloodFill(t *testing.T) {
 	for _, measured := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gossip_lag_measured %v", measured), func(t *testing.T) {
 			o := edgetest.NewOrigin(t)
-			key := keyFile(t, t.TempDir())
+			key := edgetest.KeyFile(t, t.TempDir())
 			var srvs []*edge.Server
 			for i := range nodes {
-				cfg := nodeConfig(fmt.Sprintf("pop-%d", i+1), key, o.URL, room("shop", limit, limit))
+				cfg := edgetest.NodeConfig(fmt.Sprintf("pop-%d", i+1), key, o.URL, edgetest.Room("shop", limit, limit))
 				cfg.GossipProfile = profile
 				cfg.GossipLagMeasured = &measured
 				if i > 0 {
 					cfg.Seeds = []string{srvs[0].Node().Addr()}
 				}
-				srvs = append(srvs, startServer(t, cfg, nil))
+				srvs = append(srvs, edgetest.StartServer(t, cfg, nil))
 			}
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 				ok := true
@@ -67,7 +67,7 @@ func TestMeasureFloodFill(t *testing.T) {
 			for i := range visitors {
 				time.Sleep(time.Until(start.Add(over * time.Duration(i) / visitors)))
 				srv := srvs[i%nodes]
-				resp := newVisitor().get(srv, "http://shop.test/")
+				resp := edgetest.NewVisitor().Get(srv, "http://shop.test/")
 				switch {
 				case resp.StatusCode == http.StatusOK && resp.Header.Get("Refresh") == "":
 					admitted++

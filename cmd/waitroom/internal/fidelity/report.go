@@ -224,6 +224,16 @@ func minutes(d time.Duration) string {
 	return fmt.Sprintf("%d min", n)
 }
 
+// CheckGoals holds a run to its goals: it fails with every goal missed (and
+// every scenario not measured), of the goals keys names or of all when
+// none, and is nil when none was.
+func CheckGoals(results []Result, keys ...string) error {
+	if missed := MissedGoals(results, keys...); len(missed) > 0 {
+		return fmt.Errorf("%d goals missed:\n  %s", len(missed), strings.Join(missed, "\n  "))
+	}
+	return nil
+}
+
 // MissedGoals lists every goal missed (and every scenario not measured),
 // one line each: scenario, figure, value and goal. With keys given, only
 // the goals they name count.

@@ -162,7 +162,7 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 	if err != nil {
 		return r, err
 	}
-	defer org.close()
+	defer org.Close()
 	var c *cluster
 	for attempt := 1; c == nil; attempt++ {
 		adir := dir
@@ -172,7 +172,7 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 		if err := os.MkdirAll(adir, 0o700); err != nil {
 			return r, fmt.Errorf("fidelity: %w", err)
 		}
-		c, err = startCluster(ctx, o.Binary, adir, s, org.url)
+		c, err = startCluster(ctx, o.Binary, adir, s, org.URL)
 		if err != nil {
 			if attempt >= startAttempts || ctx.Err() != nil {
 				return r, err
@@ -210,7 +210,7 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 	if err := c.giveCodes(ctx, ps); err != nil {
 		return r, err
 	}
-	say("%d nodes up (first at %s), origin %s; %d visitors over %v", len(c.nodes), c.url(0), org.url, len(ps), s.Length)
+	say("%d nodes up (first at %s), origin %s; %d visitors over %v", len(c.nodes), c.url(0), org.URL, len(ps), s.Length)
 
 	crowdCtx, cancel := context.WithTimeout(ctx, s.Length)
 	defer cancel()
@@ -260,7 +260,7 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 	judgeHealth()
 	r.Visitors = len(cl.arrivals)
 	r.Status5xx, r.ConnectionErrors, r.Requeued = cl.status5xx, cl.connErrors, cl.requeued
-	log := Log{End: end, Arrivals: cl.arrivals, Hits: org.log()}
+	log := Log{End: end, Arrivals: cl.arrivals, Hits: hitsOf(org)}
 	r.Truth = Judge(log, s.Limits)
 	// The per-visitor log the truth was judged from, beside the node logs
 	// (kept with --keep): what it takes to see where a figure came from.

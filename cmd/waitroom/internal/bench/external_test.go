@@ -13,7 +13,7 @@ import (
 // TestShippedNginxConf keeps the forward-auth configuration the bench runs
 // the same as the one the deploy docs ship.
 func TestShippedNginxConf(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy", "forward-auth", "nginx.conf"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", "deploy", "forward-auth", "nginx.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}

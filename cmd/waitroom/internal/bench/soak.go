@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/loadtest"
 )
 
 // SoakOptions configure the steady-memory check.
@@ -52,6 +52,14 @@ type SoakReport struct {
 	Results         []*loadtest.Result `json:"streams"`
 	OK              bool               `json:"ok"`
 	Verdict         string             `json:"verdict"`
+}
+
+// Err is the check's verdict as an error: nil when memory held steady.
+func (r *SoakReport) Err() error {
+	if r.OK {
+		return nil
+	}
+	return fmt.Errorf("steady memory: %s", r.Verdict)
 }
 
 // Soak runs constant load on the bench Env for Duration, three open-loop

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/loadtest"
 )
 
 // externalSides are the sides a proxy operators run takes in the

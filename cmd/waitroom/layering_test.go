@@ -70,7 +70,9 @@ var layers = []layer{
 	// of how the room decides.
 	{prefix: "edge/fidelity", may: []string{"edge/crowd", "policy/truth"}},
 	// Commands only wire flags to the packages that do the work.
-	{prefix: "cmd", may: []string{"cookie", "crdt", "edge", "gossip", "policy"}},
+	{prefix: "cmd", may: []string{"cookie", "crdt", "edge", "gossip", "policy", "cmd/waitroom/internal"}},
+	// What a binary knows of its own build: the standard library's.
+	{prefix: "cmd/waitroom/internal/buildinfo"},
 }
 
 // exception is an import that breaks the layering today and is being

@@ -107,66 +107,9 @@ type roomTable struct {
 // New builds a node from a validated config: it loads keys, starts gossip
 // and prepares the rooms. Call Close when done.
 func New(cfg *config.Config, opts RunOptions) (*Server, error) {
-	s := &Server{
-		cfg:   cfg,
-		log:   opts.Log,
-		clock: opts.Clock,
-		kick:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
-	}
-	s.table.Store(&roomTable{rooms: map[string]*room{}})
-	if s.clock == nil {
-		s.clock = time.Now
-	}
-	s.ready.started = s.clock()
-	s.metrics = newMetrics()
-	s.metrics.reg.MustRegister(&stateCollector{s: s}, &lagCollector{s: s})
-	if err := s.initWebhooks(); err != nil {
-		return nil, err
-	}
-	keys, err := loadCookieKeys(cfg, s.log)
+	s, gsec, err := prepare(cfg, opts, false)
 	if err != nil {
 		return nil, err
-	}
-	s.keys = keys
-	warnOpenKeyFiles(cfg, s.log)
-	gsec, err := gossipSecurityOf(cfg, opts, s.log)
-	if err != nil {
-		return nil, err
-	}
-	s.shuffleKey = keys.Derive("waitroom shuffle")
-	if s.adminTok, err = loadAdminToken(cfg.AdminTokenFile); err != nil {
-		return nil, err
-	}
-	// Build every configured room once before gossip starts, so a bad
-	// room stops start-up with a clear error instead of a log line.
-	for i := range cfg.Rooms {
-		if _, err := newRoom(s, &cfg.Rooms[i]); err != nil {
-			return nil, fmt.Errorf("room %q: %w", cfg.Rooms[i].Name, err)
-		}
-	}
-	// Requests that match no room: refused unless the operator chose to
-	// pass them to the default origin. The handler is in place whenever a
-	// public listener runs, so that a malformed request is always refused
-	// with 400, and never proxied.
-	if len(cfg.Rooms) > 0 || cfg.Origin != "" || cfg.Listen != config.DefaultListen {
-		u := &unrouted{s: s}
-		if cfg.Unrouted == config.UnroutedPass && cfg.Origin != "" {
-			p, err := newProxy(s, nil, cfg.Origin)
-			if err != nil {
-				return nil, fmt.Errorf("origin: %w", err)
-			}
-			u.pass = p
-		}
-		s.fallback = u
-	}
-	if s.tls, err = newPublicTLS(s); err != nil {
-		return nil, err
-	}
-	if cfg.ForwardAuth.On() {
-		if s.forward, err = newForwardHandler(s); err != nil {
-			return nil, err
-		}
 	}
 	gcfg := gossip.Config{
 		Name:        cfg.Node,
@@ -219,11 +162,94 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 	return s, nil
 }
 
+// Check makes every check New makes before a node starts, offline: the
+// rooms (routes, bypass rules, pages and their templates, challenges, origin
+// URLs), the key files, the gossip security, the admin token, the TLS
+// certificate files and the forward-auth and webhook settings, without
+// binding a port, joining a ring or writing a file. It is what `waitroom
+// validate` runs, so that a config that would not start fails before it is
+// deployed; cfg must have passed config.Validate.
+func Check(cfg *config.Config) error {
+	_, _, err := prepare(cfg, RunOptions{Log: zerolog.Nop()}, true)
+	return err
+}
+
+// prepare builds a node from cfg up to the start of its gossip: every
+// check that can refuse the config is made here. dry (Check) writes
+// nothing: no cookie key kept for a node alone, no ACME cache directory.
+func prepare(cfg *config.Config, opts RunOptions, dry bool) (*Server, gossipSecurity, error) {
+	s := &Server{
+		cfg:   cfg,
+		log:   opts.Log,
+		clock: opts.Clock,
+		kick:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+	}
+	s.table.Store(&roomTable{rooms: map[string]*room{}})
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	s.ready.started = s.clock()
+	s.metrics = newMetrics()
+	s.metrics.reg.MustRegister(&stateCollector{s: s}, &lagCollector{s: s})
+	if err := s.initWebhooks(); err != nil {
+		return nil, gossipSecurity{}, err
+	}
+	keys, err := loadCookieKeys(cfg, s.log, dry)
+	if err != nil {
+		return nil, gossipSecurity{}, err
+	}
+	s.keys = keys
+	warnOpenKeyFiles(cfg, s.log)
+	gsec, err := gossipSecurityOf(cfg, opts, s.log)
+	if err != nil {
+		return nil, gossipSecurity{}, err
+	}
+	s.shuffleKey = keys.Derive("waitroom shuffle")
+	if s.adminTok, err = loadAdminToken(cfg.AdminTokenFile); err != nil {
+		return nil, gossipSecurity{}, err
+	}
+	// Build every configured room once before gossip starts, so a bad
+	// room stops start-up with a clear error instead of a log line.
+	for i := range cfg.Rooms {
+		if _, err := newRoom(s, &cfg.Rooms[i]); err != nil {
+			return nil, gossipSecurity{}, fmt.Errorf("room %q: %w", cfg.Rooms[i].Name, err)
+		}
+	}
+	// Requests that match no room: refused unless the operator chose to
+	// pass them to the default origin. The handler is in place whenever a
+	// public listener runs, so that a malformed request is always refused
+	// with 400, and never proxied.
+	if len(cfg.Rooms) > 0 || cfg.Origin != "" || cfg.Listen != config.DefaultListen {
+		u := &unrouted{s: s}
+		if cfg.Unrouted == config.UnroutedPass && cfg.Origin != "" {
+			p, err := newProxy(s, nil, cfg.Origin)
+			if err != nil {
+				return nil, gossipSecurity{}, fmt.Errorf("origin: %w", err)
+			}
+			u.pass = p
+		}
+		s.fallback = u
+	}
+	if s.tls, err = newPublicTLS(s, dry); err != nil {
+		return nil, gossipSecurity{}, err
+	}
+	if cfg.ForwardAuth.On() {
+		if s.forward, err = newForwardHandler(s); err != nil {
+			return nil, gossipSecurity{}, err
+		}
+	}
+	return s, gsec, nil
+}
+
 // loadCookieKeys finds the cookie keys: the key file, then the environment,
 // then (single node only) a key generated once and kept in the user's config
 // directory, so that a restart does not send every visitor to the back of the
 // queue.
-func loadCookieKeys(cfg *config.Config, log zerolog.Logger) (*cookie.Keyring, error) {
+//
+// dry (a config check) keeps no generated key: it only says whether the
+// node would start.
+func loadCookieKeys(cfg *config.Config, log zerolog.Logger, dry bool) (*cookie.Keyring, error) {
 	if cfg.CookieKeyFile != "" || os.Getenv(CookieKeysEnv) != "" {
 		return CookieKeysOf(cfg)
 	}
@@ -237,6 +263,13 @@ func loadCookieKeys(cfg *config.Config, log zerolog.Logger) (*cookie.Keyring, er
 	}
 	if len(cfg.Seeds) > 0 {
 		return nil, errors.New("cookie_key_file: a cluster needs the same cookie key file on every node; create one with 'waitroom keygen > cookie.key' and pass --cookie-key-file")
+	}
+	if dry {
+		k, err := cookie.GenerateKey(nil, 1)
+		if err != nil {
+			return nil, err
+		}
+		return cookie.NewKeyring(k)
 	}
 	dir, err := os.UserConfigDir()
 	if err != nil {

@@ -43,7 +43,8 @@ type publicTLS struct {
 // newPublicTLS builds the public listener's TLS from the config's tls
 // block, or returns nil when TLS is off. Certificate files that do not
 // load, and a directory CA file that does not, stop the node here.
-func newPublicTLS(s *Server) (*publicTLS, error) {
+// dry (a config check) creates no ACME cache directory.
+func newPublicTLS(s *Server, dry bool) (*publicTLS, error) {
 	t := &s.cfg.TLS
 	if !t.On() {
 		return nil, nil
@@ -62,7 +63,7 @@ func newPublicTLS(s *Server) (*publicTLS, error) {
 		base.GetCertificate = cf.getCertificate
 		return &publicTLS{config: base, files: cf}, nil
 	}
-	m, err := newACMEManager(s)
+	m, err := newACMEManager(s, dry)
 	if err != nil {
 		return nil, err
 	}
@@ -172,10 +173,12 @@ func sameFile(a, b os.FileInfo) bool {
 
 // newACMEManager sets up automatic certificates for the hosts acmeHosts
 // allows, kept in cache_dir.
-func newACMEManager(s *Server) (*autocert.Manager, error) {
+func newACMEManager(s *Server, dry bool) (*autocert.Manager, error) {
 	a := &s.cfg.TLS.ACME
-	if err := os.MkdirAll(a.CacheDir, 0o700); err != nil {
-		return nil, fmt.Errorf("tls.acme.cache_dir: %w", err)
+	if !dry {
+		if err := os.MkdirAll(a.CacheDir, 0o700); err != nil {
+			return nil, fmt.Errorf("tls.acme.cache_dir: %w", err)
+		}
 	}
 	client := &acme.Client{DirectoryURL: a.DirectoryURL, UserAgent: "waitroom"}
 	if a.DirectoryCAFile != "" {

@@ -80,6 +80,8 @@ var layers = []layer{
 	// behind the one test origin, and of the room's own code imports only
 	// the judge, which knows nothing of how the room decides.
 	{prefix: "cmd/waitroom/internal/fidelity", may: []string{"edge/crowd", "edge/edgetest", "policy/truth"}},
+	// What a binary knows of its own build: the standard library's.
+	{prefix: "cmd/waitroom/internal/buildinfo"},
 }
 
 // exception is an import that breaks the layering today and is being

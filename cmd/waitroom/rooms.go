@@ -21,9 +21,7 @@ func newRooms() *cobra.Command {
 replicated state and reaches every node of the cluster within about two
 seconds; no restart is needed.`,
 	}
-	cmd.PersistentFlags().StringVar(&c.URL, "admin", "http://127.0.0.1:9090", "admin endpoint of any node")
-	cmd.PersistentFlags().StringVar(&c.Token, "token", "", "bearer token (or WAITROOM_ADMIN_TOKEN)")
-	cmd.PersistentFlags().DurationVar(&c.Timeout, "timeout", 10*time.Second, "how long to wait for the node")
+	clientFlags(cmd, c, 10*time.Second, true)
 	cmd.AddCommand(newRoomsList(c), newRoomsGet(c), newRoomsApply(c), newRoomsDelete(c), newRoomsStop(c), newRoomsResume(c),
 		newRoomsMessage(c), newRoomsClose(c), newRoomsOpen(c), newRoomsCodes(c))
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,9 +28,38 @@ import (
 // the endpoint asks of a caller: JSON with its Content-Type on every change,
 // and the bearer token when there is one.
 type Client struct {
-	URL     string // e.g. http://127.0.0.1:9090
-	Token   string // bearer token; WAITROOM_ADMIN_TOKEN when empty
+	// URL is the node's admin address, a URL (http://127.0.0.1:9090) or a
+	// host and port; when empty, AddrEnv, then DefaultAddr.
+	URL     string
+	Token   string // bearer token; TokenEnv when empty
 	Timeout time.Duration
+}
+
+// The environment variables a client reads when its fields are empty, as
+// consul's CONSUL_HTTP_ADDR and CONSUL_HTTP_TOKEN: set them once in an
+// operator's shell and every command speaks to the same node.
+const (
+	AddrEnv  = "WAITROOM_ADDR"
+	TokenEnv = "WAITROOM_ADMIN_TOKEN"
+)
+
+// DefaultAddr is the admin address of a node started with the defaults.
+const DefaultAddr = "http://127.0.0.1:9090"
+
+// Addr is the admin endpoint's base URL the client speaks to: URL,
+// AddrEnv or DefaultAddr, with http:// added to a bare host and port.
+func (c *Client) Addr() string {
+	base := c.URL
+	if base == "" {
+		base = os.Getenv(AddrEnv)
+	}
+	if base == "" {
+		base = DefaultAddr
+	}
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return strings.TrimRight(base, "/")
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
@@ -48,10 +78,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 // send makes one request and returns the answer's body, or an error with the
 // endpoint's message when it refused.
 func (c *Client) send(ctx context.Context, method, path string, body any) ([]byte, error) {
-	base := c.URL
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
+	base := c.Addr()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -65,9 +92,9 @@ func (c *Client) send(ctx context.Context, method, path string, body any) ([]byt
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("admin URL %q: %w", c.URL, err)
+		return nil, fmt.Errorf("admin address %q: %w", base, err)
 	}
 	if method != http.MethodGet && method != http.MethodHead {
 		// The endpoint takes changes only as JSON, bodiless ones too:
@@ -76,14 +103,18 @@ func (c *Client) send(ctx context.Context, method, path string, body any) ([]byt
 	}
 	tok := c.Token
 	if tok == "" {
-		tok = os.Getenv("WAITROOM_ADMIN_TOKEN")
+		tok = os.Getenv(TokenEnv)
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the address is said once, below
+		}
+		return nil, fmt.Errorf("%s %s%s: %w", method, base, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -119,11 +150,11 @@ func (c *Client) Probe(ctx context.Context, ready bool) error {
 func (c *Client) State(ctx context.Context) (*edge.StateDoc, []byte, error) {
 	raw, err := c.send(ctx, http.MethodGet, "/state", nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ask %s: %w", c.URL, err)
+		return nil, nil, err // names the address
 	}
 	var doc edge.StateDoc
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, nil, fmt.Errorf("decode state from %s: %w", c.URL, err)
+		return nil, nil, fmt.Errorf("decode state from %s: %w", c.Addr(), err)
 	}
 	return &doc, raw, nil
 }

@@ -148,7 +148,7 @@ func writeIntro(out io.Writer, o Options, nodes []*edge.Server, originURL string
 	fmt.Fprintf(out, "waitroom demo: %d nodes in front of %s\n", len(nodes), originURL)
 	fmt.Fprintf(out, "room \"demo\": total_active_users %d, new_users_per_minute %d, session_duration 1 min, %s\n", o.TotalActiveUsers, o.NewUsersPerMinute, o.QueueingMethod)
 	fmt.Fprintf(out, "join the queue yourself: open %s in a browser\n", "http://"+nodes[0].PublicAddr()+"/")
-	fmt.Fprintf(out, "admin of the first node: http://%s/state  (or: waitroom state --admin http://%s)\n\n", nodes[0].AdminAddr(), nodes[0].AdminAddr())
+	fmt.Fprintf(out, "admin of the first node: http://%s/state  (or: waitroom state --addr %s)\n\n", nodes[0].AdminAddr(), nodes[0].AdminAddr())
 }
 
 func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*edge.Server, c *demoCrowd, site *demoSite) {

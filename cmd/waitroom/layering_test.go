@@ -39,6 +39,9 @@ var layers = []layer{
 	// Admission maths over a crdt snapshot; the simulator drives it.
 	{prefix: "policy", may: []string{"crdt"}},
 	{prefix: "policy/sim", may: []string{"crdt", "policy"}},
+	// The simulator's plots: the plotting library is linked only where
+	// they are drawn, never into the node.
+	{prefix: "policy/sim/plot", may: []string{"policy/sim"}},
 	// The judge of a run, shared by the simulator and the real-process
 	// fidelity run: definitions only, nothing of how the room decides.
 	{prefix: "policy/truth"},

@@ -99,9 +99,11 @@
 // peaks while cut and after the heal, the FIFO inversions across the sides,
 // and each side's admissions per minute against its part of the limit, its
 // peak active, its queue at the heal and the waits of those who arrived
-// during the cut. Report prints the comparison table, JSON and the PNG
-// plots (gonum/plot): active users vs the limit, queue length, admissions
-// per minute, and the wait-vs-arrival-minute heatmap of Cloudflare's "Waiting Room: Random Queueing and Custom Web/Mobile Apps".
+// during the cut. Report prints the comparison table and JSON; package
+// policy/sim/plot draws the PNG plots (gonum/plot): active users vs the
+// limit, queue length, admissions per minute, and the
+// wait-vs-arrival-minute heatmap of Cloudflare's "Waiting Room: Random
+// Queueing and Custom Web/Mobile Apps".
 //
 // Scenarios live in testdata/scenarios; `waitroom sim --scenario FILE` runs
 // one. docs/sim/RESULTS.md holds the comparison of the reference's

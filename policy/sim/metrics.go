@@ -33,6 +33,10 @@ type Result struct {
 	series1s []Point // every second, for the plots
 }
 
+// EverySecond is the run sampled every second, as the plots draw it (Series
+// keeps every SeriesStep-th of these for the JSON).
+func (res *Result) EverySecond() []Point { return res.series1s }
+
 // Limits are the room's limits, for the reader of the JSON.
 type Limits struct {
 	TotalActiveUsers  int `json:"total_active_users"`

@@ -677,8 +677,8 @@ visitors:
 	}
 }
 
-// TestPlotsAreWritten draws every plot of a small run.
-func TestPlotsAreWritten(t *testing.T) {
+// TestTheTableNamesEveryFigure prints the table of a small run.
+func TestTheTableNamesEveryFigure(t *testing.T) {
 	t.Parallel()
 	sc := load(t, "reference-random")
 	shortReference(sc)
@@ -687,20 +687,6 @@ func TestPlotsAreWritten(t *testing.T) {
 	rep, err := sim.RunScenario(sc, sim.StrategyOurs)
 	if err != nil {
 		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	files, err := rep.WritePlots(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) != len(sim.PlotNames) {
-		t.Fatalf("wrote %v", files)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
-			t.Errorf("%s: not a PNG (%v)", f, err)
-		}
 	}
 	var table bytes.Buffer
 	if err := rep.WriteTable(&table); err != nil {

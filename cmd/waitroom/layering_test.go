@@ -42,6 +42,9 @@ var layers = []layer{
 	// The simulator's plots: the plotting library is linked only where
 	// they are drawn, never into the node.
 	{prefix: "policy/sim/plot", may: []string{"policy/sim"}},
+	// The one grammar of a length of time in the files people write (a
+	// node's configuration, the simulator's scenarios).
+	{prefix: "policy/duration"},
 	// The judge of a run, shared by the simulator and the real-process
 	// fidelity run: definitions only, nothing of how the room decides.
 	{prefix: "policy/truth"},
@@ -55,8 +58,9 @@ var layers = []layer{
 	// The configuration is data and pure checks: the edge compiles it into
 	// rooms, and the commands read and write it without a node. Its routes
 	// are checked in the canonical spelling the router matches requests
-	// in, which imports nothing of ours.
-	{prefix: "edge/config", may: []string{"edge/canon"}},
+	// in, which imports nothing of ours, and its durations are written in
+	// the grammar the simulator's scenarios share.
+	{prefix: "edge/config", may: []string{"edge/canon", "policy/duration"}},
 	{prefix: "edge/canon"},
 	// The one test origin, for the tests of the edge and the packages
 	// around it: an HTTP server, nothing of the room.

@@ -6,18 +6,18 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/waitroom/waitroom/policy"
+	"github.com/waitroom/waitroom/policy/duration"
 )
 
 // Scenario is one simulated event, as read from a YAML file in
-// testdata/scenarios. Durations are Go durations ("1m30s", "200ms") or plain
-// numbers of seconds.
+// testdata/scenarios. Durations are written with a unit ("1m30s", "200ms"),
+// as in a node's configuration (see Duration).
 type Scenario struct {
 	Name string `yaml:"name" json:"name"`
 	// Title is a few words for the README's table; the name when empty.
@@ -266,32 +266,10 @@ type Shift struct {
 	Over    Duration  `yaml:"over" json:"over,omitempty"`
 }
 
-// Duration is a time.Duration read from YAML as "1m30s" or a number of
-// seconds, and written to JSON as its string.
-type Duration time.Duration
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// UnmarshalYAML accepts a Go duration or a number of seconds.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a duration such as 30s or 1m", n.Line)
-	}
-	if f, err := strconv.ParseFloat(n.Value, 64); err == nil {
-		*d = Duration(f * float64(time.Second))
-		return nil
-	}
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration such as 30s or 1m", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalJSON writes the duration as a string.
-func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(d.D().String())), nil }
+// Duration is a time.Duration written "1m30s" or "200ms" in a scenario, in
+// the one grammar of package policy/duration, which a node's configuration
+// shares; JSON gets the same string.
+type Duration = duration.Duration
 
 // Dist is a distribution of durations: a plain duration means a constant;
 // otherwise {dist: constant|uniform|normal|exponential, value, min, max,

@@ -65,11 +65,12 @@ func (c *cluster) run(steps int) clusterResult {
 	res := clusterResult{admitted: make([]uint64, n), refused: make([]uint64, n)}
 	cur := make([]nodeCounts, n)
 	c.allocs = make([]*policy.Allocation, n)
+	chains := make([]policy.Chain, n)
 	bucket := minuteOf(c.start)
 	// Nodes have been running: their chains began before the minute.
 	warm := c.start.Add(-2 * c.room.Lag)
 	for i, id := range c.nodes {
-		c.allocs[i] = policy.Allocate(c.room, c.view(i, 0, warm), id, warm, c.strategy)
+		c.allocs[i], chains[i] = policy.NewChain(id, c.strategy).Allocate(c.room, c.view(i, 0, warm), warm)
 	}
 	for s := range steps {
 		now := c.start.Add(time.Duration(s) * c.step)
@@ -82,7 +83,7 @@ func (c *cluster) run(steps int) clusterResult {
 					snap.Admitted[k] = minuteCounts(bucket, withOwn(snap.Admitted[k], id, cur[i].admitted))
 				}
 			}
-			c.allocs[i] = c.allocs[i].Next(c.room, snap, now)
+			c.allocs[i], chains[i] = chains[i].Allocate(c.room, snap, now)
 			for range c.demand(i, s) {
 				cur[i].arrivals++
 				if c.allocs[i].Decide(policy.Visitor{Bucket: bucket}, nil) == policy.Admit {

@@ -32,7 +32,8 @@ type ring struct {
 	parts  [][]int // node indexes of each part
 	ids    []crdt.ReplicaID
 	states []*crdt.State
-	allocs []*policy.Allocation
+	chains []policy.Chain
+	allocs []*policy.Allocation // each chain's latest
 	start  time.Time
 	step   time.Duration // 0: one second
 	delay  time.Duration // gossip delay, a whole number of steps; 0: at the end of each step
@@ -163,6 +164,10 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 		c.byPart[p] = map[int64]int{}
 	}
 	c.allocs = make([]*policy.Allocation, n)
+	c.chains = make([]policy.Chain, n)
+	for i, id := range c.ids {
+		c.chains[i] = policy.NewChain(id, policy.Continuous)
+	}
 	w := c.room.Windows()
 	for step := time.Duration(0); step < d; step += c.stepSize() {
 		now := c.start.Add(step)
@@ -174,23 +179,25 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 			if c.lags != nil {
 				room.Lag = c.lags[i]
 			}
-			var snap crdt.RoomSnapshot
-			if cut && !c.whole {
-				in := map[crdt.ReplicaID]bool{}
-				for _, j := range part {
-					in[c.ids[j]] = true
-				}
-				snap = c.states[i].SnapshotOf(ringRoom, now.Unix(), w, func(r crdt.ReplicaID) bool { return in[r] })
-				rest := c.states[i].SnapshotOf(ringRoom, now.Unix(), w, func(r crdt.ReplicaID) bool { return !in[r] })
-				room = room.CutOff(len(part), &rest)
-			} else {
-				snap = c.states[i].Snapshot(ringRoom, now.Unix(), w)
+			live := len(c.ids)
+			if cut {
+				live = len(part)
 			}
-			if c.allocs[i] == nil {
-				c.allocs[i] = policy.Allocate(room, &snap, c.ids[i], now, policy.Continuous)
-			} else {
-				c.allocs[i] = c.allocs[i].Next(room, &snap, now)
-			}
+			c.allocs[i], c.chains[i] = c.chains[i].Step(room, policy.Sight{
+				Live: live,
+				Reachable: func() func(crdt.ReplicaID) bool {
+					return func(r crdt.ReplicaID) bool {
+						return slices.ContainsFunc(part, func(j int) bool { return c.ids[j] == r })
+					}
+				},
+				Snapshot: func(keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
+					if keep == nil {
+						return c.states[i].Snapshot(ringRoom, now.Unix(), w)
+					}
+					return c.states[i].SnapshotOf(ringRoom, now.Unix(), w, keep)
+				},
+				Whole: c.whole,
+			}, now)
 			for range c.newPer(i, step) {
 				c.visitors = append(c.visitors, &ringVisitor{home: i, arrived: now, bucket: m, next: now})
 			}

@@ -159,11 +159,10 @@ type node struct {
 	expected int           // expectedMembers' last answer
 	expUntil time.Duration // when it may change by a ring ageing out; -1: stale
 	reach    func(crdt.ReplicaID) bool
-	unreach  func(crdt.ReplicaID) bool
 
-	alloc       *policy.Allocation
+	chain       policy.Chain
+	alloc       *policy.Allocation // the chain's latest
 	allocMinute int64
-	allocAt     time.Time // the ring's time of alloc
 	lastAlloc   time.Duration
 	kicked      bool
 
@@ -427,8 +426,8 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 		for j := range n.sees {
 			n.sees[j] = true
 		}
+		n.chain = policy.NewChain(n.replica, r.strategy)
 		n.reach = func(rep crdt.ReplicaID) bool { j := r.nodeOf(rep); return j >= 0 && n.sees[j] }
-		n.unreach = func(rep crdt.ReplicaID) bool { j := r.nodeOf(rep); return j < 0 || !n.sees[j] }
 		r.nodes = append(r.nodes, n)
 		r.live[i] = true
 		r.byReplica[n.replica] = i
@@ -578,11 +577,10 @@ func (r *run) handle(e event) {
 // edgeRetention is the gossip node's default retention in minutes.
 const edgeRetention = 35
 
-// recompute is the edge's room.recomputeLocked: Room.Nodes is the node's
-// expected members; while it counts fewer live, the snapshot holds only the
-// reachable replicas' entries and the room is cut off (Room.CutOff) with
-// what it last heard of the rest; then Next on the previous allocation
-// (Allocate the first time).
+// recompute computes node n's next allocation (policy.Chain.Step): Room.Nodes
+// is the node's expected members and Room.Lag the lag it assumes; while it
+// counts fewer live, it runs on the reachable replicas' entries and its part
+// of the limits (policy.Sight), unless the scenario's cut_handling is whole.
 func (r *run) recompute(n *node) {
 	now := r.clock(n, r.now)
 	minute := now.Unix() / 60
@@ -596,22 +594,18 @@ func (r *run) recompute(n *node) {
 	if pol.Lag < r.configuredLag() {
 		r.counts.MeasuredLag++
 	}
-	var snap crdt.RoomSnapshot
-	if n.live < pol.Nodes && r.sc.Nodes.CutHandling != CutWhole {
-		snap = n.state.SnapshotOf(roomName, now.Unix(), r.win, n.reach)
-		rest := n.state.SnapshotOf(roomName, now.Unix(), r.win, n.unreach)
-		pol = pol.CutOff(n.live, &rest)
-	} else {
-		snap = n.state.Snapshot(roomName, now.Unix(), r.win)
-	}
-	// As the edge: a ring time that stepped back starts the chain afresh.
-	if n.alloc == nil || n.allocAt.After(now) {
-		n.alloc = policy.Allocate(pol, &snap, n.replica, now, r.strategy)
-	} else {
-		n.alloc = n.alloc.Next(pol, &snap, now)
-	}
+	n.alloc, n.chain = n.chain.Step(pol, policy.Sight{
+		Live:      n.live,
+		Reachable: func() func(crdt.ReplicaID) bool { return n.reach },
+		Snapshot: func(keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
+			if keep == nil {
+				return n.state.Snapshot(roomName, now.Unix(), r.win)
+			}
+			return n.state.SnapshotOf(roomName, now.Unix(), r.win, keep)
+		},
+		Whole: r.sc.Nodes.CutHandling == CutWhole,
+	}, now)
 	n.allocMinute = minute
-	n.allocAt = now
 	n.lastAlloc = r.now
 	r.counts.Allocations++
 }
@@ -795,7 +789,7 @@ func (r *run) restart(n *node) {
 	r.replicas[n.id] = n.replica
 	r.byReplica[n.replica] = n.id
 	n.state = crdt.New()
-	n.alloc, n.allocMinute, n.kicked, n.horizon = nil, 0, false, 0
+	n.chain, n.alloc, n.allocMinute, n.kicked, n.horizon = policy.NewChain(n.replica, r.strategy), nil, 0, false, 0
 	n.outbox, n.outIdx, n.flushAt = nil, map[crdt.Key]int{}, false
 	// A new process: nothing measured, nothing heard.
 	n.delays, n.beats = make([]crdt.Delays, len(r.nodes)), make([]int64, len(r.nodes))

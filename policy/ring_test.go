@@ -221,30 +221,30 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 
 func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 	fresh := v.tok == policy.Counting{}
-	bucket := v.tok.Bucket
+	before := v.tok
 	if fresh {
-		bucket = m
+		before = policy.NewCounting(now)
 	}
-	vis := policy.Visitor{Bucket: bucket, Queued: v.tok.Waiting()}
-	out := c.allocs[i].Decide(vis, nil)
-	// The edge's refresh interval, jittered per visitor (spread by k here).
-	refresh := c.allocs[i].RefreshInterval(bucket, float64(k*5%7)/7)
-	if out == policy.Queue {
+	var a policy.Decider = c.allocs[i]
+	if c.noHold {
+		a = neverHolds{c.allocs[i]}
+	}
+	d := policy.Request{Fresh: fresh, Before: before, At: now, HeldSince: v.heldSince}.Decide(a)
+	if d.Hold {
 		// Queued only for the slots the node keeps back for what the
-		// others may have admitted unheard: the edge holds the request and
-		// decides again on the node's next allocation, the next step here.
-		since := now
-		if !v.heldSince.IsZero() {
-			since = v.heldSince
+		// others may have admitted unheard: the node holds the request and
+		// decides again on its next allocation, the next step here.
+		if v.heldSince.IsZero() {
+			v.heldSince = now
 		}
-		if !c.noHold && c.allocs[i].Held(vis, since) {
-			v.heldSince, v.next = since, now.Add(c.stepSize())
-			c.truth.held++
-			return
-		}
+		v.next = now.Add(c.stepSize())
+		c.truth.held++
+		return
 	}
 	v.heldSince = time.Time{}
-	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out, Refresh: uint16(refresh), At: now.Unix()})
+	out := d.Outcome
+	// The page's refresh is jittered per visitor (spread by k here).
+	incs, tok := d.Count(nil, a, c.room, ringRoom, func() float64 { return float64(k*5%7) / 7 })
 	for _, in := range incs {
 		c.states[i].Add(in.Key, c.ids[i], in.N)
 	}
@@ -276,6 +276,12 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 		v.checkIns = append(v.checkIns, now)
 	}
 }
+
+// neverHolds is an allocation that holds nobody: a node as it was before it
+// held requests (ring.noHold).
+type neverHolds struct{ *policy.Allocation }
+
+func (neverHolds) Held(policy.Visitor, time.Time) bool { return false }
 
 // gone is how long until a visitor who has left the origin asks again:
 // never, within any run (a century and more).

@@ -283,8 +283,8 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event) ([]crdt
 		dst: dst, name: name, c: c,
 		now: ev.At, nowMin: floorMinute(ev.At),
 		waiting: c.Waiting(),
-		dur:     int64(room.session()) * 60,
-		g:       SessionSlice(room.session()),
+		dur:     int64(room.Session()) * 60,
+		g:       SessionSlice(room.Session()),
 	}
 	// seen: the visitor is seen, counted, for the first time this minute
 	// (a waiting visitor's count sits in the minute it was last counted in;

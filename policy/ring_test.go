@@ -304,10 +304,7 @@ func (c *ring) page(i int, v *ringVisitor, now time.Time) {
 // activeAt is the true number of sessions active at now: admitted, and
 // within session_duration of the visitor's last page.
 func (c *ring) activeAt(now time.Time) int {
-	session := time.Duration(c.room.SessionDuration) * time.Minute
-	if session == 0 {
-		session = 5 * time.Minute
-	}
+	session := time.Duration(c.room.Session()) * time.Minute
 	n := 0
 	for _, v := range c.visitors {
 		if v.admitted && !v.admittedAt.After(now) && now.Sub(v.lastPage) < session {

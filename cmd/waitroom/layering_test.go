@@ -58,9 +58,11 @@ var layers = []layer{
 	// The configuration is data and pure checks: the edge compiles it into
 	// rooms, and the commands read and write it without a node. Its routes
 	// are checked in the canonical spelling the router matches requests
-	// in, which imports nothing of ours, and its durations are written in
-	// the grammar the simulator's scenarios share.
-	{prefix: "edge/config", may: []string{"edge/canon", "policy/duration"}},
+	// in, which imports nothing of ours, its durations are written in the
+	// grammar the simulator's scenarios share, and a room's defaults that
+	// the admission maths fall back on (session_duration) are the
+	// policy's, which is pure.
+	{prefix: "edge/config", may: []string{"edge/canon", "policy"}},
 	{prefix: "edge/canon"},
 	// The one test origin, for the tests of the edge and the packages
 	// around it: an HTTP server, nothing of the room.

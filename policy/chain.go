@@ -15,6 +15,11 @@ import (
 // of the merged state to read and when to start the chain afresh, are
 // written here once, for the node, the simulator and the tests' ring model.
 
+// AllocationEvery is the longest a node goes without allocating again: its
+// allocation loop runs at least this often, and on a merge that changes its
+// state at most every AllocationFollow.
+const AllocationEvery = 250 * time.Millisecond
+
 // Chain is a node's allocation chain for one room: its latest allocation,
 // and the ring's time that allocation was made at. Its methods return the
 // chain that continues from the new allocation; the value they are called

@@ -5,9 +5,10 @@ import "github.com/waitroom/waitroom/crdt"
 // The counter rule: what one request moves in a room's replicated counters.
 // It is the only place that says so. The edge calls it for every counted
 // request (copying its cookie's fields to and from Counting), the simulator
-// replays it, and the tests check it; nothing else writes arrivals,
-// admissions, session and waiting counts, revocations or the visitor
-// analytics.
+// and the ring model call it for theirs, and the tests check it; nothing
+// else writes arrivals, admissions, session and waiting counts, the order
+// inside a bucket, revocations, the visitor and challenge analytics or a
+// priority group's code uses and admissions.
 //
 // A new visitor who is queued is counted nowhere until it proves that it
 // keeps cookies: its first queue page refreshes after ProofRefresh, and

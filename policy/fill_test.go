@@ -102,7 +102,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 		newPer      func(step time.Duration) func(int, time.Duration) int
 		browse      func(k int) (stay, every time.Duration)
 		run         time.Duration
-		noHold      bool // queue where the edge would hold (see ring.noHold)
+		noHold      bool // queue where a node would hold (see ring.noHold)
 		want        want
 	}{
 		{
@@ -114,7 +114,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			// each took the last slot, one under each offset, neither
 			// hearing of the other in time (see roundedPart: the offset
 			// now turns every second, which this row's lag still spans).
-			// The edge's lag is at least twice the delay it measures, so
+			// A node's lag is at least twice the delay it measures, so
 			// this needs a delay well beyond what it measured.
 			name:   "a fresh room flooded at three nodes at once with gossip as slow as the lag fills to its limits before it queues anyone",
 			noHold: true,
@@ -135,7 +135,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 			want: want{utilAtQueue: 0.95, inversions: 0.01, longestFree: 23 * time.Second},
 		},
 		{
-			// The lag the edge measures is about three times the delay
+			// The lag a node measures is about three times the delay
 			// (twice its 99th percentile, and the allocation's follow).
 			// Each node keeps back what the others may have admitted
 			// within the lag unheard, (n − 1) × 4 a second × 0.6 s here,
@@ -291,7 +291,7 @@ func TestTheRingFillsToTheLimitsAndStaysFair(t *testing.T) {
 	}
 }
 
-// Each edge assumes the lag it measures itself (policy.AssumedLag), so the
+// Each node assumes the lag it measures itself (policy.AssumedLag), so the
 // nodes of one ring assume different lags; the offset their shares are
 // rounded with must still be the same at every node, or their rounded parts
 // of a pool add up to more than the pool. With the offset keyed on each

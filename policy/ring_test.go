@@ -10,17 +10,18 @@ import (
 	"github.com/waitroom/waitroom/policy"
 )
 
-// ring is the model of several waitroom nodes in front of one origin that
-// the policy's cluster tests judge by: every node keeps its own crdt state
-// and allocation chain, sees its own counters at once and the others' one
-// gossip delay late (or, while the ring is cut, only its own part's), and
-// re-allocates every step, as the edge does when the merged state changes.
-// Visitors keep their home node, as cookie-keeping visitors of one region
-// do, come back for the cookie check's proof policy.ProofRefresh after a
-// first queue page, and check in every refresh interval after that (the
-// counter rule's, policy.Allocation.RefreshInterval, as the edge gives it) until admitted; let in, they browse the origin for a while when the ring
-// has browse set, each page renewing the session. What each request counts
-// is the counter rule's (policy.Count), as at the edge.
+// ring is the one model of several waitroom nodes in front of one origin
+// that the policy's cluster tests judge by: every node keeps its own crdt
+// state and allocation chain (policy.Chain), sees its own counters at once
+// and the others' one gossip delay late (or, while the ring is cut, only its
+// own part's), and steps its chain every step, as a node does when the
+// merged state changes. Visitors keep their home node, as cookie-keeping
+// visitors of one region do, come back for the cookie check's proof
+// policy.ProofRefresh after a first queue page, and check in every refresh
+// interval after that (the one the decision gives them) until admitted; let
+// in, they browse the origin for a while when the ring has browse set, each
+// page renewing the session. Every request takes a node's steps
+// (policy.Request) and counts what the counter rule (policy.Count) says.
 //
 // What it reports is the truth as the origin sees it, by wall-clock time:
 // admissions per wall-clock minute, sessions active from the admission
@@ -38,12 +39,23 @@ type ring struct {
 	step   time.Duration // 0: one second
 	delay  time.Duration // gossip delay, a whole number of steps; 0: at the end of each step
 	// lags, when set, is the lag each node assumes (Room.Lag), as each
-	// edge derives its own from the delays it measures; nil: room.Lag at
+	// node derives its own from the delays it measures; nil: room.Lag at
 	// every node.
 	lags   []time.Duration
 	cutAt  time.Duration // from start; the cut lasts to the end (0 with one part: never)
-	whole  bool          // read the whole snapshot while cut (what the edge did before Side)
-	noHold bool          // queue at once where the edge would hold the request (Allocation.Held)
+	whole  bool          // read the whole snapshot while cut (what nodes did before Side; Sight.Whole)
+	noHold bool          // queue at once where a node would hold the request (Allocation.Held)
+	// strategy is how the nodes divide the slots (Continuous unless set).
+	strategy policy.Strategy
+	// warm, when set, starts every node's chain that long before start,
+	// as nodes that have been running; prior is how many visitors each
+	// node let in in each of the two minutes before start (seedPrior).
+	warm  time.Duration
+	prior int
+	// leave: a visitor not let in at its first request goes away at once
+	// and is forgotten (nobody queues), so the new-user slots are all there
+	// is to divide.
+	leave bool
 	// newPer says how many new visitors reach a node in the step that
 	// begins at at.
 	newPer func(node int, at time.Duration) int
@@ -56,6 +68,7 @@ type ring struct {
 
 	admitted  map[int64]int   // truth: admissions per wall-clock minute, all nodes
 	byPart    []map[int64]int // per part
+	byNode    []int           // admissions of the whole run, per node
 	worstLive float64         // the most active sessions at any step, as the policy counts them
 	truth     ringTruth
 }
@@ -165,41 +178,32 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 	}
 	c.allocs = make([]*policy.Allocation, n)
 	c.chains = make([]policy.Chain, n)
+	c.byNode = make([]int, n)
 	for i, id := range c.ids {
-		c.chains[i] = policy.NewChain(id, policy.Continuous)
+		c.chains[i] = policy.NewChain(id, c.strategy)
 	}
-	w := c.room.Windows()
+	c.seedPrior()
+	if c.warm > 0 {
+		for i := range n {
+			c.allocate(i, c.start.Add(-c.warm), false)
+		}
+	}
 	for step := time.Duration(0); step < d; step += c.stepSize() {
 		now := c.start.Add(step)
 		m := now.Unix() / 60
 		cut := len(c.parts) > 1 && step >= c.cutAt
 		for i := range n {
-			part := c.parts[c.partOf(i)]
-			room := c.room
-			if c.lags != nil {
-				room.Lag = c.lags[i]
-			}
-			live := len(c.ids)
-			if cut {
-				live = len(part)
-			}
-			c.allocs[i], c.chains[i] = c.chains[i].Step(room, policy.Sight{
-				Live: live,
-				Reachable: func() func(crdt.ReplicaID) bool {
-					return func(r crdt.ReplicaID) bool {
-						return slices.ContainsFunc(part, func(j int) bool { return c.ids[j] == r })
-					}
-				},
-				Snapshot: func(keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
-					if keep == nil {
-						return c.states[i].Snapshot(ringRoom, now.Unix(), w)
-					}
-					return c.states[i].SnapshotOf(ringRoom, now.Unix(), w, keep)
-				},
-				Whole: c.whole,
-			}, now)
+			c.allocate(i, now, cut)
 			for range c.newPer(i, step) {
-				c.visitors = append(c.visitors, &ringVisitor{home: i, arrived: now, bucket: m, next: now})
+				v := &ringVisitor{home: i, arrived: now, bucket: m, next: now}
+				if c.leave {
+					// Decided at once, and kept only if let in.
+					if c.visit(i, len(c.visitors), v, now, m); v.admitted {
+						c.visitors = append(c.visitors, v)
+					}
+					continue
+				}
+				c.visitors = append(c.visitors, v)
 			}
 			for k, v := range c.visitors {
 				if v.home != i || now.Before(v.next) {
@@ -217,6 +221,65 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 		c.observe(now)
 	}
 	c.judge()
+}
+
+// allocate steps node i's allocation chain at now, from its own state:
+// while the ring is cut, from its part's replicas and its part of the
+// limits (unless whole is set).
+func (c *ring) allocate(i int, now time.Time, cut bool) {
+	part := c.parts[c.partOf(i)]
+	room := c.room
+	if c.lags != nil {
+		room.Lag = c.lags[i]
+	}
+	live := len(c.ids)
+	if cut {
+		live = len(part)
+	}
+	w := room.Windows()
+	c.allocs[i], c.chains[i] = c.chains[i].Step(room, policy.Sight{
+		Live: live,
+		Reachable: func() func(crdt.ReplicaID) bool {
+			return func(r crdt.ReplicaID) bool {
+				return slices.ContainsFunc(part, func(j int) bool { return c.ids[j] == r })
+			}
+		},
+		Snapshot: func(keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
+			if keep == nil {
+				return c.states[i].Snapshot(ringRoom, now.Unix(), w)
+			}
+			return c.states[i].SnapshotOf(ringRoom, now.Unix(), w, keep)
+		},
+		Whole: c.whole,
+	}, now)
+}
+
+// seedPrior counts, at every node, c.prior visitors let in at their first
+// request in each of the two minutes before the start, as the counter rule
+// counts them, and gives every node every other's counts: the history of a
+// ring that has been admitting at that pace.
+func (c *ring) seedPrior() {
+	if c.prior == 0 {
+		return
+	}
+	m := c.start.Unix() / 60
+	for i := range c.states {
+		for _, minute := range []int64{m - 2, m - 1} {
+			for range c.prior {
+				incs, _ := policy.Count(nil, c.room, ringRoom, policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Admit, At: minute * 60})
+				for _, in := range incs {
+					c.states[i].Add(in.Key, c.ids[i], in.N)
+				}
+			}
+		}
+	}
+	for i := range c.states {
+		for j := range c.states {
+			if i != j {
+				c.states[i].MergeState(c.states[j])
+			}
+		}
+	}
 }
 
 func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
@@ -260,6 +323,7 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 		}
 		c.admitted[m]++
 		c.byPart[c.partOf(i)][m]++
+		c.byNode[i]++
 		c.truth.admissions++
 	case policy.Queue:
 		if c.truth.firstQueue.IsZero() {

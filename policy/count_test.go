@@ -284,15 +284,20 @@ func TestEarlyCheckIn(t *testing.T) {
 		name string
 		now  int64
 		want bool
+		next int64 // seconds the visitor is told to wait (NextCheckIn)
 	}{
-		{"a check-in a second before the interval is over is early", 1019, true},
-		{"a check-in when the interval is over counts", 1020, false},
-		{"a later one counts", 1100, false},
+		{"a check-in 5 s after the last is early, and told to come back in 15 s", 1005, true, 15},
+		{"a check-in a second before the interval is over is early, and told one second", 1019, true, 1},
+		{"a check-in when the interval is over counts", 1020, false, 1},
+		{"a later one counts", 1100, false, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := policy.EarlyCheckIn(c, tt.now); got != tt.want {
 				t.Errorf("EarlyCheckIn at %d = %v", tt.now, got)
+			}
+			if got := policy.NextCheckIn(c, tt.now); got != tt.next {
+				t.Errorf("NextCheckIn at %d = %d, want %d", tt.now, got, tt.next)
 			}
 		})
 	}

@@ -58,26 +58,6 @@ func TestTurnOf(t *testing.T) {
 	}
 }
 
-func TestNextCheckIn(t *testing.T) {
-	c := policy.Counting{LastCheckIn: 1000, RefreshInterval: 20}
-	tests := []struct {
-		name string
-		now  int64
-		want int64
-	}{
-		{"a check-in 5 s after the last is told to come back in 15 s", 1005, 15},
-		{"one a second before the interval ends is told one second", 1019, 1},
-		{"one past the interval is still told one second", 1030, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := policy.NextCheckIn(c, tt.now); got != tt.want {
-				t.Errorf("NextCheckIn = %d, want %d", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestARequestIsDecidedWithinItsGroupsCap(t *testing.T) {
 	now := at(t, "2026-11-21T12:00:30Z")
 	m := minuteOf(now)

@@ -84,28 +84,16 @@ func Draw(res *sim.Result, name string) (*gonum.Plot, error) {
 	p.Legend.Top = true
 	p.Legend.Left = false
 	switch name {
-	case Active:
-		p.Title.Text = title + ": active users vs limit"
+	case Active, Queue:
+		lp := linePlots[name]
+		p.Title.Text = title + lp.title
 		p.X.Label.Text = "minutes"
-		p.Y.Label.Text = "active users (sessions the origin honours)"
-		if err := addLine(p, "actual (the truth)", truthLine, pts, func(q sim.Point) float64 { return float64(q.Active) }); err != nil {
+		p.Y.Label.Text = lp.yLabel
+		if err := addLines(p, pts, lp.lines); err != nil {
 			return nil, err
 		}
-		if err := addLine(p, "as node 0 saw it", viewLine, pts, func(q sim.Point) float64 { return q.ViewActive }); err != nil {
-			return nil, err
-		}
-		addHLine(p, "total_active_users", float64(res.Limits.TotalActiveUsers), pts)
-		addCrashes(p, res)
-		p.Y.Min = 0
-	case Queue:
-		p.Title.Text = title + ": queue length"
-		p.X.Label.Text = "minutes"
-		p.Y.Label.Text = "visitors waiting"
-		if err := addLine(p, "actual (still checking in)", truthLine, pts, func(q sim.Point) float64 { return float64(q.Waiting) }); err != nil {
-			return nil, err
-		}
-		if err := addLine(p, "counted, as node 0 saw it", viewLine, pts, func(q sim.Point) float64 { return float64(q.ViewWaiting) }); err != nil {
-			return nil, err
+		if lp.limit {
+			addHLine(p, "total_active_users", float64(res.Limits.TotalActiveUsers), pts)
 		}
 		addCrashes(p, res)
 		p.Y.Min = 0
@@ -153,6 +141,42 @@ func Draw(res *sim.Result, name string) (*gonum.Plot, error) {
 		return nil, fmt.Errorf("plot %q: must be one of %v", name, Names)
 	}
 	return p, nil
+}
+
+// series is one line of a plot over the run's points: the truth, or a
+// node's view of it.
+type series struct {
+	label string
+	style lineStyle
+	y     func(sim.Point) float64
+}
+
+// linePlots are the plots that draw the truth and node 0's view of it
+// over the run: their titles, the y axis, their lines, and whether the
+// active limit is drawn.
+var linePlots = map[string]struct {
+	title, yLabel string
+	lines         []series
+	limit         bool
+}{
+	Active: {": active users vs limit", "active users (sessions the origin honours)", []series{
+		{"actual (the truth)", truthLine, func(q sim.Point) float64 { return float64(q.Active) }},
+		{"as node 0 saw it", viewLine, func(q sim.Point) float64 { return q.ViewActive }},
+	}, true},
+	Queue: {": queue length", "visitors waiting", []series{
+		{"actual (still checking in)", truthLine, func(q sim.Point) float64 { return float64(q.Waiting) }},
+		{"counted, as node 0 saw it", viewLine, func(q sim.Point) float64 { return float64(q.ViewWaiting) }},
+	}, false},
+}
+
+// addLines draws every series over the points.
+func addLines(p *gonum.Plot, pts []sim.Point, lines []series) error {
+	for _, l := range lines {
+		if err := addLine(p, l.label, l.style, pts, l.y); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addLine draws y over the points, labelled in the legend.

@@ -22,9 +22,10 @@ const AllocationEvery = 250 * time.Millisecond
 
 // Chain is a node's allocation chain for one room: its latest allocation,
 // and the ring's time that allocation was made at. Its methods return the
-// chain that continues from the new allocation; the value they are called
-// on is left as it was, so a caller that must fall back on an older
-// allocation keeps that one's chain.
+// chain that continues from the new allocation and leave the value they
+// are called on ending where it did, so a node that falls back on an older
+// allocation steps on from that one's chain (the admission ledger is the
+// same all along the chain).
 type Chain struct {
 	self     crdt.ReplicaID
 	strategy Strategy

@@ -13,9 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/config"
-	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -145,26 +143,23 @@ func (ch *challenge) check(ctx context.Context, response, remoteIP string) (verd
 
 // challengeStep runs a queued (or new) visitor's challenge before the
 // decision: it checks a solution the visitor sent, updates rq's token and
-// appends the analytics counts. It reports gated when the visitor must not
-// be decided on (an unsolved challenge while the room queues, under
-// infinite_queue).
-func (s *Server) challengeStep(rq *request, a *allocation, add []gossip.Inc) (gated bool, _ []gossip.Inc) {
-	r, rm, tok, fresh, nowMin := rq.r, rq.rm, &rq.tok, rq.fresh, unixMinute(rq.now)
+// returns the verdict, which the counter rule counts in the analytics with
+// the request. It reports gated when the visitor must not be decided on (an
+// unsolved challenge while the room queues, under infinite_queue).
+func (s *Server) challengeStep(rq *request, a *allocation) (gated bool, verdict policy.Verdict) {
+	r, rm, tok, fresh := rq.r, rq.rm, &rq.tok, rq.fresh
 	ch := rm.challenge
 	if ch == nil || tok.Infinite || tok.Verified {
-		return false, add
-	}
-	count := func(k crdt.Kind) {
-		add = append(add, gossip.Inc{Key: crdt.Key{Room: rm.name, Kind: k, Minute: nowMin}, N: 1})
+		return false, policy.VerdictNone
 	}
 	if sol := rq.solution; sol != "" {
 		v, err := ch.check(r.Context(), sol, clientIP(r))
 		switch v {
 		case verdictSolved:
 			tok.Verified = true
-			count(crdt.ChallengesSolved)
+			verdict = policy.VerdictSolved
 		case verdictFailed:
-			count(crdt.ChallengesFailed)
+			verdict = policy.VerdictFailed
 			if ch.infinite {
 				tok.Infinite = true
 			}
@@ -176,14 +171,14 @@ func (s *Server) challengeStep(rq *request, a *allocation, add []gossip.Inc) (ga
 			}
 		}
 		if tok.Verified || tok.Infinite {
-			return false, add
+			return false, verdict
 		}
 	} else if !fresh && queueing(a) {
-		count(crdt.ChallengesUnsolved)
+		verdict = policy.VerdictUnsolved
 	}
 	// Only while the room queues: a room with room to spare lets everyone
 	// in, as it would without a challenge.
-	return ch.infinite && queueing(a), add
+	return ch.infinite && queueing(a), verdict
 }
 
 func queueing(a *allocation) bool {

@@ -182,7 +182,9 @@ func (s *Server) useCode(rq *request, a *allocation, c cookie.Code) string {
 	}
 	rq.group = c.Group
 	rq.tok.Priority = c.Group
-	s.record(rm, []crdt.Inc{{Key: crdt.Key{Room: rm.name, Kind: crdt.PriorityCodeUses, Bucket: crdt.GroupBucket(c.Group), Minute: unixMinute(rq.now)}, N: 1}})
+	var incs [1]crdt.Inc
+	k, _ := policy.Count(incs[:0], a.view.pol, rm.name, policy.Counting{}, policy.Event{Step: policy.StepCodeUse, Group: c.Group, At: rq.now.Unix()})
+	s.record(rm, k)
 	return "accepted"
 }
 
@@ -224,36 +226,25 @@ func (s *Server) usesOf(room string, c cookie.Code) int {
 	return n
 }
 
-// decideVisitor decides for a visitor who is not admitted: a holder of one
-// of the room's priority groups through DecidePriority, anyone else (and a
-// holder whose group the room no longer has) through Decide. The caller
-// holds rm.mu shared, as for every decision.
-func (s *Server) decideVisitor(rq *request, a *allocation, vis policy.Visitor) policy.Outcome {
+// priorityGroup is the priority group the visitor holds, as the decision
+// needs it (policy.Request.Group), and the ring's admissions of its holders
+// this minute as far as this node has heard of them when the group has a
+// cap of its own. A visitor without a group, or whose group the room no
+// longer has, is decided as any other. The caller holds rm.mu shared, as
+// for every decision.
+func (s *Server) priorityGroup(rq *request, a *allocation) (policy.Group, uint64) {
 	if rq.tok.Priority == "" {
-		return a.Decide(vis, nil)
+		return policy.Group{}, 0
 	}
 	g, i, ok := a.view.cfg.PriorityGroup(rq.tok.Priority)
 	if !ok {
-		return a.Decide(vis, nil)
+		return policy.Group{}, 0
 	}
-	key := crdt.Key{Room: rq.rm.name, Kind: crdt.PriorityAdmitted, Bucket: crdt.GroupBucket(g.Name), Minute: unixMinute(rq.now)}
-	var out policy.Outcome
-	var ahead bool
-	if g.NewUsersPerMinute > 0 && s.groupAdmitted(key) >= uint64(g.NewUsersPerMinute) {
-		// The group's own cap for the minute is reached: in the line.
-		out = a.Decide(vis, nil)
-	} else {
-		out, ahead = a.DecidePriority(vis, i, g.EffectiveShare())
+	var admitted uint64
+	if g.NewUsersPerMinute > 0 {
+		admitted = s.groupAdmitted(policy.GroupAdmittedKey(rq.rm.name, g.Name, unixMinute(rq.now)))
 	}
-	if out == policy.Admit {
-		way := "line"
-		if ahead {
-			way = "ahead"
-		}
-		s.metrics.priority().admissions.WithLabelValues(rq.rm.name, g.Name, way).Inc()
-		s.node.Add(crdt.Inc{Key: key, N: 1})
-	}
-	return out
+	return policy.Group{Name: g.Name, Index: i, Share: g.Share, NewUsersPerMinute: g.NewUsersPerMinute}, admitted
 }
 
 // groupAdmitted is the ring's admissions of a group's holders in the cell

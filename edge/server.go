@@ -429,8 +429,9 @@ func (s *Server) kickAllocations() {
 }
 
 // allocationLoop recomputes every room's allocation when merged state
-// changes (at most every 50 ms) and at least every 250 ms, which also rolls
-// the allocation over at minute boundaries.
+// changes (at most every policy.AllocationFollow, 50 ms) and at least every
+// policy.AllocationEvery (250 ms), which also rolls the allocation over at
+// minute boundaries.
 func (s *Server) allocationLoop() {
 	defer s.wg.Done()
 	// Every step below recovers its own panics; this is the last guard,
@@ -442,7 +443,7 @@ func (s *Server) allocationLoop() {
 			go s.allocationLoop()
 		}
 	}()
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(policy.AllocationEvery)
 	defer tick.Stop()
 	var last time.Time
 	for {
@@ -451,11 +452,11 @@ func (s *Server) allocationLoop() {
 			return
 		case <-tick.C:
 		case <-s.kick:
-			if d := time.Since(last); d < 50*time.Millisecond {
+			if d := time.Since(last); d < policy.AllocationFollow {
 				select {
 				case <-s.stop:
 					return
-				case <-time.After(50*time.Millisecond - d):
+				case <-time.After(policy.AllocationFollow - d):
 				}
 			}
 		}

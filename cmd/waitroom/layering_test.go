@@ -39,6 +39,12 @@ var layers = []layer{
 	// Admission maths over a crdt snapshot; the simulator drives it.
 	{prefix: "policy", may: []string{"crdt"}},
 	{prefix: "policy/sim", may: []string{"crdt", "policy"}},
+	// The simulator's plots: the plotting library is linked only where
+	// they are drawn, never into the node.
+	{prefix: "policy/sim/plot", may: []string{"policy/sim"}},
+	// The one grammar of a length of time in the files people write (a
+	// node's configuration, the simulator's scenarios).
+	{prefix: "policy/duration"},
 	// The judge of a run, shared by the simulator and the real-process
 	// fidelity run: definitions only, nothing of how the room decides.
 	{prefix: "policy/truth"},
@@ -52,8 +58,11 @@ var layers = []layer{
 	// The configuration is data and pure checks: the edge compiles it into
 	// rooms, and the commands read and write it without a node. Its routes
 	// are checked in the canonical spelling the router matches requests
-	// in, which imports nothing of ours.
-	{prefix: "edge/config", may: []string{"edge/canon"}},
+	// in, which imports nothing of ours, its durations are written in the
+	// grammar the simulator's scenarios share, and a room's defaults that
+	// the admission maths fall back on (session_duration) are the
+	// policy's, which is pure.
+	{prefix: "edge/config", may: []string{"edge/canon", "policy"}},
 	{prefix: "edge/canon"},
 	// The one harness of nodes in one process (the test origin, a node, the
 	// in-process cluster, a visitor): it starts nodes, so it may import the

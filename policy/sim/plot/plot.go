@@ -1,4 +1,4 @@
-package sim
+package plot
 
 import (
 	"fmt"
@@ -6,25 +6,27 @@ import (
 	"os"
 	"path/filepath"
 
-	"gonum.org/v1/plot"
+	gonum "gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/waitroom/waitroom/policy/sim"
 )
 
 // The plots of one run.
 const (
-	PlotActive     = "active"     // active visitors (the truth) against total_active_users
-	PlotQueue      = "queue"      // visitors waiting
-	PlotAdmissions = "admissions" // admissions per minute against new_users_per_minute
-	PlotHeatmap    = "heatmap"    // wait against arrival minute
+	Active     = "active"     // active visitors (the truth) against total_active_users
+	Queue      = "queue"      // visitors waiting
+	Admissions = "admissions" // admissions per minute against new_users_per_minute
+	Heatmap    = "heatmap"    // wait against arrival minute
 )
 
-// PlotNames lists the plots written for every run.
-var PlotNames = []string{PlotActive, PlotQueue, PlotAdmissions, PlotHeatmap}
+// Names lists the plots written for every run.
+var Names = []string{Active, Queue, Admissions, Heatmap}
 
-// PlotFile is the file name of one plot of one run.
-func PlotFile(scenario, strategy, plot string) string {
+// File is the file name of one plot of one run.
+func File(scenario, strategy, plot string) string {
 	return fmt.Sprintf("%s-%s-%s.png", scenario, strategy, plot)
 }
 
@@ -47,24 +49,24 @@ var (
 	viewLine  = lineStyle{color: colView, dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
 )
 
-// WritePlots writes every run's PNG plots into dir (created if needed) and
+// Write writes every run's PNG plots into dir (created if needed) and
 // returns their paths.
-func (r *Report) WritePlots(dir string) ([]string, error) {
+func Write(r *sim.Report, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var files []string
 	for _, res := range r.Runs {
-		for _, name := range PlotNames {
-			p, err := res.Plot(name)
+		for _, name := range Names {
+			p, err := Draw(res, name)
 			if err != nil {
 				return files, err
 			}
 			w, h := 8*vg.Inch, 4*vg.Inch
-			if name == PlotHeatmap {
+			if name == Heatmap {
 				w, h = 6*vg.Inch, 5*vg.Inch
 			}
-			path := filepath.Join(dir, PlotFile(res.Scenario, res.Strategy, name))
+			path := filepath.Join(dir, File(res.Scenario, res.Strategy, name))
 			if err := p.Save(w, h, path); err != nil {
 				return files, err
 			}
@@ -74,39 +76,28 @@ func (r *Report) WritePlots(dir string) ([]string, error) {
 	return files, nil
 }
 
-// Plot draws one of the run's plots (see PlotNames).
-func (res *Result) Plot(name string) (*plot.Plot, error) {
-	p := plot.New()
+// Draw draws one of a run's plots (see Names).
+func Draw(res *sim.Result, name string) (*gonum.Plot, error) {
+	p := gonum.New()
+	pts := res.EverySecond()
 	title := fmt.Sprintf("%s — %s", res.Scenario, res.Strategy)
 	p.Legend.Top = true
 	p.Legend.Left = false
 	switch name {
-	case PlotActive:
-		p.Title.Text = title + ": active users vs limit"
+	case Active, Queue:
+		lp := linePlots[name]
+		p.Title.Text = title + lp.title
 		p.X.Label.Text = "minutes"
-		p.Y.Label.Text = "active users (sessions the origin honours)"
-		if err := addLine(p, "actual (the truth)", truthLine, res.series1s, func(q Point) float64 { return float64(q.Active) }); err != nil {
+		p.Y.Label.Text = lp.yLabel
+		if err := addLines(p, pts, lp.lines); err != nil {
 			return nil, err
 		}
-		if err := addLine(p, "as node 0 saw it", viewLine, res.series1s, func(q Point) float64 { return q.ViewActive }); err != nil {
-			return nil, err
+		if lp.limit {
+			addHLine(p, "total_active_users", float64(res.Limits.TotalActiveUsers), pts)
 		}
-		addHLine(p, "total_active_users", float64(res.Limits.TotalActiveUsers), res.series1s)
-		res.addCrashes(p)
+		addCrashes(p, res)
 		p.Y.Min = 0
-	case PlotQueue:
-		p.Title.Text = title + ": queue length"
-		p.X.Label.Text = "minutes"
-		p.Y.Label.Text = "visitors waiting"
-		if err := addLine(p, "actual (still checking in)", truthLine, res.series1s, func(q Point) float64 { return float64(q.Waiting) }); err != nil {
-			return nil, err
-		}
-		if err := addLine(p, "counted, as node 0 saw it", viewLine, res.series1s, func(q Point) float64 { return float64(q.ViewWaiting) }); err != nil {
-			return nil, err
-		}
-		res.addCrashes(p)
-		p.Y.Min = 0
-	case PlotAdmissions:
+	case Admissions:
 		p.Title.Text = title + ": admissions per minute"
 		p.X.Label.Text = "minute"
 		p.Y.Label.Text = "new users admitted"
@@ -132,7 +123,7 @@ func (res *Result) Plot(name string) (*plot.Plot, error) {
 		p.Add(l)
 		p.Legend.Add("new_users_per_minute", l)
 		p.Y.Min = 0
-	case PlotHeatmap:
+	case Heatmap:
 		p.Title.Text = title + ": wait vs arrival minute"
 		p.X.Label.Text = "arrival minute"
 		p.Y.Label.Text = "wait (minutes)"
@@ -142,18 +133,54 @@ func (res *Result) Plot(name string) (*plot.Plot, error) {
 		p.X.Min, p.X.Max = 0, res.Heatmap.XMax
 		p.Y.Min, p.Y.Max = 0, res.Heatmap.YMax/60
 		p.X.Padding, p.Y.Padding = 0, 0
-		p.Legend = plot.NewLegend()
+		p.Legend = gonum.NewLegend()
 		p.Legend.Top = true
 		p.Legend.Add(fmt.Sprintf("r = %.2f, %d visitors", res.Figures.WaitCorrelation, res.Counts.Admissions))
 		p.Legend.TextStyle.Color = color.White
 	default:
-		return nil, fmt.Errorf("plot %q: must be one of %v", name, PlotNames)
+		return nil, fmt.Errorf("plot %q: must be one of %v", name, Names)
 	}
 	return p, nil
 }
 
+// series is one line of a plot over the run's points: the truth, or a
+// node's view of it.
+type series struct {
+	label string
+	style lineStyle
+	y     func(sim.Point) float64
+}
+
+// linePlots are the plots that draw the truth and node 0's view of it
+// over the run: their titles, the y axis, their lines, and whether the
+// active limit is drawn.
+var linePlots = map[string]struct {
+	title, yLabel string
+	lines         []series
+	limit         bool
+}{
+	Active: {": active users vs limit", "active users (sessions the origin honours)", []series{
+		{"actual (the truth)", truthLine, func(q sim.Point) float64 { return float64(q.Active) }},
+		{"as node 0 saw it", viewLine, func(q sim.Point) float64 { return q.ViewActive }},
+	}, true},
+	Queue: {": queue length", "visitors waiting", []series{
+		{"actual (still checking in)", truthLine, func(q sim.Point) float64 { return float64(q.Waiting) }},
+		{"counted, as node 0 saw it", viewLine, func(q sim.Point) float64 { return float64(q.ViewWaiting) }},
+	}, false},
+}
+
+// addLines draws every series over the points.
+func addLines(p *gonum.Plot, pts []sim.Point, lines []series) error {
+	for _, l := range lines {
+		if err := addLine(p, l.label, l.style, pts, l.y); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // addLine draws y over the points, labelled in the legend.
-func addLine(p *plot.Plot, label string, style lineStyle, pts []Point, y func(Point) float64) error {
+func addLine(p *gonum.Plot, label string, style lineStyle, pts []sim.Point, y func(sim.Point) float64) error {
 	xy := make(plotter.XYs, len(pts))
 	for i, q := range pts {
 		xy[i] = plotter.XY{X: q.T / 60, Y: y(q)}
@@ -173,7 +200,7 @@ func addLine(p *plot.Plot, label string, style lineStyle, pts []Point, y func(Po
 	return nil
 }
 
-func addHLine(p *plot.Plot, label string, y float64, pts []Point) {
+func addHLine(p *gonum.Plot, label string, y float64, pts []sim.Point) {
 	end := 1.0
 	if len(pts) > 0 {
 		end = pts[len(pts)-1].T / 60
@@ -190,7 +217,7 @@ func addHLine(p *plot.Plot, label string, y float64, pts []Point) {
 
 // addCrashes marks node crashes, clean leaves and restarts, and the start and heal
 // of partitions, with vertical lines.
-func (res *Result) addCrashes(p *plot.Plot) {
+func addCrashes(p *gonum.Plot, res *sim.Result) {
 	top := float64(res.Limits.TotalActiveUsers) * 1.1
 	marks := func(label string, ts []float64, dashes []vg.Length) {
 		for i, t := range ts {
@@ -219,7 +246,7 @@ func (res *Result) addCrashes(p *plot.Plot) {
 }
 
 // heatGrid adapts a Heatmap to plotter.GridXYZ, waits in minutes.
-type heatGrid struct{ h Heatmap }
+type heatGrid struct{ h sim.Heatmap }
 
 func (g heatGrid) Dims() (c, r int) { return g.h.XBins, g.h.YBins }
 func (g heatGrid) Z(c, r int) float64 {

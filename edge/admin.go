@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/gossip"
 )
 
@@ -28,7 +29,7 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("GET /rooms/{name}/status", func(w http.ResponseWriter, r *http.Request) {
 		rm := s.room(r.PathValue("name"))
 		if rm == nil {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no room named " + r.PathValue("name")})
+			writeJSON(w, http.StatusNotFound, api.Error{Error: "no room named " + r.PathValue("name")})
 			return
 		}
 		writeJSON(w, http.StatusOK, s.roomStatus(rm, s.ringNow()))
@@ -58,7 +59,7 @@ func (s *Server) adminRecover(h http.Handler) http.Handler {
 				panic(p)
 			}
 			s.panicked(panicAdmin, "", p, debug.Stack(), true)
-			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error (logged and counted in waitroom_panics_total)"})
+			writeJSON(w, http.StatusInternalServerError, api.Error{Error: "internal error (logged and counted in waitroom_panics_total)"})
 		}()
 		h.ServeHTTP(w, r)
 	})
@@ -71,10 +72,10 @@ func (s *Server) adminRecover(h http.Handler) http.Handler {
 // new visitor; 200 otherwise.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if s.staleClosed(s.clock()) {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]bool{"ok": false})
+		writeJSON(w, http.StatusServiceUnavailable, api.Health{OK: false})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	writeJSON(w, http.StatusOK, api.Health{OK: true})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -87,9 +88,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // StateDoc builds the node's state document.
-func (s *Server) StateDoc() *StateDoc {
+func (s *Server) StateDoc() *api.StateDoc {
 	now, ring := s.clock(), s.ringNow()
-	d := &StateDoc{
+	d := &api.StateDoc{
 		Node:        s.cfg.Node,
 		Replica:     s.node.Replica().String(),
 		Incarnation: s.node.Incarnation(),
@@ -117,14 +118,14 @@ func (s *Server) StateDoc() *StateDoc {
 
 // roomStatus reports a room from its current allocation (the policy's
 // figures) and the merged snapshot (who sent how much traffic).
-func (s *Server) roomStatus(rm *room, now time.Time) RoomStatus {
+func (s *Server) roomStatus(rm *room, now time.Time) api.RoomStatus {
 	// The allocation the loop made last (at most 250 ms old): reading the
 	// state never changes it, so what an operator or a monitor sees is
 	// what the request path decides by.
 	a := rm.alloc.Load()
 	sum := a.Summary()
 	snap := s.node.Snapshot(rm.name, now.Unix(), a.view.win)
-	rs := RoomStatus{
+	rs := api.RoomStatus{
 		Name:                      rm.name,
 		Host:                      rm.cfg.Host,
 		Path:                      rm.cfg.Path,
@@ -139,13 +140,13 @@ func (s *Server) roomStatus(rm *room, now time.Time) RoomStatus {
 		MaxEstimatedTimeMinutes:   sum.MaxWaitMinutes,
 		OpenSlots:                 sum.OpenSlots,
 		AdmissionsPerMinute:       sum.AdmissionRate,
-		Buckets:                   []BucketStatus{},
-		Nodes:                     []NodeShare{},
+		Buckets:                   []api.BucketStatus{},
+		Nodes:                     []api.NodeShare{},
 		Cut:                       sum.Cut,
 		AllocationFailing:         rm.failing.Load(),
 	}
 	for _, b := range sum.Buckets {
-		rs.Buckets = append(rs.Buckets, BucketStatus{Bucket: time.Unix(b.Bucket*60, 0).UTC(), Waiting: b.Waiting, EligibleSlots: b.Eligible})
+		rs.Buckets = append(rs.Buckets, api.BucketStatus{Bucket: time.Unix(b.Bucket*60, 0).UTC(), Waiting: b.Waiting, EligibleSlots: b.Eligible})
 	}
 	rs.Nodes = s.nodeShares(&snap)
 	an := s.analytics(rm.name, 10, now)
@@ -156,7 +157,7 @@ func (s *Server) roomStatus(rm *room, now time.Time) RoomStatus {
 // nodeShares lists each replica's arrivals and admissions in the current
 // minute, and its share of the arrivals of the last two minutes, with the
 // node names their registers give.
-func (s *Server) nodeShares(snap *crdt.RoomSnapshot) []NodeShare {
+func (s *Server) nodeShares(snap *crdt.RoomSnapshot) []api.NodeShare {
 	cur := snap.ArrivalsIn(snap.Minute)
 	prev := snap.ArrivalsIn(snap.Minute - 1)
 	adm := snap.AdmittedIn(snap.Minute)
@@ -172,9 +173,9 @@ func (s *Server) nodeShares(snap *crdt.RoomSnapshot) []NodeShare {
 		}
 	}
 	names := s.node.ReplicaNames()
-	out := []NodeShare{}
+	out := []api.NodeShare{}
 	for _, id := range ids {
-		ns := NodeShare{Node: names[id], Replica: id.String(), ArrivalsThisMinute: cur.Of(id), AdmittedThisMinute: adm.Of(id)}
+		ns := api.NodeShare{Node: names[id], Replica: id.String(), ArrivalsThisMinute: cur.Of(id), AdmittedThisMinute: adm.Of(id)}
 		if ns.Node == "" {
 			ns.Node = id.String()
 		}
@@ -183,7 +184,7 @@ func (s *Server) nodeShares(snap *crdt.RoomSnapshot) []NodeShare {
 		}
 		out = append(out, ns)
 	}
-	slices.SortFunc(out, func(a, b NodeShare) int {
+	slices.SortFunc(out, func(a, b api.NodeShare) int {
 		if a.Node < b.Node {
 			return -1
 		}

@@ -4,12 +4,9 @@ package edge_test
 // /metrics, and the table `waitroom state` prints.
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +15,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/waitroom/waitroom/edge"
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
-	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -97,7 +92,7 @@ func TestAdminState(t *testing.T) {
 	})
 
 	t.Run("the figures are the room's", func(t *testing.T) {
-		var doc edge.StateDoc
+		var doc api.StateDoc
 		if err := json.Unmarshal([]byte(raw), &doc); err != nil {
 			t.Fatal(err)
 		}
@@ -282,82 +277,6 @@ func TestAdminMetrics(t *testing.T) {
 	t.Run("the Go runtime and process collectors are registered", func(t *testing.T) {
 		if fams["go_goroutines"] == nil {
 			t.Error("no go_goroutines")
-		}
-	})
-}
-
-func TestWriteStateTable(t *testing.T) {
-	f := busyShop(t)
-	doc := f.Server.StateDoc()
-	var buf bytes.Buffer
-	if err := adminclient.WriteStateTable(&buf, doc); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	tests := []struct {
-		name string
-		line string // a regular expression matched against one line
-	}{
-		{"the header names the node and the time", `^node node-a \(replica [0-9a-f]+\) at 2030-06-01T12:00:07Z$`},
-		{"the members are listed", `^node-a\s+127\.0\.0\.1:\d+\s+alive`},
-		{"the gossip summary is one line", `^gossip: 1 members, \d+ msgs in, \d+ msgs out, .* sent, \d+ entries merged, \d+ push-pulls`},
-		{"the room line has host, path, status and method", `^room shop\s+shop\.test/\s+\[queueing, fifo\]$`},
-		{"active users against the limit", `^\s+active users\s+2 / 2$`},
-		{"new users this minute against the limit", `^\s+new users this minute\s+2 / 2$`},
-		{"the queue", `^\s+queued\s+3$`},
-		{"the open slots", `^\s+open slots\s+0$`},
-		{"the admission rate", `^\s+admissions per minute\s+\d+\.\d$`},
-		{"the longest wait", `^\s+longest estimated wait\s+\d+ min$`},
-		{"the bucket table's header", `^\s+BUCKET\s+WAITING\s+ELIGIBLE SLOTS$`},
-		{"one bucket at 12:00 with three waiting", `^\s+12:00\s+3\s+0$`},
-		{"the node table's header", `^\s+NODE\s+SHARE\s+ARRIVALS/MIN\s+ADMITTED/MIN$`},
-		{"this node with all of the traffic", `^\s+node-a\s+100%\s+5\s+2$`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			re := regexp.MustCompile(tt.line)
-			for _, l := range strings.Split(out, "\n") {
-				if re.MatchString(l) {
-					return
-				}
-			}
-			t.Errorf("no line matches %q in:\n%s", tt.line, out)
-		})
-	}
-	t.Run("a node cut off from part of the ring says so under the room", func(t *testing.T) {
-		cut := *doc
-		cut.Rooms = append([]edge.RoomStatus(nil), doc.Rooms...)
-		cut.Rooms[0].Cut = &policy.CutSummary{ReachableNodes: 2, ExpectedNodes: 5, TotalActiveUsers: 400, NewUsersPerMinute: 24, ElsewhereActive: 31.6, ElsewhereAdmitted: 7}
-		var buf bytes.Buffer
-		if err := adminclient.WriteStateTable(&buf, &cut); err != nil {
-			t.Fatal(err)
-		}
-		want := regexp.MustCompile(`(?m)^\s+CUT OFF\s+2 of 5 nodes reachable: figures are this part's, held to 400 active / 24 per minute; the others last said 32 active, 7 admitted this minute$`)
-		if !want.MatchString(buf.String()) {
-			t.Errorf("no cut line in:\n%s", buf.String())
-		}
-		if strings.Contains(out, "CUT OFF") {
-			t.Errorf("a whole ring shows a cut line:\n%s", out)
-		}
-	})
-	t.Run("a suspected peer shows its state and how long ago it was last heard", func(t *testing.T) {
-		d := *doc
-		d.Members = append(slices.Clone(doc.Members), gossip.Member{Name: "node-b", Addr: "127.0.0.2:7946", Alive: true, State: "suspect", Suspected: true, LastHeard: doc.Time.Add(-12300 * time.Millisecond)})
-		var buf bytes.Buffer
-		if err := adminclient.WriteStateTable(&buf, &d); err != nil {
-			t.Fatal(err)
-		}
-		if !regexp.MustCompile(`(?m)^node-b\s+127\.0\.0\.2:7946\s+suspect\s+12\.3s ago$`).MatchString(buf.String()) {
-			t.Errorf("no suspect line in:\n%s", buf.String())
-		}
-		if !regexp.MustCompile(`(?m)^node-a\s+\S+\s+alive\s+-$`).MatchString(buf.String()) {
-			t.Errorf("this node's own line is not marked as never heard:\n%s", buf.String())
-		}
-	})
-	t.Run("a node without rooms says so", func(t *testing.T) {
-		var buf bytes.Buffer
-		if err := adminclient.WriteStateTable(&buf, &edge.StateDoc{Node: "n"}); err != nil || !strings.Contains(buf.String(), "no rooms on this node") {
-			t.Errorf("%v:\n%s", err, buf.String())
 		}
 	})
 }

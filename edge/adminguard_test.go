@@ -16,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
@@ -210,7 +209,7 @@ func TestAdminListener(t *testing.T) {
 		}
 	})
 	t.Run("the CLI's client reads, changes and reads the state", func(t *testing.T) {
-		c := &adminclient.Client{URL: "http://" + addr, Token: token, Timeout: 5 * time.Second}
+		c := &api.Client{URL: "http://" + addr, Token: token, Timeout: 5 * time.Second}
 		ctx := context.Background()
 		if _, err := c.Stop(ctx, "shop", ""); err != nil {
 			t.Fatalf("stop: %v", err)
@@ -231,7 +230,7 @@ func TestAdminListener(t *testing.T) {
 		if err := c.Delete(ctx, "sale"); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
-		doc, _, err := adminclient.FetchState(ctx, addr, token, 5*time.Second)
+		doc, _, err := (&api.Client{URL: addr, Token: token, Timeout: 5 * time.Second}).State(ctx)
 		if err != nil || len(doc.Rooms) != 1 || doc.Rooms[0].Name != "shop" {
 			t.Fatalf("state: %+v, %v", doc, err)
 		}
@@ -249,8 +248,8 @@ func TestAdminNeverShowsSecrets(t *testing.T) {
 		})
 	}
 	t.Run("the room shows that a secret is set", func(t *testing.T) {
-		if rc := getRoom(t, f.Admin, "shop"); rc.TurnstileSecret != edge.RedactedSecret {
-			t.Errorf("turnstile_secret %q, want %q", rc.TurnstileSecret, edge.RedactedSecret)
+		if rc := getRoom(t, f.Admin, "shop"); rc.TurnstileSecret != api.RedactedSecret {
+			t.Errorf("turnstile_secret %q, want %q", rc.TurnstileSecret, api.RedactedSecret)
 		}
 	})
 	t.Run("the answer to a change does not contain the secret", func(t *testing.T) {
@@ -280,7 +279,7 @@ func TestAdminNeverShowsSecrets(t *testing.T) {
 	})
 	t.Run("the placeholder cannot stand for a secret a room does not have", func(t *testing.T) {
 		rc := challengedRoom(sv, "log", "allow")
-		rc.Name, rc.Path, rc.CookieSuffix, rc.TurnstileSecret = "other", "/other", "other", edge.RedactedSecret
+		rc.Name, rc.Path, rc.CookieSuffix, rc.TurnstileSecret = "other", "/other", "other", api.RedactedSecret
 		resp := adminSend(t, f.Admin, http.MethodPost, "/rooms/other", rc)
 		if b := body(t, resp); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, "turnstile_secret") {
 			t.Errorf("POST with the placeholder: %d %s, want 422 naming turnstile_secret", resp.StatusCode, b)

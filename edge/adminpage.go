@@ -3,6 +3,7 @@ package edge
 import (
 	"net/http"
 
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -16,9 +17,7 @@ import (
 //	POST   /rooms/{name}/open                         reopen it
 func (s *Server) registerPageAPI(mux *http.ServeMux) {
 	mux.HandleFunc("POST /rooms/{name}/message", func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Message string `json:"message"`
-		}
+		var body api.MessageRequest
 		if err := decodeBody(r, &body, false); err != nil {
 			writeError(w, http.StatusBadRequest, "%v", err)
 			return

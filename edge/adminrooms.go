@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -52,12 +53,10 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 		s.node.SetRegister(roomRegister(name), nil)
 		s.applyNow()
 		s.log.Info().Str("room", name).Str("by", r.RemoteAddr).Msg("room deleted through the admin API")
-		writeJSON(w, http.StatusOK, map[string]string{"deleted": name})
+		writeJSON(w, http.StatusOK, api.Deleted{Deleted: name})
 	})
 	mux.HandleFunc("POST /rooms/{name}/stop", func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			PageHTML string `json:"page_html"`
-		}
+		var body api.StopRequest
 		if err := decodeBody(r, &body, true); err != nil {
 			writeError(w, http.StatusBadRequest, "%v", err)
 			return
@@ -86,26 +85,25 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 			}
 			eff := rm.cfg.Effective(e.EventStartTime)
 			_, ph := rm.cfg.At(s.ringNow())
-			writeJSON(w, http.StatusOK, map[string]any{
-				"event": e,
-				"phase_now": func() string {
-					if cur, _ := rm.cfg.At(s.ringNow()); cur == e {
-						return ph.String()
-					}
-					return config.NoEvent.String()
-				}(),
-				"effective": map[string]any{
-					"total_active_users":      eff.TotalActiveUsers,
-					"new_users_per_minute":    eff.NewUsersPerMinute,
-					"session_duration":        eff.SessionDuration,
-					"disable_session_renewal": eff.DisableSessionRenewal,
-					"queueing_method":         eff.QueueingMethod,
-					"custom_page_html":        eff.CustomPageHTML,
-					"suspended":               eff.Suspended,
-					"prequeue_start_time":     e.PrequeueStart().UTC(),
-					"event_start_time":        e.EventStartTime.UTC(),
-					"event_end_time":          e.EventEndTime.UTC(),
-					"shuffle_at_event_start":  e.ShuffleAtEventStart,
+			phase := config.NoEvent.String()
+			if cur, _ := rm.cfg.At(s.ringNow()); cur == e {
+				phase = ph.String()
+			}
+			writeJSON(w, http.StatusOK, api.EventDetails{
+				Event:    e,
+				PhaseNow: phase,
+				Effective: api.EventSettings{
+					TotalActiveUsers:      eff.TotalActiveUsers,
+					NewUsersPerMinute:     eff.NewUsersPerMinute,
+					SessionDuration:       eff.SessionDuration,
+					DisableSessionRenewal: eff.DisableSessionRenewal,
+					QueueingMethod:        eff.QueueingMethod,
+					CustomPageHTML:        eff.CustomPageHTML,
+					Suspended:             eff.Suspended,
+					PrequeueStartTime:     e.PrequeueStart().UTC(),
+					EventStartTime:        e.EventStartTime.UTC(),
+					EventEndTime:          e.EventEndTime.UTC(),
+					ShuffleAtEventStart:   e.ShuffleAtEventStart,
 				},
 			})
 			return
@@ -164,11 +162,11 @@ func (s *Server) changeRoom(w http.ResponseWriter, r *http.Request, fn func(*con
 
 // writeRoom validates a room against the others and stores it.
 func (s *Server) writeRoom(w http.ResponseWriter, r *http.Request, rc config.Room, created bool) {
-	if rc.TurnstileSecret == RedactedSecret {
+	if rc.TurnstileSecret == api.RedactedSecret {
 		// A room read from the API and applied back: keep its secret.
 		cur := s.room(rc.Name)
 		if cur == nil || cur.cfg.TurnstileSecret == "" {
-			writeError(w, http.StatusUnprocessableEntity, "turnstile_secret: %q stands for the room's current secret, and room %q has none; send the secret itself", RedactedSecret, rc.Name)
+			writeError(w, http.StatusUnprocessableEntity, "turnstile_secret: %q stands for the room's current secret, and room %q has none; send the secret itself", api.RedactedSecret, rc.Name)
 			return
 		}
 		rc.TurnstileSecret = cur.cfg.TurnstileSecret
@@ -194,17 +192,12 @@ func (s *Server) writeRoom(w http.ResponseWriter, r *http.Request, rc config.Roo
 	writeJSON(w, status, redacted(rc))
 }
 
-// RedactedSecret is what the admin API shows in place of a room's secret
-// (turnstile_secret). Sent back in a room, it keeps the secret the room has,
-// so a room read with GET can be edited and applied as it is.
-const RedactedSecret = "(set)"
-
 // redacted is a room as the admin API shows it: its secret, if it has one,
-// replaced by RedactedSecret. The API never returns a secret: whoever can
+// replaced by api.RedactedSecret. The API never returns a secret: whoever can
 // read the API (admin_read_open, a leaked read path) would learn it.
 func redacted(rc config.Room) config.Room {
 	if rc.TurnstileSecret != "" {
-		rc.TurnstileSecret = RedactedSecret
+		rc.TurnstileSecret = api.RedactedSecret
 	}
 	return rc
 }
@@ -254,7 +247,7 @@ func decodeBody(r *http.Request, v any, allowEmpty bool) error {
 }
 
 func writeError(w http.ResponseWriter, status int, format string, args ...any) {
-	writeJSON(w, status, map[string]string{"error": fmt.Sprintf(format, args...)})
+	writeJSON(w, status, api.Error{Error: fmt.Sprintf(format, args...)})
 }
 
 // loadAdminToken reads the admin token file: its first non-empty line.

@@ -8,38 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/gossip"
 )
-
-// Analytics are a room's replicated per-minute counters over a span of
-// minutes: every node adds to them and merges everyone's, so any node
-// answers for the whole cluster.
-type Analytics struct {
-	Room         string           `json:"room"`
-	From         time.Time        `json:"from"`
-	To           time.Time        `json:"to"` // the start of the last minute included (the current one)
-	Minutes      int              `json:"minutes"`
-	Totals       map[string]int64 `json:"totals"`
-	TimeInQueue  Distribution     `json:"time_in_queue"`
-	TimeOnOrigin Distribution     `json:"time_on_origin"`
-	PerMinute    []MinuteFigures  `json:"per_minute"`
-	// PriorityGroups are the room's priority groups' admissions and code
-	// uses over the span, merged over the ring (see priority.go).
-	PriorityGroups map[string]GroupFigures `json:"priority_groups,omitempty"`
-}
-
-// Distribution summarises a merged histogram of durations.
-type Distribution struct {
-	Count      uint64  `json:"count"`
-	P50Seconds float64 `json:"p50_seconds"`
-	P90Seconds float64 `json:"p90_seconds"`
-}
-
-// MinuteFigures are one minute's counters.
-type MinuteFigures struct {
-	Minute   time.Time        `json:"minute"`
-	Counters map[string]int64 `json:"counters"`
-}
 
 // analyticsCounters are the counters reported, in order.
 var analyticsCounters = []crdt.Kind{
@@ -50,14 +21,14 @@ var analyticsCounters = []crdt.Kind{
 
 // analytics sums a room's analytics over the last minutes minutes,
 // the current one included.
-func (s *Server) analytics(room string, minutes int, now time.Time) Analytics {
+func (s *Server) analytics(room string, minutes int, now time.Time) api.Analytics {
 	to := unixMinute(now)
 	from := to - int64(minutes) + 1
 	var a crdt.Analytics
 	s.node.Read(func(st *crdt.State) { a = st.Analytics(room, from, to) })
-	out := Analytics{
+	out := api.Analytics{
 		Room: room, From: time.Unix(from*60, 0).UTC(), To: time.Unix(to*60, 0).UTC(), Minutes: minutes,
-		Totals: map[string]int64{}, PerMinute: []MinuteFigures{},
+		Totals: map[string]int64{}, PerMinute: []api.MinuteFigures{},
 	}
 	for _, k := range analyticsCounters {
 		out.Totals[k.String()] = int64(a.Counters[k])
@@ -68,7 +39,7 @@ func (s *Server) analytics(room string, minutes int, now time.Time) Analytics {
 	out.TimeInQueue = distribution(a.Histograms[crdt.TimeInQueue])
 	out.TimeOnOrigin = distribution(a.Histograms[crdt.TimeOnOrigin])
 	for _, m := range a.ByMinute {
-		mf := MinuteFigures{Minute: time.Unix(m.Minute*60, 0).UTC(), Counters: map[string]int64{}}
+		mf := api.MinuteFigures{Minute: time.Unix(m.Minute*60, 0).UTC(), Counters: map[string]int64{}}
 		for _, k := range analyticsCounters {
 			if n := m.Counters[k]; n > 0 {
 				mf.Counters[k.String()] = int64(n)
@@ -79,11 +50,11 @@ func (s *Server) analytics(room string, minutes int, now time.Time) Analytics {
 	return out
 }
 
-func distribution(h *crdt.Histogram) Distribution {
+func distribution(h *crdt.Histogram) api.Distribution {
 	if h == nil {
-		return Distribution{}
+		return api.Distribution{}
 	}
-	return Distribution{Count: h.Count, P50Seconds: h.Quantile(0.5), P90Seconds: h.Quantile(0.9)}
+	return api.Distribution{Count: h.Count, P50Seconds: h.Quantile(0.5), P90Seconds: h.Quantile(0.9)}
 }
 
 // maxAnalyticsMinutes is how far back analytics reach: the counters kept.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
@@ -287,9 +287,9 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	}
 
 	t.Run("analytics written on every node add up on any node", func(t *testing.T) {
-		analytics := func(admin http.Handler) edge.Analytics {
+		analytics := func(admin http.Handler) api.Analytics {
 			resp := adminGet(t, admin, "/rooms/shop/analytics?minutes=35")
-			var a edge.Analytics
+			var a api.Analytics
 			if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
 				t.Fatal(err)
 			}

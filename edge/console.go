@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/dashboard"
 )
@@ -20,7 +21,7 @@ type console struct {
 // consoleFrame is one message of the console's event stream: the state
 // document with what the page adds to it.
 type consoleFrame struct {
-	State   *StateDoc          `json:"state"`
+	State   *api.StateDoc      `json:"state"`
 	History []dashboard.Sample `json:"history"`
 	Rooms   []consoleRoom      `json:"rooms"`
 	// LastHeard is when this node last received gossip from a peer.
@@ -36,7 +37,7 @@ type consoleRoom struct {
 	Stopped   bool          `json:"stopped"`
 	QueueAll  bool          `json:"queue_all"`
 	Event     *consoleEvent `json:"event,omitempty"`
-	Analytics Analytics     `json:"analytics"`
+	Analytics api.Analytics `json:"analytics"`
 }
 
 type consoleEvent struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/policy"
@@ -160,7 +161,7 @@ func TestForwardAuthDecidesAsTheProxyDoes(t *testing.T) {
 		{"forward-auth as Envoy asks", func(f *fixture) sendFn { return askedVia(f.Server.ForwardAuthHandler(), "/envoy") }},
 	}
 	var want []string
-	var wantStatus edge.RoomStatus
+	var wantStatus api.RoomStatus
 	for mi, m := range modes {
 		t.Run(m.name+" gives every visitor the same answer", func(t *testing.T) {
 			f := newFixtureWith(t, forwardOn, rc)

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
@@ -107,13 +107,13 @@ func adminGet(tb testing.TB, admin http.Handler, path string) *http.Response {
 }
 
 // roomStatus decodes GET /rooms/{name}/status.
-func roomStatus(tb testing.TB, admin http.Handler, name string) edge.RoomStatus {
+func roomStatus(tb testing.TB, admin http.Handler, name string) api.RoomStatus {
 	tb.Helper()
 	resp := adminGet(tb, admin, "/rooms/"+name+"/status")
 	if resp.StatusCode != http.StatusOK {
 		tb.Fatalf("status of room %s: %d %s", name, resp.StatusCode, body(tb, resp))
 	}
-	var rs edge.RoomStatus
+	var rs api.RoomStatus
 	if err := json.NewDecoder(resp.Body).Decode(&rs); err != nil {
 		tb.Fatal(err)
 	}

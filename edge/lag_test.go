@@ -1,7 +1,6 @@
 package edge_test
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge"
-	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -83,10 +81,6 @@ func TestMeasuredGossipLag(t *testing.T) {
 				if !p.OffsetKnown || p.Samples < gossip.LagMinSamples || math.Abs(p.ClockOffsetMs) > 1000 {
 					t.Errorf("peer %+v", p)
 				}
-			}
-			var buf bytes.Buffer
-			if err := adminclient.WriteStateTable(&buf, n.StateDoc()); err != nil || !strings.Contains(buf.String(), "gossip lag in use") || !strings.Contains(buf.String(), "(measured;") {
-				t.Errorf("state table (%v):\n%s", err, buf.String())
 			}
 		})
 		t.Run(fmt.Sprintf("node %d exports the lag in use and its peers' clock offsets", i+1), func(t *testing.T) {

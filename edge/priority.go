@@ -16,6 +16,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/i18n"
 	"github.com/waitroom/waitroom/policy"
@@ -311,14 +312,6 @@ func writeCodePage(w http.ResponseWriter, status int, v *view, l *i18n.Lang, msg
 
 // The admin API for codes.
 
-// mintRequest is the body of POST /rooms/{name}/codes.
-type mintRequest struct {
-	Group   string          `json:"group"`
-	Count   int             `json:"count"`
-	Uses    int             `json:"uses"`
-	Expires config.Duration `json:"expires"`
-}
-
 // maxMint is the most codes one request mints.
 const maxMint = 100_000
 
@@ -336,7 +329,7 @@ func (s *Server) serveMint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
 		return
 	}
-	var req mintRequest
+	var req api.MintRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "body: %v", err)
 		return
@@ -388,29 +381,13 @@ func roomLink(c *config.Room) string {
 	return "https://" + c.Host + path + "?" + codeParam + "="
 }
 
-// codesRequest is the body of the revoke and status calls.
-type codesRequest struct {
-	Codes []string `json:"codes"`
-}
-
-// codeStatus is one code as the status call reports it.
-type codeStatus struct {
-	ID      string `json:"id"`
-	Group   string `json:"group,omitempty"`
-	Uses    int    `json:"uses,omitempty"`
-	Used    int    `json:"used"`
-	Expires string `json:"expires,omitempty"`
-	Revoked bool   `json:"revoked"`
-	Error   string `json:"error,omitempty"`
-}
-
 func (s *Server) readCodes(w http.ResponseWriter, r *http.Request) (*room, []string, bool) {
 	rm := s.room(r.PathValue("name"))
 	if rm == nil {
 		writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
 		return nil, nil, false
 	}
-	var req codesRequest
+	var req api.CodesRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "body: %v", err)
 		return nil, nil, false
@@ -422,7 +399,7 @@ func (s *Server) readCodes(w http.ResponseWriter, r *http.Request) (*room, []str
 // its own expiry, and refused from then on (visitors who already hold its
 // group keep it).
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
-	rm, n := s.eachCode(w, r, func(rm *room, c cookie.Code, err error, st *codeStatus) {
+	rm, n := s.eachCode(w, r, func(rm *room, c cookie.Code, err error, st *api.CodeStatus) {
 		if err != nil {
 			return
 		}
@@ -445,17 +422,17 @@ func (s *Server) serveCodeStatus(w http.ResponseWriter, r *http.Request) {
 // this node knows them and whether it is revoked, after act (when not nil)
 // has had its turn with it. It returns the room and how many codes it
 // answered for, or a nil room when the request was refused.
-func (s *Server) eachCode(w http.ResponseWriter, r *http.Request, act func(*room, cookie.Code, error, *codeStatus)) (*room, int) {
+func (s *Server) eachCode(w http.ResponseWriter, r *http.Request, act func(*room, cookie.Code, error, *api.CodeStatus)) (*room, int) {
 	rm, codes, ok := s.readCodes(w, r)
 	if !ok {
 		return nil, 0
 	}
 	signer := cookie.NewCodeSigner(s.keys)
 	now := s.ringNow()
-	out := make([]codeStatus, 0, len(codes))
+	out := make([]api.CodeStatus, 0, len(codes))
 	for _, text := range codes {
 		c, err := signer.Verify(text, rm.name, now)
-		st := codeStatus{ID: c.IDString(), Group: c.Group, Uses: int(c.Uses)}
+		st := api.CodeStatus{ID: c.IDString(), Group: c.Group, Uses: int(c.Uses)}
 		if err != nil {
 			st.Error = err.Error()
 		}
@@ -473,16 +450,9 @@ func (s *Server) eachCode(w http.ResponseWriter, r *http.Request, act func(*room
 	return rm, len(codes)
 }
 
-// GroupFigures are a priority group's figures over a span of minutes,
-// merged over the ring: for the state document and the analytics.
-type GroupFigures struct {
-	Admitted uint64 `json:"admitted"`
-	CodeUses uint64 `json:"code_uses"`
-}
-
 // priorityFigures sums the room's priority counters by group over minutes
 // from..to.
-func (s *Server) priorityFigures(rm *room, from, to int64) map[string]GroupFigures {
+func (s *Server) priorityFigures(rm *room, from, to int64) map[string]api.GroupFigures {
 	if len(rm.cfg.PriorityGroups) == 0 {
 		return nil
 	}
@@ -491,10 +461,10 @@ func (s *Server) priorityFigures(rm *room, from, to int64) map[string]GroupFigur
 		adm = st.SumByBucket(rm.name, crdt.PriorityAdmitted, from, to)
 		uses = st.SumByBucket(rm.name, crdt.PriorityCodeUses, from, to)
 	})
-	out := map[string]GroupFigures{}
+	out := map[string]api.GroupFigures{}
 	for _, g := range rm.cfg.PriorityGroups {
 		b := crdt.GroupBucket(g.Name)
-		out[g.Name] = GroupFigures{Admitted: adm[b], CodeUses: uses[b]}
+		out[g.Name] = api.GroupFigures{Admitted: adm[b], CodeUses: uses[b]}
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -60,10 +61,10 @@ func (s *Server) Ready(now time.Time) bool {
 // or not: 200 when Ready, 503 otherwise.
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	if !s.Ready(s.clock()) {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]bool{"ok": false})
+		writeJSON(w, http.StatusServiceUnavailable, api.Health{OK: false})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	writeJSON(w, http.StatusOK, api.Health{OK: true})
 }
 
 // beginShutdown turns the node not ready, at once, so that load balancers

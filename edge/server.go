@@ -20,6 +20,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
@@ -346,30 +347,11 @@ func (s *Server) lagFrom(d time.Duration, measured bool) (time.Duration, bool) {
 	return policy.AssumedLag(d, conf), true
 }
 
-// LagDoc is the lag section of the state document: the gossip delay the
-// allocation assumes and what it was derived from.
-type LagDoc struct {
-	// InUseMs is the lag the policy assumes (policy.Room.Lag), in ms, for
-	// the ring delay shown in Ring: the figure and the lag derived from it
-	// are read together. (Allocations reuse a delay figure for up to a
-	// quarter of a second, so theirs may trail this by that much.)
-	InUseMs float64 `json:"in_use_ms"`
-	// Measured: InUseMs comes from the measured delay, not the config.
-	Measured bool `json:"measured"`
-	// ConfiguredMs is the configured bound (gossip_lag, or the profile's).
-	ConfiguredMs float64 `json:"configured_ms"`
-	// MeasuringOn is false when gossip_lag_measured is false.
-	MeasuringOn bool `json:"measuring_on"`
-	// Ring is the measured delay: the ring-wide figure and each live
-	// peer's delay and clock offset.
-	Ring gossip.RingLag `json:"ring"`
-}
-
 // lagDoc reports the lag in use at now.
-func (s *Server) lagDoc(now time.Time) *LagDoc {
+func (s *Server) lagDoc(now time.Time) *api.LagDoc {
 	ring := s.node.Lag(now)
 	inUse, measured := s.lagFrom(ring.Delay, ring.Measured)
-	return &LagDoc{
+	return &api.LagDoc{
 		InUseMs:      durMs(inUse),
 		Measured:     measured,
 		ConfiguredMs: durMs(s.configuredLag()),

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -18,29 +19,15 @@ import (
 
 const webhookPrefix = "webhook/"
 
-// apiWebhook is a webhook as the admin API stores it.
-type apiWebhook struct {
-	URL    string   `json:"url"`
-	Secret string   `json:"secret"`
-	Events []string `json:"events,omitempty"`
-}
-
-// webhookView is a webhook as GET /webhooks shows it: never its secret.
-type webhookView struct {
-	config.Webhook
-	Source string         `json:"source"` // config or api
-	Status *WebhookStatus `json:"status,omitempty"`
-}
-
 func (s *Server) registerWebhookAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /webhooks", func(w http.ResponseWriter, r *http.Request) {
-		out := []webhookView{}
-		status := map[string]WebhookStatus{}
+		out := []api.Webhook{}
+		status := map[string]api.WebhookStatus{}
 		for _, st := range s.webhookStatus() {
 			status[st.Name] = st
 		}
 		for _, h := range s.allWebhooks() {
-			v := webhookView{Webhook: h.cfg, Source: "config"}
+			v := api.Webhook{Webhook: h.cfg, Source: "config"}
 			if h.api {
 				v.Source, v.SecretFile = "api", ""
 			}
@@ -53,7 +40,7 @@ func (s *Server) registerWebhookAPI(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("PUT /webhooks/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		var body apiWebhook
+		var body api.WebhookRequest
 		if err := decodeBody(r, &body, false); err != nil {
 			writeError(w, http.StatusBadRequest, "%v", err)
 			return
@@ -70,7 +57,7 @@ func (s *Server) registerWebhookAPI(mux *http.ServeMux) {
 		raw, _ := json.Marshal(body)
 		s.node.SetRegister(webhookPrefix+name, raw)
 		s.log.Info().Str("webhook", name).Str("by", r.RemoteAddr).Msg("webhook registered through the admin API")
-		writeJSON(w, http.StatusOK, webhookView{Webhook: config.Webhook{Name: name, URL: body.URL, Events: body.Events}, Source: "api"})
+		writeJSON(w, http.StatusOK, api.Webhook{Webhook: config.Webhook{Name: name, URL: body.URL, Events: body.Events}, Source: "api"})
 	})
 	mux.HandleFunc("DELETE /webhooks/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
@@ -80,7 +67,7 @@ func (s *Server) registerWebhookAPI(mux *http.ServeMux) {
 		}
 		s.node.SetRegister(webhookPrefix+name, nil)
 		s.log.Info().Str("webhook", name).Str("by", r.RemoteAddr).Msg("webhook deleted through the admin API")
-		writeJSON(w, http.StatusOK, map[string]string{"deleted": name})
+		writeJSON(w, http.StatusOK, api.Deleted{Deleted: name})
 	})
 }
 
@@ -106,7 +93,7 @@ func (s *Server) allWebhooks() []hookDef {
 	slices.Sort(names)
 	for _, reg := range names {
 		name := strings.TrimPrefix(reg, webhookPrefix)
-		var h apiWebhook
+		var h api.WebhookRequest
 		if len(regs[reg].Value) == 0 || json.Unmarshal(regs[reg].Value, &h) != nil {
 			continue
 		}
@@ -131,7 +118,7 @@ func (s *Server) syncTargets(w *webhooks) {
 	for _, d := range defs {
 		t := byName[d.cfg.Name]
 		if t == nil {
-			t = &hookTarget{status: WebhookStatus{Name: d.cfg.Name}}
+			t = &hookTarget{status: api.WebhookStatus{Name: d.cfg.Name}}
 		}
 		if !bytes.Equal(t.secret, d.secret) || t.cfg.URL != d.cfg.URL || !slices.Equal(t.cfg.Events, d.cfg.Events) {
 			t.cfg, t.secret = d.cfg, d.secret

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/webhook"
 )
@@ -70,28 +71,10 @@ type Notice struct {
 	Data map[string]any `json:"data,omitempty"`
 }
 
-// WebhookStatus is one webhook's deliveries as this node made them, for the
-// state document.
-type WebhookStatus struct {
-	Name      string `json:"name"`
-	URL       string `json:"url"`
-	Delivered uint64 `json:"delivered"`
-	Failed    uint64 `json:"failed_attempts"`
-	GivenUp   uint64 `json:"given_up"`
-	// Pending counts the notices this node holds for the webhook, sent by
-	// it or waiting for another node to mark them delivered.
-	Pending int `json:"pending"`
-	// Oldest are the oldest pending notices (at most five): their id, who
-	// is to send them and the attempts made here.
-	Oldest    []string  `json:"oldest,omitempty"`
-	LastError string    `json:"last_error,omitempty"`
-	LastErrAt time.Time `json:"last_error_at,omitzero"`
-}
-
 type hookTarget struct {
 	cfg    config.Webhook
 	secret []byte
-	status WebhookStatus
+	status api.WebhookStatus
 }
 
 // pendingNotice is one notice for one webhook.
@@ -161,7 +144,7 @@ func (s *Server) initWebhooks() error {
 }
 
 // webhookStatus lists the webhooks for the state document.
-func (s *Server) webhookStatus() []WebhookStatus {
+func (s *Server) webhookStatus() []api.WebhookStatus {
 	w := s.hooks
 	if w == nil {
 		return nil
@@ -171,7 +154,7 @@ func (s *Server) webhookStatus() []WebhookStatus {
 	if len(w.targets) == 0 {
 		return nil
 	}
-	out := make([]WebhookStatus, 0, len(w.targets))
+	out := make([]api.WebhookStatus, 0, len(w.targets))
 	for _, t := range w.targets {
 		st := t.status
 		var mine []*pendingNotice

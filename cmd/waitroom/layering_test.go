@@ -89,6 +89,9 @@ var layers = []layer{
 	// behind the one test origin, and of the room's own code imports only
 	// the judge, which knows nothing of how the room decides.
 	{prefix: "cmd/waitroom/internal/fidelity", may: []string{"edge/crowd", "edge/edgetest", "policy/truth"}},
+	// The state document laid out for a person, as `waitroom state` prints
+	// it: it reads the admin API's wire types and knows no node.
+	{prefix: "cmd/waitroom/internal/statetable", may: []string{"edge/api"}},
 	// What a binary knows of its own build: the standard library's.
 	{prefix: "cmd/waitroom/internal/buildinfo"},
 }

@@ -1,24 +1,19 @@
-package adminclient
+// Package statetable prints a node's state document for a person: what
+// `waitroom state` shows without --json. The document comes from the admin
+// API's client (edge/api); this package only lays it out.
+package statetable
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/api"
 )
 
-// FetchState asks a node's admin endpoint for its state with an
-// [Client]. It returns the decoded document and the raw JSON.
-func FetchState(ctx context.Context, adminURL, token string, timeout time.Duration) (*edge.StateDoc, []byte, error) {
-	c := &Client{URL: adminURL, Token: token, Timeout: timeout}
-	return c.State(ctx)
-}
-
-// WriteStateTable prints a state document for a person.
-func WriteStateTable(w io.Writer, d *edge.StateDoc) error {
+// Write prints a state document for a person.
+func Write(w io.Writer, d *api.StateDoc) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "node %s (replica %s) at %s\n\n", d.Node, d.Replica, d.Time.Format(time.RFC3339))
 	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSTATE\tLAST HEARD")

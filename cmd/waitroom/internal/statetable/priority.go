@@ -1,16 +1,16 @@
-package adminclient
+package statetable
 
 import (
 	"fmt"
 	"io"
 	"slices"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/api"
 )
 
 // writePriorityGroups writes a room's priority groups' figures of the last
 // ten minutes, one line per group in name order.
-func writePriorityGroups(w io.Writer, groups map[string]edge.GroupFigures) {
+func writePriorityGroups(w io.Writer, groups map[string]api.GroupFigures) {
 	names := make([]string, 0, len(groups))
 	for g := range groups {
 		names = append(names, g)

@@ -1,11 +1,11 @@
-package adminclient_test
+package api_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -18,7 +18,7 @@ func TestParseRoomsTakesACloudflareExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rooms, err := adminclient.ParseRooms(data)
+	rooms, err := api.ParseRooms(data)
 	if err != nil {
 		t.Fatalf("a Cloudflare export is refused: %v", err)
 	}

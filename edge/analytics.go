@@ -1,8 +1,6 @@
 package edge
 
 import (
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,28 +55,19 @@ func distribution(h *crdt.Histogram) api.Distribution {
 	return api.Distribution{Count: h.Count, P50Seconds: h.Quantile(0.5), P90Seconds: h.Quantile(0.9)}
 }
 
-// maxAnalyticsMinutes is how far back analytics reach: the counters kept.
-const maxAnalyticsMinutes = gossip.DefaultRetention
+// MaxAnalyticsMinutes is how far back analytics reach: the counters kept.
+const MaxAnalyticsMinutes = gossip.DefaultRetention
 
-func (s *Server) serveAnalytics(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if s.room(name) == nil {
-		writeError(w, http.StatusNotFound, "no room named %q", name)
-		return
+// Analytics sums the named room's analytics over the last minutes minutes
+// up to the ring's time now, the current one included (GET
+// /rooms/{name}/analytics); false for a room the node does not have.
+// Counters older than MaxAnalyticsMinutes are pruned: asking for more
+// returns what is kept.
+func (s *Server) Analytics(room string, minutes int, now time.Time) (api.Analytics, bool) {
+	if s.room(room) == nil {
+		return api.Analytics{}, false
 	}
-	minutes := 60
-	if q := r.URL.Query().Get("minutes"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n < 1 {
-			writeError(w, http.StatusBadRequest, "minutes: %q must be a whole number of minutes from 1 to %d", q, maxAnalyticsMinutes)
-			return
-		}
-		minutes = n
-	}
-	// Counters older than the retention are pruned; asking for more
-	// returns what is kept.
-	minutes = min(minutes, maxAnalyticsMinutes)
-	writeJSON(w, http.StatusOK, s.analytics(name, minutes, s.ringNow()))
+	return s.analytics(room, min(minutes, MaxAnalyticsMinutes), now), true
 }
 
 var (

@@ -29,7 +29,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
@@ -133,7 +133,7 @@ type crowdVisitor struct {
 // e2eCluster is the three nodes and what the test needs of them.
 type e2eCluster struct {
 	clock *testkit.Clock
-	nodes []*edge.Server
+	nodes []*agent.Agent
 	urls  []string
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -20,7 +20,7 @@ import (
 func TestMeasuredGossipLag(t *testing.T) {
 	key := keyFile(t, t.TempDir())
 	off := false
-	var nodes []*edge.Server
+	var nodes []*agent.Agent
 	for i := range 3 {
 		cfg := nodeConfig(fmt.Sprintf("pop-%d", i+1), key, "http://127.0.0.1:1", room("shop", 40, 40))
 		if i > 0 {

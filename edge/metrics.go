@@ -139,3 +139,85 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// stateCollector exports the merged room figures and gossip counters as
+// Prometheus metrics at scrape time.
+type stateCollector struct{ s *Server }
+
+var (
+	descActive    = prometheus.NewDesc("waitroom_room_active_users", "Estimated users on the origin, merged over all nodes.", []string{"room"}, nil)
+	descLimit     = prometheus.NewDesc("waitroom_room_total_active_users", "The room's total_active_users limit.", []string{"room"}, nil)
+	descQueued    = prometheus.NewDesc("waitroom_room_queued_users", "Estimated users waiting, merged over all nodes.", []string{"room"}, nil)
+	descNew       = prometheus.NewDesc("waitroom_room_new_users_this_minute", "Users admitted in the current minute, merged over all nodes.", []string{"room"}, nil)
+	descNewLimit  = prometheus.NewDesc("waitroom_room_new_users_per_minute", "The room's new_users_per_minute limit.", []string{"room"}, nil)
+	descWait      = prometheus.NewDesc("waitroom_room_max_estimated_wait_minutes", "Estimated wait of the newest visitor.", []string{"room"}, nil)
+	descQueueing  = prometheus.NewDesc("waitroom_room_queueing", "1 while the room queues visitors.", []string{"room", "status"}, nil)
+	descMembers   = prometheus.NewDesc("waitroom_gossip_members", "Members of the gossip ring this node sees.", nil, nil)
+	descBytesOut  = prometheus.NewDesc("waitroom_gossip_sent_bytes_total", "Bytes of gossip traffic sent.", nil, nil)
+	descMsgsIn    = prometheus.NewDesc("waitroom_gossip_messages_received_total", "Gossip messages received.", nil, nil)
+	descMerged    = prometheus.NewDesc("waitroom_gossip_entries_merged_total", "Entries from peers that changed this node's state.", nil, nil)
+	descPushPulls = prometheus.NewDesc("waitroom_gossip_push_pulls_total", "Full state exchanges merged.", nil, nil)
+	descDropped   = prometheus.NewDesc("waitroom_gossip_dropped_messages_total", "Gossip messages dropped as bad input, by reason.", []string{"reason"}, nil)
+	descCells     = prometheus.NewDesc("waitroom_state_entries", "Counter entries held in the replicated state.", nil, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descAnalytics, descQueueTime, descOrigin, descActive, descLimit, descQueued, descNew, descNewLimit, descWait, descQueueing, descMembers, descBytesOut, descMsgsIn, descMerged, descPushPulls, descDropped, descCells} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.s.ringNow()
+	for _, rm := range c.s.rooms() {
+		name := rm.name
+		a := rm.allocation(now)
+		sum := a.Summary()
+		ch <- prometheus.MustNewConstMetric(descActive, prometheus.GaugeValue, sum.ActiveUsers, name)
+		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(a.view.cfg.TotalActiveUsers), name)
+		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(sum.QueuedUsers), name)
+		ch <- prometheus.MustNewConstMetric(descNew, prometheus.GaugeValue, float64(sum.AdmittedThisMinute), name)
+		ch <- prometheus.MustNewConstMetric(descNewLimit, prometheus.GaugeValue, float64(a.view.cfg.NewUsersPerMinute), name)
+		ch <- prometheus.MustNewConstMetric(descWait, prometheus.GaugeValue, float64(sum.MaxWaitMinutes), name)
+		q := 0.0
+		if sum.Status != "not_queueing" && sum.Status != "suspended" {
+			q = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descQueueing, prometheus.GaugeValue, q, name, string(sum.Status))
+		c.collectAnalytics(ch, name, now)
+	}
+	st := c.s.node.Stats()
+	ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(st.Members))
+	ch <- prometheus.MustNewConstMetric(descBytesOut, prometheus.CounterValue, float64(st.BytesOut))
+	ch <- prometheus.MustNewConstMetric(descMsgsIn, prometheus.CounterValue, float64(st.MessagesIn))
+	ch <- prometheus.MustNewConstMetric(descMerged, prometheus.CounterValue, float64(st.EntriesMerged))
+	ch <- prometheus.MustNewConstMetric(descPushPulls, prometheus.CounterValue, float64(st.PushPulls))
+	for reason, n := range st.Dropped {
+		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(n), reason)
+	}
+	ch <- prometheus.MustNewConstMetric(descCells, prometheus.GaugeValue, float64(st.State.Entries))
+}
+
+// priorityMetrics count what codes did on this node.
+type priorityMetrics struct {
+	codes      *prometheus.CounterVec
+	admissions *prometheus.CounterVec
+}
+
+func newPriorityMetrics(reg *prometheus.Registry) *priorityMetrics {
+	m := &priorityMetrics{
+		codes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "priority_codes_total",
+			Help: "Priority codes presented, by room and result: accepted (a use recorded), kept (the visitor already held the code's group), used (no use left), revoked, expired, invalid (malformed, forged or for another room), unknown_group (the room has no such group), slowed (the address failed too often and was answered 429 without a check).",
+		}, []string{"room", "result"}),
+		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "priority_admissions_total",
+			Help: "Admissions of priority code holders, by room, group and way: ahead (ahead of the line, within the group's share) or line (in the line like any visitor).",
+		}, []string{"room", "group", "way"}),
+	}
+	reg.MustRegister(m.codes, m.admissions)
+	return m
+}
+
+// priority returns the node's priority metrics.
+func (m *metrics) priority() *priorityMetrics { return m.prio }

@@ -209,7 +209,7 @@ func (rm *room) viewAt(t time.Time) *view {
 	case v.phase == config.Prequeue:
 		// Before the event, everyone waits on the countdown.
 		v.pol.QueueAll = true
-	case rm.s.staleClosed(rm.s.clock()): // timed on the node's own clock, as its gossip
+	case rm.s.StaleClosed(rm.s.clock()): // timed on the node's own clock, as its gossip
 		// Cut off from the cluster and told to fail closed: queue new
 		// visitors rather than admit on a picture that may be far off.
 		v.pol.QueueAll = true

@@ -36,7 +36,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
@@ -306,12 +306,12 @@ func TestMeasureProxyThroughput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan *edge.Server, 1)
+	ready := make(chan *agent.Agent, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- edge.Run(ctx, cfg, edge.RunOptions{Log: zerolog.Nop(), Ready: func(s *edge.Server) { ready <- s }})
+		done <- agent.Run(ctx, cfg, agent.Options{Log: zerolog.Nop(), Ready: func(s *agent.Agent) { ready <- s }})
 	}()
-	var node *edge.Server
+	var node *agent.Agent
 	select {
 	case node = <-ready:
 	case err := <-done:

@@ -1,12 +1,10 @@
-package edge
+package agent
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -19,7 +17,7 @@ import (
 // so. The choices, in order:
 //
 //   - a key (gossip_key_file or $WAITROOM_GOSSIP_KEY; or, when the config
-//     does not ask for insecure gossip, RunOptions.GossipKeys for a process
+//     does not ask for insecure gossip, Options.GossipKeys for a process
 //     that starts nodes itself, like the demo): memberlist
 //     encrypts and authenticates every packet and stream with it, and the
 //     gossip address may be public (the default binds every address, so a
@@ -42,7 +40,7 @@ type gossipSecurity struct {
 	bind     string // the gossip bind address to use
 }
 
-func gossipSecurityOf(cfg *config.Config, opts RunOptions, log zerolog.Logger) (gossipSecurity, error) {
+func gossipSecurityOf(cfg *config.Config, opts Options, log zerolog.Logger) (gossipSecurity, error) {
 	keys, err := GossipKeysOf(cfg)
 	if err != nil {
 		return gossipSecurity{}, err
@@ -84,39 +82,4 @@ func gossipSecurityOf(cfg *config.Config, opts RunOptions, log zerolog.Logger) (
 	return gossipSecurity{}, fmt.Errorf("gossip_key_file: no gossip key: anyone who reaches %s could rewrite rooms and counts. "+
 		"Make one key for the cluster with 'waitroom keygen --gossip > gossip.key' and give every node --gossip-key-file gossip.key "+
 		"(or gossip_key_file, or $%s), or pass --insecure-gossip (insecure_gossip: true) to run unauthenticated", addr, GossipKeyEnv)
-}
-
-// checkRoomRegister vets a room register a peer sends before it is merged:
-// the settings are decoded and validated as the admin API and the config
-// file validate theirs (see decodeRoom). A deleted room (empty value) and
-// registers that are not rooms pass.
-func (s *Server) checkRoomRegister(name string, value []byte) error {
-	roomName, ok := strings.CutPrefix(name, roomPrefix)
-	if !ok || len(value) == 0 {
-		return nil
-	}
-	_, err := s.decodeRoom(roomName, value)
-	return err
-}
-
-// stripRoomSecret removes a room's turnstile_secret from its register as it
-// leaves the node: without a gossip key, gossip is plaintext on the wire.
-// Nodes then take the secret from their own config (see decodeRoom).
-func stripRoomSecret(name string, value []byte) []byte {
-	if !strings.HasPrefix(name, roomPrefix) {
-		return value
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(value, &fields) != nil {
-		return value
-	}
-	if _, ok := fields["turnstile_secret"]; !ok {
-		return value
-	}
-	delete(fields, "turnstile_secret")
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return value
-	}
-	return out
 }

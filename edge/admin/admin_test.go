@@ -1,4 +1,4 @@
-package edge_test
+package admin_test
 
 // Admin endpoint tests: GET /state, /rooms/{name}/status, /healthz and
 // /metrics, and the table `waitroom state` prints.
@@ -17,30 +17,31 @@ import (
 
 	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/policy"
 )
 
 // busyShop is a room of two with two visitors admitted and three queued.
-func busyShop(t *testing.T) *fixture {
+func busyShop(t *testing.T) *edgetest.Fixture {
 	t.Helper()
-	rc := room("shop", 2, 2)
+	rc := edgetest.Room("shop", 2, 2)
 	rc.Host = "shop.test"
-	f := newFixture(t, rc)
-	admitFirst(t, f, "http://shop.test/")
-	admitFirst(t, f, "http://shop.test/")
+	f := edgetest.NewFixture(t, rc)
+	f.AdmitFirst(t, "http://shop.test/")
+	f.AdmitFirst(t, "http://shop.test/")
 	// Three new visitors queued, and back for their proof two seconds
 	// later (at 12:00:07): only then do they count as waiting.
-	var vs [3]*visitor
+	var vs [3]*edgetest.Visitor
 	var first [3]*http.Response
 	for i := range vs {
-		vs[i] = newVisitor()
+		vs[i] = edgetest.NewVisitor()
 		if first[i] = vs[i].Get(f.Server, "http://shop.test/"); first[i].Header.Get("Refresh") == "" {
 			t.Fatalf("visitor %d not queued: %d", i+3, first[i].StatusCode)
 		}
 	}
 	f.Clock.Advance(policy.ProofRefresh * time.Second)
 	for i, v := range vs {
-		if resp := v.Get(f.Server, refreshTarget(t, first[i])); resp.Header.Get("Refresh") == "" {
+		if resp := v.Get(f.Server, edgetest.RefreshTarget(t, first[i])); resp.Header.Get("Refresh") == "" {
 			t.Fatalf("visitor %d not queued at its proof: %d", i+3, resp.StatusCode)
 		}
 	}
@@ -50,11 +51,11 @@ func busyShop(t *testing.T) *fixture {
 
 func TestAdminState(t *testing.T) {
 	f := busyShop(t)
-	resp := adminGet(t, f.Admin, "/state")
+	resp := edgetest.AdminGet(t, f.Admin, "/state")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("GET /state: %d, %q, %q", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"))
 	}
-	raw := body(t, resp)
+	raw := edgetest.Body(t, resp)
 
 	t.Run("the document names every figure an operator looks for", func(t *testing.T) {
 		var doc map[string]any
@@ -124,19 +125,19 @@ func TestAdminState(t *testing.T) {
 	})
 
 	t.Run("rooms/{name}/status answers one room, 404 for an unknown one", func(t *testing.T) {
-		rs := roomStatus(t, f.Admin, "shop")
+		rs := edgetest.RoomStatus(t, f.Admin, "shop")
 		if rs.Name != "shop" || rs.EstimatedQueuedUsers != 3 {
 			t.Errorf("status %+v", rs)
 		}
-		resp := adminGet(t, f.Admin, "/rooms/nope/status")
-		if resp.StatusCode != http.StatusNotFound || !strings.Contains(body(t, resp), "no room named nope") {
+		resp := edgetest.AdminGet(t, f.Admin, "/rooms/nope/status")
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(edgetest.Body(t, resp), "no room named nope") {
 			t.Errorf("unknown room: %d", resp.StatusCode)
 		}
 	})
 
 	t.Run("healthz says ok and nothing else", func(t *testing.T) {
-		resp := adminGet(t, f.Admin, "/healthz")
-		if got := strings.TrimSpace(body(t, resp)); resp.StatusCode != http.StatusOK || got != "{\n  \"ok\": true\n}" {
+		resp := edgetest.AdminGet(t, f.Admin, "/healthz")
+		if got := strings.TrimSpace(edgetest.Body(t, resp)); resp.StatusCode != http.StatusOK || got != "{\n  \"ok\": true\n}" {
 			t.Errorf("healthz: %d %s", resp.StatusCode, got)
 		}
 	})
@@ -147,9 +148,9 @@ func TestAdminState(t *testing.T) {
 			t.Errorf("POST /state: %d, want 405", rec.StatusCode)
 		}
 		// On the public side /state is a path of the room like any other:
-		// the room is full, so the visitor waits.
-		resp := newVisitor().Get(f.Server, "http://shop.test/state")
-		if resp.Header.Get("Refresh") == "" || strings.Contains(body(t, resp), "estimated_total_active_users") {
+		// the room is full, so the edgetest.Visitor waits.
+		resp := edgetest.NewVisitor().Get(f.Server, "http://shop.test/state")
+		if resp.Header.Get("Refresh") == "" || strings.Contains(edgetest.Body(t, resp), "estimated_total_active_users") {
 			t.Errorf("public /state: %d, want the queue page", resp.StatusCode)
 		}
 	})
@@ -158,7 +159,7 @@ func TestAdminState(t *testing.T) {
 // adminDo sends a bodiless request to the admin handler, as the CLI does.
 func adminDo(h http.Handler, method, path string) *http.Response {
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(method, adminURL+path, nil)
+	req := httptest.NewRequest(method, edgetest.AdminURL+path, nil)
 	req.Header.Set("Content-Type", "application/json")
 	h.ServeHTTP(rec, req)
 	return rec.Result()
@@ -179,15 +180,15 @@ func TestAdminStatusValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rc := fullRoom("shop")
+			rc := edgetest.Room("shop", 1, 1)
 			if tt.edit != nil {
 				tt.edit(&rc)
 			}
-			f := newFixture(t, rc)
+			f := edgetest.NewFixture(t, rc)
 			for i := 0; i < tt.fill; i++ {
-				newVisitor().Get(f.Server, "http://shop.test/")
+				edgetest.NewVisitor().Get(f.Server, "http://shop.test/")
 			}
-			if got := roomStatus(t, f.Admin, "shop").Status; got != tt.want {
+			if got := edgetest.RoomStatus(t, f.Admin, "shop").Status; got != tt.want {
 				t.Errorf("status %q, want %q", got, tt.want)
 			}
 		})
@@ -198,19 +199,19 @@ func TestAdminMetrics(t *testing.T) {
 	f := busyShop(t)
 	// One tampered cookie and one early check-in, so every request counter
 	// has a sample.
-	v := newVisitor()
-	v.Cookies[cookieName] = &http.Cookie{Name: cookieName, Value: "junk"}
+	v := edgetest.NewVisitor()
+	v.Cookies["__waitroom"] = &http.Cookie{Name: "__waitroom", Value: "junk"}
 	v.Get(f.Server, "http://shop.test/")
 	v.Get(f.Server, "http://shop.test/")
 	// The room gauges come from the latest allocation, which the
 	// allocation loop renews at least every 250 ms.
-	settle(t, f)
+	f.Server.RefreshAllocations()
 
-	resp := adminGet(t, f.Admin, "/metrics")
+	resp := edgetest.AdminGet(t, f.Admin, "/metrics")
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || !strings.Contains(ct, "version=0.0.4") {
 		t.Errorf("Content-Type %q, want the Prometheus text format", ct)
 	}
-	text := body(t, resp)
+	text := edgetest.Body(t, resp)
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
@@ -257,7 +258,7 @@ func TestAdminMetrics(t *testing.T) {
 		{"cookie errors are counted by reason", "waitroom_cookie_errors_total", map[string]string{"room": "shop", "reason": "malformed"}, dto.MetricType_COUNTER, 1},
 		{"the merged active users are a gauge", "waitroom_room_active_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 2},
 		{"the limit is exported beside them", "waitroom_room_total_active_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 2},
-		// The tampered cookie's visitor has not come back for its proof.
+		// The tampered cookie's edgetest.Visitor has not come back for its proof.
 		{"the queued users are a gauge", "waitroom_room_queued_users", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 3},
 		{"the new users of this minute are a gauge", "waitroom_room_new_users_this_minute", map[string]string{"room": "shop"}, dto.MetricType_GAUGE, 2},
 		{"queueing is 1 with the status as a label", "waitroom_room_queueing", map[string]string{"room": "shop", "status": "queueing"}, dto.MetricType_GAUGE, 1},
@@ -289,7 +290,7 @@ func TestReadingTheStateChangesNothing(t *testing.T) {
 	for try := 0; try < 20; try++ {
 		before := f.Server.CurrentAllocation("shop")
 		for _, path := range []string{"/state", "/rooms/shop/status", "/metrics"} {
-			if resp := adminGet(t, raw, path); resp.StatusCode != http.StatusOK {
+			if resp := edgetest.AdminGet(t, raw, path); resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET %s: %d", path, resp.StatusCode)
 			}
 		}

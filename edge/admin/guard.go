@@ -1,4 +1,4 @@
-package edge
+package admin
 
 import (
 	"crypto/subtle"
@@ -14,7 +14,7 @@ import (
 	"github.com/waitroom/waitroom/edge/dashboard"
 )
 
-// adminGate guards the admin endpoint against callers other than its
+// gate guards the admin endpoint against callers other than its
 // operator. A loopback listener without a token is reachable by every web
 // page the operator's browser opens, so the token alone is not enough:
 //
@@ -43,7 +43,7 @@ import (
 // GET /healthz and GET /readyz pass none of these checks: they answer only
 // ok or not ok, for load balancers and probes that know neither the token
 // nor a configured name.
-type adminGate struct {
+type gate struct {
 	names    map[string]bool // lower-case, without trailing dot or port
 	token    []byte
 	readOpen bool
@@ -51,18 +51,18 @@ type adminGate struct {
 	next     http.Handler
 }
 
-func newAdminGate(cfg *config.Config, token []byte, health, next http.Handler) *adminGate {
-	g := &adminGate{names: map[string]bool{"localhost": true}, token: token, readOpen: cfg.AdminReadOpen, health: health, next: next}
+func newGate(cfg *config.Config, token []byte, health, next http.Handler) *gate {
+	g := &gate{names: map[string]bool{"localhost": true}, token: token, readOpen: cfg.AdminReadOpen, health: health, next: next}
 	if h, _, err := net.SplitHostPort(cfg.Admin); err == nil && h != "" {
-		g.names[adminHostName(h)] = true
+		g.names[hostName(h)] = true
 	}
 	for _, h := range cfg.AdminHosts {
-		g.names[adminHostName(h)] = true
+		g.names[hostName(h)] = true
 	}
 	return g
 }
 
-func (g *adminGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	readOnly := r.Method == http.MethodGet || r.Method == http.MethodHead
 	if readOnly && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz") {
 		g.health.ServeHTTP(w, r)
@@ -94,8 +94,8 @@ func (g *adminGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // hostAllowed reports whether r's Host names this listener.
-func (g *adminGate) hostAllowed(r *http.Request) bool {
-	h := adminHostName(r.Host)
+func (g *gate) hostAllowed(r *http.Request) bool {
+	h := hostName(r.Host)
 	if h == "" {
 		return false
 	}
@@ -120,12 +120,12 @@ func (g *adminGate) hostAllowed(r *http.Request) bool {
 	return false
 }
 
-// adminHostName is a Host header's or a configured host's name without its
+// hostName is a Host header's or a configured host's name without its
 // port or brackets: the public side's host canonicaliser (canon.Host)
 // with the port dropped, since the admin gate does not compare ports. A
 // bare IPv6 address, which a Host header cannot carry but a configured
 // address can, is taken as it is. "" means no valid name.
-func adminHostName(h string) string {
+func hostName(h string) string {
 	h = strings.TrimSpace(h)
 	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
 		return a.String()
@@ -168,9 +168,9 @@ func sameHostPort(u *url.URL, host string) bool {
 	}
 	split := func(hp string) (string, string) {
 		if h, p, err := net.SplitHostPort(hp); err == nil {
-			return adminHostName(h), p
+			return hostName(h), p
 		}
-		return adminHostName(hp), def
+		return hostName(hp), def
 	}
 	oh, op := split(u.Host)
 	hh, hp := split(host)

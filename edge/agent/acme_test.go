@@ -1,4 +1,4 @@
-package edge_test
+package agent_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -76,7 +76,7 @@ func startPebble(t *testing.T, tlsPort, httpPort int) *pebbleCA {
 	t.Helper()
 	pebble, challtestsrv := pebbleBinaries(t)
 	dir := t.TempDir()
-	ca := edge.NewTestCA(t)
+	ca := agent.NewTestCA(t)
 	cert, key := ca.Issue(t, 1, "localhost", "127.0.0.1")
 	p := &pebbleCA{caFile: filepath.Join(dir, "directory-ca.pem")}
 	for name, data := range map[string][]byte{"pebble.crt": cert, "pebble.key": key, "directory-ca.pem": ca.PEM} {
@@ -142,7 +142,7 @@ func startPebble(t *testing.T, tlsPort, httpPort int) *pebbleCA {
 
 // TestACMECertificates has a node obtain a certificate for a room's host
 // from a local ACME CA (pebble) at a visitor's first TLS handshake, and the
-// visitor, trusting only that CA's root, reach the origin over HTTP/2. The
+// edgetest.Visitor, trusting only that CA's root, reach the origin over HTTP/2. The
 // CA validates the node for real, in each of the ways the node answers it.
 func TestACMECertificates(t *testing.T) {
 	const host = "shop.waitroom.test"
@@ -165,9 +165,9 @@ func TestACMECertificates(t *testing.T) {
 			ca := startPebble(t, caTLSPort, redirectPort)
 
 			org := edgetest.NewOrigin(t)
-			shop := room("shop", 100, 100)
+			shop := edgetest.Room("shop", 100, 100)
 			shop.Host = host
-			cfg := nodeConfig("pop-a", keyFile(t, t.TempDir()), org.URL, shop)
+			cfg := edgetest.NodeConfig("pop-a", edgetest.KeyFile(t, t.TempDir()), org.URL, shop)
 			cfg.Listen = "127.0.0.1:" + strconv.Itoa(listenPort)
 			cache := t.TempDir()
 			cfg.TLS.ACME = config.ACMEConfig{Enabled: true, DirectoryURL: ca.directory, DirectoryCAFile: ca.caFile,
@@ -175,7 +175,7 @@ func TestACMECertificates(t *testing.T) {
 			if tc.redirect {
 				cfg.TLS.RedirectListen = "127.0.0.1:" + strconv.Itoa(redirectPort)
 			}
-			srv := serveNode(t, cfg, nil)
+			srv := edgetest.ServeNode(t, cfg, nil)
 
 			client := httpsClient(ca.roots, srv.PublicAddr())
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -183,9 +183,9 @@ func TestACMECertificates(t *testing.T) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+"/products", nil)
 			resp, err := client.Do(req)
 			if err != nil {
-				t.Fatalf("the first visitor over HTTPS: %v", err)
+				t.Fatalf("the first edgetest.Visitor over HTTPS: %v", err)
 			}
-			got := body(t, resp)
+			got := edgetest.Body(t, resp)
 			if resp.StatusCode != http.StatusOK || got != "origin: /products" || resp.ProtoMajor != 2 {
 				t.Errorf("%s %d %q; want HTTP/2 200 from the origin", resp.Proto, resp.StatusCode, got)
 			}

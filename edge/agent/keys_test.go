@@ -1,4 +1,4 @@
-package edge_test
+package agent_test
 
 import (
 	"bytes"
@@ -16,8 +16,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -35,7 +36,7 @@ func b64(n int, fill byte) string {
 
 func TestLoadGossipKeys(t *testing.T) {
 	t.Run("the test key file loads three keys in order", func(t *testing.T) {
-		keys, err := edge.LoadGossipKeys(filepath.Join("testdata", "keys", "gossip.keys"))
+		keys, err := agent.LoadGossipKeys(filepath.Join("testdata", "keys", "gossip.keys"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +65,7 @@ func TestLoadGossipKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, tc.body)
-			keys, err := edge.LoadGossipKeys(path)
+			keys, err := agent.LoadGossipKeys(path)
 			if tc.want == nil {
 				if err != nil || len(keys) != tc.n {
 					t.Fatalf("%d keys, error %v", len(keys), err)
@@ -83,13 +84,13 @@ func TestLoadGossipKeys(t *testing.T) {
 	}
 	t.Run("a missing file is an error naming the path", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "nope")
-		if _, err := edge.LoadGossipKeys(path); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		if _, err := agent.LoadGossipKeys(path); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
 			t.Errorf("got %v", err)
 		}
 	})
 	t.Run("an error never shows the key", func(t *testing.T) {
 		secret := b64(20, 0x5a)
-		_, err := edge.LoadGossipKeys(writeFile(t, secret+"\n"))
+		_, err := agent.LoadGossipKeys(writeFile(t, secret+"\n"))
 		if err == nil || strings.Contains(err.Error(), secret) {
 			t.Errorf("got %v", err)
 		}
@@ -98,44 +99,44 @@ func TestLoadGossipKeys(t *testing.T) {
 
 func TestGossipKeysFromEnv(t *testing.T) {
 	t.Run("an unset variable gives no keys and no error", func(t *testing.T) {
-		t.Setenv(edge.GossipKeyEnv, "")
-		keys, err := edge.GossipKeysFromEnv()
+		t.Setenv(agent.GossipKeyEnv, "")
+		keys, err := agent.GossipKeysFromEnv()
 		if keys != nil || err != nil {
 			t.Errorf("%v %v", keys, err)
 		}
 	})
 	t.Run("comma-separated keys are read in order", func(t *testing.T) {
-		t.Setenv(edge.GossipKeyEnv, b64(32, 1)+", "+b64(16, 2))
-		keys, err := edge.GossipKeysFromEnv()
+		t.Setenv(agent.GossipKeyEnv, b64(32, 1)+", "+b64(16, 2))
+		keys, err := agent.GossipKeysFromEnv()
 		if err != nil || len(keys) != 2 || len(keys[0]) != 32 || len(keys[1]) != 16 {
 			t.Errorf("%d keys, error %v", len(keys), err)
 		}
 	})
 	t.Run("a bad key is refused naming the variable and its place", func(t *testing.T) {
-		t.Setenv(edge.GossipKeyEnv, b64(32, 1)+","+b64(8, 2))
-		_, err := edge.GossipKeysFromEnv()
+		t.Setenv(agent.GossipKeyEnv, b64(32, 1)+","+b64(8, 2))
+		_, err := agent.GossipKeysFromEnv()
 		if err == nil || !strings.Contains(err.Error(), "WAITROOM_GOSSIP_KEY: key 2: key is 8 bytes; it must be 16, 24 or 32 bytes") {
 			t.Errorf("got %v", err)
 		}
 	})
 	t.Run("the config's key file wins over the variable", func(t *testing.T) {
-		t.Setenv(edge.GossipKeyEnv, b64(16, 9))
+		t.Setenv(agent.GossipKeyEnv, b64(16, 9))
 		c := &config.Config{GossipKeyFile: writeFile(t, b64(32, 1)+"\n")}
-		keys, err := edge.GossipKeysOf(c)
+		keys, err := agent.GossipKeysOf(c)
 		if err != nil || len(keys) != 1 || len(keys[0]) != 32 {
 			t.Errorf("%v %v", keys, err)
 		}
 	})
 	t.Run("the variable is used without a key file", func(t *testing.T) {
-		t.Setenv(edge.GossipKeyEnv, b64(16, 9))
-		keys, err := edge.GossipKeysOf(&config.Config{})
+		t.Setenv(agent.GossipKeyEnv, b64(16, 9))
+		keys, err := agent.GossipKeysOf(&config.Config{})
 		if err != nil || len(keys) != 1 || len(keys[0]) != 16 {
 			t.Errorf("%v %v", keys, err)
 		}
 	})
 	t.Run("with neither gossip is not encrypted", func(t *testing.T) {
-		t.Setenv(edge.GossipKeyEnv, "")
-		keys, err := edge.GossipKeysOf(&config.Config{})
+		t.Setenv(agent.GossipKeyEnv, "")
+		keys, err := agent.GossipKeysOf(&config.Config{})
 		if keys != nil || err != nil {
 			t.Errorf("%v %v", keys, err)
 		}
@@ -154,7 +155,7 @@ func roundTrip(t *testing.T, ring *cookie.Keyring) {
 
 func TestLoadCookieKeys(t *testing.T) {
 	t.Run("the test key file loads and its first key seals", func(t *testing.T) {
-		ring, err := edge.LoadCookieKeys(filepath.Join("testdata", "keys", "cookie.keys"))
+		ring, err := agent.LoadCookieKeys(filepath.Join("testdata", "keys", "cookie.keys"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,14 +166,14 @@ func TestLoadCookieKeys(t *testing.T) {
 	})
 	t.Run("a bad key file is refused naming the path and line", func(t *testing.T) {
 		path := writeFile(t, "1 "+b64(32, 1)+"\n2 "+b64(16, 2)+"\n")
-		_, err := edge.LoadCookieKeys(path)
+		_, err := agent.LoadCookieKeys(path)
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 2") {
 			t.Errorf("got %v", err)
 		}
 	})
 	t.Run("a missing file is an error naming the path", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "nope")
-		if _, err := edge.LoadCookieKeys(path); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := agent.LoadCookieKeys(path); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("got %v", err)
 		}
 	})
@@ -180,15 +181,15 @@ func TestLoadCookieKeys(t *testing.T) {
 
 func TestCookieKeysFromEnv(t *testing.T) {
 	t.Run("an unset variable gives no keyring and no error", func(t *testing.T) {
-		t.Setenv(edge.CookieKeysEnv, "")
-		ring, err := edge.CookieKeysFromEnv()
+		t.Setenv(agent.CookieKeysEnv, "")
+		ring, err := agent.CookieKeysFromEnv()
 		if ring != nil || err != nil {
 			t.Errorf("%v %v", ring, err)
 		}
 	})
 	t.Run("keys separated by semicolons are read in order", func(t *testing.T) {
-		t.Setenv(edge.CookieKeysEnv, "7 "+b64(32, 1)+"; 3 "+b64(32, 2))
-		ring, err := edge.CookieKeysFromEnv()
+		t.Setenv(agent.CookieKeysEnv, "7 "+b64(32, 1)+"; 3 "+b64(32, 2))
+		ring, err := agent.CookieKeysFromEnv()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,37 +199,37 @@ func TestCookieKeysFromEnv(t *testing.T) {
 		roundTrip(t, ring)
 	})
 	t.Run("keys separated by newlines are read", func(t *testing.T) {
-		t.Setenv(edge.CookieKeysEnv, "# rotated\n7 "+b64(32, 1)+"\n3 "+b64(32, 2)+"\n")
-		if _, err := edge.CookieKeysFromEnv(); err != nil {
+		t.Setenv(agent.CookieKeysEnv, "# rotated\n7 "+b64(32, 1)+"\n3 "+b64(32, 2)+"\n")
+		if _, err := agent.CookieKeysFromEnv(); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("a bad key is refused naming the variable without showing it", func(t *testing.T) {
 		secret := b64(31, 0x42)
-		t.Setenv(edge.CookieKeysEnv, "1 "+secret)
-		_, err := edge.CookieKeysFromEnv()
+		t.Setenv(agent.CookieKeysEnv, "1 "+secret)
+		_, err := agent.CookieKeysFromEnv()
 		if err == nil || !strings.Contains(err.Error(), "WAITROOM_COOKIE_KEYS") || strings.Contains(err.Error(), secret) {
 			t.Errorf("got %v", err)
 		}
 	})
 	t.Run("the config's key file wins over the variable", func(t *testing.T) {
-		t.Setenv(edge.CookieKeysEnv, "9 "+b64(32, 9))
+		t.Setenv(agent.CookieKeysEnv, "9 "+b64(32, 9))
 		c := &config.Config{CookieKeyFile: filepath.Join("testdata", "keys", "cookie.keys")}
-		ring, err := edge.CookieKeysOf(c)
+		ring, err := agent.CookieKeysOf(c)
 		if err != nil || ring.SealKeyID() != 2 {
 			t.Errorf("%v %v", ring, err)
 		}
 	})
 	t.Run("the variable is used without a key file", func(t *testing.T) {
-		t.Setenv(edge.CookieKeysEnv, "9 "+b64(32, 9))
-		ring, err := edge.CookieKeysOf(&config.Config{})
+		t.Setenv(agent.CookieKeysEnv, "9 "+b64(32, 9))
+		ring, err := agent.CookieKeysOf(&config.Config{})
 		if err != nil || ring.SealKeyID() != 9 {
 			t.Errorf("%v %v", ring, err)
 		}
 	})
 	t.Run("with neither it is an error saying where keys go", func(t *testing.T) {
-		t.Setenv(edge.CookieKeysEnv, "")
-		_, err := edge.CookieKeysOf(&config.Config{})
+		t.Setenv(agent.CookieKeysEnv, "")
+		_, err := agent.CookieKeysOf(&config.Config{})
 		if err == nil || !strings.Contains(err.Error(), "cookie_key_file") || !strings.Contains(err.Error(), "WAITROOM_COOKIE_KEYS") {
 			t.Errorf("got %v", err)
 		}
@@ -245,20 +246,20 @@ func TestKeyFilesArePrivate(t *testing.T) {
 	}
 	t.Run("a key file written by keygen is readable by its owner only", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cookie.key")
-		if err := edge.WriteKeyFile(path, data); err != nil {
+		if err := agent.WriteKeyFile(path, data); err != nil {
 			t.Fatal(err)
 		}
 		st, err := os.Stat(path)
 		if err != nil || st.Mode().Perm() != 0o600 {
 			t.Fatalf("mode %v, %v; want 0600", st.Mode().Perm(), err)
 		}
-		if _, err := edge.LoadCookieKeys(path); err != nil {
+		if _, err := agent.LoadCookieKeys(path); err != nil {
 			t.Errorf("the written file does not load: %v", err)
 		}
 	})
 	t.Run("an existing key file is never replaced", func(t *testing.T) {
 		path := writeFile(t, "old")
-		err := edge.WriteKeyFile(path, data)
+		err := agent.WriteKeyFile(path, data)
 		if got, _ := os.ReadFile(path); err == nil || !strings.Contains(err.Error(), "exists") || string(got) != "old" {
 			t.Errorf("err %v, file now %q", err, got)
 		}
@@ -273,7 +274,7 @@ func TestKeyFilesArePrivate(t *testing.T) {
 		if err := f.Chmod(0o644); err != nil { // whatever the umask made of it
 			t.Fatal(err)
 		}
-		ok, err := edge.ProtectKeyOutput(f)
+		ok, err := agent.ProtectKeyOutput(f)
 		st, _ := os.Stat(path)
 		if !ok || err != nil || st.Mode().Perm() != 0o600 {
 			t.Errorf("protected %v, %v, mode %v; want 0600", ok, err, st.Mode().Perm())
@@ -286,7 +287,7 @@ func TestKeyFilesArePrivate(t *testing.T) {
 		}
 		defer r.Close()
 		defer w.Close()
-		if ok, err := edge.ProtectKeyOutput(w); ok || err != nil {
+		if ok, err := agent.ProtectKeyOutput(w); ok || err != nil {
 			t.Errorf("protected %v, %v; want a pipe left alone", ok, err)
 		}
 	})
@@ -308,9 +309,9 @@ func TestKeyFilesArePrivate(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs bytes.Buffer
-			cfg := nodeConfig("modes", path, "http://127.0.0.1:1", room("shop", 10, 5))
+			cfg := edgetest.NodeConfig("modes", path, "http://127.0.0.1:1", edgetest.Room("shop", 10, 5))
 			cfg.ApplyDefaults()
-			srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.New(&logs)})
+			srv, err := agent.New(cfg, agent.Options{Log: zerolog.New(&logs)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,15 +333,15 @@ func TestKeyFilesArePrivate(t *testing.T) {
 	}
 	t.Run("a TLS key file readable by others is named in a warning", func(t *testing.T) {
 		dir := t.TempDir()
-		certPath, keyPath := edge.NewTestCA(t).WritePair(t, dir, 1, "shop.waitroom.test")
+		certPath, keyPath := agent.NewTestCA(t).WritePair(t, dir, 1, "shop.waitroom.test")
 		if err := os.Chmod(keyPath, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var logs bytes.Buffer
-		cfg := nodeConfig("modes", keyFile(t, dir), "http://127.0.0.1:1", room("shop", 10, 5))
+		cfg := edgetest.NodeConfig("modes", edgetest.KeyFile(t, dir), "http://127.0.0.1:1", edgetest.Room("shop", 10, 5))
 		cfg.TLS = config.TLSConfig{CertFile: certPath, KeyFile: keyPath}
 		cfg.ApplyDefaults()
-		srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.New(&logs)})
+		srv, err := agent.New(cfg, agent.Options{Log: zerolog.New(&logs)})
 		if err != nil {
 			t.Fatal(err)
 		}

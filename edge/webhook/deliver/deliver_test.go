@@ -1,4 +1,4 @@
-package edge_test
+package deliver_test
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/edge/webhook"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
@@ -91,22 +92,22 @@ func (r *hookReceiver) of(typ string) []hookCall {
 
 // hookCluster starts a ring of n nodes, each with the receiver as its one
 // webhook, on a fake clock.
-func hookCluster(t *testing.T, n int, rcv *hookReceiver, opts clusterOpts) *cluster {
+func hookCluster(t *testing.T, n int, rcv *hookReceiver, opts edgetest.ClusterOptions) *edgetest.Cluster {
 	t.Helper()
 	return hookClusterOn(t, n, rcv, opts, func(string) bool { return true })
 }
 
 // hookClusterOn is hookCluster with the webhook in the config of the nodes
 // has says only.
-func hookClusterOn(t *testing.T, n int, rcv *hookReceiver, opts clusterOpts, has func(node string) bool) *cluster {
+func hookClusterOn(t *testing.T, n int, rcv *hookReceiver, opts edgetest.ClusterOptions, has func(node string) bool) *edgetest.Cluster {
 	t.Helper()
 	secret := filepath.Join(t.TempDir(), "hook.secret")
 	if err := os.WriteFile(secret, []byte(webhookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts.Rooms = []config.Room{room("shop", 10, 10)}
-	c := clusterOf(t, opts)
-	c.Edit = func(n *clusterNode, cfg *config.Config) {
+	opts.Rooms = []config.Room{edgetest.Room("shop", 10, 10)}
+	c := edgetest.ClusterOf(t, opts)
+	c.Edit = func(n *edgetest.Node, cfg *config.Config) {
 		if has(n.Name) {
 			cfg.Webhooks = []config.Webhook{{Name: "ops", URL: rcv.url, SecretFile: secret}}
 		}
@@ -120,9 +121,9 @@ func hookClusterOn(t *testing.T, n int, rcv *hookReceiver, opts clusterOpts, has
 }
 
 // stopRoom stops the shop through one node's admin API.
-func stopRoom(t *testing.T, n *clusterNode) {
+func stopRoom(t *testing.T, n *edgetest.Node) {
 	t.Helper()
-	resp := adminRaw(n.Admin, http.MethodPost, "/rooms/shop/stop", `{}`, "Content-Type", "application/json")
+	resp := edgetest.AdminSend(n.Admin, http.MethodPost, "/rooms/shop/stop", `{}`, "Content-Type", "application/json")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("stop the shop: %d", resp.StatusCode)
 	}
@@ -130,7 +131,7 @@ func stopRoom(t *testing.T, n *clusterNode) {
 
 // untilCalls runs allocation rounds, the clock moving by step each, until
 // the receiver has want calls of typ.
-func untilCalls(t *testing.T, c *cluster, rcv *hookReceiver, typ string, want int, step time.Duration) {
+func untilCalls(t *testing.T, c *edgetest.Cluster, rcv *hookReceiver, typ string, want int, step time.Duration) {
 	t.Helper()
 	testkit.Eventually(t, testkit.Wait{Timeout: 20 * time.Second, Tick: 20 * time.Millisecond, What: fmt.Sprintf("%d %s notices", want, typ)}, func() bool {
 		c.Advance(step)
@@ -141,7 +142,7 @@ func untilCalls(t *testing.T, c *cluster, rcv *hookReceiver, typ string, want in
 func TestWebhooksTellTheRingsChangesOnce(t *testing.T) {
 	t.Parallel()
 	rcv := newHookReceiver(t, nil)
-	c := hookCluster(t, 3, rcv, clusterOpts{})
+	c := hookCluster(t, 3, rcv, edgetest.ClusterOptions{})
 	stopRoom(t, c.Nodes[1])
 	untilCalls(t, c, rcv, "room.emergency_stopped", 1, 100*time.Millisecond)
 	untilCalls(t, c, rcv, "room.changed", 1, 100*time.Millisecond)
@@ -169,7 +170,7 @@ func TestWebhooksRetryWithBackoffUntilTheReceiverAnswers(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	c := hookCluster(t, 3, rcv, clusterOpts{})
+	c := hookCluster(t, 3, rcv, edgetest.ClusterOptions{})
 	stopRoom(t, c.Nodes[0])
 	untilCalls(t, c, rcv, "room.emergency_stopped", 3, 500*time.Millisecond)
 	for range 20 {
@@ -195,7 +196,7 @@ func TestWebhooksRetryWithBackoffUntilTheReceiverAnswers(t *testing.T) {
 	}
 	var failedMetric float64
 	for _, n := range c.Nodes {
-		failedMetric += metric(t, n.Admin, `waitroom_webhook_deliveries_total{result="failed",webhook="ops"}`)
+		failedMetric += edgetest.Metric(t, n.Admin, `waitroom_webhook_deliveries_total{result="failed",webhook="ops"}`)
 	}
 	if failedMetric != 2 {
 		t.Errorf("waitroom_webhook_deliveries_total{result=\"failed\"} sums to %v over the ring, want 2", failedMetric)
@@ -213,11 +214,11 @@ func TestWebhooksAnotherNodeTakesOverWhenTheSenderDiesMidDelivery(t *testing.T) 
 		return http.StatusOK
 	})
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	c := hookCluster(t, 3, rcv, clusterOpts{Tune: faultTune})
+	c := hookCluster(t, 3, rcv, edgetest.ClusterOptions{Tune: edgetest.FastGossip})
 	stopRoom(t, c.Nodes[0])
 	untilCalls(t, c, rcv, "room.emergency_stopped", 1, 100*time.Millisecond)
 	first := rcv.of("room.emergency_stopped")[0]
-	var sender *clusterNode
+	var sender *edgetest.Node
 	for _, n := range c.Nodes {
 		if n.Name == first.Sender {
 			sender = n
@@ -230,7 +231,7 @@ func TestWebhooksAnotherNodeTakesOverWhenTheSenderDiesMidDelivery(t *testing.T) 
 	// ring never heard of it, and there is nothing to tell).
 	testkit.Eventually(t, testkit.Wait{Timeout: 10 * time.Second, What: "the stop on every node"}, func() bool {
 		for _, n := range c.Nodes {
-			if rc := getRoom(t, n.Admin, "shop"); rc == nil || !rc.Stopped {
+			if rc := edgetest.GetRoom(t, n.Admin, "shop"); rc == nil || !rc.Stopped {
 				return false
 			}
 		}
@@ -264,9 +265,9 @@ func TestWebhooksRegisteredThroughTheAdminAPIReachTheWholeRing(t *testing.T) {
 	t.Parallel()
 	rcv := newHookReceiver(t, nil)
 	apiRcv := newHookReceiver(t, nil)
-	c := hookCluster(t, 3, rcv, clusterOpts{})
+	c := hookCluster(t, 3, rcv, edgetest.ClusterOptions{})
 	put := func(name, body string) int {
-		return adminRaw(c.Nodes[2].Admin, http.MethodPut, "/webhooks/"+name, body, "Content-Type", "application/json").StatusCode
+		return edgetest.AdminSend(c.Nodes[2].Admin, http.MethodPut, "/webhooks/"+name, body, "Content-Type", "application/json").StatusCode
 	}
 	t.Run("a webhook without a proper address or secret is refused", func(t *testing.T) {
 		for _, body := range []string{
@@ -304,7 +305,7 @@ func TestWebhooksRegisteredThroughTheAdminAPIReachTheWholeRing(t *testing.T) {
 		if calls := apiRcv.of("room.emergency_stopped"); len(calls) != 1 || !calls[0].verified(c.Clock.Now()) {
 			t.Errorf("the API's webhook got %+v, want one signed notice", calls)
 		}
-		resp := adminRaw(c.Nodes[1].Admin, http.MethodGet, "/webhooks", "")
+		resp := edgetest.AdminSend(c.Nodes[1].Admin, http.MethodGet, "/webhooks", "")
 		raw, _ := io.ReadAll(resp.Body)
 		if !strings.Contains(string(raw), `"chat"`) || strings.Contains(string(raw), webhookSecret) {
 			t.Errorf("GET /webhooks: %s, want chat listed and no secret shown", raw)
@@ -315,10 +316,10 @@ func TestWebhooksRegisteredThroughTheAdminAPIReachTheWholeRing(t *testing.T) {
 func TestWebhooksTellQueueingEventPhasesAndNodesLeaving(t *testing.T) {
 	t.Parallel()
 	rcv := newHookReceiver(t, nil)
-	c := hookCluster(t, 3, rcv, clusterOpts{Tune: faultTune})
+	c := hookCluster(t, 3, rcv, edgetest.ClusterOptions{Tune: edgetest.FastGossip})
 	patch := func(body string) {
 		t.Helper()
-		if resp := adminRaw(c.Nodes[0].Admin, http.MethodPatch, "/rooms/shop", body, "Content-Type", "application/json"); resp.StatusCode != http.StatusOK {
+		if resp := edgetest.AdminSend(c.Nodes[0].Admin, http.MethodPatch, "/rooms/shop", body, "Content-Type", "application/json"); resp.StatusCode != http.StatusOK {
 			raw, _ := io.ReadAll(resp.Body)
 			t.Fatalf("PATCH %s: %d %s", body, resp.StatusCode, raw)
 		}
@@ -378,7 +379,7 @@ func TestWebhooksListedOnOneNodeOnlyAreStillSentOnce(t *testing.T) {
 	rcv := newHookReceiver(t, nil)
 	// Only pop-a's config lists the webhook: when rendezvous hashing picks
 	// another node, pop-a sends it once the takeover wait has passed.
-	c := hookClusterOn(t, 3, rcv, clusterOpts{}, func(n string) bool { return n == "pop-a" })
+	c := hookClusterOn(t, 3, rcv, edgetest.ClusterOptions{}, func(n string) bool { return n == "pop-a" })
 	stopRoom(t, c.Nodes[0])
 	untilCalls(t, c, rcv, "room.emergency_stopped", 1, time.Minute)
 	for range 100 {

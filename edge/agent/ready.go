@@ -1,18 +1,16 @@
-package edge
+package agent
 
 import (
-	"net/http"
 	"sync/atomic"
 	"time"
 
-	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
 // readiness is what /readyz answers from: whether the node has what it
 // needs to decide for visitors, and whether it is stopping.
 type readiness struct {
-	started time.Time // node clock, when New built the server
+	started time.Time // node clock, when New started building the node
 	// primed is set the first time the node is found ready, so that it
 	// logs that once.
 	primed atomic.Bool
@@ -34,41 +32,31 @@ type readiness struct {
 // visitors in on counts that miss every other node's. Having heard once is
 // enough, whenever it was: a ring scaled down to one node must keep serving
 // (stale_state decides what a node cut off does).
-func (s *Server) Ready(now time.Time) bool {
-	if s.ready.stopping.Load() || s.staleClosed(now) || !s.node.ClockSettled(now) {
+func (a *Agent) Ready(now time.Time) bool {
+	if a.ready.stopping.Load() || a.StaleClosed(now) || !a.Node().ClockSettled(now) {
 		return false
 	}
-	wait := time.Duration(s.cfg.ReadyAloneAfter)
+	wait := time.Duration(a.cfg.ReadyAloneAfter)
 	if wait <= 0 {
 		wait = config.DefaultReadyAloneAfter
 	}
 	var why string
 	switch {
-	case !s.node.LastHeard().IsZero():
+	case !a.Node().LastHeard().IsZero():
 		why = "joined the ring and heard from a peer"
-	case len(s.cfg.Seeds) == 0 && now.Sub(s.ready.started) >= wait:
+	case len(a.cfg.Seeds) == 0 && now.Sub(a.ready.started) >= wait:
 		why = "alone by configuration (no seeds, no peer within ready_alone_after)"
 	default:
 		return false
 	}
-	if s.ready.primed.CompareAndSwap(false, true) {
-		s.log.Info().Int("members", s.node.NumMembers()).Msg("ready: " + why)
+	if a.ready.primed.CompareAndSwap(false, true) {
+		a.log.Info().Int("members", a.Node().NumMembers()).Msg("ready: " + why)
 	}
 	return true
 }
 
-// serveReady answers GET /readyz, open like /healthz, with nothing but ok
-// or not: 200 when Ready, 503 otherwise.
-func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	if !s.Ready(s.clock()) {
-		writeJSON(w, http.StatusServiceUnavailable, api.Health{OK: false})
-		return
-	}
-	writeJSON(w, http.StatusOK, api.Health{OK: true})
-}
-
 // beginShutdown turns the node not ready, at once, so that load balancers
 // that probe /readyz stop sending while it drains.
-func (s *Server) beginShutdown() {
-	s.ready.stopping.Store(true)
+func (a *Agent) beginShutdown() {
+	a.ready.stopping.Store(true)
 }

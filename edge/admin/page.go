@@ -1,4 +1,4 @@
-package edge
+package admin
 
 import (
 	"net/http"
@@ -15,23 +15,23 @@ import (
 //	DELETE /rooms/{name}/message                      clear
 //	POST   /rooms/{name}/close                        close the room
 //	POST   /rooms/{name}/open                         reopen it
-func (s *Server) registerPageAPI(mux *http.ServeMux) {
+func (a *API) registerPage(mux *http.ServeMux) {
 	mux.HandleFunc("POST /rooms/{name}/message", func(w http.ResponseWriter, r *http.Request) {
 		var body api.MessageRequest
 		if err := decodeBody(r, &body, false); err != nil {
 			writeError(w, http.StatusBadRequest, "%v", err)
 			return
 		}
-		s.changeRoom(w, r, func(rc *config.Room) { rc.Message = body.Message })
+		a.changeRoom(w, r, func(rc *config.Room) { rc.Message = body.Message })
 	})
 	mux.HandleFunc("DELETE /rooms/{name}/message", func(w http.ResponseWriter, r *http.Request) {
-		s.changeRoom(w, r, func(rc *config.Room) { rc.Message = "" })
+		a.changeRoom(w, r, func(rc *config.Room) { rc.Message = "" })
 	})
 	mux.HandleFunc("POST /rooms/{name}/close", func(w http.ResponseWriter, r *http.Request) {
-		s.changeRoom(w, r, func(rc *config.Room) { rc.Closed = true })
+		a.changeRoom(w, r, func(rc *config.Room) { rc.Closed = true })
 	})
 	mux.HandleFunc("POST /rooms/{name}/open", func(w http.ResponseWriter, r *http.Request) {
-		now := s.ringNow()
-		s.changeRoom(w, r, func(rc *config.Room) { rc.Reopen(now) })
+		now := a.s.RingNow()
+		a.changeRoom(w, r, func(rc *config.Room) { rc.Reopen(now) })
 	})
 }

@@ -1,4 +1,4 @@
-package edge
+package admin
 
 import (
 	"sync"
@@ -9,7 +9,7 @@ import (
 	"github.com/waitroom/waitroom/edge/dashboard"
 )
 
-// console is the node's part of the operator's console (edge/dashboard):
+// console is the admin API's part of the operator's console (edge/dashboard):
 // the history its charts draw, sampled by the allocation loop, and the
 // handler of its page and event stream.
 type console struct {
@@ -49,30 +49,34 @@ type consoleEvent struct {
 	EventEndTime   time.Time `json:"event_end_time"`
 }
 
-// consoleDash is the console's handler, made on first use.
-func (s *Server) consoleDash() *dashboard.Dashboard {
-	s.console.once.Do(func() {
-		s.console.dash = dashboard.New(func() any { return s.consoleFrame() }, time.Second)
+// dashboard is the console's handler, made on first use.
+func (a *API) dashboard() *dashboard.Dashboard {
+	a.console.once.Do(func() {
+		a.console.dash = dashboard.New(func() any { return a.consoleFrame() }, time.Second)
 	})
-	return s.console.dash
+	return a.console.dash
 }
 
 // consoleFrame builds one frame from the node's merged state.
-func (s *Server) consoleFrame() *consoleFrame {
-	ring := s.ringNow()
+func (a *API) consoleFrame() *consoleFrame {
+	ring := a.s.RingNow()
 	f := &consoleFrame{
-		State:         s.StateDoc(),
-		History:       s.console.hist.Samples(),
+		State:         a.StateDoc(),
+		History:       a.console.hist.Samples(),
 		Rooms:         []consoleRoom{},
 		WindowSeconds: int(dashboard.Window / time.Second),
 	}
-	if t := s.node.LastHeard(); !t.IsZero() {
+	if t := a.s.Node().LastHeard(); !t.IsZero() {
 		f.LastHeard = &t
 	}
 	minutes := int(dashboard.Window / time.Minute)
-	for _, rm := range s.rooms() {
-		cr := consoleRoom{Name: rm.name, Stopped: rm.cfg.Stopped, QueueAll: rm.cfg.QueueAll, Analytics: s.analytics(rm.name, minutes, ring)}
-		if e, ph := rm.cfg.At(ring); e != nil && ph != config.NoEvent {
+	for _, rc := range a.s.Rooms() {
+		an, ok := a.s.Analytics(rc.Name, minutes, ring)
+		if !ok {
+			continue // deleted since Rooms
+		}
+		cr := consoleRoom{Name: rc.Name, Stopped: rc.Stopped, QueueAll: rc.QueueAll, Analytics: an}
+		if e, ph := rc.At(ring); e != nil && ph != config.NoEvent {
 			cr.Event = &consoleEvent{ID: e.ID, Name: e.Name, Phase: ph.String(), PrequeueStart: e.PrequeueStart().UTC(), EventStartTime: e.EventStartTime.UTC(), EventEndTime: e.EventEndTime.UTC()}
 		}
 		f.Rooms = append(f.Rooms, cr)
@@ -83,23 +87,21 @@ func (s *Server) consoleFrame() *consoleFrame {
 // sampleConsole records the rooms' figures for the console's charts, once
 // per dashboard.Step of ring time; the allocation loop calls it after each
 // round.
-func (s *Server) sampleConsole(now time.Time) {
-	if !s.console.hist.Due(now) {
+func (a *API) sampleConsole(now time.Time) {
+	if !a.console.hist.Due(now) {
 		return
 	}
 	smp := dashboard.Sample{Time: now.UTC(), Rooms: map[string]dashboard.RoomSample{}}
-	for _, rm := range s.rooms() {
-		a := rm.alloc.Load()
-		if a == nil {
+	for _, rc := range a.s.Rooms() {
+		st, ok := a.s.RoomStatus(rc.Name, now)
+		if !ok {
 			continue
 		}
-		sum := a.Summary()
-		snap := s.node.Snapshot(rm.name, now.Unix(), a.view.win)
-		rs := dashboard.RoomSample{Active: int64(sum.ActiveUsers + 0.5), Queued: sum.QueuedUsers, NewThisMinute: sum.AdmittedThisMinute, Shares: map[string]float64{}}
-		for _, ns := range s.nodeShares(&snap) {
+		rs := dashboard.RoomSample{Active: st.EstimatedTotalActiveUsers, Queued: st.EstimatedQueuedUsers, NewThisMinute: st.NewUsersThisMinute, Shares: map[string]float64{}}
+		for _, ns := range st.Nodes {
 			rs.Shares[ns.Node] = ns.TrafficShare
 		}
-		smp.Rooms[rm.name] = rs
+		smp.Rooms[rc.Name] = rs
 	}
-	s.console.hist.Add(smp)
+	a.console.hist.Add(smp)
 }

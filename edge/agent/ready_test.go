@@ -1,4 +1,4 @@
-package edge_test
+package agent_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
@@ -28,9 +29,9 @@ func readyStatus(t *testing.T, admin http.Handler) int {
 
 func TestReadiness(t *testing.T) {
 	t.Run("a node without seeds is ready once ready_alone_after has passed without a peer", func(t *testing.T) {
-		clock := newFakeClock(5)
-		cfg := nodeConfig("pop-a", keyFile(t, t.TempDir()), "http://127.0.0.1:1", room("shop", 10, 10))
-		srv := startServer(t, cfg, clock)
+		clock := edgetest.NewClock(5)
+		cfg := edgetest.NodeConfig("pop-a", edgetest.KeyFile(t, t.TempDir()), "http://127.0.0.1:1", edgetest.Room("shop", 10, 10))
+		srv := edgetest.StartServer(t, cfg, clock)
 		admin := srv.AdminHandler()
 		if got := readyStatus(t, admin); got != http.StatusServiceUnavailable {
 			t.Errorf("at start: %d, want 503", got)
@@ -46,10 +47,10 @@ func TestReadiness(t *testing.T) {
 	})
 
 	t.Run("a node whose seeds never answer is never ready", func(t *testing.T) {
-		clock := newFakeClock(5)
-		cfg := nodeConfig("pop-a", keyFile(t, t.TempDir()), "http://127.0.0.1:1", room("shop", 10, 10))
+		clock := edgetest.NewClock(5)
+		cfg := edgetest.NodeConfig("pop-a", edgetest.KeyFile(t, t.TempDir()), "http://127.0.0.1:1", edgetest.Room("shop", 10, 10))
 		cfg.Seeds = []string{"127.0.0.1:1"}
-		srv := startServer(t, cfg, clock)
+		srv := edgetest.StartServer(t, cfg, clock)
 		clock.Advance(time.Hour)
 		if got := readyStatus(t, srv.AdminHandler()); got != http.StatusServiceUnavailable {
 			t.Errorf("an hour without meeting a seed: %d, want 503", got)
@@ -57,11 +58,11 @@ func TestReadiness(t *testing.T) {
 	})
 
 	t.Run("a node that met the ring stays ready when its peers leave, asked or not before", func(t *testing.T) {
-		c := newCluster(t, 2, clusterOpts{Rooms: []config.Room{room("shop", 10, 10)}})
+		c := edgetest.NewCluster(t, 2, edgetest.ClusterOptions{Rooms: []config.Room{edgetest.Room("shop", 10, 10)}})
 		// pop-b has pop-a as its seed; pop-a leaves.
 		a, b := c.Nodes[0], c.Nodes[1]
 		a.Stop()
-		testkit.Eventually(t, testkit.Wait{What: "pop-b alone", Timeout: 10 * time.Second, Seen: func() string { return c.Membership([]*clusterNode{b}) }}, func() bool { return b.Members() == 1 })
+		testkit.Eventually(t, testkit.Wait{What: "pop-b alone", Timeout: 10 * time.Second, Seen: func() string { return c.Membership([]*edgetest.Node{b}) }}, func() bool { return b.Members() == 1 })
 		if got := readyStatus(t, b.Server.AdminHandler()); got != http.StatusOK {
 			t.Errorf("after its peer left: %d, want 200 (stale_state open keeps serving)", got)
 		}
@@ -73,11 +74,11 @@ func TestReadiness(t *testing.T) {
 		if err := os.WriteFile(tok, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg := nodeConfig("pop-a", keyFile(t, dir), "http://127.0.0.1:1", room("shop", 10, 10))
+		cfg := edgetest.NodeConfig("pop-a", edgetest.KeyFile(t, dir), "http://127.0.0.1:1", edgetest.Room("shop", 10, 10))
 		cfg.AdminTokenFile = tok
 		cfg.ReadyAloneAfter = config.Duration(100 * time.Millisecond)
-		clock := newFakeClock(5)
-		srv := startServer(t, cfg, clock)
+		clock := edgetest.NewClock(5)
+		srv := edgetest.StartServer(t, cfg, clock)
 		clock.Advance(time.Second)
 		if got := readyStatus(t, srv.AdminHandler()); got != http.StatusOK {
 			t.Errorf("without a token: %d, want 200", got)

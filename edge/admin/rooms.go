@@ -1,4 +1,4 @@
-package edge
+package admin
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strings"
 
 	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
@@ -19,40 +17,38 @@ import (
 // (the room alone and against the other rooms' routes and cookies), stored
 // in the room's register and gossiped; every node applies it within about
 // two seconds.
-func (s *Server) registerRoomAPI(mux *http.ServeMux) {
+func (a *API) registerRooms(mux *http.ServeMux) {
 	mux.HandleFunc("GET /rooms", func(w http.ResponseWriter, r *http.Request) {
 		out := []config.Room{}
-		for _, rm := range s.rooms() {
-			out = append(out, redacted(*rm.cfg))
+		for _, rc := range a.s.Rooms() {
+			out = append(out, redacted(*rc))
 		}
 		writeJSON(w, http.StatusOK, out)
 	})
 	mux.HandleFunc("GET /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
-		rm := s.room(r.PathValue("name"))
-		if rm == nil {
+		rc := a.s.Room(r.PathValue("name"))
+		if rc == nil {
 			writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
 			return
 		}
-		writeJSON(w, http.StatusOK, redacted(*rm.cfg))
+		writeJSON(w, http.StatusOK, redacted(*rc))
 	})
 	mux.HandleFunc("POST /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
-		s.putRoom(w, r, false, true)
+		a.putRoom(w, r, false, true)
 	})
 	mux.HandleFunc("PUT /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
-		s.putRoom(w, r, false, false)
+		a.putRoom(w, r, false, false)
 	})
 	mux.HandleFunc("PATCH /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
-		s.putRoom(w, r, true, false)
+		a.putRoom(w, r, true, false)
 	})
 	mux.HandleFunc("DELETE /rooms/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		if s.room(name) == nil {
+		if !a.s.DeleteRoom(name) {
 			writeError(w, http.StatusNotFound, "no room named %q", name)
 			return
 		}
-		s.node.SetRegister(roomRegister(name), nil)
-		s.applyNow()
-		s.log.Info().Str("room", name).Str("by", r.RemoteAddr).Msg("room deleted through the admin API")
+		a.log.Info().Str("room", name).Str("by", r.RemoteAddr).Msg("room deleted through the admin API")
 		writeJSON(w, http.StatusOK, api.Deleted{Deleted: name})
 	})
 	mux.HandleFunc("POST /rooms/{name}/stop", func(w http.ResponseWriter, r *http.Request) {
@@ -61,7 +57,7 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 			writeError(w, http.StatusBadRequest, "%v", err)
 			return
 		}
-		s.changeRoom(w, r, func(rc *config.Room) {
+		a.changeRoom(w, r, func(rc *config.Room) {
 			rc.Stopped = true
 			if body.PageHTML != "" {
 				rc.StopPageHTML = body.PageHTML
@@ -69,24 +65,24 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 		})
 	})
 	mux.HandleFunc("POST /rooms/{name}/resume", func(w http.ResponseWriter, r *http.Request) {
-		s.changeRoom(w, r, func(rc *config.Room) { rc.Stopped = false })
+		a.changeRoom(w, r, func(rc *config.Room) { rc.Stopped = false })
 	})
-	s.registerPageAPI(mux)
+	a.registerPage(mux)
 	mux.HandleFunc("GET /rooms/{name}/events/{id}/details", func(w http.ResponseWriter, r *http.Request) {
-		rm := s.room(r.PathValue("name"))
-		if rm == nil {
+		rc := a.s.Room(r.PathValue("name"))
+		if rc == nil {
 			writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
 			return
 		}
-		for i := range rm.cfg.Events {
-			e := &rm.cfg.Events[i]
+		for i := range rc.Events {
+			e := &rc.Events[i]
 			if e.ID != r.PathValue("id") {
 				continue
 			}
-			eff := rm.cfg.Effective(e.EventStartTime)
-			_, ph := rm.cfg.At(s.ringNow())
+			eff := rc.Effective(e.EventStartTime)
+			_, ph := rc.At(a.s.RingNow())
 			phase := config.NoEvent.String()
-			if cur, _ := rm.cfg.At(s.ringNow()); cur == e {
+			if cur, _ := rc.At(a.s.RingNow()); cur == e {
 				phase = ph.String()
 			}
 			writeJSON(w, http.StatusOK, api.EventDetails{
@@ -108,15 +104,15 @@ func (s *Server) registerRoomAPI(mux *http.ServeMux) {
 			})
 			return
 		}
-		writeError(w, http.StatusNotFound, "room %q has no event %q", rm.name, r.PathValue("id"))
+		writeError(w, http.StatusNotFound, "room %q has no event %q", rc.Name, r.PathValue("id"))
 	})
 }
 
 // putRoom creates (create: refused if it exists), replaces or, with patch,
 // merges the body into a room.
-func (s *Server) putRoom(w http.ResponseWriter, r *http.Request, patch, create bool) {
+func (a *API) putRoom(w http.ResponseWriter, r *http.Request, patch, create bool) {
 	name := r.PathValue("name")
-	cur := s.room(name)
+	cur := a.s.Room(name)
 	if create && cur != nil {
 		writeError(w, http.StatusConflict, "room %q exists; use PUT to replace it or PATCH to change it", name)
 		return
@@ -129,7 +125,7 @@ func (s *Server) putRoom(w http.ResponseWriter, r *http.Request, patch, create b
 	if patch {
 		// A JSON merge patch: start from the room's settings and let the
 		// body's fields replace theirs.
-		b, _ := json.Marshal(cur.cfg)
+		b, _ := json.Marshal(cur)
 		_ = json.Unmarshal(b, &rc)
 	}
 	if err := decodeBody(r, &rc, false); err != nil {
@@ -143,52 +139,48 @@ func (s *Server) putRoom(w http.ResponseWriter, r *http.Request, patch, create b
 		writeError(w, http.StatusBadRequest, "name: the body names room %q but the path names %q", rc.Name, name)
 		return
 	}
-	s.writeRoom(w, r, rc, cur == nil)
+	a.writeRoom(w, r, rc, cur == nil)
 }
 
 // changeRoom applies fn to a copy of a room's settings and stores it.
-func (s *Server) changeRoom(w http.ResponseWriter, r *http.Request, fn func(*config.Room)) {
-	cur := s.room(r.PathValue("name"))
+func (a *API) changeRoom(w http.ResponseWriter, r *http.Request, fn func(*config.Room)) {
+	cur := a.s.Room(r.PathValue("name"))
 	if cur == nil {
 		writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
 		return
 	}
 	var rc config.Room
-	b, _ := json.Marshal(cur.cfg)
+	b, _ := json.Marshal(cur)
 	_ = json.Unmarshal(b, &rc)
 	fn(&rc)
-	s.writeRoom(w, r, rc, false)
+	a.writeRoom(w, r, rc, false)
 }
 
 // writeRoom validates a room against the others and stores it.
-func (s *Server) writeRoom(w http.ResponseWriter, r *http.Request, rc config.Room, created bool) {
+func (a *API) writeRoom(w http.ResponseWriter, r *http.Request, rc config.Room, created bool) {
 	if rc.TurnstileSecret == api.RedactedSecret {
 		// A room read from the API and applied back: keep its secret.
-		cur := s.room(rc.Name)
-		if cur == nil || cur.cfg.TurnstileSecret == "" {
+		cur := a.s.Room(rc.Name)
+		if cur == nil || cur.TurnstileSecret == "" {
 			writeError(w, http.StatusUnprocessableEntity, "turnstile_secret: %q stands for the room's current secret, and room %q has none; send the secret itself", api.RedactedSecret, rc.Name)
 			return
 		}
-		rc.TurnstileSecret = cur.cfg.TurnstileSecret
+		rc.TurnstileSecret = cur.TurnstileSecret
 	}
-	rc.ApplyDefaults()
-	if err := s.validateWith(rc); err != nil {
+	if err := a.s.CheckRoom(&rc); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "%v", err)
 		return
 	}
-	raw, err := json.Marshal(&rc)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "encode room: %v", err)
+	if err := a.s.StoreRoom(&rc); err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	s.node.SetRegister(roomRegister(rc.Name), raw)
-	s.applyNow()
 	verb := "changed"
 	status := http.StatusOK
 	if created {
 		verb, status = "created", http.StatusCreated
 	}
-	s.log.Info().Str("room", rc.Name).Str("by", r.RemoteAddr).Msgf("room %s through the admin API", verb)
+	a.log.Info().Str("room", rc.Name).Str("by", r.RemoteAddr).Msgf("room %s through the admin API", verb)
 	writeJSON(w, status, redacted(rc))
 }
 
@@ -200,28 +192,6 @@ func redacted(rc config.Room) config.Room {
 		rc.TurnstileSecret = api.RedactedSecret
 	}
 	return rc
-}
-
-// validateWith checks rc as the config would be with rc in place: the room's
-// own rules and the rules across rooms (routes, cookie names).
-func (s *Server) validateWith(rc config.Room) error {
-	c := *s.cfg
-	c.Rooms = nil
-	for _, rm := range s.rooms() {
-		if rm.name != rc.Name {
-			c.Rooms = append(c.Rooms, *rm.cfg)
-		}
-	}
-	c.Rooms = append(c.Rooms, rc)
-	return c.Validate()
-}
-
-// applyNow rebuilds the room table at once, so that the writer's own node
-// applies its change before answering.
-func (s *Server) applyNow() {
-	s.tableMu.Lock()
-	defer s.tableMu.Unlock()
-	s.syncRoomsLocked(s.ringNow())
 }
 
 func decodeBody(r *http.Request, v any, allowEmpty bool) error {
@@ -244,28 +214,4 @@ func decodeBody(r *http.Request, v any, allowEmpty bool) error {
 		return fmt.Errorf("decode JSON: %w", err)
 	}
 	return nil
-}
-
-func writeError(w http.ResponseWriter, status int, format string, args ...any) {
-	writeJSON(w, status, api.Error{Error: fmt.Sprintf(format, args...)})
-}
-
-// loadAdminToken reads the admin token file: its first non-empty line.
-func loadAdminToken(path string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("admin_token_file: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
-			if len(t) < 16 {
-				return nil, fmt.Errorf("admin_token_file %s: the token is %d characters; use at least 16 (e.g. openssl rand -hex 32)", path, len(t))
-			}
-			return []byte(t), nil
-		}
-	}
-	return nil, fmt.Errorf("admin_token_file %s: no token in it", path)
 }

@@ -1,4 +1,4 @@
-package edge_test
+package agent_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -54,33 +54,33 @@ func servedSerial(t *testing.T, roots *x509.CertPool, addr, host string) int64 {
 // plain-HTTP listener sends visitors to HTTPS.
 func TestHTTPSWithCertificateFiles(t *testing.T) {
 	const host = "shop.waitroom.test"
-	ca := edge.NewTestCA(t)
+	ca := agent.NewTestCA(t)
 	dir := t.TempDir()
 	certPath, keyPath := ca.WritePair(t, dir, 1, host)
 	org := edgetest.NewOrigin(t)
-	shop := room("shop", 100, 100)
+	shop := edgetest.Room("shop", 100, 100)
 	shop.Host = host
-	cfg := nodeConfig("pop-a", keyFile(t, t.TempDir()), org.URL, shop)
+	cfg := edgetest.NodeConfig("pop-a", edgetest.KeyFile(t, t.TempDir()), org.URL, shop)
 	cfg.TLS = config.TLSConfig{CertFile: certPath, KeyFile: keyPath, RedirectListen: "127.0.0.1:0"}
-	srv := serveNode(t, cfg, nil)
+	srv := edgetest.ServeNode(t, cfg, nil)
 	client := httpsClient(ca.Pool, srv.PublicAddr())
 	_, port, _ := net.SplitHostPort(srv.PublicAddr())
 
-	t.Run("a visitor is let in over HTTP/2 and reaches the origin", func(t *testing.T) {
+	t.Run("a edgetest.Visitor is let in over HTTP/2 and reaches the origin", func(t *testing.T) {
 		resp, err := client.Get("https://" + host + "/products")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := body(t, resp)
+		got := edgetest.Body(t, resp)
 		if resp.StatusCode != http.StatusOK || got != "origin: /products" || resp.ProtoMajor != 2 {
 			t.Errorf("%s %d %q; want HTTP/2 200 from the origin", resp.Proto, resp.StatusCode, got)
 		}
 		t.Run("its cookie is Secure without being configured so", func(t *testing.T) {
-			line := setCookie(resp, "__waitroom")
-			if _, ok := cookieAttr(line, "Secure"); !ok {
+			line := edgetest.SetCookie(resp, "__waitroom")
+			if _, ok := edgetest.CookieAttr(line, "Secure"); !ok {
 				t.Errorf("Set-Cookie %q lacks Secure (cookie_attributes secure auto, over TLS)", line)
 			}
-			if v, _ := cookieAttr(line, "SameSite"); v != "None" {
+			if v, _ := edgetest.CookieAttr(line, "SameSite"); v != "None" {
 				t.Errorf("Set-Cookie %q: SameSite %q; want None, which auto gives with Secure", line, v)
 			}
 		})
@@ -90,7 +90,7 @@ func TestHTTPSWithCertificateFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := body(t, resp); resp.ProtoMajor != 2 || got != "origin: /upload 100000 bytes" {
+		if got := edgetest.Body(t, resp); resp.ProtoMajor != 2 || got != "origin: /upload 100000 bytes" {
 			t.Errorf("%s %d %q; want the origin to read all 100000 bytes over HTTP/2", resp.Proto, resp.StatusCode, got)
 		}
 	})
@@ -103,13 +103,13 @@ func TestHTTPSWithCertificateFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := body(t, resp); got != "origin: /after-renewal" {
+		if got := edgetest.Body(t, resp); got != "origin: /after-renewal" {
 			t.Errorf("after the renewal: %d %q", resp.StatusCode, got)
 		}
 	})
 	t.Run("a new certificate without its key keeps the previous one", func(t *testing.T) {
 		c, _ := ca.Issue(t, 3, host)
-		edge.WriteFileByRename(t, certPath, c)
+		agent.WriteFileByRename(t, certPath, c)
 		srv.CheckCertificateFiles()
 		if got := servedSerial(t, ca.Pool, srv.PublicAddr(), host); got != 2 {
 			t.Errorf("serving certificate %d; want 2, the last pair that loaded", got)
@@ -132,7 +132,7 @@ func TestHTTPSWithCertificateFiles(t *testing.T) {
 	t.Run("plain HTTP on the TLS listener gets no page", func(t *testing.T) {
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + srv.PublicAddr() + "/products")
 		if err == nil {
-			got := body(t, resp)
+			got := edgetest.Body(t, resp)
 			if strings.Contains(got, "origin:") {
 				t.Errorf("plain HTTP reached the origin through the TLS listener: %d %q", resp.StatusCode, got)
 			}
@@ -166,7 +166,7 @@ func TestTLSSettings(t *testing.T) {
 		{"ACME for the rooms' hosts is taken", base + "tls:\n  acme:\n    enabled: true\n    cache_dir: /tmp/x\n    email: ops@example.com\n", ""},
 		{"ACME for named hosts is taken", anyHost + "tls:\n  acme:\n    enabled: true\n    cache_dir: /tmp/x\n    hosts: [shop.example.com]\n", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) { checkParse(t, tc.yaml, tc.want) })
+		t.Run(tc.name, func(t *testing.T) { edgetest.CheckParse(t, tc.yaml, tc.want) })
 	}
 	t.Run("ACME defaults to Let's Encrypt", func(t *testing.T) {
 		c, err := config.Parse([]byte(base + "tls:\n  acme:\n    enabled: true\n    cache_dir: /tmp/x\n"))
@@ -203,14 +203,14 @@ func TestTLSSettings(t *testing.T) {
 // the same kind of connection is served.
 func TestHTTP2StalledClients(t *testing.T) {
 	const host = "shop.waitroom.test"
-	ca := edge.NewTestCA(t)
+	ca := agent.NewTestCA(t)
 	certPath, keyPath := ca.WritePair(t, t.TempDir(), 1, host)
 	org := edgetest.NewOrigin(t)
-	cfg := nodeConfig("limits", keyFile(t, t.TempDir()), org.URL, room("shop", 1000, 1000))
+	cfg := edgetest.NodeConfig("limits", edgetest.KeyFile(t, t.TempDir()), org.URL, edgetest.Room("shop", 1000, 1000))
 	cfg.ReadHeaderTimeout = config.Duration(clientTimeout)
 	cfg.ClientTimeout = config.Duration(clientTimeout)
 	cfg.TLS = config.TLSConfig{CertFile: certPath, KeyFile: keyPath}
-	srv := serveNode(t, cfg, nil)
+	srv := edgetest.ServeNode(t, cfg, nil)
 
 	for _, path := range []string{"/upload", "/page"} {
 		// /upload's origin reads the body, /page's answers without.
@@ -241,12 +241,12 @@ func TestHTTP2StalledClients(t *testing.T) {
 			}
 		})
 	}
-	t.Run("an ordinary visitor over HTTP/2 is served meanwhile", func(t *testing.T) {
+	t.Run("an ordinary edgetest.Visitor over HTTP/2 is served meanwhile", func(t *testing.T) {
 		resp, err := httpsClient(ca.Pool, srv.PublicAddr()).Get("https://" + host + "/page")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := body(t, resp); resp.ProtoMajor != 2 || got != "origin: /page" {
+		if got := edgetest.Body(t, resp); resp.ProtoMajor != 2 || got != "origin: /page" {
 			t.Errorf("%s %d %q", resp.Proto, resp.StatusCode, got)
 		}
 	})

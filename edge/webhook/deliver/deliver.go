@@ -1,4 +1,4 @@
-package edge
+package deliver
 
 import (
 	"bytes"
@@ -17,10 +17,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
+	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/webhook"
+	"github.com/waitroom/waitroom/gossip"
 )
 
 // Webhooks: each node watches its merged state for the changes an operator
@@ -60,17 +63,6 @@ func webhookBackoff(n int) time.Duration {
 	return min(d, webhookBackoffMax)
 }
 
-// Notice is the JSON body of a webhook request.
-type Notice struct {
-	ID   string    `json:"id"`
-	Type string    `json:"type"`
-	Time time.Time `json:"time"` // ring time the change was seen
-	Room string    `json:"room,omitempty"`
-	Node string    `json:"node,omitempty"` // the node concerned, for node notices
-	// Data holds the figures of the change (status, limits, event).
-	Data map[string]any `json:"data,omitempty"`
-}
-
 type hookTarget struct {
 	cfg    config.Webhook
 	secret []byte
@@ -80,7 +72,7 @@ type hookTarget struct {
 // pendingNotice is one notice for one webhook.
 type pendingNotice struct {
 	hook     *hookTarget
-	n        Notice
+	n        webhook.Notice
 	topic    string   // what the sender is chosen by
 	subject  string   // a node the notice is about, never its sender
 	marks    []string // delivered marks that mean it went out (see dedupe)
@@ -101,9 +93,13 @@ type roomSeen struct {
 	event    string
 }
 
-type webhooks struct {
+// Hooks are one node's webhooks: what it watches for, the notices it
+// holds and its deliveries.
+type Hooks struct {
+	s   *edge.Server
+	log zerolog.Logger
 	// fromConfig are the config file's webhooks, secrets read.
-	fromConfig []hookDef
+	fromConfig []Def
 	mu         sync.Mutex
 	targets    []*hookTarget
 	pending    map[string]*pendingNotice // by mark
@@ -119,36 +115,49 @@ type webhooks struct {
 	metric  *prometheus.CounterVec
 }
 
-// initWebhooks reads the webhooks' secrets; a node with a webhook whose
-// secret it cannot read refuses to start.
-func (s *Server) initWebhooks() error {
-	w := &webhooks{pending: map[string]*pendingNotice{}, client: &http.Client{Timeout: webhookTimeout}}
-	for _, h := range s.cfg.Webhooks {
+// Load reads the secrets of the config file's webhooks: a node with a
+// webhook whose secret it cannot read refuses to start.
+func Load(cfg *config.Config) ([]Def, error) {
+	var defs []Def
+	for _, h := range cfg.Webhooks {
 		raw, err := os.ReadFile(h.SecretFile)
 		if err != nil {
-			return fmt.Errorf("webhooks: %s: secret_file: %w", h.Name, err)
+			return nil, fmt.Errorf("webhooks: %s: secret_file: %w", h.Name, err)
 		}
 		sec := bytes.TrimSpace(raw)
 		if len(sec) < 16 {
-			return fmt.Errorf("webhooks: %s: secret_file %s: the secret must be at least 16 bytes", h.Name, h.SecretFile)
+			return nil, fmt.Errorf("webhooks: %s: secret_file %s: the secret must be at least 16 bytes", h.Name, h.SecretFile)
 		}
-		w.fromConfig = append(w.fromConfig, hookDef{cfg: h, secret: sec})
+		defs = append(defs, Def{Config: h, secret: sec})
 	}
+	return defs, nil
+}
+
+// New starts the webhooks of node s, the config file's (fromConfig, read
+// by Load) and those registered through the admin API: after each round of
+// the node's allocation loop, the changes seen since the last become
+// notices, and the notices this node is to send and that are due go out.
+func New(s *edge.Server, fromConfig []Def) *Hooks {
+	w := &Hooks{s: s, log: s.Log(), fromConfig: fromConfig, pending: map[string]*pendingNotice{}, client: &http.Client{Timeout: webhookTimeout}}
 	w.metric = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "webhook_deliveries_total",
 		Help: "Webhook requests this node made, by webhook and result: delivered (a 2xx answer), failed (an error or another status: retried with backoff), given_up (the last attempt failed).",
 	}, []string{"webhook", "result"})
-	s.metrics.reg.MustRegister(w.metric)
-	s.hooks = w
-	return nil
+	s.Registry().MustRegister(w.metric)
+	s.AfterEachRound(panicWebhooks, w.step)
+	return w
 }
 
-// webhookStatus lists the webhooks for the state document.
-func (s *Server) webhookStatus() []api.WebhookStatus {
-	w := s.hooks
-	if w == nil {
-		return nil
-	}
+// Where a recovered panic of the webhooks is counted
+// (waitroom_panics_total{where}).
+const (
+	panicWebhooks = "webhooks" // deciding which webhook notices are due
+	panicDelivery = "webhook_delivery"
+)
+
+// Status lists the webhooks' deliveries as this node made them, for the
+// state document.
+func (w *Hooks) Status() []api.WebhookStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.targets) == 0 {
@@ -165,7 +174,7 @@ func (s *Server) webhookStatus() []api.WebhookStatus {
 			}
 		}
 		slices.SortFunc(mine, func(a, b *pendingNotice) int { return a.seen.Compare(b.seen) })
-		live := s.liveMembers()
+		live := w.liveMembers()
 		for _, p := range mine[:min(len(mine), 5)] {
 			st.Oldest = append(st.Oldest, fmt.Sprintf("%s (sender %s, %d attempts here)", p.n.ID, p.sender(live), p.attempts))
 		}
@@ -174,47 +183,43 @@ func (s *Server) webhookStatus() []api.WebhookStatus {
 	return out
 }
 
-// stepWebhooks is one round of the webhooks, run by the allocation loop:
-// changes seen since the last round become notices, and the notices this
-// node is to send and that are due go out.
-func (s *Server) stepWebhooks(now time.Time) {
-	w := s.hooks
-	if w == nil {
-		return
-	}
+// step is one round of the webhooks, run after each round of the
+// allocation loop: changes seen since the last round become notices, and
+// the notices this node is to send and that are due go out.
+func (w *Hooks) step(now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s.syncTargets(w)
+	w.syncTargets()
 	if len(w.targets) == 0 {
 		w.started = false // a webhook added later hears of changes from then on
 		return
 	}
-	s.watch(w, now)
-	live := s.liveMembers()
+	w.watch(now)
+	live := w.liveMembers()
 	for key, p := range w.pending {
-		if s.delivered(p) || now.Sub(p.seen) > webhookKeep {
+		if w.delivered(p) || now.Sub(p.seen) > webhookKeep {
 			delete(w.pending, key)
 			continue
 		}
-		if p.inflight || now.Before(p.next) || !p.mine(s.cfg.Node, live, now) {
+		if p.inflight || now.Before(p.next) || !p.mine(w.s.Config().Node, live, now) {
 			continue
 		}
 		p.inflight = true
 		p.attempts++
-		go s.deliver(w, key, p)
+		go w.deliver(key, p)
 	}
 }
 
 // liveMembers are the names of the members alive, this node included.
-func (s *Server) liveMembers() []string {
+func (w *Hooks) liveMembers() []string {
 	var out []string
-	for _, m := range s.node.Members() {
+	for _, m := range w.s.Node().Members() {
 		if m.Alive {
 			out = append(out, m.Name)
 		}
 	}
-	if !slices.Contains(out, s.cfg.Node) {
-		out = append(out, s.cfg.Node)
+	if !slices.Contains(out, w.s.Config().Node) {
+		out = append(out, w.s.Config().Node)
 	}
 	return out
 }
@@ -274,9 +279,9 @@ func rendezvous(topic string, members []string) string {
 	return ""
 }
 
-func (s *Server) delivered(p *pendingNotice) bool {
+func (w *Hooks) delivered(p *pendingNotice) bool {
 	for _, m := range p.marks {
-		if s.node.HasMark(m) {
+		if w.s.Node().HasMark(m) {
 			return true
 		}
 	}
@@ -285,9 +290,9 @@ func (s *Server) delivered(p *pendingNotice) bool {
 
 // deliver makes one attempt to send p, then marks it delivered or plans
 // the next attempt.
-func (s *Server) deliver(w *webhooks, key string, p *pendingNotice) {
-	defer s.recoverAs(panicDelivery)
-	signedAt := s.ringNow()
+func (w *Hooks) deliver(key string, p *pendingNotice) {
+	defer w.s.Recover(panicDelivery)
+	signedAt := w.s.RingNow()
 	ctx, cancel := context.WithTimeout(context.Background(), webhookTimeout)
 	defer cancel()
 	err := func() error {
@@ -299,7 +304,7 @@ func (s *Server) deliver(w *webhooks, key string, p *pendingNotice) {
 		req.Header.Set("User-Agent", "waitroom-webhook")
 		req.Header.Set(webhook.Header, webhook.Sign(p.hook.secret, signedAt, p.body))
 		req.Header.Set(webhook.EventHeader, p.n.ID)
-		req.Header.Set(webhook.SenderHeader, s.cfg.Node)
+		req.Header.Set(webhook.SenderHeader, w.s.Config().Node)
 		resp, err := w.client.Do(req)
 		if err != nil {
 			return err
@@ -311,32 +316,32 @@ func (s *Server) deliver(w *webhooks, key string, p *pendingNotice) {
 		}
 		return nil
 	}()
-	now := s.ringNow()
+	now := w.s.RingNow()
 	w.mu.Lock()
 	p.inflight = false
 	st := &p.hook.status
 	switch {
 	case err == nil:
-		s.node.Mark(p.marks[0], now.Add(webhookKeep).Unix())
+		w.s.Node().Mark(p.marks[0], now.Add(webhookKeep).Unix())
 		delete(w.pending, key)
 		st.Delivered++
 		w.metric.WithLabelValues(p.hook.cfg.Name, "delivered").Inc()
 	case p.attempts >= webhookAttempts:
 		// Marked as if delivered, so that no other node starts over.
-		s.node.Mark(p.marks[0], now.Add(webhookKeep).Unix())
+		w.s.Node().Mark(p.marks[0], now.Add(webhookKeep).Unix())
 		delete(w.pending, key)
 		st.Failed++
 		st.GivenUp++
 		st.LastError, st.LastErrAt = err.Error(), now.UTC()
 		w.metric.WithLabelValues(p.hook.cfg.Name, "failed").Inc()
 		w.metric.WithLabelValues(p.hook.cfg.Name, "given_up").Inc()
-		s.log.Error().Str("webhook", p.hook.cfg.Name).Str("notice", p.n.ID).Int("attempts", p.attempts).Err(err).Msg("webhook notice given up")
+		w.log.Error().Str("webhook", p.hook.cfg.Name).Str("notice", p.n.ID).Int("attempts", p.attempts).Err(err).Msg("webhook notice given up")
 	default:
 		p.next = now.Add(webhookBackoff(p.attempts))
 		st.Failed++
 		st.LastError, st.LastErrAt = err.Error(), now.UTC()
 		w.metric.WithLabelValues(p.hook.cfg.Name, "failed").Inc()
-		s.log.Warn().Str("webhook", p.hook.cfg.Name).Str("notice", p.n.ID).Int("attempt", p.attempts).Time("retry_at", p.next).Err(err).Msg("webhook notice failed, will retry")
+		w.log.Warn().Str("webhook", p.hook.cfg.Name).Str("notice", p.n.ID).Int("attempt", p.attempts).Time("retry_at", p.next).Err(err).Msg("webhook notice failed, will retry")
 	}
 	w.mu.Unlock()
 }
@@ -345,7 +350,7 @@ func (s *Server) deliver(w *webhooks, key string, p *pendingNotice) {
 // chooses the sender; dedupe are further ids under which the same change
 // may have been noticed by a node that saw it a moment apart (an adjacent
 // minute).
-func (s *Server) notify(w *webhooks, n Notice, topic string, dedupe ...string) {
+func (w *Hooks) notify(n webhook.Notice, topic string, dedupe ...string) {
 	body, err := json.Marshal(n)
 	if err != nil {
 		return
@@ -355,7 +360,7 @@ func (s *Server) notify(w *webhooks, n Notice, topic string, dedupe ...string) {
 			continue
 		}
 		mark := "webhook/" + t.cfg.Name + "/" + n.ID
-		if _, ok := w.pending[mark]; ok || s.node.HasMark(mark) {
+		if _, ok := w.pending[mark]; ok || w.s.Node().HasMark(mark) {
 			continue
 		}
 		p := &pendingNotice{hook: t, n: n, topic: t.cfg.Name + "/" + topic, subject: n.Node, marks: []string{mark}, body: body, seen: n.Time}
@@ -369,38 +374,37 @@ func (s *Server) notify(w *webhooks, n Notice, topic string, dedupe ...string) {
 // watch turns the changes since the last round into notices. The first
 // round only records what is there: a node that starts tells of nothing
 // that happened before it.
-func (s *Server) watch(w *webhooks, now time.Time) {
+func (w *Hooks) watch(now time.Time) {
 	rooms := map[string]roomSeen{}
 	hashes := map[*config.Room]string{}
 	defer func() { w.hashes = hashes }()
-	for _, rm := range s.rooms() {
-		a := rm.alloc.Load()
-		if a == nil {
+	for _, rc := range w.s.Rooms() {
+		sum, ok := w.s.Summary(rc.Name)
+		if !ok {
 			continue
 		}
-		sum := a.Summary()
-		hash, ok := w.hashes[rm.cfg]
+		hash, ok := w.hashes[rc]
 		if !ok {
-			raw, _ := json.Marshal(rm.cfg)
+			raw, _ := json.Marshal(rc)
 			h := sha256.Sum256(raw)
 			hash = hex.EncodeToString(h[:8])
 		}
-		hashes[rm.cfg] = hash
-		e, ph := rm.cfg.At(now)
+		hashes[rc] = hash
+		e, ph := rc.At(now)
 		rs := roomSeen{
 			hash:     hash,
 			queueing: sum.Status != "not_queueing" && sum.Status != "suspended",
-			full:     rm.cfg.MaxQueue > 0 && sum.QueuedUsers >= int64(rm.cfg.MaxQueue),
-			stopped:  rm.cfg.Stopped,
+			full:     rc.MaxQueue > 0 && sum.QueuedUsers >= int64(rc.MaxQueue),
+			stopped:  rc.Stopped,
 			phase:    ph,
 		}
 		if e != nil {
 			rs.event = e.ID + "@" + e.EventStartTime.UTC().Format(time.RFC3339)
 		}
-		rooms[rm.name] = rs
+		rooms[rc.Name] = rs
 	}
 	members, suspects := map[string]bool{}, map[string]bool{}
-	for _, m := range s.node.Members() {
+	for _, m := range w.s.Node().Members() {
 		if m.Alive {
 			members[m.Name] = true
 			if m.Suspected {
@@ -416,19 +420,19 @@ func (s *Server) watch(w *webhooks, now time.Time) {
 	// byMinute is a notice whose id is the change and the ring minute it
 	// was seen in: nodes see it a moment apart, so the minutes either side
 	// count as the same notice.
-	byMinute := func(typ, subject string, n Notice) {
+	byMinute := func(typ, subject string, n webhook.Notice) {
 		id := func(m int64) string { return fmt.Sprintf("%s:%s:%d", typ, subject, m) }
 		n.ID, n.Type, n.Time = id(minute), typ, now.UTC()
-		s.notify(w, n, typ+":"+subject, id(minute-1), id(minute+1))
+		w.notify(n, typ+":"+subject, id(minute-1), id(minute+1))
 	}
-	exact := func(typ, subject, version string, n Notice) {
+	exact := func(typ, subject, version string, n webhook.Notice) {
 		n.ID, n.Type, n.Time = typ+":"+subject+":"+version, typ, now.UTC()
-		s.notify(w, n, n.ID)
+		w.notify(n, n.ID)
 	}
 	for name, cur := range rooms {
 		old, had := w.rooms[name]
-		data := s.noticeData(name)
-		room := Notice{Room: name, Data: data}
+		data := w.noticeData(name)
+		room := webhook.Notice{Room: name, Data: data}
 		if !had {
 			exact("room.created", name, cur.hash, room)
 			continue
@@ -469,36 +473,124 @@ func (s *Server) watch(w *webhooks, now time.Time) {
 	}
 	for name, old := range w.rooms {
 		if _, ok := rooms[name]; !ok {
-			exact("room.deleted", name, old.hash, Notice{Room: name})
+			exact("room.deleted", name, old.hash, webhook.Notice{Room: name})
 		}
 	}
 	for _, c := range memberChanges(w.members, members, w.suspects, suspects) {
-		byMinute(c.typ, c.node, Notice{Node: c.node})
+		byMinute(c.typ, c.node, webhook.Notice{Node: c.node})
 	}
 	w.rooms, w.members, w.suspects = rooms, members, suspects
 }
 
 // noticeData is a room's figures for its notices.
-func (s *Server) noticeData(name string) map[string]any {
-	rm := s.room(name)
-	if rm == nil {
+func (w *Hooks) noticeData(name string) map[string]any {
+	rc := w.s.Room(name)
+	st, ok := w.s.RoomStatus(name, w.s.RingNow())
+	if rc == nil || !ok {
 		return nil
 	}
-	st := s.roomStatus(rm, s.ringNow())
 	d := map[string]any{
 		"status":               st.Status,
-		"stopped":              rm.cfg.Stopped,
+		"stopped":              rc.Stopped,
 		"total_active_users":   st.TotalActiveUsers,
 		"new_users_per_minute": st.NewUsersPerMinute,
 		"active_users":         st.EstimatedTotalActiveUsers,
 		"queued_users":         st.EstimatedQueuedUsers,
 		"max_wait_minutes":     st.MaxEstimatedTimeMinutes,
 	}
-	if e, ph := rm.cfg.At(s.ringNow()); e != nil {
+	if e, ph := rc.At(w.s.RingNow()); e != nil {
 		d["event"] = map[string]any{"id": e.ID, "name": e.Name, "phase": ph.String(), "event_start_time": e.EventStartTime.UTC(), "event_end_time": e.EventEndTime.UTC()}
 	}
-	if rm.cfg.MaxQueue > 0 {
-		d["max_queue"] = rm.cfg.MaxQueue
+	if rc.MaxQueue > 0 {
+		d["max_queue"] = rc.MaxQueue
 	}
 	return d
+}
+
+// Def is one webhook in force, from the config file or the API.
+type Def struct {
+	Config config.Webhook
+	// API: registered through the admin API (Register), not in the
+	// config file.
+	API    bool
+	secret []byte
+}
+
+// registerPrefix names the registers of the webhooks registered through
+// the admin API: each is kept in a replicated register (its secret too:
+// gossip is encrypted with the ring's key), so every node knows it within
+// about two seconds, and the ring sends it each notice once, as it does
+// the config file's webhooks. A config file's webhook of the same name
+// wins.
+const registerPrefix = "webhook/"
+
+// Register registers webhook name for the whole ring, through node n's
+// registers, replacing one of the same name.
+func Register(n *gossip.Node, name string, h api.WebhookRequest) {
+	raw, _ := json.Marshal(h)
+	n.SetRegister(registerPrefix+name, raw)
+}
+
+// Unregister removes webhook name registered through the admin API from
+// the ring; false when there is none of that name.
+func Unregister(n *gossip.Node, name string) bool {
+	if reg, ok := n.Register(registerPrefix + name); !ok || len(reg.Value) == 0 {
+		return false
+	}
+	n.SetRegister(registerPrefix+name, nil)
+	return true
+}
+
+// All lists the webhooks in force: the config file's, then the API's, by
+// name.
+func (w *Hooks) All() []Def {
+	out := slices.Clone(w.fromConfig)
+	regs := w.s.Node().Registers(registerPrefix)
+	names := make([]string, 0, len(regs))
+	for n := range regs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, reg := range names {
+		name := strings.TrimPrefix(reg, registerPrefix)
+		var h api.WebhookRequest
+		if len(regs[reg].Value) == 0 || json.Unmarshal(regs[reg].Value, &h) != nil {
+			continue
+		}
+		if slices.ContainsFunc(out, func(d Def) bool { return d.Config.Name == name }) {
+			continue
+		}
+		out = append(out, Def{Config: config.Webhook{Name: name, URL: h.URL, Events: h.Events}, secret: []byte(h.Secret), API: true})
+	}
+	return out
+}
+
+// syncTargets brings w.targets in line with the webhooks in force, keeping
+// each one's counts across changes of its address or secret. Called with
+// w.mu held.
+func (w *Hooks) syncTargets() {
+	defs := w.All()
+	byName := map[string]*hookTarget{}
+	for _, t := range w.targets {
+		byName[t.cfg.Name] = t
+	}
+	targets := make([]*hookTarget, 0, len(defs))
+	for _, d := range defs {
+		t := byName[d.Config.Name]
+		if t == nil {
+			t = &hookTarget{status: api.WebhookStatus{Name: d.Config.Name}}
+		}
+		if !bytes.Equal(t.secret, d.secret) || t.cfg.URL != d.Config.URL || !slices.Equal(t.cfg.Events, d.Config.Events) {
+			t.cfg, t.secret = d.Config, d.secret
+		}
+		t.status.URL = d.Config.URL
+		targets = append(targets, t)
+	}
+	// Notices for a webhook that is gone are dropped.
+	for key, p := range w.pending {
+		if !slices.Contains(targets, p.hook) {
+			delete(w.pending, key)
+		}
+	}
+	w.targets = targets
 }

@@ -1,4 +1,4 @@
-package edge_test
+package agent_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -39,7 +39,7 @@ func TestGracefulShutdown(t *testing.T) {
 		<-release
 		_, _ = io.WriteString(w, "finished after the stop began")
 	})))
-	c := newCluster(t, 2, clusterOpts{Serve: true, Origin: slow, Rooms: []config.Room{room("shop", 100, 100)}})
+	c := edgetest.NewCluster(t, 2, edgetest.ClusterOptions{Serve: true, Origin: slow, Rooms: []config.Room{edgetest.Room("shop", 100, 100)}})
 	a, b := c.Nodes[0], c.Nodes[1]
 	testkit.Eventually(t, testkit.Wait{What: "both nodes ready", Timeout: 10 * time.Second}, func() bool {
 		return readyz(t, a.Server.AdminAddr()) == http.StatusOK && readyz(t, b.Server.AdminAddr()) == http.StatusOK
@@ -61,7 +61,7 @@ func TestGracefulShutdown(t *testing.T) {
 		data, err := io.ReadAll(resp.Body)
 		answered <- answer{resp.StatusCode, string(data), err}
 	}()
-	<-started // the visitor was admitted and the request is at the origin
+	<-started // the edgetest.Visitor was admitted and the request is at the origin
 
 	publicAddr, adminAddr := b.Server.PublicAddr(), b.Server.AdminAddr()
 	stopped := make(chan struct{})
@@ -99,12 +99,12 @@ func TestGracefulShutdown(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Up = false
-		testkit.Eventually(t, testkit.Wait{What: "node a alone, expecting only itself", Timeout: 10 * time.Second, Seen: func() string { return c.Membership([]*clusterNode{a}) }}, func() bool {
+		testkit.Eventually(t, testkit.Wait{What: "node a alone, expecting only itself", Timeout: 10 * time.Second, Seen: func() string { return c.Membership([]*edgetest.Node{a}) }}, func() bool {
 			n := a.Server.Node()
 			return n.NumMembers() == 1 && n.ExpectedMembers(time.Now()) == 1
 		})
 		a.Server.RefreshAllocations()
-		if rs := roomStatus(t, a.Admin, "shop"); rs.NewUsersThisMinute != 1 {
+		if rs := edgetest.RoomStatus(t, a.Admin, "shop"); rs.NewUsersThisMinute != 1 {
 			t.Errorf("node a counts %d new users this minute, want the 1 node b admitted", rs.NewUsersThisMinute)
 		}
 	})
@@ -121,12 +121,12 @@ func TestShutdownTimeout(t *testing.T) {
 	// Before the origin closes (cleanups run last first): its Close waits
 	// for the handler.
 	t.Cleanup(func() { close(release) })
-	cfg := nodeConfig("pop-a", keyFile(t, t.TempDir()), stuck.URL, room("shop", 100, 100))
+	cfg := edgetest.NodeConfig("pop-a", edgetest.KeyFile(t, t.TempDir()), stuck.URL, edgetest.Room("shop", 100, 100))
 	cfg.ShutdownTimeout = config.Duration(200 * time.Millisecond)
-	srv := startServer(t, cfg, nil)
+	srv := edgetest.StartServer(t, cfg, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
+	go func() { done <- srv.Serve(ctx, func(*agent.Agent) { close(ready) }) }()
 	<-ready
 	failed := make(chan error, 1)
 	go func() {
@@ -160,7 +160,7 @@ func TestShutdownSettings(t *testing.T) {
 		{"a ready_alone_after under 100ms is refused", "ready_alone_after: 1ms\n", "ready_alone_after: 1ms must be from 100ms to 10m0s (default 5s)"},
 		{"values in range are taken", "shutdown_timeout: 25s\nready_alone_after: 2s\n", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) { checkParse(t, base+tc.yaml, tc.want) })
+		t.Run(tc.name, func(t *testing.T) { edgetest.CheckParse(t, base+tc.yaml, tc.want) })
 	}
 	t.Run("the flags override the file", func(t *testing.T) {
 		c, err := config.Parse([]byte(base + "shutdown_timeout: 25s\nready_alone_after: 2s\n"))

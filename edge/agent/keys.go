@@ -1,4 +1,4 @@
-package edge
+package agent
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -255,4 +256,76 @@ func warnOpenKeyFiles(cfg *config.Config, log zerolog.Logger) {
 				Msgf("key file is readable by other users; make it private with: chmod 600 %s", kf.path)
 		}
 	}
+}
+
+// loadCookieKeys finds the cookie keys: the key file, then the environment,
+// then (single node only) a key generated once and kept in the user's config
+// directory, so that a restart does not send every visitor to the back of the
+// queue.
+//
+// dry (a config check) keeps no generated key: it only says whether the
+// node would start.
+func loadCookieKeys(cfg *config.Config, log zerolog.Logger, dry bool) (*cookie.Keyring, error) {
+	if cfg.CookieKeyFile != "" || os.Getenv(CookieKeysEnv) != "" {
+		return CookieKeysOf(cfg)
+	}
+	if len(cfg.Rooms) == 0 {
+		// No room, no token to seal; any key will do.
+		k, err := cookie.GenerateKey(nil, 1)
+		if err != nil {
+			return nil, err
+		}
+		return cookie.NewKeyring(k)
+	}
+	if len(cfg.Seeds) > 0 {
+		return nil, errors.New("cookie_key_file: a cluster needs the same cookie key file on every node; create one with 'waitroom keygen > cookie.key' and pass --cookie-key-file")
+	}
+	if dry {
+		k, err := cookie.GenerateKey(nil, 1)
+		if err != nil {
+			return nil, err
+		}
+		return cookie.NewKeyring(k)
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return nil, fmt.Errorf("cookie_key_file: none given and no config directory to keep a generated one: %w", err)
+	}
+	path := filepath.Join(dir, "waitroom", "cookie.key")
+	if kr, err := LoadCookieKeys(path); err == nil {
+		log.Warn().Str("path", path).Msg("no cookie key file given; using the key generated earlier on this machine")
+		return kr, nil
+	}
+	data, err := cookie.GenerateKeyFile(nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("cookie_key_file: keep generated key: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return nil, fmt.Errorf("cookie_key_file: keep generated key: %w", err)
+	}
+	log.Warn().Str("path", path).Msg("no cookie key file given; generated one and kept it for restarts (a cluster needs the same file on every node)")
+	return LoadCookieKeys(path)
+}
+
+// loadAdminToken reads the admin token file: its first non-empty line.
+func loadAdminToken(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("admin_token_file: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+			if len(t) < 16 {
+				return nil, fmt.Errorf("admin_token_file %s: the token is %d characters; use at least 16 (e.g. openssl rand -hex 32)", path, len(t))
+			}
+			return []byte(t), nil
+		}
+	}
+	return nil, fmt.Errorf("admin_token_file %s: no token in it", path)
 }

@@ -1,4 +1,4 @@
-package edge_test
+package agent_test
 
 // The public listener against clients that hold it: slowloris, oversized
 // headers, stalled bodies, clients that stop reading, more connections than
@@ -66,10 +66,10 @@ func closedWithin(t *testing.T, c net.Conn, d time.Duration) {
 
 func TestPublicListenerLimits(t *testing.T) {
 	o := edgetest.NewOrigin(t)
-	cfg := nodeConfig("limits", keyFile(t, t.TempDir()), o.URL, room("shop", 1000, 1000))
+	cfg := edgetest.NodeConfig("limits", edgetest.KeyFile(t, t.TempDir()), o.URL, edgetest.Room("shop", 1000, 1000))
 	cfg.ReadHeaderTimeout = config.Duration(clientTimeout)
 	cfg.ClientTimeout = config.Duration(clientTimeout)
-	srv := serveNode(t, cfg, nil)
+	srv := edgetest.ServeNode(t, cfg, nil)
 	addr := srv.PublicAddr()
 	base := "http://" + addr
 
@@ -197,16 +197,16 @@ func TestPublicListenerLimits(t *testing.T) {
 
 func TestPublicConnectionCap(t *testing.T) {
 	o := edgetest.NewOrigin(t)
-	cfg := nodeConfig("cap", keyFile(t, t.TempDir()), o.URL, room("shop", 1000, 1000))
+	cfg := edgetest.NodeConfig("cap", edgetest.KeyFile(t, t.TempDir()), o.URL, edgetest.Room("shop", 1000, 1000))
 	cfg.MaxConnections = 2
-	srv := serveNode(t, cfg, nil)
+	srv := edgetest.ServeNode(t, cfg, nil)
 	admin := srv.AdminHandler()
 	addr := srv.PublicAddr()
 
 	// Two clients connect and hold their connections.
 	holders := []net.Conn{rawConn(t, addr, ""), rawConn(t, addr, "")}
 	testkit.Eventually(t, testkit.Wait{What: "two connections open", Timeout: 5 * time.Second}, func() bool {
-		return metric(t, admin, "waitroom_public_connections") == 2
+		return edgetest.Metric(t, admin, "waitroom_public_connections") == 2
 	})
 
 	type result struct {
@@ -225,7 +225,7 @@ func TestPublicConnectionCap(t *testing.T) {
 	}()
 	t.Run("a third connection waits while two are open", func(t *testing.T) {
 		testkit.Eventually(t, testkit.Wait{What: "the third connection waiting", Timeout: 5 * time.Second}, func() bool {
-			return metric(t, admin, "waitroom_public_connection_waits_total") >= 1
+			return edgetest.Metric(t, admin, "waitroom_public_connection_waits_total") >= 1
 		})
 		select {
 		case r := <-third:

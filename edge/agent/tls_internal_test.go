@@ -1,4 +1,4 @@
-package edge
+package agent
 
 import (
 	"crypto/ecdsa"

@@ -1,4 +1,4 @@
-package edge
+package agent
 
 // HTTPS on the public listener: certificates from files that are reloaded
 // when they change, or from an ACME CA; and the plain-HTTP listener that
@@ -27,6 +27,10 @@ import (
 	"github.com/waitroom/waitroom/edge/config"
 )
 
+// panicACME is where a recovered panic of the ACME manager is counted
+// (waitroom_panics_total{where}).
+const panicACME = "acme"
+
 // certCheckEvery is how often, at most, the certificate files are looked
 // at for a change: on a new TLS connection, so an idle node reads nothing,
 // and a renewed pair is served within a second of being written.
@@ -44,8 +48,8 @@ type publicTLS struct {
 // block, or returns nil when TLS is off. Certificate files that do not
 // load, and a directory CA file that does not, stop the node here.
 // dry (a config check) creates no ACME cache directory.
-func newPublicTLS(s *Server, dry bool) (*publicTLS, error) {
-	t := &s.cfg.TLS
+func newPublicTLS(a *Agent, dry bool) (*publicTLS, error) {
+	t := &a.cfg.TLS
 	if !t.On() {
 		return nil, nil
 	}
@@ -56,18 +60,18 @@ func newPublicTLS(s *Server, dry bool) (*publicTLS, error) {
 		NextProtos: []string{"h2", "http/1.1"},
 	}
 	if !t.ACME.Enabled {
-		cf, err := loadCertFiles(t.CertFile, t.KeyFile, s.log)
+		cf, err := loadCertFiles(t.CertFile, t.KeyFile, a.log)
 		if err != nil {
 			return nil, err
 		}
 		base.GetCertificate = cf.getCertificate
 		return &publicTLS{config: base, files: cf}, nil
 	}
-	m, err := newACMEManager(s, dry)
+	m, err := newACMEManager(a, dry)
 	if err != nil {
 		return nil, err
 	}
-	base.GetCertificate = (&acmeLog{m: m, log: s.log, panicked: s.panicked}).getCertificate
+	base.GetCertificate = (&acmeLog{m: m, log: a.log, panicked: func(p any, stack []byte) { a.Panicked(panicACME, p, stack) }}).getCertificate
 	base.NextProtos = append(base.NextProtos, acme.ALPNProto)
 	return &publicTLS{config: base, acme: m}, nil
 }
@@ -173,8 +177,8 @@ func sameFile(a, b os.FileInfo) bool {
 
 // newACMEManager sets up automatic certificates for the hosts acmeHosts
 // allows, kept in cache_dir.
-func newACMEManager(s *Server, dry bool) (*autocert.Manager, error) {
-	a := &s.cfg.TLS.ACME
+func newACMEManager(ag *Agent, dry bool) (*autocert.Manager, error) {
+	a := &ag.cfg.TLS.ACME
 	if !dry {
 		if err := os.MkdirAll(a.CacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("tls.acme.cache_dir: %w", err)
@@ -202,7 +206,7 @@ func newACMEManager(s *Server, dry bool) (*autocert.Manager, error) {
 		// CA's terms; the README says so.
 		Prompt:     autocert.AcceptTOS,
 		Cache:      autocert.DirCache(a.CacheDir),
-		HostPolicy: s.acmeHostPolicy,
+		HostPolicy: ag.acmeHostPolicy,
 		Email:      a.Email,
 		Client:     client,
 	}, nil
@@ -218,17 +222,15 @@ var errHostNotServed = errors.New("no room or tls.acme.hosts names this host")
 // cannot make the node ask a CA for it (and spend its rate limits).
 //
 // The http-01 handler asks with the request's Host, which may carry a port.
-func (s *Server) acmeHostPolicy(_ context.Context, host string) error {
+func (a *Agent) acmeHostPolicy(_ context.Context, host string) error {
 	host = strings.ToLower(strings.TrimSuffix(config.HostWithoutPort(host), "."))
-	for _, h := range s.cfg.TLS.ACME.Hosts {
+	for _, h := range a.cfg.TLS.ACME.Hosts {
 		if strings.EqualFold(strings.TrimSuffix(h, "."), host) {
 			return nil
 		}
 	}
-	for _, rt := range s.table.Load().routes {
-		if rt.host != "" && config.HostWithoutPort(rt.host) == host {
-			return nil
-		}
+	if a.ServesHost(host) {
+		return nil
 	}
 	return errHostNotServed
 }
@@ -240,7 +242,7 @@ func (s *Server) acmeHostPolicy(_ context.Context, host string) error {
 type acmeLog struct {
 	m        *autocert.Manager
 	log      zerolog.Logger
-	panicked func(where, room string, p any, stack []byte, loud bool)
+	panicked func(p any, stack []byte)
 
 	mu     sync.Mutex
 	logged map[string]time.Time
@@ -250,7 +252,7 @@ func (a *acmeLog) getCertificate(hello *tls.ClientHelloInfo) (cert *tls.Certific
 	defer func() {
 		if p := recover(); p != nil {
 			// The handshake fails; the node and its other visitors go on.
-			a.panicked(panicACME, "", p, debug.Stack(), true)
+			a.panicked(p, debug.Stack())
 			cert, err = nil, fmt.Errorf("certificate for %q: internal error", hello.ServerName)
 		}
 	}()
@@ -304,10 +306,10 @@ func redirectToHTTPS(port string) http.Handler {
 
 // redirectHandler is the plain-HTTP listener's handler: the CA's http-01
 // challenges when ACME is on, else the redirect.
-func (s *Server) redirectHandler() http.Handler {
-	h := redirectToHTTPS(config.HTTPSPortOf(s.cfg, s.publicAddr))
-	if s.tls != nil && s.tls.acme != nil {
-		return s.tls.acme.HTTPHandler(h)
+func (a *Agent) redirectHandler() http.Handler {
+	h := redirectToHTTPS(config.HTTPSPortOf(a.cfg, a.publicAddr))
+	if a.tls != nil && a.tls.acme != nil {
+		return a.tls.acme.HTTPHandler(h)
 	}
 	return h
 }

@@ -1,4 +1,4 @@
-package edge_test
+package admin_test
 
 // Who may use the admin endpoint: its operator's tools, not the web pages
 // the operator's browser happens to open, and not a page whose domain was
@@ -20,26 +20,10 @@ import (
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
-// adminRaw sends a request with the given body and headers ("Host" sets the
-// Host header) to the admin handler.
-func adminRaw(h http.Handler, method, path, body string, hdr ...string) *http.Response {
-	req := httptest.NewRequest(method, adminURL+path, strings.NewReader(body))
-	for i := 0; i+1 < len(hdr); i += 2 {
-		if hdr[i] == "Host" {
-			req.Host = hdr[i+1]
-			continue
-		}
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec.Result()
-}
-
 func TestAdminRefusesOtherSites(t *testing.T) {
-	rc := room("shop", 10, 5)
+	rc := edgetest.Room("shop", 10, 5)
 	rc.Host = "shop.test"
-	f := newFixture(t, rc)
+	f := edgetest.NewFixture(t, rc)
 	evil := `{"name":"evil","host":"shop.test","path":"/login","total_active_users":1,"new_users_per_minute":1,"origin":"http://127.0.0.2:1"}`
 	for _, tc := range []struct {
 		name         string
@@ -79,7 +63,7 @@ func TestAdminRefusesOtherSites(t *testing.T) {
 			[]string{"Host", ""}, http.StatusMisdirectedRequest},
 
 		{"the operator's own page (same origin) may read", "GET", "/rooms", "",
-			[]string{"Sec-Fetch-Site", "same-origin", "Origin", adminURL}, http.StatusOK},
+			[]string{"Sec-Fetch-Site", "same-origin", "Origin", edgetest.AdminURL}, http.StatusOK},
 		{"a page typed into the address bar may read", "GET", "/state", "",
 			[]string{"Sec-Fetch-Site", "none"}, http.StatusOK},
 		{"localhost with any port may read (an ssh tunnel)", "GET", "/rooms", "",
@@ -90,9 +74,9 @@ func TestAdminRefusesOtherSites(t *testing.T) {
 			[]string{"Host", "127.0.0.2"}, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := adminRaw(f.Admin, tc.method, tc.path, tc.body, tc.hdr...)
+			resp := edgetest.AdminSend(f.Admin, tc.method, tc.path, tc.body, tc.hdr...)
 			if resp.StatusCode != tc.want {
-				t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, resp.StatusCode, body(t, resp), tc.want)
+				t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, resp.StatusCode, edgetest.Body(t, resp), tc.want)
 			}
 		})
 	}
@@ -111,19 +95,19 @@ func TestAdminRefusesOtherSites(t *testing.T) {
 		}
 	})
 	t.Run("after all that the room runs and no other room was made", func(t *testing.T) {
-		if rc := getRoom(t, f.Admin, "shop"); rc == nil || rc.Stopped {
+		if rc := edgetest.GetRoom(t, f.Admin, "shop"); rc == nil || rc.Stopped {
 			t.Errorf("shop: %+v, want running", rc)
 		}
-		if rc := getRoom(t, f.Admin, "evil"); rc != nil {
+		if rc := edgetest.GetRoom(t, f.Admin, "evil"); rc != nil {
 			t.Errorf("room evil exists: %+v", rc)
 		}
 	})
 	t.Run("the same change sent as the CLI sends it is applied", func(t *testing.T) {
-		resp := adminRaw(f.Admin, "POST", "/rooms/shop/stop", `{}`, "Content-Type", "application/json; charset=utf-8")
+		resp := edgetest.AdminSend(f.Admin, "POST", "/rooms/shop/stop", `{}`, "Content-Type", "application/json; charset=utf-8")
 		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("stop: %d %s", resp.StatusCode, body(t, resp))
+			t.Fatalf("stop: %d %s", resp.StatusCode, edgetest.Body(t, resp))
 		}
-		if rc := getRoom(t, f.Admin, "shop"); rc == nil || !rc.Stopped {
+		if rc := edgetest.GetRoom(t, f.Admin, "shop"); rc == nil || !rc.Stopped {
 			t.Errorf("shop: %+v, want stopped", rc)
 		}
 	})
@@ -142,10 +126,10 @@ func adminTokenFile(t *testing.T, dir, token string) string {
 func TestAdminListener(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
 	o := edgetest.NewOrigin(t)
-	cfg := nodeConfig("adm", keyFile(t, t.TempDir()), o.URL, room("shop", 10, 5))
+	cfg := edgetest.NodeConfig("adm", edgetest.KeyFile(t, t.TempDir()), o.URL, edgetest.Room("shop", 10, 5))
 	cfg.AdminTokenFile = adminTokenFile(t, t.TempDir(), token)
 	cfg.AdminHosts = []string{"waitroom-admin.internal"}
-	srv := serveNode(t, cfg, newFakeClock(5))
+	srv := edgetest.ServeNode(t, cfg, edgetest.NewClock(5))
 	addr := srv.AdminAddr()
 	_, port, _ := net.SplitHostPort(addr)
 
@@ -178,7 +162,7 @@ func TestAdminListener(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := send(t, http.MethodGet, "/state", tc.host, "Authorization", "Bearer "+token)
 			if resp.StatusCode != tc.want {
-				t.Errorf("GET /state with Host %q: %d %s, want %d", tc.host, resp.StatusCode, body(t, resp), tc.want)
+				t.Errorf("GET /state with Host %q: %d %s, want %d", tc.host, resp.StatusCode, edgetest.Body(t, resp), tc.want)
 			}
 		})
 	}
@@ -217,7 +201,7 @@ func TestAdminListener(t *testing.T) {
 		if _, err := c.Resume(ctx, "shop"); err != nil {
 			t.Fatalf("resume: %v", err)
 		}
-		sale := room("sale", 5, 5)
+		sale := edgetest.Room("sale", 5, 5)
 		sale.Path = "/sale"
 		sale.CookieSuffix = "sale"
 		if _, err := c.Apply(ctx, sale); err != nil {
@@ -238,50 +222,50 @@ func TestAdminListener(t *testing.T) {
 }
 
 func TestAdminNeverShowsSecrets(t *testing.T) {
-	sv := newSiteverify(t, "the-secret")
-	f := newFixture(t, challengedRoom(sv, "infinite_queue", "deny"))
+	sv := edgetest.NewSiteverify(t, "the-secret")
+	f := edgetest.NewFixture(t, edgetest.ChallengedRoom(sv, "infinite_queue", "deny"))
 	for _, path := range []string{"/rooms", "/rooms/shop", "/rooms/shop/status", "/state"} {
 		t.Run("GET "+path+" does not contain the secret", func(t *testing.T) {
-			if b := body(t, adminGet(t, f.Admin, path)); strings.Contains(b, "the-secret") {
+			if b := edgetest.Body(t, edgetest.AdminGet(t, f.Admin, path)); strings.Contains(b, "the-secret") {
 				t.Errorf("GET %s shows the secret:\n%s", path, b)
 			}
 		})
 	}
 	t.Run("the room shows that a secret is set", func(t *testing.T) {
-		if rc := getRoom(t, f.Admin, "shop"); rc.TurnstileSecret != api.RedactedSecret {
+		if rc := edgetest.GetRoom(t, f.Admin, "shop"); rc.TurnstileSecret != api.RedactedSecret {
 			t.Errorf("turnstile_secret %q, want %q", rc.TurnstileSecret, api.RedactedSecret)
 		}
 	})
 	t.Run("the answer to a change does not contain the secret", func(t *testing.T) {
-		resp := adminSend(t, f.Admin, http.MethodPatch, "/rooms/shop", map[string]any{"new_users_per_minute": 1})
-		if b := body(t, resp); resp.StatusCode != http.StatusOK || strings.Contains(b, "the-secret") {
+		resp := edgetest.AdminJSON(t, f.Admin, http.MethodPatch, "/rooms/shop", map[string]any{"new_users_per_minute": 1})
+		if b := edgetest.Body(t, resp); resp.StatusCode != http.StatusOK || strings.Contains(b, "the-secret") {
 			t.Errorf("PATCH: %d %s", resp.StatusCode, b)
 		}
 	})
 	t.Run("a room read, edited and applied back keeps its secret", func(t *testing.T) {
-		rc := getRoom(t, f.Admin, "shop")
+		rc := edgetest.GetRoom(t, f.Admin, "shop")
 		rc.TotalActiveUsers = 1
-		if resp := adminSend(t, f.Admin, http.MethodPut, "/rooms/shop", rc); resp.StatusCode != http.StatusOK {
-			t.Fatalf("PUT: %d %s", resp.StatusCode, body(t, resp))
+		if resp := edgetest.AdminJSON(t, f.Admin, http.MethodPut, "/rooms/shop", rc); resp.StatusCode != http.StatusOK {
+			t.Fatalf("PUT: %d %s", resp.StatusCode, edgetest.Body(t, resp))
 		}
 		// The verifier accepts a solved challenge only with the real
-		// secret: a visitor who solves it is no longer challenged.
-		admitFirst(t, f, "http://shop.test/")
-		v := newVisitor()
-		if !strings.Contains(body(t, v.Get(f.Server, "http://shop.test/")), "cf-turnstile") {
+		// secret: a edgetest.Visitor who solves it is no longer challenged.
+		f.AdmitFirst(t, "http://shop.test/")
+		v := edgetest.NewVisitor()
+		if !strings.Contains(edgetest.Body(t, v.Get(f.Server, "http://shop.test/")), "cf-turnstile") {
 			t.Fatal("the queue page carries no challenge")
 		}
 		f.Clock.Advance(25 * time.Second)
-		calls := sv.calls.Load()
-		if page := body(t, v.Get(f.Server, "http://shop.test/?__waitroom_challenge=human")); strings.Contains(page, "cf-turnstile") || sv.calls.Load() == calls {
-			t.Errorf("a solved challenge was not accepted after the round trip (verifier called %d times)", sv.calls.Load()-calls)
+		calls := sv.Calls.Load()
+		if page := edgetest.Body(t, v.Get(f.Server, "http://shop.test/?__waitroom_challenge=human")); strings.Contains(page, "cf-turnstile") || sv.Calls.Load() == calls {
+			t.Errorf("a solved challenge was not accepted after the round trip (verifier called %d times)", sv.Calls.Load()-calls)
 		}
 	})
 	t.Run("the placeholder cannot stand for a secret a room does not have", func(t *testing.T) {
-		rc := challengedRoom(sv, "log", "allow")
+		rc := edgetest.ChallengedRoom(sv, "log", "allow")
 		rc.Name, rc.Path, rc.CookieSuffix, rc.TurnstileSecret = "other", "/other", "other", api.RedactedSecret
-		resp := adminSend(t, f.Admin, http.MethodPost, "/rooms/other", rc)
-		if b := body(t, resp); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, "turnstile_secret") {
+		resp := edgetest.AdminJSON(t, f.Admin, http.MethodPost, "/rooms/other", rc)
+		if b := edgetest.Body(t, resp); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, "turnstile_secret") {
 			t.Errorf("POST with the placeholder: %d %s, want 422 naming turnstile_secret", resp.StatusCode, b)
 		}
 	})
@@ -298,11 +282,11 @@ func TestHealthzSaysNotOKWhenFailingClosed(t *testing.T) {
 		{"a node cut off from its seed that keeps deciding alone is ok", "open", http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := nodeConfig("alone", keyFile(t, t.TempDir()), o.URL, room("shop", 10, 5))
+			cfg := edgetest.NodeConfig("alone", edgetest.KeyFile(t, t.TempDir()), o.URL, edgetest.Room("shop", 10, 5))
 			cfg.Seeds = []string{"127.0.0.1:1"} // nobody there
 			cfg.StaleState = tc.state
-			admin := startServer(t, cfg, newFakeClock(5)).AdminHandler()
-			resp := adminGet(t, admin, "/healthz")
+			admin := edgetest.StartServer(t, cfg, edgetest.NewClock(5)).AdminHandler()
+			resp := edgetest.AdminGet(t, admin, "/healthz")
 			var h map[string]any
 			if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != tc.want || len(h) != 1 || h["ok"] != (tc.want == http.StatusOK) {
 				t.Errorf("GET /healthz: %d %v %v, want %d", resp.StatusCode, h, err, tc.want)

@@ -1,91 +1,48 @@
 package edge
 
 import (
-	crand "crypto/rand"
-	"errors"
-	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
-// A room's priority codes as the node keeps them: minted with the node's
-// cookie keys, their uses and revocations marks in the ring's replicated
-// marks (see priority.go). The admin API mints, revokes and reports codes
-// through the methods below.
+// A room's priority codes as the node keeps them: minted and checked with
+// the node's cookie keys, their uses and revocations marks in the ring's
+// replicated marks (see priority.go). The admin API mints, revokes and
+// reports codes with the methods below.
 
-// MintCodes mints count priority codes of room like proto (its group, uses
-// and expiry; the id is drawn for each) and hands each to each, as the
-// text a visitor presents, the code it stands for and the link that
-// presents it. It stops at the first error, each's or the minting's; false
-// for a room the node does not have.
-func (s *Server) MintCodes(room string, proto cookie.Code, count int, each func(text string, c cookie.Code, link string) error) (bool, error) {
-	rm := s.room(room)
-	if rm == nil {
-		return false, nil
-	}
-	signer := cookie.NewCodeSigner(s.keys)
-	link := roomLink(rm.cfg)
-	for range count {
-		text, c, err := signer.Mint(crand.Reader, rm.name, proto)
-		if err != nil {
-			return true, err
-		}
-		if err := each(text, c, link+url.QueryEscape(text)); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
+// CodeSigner mints and verifies the node's priority codes, keyed from its
+// cookie keys: any node of the ring checks any code without a list.
+func (s *Server) CodeSigner() *cookie.CodeSigner { return cookie.NewCodeSigner(s.keys) }
+
+// CodeUses counts the uses of code c of room that this node knows of.
+func (s *Server) CodeUses(room string, c cookie.Code) int { return s.usesOf(room, c) }
+
+// CodeRevoked reports whether code c of room is revoked, as far as this
+// node knows.
+func (s *Server) CodeRevoked(room string, c cookie.Code) bool {
+	return s.node.HasMark(revokedMark(room, c))
 }
 
-// CodeStatuses reports each of codes of room: what the code says and, when
-// it verifies (or has only expired), its uses as this node knows them and
-// whether it is revoked. With revoke, each code that verifies is first
-// marked revoked across the ring until its own expiry, and refused from
-// then on (visitors who already hold its group keep it). False for a room
-// the node does not have.
-func (s *Server) CodeStatuses(room string, codes []string, revoke bool) ([]api.CodeStatus, bool) {
-	rm := s.room(room)
-	if rm == nil {
-		return nil, false
-	}
-	signer := cookie.NewCodeSigner(s.keys)
-	now := s.ringNow()
-	out := make([]api.CodeStatus, 0, len(codes))
-	for _, text := range codes {
-		c, err := signer.Verify(text, rm.name, now)
-		st := api.CodeStatus{ID: c.IDString(), Group: c.Group, Uses: int(c.Uses)}
-		if err != nil {
-			st.Error = err.Error()
-		}
-		if revoke && err == nil {
-			s.node.Mark(revokedMark(rm.name, c), c.Expires)
-			st.Revoked = true
-		}
-		if err == nil || errors.Is(err, cookie.ErrCodeExpired) {
-			st.Used = s.usesOf(rm.name, c)
-			st.Revoked = st.Revoked || s.node.HasMark(revokedMark(rm.name, c))
-			st.Expires = time.Unix(c.Expires, 0).UTC().Format(time.RFC3339)
-		}
-		out = append(out, st)
-	}
-	return out, true
-}
+// RevokeCode marks code c of room revoked across the ring until the code's
+// own expiry: it is refused from then on, and visitors who already hold
+// its group keep it.
+func (s *Server) RevokeCode(room string, c cookie.Code) { s.node.Mark(revokedMark(room, c), c.Expires) }
 
-// roomLink is the start of a code's link: the room's host and path with
-// the code parameter (only the path, for a room without a host of its own).
-func roomLink(c *config.Room) string {
-	path := c.Path
+// CodeLink is the start of the link that presents a code of room rc: the
+// room's host and path with the code's parameter, to which the code is
+// added, escaped for a query (only the path, for a room without a host of
+// its own).
+func CodeLink(rc *config.Room) string {
+	path := rc.Path
 	if path == "" {
 		path = "/"
 	}
-	if c.Host == "" {
+	if rc.Host == "" {
 		return path + "?" + codeParam + "="
 	}
-	return "https://" + c.Host + path + "?" + codeParam + "="
+	return "https://" + rc.Host + path + "?" + codeParam + "="
 }
 
 // useMark names use k (1-based) of code c in room; a single-use code's one

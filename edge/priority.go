@@ -9,7 +9,6 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/i18n"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -182,25 +181,6 @@ func writeCodePage(w http.ResponseWriter, status int, v *view, l *i18n.Lang, msg
 	}
 	_ = codePage.Execute(w, map[string]string{"Title": title, "Message": msg, "Param": codeParam,
 		"Lang": l.Tag, "Dir": l.Dir(), "Label": l.S("invite_label"), "Button": l.S("code_button")})
-}
-
-// priorityFigures sums the room's priority counters by group over minutes
-// from..to.
-func (s *Server) priorityFigures(rm *room, from, to int64) map[string]api.GroupFigures {
-	if len(rm.cfg.PriorityGroups) == 0 {
-		return nil
-	}
-	var adm, uses map[int64]uint64
-	s.node.Read(func(st *crdt.State) {
-		adm = st.SumByBucket(rm.name, crdt.PriorityAdmitted, from, to)
-		uses = st.SumByBucket(rm.name, crdt.PriorityCodeUses, from, to)
-	})
-	out := map[string]api.GroupFigures{}
-	for _, g := range rm.cfg.PriorityGroups {
-		b := crdt.GroupBucket(g.Name)
-		out[g.Name] = api.GroupFigures{Admitted: adm[b], CodeUses: uses[b]}
-	}
-	return out
 }
 
 // setPriorityVars fills the queue page's priority code variables: the code

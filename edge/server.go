@@ -18,7 +18,6 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
@@ -196,7 +195,6 @@ func prepare(cfg *config.Config, opts Options) (*Server, error) {
 		s.clock = time.Now
 	}
 	s.metrics = newMetrics()
-	s.metrics.reg.MustRegister(&stateCollector{s: s}, &lagCollector{s: s})
 	s.shuffleKey = s.keys.Derive("waitroom shuffle")
 	// Build every configured room once before gossip starts, so a bad
 	// room stops start-up with a clear error instead of a log line.
@@ -227,17 +225,6 @@ func prepare(cfg *config.Config, opts Options) (*Server, error) {
 		}
 	}
 	return s, nil
-}
-
-// ServesPublic reports whether a node with cfg opens its public listener:
-// it does when it has rooms or a default origin, or the listener was moved
-// from its default address, except in forward-auth mode with no origin
-// anywhere, where every room is served through the endpoint alone.
-func ServesPublic(cfg *config.Config) bool {
-	if cfg.ForwardAuth.On() && cfg.Origin == "" && !slices.ContainsFunc(cfg.Rooms, func(r config.Room) bool { return r.Origin != "" }) {
-		return false
-	}
-	return len(cfg.Rooms) > 0 || cfg.Origin != "" || cfg.Listen != config.DefaultListen
 }
 
 // ringNow is the ring's time (gossip.Node.RingNow), the one every node
@@ -292,20 +279,35 @@ func (s *Server) lagFrom(d time.Duration, measured bool) (time.Duration, bool) {
 	return policy.AssumedLag(d, conf), true
 }
 
-// lagDoc reports the lag in use at now.
-func (s *Server) lagDoc(now time.Time) *api.LagDoc {
-	ring := s.node.Lag(now)
-	inUse, measured := s.lagFrom(ring.Delay, ring.Measured)
-	return &api.LagDoc{
-		InUseMs:      durMs(inUse),
-		Measured:     measured,
-		ConfiguredMs: durMs(s.configuredLag()),
-		MeasuringOn:  s.cfg.GossipLagMeasured == nil || *s.cfg.GossipLagMeasured,
-		Ring:         ring,
-	}
+// Lag is the gossip delay the allocations assume and what it comes from.
+type Lag struct {
+	// InUse is the lag the policy assumes (policy.Room.Lag) for the ring
+	// delay in Ring. (Allocations reuse a delay figure for up to a quarter
+	// of a second, so theirs may trail this by that much.)
+	InUse time.Duration
+	// Measured: InUse comes from the measured delay, not the config.
+	Measured bool
+	// Configured is the configured bound (gossip_lag, or the profile's),
+	// and MeasuringOn false when gossip_lag_measured is false.
+	Configured  time.Duration
+	MeasuringOn bool
+	// Ring is the measured delay: the ring-wide figure and each live
+	// peer's delay and clock offset.
+	Ring gossip.RingLag
 }
 
-func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// Lag reports the lag in use at now, the node's own time.
+func (s *Server) Lag(now time.Time) Lag {
+	ring := s.node.Lag(now)
+	inUse, measured := s.lagFrom(ring.Delay, ring.Measured)
+	return Lag{
+		InUse:       inUse,
+		Measured:    measured,
+		Configured:  s.configuredLag(),
+		MeasuringOn: s.cfg.GossipLagMeasured == nil || *s.cfg.GossipLagMeasured,
+		Ring:        ring,
+	}
+}
 
 // StaleClosed reports whether the node is cut off from its peers and
 // configured to fail closed, when it would queue every new visitor (GET

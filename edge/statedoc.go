@@ -1,54 +1,67 @@
 package edge
 
 import (
-	"slices"
 	"time"
 
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge/api"
-	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/policy"
 )
 
-// StateDoc builds the node's state document (GET /state), without the
-// webhooks' deliveries, which edge/webhook/deliver adds. Reading it never
-// changes an allocation.
-func (s *Server) StateDoc() *api.StateDoc {
-	now, ring := s.clock(), s.ringNow()
-	d := &api.StateDoc{
-		Node:        s.cfg.Node,
-		Replica:     s.node.Replica().String(),
-		Incarnation: s.node.Incarnation(),
-		Time:        now.UTC(),
-		RingTime:    ring.UTC(),
-		Members:     s.node.Members(),
-		Gossip:      s.node.Stats(),
-		Lag:         s.lagDoc(now),
-	}
-	slices.SortFunc(d.Members, func(a, b gossip.Member) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
-	for _, rm := range s.rooms() {
-		d.Rooms = append(d.Rooms, s.roomStatus(rm, ring))
-	}
-	return d
+// What the admin API, the console, the metrics and the webhooks read of a
+// room: the figures of its allocations, which they lay out for a person or
+// a monitor.
+
+// RoomFigures are a room's figures from one allocation: what its status is
+// made of.
+type RoomFigures struct {
+	// Summary is the allocation's summary (the status, the queue, the
+	// admissions, the estimates), guarded as every policy call is (see
+	// failsafe.go).
+	Summary policy.Summary
+	// Room is the room's settings (see Rooms); Settings are those in force
+	// when the allocation was made: an event's, the pre-queue's, the
+	// emergency stop's.
+	Room, Settings *config.Room
+	// Snapshot is the merged state at the time asked for, over the windows
+	// the allocation reads: who sent how much traffic.
+	Snapshot crdt.RoomSnapshot
+	// Failing is set while the room's allocation cannot be computed (see
+	// failsafe.go).
+	Failing bool
 }
 
-// RoomStatus reports the named room at the ring's time now, as GET
-// /rooms/{name}/status answers it; false for a room the node does not
-// have.
-func (s *Server) RoomStatus(name string, now time.Time) (api.RoomStatus, bool) {
+// Figures reports the named room from the allocation the loop made last
+// (at most 250 ms old), with the merged state at the ring's time now; false
+// for a room the node does not have. Reading never changes an allocation,
+// so what an operator or a monitor sees is what the request path decides
+// by.
+func (s *Server) Figures(name string, now time.Time) (RoomFigures, bool) {
 	rm := s.room(name)
-	if rm == nil || rm.alloc.Load() == nil {
-		return api.RoomStatus{}, false
+	if rm == nil {
+		return RoomFigures{}, false
 	}
-	return s.roomStatus(rm, now), true
+	a := rm.alloc.Load()
+	if a == nil {
+		return RoomFigures{}, false
+	}
+	f := RoomFigures{Summary: a.Summary(), Room: rm.cfg, Settings: &a.view.cfg}
+	f.Snapshot = s.node.Snapshot(rm.name, now.Unix(), a.view.win)
+	f.Failing = rm.failing.Load() // after the summary, whose panic fails the room
+	return f, true
+}
+
+// Current is the named room's allocation in force at the ring's time now,
+// computed first when the minute has turned since the last, as a request
+// would find it: its summary and the settings it was made with; false for
+// a room the node does not have. The metrics' gauges read it.
+func (s *Server) Current(name string, now time.Time) (policy.Summary, *config.Room, bool) {
+	rm := s.room(name)
+	if rm == nil {
+		return policy.Summary{}, nil, false
+	}
+	a := rm.allocation(now)
+	return a.Summary(), &a.view.cfg, true
 }
 
 // Summary is the named room's last allocation's summary (the status, the
@@ -65,86 +78,6 @@ func (s *Server) Summary(name string) (policy.Summary, bool) {
 		return policy.Summary{}, false
 	}
 	return a.Summary(), true
-}
-
-// roomStatus reports a room from its current allocation (the policy's
-// figures) and the merged snapshot (who sent how much traffic).
-func (s *Server) roomStatus(rm *room, now time.Time) api.RoomStatus {
-	// The allocation the loop made last (at most 250 ms old): reading the
-	// state never changes it, so what an operator or a monitor sees is
-	// what the request path decides by.
-	a := rm.alloc.Load()
-	sum := a.Summary()
-	snap := s.node.Snapshot(rm.name, now.Unix(), a.view.win)
-	rs := api.RoomStatus{
-		Name:                      rm.name,
-		Host:                      rm.cfg.Host,
-		Path:                      rm.cfg.Path,
-		Status:                    string(sum.Status),
-		QueueingMethod:            string(sum.Method),
-		TotalActiveUsers:          a.view.cfg.TotalActiveUsers,
-		NewUsersPerMinute:         a.view.cfg.NewUsersPerMinute,
-		SessionDuration:           a.view.cfg.SessionDuration,
-		EstimatedTotalActiveUsers: int64(sum.ActiveUsers + 0.5),
-		EstimatedQueuedUsers:      sum.QueuedUsers,
-		NewUsersThisMinute:        sum.AdmittedThisMinute,
-		MaxEstimatedTimeMinutes:   sum.MaxWaitMinutes,
-		OpenSlots:                 sum.OpenSlots,
-		AdmissionsPerMinute:       sum.AdmissionRate,
-		Buckets:                   []api.BucketStatus{},
-		Nodes:                     []api.NodeShare{},
-		Cut:                       sum.Cut,
-		AllocationFailing:         rm.failing.Load(),
-	}
-	for _, b := range sum.Buckets {
-		rs.Buckets = append(rs.Buckets, api.BucketStatus{Bucket: time.Unix(b.Bucket*60, 0).UTC(), Waiting: b.Waiting, EligibleSlots: b.Eligible})
-	}
-	rs.Nodes = s.nodeShares(&snap)
-	an := s.analytics(rm.name, 10, now)
-	rs.Last10Minutes = &an
-	return rs
-}
-
-// nodeShares lists each replica's arrivals and admissions in the current
-// minute, and its share of the arrivals of the last two minutes, with the
-// node names their registers give.
-func (s *Server) nodeShares(snap *crdt.RoomSnapshot) []api.NodeShare {
-	cur := snap.ArrivalsIn(snap.Minute)
-	prev := snap.ArrivalsIn(snap.Minute - 1)
-	adm := snap.AdmittedIn(snap.Minute)
-	total := float64(cur.Total + prev.Total)
-	seen := map[crdt.ReplicaID]bool{}
-	var ids []crdt.ReplicaID
-	for _, mc := range []crdt.MinuteCounts{cur, prev, adm} {
-		for _, c := range mc.ByReplica {
-			if !seen[c.Replica] {
-				seen[c.Replica] = true
-				ids = append(ids, c.Replica)
-			}
-		}
-	}
-	names := s.node.ReplicaNames()
-	out := []api.NodeShare{}
-	for _, id := range ids {
-		ns := api.NodeShare{Node: names[id], Replica: id.String(), ArrivalsThisMinute: cur.Of(id), AdmittedThisMinute: adm.Of(id)}
-		if ns.Node == "" {
-			ns.Node = id.String()
-		}
-		if total > 0 {
-			ns.TrafficShare = float64(cur.Of(id)+prev.Of(id)) / total
-		}
-		out = append(out, ns)
-	}
-	slices.SortFunc(out, func(a, b api.NodeShare) int {
-		if a.Node < b.Node {
-			return -1
-		}
-		if a.Node > b.Node {
-			return 1
-		}
-		return 0
-	})
-	return out
 }
 
 // WaitingNow is the number of visitors waiting in the named room as the

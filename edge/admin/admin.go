@@ -41,10 +41,12 @@ type API struct {
 	console console
 }
 
-// New makes the admin API of node s. It starts sampling the console's
+// New makes the admin API of node s, one per node: it adds the merged
+// rooms' gauges to the node's metrics, and starts sampling the console's
 // charts at once, so that they have a history when an operator opens them.
 func New(s *edge.Server, o Options) *API {
 	a := &API{s: s, log: s.Log(), opts: o}
+	s.Registry().MustRegister(&stateCollector{a: a}, &lagCollector{s: s})
 	s.AfterEachRound(panicConsole, a.sampleConsole)
 	return a
 }
@@ -67,7 +69,7 @@ func (a *API) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, a.StateDoc())
 	})
 	mux.HandleFunc("GET /rooms/{name}/status", func(w http.ResponseWriter, r *http.Request) {
-		rs, ok := a.s.RoomStatus(r.PathValue("name"), a.s.RingNow())
+		rs, ok := a.RoomStatus(r.PathValue("name"), a.s.RingNow())
 		if !ok {
 			writeJSON(w, http.StatusNotFound, api.Error{Error: "no room named " + r.PathValue("name")})
 			return
@@ -84,16 +86,6 @@ func (a *API) Handler() http.Handler {
 	open.HandleFunc("/healthz", a.serveHealth)
 	open.HandleFunc("/readyz", a.serveReady)
 	return a.recover(newGate(a.s.Config(), a.opts.Token, open, mux))
-}
-
-// StateDoc is the node's state document (edge.Server.StateDoc) with its
-// webhooks' deliveries: what GET /state answers.
-func (a *API) StateDoc() *api.StateDoc {
-	d := a.s.StateDoc()
-	if a.opts.Webhooks != nil {
-		d.Webhooks = a.opts.Webhooks.Status()
-	}
-	return d
 }
 
 // Shutdown ends the console's event streams, so that the admin listener
@@ -156,17 +148,15 @@ func (a *API) serveAnalytics(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query().Get("minutes"); q != "" {
 		n, err := strconv.Atoi(q)
 		if err != nil || n < 1 {
-			writeError(w, http.StatusBadRequest, "minutes: %q must be a whole number of minutes from 1 to %d", q, edge.MaxAnalyticsMinutes)
+			writeError(w, http.StatusBadRequest, "minutes: %q must be a whole number of minutes from 1 to %d", q, maxAnalyticsMinutes)
 			return
 		}
 		minutes = n
 	}
-	an, ok := a.s.Analytics(name, minutes, a.s.RingNow())
-	if !ok {
-		writeError(w, http.StatusNotFound, "no room named %q", name)
-		return
-	}
-	writeJSON(w, http.StatusOK, an)
+	// Counters older than the retention are pruned; asking for more
+	// returns what is kept.
+	minutes = min(minutes, maxAnalyticsMinutes)
+	writeJSON(w, http.StatusOK, a.analytics(name, minutes, a.s.RingNow()))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,19 +1,23 @@
 package admin
 
 import (
+	crand "crypto/rand"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/waitroom/waitroom/cookie"
+	"github.com/waitroom/waitroom/edge"
 	"github.com/waitroom/waitroom/edge/api"
 )
 
 // The admin API for priority codes: mint them, revoke them, and ask what
-// the ring knows of them. The codes themselves are the node's (see
-// edge.Server.MintCodes and CodeStatuses).
+// the ring knows of them, with the node's signer and marks (see
+// edge.Server.CodeSigner).
 
 // maxMint is the most codes one request mints.
 const maxMint = 100_000
@@ -55,16 +59,18 @@ func (a *API) serveMint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	expires := a.s.RingNow().Add(time.Duration(req.Expires)).Unix()
+	signer := a.s.CodeSigner()
+	link := edge.CodeLink(rc)
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"code", "id", "group", "uses", "expires", "link"})
-	_, err := a.s.MintCodes(name, cookie.Code{Group: req.Group, Expires: expires, Uses: uint16(req.Uses)}, req.Count, func(text string, c cookie.Code, link string) error {
-		_ = cw.Write([]string{text, c.IDString(), c.Group, strconv.Itoa(int(c.Uses)), time.Unix(c.Expires, 0).UTC().Format(time.RFC3339), link})
-		return nil
-	})
-	if err != nil {
-		a.log.Error().Err(err).Msg("mint priority code")
-		return
+	for range req.Count {
+		text, c, err := signer.Mint(crand.Reader, name, cookie.Code{Group: req.Group, Expires: expires, Uses: uint16(req.Uses)})
+		if err != nil {
+			a.log.Error().Err(err).Msg("mint priority code")
+			return
+		}
+		_ = cw.Write([]string{text, c.IDString(), c.Group, strconv.Itoa(int(c.Uses)), time.Unix(c.Expires, 0).UTC().Format(time.RFC3339), link + url.QueryEscape(text)})
 	}
 	cw.Flush()
 	a.log.Info().Str("room", name).Str("group", req.Group).Int("count", req.Count).Int("uses", req.Uses).Str("by", r.RemoteAddr).Msg("priority codes minted through the admin API")
@@ -85,10 +91,11 @@ func (a *API) serveCodeStatus(w http.ResponseWriter, r *http.Request) {
 	a.eachCode(w, r, false)
 }
 
-// eachCode answers a request naming codes with one status per code (see
-// edge.Server.CodeStatuses), revoking them first when revoke is set. It
-// returns how many codes it answered for, and false when the request was
-// refused.
+// eachCode answers a request naming codes with one status per code: what
+// the code says and, when it verifies (or has only expired), its uses as
+// this node knows them and whether it is revoked, after revoking it first
+// when revoke is set. It returns how many codes it answered for, and false
+// when the request was refused.
 func (a *API) eachCode(w http.ResponseWriter, r *http.Request, revoke bool) (int, bool) {
 	name := r.PathValue("name")
 	if a.s.Room(name) == nil {
@@ -100,10 +107,25 @@ func (a *API) eachCode(w http.ResponseWriter, r *http.Request, revoke bool) (int
 		writeError(w, http.StatusBadRequest, "body: %v", err)
 		return 0, false
 	}
-	out, ok := a.s.CodeStatuses(name, req.Codes, revoke)
-	if !ok {
-		writeError(w, http.StatusNotFound, "no room named %q", name)
-		return 0, false
+	signer := a.s.CodeSigner()
+	now := a.s.RingNow()
+	out := make([]api.CodeStatus, 0, len(req.Codes))
+	for _, text := range req.Codes {
+		c, err := signer.Verify(text, name, now)
+		st := api.CodeStatus{ID: c.IDString(), Group: c.Group, Uses: int(c.Uses)}
+		if err != nil {
+			st.Error = err.Error()
+		}
+		if revoke && err == nil {
+			a.s.RevokeCode(name, c)
+			st.Revoked = true
+		}
+		if err == nil || errors.Is(err, cookie.ErrCodeExpired) {
+			st.Used = a.s.CodeUses(name, c)
+			st.Revoked = st.Revoked || a.s.CodeRevoked(name, c)
+			st.Expires = time.Unix(c.Expires, 0).UTC().Format(time.RFC3339)
+		}
+		out = append(out, st)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return len(req.Codes), true

@@ -71,11 +71,7 @@ func (a *API) consoleFrame() *consoleFrame {
 	}
 	minutes := int(dashboard.Window / time.Minute)
 	for _, rc := range a.s.Rooms() {
-		an, ok := a.s.Analytics(rc.Name, minutes, ring)
-		if !ok {
-			continue // deleted since Rooms
-		}
-		cr := consoleRoom{Name: rc.Name, Stopped: rc.Stopped, QueueAll: rc.QueueAll, Analytics: an}
+		cr := consoleRoom{Name: rc.Name, Stopped: rc.Stopped, QueueAll: rc.QueueAll, Analytics: a.analytics(rc.Name, minutes, ring)}
 		if e, ph := rc.At(ring); e != nil && ph != config.NoEvent {
 			cr.Event = &consoleEvent{ID: e.ID, Name: e.Name, Phase: ph.String(), PrequeueStart: e.PrequeueStart().UTC(), EventStartTime: e.EventStartTime.UTC(), EventEndTime: e.EventEndTime.UTC()}
 		}
@@ -93,12 +89,13 @@ func (a *API) sampleConsole(now time.Time) {
 	}
 	smp := dashboard.Sample{Time: now.UTC(), Rooms: map[string]dashboard.RoomSample{}}
 	for _, rc := range a.s.Rooms() {
-		st, ok := a.s.RoomStatus(rc.Name, now)
+		f, ok := a.s.Figures(rc.Name, now)
 		if !ok {
 			continue
 		}
-		rs := dashboard.RoomSample{Active: st.EstimatedTotalActiveUsers, Queued: st.EstimatedQueuedUsers, NewThisMinute: st.NewUsersThisMinute, Shares: map[string]float64{}}
-		for _, ns := range st.Nodes {
+		sum := f.Summary
+		rs := dashboard.RoomSample{Active: int64(sum.ActiveUsers + 0.5), Queued: sum.QueuedUsers, NewThisMinute: sum.AdmittedThisMinute, Shares: map[string]float64{}}
+		for _, ns := range a.nodeShares(&f.Snapshot) {
 			rs.Shares[ns.Node] = ns.TrafficShare
 		}
 		smp.Rooms[rc.Name] = rs

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -204,7 +205,7 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent)) error {
 		return ln.Addr().String(), nil
 	}
 	var err error
-	if edge.ServesPublic(a.cfg) {
+	if servesPublic(a.cfg) {
 		// The public listener faces everyone: every stage of a request
 		// has a deadline and open connections are capped (see listen.go
 		// for why not ReadTimeout and WriteTimeout).
@@ -293,6 +294,17 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent)) error {
 	}
 	a.shutdown(servers, names)
 	return err
+}
+
+// servesPublic reports whether a node with cfg opens its public listener:
+// it does when it has rooms or a default origin, or the listener was moved
+// from its default address, except in forward-auth mode with no origin
+// anywhere, where every room is served through the endpoint alone.
+func servesPublic(cfg *config.Config) bool {
+	if cfg.ForwardAuth.On() && cfg.Origin == "" && !slices.ContainsFunc(cfg.Rooms, func(r config.Room) bool { return r.Origin != "" }) {
+		return false
+	}
+	return len(cfg.Rooms) > 0 || cfg.Origin != "" || cfg.Listen != config.DefaultListen
 }
 
 // shutdown stops the listeners of a node that is stopping: it turns the node

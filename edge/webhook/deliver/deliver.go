@@ -484,19 +484,19 @@ func (w *Hooks) watch(now time.Time) {
 
 // noticeData is a room's figures for its notices.
 func (w *Hooks) noticeData(name string) map[string]any {
-	rc := w.s.Room(name)
-	st, ok := w.s.RoomStatus(name, w.s.RingNow())
-	if rc == nil || !ok {
+	f, ok := w.s.Figures(name, w.s.RingNow())
+	if !ok {
 		return nil
 	}
+	rc, sum := f.Room, f.Summary
 	d := map[string]any{
-		"status":               st.Status,
+		"status":               string(sum.Status),
 		"stopped":              rc.Stopped,
-		"total_active_users":   st.TotalActiveUsers,
-		"new_users_per_minute": st.NewUsersPerMinute,
-		"active_users":         st.EstimatedTotalActiveUsers,
-		"queued_users":         st.EstimatedQueuedUsers,
-		"max_wait_minutes":     st.MaxEstimatedTimeMinutes,
+		"total_active_users":   f.Settings.TotalActiveUsers,
+		"new_users_per_minute": f.Settings.NewUsersPerMinute,
+		"active_users":         int64(sum.ActiveUsers + 0.5),
+		"queued_users":         sum.QueuedUsers,
+		"max_wait_minutes":     sum.MaxWaitMinutes,
 	}
 	if e, ph := rc.At(w.s.RingNow()); e != nil {
 		d["event"] = map[string]any{"id": e.ID, "name": e.Name, "phase": ph.String(), "event_start_time": e.EventStartTime.UTC(), "event_end_time": e.EventEndTime.UTC()}

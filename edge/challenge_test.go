@@ -17,10 +17,7 @@ import (
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
-// siteverify is the harness's fake siteverify endpoint (see
-// edgetest.Siteverify).
-type siteverify = edgetest.Siteverify
-
+// The harness's fake siteverify endpoint, and a room challenged through it.
 var (
 	newSiteverify  = edgetest.NewSiteverify
 	challengedRoom = edgetest.ChallengedRoom

@@ -2,7 +2,7 @@ package edge_test
 
 // The edge tests' names for the one harness, edge/edgetest: the fake clock
 // (testkit.Clock), one node built as `waitroom serve` builds it on loopback
-// (startServer, serveNode, newFixture), the one in-process cluster
+// (startServer, newFixture), the one in-process cluster
 // (newCluster: N nodes, fake or wall clock, optionally gossiping through a
 // gossip.FaultNet) in front of the one test origin (edgetest.Origin), a
 // visitor that keeps its cookies, and the harness's readers of bodies,
@@ -27,7 +27,6 @@ var (
 	nodeConfig     = edgetest.NodeConfig
 	testGossipKeys = edgetest.GossipKeys
 	startServer    = edgetest.StartServer
-	serveNode      = edgetest.ServeNode
 	newFixture     = edgetest.NewFixture
 	newFixtureWith = edgetest.NewFixtureWith
 	newVisitor     = edgetest.NewVisitor
@@ -43,7 +42,6 @@ var (
 	adminGet       = edgetest.AdminGet
 	roomStatus     = edgetest.RoomStatus
 	metric         = edgetest.Metric
-	checkParse     = edgetest.CheckParse
 	getRoom        = edgetest.GetRoom
 	adminSend      = edgetest.AdminJSON
 )

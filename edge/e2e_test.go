@@ -1,7 +1,7 @@
 package edge_test
 
 // The end-to-end test of the whole product: three real nodes in one process
-// (edge.New + Serve on loopback, gossiping over memberlist's local profile),
+// (agent.New + Serve on loopback, gossiping over memberlist's local profile),
 // a test origin that counts concurrent sessions, and a crowd of HTTP
 // clients with cookie jars spread over the nodes.
 //

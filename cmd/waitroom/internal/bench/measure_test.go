@@ -1,7 +1,7 @@
 package bench_test
 
 // TestMeasureProxyThroughput measures the throughput of admitted requests
-// through a real waitroom node (edge.Run on loopback, as `waitroom serve`
+// through a real waitroom node (agent.Run on loopback, as `waitroom serve`
 // runs it, with limits so high that everyone is admitted) against a plain
 // httputil.ReverseProxy with the same transport, in front of the same
 // origin, under the same closed-loop load: N keep-alive clients, each with
@@ -315,9 +315,9 @@ func TestMeasureProxyThroughput(t *testing.T) {
 	select {
 	case node = <-ready:
 	case err := <-done:
-		t.Fatalf("edge.Run: %v", err)
+		t.Fatalf("agent.Run: %v", err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("edge.Run did not start")
+		t.Fatal("agent.Run did not start")
 	}
 	t.Cleanup(func() {
 		cancel()

@@ -37,6 +37,12 @@ Over HTTPS, with a certificate from Let's Encrypt for the room's host:
   waitroom serve --origin http://127.0.0.1:3000 --host shop.example.com --total-active-users 500 \
     --listen :443 --acme --acme-email ops@example.com --redirect-listen :80
 
+The node keeps what the ring was told at run time (rooms and their changes,
+stops and messages, webhooks, used priority codes, counts) and the members it
+knew in its data directory (--data-dir), saved at most once a second and at a
+graceful stop, and takes it back when it starts: a node, or a whole ring,
+that is stopped or killed comes back as it was, visitors in their places.
+
 Every node of a cluster needs the same cookie key file (waitroom keygen),
 the same gossip key file (waitroom keygen --gossip) and the address of at
 least one other node (--seed). Gossip carries the rooms and every count, so a
@@ -58,6 +64,9 @@ gossip on loopback.`,
 			o.Set = func(name string) bool { return cmd.Flags().Changed(name) }
 			if err := o.Apply(cfg); err != nil {
 				return fmt.Errorf("flags: %w", err)
+			}
+			if cfg.DataDir == "" {
+				cfg.DataDir = config.DefaultDataDir(cfg.Node)
 			}
 			log := newLogger(cfg.LogLevel, o.LogFormat)
 			ro := agent.Options{Log: log}
@@ -82,6 +91,7 @@ gossip on loopback.`,
 	f.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "file of base64 gossip keys from 'waitroom keygen --gossip', the first encrypting (or WAITROOM_GOSSIP_KEY); only their holders are part of the ring")
 	f.BoolVar(&o.InsecureGossip, "insecure-gossip", false, "run gossip without a key: anyone who reaches the gossip address can rewrite rooms and counts")
 	f.StringVar(&o.CookieKeyFile, "cookie-key-file", "", "cookie key file from 'waitroom keygen', the same on every node (or WAITROOM_COOKIE_KEYS)")
+	f.StringVar(&o.DataDir, "data-dir", "", "directory that keeps what the ring was told (rooms and changes made at run time, stops, webhooks, used codes, counts) and the members the node knew, so a restart loses nothing; \"off\" keeps nothing (default: waitroom/data/NODE in the user's config directory)")
 	f.StringVar(&o.Origin, "origin", "", "origin URL; without a config file, protects this one site")
 	f.StringVar(&o.ForwardAuth, "forward-auth", "", "forward-auth listener (such as 127.0.0.1:9091) that a proxy in front (nginx auth_request, Caddy forward_auth, Traefik forwardAuth, Envoy ext_authz) asks about each request; without a config file, with --total-active-users and no --origin, protects the proxy's site")
 	f.StringArrayVar(&o.TrustedProxies, "trusted-proxy", nil, "address or prefix allowed to ask the forward-auth listener, and to revoke (repeatable; default loopback only)")

@@ -79,10 +79,13 @@ type sealKey struct {
 	fp  [fingerprintLen]byte
 }
 
-// Open prepares the data directory at path (created, mode 0700, if it is
-// not there) with the sealing keys: the first seals what is written, and
-// each of them opens what was written before, so that a file sealed before
-// a key rotation still opens after it. A key is 32 bytes.
+// Open prepares the data directory at path with the sealing keys: the
+// first seals what is written, and each of them opens what was written
+// before, so that a file sealed before a key rotation still opens after
+// it. A key is 32 bytes. Open touches no file: the directory is created
+// (mode 0700) by the first write, so that a directory that cannot be
+// created or written is each write's error, which the node counts and
+// logs while it goes on serving, never a reason not to start.
 func Open(path string, keys [][]byte) (*Dir, error) {
 	if path == "" {
 		return nil, errors.New("data directory: no path")
@@ -98,9 +101,6 @@ func Open(path string, keys [][]byte) (*Dir, error) {
 		sk := sealKey{fp: fingerprintOf(k)}
 		copy(sk.key[:], k)
 		d.keys = append(d.keys, sk)
-	}
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory %s: %w", path, err)
 	}
 	return d, nil
 }
@@ -189,6 +189,9 @@ func (d *Dir) Write(name string, data []byte) error {
 
 // writeAtomic writes b as dir/name, whole or not at all.
 func writeAtomic(dir, name string, b []byte) (err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
 	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("data directory: write %s: %w", name, err)

@@ -155,13 +155,17 @@ func TestAWriteIsWholeOrNotAtAll(t *testing.T) {
 			t.Fatalf("read %q, %v; want the old file", got, err)
 		}
 	})
-	t.Run("a directory that is a file is refused at open", func(t *testing.T) {
+	t.Run("a directory that is a file fails each write, not the start", func(t *testing.T) {
 		f := filepath.Join(dir, "plain")
 		if err := os.WriteFile(f, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Open(f, [][]byte{key(1)}); err == nil {
-			t.Fatal("a file opened as a data directory")
+		d, err := Open(f, [][]byte{key(1)})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		if err := d.Write("state", []byte("x")); err == nil {
+			t.Fatal("a write into a file succeeded")
 		}
 	})
 	t.Run("a short key is refused at open", func(t *testing.T) {
@@ -189,15 +193,20 @@ func TestTheSaverWritesWhatChangedAndOnceMoreAtTheEnd(t *testing.T) {
 		}
 	}})
 	read := func() string { b, _ := d.Read("state"); return string(b) }
-	set := func(v string) { mu.Lock(); value = v; mu.Unlock(); s.Changed() }
+	set := func(v string) { mu.Lock(); value = v; mu.Unlock() }
 
 	set("v2")
 	testkit.Eventually(t, testkit.Wait{What: "the change written", Timeout: 5 * time.Second}, func() bool { return read() == "v2" })
 	t.Run("nothing is written while nothing changes", func(t *testing.T) {
+		if err := s.Save(); err != nil {
+			t.Fatal(err)
+		}
 		mu.Lock()
 		before := writes
 		mu.Unlock()
-		s.guard(func() { s.writeIfChanged() })
+		if err := s.Save(); err != nil {
+			t.Fatal(err)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if writes != before {
@@ -205,7 +214,11 @@ func TestTheSaverWritesWhatChangedAndOnceMoreAtTheEnd(t *testing.T) {
 		}
 	})
 	t.Run("a failed write is reported and tried again", func(t *testing.T) {
-		bad := NewSaver(&Dir{path: filepath.Join(d.Path(), "missing", "dir"), keys: d.keys}, "state",
+		blocked := filepath.Join(d.Path(), "plain")
+		if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		bad := NewSaver(&Dir{path: filepath.Join(blocked, "dir"), keys: d.keys}, "state",
 			func() ([]byte, error) { return []byte("x"), nil },
 			SaverOptions{Interval: time.Millisecond, Report: func(_ int, _ time.Duration, err error) {
 				if err != nil {
@@ -215,20 +228,17 @@ func TestTheSaverWritesWhatChangedAndOnceMoreAtTheEnd(t *testing.T) {
 				}
 			}})
 		defer bad.Close()
-		bad.Changed()
 		testkit.Eventually(t, testkit.Wait{What: "two failed writes reported", Timeout: 5 * time.Second}, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			bad.Changed()
 			return failures >= 2
 		})
 	})
 	t.Run("a graceful stop writes the last change", func(t *testing.T) {
+		s.mu.Lock() // the loop cannot save before the stop
 		mu.Lock()
 		value = "v3"
 		mu.Unlock()
-		s.mu.Lock()
-		s.changed = true // as Changed, without waking the loop
 		s.mu.Unlock()
 		if err := s.Close(); err != nil {
 			t.Fatal(err)

@@ -1,14 +1,16 @@
 package datadir
 
 import (
+	"crypto/sha256"
 	"sync"
 	"time"
 )
 
 // Saver keeps one file of the directory up to date with what snapshot
-// returns: at most once every interval while something changed (Changed),
-// and once more when it stops, so that a graceful stop leaves the latest
-// state and a crash loses at most the last interval.
+// returns: once every interval it takes the snapshot and writes it when it
+// differs from what it last wrote, and once more when it stops, so that a
+// graceful stop leaves the latest state, a crash loses at most the last
+// interval, and a node at rest writes nothing.
 type Saver struct {
 	dir      *Dir
 	name     string
@@ -22,19 +24,22 @@ type Saver struct {
 	// the node's to recover (it logs and counts it) and the saver goes on.
 	guard func(func())
 
-	mu      sync.Mutex
-	changed bool
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	mu sync.Mutex // one save at a time; guards last and wrote
+	// last is the digest of what was last written, wrote whether anything
+	// was.
+	last  [sha256.Size]byte
+	wrote bool
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
 }
 
 // SaverOptions are a Saver's settings.
 type SaverOptions struct {
 	Interval time.Duration // at most one write per interval; 1 s when 0
 	Report   func(size int, took time.Duration, err error)
-	// Guard, when set, runs each write (the node's panic recovery).
+	// Guard, when set, runs each save (the node's panic recovery).
 	Guard func(func())
 }
 
@@ -43,7 +48,7 @@ type SaverOptions struct {
 func NewSaver(d *Dir, name string, snapshot func() ([]byte, error), o SaverOptions) *Saver {
 	s := &Saver{
 		dir: d, name: name, snapshot: snapshot, interval: o.Interval, report: o.Report, guard: o.Guard,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if s.interval <= 0 {
 		s.interval = time.Second
@@ -58,81 +63,52 @@ func NewSaver(d *Dir, name string, snapshot func() ([]byte, error), o SaverOptio
 	return s
 }
 
-// Changed says that what the file holds has changed; the saver writes it
-// within an interval. It never blocks.
-func (s *Saver) Changed() {
-	s.mu.Lock()
-	s.changed = true
-	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
-// loop writes when kicked, at most once an interval.
+// loop saves once an interval.
 func (s *Saver) loop() {
 	defer close(s.done)
-	var last time.Time
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-s.kick:
+		case <-t.C:
 		}
-		if wait := s.interval - time.Since(last); wait > 0 {
-			select {
-			case <-s.stop:
-				return
-			case <-time.After(wait):
-			}
-		}
-		last = time.Now()
-		s.guard(func() { s.writeIfChanged() })
+		s.guard(func() { _ = s.Save() })
 	}
 }
 
-// writeIfChanged writes the file when something changed since the last
-// write; a failed write leaves it marked changed, to be tried again.
-func (s *Saver) writeIfChanged() {
+// Save takes the snapshot and writes it if it differs from what was last
+// written; a failed write is reported, and tried again at the next save.
+func (s *Saver) Save() error {
 	s.mu.Lock()
-	changed := s.changed
-	s.changed = false
-	s.mu.Unlock()
-	if !changed {
-		return
-	}
-	if err := s.Flush(); err != nil {
-		s.mu.Lock()
-		s.changed = true
-		s.mu.Unlock()
-	}
-}
-
-// Flush writes the file now, whatever changed, and reports it.
-func (s *Saver) Flush() error {
+	defer s.mu.Unlock()
 	start := time.Now()
 	data, err := s.snapshot()
-	if err == nil {
-		err = s.dir.Write(s.name, data)
+	if err != nil {
+		s.report(0, time.Since(start), err)
+		return err
 	}
+	sum := sha256.Sum256(data)
+	if s.wrote && sum == s.last {
+		return nil
+	}
+	err = s.dir.Write(s.name, data)
 	s.report(len(data), time.Since(start), err)
+	if err == nil {
+		s.last, s.wrote = sum, true
+	}
 	return err
 }
 
-// Close stops the saver and writes the file once more if anything changed
-// since the last write (a graceful stop); it returns that write's error.
+// Close stops the saver and saves once more (a graceful stop); it returns
+// that save's error.
 func (s *Saver) Close() error {
 	var err error
 	s.once.Do(func() {
 		close(s.stop)
 		<-s.done
-		s.mu.Lock()
-		changed := s.changed
-		s.mu.Unlock()
-		if changed {
-			s.guard(func() { err = s.Flush() })
-		}
+		s.guard(func() { err = s.Save() })
 	})
 	return err
 }

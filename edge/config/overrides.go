@@ -15,15 +15,15 @@ type Overrides struct {
 	CookieKeyFile                          string
 	// DataDir is --data-dir; serve's default when neither it nor data_dir
 	// is given is DefaultDataDir's.
-	DataDir string
-	Origin, Host, Path                     string
-	Unrouted                               string
-	TotalActiveUsers, NewUsersPerMinute    int
-	SessionDuration                        int
-	QueueingMethod                         string
-	LogLevel, LogFormat                    string
-	InsecureGossip                         bool
-	ShutdownTimeout, ReadyAloneAfter       time.Duration
+	DataDir                             string
+	Origin, Host, Path                  string
+	Unrouted                            string
+	TotalActiveUsers, NewUsersPerMinute int
+	SessionDuration                     int
+	QueueingMethod                      string
+	LogLevel, LogFormat                 string
+	InsecureGossip                      bool
+	ShutdownTimeout, ReadyAloneAfter    time.Duration
 	// ForwardAuth and TrustedProxies are forward_auth's listen and
 	// trusted_proxies.
 	ForwardAuth    string

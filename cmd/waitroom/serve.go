@@ -15,6 +15,7 @@ func newServe() *cobra.Command {
 		configPath  string
 		o           config.Overrides
 		clockOffset time.Duration
+		writePause  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -76,6 +77,10 @@ gossip on loopback.`,
 				ro.Clock = func() time.Time { return time.Now().Add(clockOffset) }
 				log.Warn().Dur("offset", clockOffset).Msg("test only: this node's clock is faked to run off the machine's clock (--test-clock-offset)")
 			}
+			if writePause != 0 {
+				ro.DataWritePause = writePause
+				log.Warn().Dur("pause", writePause).Msg("test only: every save of the data directory pauses halfway through its file (--test-data-write-pause)")
+			}
 			return agent.Run(cmd.Context(), cfg, ro)
 		},
 	}
@@ -120,5 +125,9 @@ gossip on loopback.`,
 	// with a wrong clock to show the ring agreeing on its time regardless.
 	f.DurationVar(&clockOffset, "test-clock-offset", 0, "TEST ONLY, hidden: run the node on a clock this far off the machine's (e.g. 30s, -30s), to test the ring's agreed time; never use it in production")
 	_ = f.MarkHidden("test-clock-offset")
+	// Hidden and for tests only: the real-process restart tests kill a node
+	// inside a save of its data directory.
+	f.DurationVar(&writePause, "test-data-write-pause", 0, "TEST ONLY, hidden: pause every save of the data directory this long halfway through its file, so a test can kill the node inside a write")
+	_ = f.MarkHidden("test-data-write-pause")
 	return cmd
 }

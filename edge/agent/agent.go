@@ -29,6 +29,9 @@ type Options struct {
 	Incarnation uint64
 	// GossipTune adjusts gossip (tests, the demo).
 	GossipTune func(*gossip.Config)
+	// DataWritePause, for tests only, pauses every save halfway through
+	// writing the file (datadir.Dir.WritePause).
+	DataWritePause time.Duration
 	// GossipKeys are gossip keys held in memory, for a process that starts
 	// a ring itself (the demo, tests); used when the config names none and
 	// does not ask for insecure gossip.
@@ -127,6 +130,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 		if a.data, err = a.openDataDir(path, p.edge.CookieKeys); err != nil {
 			return nil, err
 		}
+		a.data.dir.WritePause = opts.DataWritePause
 		p.edge.Restore = a.data.restored
 	}
 	if a.Server, err = edge.New(cfg, p.edge); err != nil {

@@ -71,6 +71,10 @@ func (e *BadFile) Error() string {
 type Dir struct {
 	path string
 	keys []sealKey // the first seals; every one opens
+	// WritePause, for tests only, makes every write wait this long with
+	// half of the file's bytes written, so that a test can kill the
+	// process inside a write.
+	WritePause time.Duration
 }
 
 // sealKey is one key the files may be sealed with, and its fingerprint.
@@ -184,11 +188,12 @@ func (d *Dir) Write(name string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("data directory: seal %s: %w", name, err)
 	}
-	return writeAtomic(d.path, name, sealed)
+	return writeAtomic(d.path, name, sealed, d.WritePause)
 }
 
-// writeAtomic writes b as dir/name, whole or not at all.
-func writeAtomic(dir, name string, b []byte) (err error) {
+// writeAtomic writes b as dir/name, whole or not at all; pause is
+// Dir.WritePause.
+func writeAtomic(dir, name string, b []byte, pause time.Duration) (err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -204,6 +209,14 @@ func writeAtomic(dir, name string, b []byte) (err error) {
 	}()
 	if err = tmp.Chmod(0o600); err != nil {
 		return fmt.Errorf("data directory: write %s: %w", name, err)
+	}
+	half := len(b) / 2
+	if pause > 0 {
+		if _, err = tmp.Write(b[:half]); err != nil {
+			return fmt.Errorf("data directory: write %s: %w", name, err)
+		}
+		time.Sleep(pause)
+		b = b[half:]
 	}
 	if _, err = tmp.Write(b); err != nil {
 		return fmt.Errorf("data directory: write %s: %w", name, err)

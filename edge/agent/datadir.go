@@ -53,6 +53,9 @@ func (a *Agent) openDataDir(path string, keys *cookie.Keyring) (*dataDir, error)
 		return nil, err
 	}
 	d := &dataDir{dir: dir}
+	if err := dir.ClearTemporary(stateFile); err != nil {
+		a.log.Warn().Err(err).Str("data_dir", path).Msg("data directory: the temporary files of writes cut short cannot be removed")
+	}
 	b, err := dir.Read(stateFile)
 	var bad *datadir.BadFile
 	switch {

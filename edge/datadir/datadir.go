@@ -261,6 +261,21 @@ func (d *Dir) Read(name string) ([]byte, error) {
 	return d.Unseal(name, path, b)
 }
 
+// ClearTemporary removes the temporary files of writes of the file named
+// name that a crash cut short: they were never the file, and only take
+// room. Call it before the node writes again.
+func (d *Dir) ClearTemporary(name string) error {
+	tmps, err := filepath.Glob(filepath.Join(d.path, "."+name+".tmp-*"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range tmps {
+		errs = append(errs, os.Remove(t))
+	}
+	return errors.Join(errs...)
+}
+
 // SetAside renames the file named name out of the way, as
 // NAME.REASON.UNIXSECONDS in the same directory, and returns the new path:
 // a bad file is kept for an operator to look at, never read again, never

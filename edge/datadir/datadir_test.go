@@ -140,6 +140,15 @@ func TestAWriteIsWholeOrNotAtAll(t *testing.T) {
 			t.Fatalf("read %q, %v; want the old file", got, err)
 		}
 	})
+	t.Run("the temporary files of cut writes are cleared, the file kept", func(t *testing.T) {
+		if err := d.ClearTemporary("state"); err != nil {
+			t.Fatal(err)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 || entries[0].Name() != "state" {
+			t.Fatalf("the directory holds %v", entries)
+		}
+	})
 	t.Run("a directory that cannot be written keeps the old file and says why", func(t *testing.T) {
 		if os.Geteuid() == 0 {
 			t.Skip("root writes into a read-only directory")

@@ -363,11 +363,6 @@ func TestAKillDuringAWriteLeavesAReadableFile(t *testing.T) {
 			}
 		})
 	}
-	t.Run("what a cut write leaves is a temporary file beside the state, never read", func(t *testing.T) {
-		if tmp := tempFiles(t, data); len(tmp) == 0 {
-			t.Fatal("no temporary file of a cut write: was a write cut at all?")
-		}
-	})
 }
 
 // tempFiles are the temporary files of writes in the data directory.

@@ -7,10 +7,11 @@ import (
 )
 
 // Saver keeps one file of the directory up to date with what snapshot
-// returns: once every interval it takes the snapshot and writes it when it
-// differs from what it last wrote, and once more when it stops, so that a
-// graceful stop leaves the latest state, a crash loses at most the last
-// interval, and a node at rest writes nothing.
+// returns: once every interval (or, when a save takes long, at most a
+// tenth of the time) it takes the snapshot and writes it when it differs
+// from what it last wrote, and once more when it stops, so that a graceful
+// stop leaves the latest state, a crash loses at most the last interval,
+// and a node at rest writes nothing.
 type Saver struct {
 	dir      *Dir
 	name     string
@@ -63,18 +64,25 @@ func NewSaver(d *Dir, name string, snapshot func() ([]byte, error), o SaverOptio
 	return s
 }
 
-// loop saves once an interval.
+// maxDuty bounds the share of one core the saver takes: a save that took
+// d waits at least maxDuty times d before the next, so a state large
+// enough to take long to encode (thousands of busy rooms on a loaded
+// machine) is saved less often rather than starving the node.
+const maxDuty = 10
+
+// loop saves once an interval, or less often when saves take long.
 func (s *Saver) loop() {
 	defer close(s.done)
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
+	wait := s.interval
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
+		start := time.Now()
 		s.guard(func() { _ = s.Save() })
+		wait = max(s.interval, maxDuty*time.Since(start))
 	}
 }
 

@@ -132,6 +132,8 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 		}
 		a.data.dir.WritePause = opts.DataWritePause
 		p.edge.Restore = a.data.restored
+	} else if cfg.DataDir != config.DataDirOff {
+		a.log.Warn().Msg("no data directory (--data-dir, data_dir): what the ring is told at run time is lost when every node stops at once")
 	}
 	if a.Server, err = edge.New(cfg, p.edge); err != nil {
 		return nil, err

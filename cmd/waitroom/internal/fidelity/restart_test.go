@@ -94,18 +94,27 @@ func placeOf(t *testing.T, ctx context.Context, v *crowd.Visitor, target string)
 	return last.Wait.Position
 }
 
-// waitingIn is the estimated visitors in line of room on node n's /state.
+// waitingIn is the estimated visitors in line of room on node n's /state,
+// -1 when it cannot say.
 func waitingIn(ctx context.Context, n *node, room string) int64 {
-	doc, _, err := adminClient(n).State(ctx)
-	if err != nil {
-		return -1
-	}
-	for _, r := range doc.Rooms {
-		if r.Name == room {
-			return r.EstimatedQueuedUsers
-		}
+	if r := statusOf(ctx, n, room); r != nil {
+		return r.EstimatedQueuedUsers
 	}
 	return -1
+}
+
+// statusOf is room's status in node n's /state, nil when there is none.
+func statusOf(ctx context.Context, n *node, room string) *api.RoomStatus {
+	doc, _, err := adminClient(n).State(ctx)
+	if err != nil {
+		return nil
+	}
+	for i := range doc.Rooms {
+		if doc.Rooms[i].Name == room {
+			return &doc.Rooms[i]
+		}
+	}
+	return nil
 }
 
 func testRestartLosesNothing(t *testing.T, nodes int) {
@@ -416,16 +425,11 @@ func waitStopped(t *testing.T, ctx context.Context, c *api.Client, name string) 
 	})
 }
 
-// activeIn is the estimated active visitors of room on node n's /state.
+// activeIn is the estimated active visitors of room on node n's /state,
+// -1 when it cannot say.
 func activeIn(ctx context.Context, n *node, room string) int64 {
-	doc, _, err := adminClient(n).State(ctx)
-	if err != nil {
-		return -1
-	}
-	for _, r := range doc.Rooms {
-		if r.Name == room {
-			return r.EstimatedTotalActiveUsers
-		}
+	if r := statusOf(ctx, n, room); r != nil {
+		return r.EstimatedTotalActiveUsers
 	}
 	return -1
 }

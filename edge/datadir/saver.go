@@ -7,8 +7,8 @@ import (
 )
 
 // Saver keeps one file of the directory up to date with what snapshot
-// returns: once every interval (or, when a save takes long, at most a
-// tenth of the time) it takes the snapshot and writes it when it differs
+// returns: once every interval (or, when taking the snapshot takes long,
+// for at most a tenth of the time) it takes the snapshot and writes it when it differs
 // from what it last wrote, and once more when it stops, so that a graceful
 // stop leaves the latest state, a crash loses at most the last interval,
 // and a node at rest writes nothing.
@@ -25,11 +25,14 @@ type Saver struct {
 	// the node's to recover (it logs and counts it) and the saver goes on.
 	guard func(func())
 
-	mu sync.Mutex // one save at a time; guards last and wrote
+	mu sync.Mutex // one save at a time; guards last, wrote and encoding
 	// last is the digest of what was last written, wrote whether anything
 	// was.
 	last  [sha256.Size]byte
 	wrote bool
+	// encoding is how long the last snapshot took: the CPU a save costs,
+	// which maxDuty bounds (the write's wait for the disk costs none).
+	encoding time.Duration
 
 	stop chan struct{}
 	done chan struct{}
@@ -64,13 +67,13 @@ func NewSaver(d *Dir, name string, snapshot func() ([]byte, error), o SaverOptio
 	return s
 }
 
-// maxDuty bounds the share of one core the saver takes: a save that took
-// d waits at least maxDuty times d before the next, so a state large
+// maxDuty bounds the share of one core the saver takes: a snapshot that
+// took d waits at least maxDuty times d before the next, so a state large
 // enough to take long to encode (thousands of busy rooms on a loaded
 // machine) is saved less often rather than starving the node.
 const maxDuty = 10
 
-// loop saves once an interval, or less often when saves take long.
+// loop saves once an interval, or less often when snapshots take long.
 func (s *Saver) loop() {
 	defer close(s.done)
 	wait := s.interval
@@ -80,9 +83,10 @@ func (s *Saver) loop() {
 			return
 		case <-time.After(wait):
 		}
-		start := time.Now()
 		s.guard(func() { _ = s.Save() })
-		wait = max(s.interval, maxDuty*time.Since(start))
+		s.mu.Lock()
+		wait = max(s.interval, maxDuty*s.encoding)
+		s.mu.Unlock()
 	}
 }
 
@@ -93,6 +97,7 @@ func (s *Saver) Save() error {
 	defer s.mu.Unlock()
 	start := time.Now()
 	data, err := s.snapshot()
+	s.encoding = time.Since(start)
 	if err != nil {
 		s.report(0, time.Since(start), err)
 		return err

@@ -127,3 +127,26 @@ func TestDerive(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+func TestDeriveEach(t *testing.T) {
+	const label = "waitroom data directory"
+	t.Run("the first secret is the one Derive returns", func(t *testing.T) {
+		ring := mustRing(t, keyNew, keyOld)
+		if got, want := ring.DeriveEach(label)[0], ring.Derive(label); !bytes.Equal(got, want) {
+			t.Errorf("DeriveEach[0] = %x, want Derive's %x", got, want)
+		}
+	})
+	t.Run("after a rotation the old sealing key's secret is still among them", func(t *testing.T) {
+		before := mustRing(t, keyOld).Derive(label)
+		each := mustRing(t, keyNew, keyOld).DeriveEach(label)
+		if len(each) != 2 || !bytes.Equal(each[1], before) {
+			t.Errorf("DeriveEach = %x, want the old ring's secret %x second", each, before)
+		}
+	})
+	t.Run("each key's secret differs from the others'", func(t *testing.T) {
+		each := mustRing(t, keyNew, keyOld).DeriveEach(label)
+		if bytes.Equal(each[0], each[1]) {
+			t.Errorf("both keys derive %x", each[0])
+		}
+	})
+}

@@ -59,8 +59,10 @@ type Keyring struct {
 	seal *ringKey
 	byID [256]*ringKey
 	// derive is a one-way function of the sealing key, the root of Derive;
-	// the secret itself is not kept.
+	// the secret itself is not kept. roots holds the same function of every
+	// key, in the keyring's order (roots[0] is derive), for DeriveEach.
 	derive []byte
+	roots  [][]byte
 }
 
 type ringKey struct {
@@ -93,11 +95,12 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 		}
 		rk := &ringKey{id: key.ID, aead: aead}
 		k.byID[key.ID] = rk
+		m := hmac.New(sha256.New, key.Secret)
+		m.Write([]byte("waitroom derive"))
+		k.roots = append(k.roots, m.Sum(nil))
 		if i == 0 {
 			k.seal = rk
-			m := hmac.New(sha256.New, key.Secret)
-			m.Write([]byte("waitroom derive"))
-			k.derive = m.Sum(nil)
+			k.derive = k.roots[0]
 		}
 	}
 	return k, nil
@@ -335,8 +338,23 @@ func DecodeSecret(s string) ([]byte, bool) {
 // same secret; it reveals nothing about the key, and the keys after the
 // first do not affect it, but rotating the sealing key changes it. Each call
 // returns a new slice, which the caller may modify.
-func (k *Keyring) Derive(label string) []byte {
-	m := hmac.New(sha256.New, k.derive)
+func (k *Keyring) Derive(label string) []byte { return deriveFrom(k.derive, label) }
+
+// DeriveEach returns, for every key of the keyring in its order, the
+// secret Derive would return were that key the sealing one: the first is
+// Derive's. What was sealed with a derived secret before a rotation (when
+// a key now second was first) still opens with one of them after it.
+// Each call returns new slices.
+func (k *Keyring) DeriveEach(label string) [][]byte {
+	out := make([][]byte, len(k.roots))
+	for i, root := range k.roots {
+		out[i] = deriveFrom(root, label)
+	}
+	return out
+}
+
+func deriveFrom(root []byte, label string) []byte {
+	m := hmac.New(sha256.New, root)
 	m.Write([]byte(label))
 	return m.Sum(nil)
 }

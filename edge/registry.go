@@ -76,6 +76,7 @@ func (s *Server) StoreRoom(rc *config.Room) error {
 		return fmt.Errorf("encode room: %w", err)
 	}
 	s.node.SetRegister(roomRegister(rc.Name), raw)
+	s.noteSource(rc.Name, SourceAPI)
 	s.applyNow()
 	return nil
 }

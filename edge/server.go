@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,9 @@ type Options struct {
 	Incarnation uint64
 	// GossipTune adjusts gossip (tests, the demo).
 	GossipTune func(*gossip.Config)
+	// Restore is the replica the node saved in its data directory, taken
+	// back before it joins (gossip.Config.Restore); nil on a first start.
+	Restore *gossip.Saved
 }
 
 // Server is one waitroom node: its rooms, its gossip node, its keys and its
@@ -88,6 +92,11 @@ type Server struct {
 	// AfterEachRound).
 	roundsMu sync.Mutex
 	rounds   []round
+
+	// sources are the room registers as written by a source this node
+	// knows (see RoomSource).
+	sourcesMu sync.Mutex
+	sources   map[string]roomOrigin
 }
 
 type route struct {
@@ -130,6 +139,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		// The gossip layer recovers its own panics; the node counts and
 		// logs them with its own (see failsafe.go).
 		OnPanic: func(where string, p any, stack []byte) { s.panicked(where, "", p, stack, true) },
+		Restore: opts.Restore,
 	}
 	// Room settings from peers are validated like the admin API's before
 	// they merge; without a key, secrets stay out of gossip.
@@ -146,8 +156,14 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	s.node = node
 	s.ring = node.RingNow
-	// The config file seeds the rooms' registers; a newer runtime change
-	// learned from peers wins over it (see SeedRegister).
+	if opts.Restore != nil {
+		for name := range opts.Restore.RegisterNames(roomPrefix) {
+			s.noteSource(strings.TrimPrefix(name, roomPrefix), SourceRestored)
+		}
+	}
+	// The config file seeds the rooms' registers; a newer runtime change,
+	// restored from the data directory or learned from peers, wins over it
+	// (see SeedRegister).
 	seedAt := cfg.Modified
 	if seedAt.IsZero() {
 		seedAt = s.clock()
@@ -157,7 +173,13 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.node.SeedRegister(roomRegister(cfg.Rooms[i].Name), raw, seedAt.UnixMilli())
+		name := cfg.Rooms[i].Name
+		s.node.SeedRegister(roomRegister(name), raw, seedAt.UnixMilli())
+		// The file's settings in force, seeded now or restored as they
+		// were seeded before the restart, are the file's.
+		if reg, ok := s.node.Register(roomRegister(name)); ok && bytes.Equal(reg.Value, raw) {
+			s.noteSource(name, SourceFile)
+		}
 	}
 	s.syncRooms(s.ringNow())
 	s.wg.Add(1)

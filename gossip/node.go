@@ -98,6 +98,9 @@ type Config struct {
 	Transport memberlist.Transport
 	// Tune adjusts the memberlist configuration last, for tests.
 	Tune func(*memberlist.Config)
+	// Restore, when set, is a saved state (Save, DecodeSaved) taken back
+	// before the node joins (see persist.go).
+	Restore *Saved
 
 	// testHook, set by tests only, is called with a Panic constant where
 	// the node recovers from panics, so that a test can make it panic there.
@@ -244,6 +247,9 @@ func Start(cfg Config) (*Node, error) {
 		lost:      map[string]int64{},
 		acked:     map[string]time.Time{},
 		stop:      make(chan struct{}),
+	}
+	if cfg.Restore != nil {
+		n.restore(cfg.Restore) // before memberlist runs: nothing from a peer yet
 	}
 	mc, err := n.memberlistConfig()
 	if err != nil {

@@ -41,7 +41,7 @@ func TestContainerImage(t *testing.T) {
 	}
 	ctx := t.TempDir()
 	out := filepath.Join(ctx, "out")
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(out, "data"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(out, "waitroom")
@@ -135,6 +135,7 @@ func TestContainerImage(t *testing.T) {
 		id := strings.TrimSpace(string(run("create", tag)))
 		t.Cleanup(func() { _ = exec.Command(podman, "rm", "-f", id).Run() })
 		files := map[string]bool{}
+		dataOwner := -1
 		tr := tar.NewReader(bytes.NewReader(run("export", id)))
 		for {
 			h, err := tr.Next()
@@ -144,9 +145,15 @@ func TestContainerImage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if strings.Trim(h.Name, "/") == "var/lib/waitroom" {
+				dataOwner = h.Uid
+			}
 			if h.Typeflag != tar.TypeDir {
 				files[strings.TrimPrefix(h.Name, "/")] = true
 			}
+		}
+		if dataOwner != 65532 {
+			t.Errorf("the data directory /var/lib/waitroom is owned by %d (-1: missing), want the image's user 65532", dataOwner)
 		}
 		want := map[string]bool{"waitroom": true, "etc/ssl/certs/ca-certificates.crt": true}
 		for f := range files {

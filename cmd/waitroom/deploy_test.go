@@ -111,7 +111,7 @@ func overridesOf(t *testing.T, serve *cobra.Command) config.Overrides {
 		Node: str("node"), Listen: str("listen"), Admin: str("admin"), Gossip: str("gossip"),
 		Advertise: str("advertise"), Seeds: seeds, GossipProfile: str("gossip-profile"),
 		GossipKeyFile: str("gossip-key-file"), CookieKeyFile: str("cookie-key-file"),
-		LogLevel: str("log-level"), LogFormat: str("log-format"),
+		DataDir: str("data-dir"), LogLevel: str("log-level"), LogFormat: str("log-format"),
 		ShutdownTimeout: dur("shutdown-timeout"), ReadyAloneAfter: dur("ready-alone-after"),
 	}
 }
@@ -233,9 +233,13 @@ type (
 						Secret *struct {
 							SecretName string `yaml:"secretName"`
 						} `yaml:"secret"`
+						EmptyDir map[string]any `yaml:"emptyDir"`
 					} `yaml:"volumes"`
 				} `yaml:"spec"`
 			} `yaml:"template"`
+			VolumeClaimTemplates []struct {
+				Metadata k8sMeta `yaml:"metadata"`
+			} `yaml:"volumeClaimTemplates"`
 		} `yaml:"spec"`
 	}
 )
@@ -472,6 +476,24 @@ func checkRing(t *testing.T, objs map[string]k8sObject) {
 		}
 	})
 
+	t.Run("each node's data directory is a writable volume of its own", func(t *testing.T) {
+		var name string
+		for n, p := range mounts {
+			if p == cfg.DataDirPath() {
+				name = n
+			}
+		}
+		own := false
+		for _, v := range pod.Spec.Volumes {
+			own = own || (v.Name == name && v.EmptyDir != nil)
+		}
+		for _, v := range sts.Spec.VolumeClaimTemplates {
+			own = own || v.Metadata.Name == name
+		}
+		if cfg.DataDirPath() == "" || name == "" || !own {
+			t.Errorf("--data-dir %q is not a claim of each pod's own nor an emptyDir (mounts %v)", cfg.DataDir, mounts)
+		}
+	})
 	t.Run("the pods run as a non-root user on a read-only root", func(t *testing.T) {
 		sc := pod.Spec.SecurityContext
 		if !sc.RunAsNonRoot || sc.RunAsUser == 0 || !c.SecurityContext.ReadOnlyRootFilesystem {

@@ -95,10 +95,13 @@ var layers = []layer{
 	{prefix: "edge/webhook"},
 	// Which changes become notices, who sends each, and the deliveries.
 	{prefix: "edge/webhook/deliver", may: []string{"gossip", "edge", "edge/api", "edge/config", "edge/webhook"}},
+	// A node's files, written whole or not at all and sealed: it knows
+	// nothing of what they hold.
+	{prefix: "edge/datadir"},
 	// What runs a node as a process: keys, gossip security, listeners,
-	// TLS, readiness, and the node, its admin API and its webhooks wired
-	// together.
-	{prefix: "edge/agent", may: []string{"cookie", "gossip", "edge", "edge/admin", "edge/api", "edge/config", "edge/webhook/deliver"}},
+	// TLS, readiness, the data directory, and the node, its admin API and
+	// its webhooks wired together.
+	{prefix: "edge/agent", may: []string{"cookie", "gossip", "edge", "edge/admin", "edge/api", "edge/config", "edge/datadir", "edge/webhook/deliver"}},
 	// The one harness of nodes in one process (the test origin, a node, the
 	// in-process cluster, a visitor): it starts nodes as serve does, so it
 	// may import the edge's packages and what they wire.

@@ -36,13 +36,13 @@ func newRoomsList(c *api.Client) *cobra.Command {
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tROUTE\tTOTAL ACTIVE\tNEW/MIN\tMETHOD\tSTATE\tEVENTS")
+			fmt.Fprintln(tw, "NAME\tROUTE\tTOTAL ACTIVE\tNEW/MIN\tMETHOD\tSTATE\tEVENTS\tSOURCE")
 			for _, r := range rooms {
 				host := r.Host
 				if host == "" {
 					host = "*"
 				}
-				fmt.Fprintf(tw, "%s\t%s%s\t%d\t%d\t%s\t%s\t%d\n", r.Name, host, r.Path, r.TotalActiveUsers, r.NewUsersPerMinute, r.QueueingMethod, roomState(r), len(r.Events))
+				fmt.Fprintf(tw, "%s\t%s%s\t%d\t%d\t%s\t%s\t%d\t%s\n", r.Name, host, r.Path, r.TotalActiveUsers, r.NewUsersPerMinute, r.QueueingMethod, roomState(r.Room), len(r.Events), r.Source)
 			}
 			return tw.Flush()
 		},

@@ -15,6 +15,7 @@ func newServe() *cobra.Command {
 		configPath  string
 		o           config.Overrides
 		clockOffset time.Duration
+		writePause  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -36,6 +37,12 @@ Over HTTPS, with a certificate from Let's Encrypt for the room's host:
 
   waitroom serve --origin http://127.0.0.1:3000 --host shop.example.com --total-active-users 500 \
     --listen :443 --acme --acme-email ops@example.com --redirect-listen :80
+
+The node keeps what the ring was told at run time (rooms and their changes,
+stops and messages, webhooks, used priority codes, counts) and the members it
+knew in its data directory (--data-dir), saved at most once a second and at a
+graceful stop, and takes it back when it starts: a node, or a whole ring,
+that is stopped or killed comes back as it was, visitors in their places.
 
 Every node of a cluster needs the same cookie key file (waitroom keygen),
 the same gossip key file (waitroom keygen --gossip) and the address of at
@@ -59,6 +66,9 @@ gossip on loopback.`,
 			if err := o.Apply(cfg); err != nil {
 				return fmt.Errorf("flags: %w", err)
 			}
+			if cfg.DataDir == "" {
+				cfg.DataDir = config.DefaultDataDir(cfg.Node)
+			}
 			log := newLogger(cfg.LogLevel, o.LogFormat)
 			ro := agent.Options{Log: log}
 			if clockOffset != 0 {
@@ -66,6 +76,10 @@ gossip on loopback.`,
 				// machine's, as a PoP whose clock is wrong would.
 				ro.Clock = func() time.Time { return time.Now().Add(clockOffset) }
 				log.Warn().Dur("offset", clockOffset).Msg("test only: this node's clock is faked to run off the machine's clock (--test-clock-offset)")
+			}
+			if writePause != 0 {
+				ro.DataWritePause = writePause
+				log.Warn().Dur("pause", writePause).Msg("test only: every save of the data directory pauses halfway through its file (--test-data-write-pause)")
 			}
 			return agent.Run(cmd.Context(), cfg, ro)
 		},
@@ -82,6 +96,7 @@ gossip on loopback.`,
 	f.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "file of base64 gossip keys from 'waitroom keygen --gossip', the first encrypting (or WAITROOM_GOSSIP_KEY); only their holders are part of the ring")
 	f.BoolVar(&o.InsecureGossip, "insecure-gossip", false, "run gossip without a key: anyone who reaches the gossip address can rewrite rooms and counts")
 	f.StringVar(&o.CookieKeyFile, "cookie-key-file", "", "cookie key file from 'waitroom keygen', the same on every node (or WAITROOM_COOKIE_KEYS)")
+	f.StringVar(&o.DataDir, "data-dir", "", "directory that keeps what the ring was told (rooms and changes made at run time, stops, webhooks, used codes, counts) and the members the node knew, so a restart loses nothing; \"off\" keeps nothing (default: waitroom/data/NODE in the user's config directory)")
 	f.StringVar(&o.Origin, "origin", "", "origin URL; without a config file, protects this one site")
 	f.StringVar(&o.ForwardAuth, "forward-auth", "", "forward-auth listener (such as 127.0.0.1:9091) that a proxy in front (nginx auth_request, Caddy forward_auth, Traefik forwardAuth, Envoy ext_authz) asks about each request; without a config file, with --total-active-users and no --origin, protects the proxy's site")
 	f.StringArrayVar(&o.TrustedProxies, "trusted-proxy", nil, "address or prefix allowed to ask the forward-auth listener, and to revoke (repeatable; default loopback only)")
@@ -110,5 +125,9 @@ gossip on loopback.`,
 	// with a wrong clock to show the ring agreeing on its time regardless.
 	f.DurationVar(&clockOffset, "test-clock-offset", 0, "TEST ONLY, hidden: run the node on a clock this far off the machine's (e.g. 30s, -30s), to test the ring's agreed time; never use it in production")
 	_ = f.MarkHidden("test-clock-offset")
+	// Hidden and for tests only: the real-process restart tests kill a node
+	// inside a save of its data directory.
+	f.DurationVar(&writePause, "test-data-write-pause", 0, "TEST ONLY, hidden: pause every save of the data directory this long halfway through its file, so a test can kill the node inside a write")
+	_ = f.MarkHidden("test-data-write-pause")
 	return cmd
 }

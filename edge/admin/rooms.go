@@ -19,9 +19,9 @@ import (
 // two seconds.
 func (a *API) registerRooms(mux *http.ServeMux) {
 	mux.HandleFunc("GET /rooms", func(w http.ResponseWriter, r *http.Request) {
-		out := []config.Room{}
+		out := []api.ListedRoom{}
 		for _, rc := range a.s.Rooms() {
-			out = append(out, redacted(*rc))
+			out = append(out, api.ListedRoom{Room: redacted(*rc), Source: a.s.RoomSource(rc.Name)})
 		}
 		writeJSON(w, http.StatusOK, out)
 	})

@@ -63,6 +63,7 @@ func (a *API) RoomStatus(name string, now time.Time) (api.RoomStatus, bool) {
 		Host:                      f.Room.Host,
 		Path:                      f.Room.Path,
 		Status:                    string(sum.Status),
+		Source:                    a.s.RoomSource(name),
 		QueueingMethod:            string(sum.Method),
 		TotalActiveUsers:          cfg.TotalActiveUsers,
 		NewUsersPerMinute:         cfg.NewUsersPerMinute,

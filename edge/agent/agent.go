@@ -29,6 +29,9 @@ type Options struct {
 	Incarnation uint64
 	// GossipTune adjusts gossip (tests, the demo).
 	GossipTune func(*gossip.Config)
+	// DataWritePause, for tests only, pauses every save halfway through
+	// writing the file (datadir.Dir.WritePause).
+	DataWritePause time.Duration
 	// GossipKeys are gossip keys held in memory, for a process that starts
 	// a ring itself (the demo, tests); used when the config names none and
 	// does not ask for insecure gossip.
@@ -47,6 +50,7 @@ type Agent struct {
 	hooks *deliver.Hooks
 	tls   *publicTLS // the public listener's HTTPS (tls.go); nil: plain HTTP
 	ready readiness  // what /readyz answers from (ready.go)
+	data  *dataDir   // the data directory (datadir.go); nil: none
 
 	publicAddr, adminAddr, redirectAddr, forwardAddr string
 }
@@ -121,12 +125,34 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.ready.started = a.clock()
+	// What the node saved is taken back before it serves or joins.
+	if path := cfg.DataDirPath(); path != "" {
+		if a.data, err = a.openDataDir(path, p.edge.CookieKeys); err != nil {
+			return nil, err
+		}
+		a.data.dir.WritePause = opts.DataWritePause
+		p.edge.Restore = a.data.restored
+	} else if cfg.DataDir != config.DataDirOff {
+		a.log.Warn().Msg("no data directory (--data-dir, data_dir): what the ring is told at run time is lost when every node stops at once")
+	}
 	if a.Server, err = edge.New(cfg, p.edge); err != nil {
 		return nil, err
 	}
 	a.hooks = deliver.New(a.Server, p.hooks)
 	a.admin = admin.New(a.Server, admin.Options{Token: p.adminTok, Ready: a.Ready, Webhooks: a.hooks})
+	if a.data != nil {
+		a.startSaving(a.data)
+	}
 	return a, nil
+}
+
+// Close saves the node's state in its data directory a last time, then
+// hands over its last counts and leaves the ring (edge.Server.Close).
+// After a graceful stop (Run), the requests in flight have finished by
+// then, so the file holds every count they made.
+func (a *Agent) Close() error {
+	a.data.stopSaving()
+	return a.Server.Close()
 }
 
 // Run starts a node and serves until ctx is done, then shuts down

@@ -61,9 +61,23 @@ type EventSettings struct {
 	TotalActiveUsers      int       `json:"total_active_users"`
 }
 
+// ListedRoom is one room of GET /rooms: its settings in force and where
+// they came from.
+type ListedRoom struct {
+	config.Room
+	// Source is where the settings in force came from: "file" (the node's
+	// config file), "api" (its admin API, since it started), "restored"
+	// (its data directory: a change made at run time before a restart) or
+	// "ring" (a peer: another node's admin API or config file). When the
+	// file and a change made at run time both describe a room, whichever
+	// was written last is in force, the file's change dated by the file's
+	// modification time.
+	Source string `json:"source,omitempty"`
+}
+
 // Rooms lists the rooms a node has in force.
-func (c *Client) Rooms(ctx context.Context) ([]config.Room, error) {
-	var out []config.Room
+func (c *Client) Rooms(ctx context.Context) ([]ListedRoom, error) {
+	var out []ListedRoom
 	return out, c.do(ctx, http.MethodGet, "/rooms", nil, &out)
 }
 

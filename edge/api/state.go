@@ -31,10 +31,12 @@ type StateDoc struct {
 // room status API where it has a name for them; GET /rooms/{name}/status
 // answers it.
 type RoomStatus struct {
-	Name                      string         `json:"name"`
-	Host                      string         `json:"host"`
-	Path                      string         `json:"path"`
-	Status                    string         `json:"status"` // not_queueing, queueing, queue_all, suspended
+	Name   string `json:"name"`
+	Host   string `json:"host"`
+	Path   string `json:"path"`
+	Status string `json:"status"` // not_queueing, queueing, queue_all, suspended
+	// Source is where the room's settings came from (see ListedRoom).
+	Source                    string         `json:"source,omitempty"`
 	QueueingMethod            string         `json:"queueing_method"`
 	TotalActiveUsers          int            `json:"total_active_users"`
 	NewUsersPerMinute         int            `json:"new_users_per_minute"`

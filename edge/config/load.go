@@ -40,8 +40,8 @@ func Load(path string) (*Config, error) {
 		c.Modified = st.ModTime()
 	}
 	dir := filepath.Dir(path)
-	for _, p := range []*string{&c.GossipKeyFile, &c.CookieKeyFile, &c.AdminTokenFile} {
-		if *p != "" && !filepath.IsAbs(*p) {
+	for _, p := range []*string{&c.GossipKeyFile, &c.CookieKeyFile, &c.AdminTokenFile, &c.DataDir} {
+		if *p != "" && *p != DataDirOff && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
 	}

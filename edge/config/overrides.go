@@ -13,14 +13,17 @@ type Overrides struct {
 	Seeds                                  []string
 	GossipProfile, GossipKeyFile           string
 	CookieKeyFile                          string
-	Origin, Host, Path                     string
-	Unrouted                               string
-	TotalActiveUsers, NewUsersPerMinute    int
-	SessionDuration                        int
-	QueueingMethod                         string
-	LogLevel, LogFormat                    string
-	InsecureGossip                         bool
-	ShutdownTimeout, ReadyAloneAfter       time.Duration
+	// DataDir is --data-dir; serve's default when neither it nor data_dir
+	// is given is DefaultDataDir's.
+	DataDir                             string
+	Origin, Host, Path                  string
+	Unrouted                            string
+	TotalActiveUsers, NewUsersPerMinute int
+	SessionDuration                     int
+	QueueingMethod                      string
+	LogLevel, LogFormat                 string
+	InsecureGossip                      bool
+	ShutdownTimeout, ReadyAloneAfter    time.Duration
 	// ForwardAuth and TrustedProxies are forward_auth's listen and
 	// trusted_proxies.
 	ForwardAuth    string
@@ -52,6 +55,7 @@ func (o *Overrides) Apply(c *Config) error {
 	str("gossip-profile", &c.GossipProfile, o.GossipProfile)
 	str("gossip-key-file", &c.GossipKeyFile, o.GossipKeyFile)
 	str("cookie-key-file", &c.CookieKeyFile, o.CookieKeyFile)
+	str("data-dir", &c.DataDir, o.DataDir)
 	str("log-level", &c.LogLevel, o.LogLevel)
 	str("unrouted", &c.Unrouted, o.Unrouted)
 	if set("seed") {

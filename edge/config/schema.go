@@ -108,6 +108,15 @@ type Config struct {
 	// too unless AdminReadOpen.
 	AdminTokenFile string `yaml:"admin_token_file" json:"admin_token_file,omitempty"`
 	AdminReadOpen  bool   `yaml:"admin_read_open" json:"admin_read_open,omitempty"`
+	// DataDir is the node's data directory (see datadir.go): what the ring
+	// was told (rooms and changes made at run time, stops, messages,
+	// webhooks, used codes, counts) and the members it knew, kept so that a
+	// node, or a whole ring, that stops at once comes back as it was. ""
+	// keeps nothing, except under `waitroom serve`, which defaults it to
+	// one directory per node in the user's config directory; DataDirOff
+	// ("off") keeps nothing. Load resolves a relative path against the
+	// config file's directory.
+	DataDir string `yaml:"data_dir" json:"data_dir,omitempty"`
 	// AdminHosts are the names, besides "localhost", loopback addresses and
 	// the address a client reached the admin listener on, that admin
 	// requests may carry in their Host header: the names a reverse proxy or

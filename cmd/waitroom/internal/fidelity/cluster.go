@@ -91,6 +91,7 @@ func startCluster(ctx context.Context, binary, dir string, s Scenario, originURL
 			"--listen", n.listen, "--admin", n.admin, "--gossip", n.gossip,
 			"--gossip-profile", "local",
 			"--cookie-key-file", cookieKey, "--gossip-key-file", gossipKey,
+			"--data-dir", filepath.Join(dir, fmt.Sprintf("pop-%d.data", i+1)),
 			"--log-format", "json"}
 		if i > 0 {
 			n.args = append(n.args, "--seed", c.nodes[0].gossip)

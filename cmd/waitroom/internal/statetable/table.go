@@ -64,6 +64,9 @@ func Write(w io.Writer, d *api.StateDoc) error {
 			host = "*"
 		}
 		fmt.Fprintf(tw, "\nroom %s  %s%s  [%s, %s]\n", r.Name, host, r.Path, r.Status, r.QueueingMethod)
+		if r.Source != "" {
+			fmt.Fprintf(tw, "  settings from\t%s\n", r.Source)
+		}
 		fmt.Fprintf(tw, "  active users\t%d / %d\n", r.EstimatedTotalActiveUsers, r.TotalActiveUsers)
 		fmt.Fprintf(tw, "  new users this minute\t%d / %d\n", r.NewUsersThisMinute, r.NewUsersPerMinute)
 		fmt.Fprintf(tw, "  queued\t%d\n", r.EstimatedQueuedUsers)

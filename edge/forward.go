@@ -205,10 +205,15 @@ func originalRequest(r *http.Request, envoy bool) (*http.Request, error) {
 			uri = "/" + uri
 		}
 	}
-	if host, _, _ = strings.Cut(host, ","); strings.TrimSpace(host) == "" {
+	// One host, the one the proxy sends the site: a list, or the header
+	// twice, means the proxy passed on a visitor's own beside its own,
+	// and the node cannot tell which of them the site will get.
+	if !envoy && len(r.Header.Values("X-Forwarded-Host")) > 1 || strings.Contains(host, ",") {
+		return nil, fmt.Errorf("X-Forwarded-Host %q names more than one host: the proxy must send only the host it sends the site", strings.Join(r.Header.Values("X-Forwarded-Host"), ", "))
+	}
+	if host = strings.TrimSpace(host); host == "" {
 		return nil, errors.New("X-Forwarded-Host is missing: the proxy must send the host the visitor asked for")
 	}
-	host = strings.TrimSpace(host)
 	if method == "" || strings.ContainsAny(method, " \t\r\n/") || len(method) > 32 {
 		return nil, fmt.Errorf("X-Forwarded-Method %q is not a request method: the proxy must send the visitor's", method)
 	}

@@ -358,6 +358,12 @@ func TestForwardAuthAnswers(t *testing.T) {
 		if ask("") == 0 || ask("203.0.113.9, 198.51.100.1") == 0 {
 			t.Error("the proxy's own address, or an address the visitor claimed before the proxy's, was bypassed")
 		}
+		if ask("198.51.100.1, 127.0.0.1") == 0 {
+			t.Error("a trusted proxy's hop was taken for the client: the visitor behind it was bypassed")
+		}
+		if ask("127.0.0.5, 203.0.113.9, 127.0.0.1") != 0 {
+			t.Error("the right-most untrusted hop, behind a trusted one, was not the client")
+		}
 	})
 	t.Run("a suspended room lets everyone through uncounted", func(t *testing.T) {
 		rc := fullRoom("shop")

@@ -118,6 +118,9 @@ type Config struct {
 	// Webhooks are sent signed notices of the ring's state changes (see
 	// webhooks.go).
 	Webhooks []Webhook `yaml:"webhooks" json:"webhooks,omitempty"`
+	// WebhookNetwork says which addresses webhooks may reach besides the
+	// public internet (see webhooks.go).
+	WebhookNetwork WebhookNetwork `yaml:"webhook_network" json:"webhook_network,omitempty"`
 
 	// MaxConnections caps the public listener's open connections; further
 	// clients wait in the kernel's accept queue until one closes. Default

@@ -567,7 +567,7 @@ func (w *Hooks) syncTargets() {
 		if !bytes.Equal(t.secret, d.secret) || t.cfg.URL != d.Config.URL || !slices.Equal(t.cfg.Events, d.Config.Events) {
 			t.cfg, t.secret = d.Config, d.secret
 		}
-		t.status.URL = d.Config.URL
+		t.status.URL = config.RedactURL(d.Config.URL)
 		targets = append(targets, t)
 	}
 	// Notices for a webhook that is gone are dropped.

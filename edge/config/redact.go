@@ -58,3 +58,29 @@ func UnredactURL(sent, cur string) string {
 	}
 	return sent
 }
+
+// HoldsSecrets names the first field of the config that holds a secret in
+// the file itself rather than in a file of its own (a room's
+// turnstile_secret, credentials in an origin's or a webhook's URL), ""
+// when none does: such a config file needs the same care as a key file.
+func (c *Config) HoldsSecrets() string {
+	hasCred := func(u string) bool { return u != "" && RedactURL(u) != u }
+	if hasCred(c.Origin) {
+		return "origin"
+	}
+	for i := range c.Rooms {
+		rc := &c.Rooms[i]
+		switch {
+		case rc.TurnstileSecret != "":
+			return "rooms[" + rc.Name + "].turnstile_secret"
+		case hasCred(rc.Origin):
+			return "rooms[" + rc.Name + "].origin"
+		}
+	}
+	for _, w := range c.Webhooks {
+		if hasCred(w.URL) {
+			return "webhooks[" + w.Name + "].url"
+		}
+	}
+	return ""
+}

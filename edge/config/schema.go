@@ -195,6 +195,8 @@ type Config struct {
 	// replicated room settings, so a file edited after a runtime change
 	// wins, and a runtime change made after the file was written wins.
 	Modified time.Time `yaml:"-" json:"-"`
+	// Path is the config file Load read ("" for a config made otherwise).
+	Path string `yaml:"-" json:"-"`
 }
 
 // Route is one host and path a room protects. An empty host is any host. A

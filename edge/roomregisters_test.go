@@ -101,6 +101,36 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 	})
 }
 
+func TestInsecureGossipKeepsWebhookSecretsHome(t *testing.T) {
+	cfg := nodeConfig("a-node", keyFile(t, t.TempDir()), edgetest.NewOrigin(t).URL, room("shop", 100, 50))
+	cfg.InsecureGossip = true
+	a := startServer(t, cfg, nil)
+	resp := adminSend(t, a.AdminHandler(), http.MethodPut, "/webhooks/chat", map[string]any{"url": "http://127.0.0.1:1/hook", "secret": "whsec-s3cret-0123456789"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT /webhooks/chat: %d %s", resp.StatusCode, body(t, resp))
+	}
+	listener, err := gossip.Start(gossip.Config{Name: "listener", Bind: "127.0.0.1:0", Profile: gossip.Local, Insecure: true, Seeds: []string{a.Node().Addr()}, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Kill()
+	var heard []byte
+	testkit.Eventually(t, testkit.Wait{What: "the webhook reaches the listener", Timeout: 10 * time.Second}, func() bool {
+		reg, ok := listener.Register("webhook/chat")
+		heard = reg.Value
+		return ok
+	})
+	if bytes.Contains(heard, []byte("s3cret")) {
+		t.Fatalf("the webhook's secret went out in plaintext gossip: %s", heard)
+	}
+	if !bytes.Contains(heard, []byte("127.0.0.1:1/hook")) {
+		t.Fatalf("the webhook arrived as %s, want its address", heard)
+	}
+	if own, _ := a.Node().Register("webhook/chat"); !bytes.Contains(own.Value, []byte("s3cret")) {
+		t.Fatal("the node lost its own secret")
+	}
+}
+
 func TestTheAdminAPIOverwritesARoomStampedInTheFarFuture(t *testing.T) {
 	r := newRing(t, 2, room("shop", 100, 50))
 	// Both nodes hold settings stamped at the largest stamp there is, as

@@ -134,7 +134,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	// they merge; without a key, secrets stay out of gossip.
 	gcfg.CheckRegister = s.checkRoomRegister
 	if opts.InsecureGossip {
-		gcfg.Redact = stripRoomSecret
+		gcfg.Redact = stripSecrets
 	}
 	if opts.GossipTune != nil {
 		opts.GossipTune(&gcfg)

@@ -501,10 +501,12 @@ type Def struct {
 }
 
 // registerPrefix names the registers of the webhooks registered through
-// the admin API: each is kept in a replicated register (its secret too:
-// gossip is encrypted with the ring's key), so every node knows it within
-// about two seconds, and the ring sends it each notice once, as it does
-// the config file's webhooks. A config file's webhook of the same name
+// the admin API: each is kept in a replicated register, so every node
+// knows it within about two seconds, and the ring sends it each notice
+// once, as it does the config file's webhooks. Its secret travels with it
+// only when gossip is encrypted with the ring's key; without one the
+// secret stays on the node it was registered on, which then sends the
+// notices. A config file's webhook of the same name
 // wins.
 const registerPrefix = "webhook/"
 
@@ -539,6 +541,11 @@ func (w *Hooks) All() []Def {
 		name := strings.TrimPrefix(reg, registerPrefix)
 		var h api.WebhookRequest
 		if len(regs[reg].Value) == 0 || json.Unmarshal(regs[reg].Value, &h) != nil {
+			continue
+		}
+		if h.Secret == "" {
+			// Heard over gossip without a key, which leaves secrets
+			// behind: the node that registered it sends its notices.
 			continue
 		}
 		if slices.ContainsFunc(out, func(d Def) bool { return d.Config.Name == name }) {

@@ -34,6 +34,23 @@ func TestRedactURL(t *testing.T) {
 	})
 }
 
+func TestConfigErrorsShowNoURLCredentials(t *testing.T) {
+	for _, yaml := range []string{
+		"node: a\ncookie_key_file: k\norigin: 'ftp://user:hunter2@origin.test/'\nrooms:\n  - {name: shop, total_active_users: 1, new_users_per_minute: 1}\n",
+		"node: a\ncookie_key_file: k\nrooms:\n  - {name: shop, origin: 'ftp://user:hunter2@origin.test/', total_active_users: 1, new_users_per_minute: 1}\n",
+		"node: a\ncookie_key_file: k\norigin: http://127.0.0.1:1\nrooms:\n  - {name: shop, total_active_users: 1, new_users_per_minute: 1}\nwebhooks:\n  - {name: ops, url: 'ftp://h/?token=hunter2', secret_file: s}\n",
+	} {
+		cfg, err := config.Parse([]byte(yaml))
+		if err == nil {
+			cfg.ApplyDefaults()
+			err = cfg.Validate()
+		}
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("error %v: want one that does not show the credential", err)
+		}
+	}
+}
+
 // FuzzRedactURL holds that a password long enough to tell apart never
 // survives redaction.
 func FuzzRedactURL(f *testing.F) {

@@ -99,7 +99,7 @@ func (c *Config) validateWebhooks(p *problems) {
 		}
 		seen[w.Name] = true
 		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.add(f("url"), "%q must be an http:// or https:// URL", w.URL)
+			p.add(f("url"), "%q must be an http:// or https:// URL", RedactURL(w.URL))
 		}
 		if w.SecretFile == "" {
 			p.add(f("secret_file"), "is required: the file holding the secret the notices are signed with")

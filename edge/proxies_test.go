@@ -612,6 +612,33 @@ func TestBehindRealProxiesOneRequestOneHost(t *testing.T) {
 					t.Fatalf("the origin last got %s for Host %q", last.URI, last.Host)
 				}
 			})
+			t.Run("a queued visitor with an 8 KB address gets the queue page, whose headers stay small", func(t *testing.T) {
+				// Just under nginx's default 8 KB request line.
+				long := "/search?q=" + strings.Repeat("a", 7900)
+				conn, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+				_, _ = io.WriteString(conn, "GET "+long+" HTTP/1.1\r\nHost: vip.example.com\r\nAccept: text/html\r\nConnection: close\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				page, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode >= 500 || !strings.Contains(string(page), "<!doctype html>") || resp.Header.Get("Refresh") == "" {
+					t.Fatalf("%d, Refresh %q: %.200q", resp.StatusCode, resp.Header.Get("Refresh"), page)
+				}
+				for k, vs := range resp.Header {
+					for _, v := range vs {
+						if len(k)+len(v) > 1024 {
+							t.Errorf("header %s is %d bytes", k, len(v))
+						}
+					}
+				}
+			})
 			t.Run("a plain request for vip is queued", func(t *testing.T) {
 				before := o.Hits()
 				status, page := rawExchange(t, base, "GET /plain HTTP/1.1\r\nHost: vip.example.com\r\nConnection: close\r\n\r\n")

@@ -33,6 +33,8 @@ type room struct {
 	proxy      *httputil.ReverseProxy
 	cookieName string
 	revoke     bool // origin command "revoke" enabled
+	// cells bounds what a peer may count in the room's cells (checkCell).
+	cells policy.CellLimits
 	bypass     []bypassRule
 	tmpl       *mustache.Template            // the room's page
 	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
@@ -114,6 +116,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		eventTmpl:  map[string]*mustache.Template{},
 		counted:    &countedTable{},
 		codes:      &codeGuard{},
+		cells:      cellLimits(c),
 	}
 	for _, cmd := range c.EnabledOriginCommands {
 		if cmd == "revoke" {

@@ -131,8 +131,10 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		OnPanic: func(where string, p any, stack []byte) { s.panicked(where, "", p, stack, true) },
 	}
 	// Room settings from peers are validated like the admin API's before
-	// they merge; without a key, secrets stay out of gossip.
+	// they merge, and counts within their room's limits; without a key,
+	// secrets stay out of gossip.
 	gcfg.CheckRegister = s.checkRoomRegister
+	gcfg.CheckEntry = s.checkCell
 	if opts.InsecureGossip {
 		gcfg.Redact = stripSecrets
 	}

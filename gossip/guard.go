@@ -86,6 +86,12 @@ func (n *Node) screen(d crdt.Delta, nowMillis int64) crdt.Delta {
 			n.refuse(boundsReason(err), err)
 			continue
 		}
+		if n.cfg.CheckEntry != nil {
+			if err := n.cfg.CheckEntry(e); err != nil {
+				n.refuse(boundsReason(err), err)
+				continue
+			}
+		}
 		entries = append(entries, e)
 	}
 	d.Entries = entries

@@ -34,12 +34,12 @@ type room struct {
 	cookieName string
 	revoke     bool // origin command "revoke" enabled
 	// cells bounds what a peer may count in the room's cells (checkCell).
-	cells policy.CellLimits
-	bypass     []bypassRule
-	tmpl       *mustache.Template            // the room's page
-	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
-	stopTmpl   *mustache.Template            // the emergency stop page, if given
-	challenge  *challenge.Challenge          // the bot challenge, nil when off
+	cells     policy.CellLimits
+	bypass    []bypassRule
+	tmpl      *mustache.Template            // the room's page
+	eventTmpl map[string]*mustache.Template // events' custom pages, by event id
+	stopTmpl  *mustache.Template            // the emergency stop page, if given
+	challenge *challenge.Challenge          // the bot challenge, nil when off
 	// counted is the node's one count per visitor (see countedTable),
 	// handed on to every later version of the room.
 	counted *countedTable

@@ -183,6 +183,16 @@ func startCaddy(t *testing.T, nodes []string, origin string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
+// realProxies are the proxies the tests run for real, each started from
+// its shipped file in front of the given nodes and origin.
+var realProxies = []struct {
+	name  string
+	start func(t *testing.T, nodes []string, origin string) string
+}{
+	{"nginx", startNginx},
+	{"caddy", startCaddy},
+}
+
 // TestBehindRealProxies puts two waitroom nodes in forward-auth mode
 // behind a real nginx and a real Caddy, configured from the shipped files,
 // and sends cookie-keeping visitors through: admitted, queued, refreshed
@@ -190,14 +200,7 @@ func startCaddy(t *testing.T, nodes []string, origin string) string {
 // signed out by the origin's revoke, a bypassed asset, and the room's
 // limit held across both nodes, which the proxy asks in turn.
 func TestBehindRealProxies(t *testing.T) {
-	proxies := []struct {
-		name  string
-		start func(t *testing.T, nodes []string, origin string) string
-	}{
-		{"nginx", startNginx},
-		{"caddy", startCaddy},
-	}
-	for _, p := range proxies {
+	for _, p := range realProxies {
 		t.Run("behind "+p.name, func(t *testing.T) {
 			t.Parallel()
 			behindProxy(t, p.start)
@@ -512,6 +515,16 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 // send (an absolute-form request line, a Host that disagrees with it) are
 // what an attacker sends.
 func rawExchange(t *testing.T, base, request string) (int, string) {
+	resp, page := rawResponse(t, base, request)
+	if resp == nil {
+		return 0, page
+	}
+	return resp.StatusCode, page
+}
+
+// rawResponse is rawExchange with the whole answer: nil and the error's
+// text when the proxy closed the connection.
+func rawResponse(t *testing.T, base, request string) (*http.Response, string) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 5*time.Second)
 	if err != nil {
@@ -524,11 +537,11 @@ func rawExchange(t *testing.T, base, request string) (int, string) {
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		return 0, err.Error() // the proxy closed the connection: nothing was served
+		return nil, err.Error() // the proxy closed the connection: nothing was served
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp, string(b)
 }
 
 // TestBehindRealProxiesOneRequestOneHost puts two rooms by host behind one
@@ -538,14 +551,7 @@ func rawExchange(t *testing.T, base, request string) (int, string) {
 // from the origin: the room is decided on exactly the host the origin is
 // sent, or the request is refused.
 func TestBehindRealProxiesOneRequestOneHost(t *testing.T) {
-	proxies := []struct {
-		name  string
-		start func(t *testing.T, nodes []string, origin string) string
-	}{
-		{"nginx", startNginx},
-		{"caddy", startCaddy},
-	}
-	for _, p := range proxies {
+	for _, p := range realProxies {
 		t.Run("behind "+p.name, func(t *testing.T) {
 			t.Parallel()
 			// The origin notes the X-Forwarded-Host it gets: a site may
@@ -615,20 +621,11 @@ func TestBehindRealProxiesOneRequestOneHost(t *testing.T) {
 			t.Run("a queued visitor with an 8 KB address gets the queue page, whose headers stay small", func(t *testing.T) {
 				// Just under nginx's default 8 KB request line.
 				long := "/search?q=" + strings.Repeat("a", 7900)
-				conn, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 5*time.Second)
-				if err != nil {
-					t.Fatal(err)
+				resp, page := rawResponse(t, base, "GET "+long+" HTTP/1.1\r\nHost: vip.example.com\r\nAccept: text/html\r\nConnection: close\r\n\r\n")
+				if resp == nil {
+					t.Fatal(page)
 				}
-				defer conn.Close()
-				_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-				_, _ = io.WriteString(conn, "GET "+long+" HTTP/1.1\r\nHost: vip.example.com\r\nAccept: text/html\r\nConnection: close\r\n\r\n")
-				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				page, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode >= 500 || !strings.Contains(string(page), "<!doctype html>") || resp.Header.Get("Refresh") == "" {
+				if resp.StatusCode >= 500 || !strings.Contains(page, "<!doctype html>") || resp.Header.Get("Refresh") == "" {
 					t.Fatalf("%d, Refresh %q: %.200q", resp.StatusCode, resp.Header.Get("Refresh"), page)
 				}
 				for k, vs := range resp.Header {

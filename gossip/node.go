@@ -362,6 +362,7 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	}
 	mc.Delegate = (*delegate)(n)
 	mc.Events = (*events)(n)
+	mc.Merge = (*nameGuard)(n)
 	mc.Ping = (*pinger)(n)
 	mc.Logger = log.New(logWriter{log: n.log, refuse: n.refuse}, "", 0)
 	mc.Label = n.cfg.Label

@@ -34,6 +34,7 @@ const (
 	RefusedFutureMinute    = "future_minute"    // a counter cell dated beyond now + MaxClockOffset
 	RefusedFutureStamp     = "future_stamp"     // a register stamped beyond now + MaxClockOffset
 	RefusedImpossibleValue = "impossible_value" // an entry above MaxEntryValue
+	RefusedBeyondRoom      = "beyond_room"      // an entry above what its room's limits make possible (policy.CellLimits)
 )
 
 // OutOfBounds is why a peer's entry or register cannot be true.

@@ -232,6 +232,8 @@ func TestProxyHeaders(t *testing.T) {
 	req.RemoteAddr = "203.0.113.7:4444"
 	req.Header.Set("X-Forwarded-For", "6.6.6.6")
 	req.Header.Set("X-Forwarded-Host", "evil.test")
+	req.Header.Set("X-Real-IP", "6.6.6.6")
+	req.Header.Set("Forwarded", "for=6.6.6.6;host=evil.test")
 	req.Header.Set("Connection", "X-Secret-Hop, keep-alive")
 	req.Header.Set("X-Secret-Hop", "drop me")
 	req.Header.Set("Proxy-Authorization", "Basic Zm9vOmJhcg==")
@@ -248,6 +250,8 @@ func TestProxyHeaders(t *testing.T) {
 	}{
 		{"the origin sees the client's address, not the forged one", seen.Get("X-Forwarded-For") == "203.0.113.7"},
 		{"a forged X-Forwarded-Host is replaced by the real host", seen.Get("X-Forwarded-Host") == "shop.test"},
+		{"a forged X-Real-IP does not reach the origin", seen.Get("X-Real-IP") == ""},
+		{"a forged Forwarded does not reach the origin", seen.Get("Forwarded") == ""},
 		{"headers named in Connection do not reach the origin", seen.Get("X-Secret-Hop") == ""},
 		{"Proxy-Authorization does not reach the origin", seen.Get("Proxy-Authorization") == ""},
 		{"the origin command header does not reach the visitor", rec.Header().Get("Cf-Waiting-Room-Command") == ""},

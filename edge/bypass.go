@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -21,11 +20,7 @@ type bypassRule struct {
 // routing key is key.
 func (b *bypassRule) matches(r *http.Request, key string) bool {
 	if b.CIDR != "" {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		a, err := netip.ParseAddr(host)
+		a, err := netip.ParseAddr(clientIP(r))
 		if err != nil || !b.match.Network.Contains(a.Unmap()) {
 			return false
 		}

@@ -2,8 +2,6 @@ package edge
 
 import (
 	"math"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/waitroom/waitroom/edge/challenge"
@@ -65,14 +63,6 @@ func (s *Server) challengeStep(rq *request, a *allocation) (gated bool, verdict 
 func queueing(a *allocation) bool {
 	st := a.Status()
 	return st == policy.StatusQueueing || st == policy.StatusQueueAll
-}
-
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // infiniteEstimate is what a visitor in the infinite queue is told: the

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// The guard against guessing priority codes: an address that fails
-// codeFailBurst times in a row is answered 429 without a check for
-// codeFailWindow, then allowed one attempt per codeFailWindow (see
-// priority.go).
+// The guard against guessing priority codes: a guesser (a client address,
+// or a visitor's token) that fails codeFailBurst times in a row has its
+// next invalid codes answered 429 for codeFailWindow, then one attempt per
+// codeFailWindow (see priority.go).
 const (
 	codeFailBurst  = 5
 	codeFailWindow = 30 * time.Second
@@ -17,7 +17,8 @@ const (
 	codeGuardMax = 100_000
 )
 
-// codeGuard slows addresses that keep presenting invalid codes.
+// codeGuard slows guessers that keep presenting invalid codes, each by a
+// key the caller chooses.
 type codeGuard struct {
 	mu    sync.Mutex
 	fails map[string]codeFails

@@ -129,6 +129,9 @@ func TestShippedTraefikConfig(t *testing.T) {
 func TestShippedEnvoyConfig(t *testing.T) {
 	doc := shippedYAML(t, "envoy.yaml")
 	hcm := dig(t, doc, "static_resources", "listeners", 0, "filter_chains", 0, "filters", 0, "typed_config")
+	if dig(t, hcm, "use_remote_address") != true || dig(t, hcm, "xff_num_trusted_hops") != 0 {
+		t.Error("use_remote_address must be true and xff_num_trusted_hops 0: Envoy would pass on the visitor's own X-Forwarded-For, and the node take a forged address for the client")
+	}
 	authz := dig(t, hcm, "http_filters", 0)
 	if dig(t, authz, "name") != "envoy.filters.http.ext_authz" {
 		t.Fatalf("the first HTTP filter is %v, want ext_authz", dig(t, authz, "name"))

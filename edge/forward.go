@@ -135,13 +135,7 @@ func (h *forwardHandler) fromTrusted(r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	a = a.Unmap()
-	for _, p := range h.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return trustedAddr(a.Unmap(), h.trusted)
 }
 
 // refuse answers a request the endpoint will not serve, counted by reason
@@ -161,7 +155,7 @@ func (h *forwardHandler) refuse(w http.ResponseWriter, reason string, status int
 // (Server.visit), with forwardAuth as its last step.
 func (h *forwardHandler) decide(w http.ResponseWriter, r *http.Request, envoy, nginx bool) {
 	s := h.s
-	or, err := originalRequest(r, envoy)
+	or, err := originalRequest(r, envoy, h.trusted)
 	if err != nil {
 		h.refuse(w, "bad_request", http.StatusBadRequest, "Bad forward-auth request", err.Error(), err.Error())
 		return
@@ -192,9 +186,10 @@ func (h *forwardHandler) decide(w http.ResponseWriter, r *http.Request, envoy, n
 // request: its method, host, address and scheme from the headers the proxy
 // set (Envoy: its own method and Host, the address after the path prefix),
 // its cookies and other headers as they are, no body. The client's address
-// (for bypass rules by cidr and the challenge's verifier) is the last
-// X-Forwarded-For entry, the one the proxy added; none without one.
-func originalRequest(r *http.Request, envoy bool) (*http.Request, error) {
+// (for bypass rules by cidr, the code guard and the challenge's verifier)
+// is the right-most untrusted hop of X-Forwarded-For (forwardedClient);
+// none without one.
+func originalRequest(r *http.Request, envoy bool, trusted []netip.Prefix) (*http.Request, error) {
 	method := r.Header.Get("X-Forwarded-Method")
 	host := r.Header.Get("X-Forwarded-Host")
 	uri := r.Header.Get("X-Forwarded-Uri")
@@ -205,10 +200,15 @@ func originalRequest(r *http.Request, envoy bool) (*http.Request, error) {
 			uri = "/" + uri
 		}
 	}
-	if host, _, _ = strings.Cut(host, ","); strings.TrimSpace(host) == "" {
+	// One host, the one the proxy sends the site: a list, or the header
+	// twice, means the proxy passed on a visitor's own beside its own,
+	// and the node cannot tell which of them the site will get.
+	if !envoy && len(r.Header.Values("X-Forwarded-Host")) > 1 || strings.Contains(host, ",") {
+		return nil, fmt.Errorf("X-Forwarded-Host %q names more than one host: the proxy must send only the host it sends the site", strings.Join(r.Header.Values("X-Forwarded-Host"), ", "))
+	}
+	if host = strings.TrimSpace(host); host == "" {
 		return nil, errors.New("X-Forwarded-Host is missing: the proxy must send the host the visitor asked for")
 	}
-	host = strings.TrimSpace(host)
 	if method == "" || strings.ContainsAny(method, " \t\r\n/") || len(method) > 32 {
 		return nil, fmt.Errorf("X-Forwarded-Method %q is not a request method: the proxy must send the visitor's", method)
 	}
@@ -225,16 +225,7 @@ func originalRequest(r *http.Request, envoy bool) (*http.Request, error) {
 	// Without the proxy's word for it the visitor's address is unknown,
 	// never the proxy's own: a bypass rule for the proxy's network must not
 	// let every visitor through.
-	or.RemoteAddr = ""
-	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-		last := xff[len(xff)-1]
-		if i := strings.LastIndexByte(last, ','); i >= 0 {
-			last = last[i+1:]
-		}
-		if a, err := netip.ParseAddr(strings.TrimSpace(last)); err == nil {
-			or.RemoteAddr = a.String()
-		}
-	}
+	or.RemoteAddr = forwardedClient(r.Header.Values("X-Forwarded-For"), trusted)
 	for _, k := range []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host"} {
 		or.Header.Del(k)
 	}

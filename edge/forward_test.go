@@ -358,6 +358,12 @@ func TestForwardAuthAnswers(t *testing.T) {
 		if ask("") == 0 || ask("203.0.113.9, 198.51.100.1") == 0 {
 			t.Error("the proxy's own address, or an address the visitor claimed before the proxy's, was bypassed")
 		}
+		if ask("198.51.100.1, 127.0.0.1") == 0 {
+			t.Error("a trusted proxy's hop was taken for the client: the visitor behind it was bypassed")
+		}
+		if ask("127.0.0.5, 203.0.113.9, 127.0.0.1") != 0 {
+			t.Error("the right-most untrusted hop, behind a trusted one, was not the client")
+		}
 	})
 	t.Run("a suspended room lets everyone through uncounted", func(t *testing.T) {
 		rc := fullRoom("shop")
@@ -440,6 +446,7 @@ func TestForwardAuthTrust(t *testing.T) {
 		{"a request without the original host is refused", nil, "127.0.0.1:5000", map[string]string{"X-Forwarded-Method": "GET", "X-Forwarded-Uri": "/"}, http.StatusBadRequest},
 		{"a request without the original address is refused", nil, "127.0.0.1:5000", map[string]string{"X-Forwarded-Method": "GET", "X-Forwarded-Host": "shop.test"}, http.StatusBadRequest},
 		{"a full URL is not an address", nil, "127.0.0.1:5000", map[string]string{"X-Forwarded-Method": "GET", "X-Forwarded-Host": "shop.test", "X-Forwarded-Uri": "http://evil.test/"}, http.StatusBadRequest},
+		{"a question naming two hosts in one X-Forwarded-Host is refused", nil, "127.0.0.1:5000", map[string]string{"X-Forwarded-Method": "GET", "X-Forwarded-Host": "shop.test, vip.test", "X-Forwarded-Uri": "/"}, http.StatusBadRequest},
 		{"a request without the original method is refused", nil, "127.0.0.1:5000", map[string]string{"X-Forwarded-Host": "shop.test", "X-Forwarded-Uri": "/"}, http.StatusBadRequest},
 	}
 	for _, tc := range tests {
@@ -449,6 +456,27 @@ func TestForwardAuthTrust(t *testing.T) {
 				t.Errorf("status %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestForwardAuthOneHost holds the endpoint to one host per question: a
+// proxy that sends the visitor's own X-Forwarded-Host beside its own
+// would have the node decide on one host and the site served another.
+func TestForwardAuthOneHost(t *testing.T) {
+	f := newFixtureWith(t, forwardOn, room("shop", 10, 10))
+	r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9091/auth", nil)
+	r.RemoteAddr = trustedProxyAddr
+	r.Header.Set("X-Forwarded-Method", "GET")
+	r.Header.Set("X-Forwarded-Uri", "/")
+	r.Header.Add("X-Forwarded-Host", "vip.test")
+	r.Header.Add("X-Forwarded-Host", "shop.test")
+	rec := httptest.NewRecorder()
+	f.Server.ForwardAuthHandler().ServeHTTP(rec, r)
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("two X-Forwarded-Host headers: status %d, want 400", rec.Code)
+	}
+	if v := metric(t, f.Admin, `waitroom_forward_auth_refused_total{reason="bad_request"}`); v != 1 {
+		t.Errorf("%v refusals counted as bad_request, want 1", v)
 	}
 }
 

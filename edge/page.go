@@ -150,6 +150,14 @@ const (
 // changes.
 const refreshURLSlot = "__waitroom_refresh_url__"
 
+// maxRefreshHeaderURL is the longest address the Refresh header carries.
+// The address is the visitor's, and a proxy in front holds an answer's
+// headers in a small buffer (nginx: 4 or 8 KB by default, and a 502 past
+// it), so no header of a queued answer grows with it past 1 KB. A longer
+// address gets a Refresh without it: the browser reloads the address it
+// is on, and misses only the cookie check's marker.
+const maxRefreshHeaderURL = 1000
+
 // writeQueue answers a visitor who waits, with tok: the queue page or, for an
 // app that asks with exactly "Accept: application/json" where the room allows
 // it, the same fields as JSON. ans says which answer it is; rq.marked says
@@ -168,9 +176,11 @@ func (s *Server) writeQueue(rq *request, a *allocation, tok cookie.Token, ans qu
 	switch {
 	case ans == answerNoCookie:
 		// No Refresh: every refresh would be a new visitor again.
-	case next != "":
+	case next != "" && len(next) <= maxRefreshHeaderURL:
 		h.Set("Refresh", strconv.Itoa(refresh)+"; url="+next)
 	default:
+		// An address too long to echo in a header reloads as it is; the
+		// page's own refresh and link still carry it.
 		h.Set("Refresh", strconv.Itoa(refresh))
 	}
 	h.Set("Cache-Control", "no-store")

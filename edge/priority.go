@@ -36,36 +36,51 @@ import (
 //
 // Guessing gains nothing: a code carries a 128-bit MAC, so a forged one
 // passes with probability 2^-128. Failures are counted
-// (waitroom_priority_codes_total{result="invalid"}), and an address that
-// fails codeFailBurst times in a row is answered 429 without a check for
-// codeFailWindow, then allowed one attempt per codeFailWindow.
+// (waitroom_priority_codes_total{result="invalid"}) against the client's
+// address and, for a visitor with a cookie, against its token too (an
+// address shared by a whole office, or a proxy that names none, must not be
+// the only handle on a guesser who keeps its cookie). After codeFailBurst
+// failures in a row on either, a further invalid code is answered 429 for
+// codeFailWindow, then one attempt per codeFailWindow. A valid code is
+// always checked and taken: another visitor's failures from the same
+// address never lock out a code holder.
 const codeParam = "__waitroom_code"
 
 // redeemCode checks a code the request carried and, when it is good and has
 // a use left, records the use and sets the visitor's priority group. It
-// reports true when it has answered the request itself (an address slowed
-// for failing too often).
+// reports true when it has answered the request itself (an invalid code
+// from an address or visitor slowed for failing too often).
 func (s *Server) redeemCode(rq *request, a *allocation, text string) bool {
 	rm, now := rq.rm, rq.now
 	pm := s.metrics.priority()
-	ip := clientIP(rq.r)
-	if rm.codes.slowed(ip, now) {
+	c, err := cookie.NewCodeSigner(s.keys).Verify(text, rm.name, now)
+	guessers := [2]string{"addr " + clientIP(rq.r)}
+	if !rq.fresh {
+		guessers[1] = "visitor " + strconv.FormatUint(rq.tok.ID, 16)
+	}
+	result := "accepted"
+	switch {
+	case errors.Is(err, cookie.ErrCodeExpired):
+		result = "expired"
+	case err != nil && (rm.codes.slowed(guessers[0], now) || guessers[1] != "" && rm.codes.slowed(guessers[1], now)):
 		pm.codes.WithLabelValues(rm.name, "slowed").Inc()
 		rq.w.Header().Set("Retry-After", strconv.Itoa(int(codeFailWindow/time.Second)))
 		l := visitorLanguage(rq, a.view)
 		writeCodePage(rq.w, http.StatusTooManyRequests, a.view, l, l.S("code_too_many"))
 		return true
-	}
-	c, err := cookie.NewCodeSigner(s.keys).Verify(text, rm.name, now)
-	result := "accepted"
-	switch {
-	case errors.Is(err, cookie.ErrCodeExpired):
-		result = "expired"
 	case err != nil:
 		result = "invalid"
-		rm.codes.failed(ip, now)
+		for _, g := range guessers {
+			if g != "" {
+				rm.codes.failed(g, now)
+			}
+		}
 	default:
-		rm.codes.succeeded(ip)
+		// Only the visitor's own record is cleared: a code holder at a
+		// shared address does not wipe a guesser's failures there.
+		if guessers[1] != "" {
+			rm.codes.succeeded(guessers[1])
+		}
 		result = s.useCode(rq, a, c)
 	}
 	pm.codes.WithLabelValues(rm.name, result).Inc()

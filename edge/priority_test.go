@@ -223,6 +223,38 @@ func TestPriorityCodes(t *testing.T) {
 		}
 	})
 
+	t.Run("another visitor's bad guesses from the same address never refuse a valid code", func(t *testing.T) {
+		rc := priorityRoom("shop", 100, 50)
+		rc.InviteOnly = true
+		f := newFixture(t, rc)
+		code := mintCodes(t, f.Admin, "shop", 1, 1)[0]
+		for range 8 {
+			newVisitor().Get(f.Server, withCode("http://shop.test/", "forged-"+code[:8]))
+		}
+		if resp := newVisitor().Get(f.Server, withCode("http://shop.test/", code)); resp.Header.Get("X-Origin") != "yes" {
+			t.Fatalf("a code holder behind the guesser's address got %d, want the origin", resp.StatusCode)
+		}
+	})
+
+	t.Run("a visitor that keeps guessing from ever new addresses is slowed by its cookie", func(t *testing.T) {
+		f := newFixture(t, priorityRoom("shop", 100, 50))
+		v := newVisitor()
+		v.Get(f.Server, "http://shop.test/")
+		guess := func(i int) *http.Response {
+			r := v.Req(http.MethodGet, withCode("http://shop.test/", fmt.Sprintf("forged-%d", i)))
+			r.RemoteAddr = fmt.Sprintf("198.51.100.%d:4000", i+1)
+			return v.Do(f.Server, r)
+		}
+		for i := range 5 {
+			if resp := guess(i); resp.StatusCode == http.StatusTooManyRequests {
+				t.Fatalf("guess %d slowed already", i)
+			}
+		}
+		if resp := guess(5); resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("the sixth guess, from a sixth address with the same cookie, got %d, want 429", resp.StatusCode)
+		}
+	})
+
 	t.Run("an invite-only room and the code field speak the visitor's language", func(t *testing.T) {
 		rc := priorityRoom("shop", 100, 50)
 		rc.InviteOnly = true

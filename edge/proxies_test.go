@@ -8,6 +8,7 @@ package edge_test
 // (CI installs both), which makes them fail.
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -169,7 +170,9 @@ func startCaddy(t *testing.T, nodes []string, origin string) string {
 	site := shippedConfig(t, "Caddyfile",
 		"reverse_proxy 127.0.0.1:9091 {", "reverse_proxy "+strings.Join(nodes, " ")+" {",
 		"reverse_proxy 127.0.0.1:8000\n", "reverse_proxy "+origin+"\n",
-		"shop.example.com {", fmt.Sprintf("http://127.0.0.1:%d {", port))
+		// Every host on the port, as a block for several rooms' hosts:
+		// what the site is is then the request's word alone.
+		"shop.example.com {", fmt.Sprintf("http://:%d {\n\tbind 127.0.0.1", port))
 	conf := "{\n\tadmin off\n\tauto_https off\n}\n\n" + site
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
@@ -180,6 +183,16 @@ func startCaddy(t *testing.T, nodes []string, origin string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
+// realProxies are the proxies the tests run for real, each started from
+// its shipped file in front of the given nodes and origin.
+var realProxies = []struct {
+	name  string
+	start func(t *testing.T, nodes []string, origin string) string
+}{
+	{"nginx", startNginx},
+	{"caddy", startCaddy},
+}
+
 // TestBehindRealProxies puts two waitroom nodes in forward-auth mode
 // behind a real nginx and a real Caddy, configured from the shipped files,
 // and sends cookie-keeping visitors through: admitted, queued, refreshed
@@ -187,14 +200,7 @@ func startCaddy(t *testing.T, nodes []string, origin string) string {
 // signed out by the origin's revoke, a bypassed asset, and the room's
 // limit held across both nodes, which the proxy asks in turn.
 func TestBehindRealProxies(t *testing.T) {
-	proxies := []struct {
-		name  string
-		start func(t *testing.T, nodes []string, origin string) string
-	}{
-		{"nginx", startNginx},
-		{"caddy", startCaddy},
-	}
-	for _, p := range proxies {
+	for _, p := range realProxies {
 		t.Run("behind "+p.name, func(t *testing.T) {
 			t.Parallel()
 			behindProxy(t, p.start)
@@ -502,4 +508,141 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 			return true
 		})
 	})
+}
+
+// rawExchange sends one request, written out byte for byte, to a proxy at
+// base and reads its answer: the spellings a client library would never
+// send (an absolute-form request line, a Host that disagrees with it) are
+// what an attacker sends.
+func rawExchange(t *testing.T, base, request string) (int, string) {
+	resp, page := rawResponse(t, base, request)
+	if resp == nil {
+		return 0, page
+	}
+	return resp.StatusCode, page
+}
+
+// rawResponse is rawExchange with the whole answer: nil and the error's
+// text when the proxy closed the connection.
+func rawResponse(t *testing.T, base, request string) (*http.Response, string) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return nil, err.Error() // the proxy closed the connection: nothing was served
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// TestBehindRealProxiesOneRequestOneHost puts two rooms by host behind one
+// server block of the real nginx and Caddy: shop lets everyone in, vip
+// queues everyone. Requests whose request line, Host and X-Forwarded-Host
+// name different sites, in odd spellings, must never bring vip's content
+// from the origin: the room is decided on exactly the host the origin is
+// sent, or the request is refused.
+func TestBehindRealProxiesOneRequestOneHost(t *testing.T) {
+	for _, p := range realProxies {
+		t.Run("behind "+p.name, func(t *testing.T) {
+			t.Parallel()
+			// The origin notes the X-Forwarded-Host it gets: a site may
+			// believe it over Host.
+			o := edgetest.NewOrigin(t, edgetest.VisitorHeader("X-Forwarded-Host"))
+			shop := room("shop", 1000, 1000)
+			shop.Host = "shop.example.com"
+			vip := room("vip", 1000, 1000)
+			vip.Host = "vip.example.com"
+			vip.QueueAll = true
+			c := clusterOf(t, clusterOpts{Rooms: []config.Room{shop, vip}, Serve: true, Origin: o})
+			c.Edit = func(_ *clusterNode, cfg *config.Config) {
+				cfg.Origin = ""
+				cfg.Unrouted = config.UnroutedPass
+				cfg.ForwardAuth.Listen = "127.0.0.1:0"
+			}
+			c.Add("pop-a", 0)
+			base := p.start(t, []string{c.Nodes[0].Server.ForwardAuthAddr()}, strings.TrimPrefix(o.URL, "http://"))
+
+			cases := []struct {
+				name, line string
+				headers    []string
+			}{
+				{"an absolute-form request line for vip with Host shop", "GET http://vip.example.com/a1 HTTP/1.1", []string{"Host: shop.example.com"}},
+				{"an absolute-form request line for shop with Host vip", "GET http://shop.example.com/a2 HTTP/1.1", []string{"Host: vip.example.com"}},
+				{"an absolute-form request line in capitals with a port", "GET HTTP://VIP.Example.COM:80/a3 HTTP/1.1", []string{"Host: shop.example.com"}},
+				{"an absolute-form https request line for vip", "GET https://vip.example.com/a4 HTTP/1.1", []string{"Host: shop.example.com"}},
+				{"an absolute-form request line with a trailing dot", "GET http://vip.example.com./a5 HTTP/1.1", []string{"Host: shop.example.com"}},
+				{"an absolute-form request line with user information", "GET http://shop.example.com@vip.example.com/a6 HTTP/1.1", []string{"Host: shop.example.com"}},
+				{"X-Forwarded-Host vip with Host shop", "GET /a7 HTTP/1.1", []string{"Host: shop.example.com", "X-Forwarded-Host: vip.example.com"}},
+				{"X-Forwarded-Host shop with Host vip", "GET /a8 HTTP/1.1", []string{"Host: vip.example.com", "X-Forwarded-Host: shop.example.com"}},
+				{"Host vip in capitals with a trailing dot", "GET /a9 HTTP/1.1", []string{"Host: VIP.example.com."}},
+				{"Host vip with a port", "GET /a10 HTTP/1.1", []string{"Host: vip.example.com:80"}},
+				{"two Host headers", "GET /a11 HTTP/1.1", []string{"Host: shop.example.com", "Host: vip.example.com"}},
+				{"an absolute-form request line with no Host", "GET http://vip.example.com/a12 HTTP/1.1", nil},
+				{"Forwarded naming vip", "GET /a13 HTTP/1.1", []string{"Host: shop.example.com", "Forwarded: host=vip.example.com"}},
+			}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					req := tc.line + "\r\n" + strings.Join(append(tc.headers, "Connection: close"), "\r\n") + "\r\n\r\n"
+					before := o.Hits()
+					status, page := rawExchange(t, base, req)
+					t.Logf("%d %.80q", status, page)
+					for _, h := range o.Log()[before:] {
+						for _, host := range []string{h.Host, h.Visitor} {
+							host = strings.ToLower(host)
+							if name, _, err := net.SplitHostPort(host); err == nil {
+								host = name
+							}
+							if strings.TrimSuffix(host, ".") == "vip.example.com" {
+								t.Fatalf("the origin served %s to Host %q, X-Forwarded-Host %q, for a room that queues everyone (answer %d)", h.URI, h.Host, h.Visitor, status)
+							}
+						}
+					}
+				})
+			}
+			t.Run("a plain request for shop reaches the origin with Host shop", func(t *testing.T) {
+				status, page := rawExchange(t, base, "GET /plain HTTP/1.1\r\nHost: shop.example.com\r\nConnection: close\r\n\r\n")
+				if status != http.StatusOK || page != "origin: /plain" {
+					t.Fatalf("%d %q", status, page)
+				}
+				log := o.Log()
+				if last := log[len(log)-1]; last.Host != "shop.example.com" || last.URI != "/plain" {
+					t.Fatalf("the origin last got %s for Host %q", last.URI, last.Host)
+				}
+			})
+			t.Run("a queued visitor with an 8 KB address gets the queue page, whose headers stay small", func(t *testing.T) {
+				// Just under nginx's default 8 KB request line.
+				long := "/search?q=" + strings.Repeat("a", 7900)
+				resp, page := rawResponse(t, base, "GET "+long+" HTTP/1.1\r\nHost: vip.example.com\r\nAccept: text/html\r\nConnection: close\r\n\r\n")
+				if resp == nil {
+					t.Fatal(page)
+				}
+				if resp.StatusCode >= 500 || !strings.Contains(page, "<!doctype html>") || resp.Header.Get("Refresh") == "" {
+					t.Fatalf("%d, Refresh %q: %.200q", resp.StatusCode, resp.Header.Get("Refresh"), page)
+				}
+				for k, vs := range resp.Header {
+					for _, v := range vs {
+						if len(k)+len(v) > 1024 {
+							t.Errorf("header %s is %d bytes", k, len(v))
+						}
+					}
+				}
+			})
+			t.Run("a plain request for vip is queued", func(t *testing.T) {
+				before := o.Hits()
+				status, page := rawExchange(t, base, "GET /plain HTTP/1.1\r\nHost: vip.example.com\r\nConnection: close\r\n\r\n")
+				if o.Hits() != before || strings.HasPrefix(page, "origin:") {
+					t.Fatalf("answer %d, origin hit %d times", status, o.Hits()-before)
+				}
+			})
+		})
+	}
 }

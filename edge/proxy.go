@@ -53,10 +53,12 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 	}
 	p := &httputil.ReverseProxy{
 		// Rewrite (not Director) drops hop-by-hop headers and any
-		// X-Forwarded-* the client sent before setting our own, so a visitor
-		// cannot forge its address to the origin.
+		// X-Forwarded-* and Forwarded the client sent before setting our
+		// own, so a visitor cannot forge its address to the origin; the
+		// client's X-Real-IP, which many origins also read, goes too.
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
+			delete(pr.Out.Header, "X-Real-Ip")
 			pr.SetXForwarded()
 			pr.Out.Host = pr.In.Host
 		},

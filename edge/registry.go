@@ -267,21 +267,25 @@ func (s *Server) checkRoomRegister(name string, value []byte) error {
 	return err
 }
 
-// stripRoomSecret removes a room's turnstile_secret from its register as it
-// leaves the node: without a gossip key, gossip is plaintext on the wire.
-// Nodes then take the secret from their own config (see decodeRoom).
-func stripRoomSecret(name string, value []byte) []byte {
-	if !strings.HasPrefix(name, roomPrefix) {
-		return value
+// stripSecrets removes the secrets from a register as it leaves the node
+// without a gossip key, when gossip is plaintext on the wire: a room's
+// turnstile_secret (nodes take it from their own config, see decodeRoom)
+// and the secret of any other register that holds one (a webhook
+// registered through the admin API: nodes without it leave the webhook to
+// the node that has it).
+func stripSecrets(name string, value []byte) []byte {
+	field := "secret"
+	if strings.HasPrefix(name, roomPrefix) {
+		field = "turnstile_secret"
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(value, &fields) != nil {
 		return value
 	}
-	if _, ok := fields["turnstile_secret"]; !ok {
+	if _, ok := fields[field]; !ok {
 		return value
 	}
-	delete(fields, "turnstile_secret")
+	delete(fields, field)
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return value

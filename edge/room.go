@@ -34,11 +34,13 @@ type room struct {
 	proxy      *httputil.ReverseProxy
 	cookieName string
 	revoke     bool // origin command "revoke" enabled
-	bypass     []bypassRule
-	tmpl       *mustache.Template            // the room's page
-	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
-	stopTmpl   *mustache.Template            // the emergency stop page, if given
-	challenge  *challenge.Challenge          // the bot challenge, nil when off
+	// cells bounds what a peer may count in the room's cells (checkCell).
+	cells     policy.CellLimits
+	bypass    []bypassRule
+	tmpl      *mustache.Template            // the room's page
+	eventTmpl map[string]*mustache.Template // events' custom pages, by event id
+	stopTmpl  *mustache.Template            // the emergency stop page, if given
+	challenge *challenge.Challenge          // the bot challenge, nil when off
 	// counted is the node's one count per visitor (see visitors.Counted),
 	// handed on to every later version of the room.
 	counted *visitors.Counted
@@ -115,6 +117,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		eventTmpl:  map[string]*mustache.Template{},
 		counted:    &visitors.Counted{},
 		codes:      &codeGuard{},
+		cells:      cellLimits(c),
 	}
 	for _, cmd := range c.EnabledOriginCommands {
 		if cmd == "revoke" {

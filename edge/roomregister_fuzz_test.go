@@ -23,7 +23,7 @@ func FuzzRoomRegister(f *testing.F) {
 	f.Add([]byte(`{"name":"shop",`))
 	s := &Server{cfg: &config.Config{Origin: "http://127.0.0.1:3000"}, log: zerolog.Nop(), metrics: newMetrics()}
 	f.Fuzz(func(t *testing.T, value []byte) {
-		stripped := stripRoomSecret("room/shop", value)
+		stripped := stripSecrets("room/shop", value)
 		if err := s.checkRoomRegister("room/shop", value); err != nil {
 			return
 		}

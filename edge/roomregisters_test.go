@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip"
@@ -58,6 +59,24 @@ func TestRoomsFromPeersAreValidatedBeforeTheyMerge(t *testing.T) {
 	})
 }
 
+// overheard is register name as a process on the same unauthenticated
+// ring as node a reads it from a's gossip.
+func overheard(t *testing.T, a *agent.Agent, name string) []byte {
+	t.Helper()
+	listener, err := gossip.Start(gossip.Config{Name: "listener", Bind: "127.0.0.1:0", Profile: gossip.Local, Insecure: true, Seeds: []string{a.Node().Addr()}, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = listener.Kill() })
+	var heard []byte
+	testkit.Eventually(t, testkit.Wait{What: name + " reaches the listener", Timeout: 10 * time.Second}, func() bool {
+		reg, ok := listener.Register(name)
+		heard = reg.Value
+		return ok
+	})
+	return heard
+}
+
 func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 	key := keyFile(t, t.TempDir())
 	rc := room("shop", 100, 50)
@@ -66,18 +85,7 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 	cfg.InsecureGossip = true
 	a := startServer(t, cfg, nil)
 
-	// A process on the same unauthenticated ring reads what a-node gossips.
-	listener, err := gossip.Start(gossip.Config{Name: "listener", Bind: "127.0.0.1:0", Profile: gossip.Local, Insecure: true, Seeds: []string{a.Node().Addr()}, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listener.Kill()
-	var heard []byte
-	testkit.Eventually(t, testkit.Wait{What: "the room reaches the listener", Timeout: 10 * time.Second}, func() bool {
-		reg, ok := listener.Register("room/shop")
-		heard = reg.Value
-		return ok
-	})
+	heard := overheard(t, a, "room/shop")
 	if bytes.Contains(heard, []byte("s3cret")) {
 		t.Fatalf("the secret went out in plaintext gossip: %s", heard)
 	}
@@ -99,6 +107,26 @@ func TestInsecureGossipKeepsTurnstileSecretsHome(t *testing.T) {
 			t.Fatalf("b refused %d room registers", n)
 		}
 	})
+}
+
+func TestInsecureGossipKeepsWebhookSecretsHome(t *testing.T) {
+	cfg := nodeConfig("a-node", keyFile(t, t.TempDir()), edgetest.NewOrigin(t).URL, room("shop", 100, 50))
+	cfg.InsecureGossip = true
+	a := startServer(t, cfg, nil)
+	resp := adminSend(t, a.AdminHandler(), http.MethodPut, "/webhooks/chat", map[string]any{"url": "http://127.0.0.1:1/hook", "secret": "whsec-s3cret-0123456789"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT /webhooks/chat: %d %s", resp.StatusCode, body(t, resp))
+	}
+	heard := overheard(t, a, "webhook/chat")
+	if bytes.Contains(heard, []byte("s3cret")) {
+		t.Fatalf("the webhook's secret went out in plaintext gossip: %s", heard)
+	}
+	if !bytes.Contains(heard, []byte("127.0.0.1:1/hook")) {
+		t.Fatalf("the webhook arrived as %s, want its address", heard)
+	}
+	if own, _ := a.Node().Register("webhook/chat"); !bytes.Contains(own.Value, []byte("s3cret")) {
+		t.Fatal("the node lost its own secret")
+	}
 }
 
 func TestTheAdminAPIOverwritesARoomStampedInTheFarFuture(t *testing.T) {

@@ -142,10 +142,12 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		Restore: opts.Restore,
 	}
 	// Room settings from peers are validated like the admin API's before
-	// they merge; without a key, secrets stay out of gossip.
+	// they merge, and counts within their room's limits; without a key,
+	// secrets stay out of gossip.
 	gcfg.CheckRegister = s.checkRoomRegister
+	gcfg.CheckEntry = s.checkCell
 	if opts.InsecureGossip {
-		gcfg.Redact = stripRoomSecret
+		gcfg.Redact = stripSecrets
 	}
 	if opts.GossipTune != nil {
 		opts.GossipTune(&gcfg)

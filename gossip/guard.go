@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/waitroom/waitroom/crdt"
 )
 
@@ -27,6 +29,7 @@ const (
 	RefusedWrongLabel      = "wrong_label"       // a packet or stream of another cluster label
 	RefusedNodeInfo        = "invalid_node_info" // a node announcement that does not decode or names another writer
 	RefusedRegister        = "invalid_register"  // a register Config.CheckRegister refused
+	RefusedNameTaken       = "name_taken"        // a join under the name of a live member at another address
 )
 
 // refusalLogInterval is how often a refusal reason may log a line.
@@ -85,6 +88,12 @@ func (n *Node) screen(d crdt.Delta, nowMillis int64) crdt.Delta {
 		if err := crdt.CheckEntry(e, nowMillis); err != nil {
 			n.refuse(boundsReason(err), err)
 			continue
+		}
+		if n.cfg.CheckEntry != nil {
+			if err := n.cfg.CheckEntry(e); err != nil {
+				n.refuse(boundsReason(err), err)
+				continue
+			}
 		}
 		entries = append(entries, e)
 	}
@@ -181,4 +190,32 @@ func classifyMemberlist(line []byte) string {
 		return RefusedUnauthenticated
 	}
 	return ""
+}
+
+// nameGuard refuses a join (memberlist's join push-pull, NotifyMerge) that
+// claims the name of a live member, this node included, at another address:
+// memberlist keeps the member it has, but the newcomer would learn the
+// ring and could announce the name's leave, knocking the real member out.
+// A member suspected or gone may be replaced, as memberlist reclaims a dead
+// member's name (DeadNodeReclaimTime).
+type nameGuard Node
+
+func (g *nameGuard) NotifyMerge(peers []*memberlist.Node) error {
+	n := (*Node)(g)
+	held := map[string]Member{}
+	for _, m := range n.Members() {
+		held[m.Name] = m
+	}
+	for _, p := range peers {
+		if p.State != memberlist.StateAlive {
+			continue
+		}
+		m, ok := held[p.Name]
+		if ok && m.Alive && !m.Suspected && m.Addr != p.Address() {
+			err := fmt.Errorf("a joining node claims the name %q at %s, held by a live member at %s", p.Name, p.Address(), m.Addr)
+			n.refuse(RefusedNameTaken, err)
+			return err
+		}
+	}
+	return nil
 }

@@ -77,6 +77,12 @@ type Config struct {
 	// refused, counted and logged, and the node keeps what it had. It runs
 	// on memberlist's goroutines and must not block.
 	CheckRegister func(name string, value []byte) error
+	// CheckEntry, when set, vets every counter entry a peer sends that
+	// crdt.CheckEntry passed, against what the node knows of its room
+	// (its limits, say): an entry it returns an *crdt.OutOfBounds or
+	// other error for is refused, counted under the error's reason and
+	// logged. It runs on memberlist's goroutines and must not block.
+	CheckEntry func(e crdt.Entry) error
 	// Redact, when set, rewrites a register's value before it leaves the
 	// node (to keep secrets out of unencrypted gossip); the node's own
 	// state keeps the value as written. It must be deterministic.
@@ -362,6 +368,7 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	}
 	mc.Delegate = (*delegate)(n)
 	mc.Events = (*events)(n)
+	mc.Merge = (*nameGuard)(n)
 	mc.Ping = (*pinger)(n)
 	mc.Logger = log.New(logWriter{log: n.log, refuse: n.refuse}, "", 0)
 	mc.Label = n.cfg.Label

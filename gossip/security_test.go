@@ -317,3 +317,32 @@ func TestRedactedRegistersLeaveWithoutTheirSecret(t *testing.T) {
 		t.Fatalf("the writer holds %q, want its own value", r.Value)
 	}
 }
+
+// TestANameHeldByALiveMemberIsNotTaken has a key holder join under the
+// name of a live member, from another address, and then leave: its join
+// is refused and counted, so its leave cannot take the real member out of
+// the ring.
+func TestANameHeldByALiveMemberIsNotTaken(t *testing.T) {
+	c := newCluster(t, 3, clusterOpts{})
+	c.waitMembers(3, 10*time.Second)
+	real := c.nodes[1].Addr()
+	impostor, err := gossip.Start(gossip.Config{Name: "node-01", Bind: "127.0.0.1:0", Seeds: []string{c.nodes[0].Addr()}, Keys: [][]byte{testKey}, Profile: gossip.Local, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, testkit.Wait{What: "the impostor's join refused", Timeout: 10 * time.Second}, func() bool {
+		return c.nodes[0].Stats().Dropped[gossip.RefusedNameTaken] > 0
+	})
+	_ = impostor.Close()
+	for _, i := range []int{0, 2} {
+		var seen gossip.Member
+		for _, m := range c.nodes[i].Members() {
+			if m.Name == "node-01" {
+				seen = m
+			}
+		}
+		if !seen.Alive || seen.Addr != real {
+			t.Errorf("after the impostor left, node-%02d sees node-01 as %+v, want it alive at %s", i, seen, real)
+		}
+	}
+}

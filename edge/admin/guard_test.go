@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge/api"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
@@ -267,6 +268,46 @@ func TestAdminNeverShowsSecrets(t *testing.T) {
 		resp := edgetest.AdminJSON(t, f.Admin, http.MethodPost, "/rooms/other", rc)
 		if b := edgetest.Body(t, resp); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, "turnstile_secret") {
 			t.Errorf("POST with the placeholder: %d %s, want 422 naming turnstile_secret", resp.StatusCode, b)
+		}
+	})
+}
+
+func TestAdminNeverShowsURLCredentials(t *testing.T) {
+	rc := edgetest.Room("shop", 10, 10)
+	f := edgetest.NewFixture(t, rc)
+	origin := strings.Replace(f.Origin.URL, "http://", "http://user:origin-pw@", 1) + "/?token=origin-tok"
+	rc.Origin = origin
+	if resp := edgetest.AdminJSON(t, f.Admin, http.MethodPut, "/rooms/shop", rc); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT: %d %s", resp.StatusCode, edgetest.Body(t, resp))
+	}
+	hook := map[string]any{"url": "http://hook:hook-pw@127.0.0.1:1/w?token=hook-tok", "secret": "whsec-0123456789abcdef"}
+	if resp := edgetest.AdminJSON(t, f.Admin, http.MethodPut, "/webhooks/chat", hook); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT /webhooks/chat: %d %s", resp.StatusCode, edgetest.Body(t, resp))
+	} else if b := edgetest.Body(t, resp); strings.Contains(b, "hook-pw") || strings.Contains(b, "hook-tok") {
+		t.Errorf("the answer to PUT /webhooks/chat shows its credentials: %s", b)
+	}
+	secrets := []string{"origin-pw", "origin-tok", "hook-pw", "hook-tok", "whsec-"}
+	for _, path := range []string{"/rooms", "/rooms/shop", "/state", "/webhooks"} {
+		t.Run("GET "+path+" shows no credential of a URL", func(t *testing.T) {
+			b := edgetest.Body(t, edgetest.AdminGet(t, f.Admin, path))
+			for _, s := range secrets {
+				if strings.Contains(b, s) {
+					t.Errorf("GET %s shows %q:\n%s", path, s, b)
+				}
+			}
+		})
+	}
+	t.Run("a room read, edited and applied back keeps its origin's credentials", func(t *testing.T) {
+		got := edgetest.GetRoom(t, f.Admin, "shop")
+		if !strings.Contains(got.Origin, config.RedactedURLPart) {
+			t.Fatalf("origin shown as %q, want its credentials redacted", got.Origin)
+		}
+		got.TotalActiveUsers = 50
+		if resp := edgetest.AdminJSON(t, f.Admin, http.MethodPut, "/rooms/shop", got); resp.StatusCode != http.StatusOK {
+			t.Fatalf("PUT: %d %s", resp.StatusCode, edgetest.Body(t, resp))
+		}
+		if cur := f.Server.Room("shop"); cur.Origin != origin || cur.TotalActiveUsers != 50 {
+			t.Errorf("origin %q, total %d; want %q kept and 50", cur.Origin, cur.TotalActiveUsers, origin)
 		}
 	})
 }

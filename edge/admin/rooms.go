@@ -167,6 +167,14 @@ func (a *API) writeRoom(w http.ResponseWriter, r *http.Request, rc config.Room, 
 		}
 		rc.TurnstileSecret = cur.TurnstileSecret
 	}
+	if cur := a.s.Room(rc.Name); cur != nil {
+		// A URL read from the API, its credentials redacted, and sent
+		// back as it was: keep the credentials.
+		c := *cur
+		for i, u := range roomURLs(&rc) {
+			*u = config.UnredactURL(*u, *roomURLs(&c)[i])
+		}
+	}
 	if err := a.s.CheckRoom(&rc); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "%v", err)
 		return
@@ -185,13 +193,25 @@ func (a *API) writeRoom(w http.ResponseWriter, r *http.Request, rc config.Room, 
 }
 
 // redacted is a room as the admin API shows it: its secret, if it has one,
-// replaced by api.RedactedSecret. The API never returns a secret: whoever can
+// replaced by api.RedactedSecret, and the credentials in its URLs by
+// config.RedactedURLPart. The API never returns a secret: whoever can
 // read the API (admin_read_open, a leaked read path) would learn it.
 func redacted(rc config.Room) config.Room {
 	if rc.TurnstileSecret != "" {
 		rc.TurnstileSecret = api.RedactedSecret
 	}
+	// Credentials in its URLs likewise (config.RedactURL).
+	for _, u := range roomURLs(&rc) {
+		if *u != "" {
+			*u = config.RedactURL(*u)
+		}
+	}
 	return rc
+}
+
+// roomURLs are the room's URLs that may hold a credential.
+func roomURLs(rc *config.Room) []*string {
+	return []*string{&rc.Origin, &rc.TurnstileVerifyURL, &rc.TurnstileScriptURL}
 }
 
 func decodeBody(r *http.Request, v any, allowEmpty bool) error {

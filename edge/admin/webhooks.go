@@ -27,6 +27,7 @@ func (a *API) registerWebhooks(mux *http.ServeMux) {
 		}
 		for _, h := range hooks.All() {
 			v := api.Webhook{Webhook: h.Config, Source: "config"}
+			v.URL = config.RedactURL(v.URL)
 			if h.API {
 				v.Source, v.SecretFile = "api", ""
 			}
@@ -55,7 +56,7 @@ func (a *API) registerWebhooks(mux *http.ServeMux) {
 		body.Secret = strings.TrimSpace(body.Secret)
 		deliver.Register(a.s.Node(), name, body)
 		a.log.Info().Str("webhook", name).Str("by", r.RemoteAddr).Msg("webhook registered through the admin API")
-		writeJSON(w, http.StatusOK, api.Webhook{Webhook: config.Webhook{Name: name, URL: body.URL, Events: body.Events}, Source: "api"})
+		writeJSON(w, http.StatusOK, api.Webhook{Webhook: config.Webhook{Name: name, URL: config.RedactURL(body.URL), Events: body.Events}, Source: "api"})
 	})
 	mux.HandleFunc("DELETE /webhooks/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")

@@ -252,6 +252,7 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent)) error {
 			// max_connections counts TCP connections, each of which may
 			// carry up to 250 HTTP/2 streams at once.
 			public.TLSConfig = a.tls.config
+			public.Handler = withHSTS(public.Handler, cfg.TLS.HSTSHeader())
 		}
 		limit := func(ln net.Listener) net.Listener { return newConnLimiter(ln, maxConns, a.log, a.Registry()) }
 		if a.publicAddr, err = start(cfg.Listen, public, "public", limit); err != nil {

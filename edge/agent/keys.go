@@ -229,21 +229,30 @@ func ProtectKeyOutput(f *os.File) (bool, error) {
 	return true, nil
 }
 
-// warnOpenKeyFiles logs a warning for each of the config's key files (cookie
-// keys, gossip keys, admin token) that users other than its owner may read:
-// anyone who reads the cookie key can mint admitted visitors, the gossip key
-// can rewrite the cluster's counts and rooms, the token can change rooms.
+// warnOpenKeyFiles logs a warning for each of the config's key and secret
+// files (cookie keys, gossip keys, admin token, TLS key, webhook secrets,
+// and the config file itself when it holds a secret) that users other than
+// its owner may read: anyone who reads the cookie key can mint admitted
+// visitors, the gossip key can rewrite the cluster's counts and rooms, the
+// token can change rooms, a webhook secret can forge the ring's notices.
 // The node still starts; the operator decides.
 func warnOpenKeyFiles(cfg *config.Config, log zerolog.Logger) {
 	if runtime.GOOS == "windows" {
 		return // permission bits there say nothing about who can read
 	}
-	for _, kf := range []struct{ field, path string }{
+	files := []struct{ field, path string }{
 		{"cookie_key_file", cfg.CookieKeyFile},
 		{"gossip_key_file", cfg.GossipKeyFile},
 		{"admin_token_file", cfg.AdminTokenFile},
 		{"tls.key_file", cfg.TLS.KeyFile},
-	} {
+	}
+	for i, w := range cfg.Webhooks {
+		files = append(files, struct{ field, path string }{fmt.Sprintf("webhooks[%d].secret_file", i), w.SecretFile})
+	}
+	if field := cfg.HoldsSecrets(); field != "" {
+		files = append(files, struct{ field, path string }{"the config file (" + field + ")", cfg.Path})
+	}
+	for _, kf := range files {
 		if kf.path == "" {
 			continue
 		}
@@ -253,7 +262,7 @@ func warnOpenKeyFiles(cfg *config.Config, log zerolog.Logger) {
 		}
 		if perm := st.Mode().Perm(); perm&0o077 != 0 {
 			log.Warn().Str("field", kf.field).Str("file", kf.path).Str("mode", fmt.Sprintf("%04o", perm)).
-				Msgf("key file is readable by other users; make it private with: chmod 600 %s", kf.path)
+				Msgf("a file holding a key or secret is readable by other users; make it private with: chmod 600 %s", kf.path)
 		}
 	}
 }

@@ -331,6 +331,55 @@ func TestKeyFilesArePrivate(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a webhook secret file readable by others is named in a warning", func(t *testing.T) {
+		dir := t.TempDir()
+		secret := filepath.Join(dir, "hook.secret")
+		if err := os.WriteFile(secret, []byte("whsec-0123456789abcdef"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		cfg := edgetest.NodeConfig("modes", edgetest.KeyFile(t, dir), "http://127.0.0.1:1", edgetest.Room("shop", 10, 5))
+		cfg.Webhooks = []config.Webhook{{Name: "ops", URL: "http://127.0.0.1:1/", SecretFile: secret}}
+		cfg.ApplyDefaults()
+		srv, err := agent.New(cfg, agent.Options{Log: zerolog.New(&logs)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		if !strings.Contains(logs.String(), `"field":"webhooks[0].secret_file"`) {
+			t.Errorf("no warning naming webhooks[0].secret_file; log:\n%s", logs.String())
+		}
+	})
+	for _, tc := range []struct {
+		name, room string
+		warn       bool
+	}{
+		{"a config file holding a turnstile secret, readable by others, is named in a warning", "    turnstile_mode: invisible\n    turnstile_site_key: site\n    turnstile_secret: the-secret\n", true},
+		{"a config file holding no secret may be read by others", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "waitroom.yaml")
+			yaml := "node: modes\nlisten: 127.0.0.1:0\nadmin: 127.0.0.1:0\ngossip: 127.0.0.1:0\ncookie_key_file: " + edgetest.KeyFile(t, dir) +
+				"\nrooms:\n  - name: shop\n    origin: http://127.0.0.1:1\n    total_active_users: 10\n    new_users_per_minute: 5\n" + tc.room
+			if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			srv, err := agent.New(cfg, agent.Options{Log: zerolog.New(&logs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			if warned := strings.Contains(logs.String(), `"file":"`+path+`"`); warned != tc.warn {
+				t.Errorf("warned about the config file: %v, want %v; log:\n%s", warned, tc.warn, logs.String())
+			}
+		})
+	}
 	t.Run("a TLS key file readable by others is named in a warning", func(t *testing.T) {
 		dir := t.TempDir()
 		certPath, keyPath := agent.NewTestCA(t).WritePair(t, dir, 1, "shop.waitroom.test")

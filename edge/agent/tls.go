@@ -6,6 +6,8 @@ package agent
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -44,6 +46,33 @@ type publicTLS struct {
 	acme   *autocert.Manager // nil with certificate files
 }
 
+// aeadSuites are the TLS 1.2 cipher suites the public listener offers:
+// forward-secret key exchange with an AEAD cipher only, none of the CBC
+// suites Go would otherwise accept (TLS 1.3's suites are not configurable,
+// and all AEAD).
+var aeadSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// withHSTS adds value as Strict-Transport-Security to every answer of h
+// (the TLS listener's): a browser that came once over HTTPS does not go
+// back to plain HTTP, where the cookie and the page could be tampered
+// with. An empty value adds nothing.
+func withHSTS(h http.Handler, value string) http.Handler {
+	if value == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Strict-Transport-Security"] = []string{value}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // newPublicTLS builds the public listener's TLS from the config's tls
 // block, or returns nil when TLS is off. Certificate files that do not
 // load, and a directory CA file that does not, stop the node here.
@@ -54,13 +83,18 @@ func newPublicTLS(a *Agent, dry bool) (*publicTLS, error) {
 		return nil, nil
 	}
 	base := &tls.Config{
-		MinVersion: tls.VersionTLS12,
+		MinVersion:   tls.VersionTLS12,
+		CipherSuites: aeadSuites,
 		// HTTP/2 first; ServeTLS adds these too, but the ACME manager's
 		// tls-alpn-01 protocol must stay in the list.
 		NextProtos: []string{"h2", "http/1.1"},
 	}
 	if !t.ACME.Enabled {
 		cf, err := loadCertFiles(t.CertFile, t.KeyFile, a.log)
+		if cf != nil {
+			cf.hosts = roomHosts(a.cfg)
+			cf.warnWeak(cf.cur.Load())
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -82,6 +116,7 @@ func newPublicTLS(a *Agent, dry bool) (*publicTLS, error) {
 type certFiles struct {
 	certPath, keyPath string
 	log               zerolog.Logger
+	hosts             []string // the rooms' hosts, which the certificate should name
 	cur               atomic.Pointer[tls.Certificate]
 	nextCheck         atomic.Int64 // unix nanoseconds
 
@@ -160,6 +195,70 @@ func (c *certFiles) reloadIfChanged(now time.Time) {
 	}
 	c.cur.Store(&cert)
 	c.logLoaded(&cert, "certificate files changed; serving the new certificate")
+	c.warnWeak(&cert)
+}
+
+// roomHosts are the host names the config's rooms are served under.
+func roomHosts(cfg *config.Config) []string {
+	var hosts []string
+	for _, rc := range cfg.Rooms {
+		for _, h := range append([]string{rc.Host}, routeHosts(rc.AdditionalRoutes)...) {
+			if h, _, err := net.SplitHostPort(h); err == nil {
+				hosts = append(hosts, h)
+				continue
+			}
+			if h != "" {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	return hosts
+}
+
+func routeHosts(rs []config.Route) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Host)
+	}
+	return out
+}
+
+// warnWeak logs a warning for a certificate whose key is weak (RSA under
+// 2048 bits, an elliptic curve under 256) or that names none of the rooms'
+// hosts (browsers would refuse it for every room): the node serves it all
+// the same; the operator decides.
+func (c *certFiles) warnWeak(cert *tls.Certificate) {
+	if cert == nil || cert.Leaf == nil {
+		return
+	}
+	leaf := cert.Leaf
+	if weak := weakKey(leaf); weak != "" {
+		c.log.Warn().Str("cert_file", c.certPath).Str("key", weak).Msg("the certificate's key is weak: use RSA of 2048 bits or more, or ECDSA P-256 or better")
+	}
+	if len(c.hosts) == 0 {
+		return
+	}
+	for _, h := range c.hosts {
+		if leaf.VerifyHostname(h) == nil {
+			return
+		}
+	}
+	c.log.Warn().Str("cert_file", c.certPath).Strs("names", leaf.DNSNames).Strs("room_hosts", c.hosts).Msg("the certificate names none of the rooms' hosts: browsers will refuse it")
+}
+
+// weakKey describes leaf's public key when it is weak, "" otherwise.
+func weakKey(leaf *x509.Certificate) string {
+	switch k := leaf.PublicKey.(type) {
+	case *rsa.PublicKey:
+		if k.N.BitLen() < 2048 {
+			return fmt.Sprintf("RSA %d bits", k.N.BitLen())
+		}
+	case *ecdsa.PublicKey:
+		if k.Curve.Params().BitSize < 256 {
+			return fmt.Sprintf("ECDSA %d bits", k.Curve.Params().BitSize)
+		}
+	}
+	return ""
 }
 
 func (c *certFiles) logLoaded(cert *tls.Certificate, msg string) {

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -204,6 +205,66 @@ func TestRedirectToHTTPS(t *testing.T) {
 			redirectToHTTPS(tc.port).ServeHTTP(w, r)
 			if w.Code != tc.status || w.Header().Get("Location") != tc.location {
 				t.Errorf("%d %q; want %d %q", w.Code, w.Header().Get("Location"), tc.status, tc.location)
+			}
+		})
+	}
+}
+
+func TestCertificateWarnings(t *testing.T) {
+	ca := NewTestCA(t)
+	pair := func(names ...string) *tls.Certificate {
+		c, k := ca.Issue(t, 1, names...)
+		cert, err := tls.X509KeyPair(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &cert
+	}
+	rsaLeaf := func(bits int) *x509.Certificate {
+		key, err := rsa.GenerateKey(rand.Reader, bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(9), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"shop.example.com"}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, _ := x509.ParseCertificate(der)
+		return leaf
+	}
+	t.Run("a key is weak below 2048 RSA bits or 256 curve bits", func(t *testing.T) {
+		if got := weakKey(rsaLeaf(1024)); got != "RSA 1024 bits" {
+			t.Errorf("RSA 1024: %q, want it weak", got)
+		}
+		if got := weakKey(rsaLeaf(2048)); got != "" {
+			t.Errorf("RSA 2048: %q, want it not weak", got)
+		}
+		if got := weakKey(pair("shop.example.com").Leaf); got != "" {
+			t.Errorf("ECDSA P-256: %q, want it not weak", got)
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		names []string
+		hosts []string
+		warn  string
+	}{
+		{"a certificate naming none of the rooms' hosts is warned of", []string{"other.example.com"}, []string{"shop.example.com"}, "names none of the rooms' hosts"},
+		{"a certificate naming one of the rooms' hosts is not", []string{"*.example.com"}, []string{"shop.example.com", "vip.test"}, ""},
+		{"rooms without a host expect no name", []string{"other.example.com"}, nil, ""},
+		{"a weak key is warned of", nil, nil, "key is weak"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			c := &certFiles{certPath: "cert.pem", log: zerolog.New(&logs), hosts: tc.hosts}
+			cert := &tls.Certificate{Leaf: rsaLeaf(1024)}
+			if tc.names != nil {
+				cert = pair(tc.names...)
+			}
+			c.warnWeak(cert)
+			if tc.warn == "" && logs.Len() != 0 || tc.warn != "" && !strings.Contains(logs.String(), tc.warn) {
+				t.Errorf("log %q, want %q", logs.String(), tc.warn)
 			}
 		})
 	}

@@ -85,6 +85,36 @@ func TestHTTPSWithCertificateFiles(t *testing.T) {
 			}
 		})
 	})
+	t.Run("every HTTPS answer tells browsers to keep to HTTPS", func(t *testing.T) {
+		resp, err := client.Get("https://" + host + "/hsts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = edgetest.Body(t, resp)
+		if got := resp.Header.Get("Strict-Transport-Security"); got != config.DefaultHSTS {
+			t.Errorf("Strict-Transport-Security %q, want %q", got, config.DefaultHSTS)
+		}
+	})
+	t.Run("TLS 1.2 is spoken with AEAD suites only", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			suite uint16
+			ok    bool
+		}{
+			{"AES-GCM", tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, true},
+			{"ChaCha20-Poly1305", tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, true},
+			{"AES-CBC", tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, false},
+			{"AES-CBC with SHA-256", tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256, false},
+		} {
+			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", srv.PublicAddr(), &tls.Config{RootCAs: ca.Pool, ServerName: host, MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tc.suite}})
+			if err == nil {
+				conn.Close()
+			}
+			if (err == nil) != tc.ok {
+				t.Errorf("%s: handshake error %v, want accepted %v", tc.name, err, tc.ok)
+			}
+		}
+	})
 	t.Run("a request body reaches the origin over HTTP/2", func(t *testing.T) {
 		resp, err := client.Post("https://"+host+"/upload", "application/octet-stream", strings.NewReader(strings.Repeat("x", 100000)))
 		if err != nil {
@@ -162,6 +192,9 @@ func TestTLSSettings(t *testing.T) {
 		{"a wildcard ACME host is refused", base + "tls:\n  acme:\n    enabled: true\n    cache_dir: /tmp/x\n    hosts: [\"*.example.com\"]\n", "tls.acme.hosts[0]"},
 		{"ACME with no host named anywhere is refused", anyHost + "tls:\n  acme:\n    enabled: true\n    cache_dir: /tmp/x\n", "tls.acme.hosts: must name at least one host when no room names one"},
 		{"an unknown key in tls is named", base + "tls:\n  certfile: c.pem\n", "tls.certfile: unknown key"},
+		{"an HSTS value that is no max-age is refused", base + "tls:\n  cert_file: c.pem\n  key_file: k.pem\n  hsts: forever\n", "tls.hsts: \"forever\" must be empty"},
+		{"HSTS without TLS is refused", base + "tls:\n  hsts: \"off\"\n", "tls.hsts: set while TLS is off"},
+		{"HSTS off and a value of its own are taken", base + "tls:\n  cert_file: c.pem\n  key_file: k.pem\n  hsts: \"max-age=63072000; includeSubDomains; preload\"\n", ""},
 		{"certificate files are taken", base + "tls:\n  cert_file: c.pem\n  key_file: k.pem\n  redirect_listen: \":80\"\n  https_port: 443\n", ""},
 		{"ACME for the rooms' hosts is taken", base + "tls:\n  acme:\n    enabled: true\n    cache_dir: /tmp/x\n    email: ops@example.com\n", ""},
 		{"ACME for named hosts is taken", anyHost + "tls:\n  acme:\n    enabled: true\n    cache_dir: /tmp/x\n    hosts: [shop.example.com]\n", ""},

@@ -39,6 +39,7 @@ func Load(path string) (*Config, error) {
 	if st, err := f.Stat(); err == nil {
 		c.Modified = st.ModTime()
 	}
+	c.Path = path
 	dir := filepath.Dir(path)
 	for _, p := range []*string{&c.GossipKeyFile, &c.CookieKeyFile, &c.AdminTokenFile, &c.DataDir} {
 		if *p != "" && *p != DataDirOff && !filepath.IsAbs(*p) {

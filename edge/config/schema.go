@@ -127,6 +127,9 @@ type Config struct {
 	// Webhooks are sent signed notices of the ring's state changes (see
 	// webhooks.go).
 	Webhooks []Webhook `yaml:"webhooks" json:"webhooks,omitempty"`
+	// WebhookNetwork says which addresses webhooks may reach besides the
+	// public internet (see webhooks.go).
+	WebhookNetwork WebhookNetwork `yaml:"webhook_network" json:"webhook_network,omitempty"`
 
 	// MaxConnections caps the public listener's open connections; further
 	// clients wait in the kernel's accept queue until one closes. Default
@@ -201,6 +204,8 @@ type Config struct {
 	// replicated room settings, so a file edited after a runtime change
 	// wins, and a runtime change made after the file was written wins.
 	Modified time.Time `yaml:"-" json:"-"`
+	// Path is the config file Load read ("" for a config made otherwise).
+	Path string `yaml:"-" json:"-"`
 }
 
 // Route is one host and path a room protects. An empty host is any host. A

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -55,6 +56,11 @@ const DefaultACMEDirectory = "https://acme-v02.api.letsencrypt.org/directory"
 //     answers every request with 308 to the same host and path over HTTPS,
 //     and, with ACME, serves the CA's http-01 challenges. Its requests get
 //     read_header_timeout and idle_timeout like the public listener's.
+//   - hsts: empty (DefaultHSTS: browsers that came once over HTTPS come
+//     back over HTTPS only, for a year), "off" (no header: a site that
+//     must stay reachable over plain HTTP), or a Strict-Transport-Security
+//     value of its own starting "max-age=" and digits
+//     ("max-age=63072000; includeSubDomains; preload").
 //   - https_port: 0 (the port of listen) or 1 to 65535: the port visitors
 //     reach the TLS listener on, for the redirect's address, when it is not
 //     the one listened on (a container's port mapped to 443 outside). 443
@@ -87,11 +93,14 @@ const DefaultACMEDirectory = "https://acme-v02.api.letsencrypt.org/directory"
 // suits certificate files (from a certificate manager, reloaded as they
 // change) better than ACME on each node.
 type TLSConfig struct {
-	CertFile       string     `yaml:"cert_file" json:"cert_file,omitempty"`
-	KeyFile        string     `yaml:"key_file" json:"key_file,omitempty"`
-	RedirectListen string     `yaml:"redirect_listen" json:"redirect_listen,omitempty"`
-	HTTPSPort      int        `yaml:"https_port" json:"https_port,omitempty"`
-	ACME           ACMEConfig `yaml:"acme" json:"acme"`
+	CertFile       string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile        string `yaml:"key_file" json:"key_file,omitempty"`
+	RedirectListen string `yaml:"redirect_listen" json:"redirect_listen,omitempty"`
+	HTTPSPort      int    `yaml:"https_port" json:"https_port,omitempty"`
+	// HSTS is the Strict-Transport-Security header of every answer on the
+	// TLS listener: DefaultHSTS when empty, none when "off".
+	HSTS string     `yaml:"hsts" json:"hsts,omitempty"`
+	ACME ACMEConfig `yaml:"acme" json:"acme"`
 }
 
 // ACMEConfig is the tls.acme block: automatic certificates (see
@@ -103,6 +112,27 @@ type ACMEConfig struct {
 	Hosts           []string `yaml:"hosts" json:"hosts,omitempty"`
 	CacheDir        string   `yaml:"cache_dir" json:"cache_dir,omitempty"`
 	DirectoryCAFile string   `yaml:"directory_ca_file" json:"directory_ca_file,omitempty"`
+}
+
+// DefaultHSTS is the Strict-Transport-Security header sent over TLS unless
+// tls.hsts says otherwise: a year.
+const DefaultHSTS = "max-age=31536000"
+
+// HSTSOff in tls.hsts sends no Strict-Transport-Security header.
+const HSTSOff = "off"
+
+var hstsRE = regexp.MustCompile(`^max-age=[0-9]{1,10}(; ?[A-Za-z]+)*$`)
+
+// HSTSHeader is the Strict-Transport-Security header to send over TLS, ""
+// for none.
+func (t *TLSConfig) HSTSHeader() string {
+	switch t.HSTS {
+	case "":
+		return DefaultHSTS
+	case HSTSOff:
+		return ""
+	}
+	return t.HSTS
 }
 
 // On reports whether the public listener speaks TLS.
@@ -166,10 +196,14 @@ func (c *Config) validateTLS(p *problems) {
 			}
 		}
 	}
+	if t.HSTS != "" && t.HSTS != HSTSOff && !hstsRE.MatchString(t.HSTS) {
+		p.add("tls.hsts", "%q must be empty (%q), %q, or a Strict-Transport-Security value starting max-age= and digits", t.HSTS, DefaultHSTS, HSTSOff)
+	}
 	if !t.On() {
 		refuseSet(append([]setting{
 			{"tls.redirect_listen", t.RedirectListen != ""},
 			{"tls.https_port", t.HTTPSPort != 0},
+			{"tls.hsts", t.HSTS != ""},
 		}, acme...), "set while TLS is off: give tls.cert_file and tls.key_file, or tls.acme.enabled: true")
 		return
 	}

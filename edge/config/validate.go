@@ -91,7 +91,7 @@ func (c *Config) validate() []error {
 	}
 	if c.Origin != "" {
 		if err := checkOrigin(c.Origin); err != nil {
-			p.add("origin", "%q %v", c.Origin, err)
+			p.add("origin", "%q %v", RedactURL(c.Origin), err)
 		}
 	}
 	if c.OriginTimeout < 0 {
@@ -384,7 +384,7 @@ func (r *Room) validate(p *problems) {
 	r.validateRoutes(p)
 	if r.Origin != "" {
 		if err := checkOrigin(r.Origin); err != nil {
-			p.add("origin", "%q %v", r.Origin, err)
+			p.add("origin", "%q %v", RedactURL(r.Origin), err)
 		}
 	}
 

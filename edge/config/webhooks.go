@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -24,6 +26,36 @@ type Webhook struct {
 	// Events are the notice types to send, or their prefixes ending in '.'
 	// ("room."); all of them when empty.
 	Events []string `yaml:"events" json:"events,omitempty"`
+}
+
+// WebhookNetwork is where webhooks may be sent. Whoever holds the admin
+// token registers webhooks for the whole ring, so by default a webhook
+// reaches only public addresses: never loopback, private, shared (CGNAT),
+// link-local (where clouds answer metadata requests), unspecified or
+// multicast ones, checked on the address each connection is made to.
+type WebhookNetwork struct {
+	// AllowPrivate lets webhooks reach every address, for a receiver on
+	// the operator's own network.
+	AllowPrivate bool `yaml:"allow_private" json:"allow_private,omitempty"`
+	// Allow lists the addresses or prefixes ("10.1.2.3", "10.1.0.0/16")
+	// webhooks may reach besides the public ones.
+	Allow []string `yaml:"allow" json:"allow,omitempty"`
+}
+
+// AllowPrefixes parses Allow (Validate refuses an entry that does not
+// parse; here it is left out).
+func (n *WebhookNetwork) AllowPrefixes() ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(n.Allow))
+	var err error
+	for i, s := range n.Allow {
+		p, perr := parseTrusted(s)
+		if perr != nil {
+			err = errors.Join(err, fmt.Errorf("webhook_network.allow[%d]: %q %w", i, s, perr))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, err
 }
 
 // WebhookEvents are the notice types the ring sends.
@@ -51,6 +83,11 @@ func (w *Webhook) Wants(typ string) bool {
 var webhookNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (c *Config) validateWebhooks(p *problems) {
+	for i, a := range c.WebhookNetwork.Allow {
+		if _, err := parseTrusted(a); err != nil {
+			p.add("webhook_network.allow["+strconv.Itoa(i)+"]", "%q %v", a, err)
+		}
+	}
 	seen := map[string]bool{}
 	for i := range c.Webhooks {
 		w := &c.Webhooks[i]
@@ -62,7 +99,7 @@ func (c *Config) validateWebhooks(p *problems) {
 		}
 		seen[w.Name] = true
 		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.add(f("url"), "%q must be an http:// or https:// URL", w.URL)
+			p.add(f("url"), "%q must be an http:// or https:// URL", RedactURL(w.URL))
 		}
 		if w.SecretFile == "" {
 			p.add(f("secret_file"), "is required: the file holding the secret the notices are signed with")

@@ -20,6 +20,10 @@ func TestWebhookSettings(t *testing.T) {
 			"  - {name: ops, url: 'http://127.0.0.1:2/'}\n", "webhooks[0].secret_file"},
 		{"an unknown event type is refused",
 			"  - {name: ops, url: 'http://127.0.0.1:2/', secret_file: s, events: [room.exploded]}\n", "webhooks[0].events"},
+		{"a webhook network allow-list of addresses and prefixes is taken",
+			"  - {name: ops, url: 'http://10.1.2.3/', secret_file: s}\nwebhook_network: {allow: [10.1.2.3, 10.2.0.0/16]}\n", ""},
+		{"a webhook network allow-list entry that is no address is refused",
+			"  - {name: ops, url: 'http://10.1.2.3/', secret_file: s}\nwebhook_network: {allow: [intranet]}\n", "webhook_network.allow[0]"},
 		{"two webhooks of one name are refused",
 			"  - {name: ops, url: 'http://127.0.0.1:2/', secret_file: s}\n  - {name: ops, url: 'http://127.0.0.1:3/', secret_file: s}\n", "webhooks[1].name"},
 	} {

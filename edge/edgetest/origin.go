@@ -37,6 +37,9 @@ type Origin struct {
 type Hit struct {
 	At  time.Time
 	URI string // the path and query, as the origin saw them
+	// Host is the Host header the origin got: the site whose content it
+	// served.
+	Host string
 	// Visitor is the value of the header VisitorHeader names; "" when the
 	// origin was given none, or the request did not carry it.
 	Visitor string
@@ -93,7 +96,7 @@ func NewOrigin(tb testing.TB, opts ...Option) *Origin {
 
 func (o *Origin) serve(w http.ResponseWriter, r *http.Request) {
 	if !o.silent {
-		h := Hit{At: time.Now(), URI: r.URL.RequestURI()}
+		h := Hit{At: time.Now(), URI: r.URL.RequestURI(), Host: r.Host}
 		if o.visitor != "" {
 			h.Visitor = r.Header.Get(o.visitor)
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -121,7 +122,7 @@ func Load(cfg *config.Config) ([]Def, error) {
 // the node's allocation loop, the changes seen since the last become
 // notices, and the notices this node is to send and that are due go out.
 func New(s *edge.Server, fromConfig []Def) *Hooks {
-	w := &Hooks{s: s, log: s.Log(), fromConfig: fromConfig, pending: map[string]*pendingNotice{}, client: &http.Client{Timeout: webhookTimeout}}
+	w := &Hooks{s: s, log: s.Log(), fromConfig: fromConfig, pending: map[string]*pendingNotice{}, client: webhookClient(s.Config().WebhookNetwork)}
 	w.metric = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "waitroom", Name: "webhook_deliveries_total",
 		Help: "Webhook requests this node made, by webhook and result: delivered (a 2xx answer), failed (an error or another status: retried with backoff), given_up (the last attempt failed).",
@@ -281,7 +282,7 @@ func (w *Hooks) deliver(key string, p *pendingNotice) {
 	err := func() error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.hook.cfg.URL, bytes.NewReader(p.body))
 		if err != nil {
-			return err
+			return errors.New("the webhook's URL does not parse")
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("User-Agent", "waitroom-webhook")
@@ -290,12 +291,12 @@ func (w *Hooks) deliver(key string, p *pendingNotice) {
 		req.Header.Set(webhook.SenderHeader, w.s.Config().Node)
 		resp, err := w.client.Do(req)
 		if err != nil {
-			return err
+			return deliveryError(0, err)
 		}
 		defer resp.Body.Close()
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			return fmt.Errorf("answered %s", resp.Status)
+			return deliveryError(resp.StatusCode, nil)
 		}
 		return nil
 	}()
@@ -500,10 +501,12 @@ type Def struct {
 }
 
 // registerPrefix names the registers of the webhooks registered through
-// the admin API: each is kept in a replicated register (its secret too:
-// gossip is encrypted with the ring's key), so every node knows it within
-// about two seconds, and the ring sends it each notice once, as it does
-// the config file's webhooks. A config file's webhook of the same name
+// the admin API: each is kept in a replicated register, so every node
+// knows it within about two seconds, and the ring sends it each notice
+// once, as it does the config file's webhooks. Its secret travels with it
+// only when gossip is encrypted with the ring's key; without one the
+// secret stays on the node it was registered on, which then sends the
+// notices. A config file's webhook of the same name
 // wins.
 const registerPrefix = "webhook/"
 
@@ -540,6 +543,11 @@ func (w *Hooks) All() []Def {
 		if len(regs[reg].Value) == 0 || json.Unmarshal(regs[reg].Value, &h) != nil {
 			continue
 		}
+		if h.Secret == "" {
+			// Heard over gossip without a key, which leaves secrets
+			// behind: the node that registered it sends its notices.
+			continue
+		}
 		if slices.ContainsFunc(out, func(d Def) bool { return d.Config.Name == name }) {
 			continue
 		}
@@ -566,7 +574,7 @@ func (w *Hooks) syncTargets() {
 		if !bytes.Equal(t.secret, d.secret) || t.cfg.URL != d.Config.URL || !slices.Equal(t.cfg.Events, d.Config.Events) {
 			t.cfg, t.secret = d.Config, d.secret
 		}
-		t.status.URL = d.Config.URL
+		t.status.URL = config.RedactURL(d.Config.URL)
 		targets = append(targets, t)
 	}
 	// Notices for a webhook that is gone are dropped.

@@ -101,6 +101,15 @@ func hookCluster(t *testing.T, n int, rcv *hookReceiver, opts edgetest.ClusterOp
 // has says only.
 func hookClusterOn(t *testing.T, n int, rcv *hookReceiver, opts edgetest.ClusterOptions, has func(node string) bool) *edgetest.Cluster {
 	t.Helper()
+	// The receivers are on loopback, which webhooks reach only when the
+	// operator allows it.
+	return hookClusterWith(t, n, rcv.url, opts, has, config.WebhookNetwork{AllowPrivate: true})
+}
+
+// hookClusterWith is hookClusterOn with the webhook's address and the
+// nodes' webhook_network given.
+func hookClusterWith(t *testing.T, n int, url string, opts edgetest.ClusterOptions, has func(node string) bool, network config.WebhookNetwork) *edgetest.Cluster {
+	t.Helper()
 	secret := filepath.Join(t.TempDir(), "hook.secret")
 	if err := os.WriteFile(secret, []byte(webhookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -109,8 +118,9 @@ func hookClusterOn(t *testing.T, n int, rcv *hookReceiver, opts edgetest.Cluster
 	c := edgetest.ClusterOf(t, opts)
 	c.Edit = func(n *edgetest.Node, cfg *config.Config) {
 		if has(n.Name) {
-			cfg.Webhooks = []config.Webhook{{Name: "ops", URL: rcv.url, SecretFile: secret}}
+			cfg.Webhooks = []config.Webhook{{Name: "ops", URL: url, SecretFile: secret}}
 		}
+		cfg.WebhookNetwork = network
 	}
 	for i := range n {
 		c.Add(fmt.Sprintf("pop-%c", 'a'+i), 0)
@@ -388,4 +398,70 @@ func TestWebhooksListedOnOneNodeOnlyAreStillSentOnce(t *testing.T) {
 	if calls := rcv.of("room.emergency_stopped"); len(calls) != 1 || calls[0].Sender != "pop-a" {
 		t.Errorf("notices %+v, want one, from pop-a", calls)
 	}
+}
+
+// lastError is the webhook's last_error in the node's state document.
+func lastError(n *edgetest.Node) string {
+	for _, w := range n.Server.StateDoc().Webhooks {
+		if w.LastError != "" {
+			return w.LastError
+		}
+	}
+	return ""
+}
+
+func TestWebhooksReachOnlyWhatTheOperatorAllowed(t *testing.T) {
+	t.Parallel()
+	everyone := func(string) bool { return true }
+	untilError := func(t *testing.T, c *edgetest.Cluster) string {
+		t.Helper()
+		testkit.Eventually(t, testkit.Wait{Timeout: 20 * time.Second, Tick: 20 * time.Millisecond, What: "a failed attempt"}, func() bool {
+			c.Advance(500 * time.Millisecond)
+			return lastError(c.Nodes[0]) != ""
+		})
+		return lastError(c.Nodes[0])
+	}
+	t.Run("a webhook to loopback is refused by default, on the address its name resolves to when sent", func(t *testing.T) {
+		rcv := newHookReceiver(t, nil)
+		byName := strings.Replace(rcv.url, "127.0.0.1", "localhost", 1)
+		for _, u := range []string{rcv.url, byName} {
+			c := hookClusterWith(t, 1, u, edgetest.ClusterOptions{}, everyone, config.WebhookNetwork{})
+			stopRoom(t, c.Nodes[0])
+			if e := untilError(t, c); !strings.Contains(e, "not a public address") {
+				t.Errorf("%s: last_error %q, want the address refused", u, e)
+			}
+			if len(rcv.of("room.emergency_stopped")) != 0 {
+				t.Fatalf("%s: the loopback receiver was sent a notice", u)
+			}
+		}
+	})
+	t.Run("an allow-list naming the address lets it through", func(t *testing.T) {
+		rcv := newHookReceiver(t, nil)
+		c := hookClusterWith(t, 1, rcv.url, edgetest.ClusterOptions{}, everyone, config.WebhookNetwork{Allow: []string{"127.0.0.1"}})
+		stopRoom(t, c.Nodes[0])
+		untilCalls(t, c, rcv, "room.emergency_stopped", 1, 100*time.Millisecond)
+	})
+	t.Run("a redirect is not followed, and last_error keeps the status code only", func(t *testing.T) {
+		target := newHookReceiver(t, nil)
+		redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			// The reason phrase and body are the receiver's to choose,
+			// and must not reach the operator's screens.
+			_, _ = buf.WriteString("HTTP/1.1 307 ami-id i-0123456789\r\nLocation: " + target.url + "\r\nContent-Length: 9\r\n\r\nsecret=42")
+			_ = buf.Flush()
+		}))
+		t.Cleanup(redirect.Close)
+		c := hookClusterWith(t, 1, redirect.URL+"/hook", edgetest.ClusterOptions{}, everyone, config.WebhookNetwork{AllowPrivate: true})
+		stopRoom(t, c.Nodes[0])
+		if e := untilError(t, c); e != "answered 307" {
+			t.Errorf("last_error %q, want %q", e, "answered 307")
+		}
+		if n := len(target.of("room.emergency_stopped")) + len(target.of("room.changed")); n != 0 {
+			t.Errorf("the redirect's target got %d notices", n)
+		}
+	})
 }

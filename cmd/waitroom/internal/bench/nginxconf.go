@@ -30,9 +30,24 @@ map $waitroom_node $waitroom_answer_node {
     "~(?:.*,\s*)?(?<last>[^,\s]+)$" $last;
 }
 
+# One request, one host. nginx's $host is the request line's host when the
+# line is in absolute form (GET http://site/path), else the Host header's;
+# $http_host is the Host header alone. The node is asked about, and the site
+# is sent, $host only, and a request whose request line and Host name
+# different sites is refused: 1 when the Host header is $host (any case,
+# with or without a port).
+map "$host $http_host" $waitroom_one_host {
+    "~*^(?<h>[^ ]+) \k<h>(:[0-9]+)?$" 1;
+    default 0;
+}
+
 server {
     listen 80;
     server_name shop.example.com;
+
+    if ($waitroom_one_host = 0) {
+        return 400;
+    }
 
     location / {
         auth_request /.waitroom/auth;
@@ -50,7 +65,13 @@ server {
         proxy_pass http://origin;
         proxy_http_version 1.1;
         proxy_set_header Connection "";
+        # The site gets the host the node decided on, in every header
+        # that names one, and no visitor's own word for the host or its
+        # address.
         proxy_set_header Host $host;
+        proxy_set_header X-Forwarded-Host $host;
+        proxy_set_header Forwarded "";
+        proxy_set_header X-Real-IP $remote_addr;
         proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
         proxy_set_header X-Forwarded-Proto $scheme;
     }
@@ -64,7 +85,7 @@ server {
         proxy_pass_request_body off;
         proxy_set_header Content-Length "";
         proxy_set_header X-Forwarded-Method $request_method;
-        proxy_set_header X-Forwarded-Host $http_host;
+        proxy_set_header X-Forwarded-Host $host;
         proxy_set_header X-Forwarded-Uri $request_uri;
         proxy_set_header X-Forwarded-Proto $scheme;
         proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;

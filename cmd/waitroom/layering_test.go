@@ -60,7 +60,7 @@ var layers = []layer{
 	// spelling, the page's languages, the challenge's verifier). What runs
 	// beside it (the admin API, the agent, webhook delivery) uses it
 	// through its exported methods, and it imports none of them.
-	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge/config", "edge/canon", "edge/i18n", "edge/challenge"}},
+	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge/config", "edge/canon", "edge/i18n", "edge/challenge", "edge/accesslog"}},
 	// The configuration is data and pure checks: the edge compiles it into
 	// rooms, and the commands read and write it without a node. Its routes
 	// are checked in the canonical spelling the router matches requests
@@ -72,6 +72,8 @@ var layers = []layer{
 	{prefix: "edge/canon"},
 	// The built-in page's text in each language.
 	{prefix: "edge/i18n"},
+	// The access log's lines and its writer: the node hands it entries.
+	{prefix: "edge/accesslog"},
 	// The bot challenge's verifier: a room's settings in, a verdict out.
 	{prefix: "edge/challenge", may: []string{"edge/config"}},
 	// The console's page and event stream: the admin API hands it frames.

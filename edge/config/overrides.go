@@ -19,6 +19,7 @@ type Overrides struct {
 	SessionDuration                        int
 	QueueingMethod                         string
 	LogLevel, LogFormat                    string
+	AccessLog, AccessLogFormat             string
 	InsecureGossip                         bool
 	ShutdownTimeout, ReadyAloneAfter       time.Duration
 	// ForwardAuth and TrustedProxies are forward_auth's listen and
@@ -53,6 +54,8 @@ func (o *Overrides) Apply(c *Config) error {
 	str("gossip-key-file", &c.GossipKeyFile, o.GossipKeyFile)
 	str("cookie-key-file", &c.CookieKeyFile, o.CookieKeyFile)
 	str("log-level", &c.LogLevel, o.LogLevel)
+	str("access-log", &c.AccessLog, o.AccessLog)
+	str("access-log-format", &c.AccessLogFormat, o.AccessLogFormat)
 	str("unrouted", &c.Unrouted, o.Unrouted)
 	if set("seed") {
 		c.Seeds = o.Seeds

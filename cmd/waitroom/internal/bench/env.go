@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +42,11 @@ type Env struct {
 	// ForwardAuthAddr is the node's forward-auth endpoint (host:port), for
 	// a proxy in front that asks it about every request.
 	ForwardAuthAddr string
+	// LoggedURL is room "open" on a second node, the same but for its
+	// access log, which it writes to a file (AccessLogPath): the admitted
+	// path with the access log on, beside OpenURL's with it off.
+	LoggedURL     string
+	AccessLogPath string
 
 	Node *agent.Agent
 	// Proxy and Bare are the plain proxy's and the bare server's handlers.
@@ -51,6 +58,8 @@ type Env struct {
 
 	origin  *edgetest.Origin
 	ring    *edgetest.Cluster
+	logged  *edgetest.Cluster
+	logDir  string
 	servers []*http.Server
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -76,6 +85,9 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 		return nil, err
 	}
 	if err := e.startNode(); err != nil {
+		return nil, err
+	}
+	if err := e.startLoggedNode(); err != nil {
 		return nil, err
 	}
 	if err := e.startBare(ctx); err != nil {
@@ -154,6 +166,37 @@ func (e *Env) startNode() (err error) {
 	e.OpenURL = "http://" + node.PublicAddr() + "/open/"
 	e.FullURL = "http://" + node.PublicAddr() + "/full/"
 	e.ForwardAuthAddr = node.ForwardAuthAddr()
+	return nil
+}
+
+// startLoggedNode starts a second node, a ring of its own, with room
+// "open" as the first node has it and its access log on, written to a file
+// in a temporary directory as an operator's would be (a JSON line per
+// request, the default format).
+func (e *Env) startLoggedNode() (err error) {
+	if e.logDir, err = os.MkdirTemp("", "waitroom-bench-accesslog-"); err != nil {
+		return err
+	}
+	e.AccessLogPath = filepath.Join(e.logDir, "access.log")
+	if e.logged, err = edgetest.OpenCluster(edgetest.ClusterOptions{
+		Rooms: []config.Room{
+			{Name: "open", Path: "/open", TotalActiveUsers: config.MaxTotalActiveUsers, NewUsersPerMinute: config.MaxTotalActiveUsers},
+		},
+		WallClock: true,
+		Serve:     true,
+		Origin:    e.origin,
+		Name:      func(int) string { return "bench-logged" },
+	}); err != nil {
+		return err
+	}
+	e.logged.Edit = func(_ *edgetest.Node, cfg *config.Config) {
+		cfg.LogLevel = "error"
+		cfg.AccessLog = e.AccessLogPath
+	}
+	if err := e.logged.Grow(1); err != nil {
+		return fmt.Errorf("waitroom node with an access log: %w", err)
+	}
+	e.LoggedURL = "http://" + e.logged.Nodes[0].Server.PublicAddr() + "/open/"
 	return nil
 }
 
@@ -280,6 +323,12 @@ func (e *Env) Close() {
 	e.wg.Wait()
 	if e.ring != nil {
 		_ = e.ring.Close()
+	}
+	if e.logged != nil {
+		_ = e.logged.Close()
+	}
+	if e.logDir != "" {
+		_ = os.RemoveAll(e.logDir)
 	}
 	if e.origin != nil {
 		e.origin.Close()

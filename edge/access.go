@@ -3,6 +3,7 @@ package edge
 import (
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -47,8 +48,19 @@ func (a *accessWriter) Write(b []byte) (int, error) {
 // WebSocket's hijack) reach the connection's writer.
 func (a *accessWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
-// Flush passes a flush on, for code that asks for an http.Flusher.
-func (a *accessWriter) Flush() { _ = http.NewResponseController(a.ResponseWriter).Flush() }
+// Flush passes a flush on (the reverse proxy flushes the origin's answer
+// as it comes).
+func (a *accessWriter) Flush() {
+	if f, ok := a.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
+	_ = http.NewResponseController(a.ResponseWriter).Flush()
+}
+
+// accessWriters are reused from request to request: the log costs the
+// request path no allocation.
+var accessWriters = sync.Pool{New: func() any { return new(accessWriter) }}
 
 // openAccessLog opens the access log cfg names, if any, with its metrics:
 // lines dropped because the buffer was full, and lines lost because the
@@ -105,14 +117,18 @@ func (s *Server) ReopenAccessLog() error {
 // beginAccess starts the line of a request: what it asked for, from whom
 // (clientIP, the one reading of a request's client address) and when.
 func (s *Server) beginAccess(w http.ResponseWriter, r *http.Request) *accessWriter {
-	return &accessWriter{ResponseWriter: w, e: accesslog.Entry{
+	a := accessWriters.Get().(*accessWriter)
+	a.ResponseWriter = w
+	a.e = accesslog.Entry{
 		Time: s.clock(), Node: s.cfg.Node, Client: clientIP(r),
 		// The path alone: a query may carry a code or a token.
 		Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), Proto: r.Proto,
-	}}
+	}
+	return a
 }
 
-// endAccess hands a request's line to the log once it is answered.
+// endAccess hands a request's line to the log once it is answered; the
+// request path is done with a then.
 func (s *Server) endAccess(a *accessWriter) {
 	a.e.Duration = s.clock().Sub(a.e.Time)
 	if a.e.Status == 0 {
@@ -120,6 +136,8 @@ func (s *Server) endAccess(a *accessWriter) {
 		a.e.Status = http.StatusOK
 	}
 	s.access.Write(&a.e)
+	*a = accessWriter{}
+	accessWriters.Put(a)
 }
 
 // decided names the outcome of the request w answers, in room rm (nil for

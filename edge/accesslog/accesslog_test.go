@@ -299,11 +299,9 @@ func TestTheWriterLivesThroughAPanic(t *testing.T) {
 	l := accesslog.OpenWriter(p, accesslog.Options{OnPanic: func(v any, _ []byte) { panics = append(panics, v) }})
 	e := queuedEntry()
 	l.Write(&e)
-	// The first line's write panicked; the Reopen below is answered only
-	// once the writer runs again.
-	if err := l.Reopen(); err != nil {
-		t.Fatal(err)
-	}
+	// The first line's write panics, whether the ticker or the reopen
+	// below writes it; the writer then runs again.
+	_ = l.Reopen()
 	l.Write(&e)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -92,21 +93,28 @@ type Entry struct {
 // visitorIDs turns a token's id into the id a line shows: a keyed hash,
 // the same on every node with the same key, from which neither the token's
 // id nor its cookie can be learnt.
+// Only one goroutine may use one (the log's writer); it reuses its hash
+// and buffers from line to line.
 type visitorIDs struct {
-	key []byte
+	mac hash.Hash
+	in  [8]byte
+	sum []byte
 }
 
-func (v visitorIDs) append(b []byte, id uint64) []byte {
-	var in [8]byte
-	binary.LittleEndian.PutUint64(in[:], id)
-	m := hmac.New(sha256.New, v.key)
-	m.Write(in[:])
-	var sum [sha256.Size]byte
-	return hex.AppendEncode(b, m.Sum(sum[:0])[:8])
+func newVisitorIDs(key []byte) *visitorIDs {
+	return &visitorIDs{mac: hmac.New(sha256.New, key), sum: make([]byte, 0, sha256.Size)}
+}
+
+func (v *visitorIDs) append(b []byte, id uint64) []byte {
+	binary.LittleEndian.PutUint64(v.in[:], id)
+	v.mac.Reset()
+	v.mac.Write(v.in[:])
+	v.sum = v.mac.Sum(v.sum[:0])
+	return hex.AppendEncode(b, v.sum[:8])
 }
 
 // appendJSON appends e as one JSON object and a newline.
-func appendJSON(b []byte, e *Entry, ids visitorIDs) []byte {
+func appendJSON(b []byte, e *Entry, ids *visitorIDs) []byte {
 	b = append(b, `{"time":"`...)
 	b = e.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 	b = append(b, `","node":`...)
@@ -198,7 +206,7 @@ func appendJSONString(b []byte, s string) []byte {
 // first part:
 //
 //	127.0.0.1 - - [06/Dec/2026:14:00:00 +0000] "GET /shop HTTP/1.1" 200 5120 node=a room=shop outcome=queued visitor=… bucket=… position=12 duration_ms=0.412 host="shop.example"
-func appendCommon(b []byte, e *Entry, ids visitorIDs) []byte {
+func appendCommon(b []byte, e *Entry, ids *visitorIDs) []byte {
 	b = appendToken(b, e.Client)
 	b = append(b, " - - ["...)
 	b = e.Time.UTC().AppendFormat(b, "02/Jan/2006:15:04:05 -0700")

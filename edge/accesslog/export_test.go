@@ -14,7 +14,7 @@ func OpenWriter(w io.Writer, o Options) *Log {
 // AppendLine is the line a log of format f writes for e.
 func AppendLine(b []byte, f Format, e *Entry, key []byte) []byte {
 	if f == Common {
-		return appendCommon(b, e, visitorIDs{key})
+		return appendCommon(b, e, newVisitorIDs(key))
 	}
-	return appendJSON(b, e, visitorIDs{key})
+	return appendJSON(b, e, newVisitorIDs(key))
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Stdout is the destination that writes the log to the process's standard
@@ -41,6 +42,14 @@ func ParseFormat(s string) (Format, error) {
 // stalls.
 const DefaultBuffer = 8192
 
+// FlushEvery is how long a line may wait in the writer before it is
+// written: lines are written together, a write for many, and never more
+// than this late (tail -f still follows a visitor as it goes).
+const FlushEvery = 200 * time.Millisecond
+
+// flushSize is how much the writer gathers before it writes at once.
+const flushSize = 32 << 10
+
 // Options are a log's settings besides its destination.
 type Options struct {
 	Format Format
@@ -60,7 +69,7 @@ type Options struct {
 type Log struct {
 	dest   string
 	format Format
-	ids    visitorIDs
+	ids    *visitorIDs
 
 	lines   chan Entry
 	reopen  chan chan error
@@ -75,6 +84,9 @@ type Log struct {
 	out io.Writer
 	f   *os.File
 	buf []byte
+	// pending is the answer a Reopen waits for while the writer works on
+	// it, so that a panic meanwhile answers it too.
+	pending chan error
 }
 
 // Open opens the access log at dest (a file, created or appended to, or
@@ -97,7 +109,7 @@ func newLog(dest string, o Options) *Log {
 		n = DefaultBuffer
 	}
 	return &Log{
-		dest: dest, format: o.Format, ids: visitorIDs{key: o.VisitorKey},
+		dest: dest, format: o.Format, ids: newVisitorIDs(o.VisitorKey),
 		lines: make(chan Entry, n), reopen: make(chan chan error),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		onPanic: o.OnPanic, buf: make([]byte, 0, 64<<10),
@@ -170,28 +182,33 @@ func (l *Log) serve() (closed bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			l.buf = l.buf[:0]
+			if l.pending != nil {
+				l.pending <- fmt.Errorf("the access log's writer panicked: %v", p)
+				l.pending = nil
+			}
 			if l.onPanic != nil {
 				l.onPanic(p, debug.Stack())
 			}
 		}
 	}()
+	tick := time.NewTicker(FlushEvery)
+	defer tick.Stop()
 	for {
 		select {
 		case e := <-l.lines:
 			l.add(&e)
-			// Take what else is waiting, then write it in one go: under
-			// load a write carries many lines; idle, a line is written at
-			// once.
-			for more := len(l.lines); more > 0 && len(l.buf) < cap(l.buf)-4096; more-- {
-				e := <-l.lines
-				l.add(&e)
+			if len(l.buf) >= flushSize {
+				l.flush()
 			}
+		case <-tick.C:
 			l.flush()
 		case ack := <-l.reopen:
 			// The lines handed over before the reopen go to the file
 			// they were written for, the one logrotate has just moved.
+			l.pending = ack
 			l.drain()
 			ack <- l.reopenFile()
+			l.pending = nil
 		case <-l.stop:
 			l.drain()
 			if l.f != nil {
@@ -207,7 +224,7 @@ func (l *Log) drain() {
 	for more := len(l.lines); more > 0; more-- {
 		e := <-l.lines
 		l.add(&e)
-		if len(l.buf) > cap(l.buf)-4096 {
+		if len(l.buf) >= flushSize {
 			l.flush()
 		}
 	}

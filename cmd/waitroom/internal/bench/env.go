@@ -47,6 +47,8 @@ type Env struct {
 	// path with the access log on, beside OpenURL's with it off.
 	LoggedURL     string
 	AccessLogPath string
+	// Logged is that node, which opens Keys' cookies too.
+	Logged *agent.Agent
 
 	Node *agent.Agent
 	// Proxy and Bare are the plain proxy's and the bare server's handlers.
@@ -192,11 +194,15 @@ func (e *Env) startLoggedNode() (err error) {
 	e.logged.Edit = func(_ *edgetest.Node, cfg *config.Config) {
 		cfg.LogLevel = "error"
 		cfg.AccessLog = e.AccessLogPath
+		// The first node's cookie keys: a visitor admitted by one is
+		// admitted by the other, so that the two compare the same path.
+		cfg.CookieKeyFile = e.ring.KeyFile
 	}
 	if err := e.logged.Grow(1); err != nil {
 		return fmt.Errorf("waitroom node with an access log: %w", err)
 	}
-	e.LoggedURL = "http://" + e.logged.Nodes[0].Server.PublicAddr() + "/open/"
+	e.Logged = e.logged.Nodes[0].Server
+	e.LoggedURL = "http://" + e.Logged.PublicAddr() + "/open/"
 	return nil
 }
 

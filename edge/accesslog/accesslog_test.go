@@ -328,3 +328,22 @@ func TestAnAccessLogFormatIsJSONOrCommon(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLine is the writer's work for one request: the line formatted,
+// the visitor's id hashed (the request path only hands over the entry).
+func BenchmarkLine(b *testing.B) {
+	for _, f := range []struct {
+		name string
+		f    accesslog.Format
+	}{{"json", accesslog.JSON}, {"common", accesslog.Common}} {
+		b.Run(f.name, func(b *testing.B) {
+			e := queuedEntry()
+			l := accesslog.NewLiner(key)
+			buf := make([]byte, 0, 1024)
+			b.ReportAllocs()
+			for b.Loop() {
+				buf = l.Append(buf[:0], f.f, &e)
+			}
+		})
+	}
+}

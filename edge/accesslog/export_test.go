@@ -11,10 +11,21 @@ func OpenWriter(w io.Writer, o Options) *Log {
 	return l
 }
 
+// Liner formats lines as a log's writer does, with the visitor key given.
+type Liner struct{ ids *visitorIDs }
+
+// NewLiner is a Liner for key.
+func NewLiner(key []byte) *Liner { return &Liner{newVisitorIDs(key)} }
+
+// Append appends the line a log of format f writes for e.
+func (l *Liner) Append(b []byte, f Format, e *Entry) []byte {
+	if f == Common {
+		return appendCommon(b, e, l.ids)
+	}
+	return appendJSON(b, e, l.ids)
+}
+
 // AppendLine is the line a log of format f writes for e.
 func AppendLine(b []byte, f Format, e *Entry, key []byte) []byte {
-	if f == Common {
-		return appendCommon(b, e, newVisitorIDs(key))
-	}
-	return appendJSON(b, e, newVisitorIDs(key))
+	return NewLiner(key).Append(b, f, e)
 }

@@ -138,27 +138,42 @@ func PlainProxy(target *url.URL) *httputil.ReverseProxy {
 	}
 }
 
-// startNode starts the waitroom node, with a cookie key of its own, in
-// front of the origin: room "open" admits everyone, room "full" admits one.
-func (e *Env) startNode() (err error) {
-	if e.ring, err = edgetest.OpenCluster(edgetest.ClusterOptions{
-		Rooms: []config.Room{
-			{Name: "open", Path: "/open", TotalActiveUsers: config.MaxTotalActiveUsers, NewUsersPerMinute: config.MaxTotalActiveUsers},
-			{Name: "full", Path: "/full", TotalActiveUsers: 1, NewUsersPerMinute: 1, CookieSuffix: "full"},
-		},
+// openRoom admits everyone: its limits are out of reach.
+var openRoom = config.Room{Name: "open", Path: "/open", TotalActiveUsers: config.MaxTotalActiveUsers, NewUsersPerMinute: config.MaxTotalActiveUsers}
+
+// startRing starts a ring of one node named name, on the wall clock and
+// serving, in front of the origin, with rooms and its config edited by
+// edit besides the bench's quiet log.
+func (e *Env) startRing(name string, rooms []config.Room, edit func(*config.Config)) (*edgetest.Cluster, error) {
+	ring, err := edgetest.OpenCluster(edgetest.ClusterOptions{
+		Rooms:     rooms,
 		WallClock: true,
 		Serve:     true,
 		Origin:    e.origin,
-		Name:      func(int) string { return "bench" },
+		Name:      func(int) string { return name },
+	})
+	if err != nil {
+		return nil, err
+	}
+	ring.Edit = func(_ *edgetest.Node, cfg *config.Config) {
+		cfg.LogLevel = "error"
+		edit(cfg)
+	}
+	if err := ring.Grow(1); err != nil {
+		_ = ring.Close()
+		return nil, fmt.Errorf("waitroom node %s: %w", name, err)
+	}
+	return ring, nil
+}
+
+// startNode starts the waitroom node, with a cookie key of its own, in
+// front of the origin: room "open" admits everyone, room "full" admits one.
+func (e *Env) startNode() (err error) {
+	full := config.Room{Name: "full", Path: "/full", TotalActiveUsers: 1, NewUsersPerMinute: 1, CookieSuffix: "full"}
+	if e.ring, err = e.startRing("bench", []config.Room{openRoom, full}, func(cfg *config.Config) {
+		cfg.ForwardAuth = config.ForwardAuthConfig{Listen: "127.0.0.1:0"}
 	}); err != nil {
 		return err
-	}
-	e.ring.Edit = func(_ *edgetest.Node, cfg *config.Config) {
-		cfg.LogLevel = "error"
-		cfg.ForwardAuth = config.ForwardAuthConfig{Listen: "127.0.0.1:0"}
-	}
-	if err := e.ring.Grow(1); err != nil {
-		return fmt.Errorf("waitroom node: %w", err)
 	}
 	if e.Keys, err = agent.LoadCookieKeys(e.ring.KeyFile); err != nil {
 		return err
@@ -180,26 +195,13 @@ func (e *Env) startLoggedNode() (err error) {
 		return err
 	}
 	e.AccessLogPath = filepath.Join(e.logDir, "access.log")
-	if e.logged, err = edgetest.OpenCluster(edgetest.ClusterOptions{
-		Rooms: []config.Room{
-			{Name: "open", Path: "/open", TotalActiveUsers: config.MaxTotalActiveUsers, NewUsersPerMinute: config.MaxTotalActiveUsers},
-		},
-		WallClock: true,
-		Serve:     true,
-		Origin:    e.origin,
-		Name:      func(int) string { return "bench-logged" },
-	}); err != nil {
-		return err
-	}
-	e.logged.Edit = func(_ *edgetest.Node, cfg *config.Config) {
-		cfg.LogLevel = "error"
+	if e.logged, err = e.startRing("bench-logged", []config.Room{openRoom}, func(cfg *config.Config) {
 		cfg.AccessLog = e.AccessLogPath
 		// The first node's cookie keys: a visitor admitted by one is
 		// admitted by the other, so that the two compare the same path.
 		cfg.CookieKeyFile = e.ring.KeyFile
-	}
-	if err := e.logged.Grow(1); err != nil {
-		return fmt.Errorf("waitroom node with an access log: %w", err)
+	}); err != nil {
+		return err
 	}
 	e.Logged = e.logged.Nodes[0].Server
 	e.LoggedURL = "http://" + e.Logged.PublicAddr() + "/open/"

@@ -238,3 +238,15 @@ func TestTheAccessLogNeverHoldsASecret(t *testing.T) {
 		})
 	}
 }
+
+func TestANodeWithAnAccessLogCountsWhatTheLogLost(t *testing.T) {
+	f, _ := loggedFixture(t, nil, room("shop", 100, 100))
+	metrics := body(t, adminGet(t, f.Admin, "/metrics"))
+	for _, name := range []string{"waitroom_access_log_dropped_total 0", "waitroom_access_log_failed_total 0"} {
+		t.Run("it exports "+name, func(t *testing.T) {
+			if !strings.Contains(metrics, "\n"+name+"\n") {
+				t.Errorf("no %q in /metrics", name)
+			}
+		})
+	}
+}

@@ -174,10 +174,10 @@ func TestPlan(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"three rounds of the four comparisons without proxies", Options{Rounds: 3, Duration: 5 * time.Second, NoProxies: true},
-			"waitroom bench: 3 rounds of 4 comparisons, 5s per side each, then the memory steps (about 2m21s)"},
+		{"three rounds of the five comparisons without proxies", Options{Rounds: 3, Duration: 5 * time.Second, NoProxies: true},
+			"waitroom bench: 3 rounds of 5 comparisons, 5s per side each, then the memory steps (about 2m51s)"},
 		{"no rounds asked for is one", Options{Duration: 2 * time.Second, NoProxies: true},
-			"waitroom bench: 1 rounds of 4 comparisons, 2s per side each, then the memory steps (about 37s)"},
+			"waitroom bench: 1 rounds of 5 comparisons, 2s per side each, then the memory steps (about 41s)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -161,25 +161,46 @@ func (h *forwardHandler) decide(w http.ResponseWriter, r *http.Request, envoy, n
 		return
 	}
 	fa := &forwardAuth{w: w, rawQuery: or.URL.RawQuery}
-	var ans http.ResponseWriter
+	var ans, logged http.ResponseWriter
 	if nginx {
 		ans = &keptAnswer{header: http.Header{}}
 	} else {
 		ans = &deniedAnswer{ResponseWriter: w}
 	}
+	logged = ans
+	if s.access != nil {
+		a := s.beginAccess(ans, or)
+		a.e.ForwardAuth = true
+		defer s.endForwardAccess(a, ans, fa)
+		logged = a
+	}
 	rm := s.route(or)
 	switch {
 	case rm != nil:
-		s.visit(ans, or, rm, fa)
+		s.visit(logged, or, rm, fa)
 	case s.cfg.Unrouted == config.UnroutedPass:
 		u := &unrouted{s: s, pass: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { fa.pass(nil, nil, nil) })}
-		u.ServeHTTP(ans, or)
+		u.ServeHTTP(logged, or)
 	default:
-		(&unrouted{s: s}).ServeHTTP(ans, or)
+		(&unrouted{s: s}).ServeHTTP(logged, or)
 	}
 	if k, ok := ans.(*keptAnswer); ok && !fa.passed {
 		h.keep(w, k)
 	}
+}
+
+// endForwardAccess ends the access-log line of a forward-auth request with
+// the answer the visitor gets: "go on" (the origin's answer follows,
+// through the proxy) or the node's own answer, with the status the proxy
+// is given for it.
+func (s *Server) endForwardAccess(a *accessWriter, ans http.ResponseWriter, fa *forwardAuth) {
+	switch d, _ := ans.(*deniedAnswer); {
+	case fa.passed:
+		a.e.Status, a.e.Bytes = http.StatusOK, 0
+	case d != nil && d.status != 0:
+		a.e.Status = d.status
+	}
+	s.endAccess(a)
 }
 
 // originalRequest rebuilds the request a proxy asks about from the auth
@@ -277,17 +298,17 @@ func (f *forwardAuth) admit(s *Server, w http.ResponseWriter, r *http.Request, v
 // tells the visitor and its browser the same thing.
 type deniedAnswer struct {
 	http.ResponseWriter
-	wrote bool
+	status int // the status sent, once sent
 }
 
 func (d *deniedAnswer) WriteHeader(code int) {
-	if d.wrote {
+	if d.status != 0 {
 		return
 	}
-	d.wrote = true
 	if code >= 200 && code < 300 {
 		code = http.StatusTooManyRequests
 	}
+	d.status = code
 	d.ResponseWriter.WriteHeader(code)
 }
 

@@ -166,6 +166,7 @@ const maxRefreshHeaderURL = 1000
 func (s *Server) writeQueue(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) {
 	vw := a.view
 	v, refresh := queueVars(rq, a, tok, ans)
+	placed(rq.w, tok.Bucket, &v)
 	asJSON := vw.cfg.JSONResponseEnabled && rq.r.Header.Get("Accept") == "application/json"
 	next := nextAddress(rq, ans, asJSON)
 	w, rm, now := rq.w, rq.rm, rq.now

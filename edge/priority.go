@@ -9,6 +9,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/i18n"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -64,6 +65,7 @@ func (s *Server) redeemCode(rq *request, a *allocation, text string) bool {
 		result = "expired"
 	case err != nil && (rm.codes.slowed(guessers[0], now) || guessers[1] != "" && rm.codes.slowed(guessers[1], now)):
 		pm.codes.WithLabelValues(rm.name, "slowed").Inc()
+		rq.decided(accesslog.Refused)
 		rq.w.Header().Set("Retry-After", strconv.Itoa(int(codeFailWindow/time.Second)))
 		l := visitorLanguage(rq, a.view)
 		writeCodePage(rq.w, http.StatusTooManyRequests, a.view, l, l.S("code_too_many"))
@@ -151,6 +153,7 @@ func (s *Server) inviteOnlyRefused(rq *request, a *allocation) bool {
 	if !a.view.cfg.InviteOnly || rq.tok.Priority != "" || (!rq.fresh && rq.before.Admitted()) {
 		return false
 	}
+	rq.decided(accesslog.Refused)
 	l := visitorLanguage(rq, a.view)
 	msg := l.S("invite_only")
 	if rq.codeResult != "" {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/canon"
 )
 
@@ -74,10 +75,12 @@ func (u *unrouted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if u.pass != nil {
 		u.s.metrics.unroutedPassed.Inc()
+		decided(w, nil, accesslog.Unrouted, 0)
 		u.pass.ServeHTTP(w, r)
 		return
 	}
 	u.s.metrics.unrouted.Inc()
+	decided(w, nil, accesslog.Unrouted, 0)
 	writeStatusPage(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
 }
 
@@ -89,6 +92,7 @@ func refuseMalformed(s *Server, w http.ResponseWriter, err error) {
 		reason = "host"
 	}
 	s.metrics.malformed.WithLabelValues(reason).Inc()
+	decided(w, nil, accesslog.Refused, 0)
 	s.log.Debug().Err(err).Msg("request refused: ambiguous path or host")
 	writeStatusPage(w, http.StatusBadRequest, "Bad address", "This address has no single meaning ("+err.Error()+"), so it is refused.")
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/gossip"
@@ -88,6 +89,9 @@ type Server struct {
 	// forward is the forward-auth endpoint (nil when off).
 	forward *forwardHandler
 
+	// access is the access log (nil when off; see access.go).
+	access *accesslog.Log
+
 	// rounds are what runs after each round of the allocation loop (see
 	// AfterEachRound).
 	roundsMu sync.Mutex
@@ -152,8 +156,12 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if opts.GossipTune != nil {
 		opts.GossipTune(&gcfg)
 	}
+	if err := s.openAccessLog(cfg); err != nil {
+		return nil, err
+	}
 	node, err := gossip.Start(gcfg)
 	if err != nil {
+		s.closeAccessLog()
 		return nil, err
 	}
 	s.node = node
@@ -484,13 +492,16 @@ func (s *Server) AfterEachRound(where string, fn func(now time.Time)) {
 	s.rounds = append(slices.Clip(s.rounds), round{where, fn})
 }
 
-// Close stops the node: allocation loop, then gossip (leaving the cluster).
+// Close stops the node: allocation loop, then gossip (leaving the
+// cluster), then the access log, whose buffered lines it writes: edge/agent
+// calls it once the listeners have drained.
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
 		err = s.node.Close()
+		s.closeAccessLog()
 	})
 	return err
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
@@ -91,6 +92,11 @@ func (proxied) admit(_ *Server, w http.ResponseWriter, r *http.Request, vis *vis
 // ServeHTTP is the public handler: every request to a protected site passes
 // through it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.access != nil {
+		a := s.beginAccess(w, r)
+		defer s.endAccess(a)
+		w = a
+	}
 	defer s.recoverRequest(w, nil)
 	rm := s.route(r)
 	if rm == nil || rm.proxy == nil {
@@ -116,6 +122,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onw
 	if rm.bypassed(r) {
 		// Health checks, staff, static assets: straight through, uncounted.
 		rm.m.bypassed.Inc()
+		decided(w, rm, accesslog.Bypassed, 0)
 		out.pass(w, r, rm)
 		return
 	}
@@ -125,6 +132,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onw
 		// A suspended room is off: straight to the origin, no cookie, not
 		// counted.
 		rm.m.bypassed.Inc()
+		decided(w, rm, accesslog.Bypassed, 0)
 		out.pass(w, r, rm)
 		return
 	}
@@ -159,6 +167,7 @@ func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.unrouted.Inc()
+	decided(w, nil, accesslog.Unrouted, 0)
 	writeStatusPage(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
 }
 
@@ -173,6 +182,7 @@ func (s *Server) passCookieCheck(rq *request, a *allocation, cc cookieCheck) boo
 			// every refresh, for ever. Say why instead, and count nothing
 			// in the room: it holds no place.
 			rq.rm.m.cookiesRequired.Inc()
+			rq.decided(accesslog.Refused)
 			s.writeQueue(rq, a, cookie.Token{Bucket: unixMinute(rq.now)}, answerNoCookie)
 			return false
 		}
@@ -205,6 +215,7 @@ func (s *Server) serveAdmitted(rq *request, a *allocation) {
 		// left as it is, so they are back in on resume if their session
 		// has not expired meanwhile.
 		rm.m.stopped.Inc()
+		rq.decided(accesslog.Stopped)
 		s.writeQueue(rq, a, rq.tok, answerAgain)
 		return
 	}
@@ -217,6 +228,7 @@ func (s *Server) serveAdmitted(rq *request, a *allocation) {
 	sh.Unlock()
 	visitors.SetCounting(&rq.tok, after)
 	rm.m.admittedRequests.Inc()
+	rq.decided(accesslog.Admitted)
 	s.proxyVisit(rq, v)
 }
 
@@ -226,6 +238,7 @@ func (s *Server) serveAdmitted(rq *request, a *allocation) {
 func (s *Server) serveEarlyCheckIn(rq *request, a *allocation) {
 	visitors.SetCounting(&rq.tok, rq.before)
 	rq.rm.m.earlyCheckIns.Inc()
+	rq.decided(accesslog.Queued)
 	s.writeQueue(rq, a, rq.tok, answerAgain)
 }
 
@@ -334,12 +347,19 @@ func (s *Server) answer(rq *request, a *allocation, out policy.Outcome) {
 	case policy.Admit:
 		rm.m.admitted.Inc()
 		rm.m.admittedRequests.Inc()
+		rq.decided(accesslog.Admitted)
 		s.proxyVisit(rq, a.view)
 	case policy.Queue:
 		rm.m.queued.Inc()
+		if rq.fresh {
+			rq.decided(accesslog.FirstPage)
+		} else {
+			rq.decided(accesslog.Queued)
+		}
 		s.writeQueue(rq, a, rq.tok, newTokenAnswer(rq.fresh))
 	case policy.Reject:
 		rm.m.rejected.Inc()
+		rq.decided(accesslog.Refused)
 		if a.view.pol.QueueingMethod != policy.MethodReject {
 			// The queue is full: say so, and let the page try again later.
 			// The visitor is not counted as waiting and keeps no token.
@@ -350,6 +370,7 @@ func (s *Server) answer(rq *request, a *allocation, out policy.Outcome) {
 		writeRejectPage(rq.w, a.view)
 	default: // policy.Bypass
 		rm.m.bypassed.Inc()
+		rq.decided(accesslog.Bypassed)
 		rq.out.pass(rq.w, rq.r, rm)
 	}
 }
@@ -380,6 +401,7 @@ func (s *Server) holdVisitor(rq *request, a *allocation, sh *visitors.Shard, ver
 	} else {
 		rm.m.challenged.Inc()
 	}
+	rq.decided(accesslog.Challenge)
 	var incs [8]crdt.Inc
 	add, after := policy.Count(incs[:0], a.view.pol, rm.name, rq.before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Verdict: verdict, Refresh: policy.JitteredRefresh(rand.Float64()), At: nowSec})
 	s.record(rm, add)

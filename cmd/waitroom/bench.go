@@ -32,6 +32,7 @@ median over --rounds of the per-round ratios:
   admitted p99 added         at a fixed rate, 25% of the plain proxy's throughput    goal ≤ +0.2 ms
   queued throughput          waitroom (full room, new visitors) / bare server        goal ≥ 0.90
   memory per 10,000 waiting  heap growth of the process after GC                     goal < 1 MiB
+  access log on              the same node, access log on / off                       goal ≥ 0.95
 
 Where nginx and HAProxy are installed (Debian packages nginx and haproxy,
 or the binaries $WAITROOM_NGINX and $WAITROOM_HAPROXY name), each also runs

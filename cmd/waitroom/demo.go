@@ -14,7 +14,13 @@ func newDemo() *cobra.Command {
 		Long: `Start, in this process, a 3-node ring on loopback, a small demo origin, a room
 with low limits and a synthetic crowd of visitors that keep their cookies and
 follow the queue page's refresh. Every second the live merged state is
-printed; open the URL shown to join the queue yourself. Ctrl-C stops it.`,
+printed; open the URL shown to join the queue yourself. Ctrl-C stops it.
+
+Each node writes its access log to a file of its own (NODE.access.log, in
+--access-log-dir or a new temporary directory, kept when the demo ends):
+one line per request, with the visitor as an id that is the same on every
+node, so one visitor can be followed from its first queue page to the
+origin, from node to node; the demo prints how.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return demo.Run(cmd.Context(), o, cmd.OutOrStdout(), newLogger(o.LogLevel, "console"))
@@ -29,5 +35,6 @@ printed; open the URL shown to join the queue yourself. Ctrl-C stops it.`,
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: run until Ctrl-C)")
 	f.StringVar(&o.QueueingMethod, "queueing-method", "fifo", "fifo or random")
 	f.StringVar(&o.LogLevel, "log-level", "warn", "log level of the nodes")
+	f.StringVar(&o.AccessLogDir, "access-log-dir", "", "directory of the nodes' access logs (default: a new temporary directory)")
 	return cmd
 }

@@ -135,6 +135,7 @@ func TestHelmChart(t *testing.T) {
 				"replicas=5", "ports.public=8000", "ports.admin=9191", "ports.gossip=7000",
 				"shutdownTimeoutSeconds=30", "preStopSeconds=0", "extraConfig.stale_state=closed",
 				"logLevel=debug", "serviceMonitor.enabled=true", "grafanaDashboard.enabled=true", "dataDir.persistent=false",
+				"accessLog=stdout", "accessLogFormat=common",
 				"rooms[0].name=tickets", "rooms[0].total_active_users=50", "rooms[0].new_users_per_minute=10",
 			},
 			want: func(t *testing.T, objs map[string]k8sObject, monitors []serviceMonitor) {

@@ -58,10 +58,10 @@ var layers = []layer{
 	// wires the pure core and gossip together, with the pieces under it
 	// that know nothing of a node (the configuration, the canonical
 	// spelling, the page's languages, the challenge's verifier, what it
-	// remembers of its visitors). What runs
+	// remembers of its visitors, the access log's writer). What runs
 	// beside it (the admin API, the agent, webhook delivery) uses it
 	// through its exported methods, and it imports none of them.
-	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge/config", "edge/canon", "edge/i18n", "edge/challenge", "edge/visitors"}},
+	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge/config", "edge/canon", "edge/i18n", "edge/challenge", "edge/visitors", "edge/accesslog"}},
 	// The configuration is data and pure checks: the edge compiles it into
 	// rooms, and the commands read and write it without a node. Its routes
 	// are checked in the canonical spelling the router matches requests
@@ -73,6 +73,8 @@ var layers = []layer{
 	{prefix: "edge/canon"},
 	// The built-in page's text in each language.
 	{prefix: "edge/i18n"},
+	// The access log's lines and its writer: the node hands it entries.
+	{prefix: "edge/accesslog"},
 	// What a node remembers of its visitors between requests (the state each
 	// token was last counted in, the revoked sessions): tables over the
 	// cookie's token and the counter rule's state, knowing nothing of a node.

@@ -121,6 +121,8 @@ gossip on loopback.`,
 	f.IntVar(&o.HTTPSPort, "https-port", 0, "the port visitors reach HTTPS on, for redirects, when it is not the port of --listen (default: that port)")
 	f.StringVar(&o.LogLevel, "log-level", "", "debug, info (default), warn or error")
 	f.StringVar(&o.LogFormat, "log-format", "console", "console or json")
+	f.StringVar(&o.AccessLog, "access-log", "", "write an access log, one line per request with what became of it: a file's path (reopened on SIGHUP, for logrotate) or stdout (default: none)")
+	f.StringVar(&o.AccessLogFormat, "access-log-format", "", "the access log's lines: json (default) or common (the common log format, waitroom's fields after it)")
 	// Hidden and for tests only: the real-process fidelity run starts a node
 	// with a wrong clock to show the ring agreeing on its time regardless.
 	f.DurationVar(&clockOffset, "test-clock-offset", 0, "TEST ONLY, hidden: run the node on a clock this far off the machine's (e.g. 30s, -30s), to test the ring's agreed time; never use it in production")

@@ -302,6 +302,8 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent)) error {
 	if a.adminAddr, err = start(a.cfg.Admin, adminSrv, "admin", nil); err != nil {
 		return err
 	}
+	stopReopening := a.reopenOnHangup()
+	defer stopReopening()
 	a.log.Info().Str("node", a.cfg.Node).Str("public", a.publicAddr).Str("forward_auth", a.forwardAddr).Str("admin", a.adminAddr).Str("gossip", a.Node().Addr()).Int("rooms", len(a.Rooms())).Msg("waitroom node serving")
 	if ready != nil {
 		ready(a)

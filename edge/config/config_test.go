@@ -417,6 +417,14 @@ func TestTopLevel(t *testing.T) {
 		{"a node name like a host name is accepted", setTop("node", "pop-ams-1.example.net"), nil},
 		{"a node name with a space is refused", setTop("node", "pop ams"),
 			[]string{`node: "pop ams" must be 1–128 characters`}},
+		{"an access log to a file is accepted", setTop("access_log", "/var/log/waitroom/access.log"), nil},
+		{"an access log to stdout in the common format is accepted", func(top, _ M) { top["access_log"], top["access_log_format"] = "stdout", "common" }, nil},
+		{"an unknown access log format is refused", func(top, _ M) { top["access_log"], top["access_log_format"] = "stdout", "clf" },
+			[]string{`access_log_format: "clf" must be json (the default: one JSON object per line) or common`}},
+		{"an access log format without an access log is refused", setTop("access_log_format", "common"),
+			[]string{`access_log_format: "common" needs access_log`}},
+		{"an access log path naming a directory is refused", setTop("access_log", "/var/log/"),
+			[]string{`access_log: "/var/log/" must be a file's path or stdout`}},
 		{"a listen address with only a port is accepted", setTop("listen", ":80"), nil},
 		{"a listen address with a host name is accepted", setTop("listen", "localhost:8080"), nil},
 		{"a listen address on IPv6 is accepted", setTop("listen", "[::1]:8080"), nil},
@@ -911,6 +919,22 @@ func TestLoadConfigErrorsNameThePath(t *testing.T) {
 		}
 		if c.CookieKeyFile != "/etc/waitroom/cookie.keys" || c.GossipKeyFile != "" {
 			t.Errorf("key files %q %q", c.CookieKeyFile, c.GossipKeyFile)
+		}
+	})
+	t.Run("a relative access log path is the config file's directory's, and stdout stays stdout", func(t *testing.T) {
+		for _, tc := range []struct{ in, want string }{{"access.log", filepath.Join(dir, "access.log")}, {"stdout", "stdout"}, {"/var/log/a.log", "/var/log/a.log"}} {
+			path := filepath.Join(dir, "access.yaml")
+			body := "access_log: " + tc.in + "\norigin: http://127.0.0.1:3000\nrooms:\n  - name: shop\n    total_active_users: 5\n    new_users_per_minute: 1\n"
+			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := config.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.AccessLog != tc.want {
+				t.Errorf("access_log %q loaded as %q, want %q", tc.in, c.AccessLog, tc.want)
+			}
 		}
 	})
 	t.Run("a file over the size limit is refused", func(t *testing.T) {

@@ -48,6 +48,7 @@ func Load(path string) (*Config, error) {
 	}
 	c.TLS.resolvePaths(dir)
 	c.resolveWebhookPaths(dir)
+	c.resolveAccessLogPath(dir)
 	return c, nil
 }
 

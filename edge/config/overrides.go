@@ -22,6 +22,7 @@ type Overrides struct {
 	SessionDuration                     int
 	QueueingMethod                      string
 	LogLevel, LogFormat                 string
+	AccessLog, AccessLogFormat          string
 	InsecureGossip                      bool
 	ShutdownTimeout, ReadyAloneAfter    time.Duration
 	// ForwardAuth and TrustedProxies are forward_auth's listen and
@@ -57,6 +58,8 @@ func (o *Overrides) Apply(c *Config) error {
 	str("cookie-key-file", &c.CookieKeyFile, o.CookieKeyFile)
 	str("data-dir", &c.DataDir, o.DataDir)
 	str("log-level", &c.LogLevel, o.LogLevel)
+	str("access-log", &c.AccessLog, o.AccessLog)
+	str("access-log-format", &c.AccessLogFormat, o.AccessLogFormat)
 	str("unrouted", &c.Unrouted, o.Unrouted)
 	if set("seed") {
 		c.Seeds = o.Seeds

@@ -56,6 +56,11 @@ const DefaultStaleAfter = Duration(90 * time.Second)
 //     or a non-loopback gossip address unless insecure_gossip is true
 //     (checked when the node starts, as the key may come from elsewhere).
 //   - log_level: debug, info (default), warn or error.
+//   - access_log: empty (the default: no access log), stdout, or a file's
+//     path, created or appended to and opened again on SIGHUP (for
+//     logrotate); Load resolves a relative path against the config file's
+//     directory. access_log_format: json (the default) or common; only
+//     with access_log.
 //   - origin: empty or an absolute http:// or https:// URL with a host and no
 //     fragment. Rooms without their own origin inherit it; every room must end
 //     up with one.
@@ -101,6 +106,12 @@ type Config struct {
 	LogLevel      string   `yaml:"log_level" json:"log_level"`           // debug, info (default), warn, error
 	OriginTimeout Duration `yaml:"origin_timeout" json:"origin_timeout"` // default 30s; written "30s"
 	Rooms         []Room   `yaml:"rooms" json:"rooms"`
+
+	// AccessLog is where the access log goes: one line per request with
+	// what became of it (edge/accesslog); a file's path or "stdout", off
+	// when empty. AccessLogFormat is json (default) or common.
+	AccessLog       string `yaml:"access_log" json:"access_log,omitempty"`
+	AccessLogFormat string `yaml:"access_log_format" json:"access_log_format,omitempty"`
 
 	// AdminTokenFile holds the bearer token the admin endpoint asks for. It
 	// is required when the admin listener is not on loopback; with it, every

@@ -86,6 +86,7 @@ func (c *Config) validate() []error {
 	c.validateForwardAuth(p)
 	c.validateTLS(p)
 	c.validateWebhooks(p)
+	c.validateAccessLog(p)
 	if !slices.Contains(logLevels, c.LogLevel) {
 		p.add("log_level", "%q must be one of %s", c.LogLevel, strings.Join(logLevels, ", "))
 	}

@@ -58,7 +58,7 @@ type Options struct {
 // comparisons (the proxies found installed add theirs), and about how long
 // the whole takes.
 func (o *Options) Plan() string {
-	comparisons := 4
+	comparisons := 5
 	if !o.NoProxies {
 		for _, p := range ExternalProxies {
 			if p.Find() != "" {
@@ -229,6 +229,11 @@ type Report struct {
 	AdmittedThroughput Comparison `json:"admitted_throughput"`
 	AdmittedP99        Comparison `json:"admitted_p99_added"`
 	QueuedThroughput   Comparison `json:"queued_throughput"`
+	// AccessLog is the admitted throughput of a node writing its access
+	// log against the same node without one, and AccessLogCPU their CPU
+	// per request: what the log costs.
+	AccessLog    Comparison `json:"access_log_admitted_throughput"`
+	AccessLogCPU Comparison `json:"access_log_cpu_per_request"`
 	// Rates are the open-loop rates of the latency comparison, per round.
 	Rates []float64 `json:"latency_rates"`
 	// CPU time of the process per request in the throughput runs
@@ -386,6 +391,8 @@ func newReport(o Options, env *Env) *Report {
 		AdmittedThroughput: Comparison{Name: "admitted throughput", Baseline: "plain proxy", Unit: "req/s"},
 		AdmittedP99:        Comparison{Name: "admitted p99, fixed rate", Baseline: "plain proxy", Unit: "ms", Difference: true},
 		QueuedThroughput:   Comparison{Name: "queued throughput", Baseline: "bare server", Unit: "req/s"},
+		AccessLog:          Comparison{Name: "admitted throughput, access log on", Baseline: "log off", Unit: "req/s"},
+		AccessLogCPU:       Comparison{Name: "CPU per admitted request, access log on", Baseline: "log off", Unit: "µs"},
 		AdmittedCPU:        Comparison{Name: "CPU per admitted request", Baseline: "plain proxy", Unit: "µs"},
 		QueuedCPU:          Comparison{Name: "CPU per queued response", Baseline: "bare server", Unit: "µs"},
 		ClosedP99:          Comparison{Name: "admitted p99, closed loop", Baseline: "plain proxy", Unit: "ms", Difference: true},
@@ -399,9 +406,11 @@ func (rep *Report) finish() {
 	rep.AdmittedThroughput.finish("≥ 0.95", func(v float64) bool { return v >= 0.95 })
 	rep.AdmittedP99.finish("≤ +0.2 ms", func(v float64) bool { return v <= 0.2 })
 	rep.QueuedThroughput.finish("≥ 0.90", func(v float64) bool { return v >= 0.9 })
+	// The access log may cost at most 5 % of the admitted throughput.
+	rep.AccessLog.finish("≥ 0.95", func(v float64) bool { return v >= 0.95 })
 	// CPU per request: the inverse ratio is what the throughput ratio would
 	// be on a machine where nothing else runs.
-	for _, c := range []*Comparison{&rep.AdmittedCPU, &rep.QueuedCPU} {
+	for _, c := range []*Comparison{&rep.AdmittedCPU, &rep.QueuedCPU, &rep.AccessLogCPU} {
 		c.finish("", func(float64) bool { return true })
 		if c.Value > 0 {
 			c.Inverse = 1 / c.Value
@@ -438,6 +447,8 @@ type benchRun struct {
 	proxyOpen, roomOpen     *side
 	proxySerial, roomSerial *side
 	bareQueued, roomQueued  *side
+	// loggedClosed is roomClosed's load on the node with the access log.
+	loggedClosed *side
 	// externals are the proxies operators run, when installed.
 	externals []*externalSides
 	env       *Env
@@ -453,6 +464,7 @@ func newBenchRun(ctx context.Context, o Options, env *Env) *benchRun {
 	b.proxyOpen, b.roomOpen = b.side(proxyURL, loadtest.Options{}), b.side(env.OpenURL, loadtest.Options{})
 	b.proxySerial, b.roomSerial = b.side(proxyURL, serial), b.side(env.OpenURL, serial)
 	b.bareQueued, b.roomQueued = b.side(env.BareURL, newVisitors), b.side(env.FullURL, newVisitors)
+	b.loggedClosed = b.side(env.LoggedURL, closed)
 	return b
 }
 
@@ -521,7 +533,7 @@ func (b *benchRun) compare(round int, base, room *side) (*tally, *tally, error) 
 func (b *benchRun) warmUp() error {
 	b.countErrors = false
 	defer func() { b.countErrors = true }()
-	sides := []*side{b.proxyClosed, b.roomClosed, b.bareQueued, b.roomQueued, b.proxySerial, b.roomSerial}
+	sides := []*side{b.proxyClosed, b.roomClosed, b.bareQueued, b.roomQueued, b.proxySerial, b.roomSerial, b.loggedClosed}
 	for _, e := range b.externals {
 		sides = append(sides, e.closed, e.page)
 		if e.authClosed != nil {
@@ -549,6 +561,15 @@ func (b *benchRun) round(round int) error {
 	rep.AdmittedThroughput.add(cb.perSecond(cb.admitted), cr.perSecond(cr.admitted))
 	rep.AdmittedCPU.add(cb.cpuPer(cb.admitted), cr.cpuPer(cr.admitted))
 	rep.ClosedP99.addDiff(cb.p99s, cr.p99s)
+
+	// The access log's cost: the same node, the same load, the log off
+	// and on, alternating within the round.
+	ob, on, err := b.compare(round, b.roomClosed, b.loggedClosed)
+	if err != nil {
+		return err
+	}
+	rep.AccessLog.add(ob.perSecond(ob.admitted), on.perSecond(on.admitted))
+	rep.AccessLogCPU.add(ob.cpuPer(ob.admitted), on.cpuPer(on.admitted))
 
 	rate := float64(int(cb.perSecond(cb.admitted) * b.o.LatencyLoad))
 	rep.Rates = append(rep.Rates, rate)
@@ -587,9 +608,10 @@ func (b *benchRun) round(round int) error {
 	rep.QueuedCPU.add(qb.cpuPer(qb.queued), qr.cpuPer(qr.queued))
 
 	if b.o.Progress != nil {
-		fmt.Fprintf(b.o.Progress, "round %d/%d: admitted %.0f vs %.0f req/s (× %.3f) | p99 at %.0f req/s %.3f vs %.3f ms (%+.3f) | one visitor p50 %.3f vs %.3f ms (%+.3f) | queued %.0f vs %.0f req/s (× %.3f)\n",
+		fmt.Fprintf(b.o.Progress, "round %d/%d: admitted %.0f vs %.0f req/s (× %.3f), access log on %.0f req/s (× %.3f) | p99 at %.0f req/s %.3f vs %.3f ms (%+.3f) | one visitor p50 %.3f vs %.3f ms (%+.3f) | queued %.0f vs %.0f req/s (× %.3f)\n",
 			round+1, b.o.Rounds,
 			cb.perSecond(cb.admitted), cr.perSecond(cr.admitted), ratio(cr.perSecond(cr.admitted), cb.perSecond(cb.admitted)),
+			on.perSecond(on.admitted), ratio(on.perSecond(on.admitted), ob.perSecond(ob.admitted)),
 			rate, median(lb.p99s), median(lr.p99s), pairedDiff(lb.p99s, lr.p99s),
 			median(sb.p50s), median(sr.p50s), pairedDiff(sb.p50s, sr.p50s),
 			qb.perSecond(qb.queued), qr.perSecond(qr.queued), ratio(qr.perSecond(qr.queued), qb.perSecond(qb.queued)))
@@ -682,6 +704,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	row(rep.AdmittedThroughput)
 	row(rep.AdmittedP99)
 	row(rep.QueuedThroughput)
+	row(rep.AccessLog)
 	mem := rep.Memory
 	verdict := "ok"
 	if !mem.OK {
@@ -690,6 +713,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "memory per %d waiting\t\t\t%s, then %s\theap growth\t%s\t%s\n", mem.Visitors, bytesStr(mem.GrowthFirst), bytesStr(mem.GrowthSecond), mem.Goal, verdict)
 	row(rep.AdmittedCPU)
 	row(rep.QueuedCPU)
+	row(rep.AccessLogCPU)
 	row(rep.ClosedP99)
 	row(rep.SerialP50)
 	row(rep.SerialP99)

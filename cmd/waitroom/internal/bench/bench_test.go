@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // TestBenchSmoke runs the whole bench, very short: every server answers,
@@ -23,7 +25,7 @@ func TestBenchSmoke(t *testing.T) {
 	if rep.Errors != 0 {
 		t.Errorf("%d errors", rep.Errors)
 	}
-	for _, c := range []Comparison{rep.AdmittedThroughput, rep.AdmittedP99, rep.QueuedThroughput, rep.SerialP50} {
+	for _, c := range []Comparison{rep.AdmittedThroughput, rep.AdmittedP99, rep.QueuedThroughput, rep.SerialP50, rep.AccessLog, rep.AccessLogCPU} {
 		if len(c.Base) != 1 || len(c.Room) != 1 || c.Base[0] <= 0 || c.Room[0] <= 0 {
 			t.Errorf("%s: base %v waitroom %v", c.Name, c.Base, c.Room)
 		}
@@ -43,7 +45,7 @@ func TestBenchSmoke(t *testing.T) {
 	if err := rep.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"admitted throughput", "queued throughput", "memory per 300 waiting", "machine:"} {
+	for _, want := range []string{"admitted throughput", "queued throughput", "admitted throughput, access log on", "memory per 300 waiting", "machine:"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
@@ -87,6 +89,17 @@ func TestEnvQueuePage(t *testing.T) {
 	if open.Status != 200 || !bytes.Equal(open.Body, OriginBody) || open.Header.Get("Set-Cookie") == "" {
 		t.Errorf("open room: %d %q", open.Status, open.Body)
 	}
+	logged, err := capture(context.Background(), env.LoggedURL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logged.Status != open.Status || !bytes.Equal(logged.Body, open.Body) {
+		t.Errorf("the node with the access log answers otherwise: %d %q", logged.Status, logged.Body)
+	}
+	testkit.Eventually(t, testkit.Wait{What: "the admission's line in the access log", Timeout: 5 * time.Second}, func() bool {
+		b, _ := os.ReadFile(env.AccessLogPath)
+		return bytes.Contains(b, []byte(`"outcome":"admitted"`))
+	})
 }
 
 // TestSoakMechanics runs the steady-memory check for a few seconds: it
@@ -161,10 +174,10 @@ func TestPlan(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"three rounds of the four comparisons without proxies", Options{Rounds: 3, Duration: 5 * time.Second, NoProxies: true},
-			"waitroom bench: 3 rounds of 4 comparisons, 5s per side each, then the memory steps (about 2m21s)"},
+		{"three rounds of the five comparisons without proxies", Options{Rounds: 3, Duration: 5 * time.Second, NoProxies: true},
+			"waitroom bench: 3 rounds of 5 comparisons, 5s per side each, then the memory steps (about 2m51s)"},
 		{"no rounds asked for is one", Options{Duration: 2 * time.Second, NoProxies: true},
-			"waitroom bench: 1 rounds of 4 comparisons, 2s per side each, then the memory steps (about 37s)"},
+			"waitroom bench: 1 rounds of 5 comparisons, 2s per side each, then the memory steps (about 41s)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

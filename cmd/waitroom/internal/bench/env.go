@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +42,13 @@ type Env struct {
 	// ForwardAuthAddr is the node's forward-auth endpoint (host:port), for
 	// a proxy in front that asks it about every request.
 	ForwardAuthAddr string
+	// LoggedURL is room "open" on a second node, the same but for its
+	// access log, which it writes to a file (AccessLogPath): the admitted
+	// path with the access log on, beside OpenURL's with it off.
+	LoggedURL     string
+	AccessLogPath string
+	// Logged is that node, which opens Keys' cookies too.
+	Logged *agent.Agent
 
 	Node *agent.Agent
 	// Proxy and Bare are the plain proxy's and the bare server's handlers.
@@ -51,6 +60,8 @@ type Env struct {
 
 	origin  *edgetest.Origin
 	ring    *edgetest.Cluster
+	logged  *edgetest.Cluster
+	logDir  string
 	servers []*http.Server
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -76,6 +87,9 @@ func StartEnv(ctx context.Context) (_ *Env, err error) {
 		return nil, err
 	}
 	if err := e.startNode(); err != nil {
+		return nil, err
+	}
+	if err := e.startLoggedNode(); err != nil {
 		return nil, err
 	}
 	if err := e.startBare(ctx); err != nil {
@@ -124,27 +138,42 @@ func PlainProxy(target *url.URL) *httputil.ReverseProxy {
 	}
 }
 
-// startNode starts the waitroom node, with a cookie key of its own, in
-// front of the origin: room "open" admits everyone, room "full" admits one.
-func (e *Env) startNode() (err error) {
-	if e.ring, err = edgetest.OpenCluster(edgetest.ClusterOptions{
-		Rooms: []config.Room{
-			{Name: "open", Path: "/open", TotalActiveUsers: config.MaxTotalActiveUsers, NewUsersPerMinute: config.MaxTotalActiveUsers},
-			{Name: "full", Path: "/full", TotalActiveUsers: 1, NewUsersPerMinute: 1, CookieSuffix: "full"},
-		},
+// openRoom admits everyone: its limits are out of reach.
+var openRoom = config.Room{Name: "open", Path: "/open", TotalActiveUsers: config.MaxTotalActiveUsers, NewUsersPerMinute: config.MaxTotalActiveUsers}
+
+// startRing starts a ring of one node named name, on the wall clock and
+// serving, in front of the origin, with rooms and its config edited by
+// edit besides the bench's quiet log.
+func (e *Env) startRing(name string, rooms []config.Room, edit func(*config.Config)) (*edgetest.Cluster, error) {
+	ring, err := edgetest.OpenCluster(edgetest.ClusterOptions{
+		Rooms:     rooms,
 		WallClock: true,
 		Serve:     true,
 		Origin:    e.origin,
-		Name:      func(int) string { return "bench" },
+		Name:      func(int) string { return name },
+	})
+	if err != nil {
+		return nil, err
+	}
+	ring.Edit = func(_ *edgetest.Node, cfg *config.Config) {
+		cfg.LogLevel = "error"
+		edit(cfg)
+	}
+	if err := ring.Grow(1); err != nil {
+		_ = ring.Close()
+		return nil, fmt.Errorf("waitroom node %s: %w", name, err)
+	}
+	return ring, nil
+}
+
+// startNode starts the waitroom node, with a cookie key of its own, in
+// front of the origin: room "open" admits everyone, room "full" admits one.
+func (e *Env) startNode() (err error) {
+	full := config.Room{Name: "full", Path: "/full", TotalActiveUsers: 1, NewUsersPerMinute: 1, CookieSuffix: "full"}
+	if e.ring, err = e.startRing("bench", []config.Room{openRoom, full}, func(cfg *config.Config) {
+		cfg.ForwardAuth = config.ForwardAuthConfig{Listen: "127.0.0.1:0"}
 	}); err != nil {
 		return err
-	}
-	e.ring.Edit = func(_ *edgetest.Node, cfg *config.Config) {
-		cfg.LogLevel = "error"
-		cfg.ForwardAuth = config.ForwardAuthConfig{Listen: "127.0.0.1:0"}
-	}
-	if err := e.ring.Grow(1); err != nil {
-		return fmt.Errorf("waitroom node: %w", err)
 	}
 	if e.Keys, err = agent.LoadCookieKeys(e.ring.KeyFile); err != nil {
 		return err
@@ -154,6 +183,28 @@ func (e *Env) startNode() (err error) {
 	e.OpenURL = "http://" + node.PublicAddr() + "/open/"
 	e.FullURL = "http://" + node.PublicAddr() + "/full/"
 	e.ForwardAuthAddr = node.ForwardAuthAddr()
+	return nil
+}
+
+// startLoggedNode starts a second node, a ring of its own, with room
+// "open" as the first node has it and its access log on, written to a file
+// in a temporary directory as an operator's would be (a JSON line per
+// request, the default format).
+func (e *Env) startLoggedNode() (err error) {
+	if e.logDir, err = os.MkdirTemp("", "waitroom-bench-accesslog-"); err != nil {
+		return err
+	}
+	e.AccessLogPath = filepath.Join(e.logDir, "access.log")
+	if e.logged, err = e.startRing("bench-logged", []config.Room{openRoom}, func(cfg *config.Config) {
+		cfg.AccessLog = e.AccessLogPath
+		// The first node's cookie keys: a visitor admitted by one is
+		// admitted by the other, so that the two compare the same path.
+		cfg.CookieKeyFile = e.ring.KeyFile
+	}); err != nil {
+		return err
+	}
+	e.Logged = e.logged.Nodes[0].Server
+	e.LoggedURL = "http://" + e.Logged.PublicAddr() + "/open/"
 	return nil
 }
 
@@ -280,6 +331,12 @@ func (e *Env) Close() {
 	e.wg.Wait()
 	if e.ring != nil {
 		_ = e.ring.Close()
+	}
+	if e.logged != nil {
+		_ = e.logged.Close()
+	}
+	if e.logDir != "" {
+		_ = os.RemoveAll(e.logDir)
 	}
 	if e.origin != nil {
 		e.origin.Close()

@@ -110,6 +110,7 @@ func BenchmarkHandler(b *testing.B) {
 		{"plain proxy, buffer pool", "/open/", "", variant(0, edge.NewCopyBufferPool()), 200, false, false, false},
 		{"admitted", "/open/", admitted, env.Node, 200, false, false, false},
 		{"admitted, cookie kept", "/open/", admitted, env.Node, 200, false, true, false},
+		{"admitted, cookie kept, access log on", "/open/", admitted, env.Logged, 200, false, true, false},
 		{"forward-auth admitted, cookie kept", "/nginx/auth", admitted, env.Node.ForwardAuthHandler(), 200, false, true, true},
 		{"bare queue page", "/full/", "", env.Bare, 200, true, false, false},
 		{"queued new visitor", "/full/", "", env.Node, 200, true, false, false},

@@ -3,6 +3,8 @@
 // front of the test origin serving a small site, a crowd of synthetic
 // visitors who keep their cookies and follow the queue page's refresh (the
 // visitor's side in edge/crowd), and the merged state printed every second.
+// Each node writes its access log to a file of its own, where one visitor
+// can be followed from its first page to the origin, from node to node.
 package demo
 
 import (
@@ -12,6 +14,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +40,12 @@ type Options struct {
 	Duration          time.Duration // 0: until ctx is done
 	QueueingMethod    string
 	LogLevel          string
+	// AccessLogDir is where each node writes its access log
+	// (NODE.access.log); a new temporary directory when empty.
+	AccessLogDir string
+	// Rush is the time over which the crowd's visitors first arrive
+	// (default 90 s: a rush well above the room's limits).
+	Rush time.Duration
 }
 
 // Run runs, in this process, a ring of nodes on loopback in front of a
@@ -49,6 +59,13 @@ func Run(ctx context.Context, o Options, out io.Writer, log zerolog.Logger) erro
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
+	}
+	if o.AccessLogDir == "" {
+		dir, err := os.MkdirTemp("", "waitroom-demo-")
+		if err != nil {
+			return fmt.Errorf("demo access logs: %w", err)
+		}
+		o.AccessLogDir = dir
 	}
 	site := &demoSite{seen: map[string]time.Time{}}
 	origin, err := edgetest.StartOrigin(edgetest.Unrecorded(), edgetest.Serving(site))
@@ -68,7 +85,7 @@ func Run(ctx context.Context, o Options, out io.Writer, log zerolog.Logger) erro
 	nodes := ring.Servers()
 	writeIntro(out, o, nodes, origin.URL)
 
-	c := newCrowd(urls(ring), o.Visitors)
+	c := newCrowd(urls(ring), o.Visitors, o.Rush)
 	crowdCtx, stopCrowd := context.WithCancel(ctx)
 	defer stopCrowd()
 	go c.run(crowdCtx)
@@ -114,12 +131,18 @@ func startRing(o Options, origin *edgetest.Origin, log zerolog.Logger) (*edgetes
 		if n == ring.Nodes[0] {
 			cfg.Listen = o.Listen
 		}
+		cfg.AccessLog = AccessLogPath(o.AccessLogDir, n.Name)
 	}
 	if err := ring.Grow(o.Nodes); err != nil {
 		_ = ring.Close()
 		return nil, fmt.Errorf("demo ring (is %s free?): %w", o.Listen, err)
 	}
 	return ring, nil
+}
+
+// AccessLogPath is where node name writes its access log in dir.
+func AccessLogPath(dir, name string) string {
+	return filepath.Join(dir, name+".access.log")
 }
 
 // urls are the nodes' public addresses, where the crowd goes.
@@ -148,7 +171,11 @@ func writeIntro(out io.Writer, o Options, nodes []*agent.Agent, originURL string
 	fmt.Fprintf(out, "waitroom demo: %d nodes in front of %s\n", len(nodes), originURL)
 	fmt.Fprintf(out, "room \"demo\": total_active_users %d, new_users_per_minute %d, session_duration 1 min, %s\n", o.TotalActiveUsers, o.NewUsersPerMinute, o.QueueingMethod)
 	fmt.Fprintf(out, "join the queue yourself: open %s in a browser\n", "http://"+nodes[0].PublicAddr()+"/")
-	fmt.Fprintf(out, "admin of the first node: http://%s/state  (or: waitroom state --addr %s)\n\n", nodes[0].AdminAddr(), nodes[0].AdminAddr())
+	fmt.Fprintf(out, "admin of the first node: http://%s/state  (or: waitroom state --addr %s)\n", nodes[0].AdminAddr(), nodes[0].AdminAddr())
+	fmt.Fprintf(out, "access logs, one per node: %s\n", AccessLogPath(o.AccessLogDir, "*"))
+	fmt.Fprintf(out, "follow one visitor through the ring: take the \"visitor\" of any line, then\n")
+	fmt.Fprintf(out, "  grep -h '\"visitor\":\"ID\"' %s | sort\n", AccessLogPath(o.AccessLogDir, "*"))
+	fmt.Fprintf(out, "  (its first page and check-ins on the node it came to, then its pages on whichever node served them)\n\n")
 }
 
 func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*agent.Agent, c *demoCrowd, site *demoSite) {
@@ -220,21 +247,24 @@ func (s *demoSite) activeSessions(d time.Duration) int {
 type demoCrowd struct {
 	urls                    []string
 	visitors                int
+	rush                    time.Duration
 	waiting, browsing, done atomic.Int64
 	next                    atomic.Int64
 }
 
-func newCrowd(urls []string, visitors int) *demoCrowd {
-	return &demoCrowd{urls: urls, visitors: visitors}
+func newCrowd(urls []string, visitors int, rush time.Duration) *demoCrowd {
+	if rush <= 0 {
+		rush = 90 * time.Second
+	}
+	return &demoCrowd{urls: urls, visitors: visitors, rush: rush}
 }
 
 func (c *demoCrowd) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	// Arrivals spread over the first ninety seconds: a rush well above the
-	// room's limits.
+	// Arrivals spread over the rush: well above the room's limits.
 	for i := 0; i < c.visitors; i++ {
-		delay := time.Duration(rand.Int64N(int64(90 * time.Second)))
+		delay := time.Duration(rand.Int64N(int64(c.rush)))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -252,9 +282,10 @@ func (c *demoCrowd) run(ctx context.Context) {
 	}
 }
 
-// visit is one visitor's whole stay: queue (following the queue page's
-// Refresh as a browser does, and pressing reload five seconds after an
-// error), browse, leave.
+// visit is one visitor's whole stay: queue at one node (following the
+// queue page's Refresh as a browser does, and pressing reload five seconds
+// after an error), browse, each page from any node as DNS round robin would
+// send it, leave.
 func (c *demoCrowd) visit(ctx context.Context) {
 	url := c.urls[rand.IntN(len(c.urls))]
 	id := strconv.FormatInt(c.next.Add(1), 10)
@@ -274,7 +305,7 @@ func (c *demoCrowd) visit(ctx context.Context) {
 		if !crowd.Sleep(ctx, 5*time.Second+time.Duration(rand.Int64N(int64(5*time.Second)))) {
 			return
 		}
-		if a := v.Get(ctx, url); a.Err != nil && ctx.Err() != nil {
+		if a := v.Get(ctx, c.urls[rand.IntN(len(c.urls))]); a.Err != nil && ctx.Err() != nil {
 			return
 		}
 	}

@@ -1,0 +1,164 @@
+package edge
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom/edge/accesslog"
+	"github.com/waitroom/waitroom/edge/config"
+)
+
+// The access log (access_log): one line per request the node answers, with
+// what the request path decided for it. The request path's part is small
+// and in one place: ServeHTTP and the forward-auth endpoint begin a line
+// (beginAccess) and hand it to the log when the answer is written
+// (endAccess), and each step that decides a request names its outcome
+// (decided), where it counts it in the metrics. Formatting and writing are
+// the log's writer goroutine's (package accesslog): a request never waits
+// for the disk.
+
+// accessWriter is a request's ResponseWriter while the access log is on:
+// it counts what the answer's status and size are and carries the line the
+// request path fills in.
+type accessWriter struct {
+	http.ResponseWriter
+	e accesslog.Entry
+}
+
+func (a *accessWriter) WriteHeader(code int) {
+	if a.e.Status == 0 && code >= 200 {
+		a.e.Status = code
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *accessWriter) Write(b []byte) (int, error) {
+	if a.e.Status == 0 {
+		a.e.Status = http.StatusOK
+	}
+	n, err := a.ResponseWriter.Write(b)
+	a.e.Bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController (the reverse proxy's flushes and a
+// WebSocket's hijack) reach the connection's writer.
+func (a *accessWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// Flush passes a flush on (the reverse proxy flushes the origin's answer
+// as it comes).
+func (a *accessWriter) Flush() {
+	if f, ok := a.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
+	_ = http.NewResponseController(a.ResponseWriter).Flush()
+}
+
+// accessWriters are reused from request to request: the log costs the
+// request path no allocation.
+var accessWriters = sync.Pool{New: func() any { return new(accessWriter) }}
+
+// openAccessLog opens the access log cfg names, if any, with its metrics:
+// lines dropped because the buffer was full, and lines lost because the
+// file could not be written.
+func (s *Server) openAccessLog(cfg *config.Config) error {
+	if cfg.AccessLog == "" {
+		return nil
+	}
+	format, err := accesslog.ParseFormat(cfg.AccessLogFormat)
+	if err != nil {
+		return fmt.Errorf("access_log_format: %w", err)
+	}
+	l, err := accesslog.Open(cfg.AccessLog, accesslog.Options{
+		Format: format,
+		// Every node of a ring seals with the same cookie key, so a
+		// visitor has the same id in every node's log.
+		VisitorKey: s.keys.Derive("waitroom access log visitor"),
+		OnPanic:    func(p any, stack []byte) { s.panicked("access_log", "", p, stack, true) },
+	})
+	if err != nil {
+		return fmt.Errorf("access_log %q: %w", cfg.AccessLog, err)
+	}
+	s.access = l
+	s.metrics.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "access_log_dropped_total",
+			Help: "Access log lines dropped because the writer had fallen behind (its buffer was full): the requests were answered, their lines not written.",
+		}, func() float64 { return float64(l.Dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "access_log_failed_total",
+			Help: "Access log lines lost because writing them failed (a full disk, a file that could not be opened again after SIGHUP).",
+		}, func() float64 { return float64(l.Failed()) }),
+	)
+	return nil
+}
+
+// closeAccessLog writes the access log's buffered lines and closes it.
+func (s *Server) closeAccessLog() {
+	if s.access != nil {
+		_ = s.access.Close()
+	}
+}
+
+// ReopenAccessLog opens the access log's file again, after logrotate has
+// moved it away (edge/agent calls it on SIGHUP). Without an access log it
+// does nothing.
+func (s *Server) ReopenAccessLog() error {
+	if s.access == nil {
+		return nil
+	}
+	return s.access.Reopen()
+}
+
+// beginAccess starts the line of a request: what it asked for, from whom
+// (clientIP, the one reading of a request's client address) and when.
+func (s *Server) beginAccess(w http.ResponseWriter, r *http.Request) *accessWriter {
+	a := accessWriters.Get().(*accessWriter)
+	a.ResponseWriter = w
+	a.e = accesslog.Entry{
+		Time: s.clock(), Node: s.cfg.Node, Client: clientIP(r),
+		// The path alone: a query may carry a code or a token.
+		Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), Proto: r.Proto,
+	}
+	return a
+}
+
+// endAccess hands a request's line to the log once it is answered; the
+// request path is done with a then.
+func (s *Server) endAccess(a *accessWriter) {
+	a.e.Duration = s.clock().Sub(a.e.Time)
+	if a.e.Status == 0 {
+		// Nothing written: net/http answers 200 with no body.
+		a.e.Status = http.StatusOK
+	}
+	s.access.Write(&a.e)
+	*a = accessWriter{}
+	accessWriters.Put(a)
+}
+
+// decided names the outcome of the request w answers, in room rm (nil for
+// none) for visitor (a token's id, 0 for none), for its access-log line.
+// It does nothing while the access log is off.
+func decided(w http.ResponseWriter, rm *room, o accesslog.Outcome, visitor uint64) {
+	if a, ok := w.(*accessWriter); ok {
+		a.e.Outcome, a.e.Visitor = o, visitor
+		if rm != nil {
+			a.e.Room = rm.name
+		}
+	}
+}
+
+// decided names the request's outcome for its access-log line.
+func (rq *request) decided(o accesslog.Outcome) { decided(rq.w, rq.rm, o, rq.tok.ID) }
+
+// placed records a waiting visitor's arrival bucket and its place in line
+// as its page shows them, for its access-log line.
+func placed(w http.ResponseWriter, bucket int64, v *pageVars) {
+	if a, ok := w.(*accessWriter); ok {
+		a.e.Bucket, a.e.Position, a.e.PositionKnown = bucket, v.Position, v.PositionKnown
+	}
+}

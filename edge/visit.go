@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
@@ -288,7 +287,7 @@ again:
 		s.metrics.priority().admissions.WithLabelValues(rm.name, d.Group.Name, way).Inc()
 	}
 	var incs [12]crdt.Inc
-	add, after := d.Count(incs[:0], a, a.view.pol, rm.name, rand.Float64)
+	add, after := d.Count(incs[:0], a, a.view.pol, rm.name, s.jitter)
 	if len(add) > 0 {
 		s.node.Add(add...)
 	}
@@ -380,7 +379,7 @@ func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, verdi
 		rm.m.challenged.Inc()
 	}
 	var incs [8]crdt.Inc
-	add, after := policy.Count(incs[:0], a.view.pol, rm.name, rq.before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Verdict: verdict, Refresh: policy.JitteredRefresh(rand.Float64()), At: nowSec})
+	add, after := policy.Count(incs[:0], a.view.pol, rm.name, rq.before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Verdict: verdict, Refresh: policy.JitteredRefresh(s.jitter()), At: nowSec})
 	s.record(rm, add)
 	if !fresh {
 		sh.put(tok.ID, after, nowSec)

@@ -488,10 +488,14 @@ func (s *Server) route(r *http.Request) *room {
 	}
 	host := r.Host
 	hostNoPort := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		hostNoPort = h
-		if strings.HasPrefix(host, "[") {
-			hostNoPort = "[" + h + "]"
+	// Most Hosts name no port: asking SplitHostPort about them would cost
+	// an error value for every request.
+	if strings.IndexByte(host, ':') >= 0 {
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			hostNoPort = h
+			if strings.HasPrefix(host, "[") {
+				hostNoPort = "[" + h + "]"
+			}
 		}
 	}
 	routes := s.table.Load().routes

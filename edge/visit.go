@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom/cookie"
@@ -286,11 +287,12 @@ again:
 		}
 		s.metrics.priority().admissions.WithLabelValues(rm.name, d.Group.Name, way).Inc()
 	}
-	var incs [12]crdt.Inc
+	incs := incsPool.Get().(*[maxIncs]crdt.Inc)
 	add, after := d.Count(incs[:0], a, a.view.pol, rm.name, s.jitter)
 	if len(add) > 0 {
 		s.node.Add(add...)
 	}
+	incsPool.Put(incs)
 	rm.mu.RUnlock()
 	if d.Outcome != policy.Bypass && (!rq.fresh || after.Counted != 0) {
 		// A first request counted nowhere (queued or turned away) keeps
@@ -301,6 +303,16 @@ again:
 	setCounting(&rq.tok, after)
 	s.answer(rq, a, d.Outcome)
 }
+
+// incsPool holds the buffers a queued request's counter increments are
+// written in (policy.Count appends to the one it is given): the compiler
+// cannot tell that policy.Count keeps none, so a buffer on the stack would
+// be moved to the heap for every request. gossip.Node.Add copies what it
+// is given, so a buffer goes back once added.
+var incsPool = sync.Pool{New: func() any { return new([maxIncs]crdt.Inc) }}
+
+// maxIncs is room for the increments of one request's step.
+const maxIncs = 12
 
 // arrive dates a new visitor's token by its request's time: its arrival
 // bucket and when in the minute it came (policy.NewCounting).
@@ -378,7 +390,8 @@ func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, verdi
 	} else {
 		rm.m.challenged.Inc()
 	}
-	var incs [8]crdt.Inc
+	incs := incsPool.Get().(*[maxIncs]crdt.Inc)
+	defer incsPool.Put(incs)
 	add, after := policy.Count(incs[:0], a.view.pol, rm.name, rq.before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Verdict: verdict, Refresh: policy.JitteredRefresh(s.jitter()), At: nowSec})
 	s.record(rm, add)
 	if !fresh {

@@ -27,6 +27,10 @@ type visit struct {
 	// tok, so that the cookie need not be sealed again ("" otherwise; see
 	// sameCookie).
 	sealed string
+	// session: the visitor came with a session's cookie and goes on within
+	// that session; nothing but its cookie decided the request (see
+	// forwardAuth.admit, which lets the proxy keep such an answer).
+	session bool
 }
 
 type visitKey struct{}
@@ -464,7 +468,7 @@ func cookieErrorReason(err error) string {
 // life would be told that cookies are required.
 func (s *Server) proxyVisit(rq *request, v *view) {
 	w, r := rq.w, rq.r
-	vis := &visit{rm: rq.rm, v: v, tok: rq.tok, https: rq.https, sealed: rq.sameCookie()}
+	vis := &visit{rm: rq.rm, v: v, tok: rq.tok, https: rq.https, sealed: rq.sameCookie(), session: !rq.fresh && rq.sent.Admitted()}
 	if rq.marked && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		h := w.Header()
 		s.setCookie(h, vis, s.ringNow().Unix())

@@ -273,6 +273,7 @@ func nginxConf(dir, origin, forwardAuth string, ports []int, page CapturedPage) 
 		"    server 127.0.0.1:9091;\n", "    server "+forwardAuth+";\n",
 		"    server 127.0.0.1:8000;\n", "    server "+origin+";\n",
 		"listen 80;", fmt.Sprintf("listen 127.0.0.1:%d;", ports[2]),
+		NginxAuthCachePath, filepath.Join(dir, "auth-cache"),
 	).Replace(NginxForwardAuthConf)
 	return fmt.Sprintf(`daemon off;
 master_process off;

@@ -296,10 +296,12 @@ func (f *forwardAuth) admit(s *Server, w http.ResponseWriter, r *http.Request, v
 // visitor within its session go on, for requests with the same cookie (see
 // forwardAuth.admit): while it does, the node does not see those requests.
 // It bounds what keeping the answer delays: a revocation or the emergency
-// stop takes hold at the proxy at most this much later, and a session's
-// renewal and last check-in follow the visitor's requests at most this much
-// behind (a session lasts minutes). Counting is unchanged: a session
-// counts once, by its cookie, however many requests it makes.
+// stop takes hold at the proxy at most this much later (a second more at
+// nginx, which counts whole seconds), and a session's renewal and last
+// check-in follow the visitor's requests as far behind (a session lasts
+// minutes). A session within this of its end is not marked. Counting is
+// unchanged: a session counts once, by its cookie, however many requests
+// it makes.
 const AdmittedCacheLife = 2 * time.Second
 
 var admittedCacheControl = fmt.Sprintf("max-age=%d", int(AdmittedCacheLife/time.Second))

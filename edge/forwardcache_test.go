@@ -100,3 +100,64 @@ func TestNginxKeepsASessionsAnswerWithinItsBounds(t *testing.T) {
 		t.Log(last)
 	})
 }
+
+// TestForwardAuthMarksOnlyASessionsAnswerKeepable holds which answers a
+// proxy may keep (Cache-Control: max-age, Vary: Cookie): a visitor's within
+// its session, and nothing else, above all not a new admission, which a
+// proxy would otherwise give the next cookieless visitor.
+func TestForwardAuthMarksOnlyASessionsAnswerKeepable(t *testing.T) {
+	keepable := fmt.Sprintf("max-age=%d", int(edge.AdmittedCacheLife/time.Second))
+	tests := []struct {
+		name string
+		// visit brings a visitor to the answer that is looked at.
+		visit func(f *fixture, send sendFn, v *visitor) *http.Response
+		want  string
+	}{
+		{"a new visitor's admission is asked for every time", func(_ *fixture, send sendFn, v *visitor) *http.Response {
+			return send(v, "http://shop.test/")
+		}, "no-store"},
+		{"a visitor within its session may be kept by its cookie", func(_ *fixture, send sendFn, v *visitor) *http.Response {
+			send(v, "http://shop.test/")
+			return send(v, "http://shop.test/")
+		}, keepable},
+		{"a visitor within its session a second later may be kept too", func(f *fixture, send sendFn, v *visitor) *http.Response {
+			send(v, "http://shop.test/")
+			f.Clock.Advance(time.Second)
+			return send(v, "http://shop.test/")
+		}, keepable},
+		{"a bypassed request is asked for every time", func(_ *fixture, send sendFn, v *visitor) *http.Response {
+			send(v, "http://shop.test/")
+			return send(v, "http://shop.test/static/app.css")
+		}, "no-store"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := room("shop", 10, 10)
+			rc.Bypass = []config.BypassRule{{PathPrefix: "/static/"}}
+			f := newFixtureWith(t, forwardOn, rc)
+			resp := tt.visit(f, askedVia(f.Server.ForwardAuthHandler(), "/nginx/auth"), newVisitor())
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d, want 200", resp.StatusCode)
+			}
+			if got := resp.Header.Get("Cache-Control"); got != tt.want {
+				t.Errorf("Cache-Control %q, want %q", got, tt.want)
+			}
+			if keep := tt.want == keepable; keep != (resp.Header.Get("Vary") == "Cookie") {
+				t.Errorf("Vary %q with Cache-Control %q", resp.Header.Get("Vary"), tt.want)
+			}
+		})
+	}
+	t.Run("a session about to end is asked for every time", func(t *testing.T) {
+		rc := room("shop", 10, 10)
+		rc.SessionDuration = 1
+		rc.DisableSessionRenewal = true
+		f := newFixtureWith(t, forwardOn, rc)
+		send, v := askedVia(f.Server.ForwardAuthHandler(), "/nginx/auth"), newVisitor()
+		send(v, "http://shop.test/")
+		f.Clock.Advance(time.Minute - edge.AdmittedCacheLife + time.Second)
+		resp := send(v, "http://shop.test/")
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("status %d, Cache-Control %q; want 200, no-store", resp.StatusCode, resp.Header.Get("Cache-Control"))
+		}
+	})
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ func newBench() *cobra.Command {
 		soak        time.Duration
 		soakRate    float64
 		withProxies bool
+		markdown    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -96,6 +99,9 @@ on growth.`,
 			if asJSON {
 				return writeJSON(out, rep)
 			}
+			if markdown {
+				return rep.WriteMarkdown(out, commandLine())
+			}
 			return rep.WriteText(out)
 		},
 	}
@@ -107,9 +113,16 @@ on growth.`,
 	f.IntVar(&o.Concurrency, "concurrency", 16, "closed-loop visitors")
 	f.IntVar(&o.Visitors, "visitors", 10_000, "new waiting visitors per step of the memory measurement")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&markdown, "markdown", false, "print the README's performance table (against nginx and Caddy) instead of the report")
 	f.BoolVar(&withProxies, "proxies", true, "compare also with nginx, HAProxy and Caddy where installed")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole bench (generator included) to this file")
 	f.DurationVar(&soak, "soak", 0, "run the steady-memory check for this long instead (e.g. 5m)")
 	f.Float64Var(&soakRate, "soak-rate", 500, "requests per second of each main stream during --soak")
 	return cmd
+}
+
+// commandLine is the command as it was given, for the report to say how
+// it was made.
+func commandLine() string {
+	return strings.Join(append([]string{"waitroom"}, os.Args[1:]...), " ")
 }

@@ -432,6 +432,10 @@ func writeFilled(w http.ResponseWriter, status int, page []byte, u string) {
 type pageCache struct {
 	mu sync.RWMutex
 	m  map[pageKey][]byte
+	// last is the page rendered last, looked at before the map: in a
+	// flood every new visitor of a second gets the same page, and
+	// comparing its variables costs less than hashing them.
+	last atomic.Pointer[pageEntry]
 }
 
 type pageKey struct {
@@ -439,8 +443,16 @@ type pageKey struct {
 	v pageVars
 }
 
+type pageEntry struct {
+	k pageKey
+	b []byte
+}
+
 func (c *pageCache) get(t *mustache.Template, v pageVars, render func() []byte) []byte {
 	k := pageKey{t, v}
+	if e := c.last.Load(); e != nil && e.k == k {
+		return e.b
+	}
 	c.mu.RLock()
 	b, ok := c.m[k]
 	c.mu.RUnlock()
@@ -454,6 +466,7 @@ func (c *pageCache) get(t *mustache.Template, v pageVars, render func() []byte) 
 	}
 	c.m[k] = b
 	c.mu.Unlock()
+	c.last.Store(&pageEntry{k, b})
 	return b
 }
 

@@ -73,11 +73,7 @@ func BenchmarkDecision(b *testing.B) {
 // server's own cost, without the HTTP server and the client. Admitted and
 // plain-proxy requests go to the origin over loopback.
 func BenchmarkHandler(b *testing.B) {
-	env, err := bench.StartEnv(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Close()
+	env := startEnv(b)
 	now := time.Now()
 	m := now.Unix() / 60
 	admitted := "__waitroom=" + env.Keys.Seal("open", cookie.Token{Bucket: m, AcceptedAt: now.Unix(), LastCheckIn: now.Unix(), CountedMinute: m, ExpiresAt: now.Unix() + 3600, ID: 7})
@@ -151,11 +147,7 @@ func BenchmarkHandler(b *testing.B) {
 // that ns/op and allocs/op are the handler's own (BenchmarkHandler's
 // recorder adds its own 7 or 8 allocations).
 func BenchmarkQueuedHandler(b *testing.B) {
-	env, err := bench.StartEnv(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Close()
+	env := startEnv(b)
 	now := time.Now()
 	m := now.Unix() / 60
 	due := "__waitroom_full=" + env.Keys.Seal("full", cookie.Token{Bucket: m, LastCheckIn: now.Unix() - 25, RefreshInterval: 20, CountedMinute: m, ExpiresAt: now.Unix() + 300, ID: 9})
@@ -203,4 +195,14 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	w.n += len(p)
 	return len(p), nil
+}
+
+// startEnv starts the bench's world for a benchmark, until it ends.
+func startEnv(b *testing.B) *bench.Env {
+	env, err := bench.StartEnv(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(env.Close)
+	return env
 }

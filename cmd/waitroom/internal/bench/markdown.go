@@ -51,6 +51,12 @@ func (rep *Report) WriteMarkdown(w io.Writer, command string) error {
 		command, hostOf(m), m.NumCPU, m.CPUModel, m.GoVersion, m.GOMAXPROCS, loads(rep.Load), rep.Rounds, rep.Started.Format("2006-01-02 15:04"))
 	fmt.Fprintf(w, "Each figure is the range over the rounds; the sides of a comparison alternate every %s for %s each per round, %d cookie-keeping visitors, a %d-byte origin page.\n\n",
 		rep.Slice, rep.Duration, rep.Concurrency, rep.OriginSize)
+	fmt.Fprintln(w, "| in this process | baseline | waitroom / baseline | goal |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- |")
+	for _, c := range []*Comparison{&rep.AdmittedThroughput, &rep.QueuedThroughput, &rep.AdmittedCPU, &rep.QueuedCPU} {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.Name, c.Baseline, ratios(c.PerRound), verdict(c))
+	}
+	fmt.Fprintln(w)
 	if find("admitted throughput", "nginx") == nil {
 		fmt.Fprintln(w, "(nginx was not installed: no table against it.)")
 		return nil

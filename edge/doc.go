@@ -38,7 +38,8 @@
 //
 // Under it, knowing nothing of a node: edge/config (the configuration, read
 // and checked), edge/canon (the canonical spelling of a path and a host),
-// edge/i18n (the page's languages) and edge/challenge (the bot challenge's
+// edge/i18n (the page's languages), edge/visitors (what the node remembers
+// of its visitors between requests) and edge/challenge (the bot challenge's
 // verifier). The tools that are not the node (the load generator, the
 // bench, the demo, the fidelity run) are the command's, under
 // cmd/waitroom/internal.

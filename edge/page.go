@@ -14,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -246,7 +247,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 	switch ans {
 	case answerAgain:
 		// Tell an early visitor when its next check-in will count.
-		refresh = int(policy.NextCheckIn(countingOf(tok), now.Unix()))
+		refresh = int(policy.NextCheckIn(visitors.CountingOf(tok), now.Unix()))
 	case answerNoCookie:
 		// Nothing refreshes this answer; a page or app that waits this
 		// long before trying again anyway does not hammer the node.

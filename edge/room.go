@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/challenge"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -38,9 +39,9 @@ type room struct {
 	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
 	stopTmpl   *mustache.Template            // the emergency stop page, if given
 	challenge  *challenge.Challenge          // the bot challenge, nil when off
-	// counted is the node's one count per visitor (see countedTable),
+	// counted is the node's one count per visitor (see visitors.Counted),
 	// handed on to every later version of the room.
-	counted *countedTable
+	counted *visitors.Counted
 	// codes slows addresses that keep presenting bad priority codes,
 	// handed on like counted.
 	codes *codeGuard
@@ -112,7 +113,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		cookieName: c.CookieName(),
 		m:          s.metrics.forRoom(c.Name),
 		eventTmpl:  map[string]*mustache.Template{},
-		counted:    &countedTable{},
+		counted:    &visitors.Counted{},
 		codes:      &codeGuard{},
 	}
 	for _, cmd := range c.EnabledOriginCommands {

@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -67,7 +68,7 @@ type Server struct {
 	fallback http.Handler // answers unrouted requests (see unrouted), or nil without a public listener
 	metrics  *metrics
 	// revoked holds the sessions revoked here, until their tokens expire.
-	revoked revokedSet
+	revoked visitors.Revoked
 	// shuffleKey orders shuffled pre-queues; derived from the cookie key,
 	// so every node has the same one and visitors cannot learn it.
 	shuffleKey []byte

@@ -13,6 +13,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -187,16 +188,16 @@ func (s *Server) passCookieCheck(rq *request, a *allocation, cc cookieCheck) boo
 }
 
 // knownCounting is where the counter rule starts from: the newest state this
-// node knows of the token (see countedTable). The token's lock is held from
+// node knows of the token (see visitors.Counted). The token's lock is held from
 // reading it to recording what the request counted, never while the origin
 // or a verifier is asked.
 func (rq *request) knownCounting() policy.Counting {
 	if rq.fresh {
 		return policy.Counting{}
 	}
-	sh := rq.rm.counted.lock(rq.tok.ID)
-	defer sh.unlock()
-	return sh.before(rq.tok)
+	sh := rq.rm.counted.Lock(rq.tok.ID)
+	defer sh.Unlock()
+	return sh.Before(rq.tok)
 }
 
 // serveAdmitted sends an admitted visitor within its session to the origin,
@@ -213,12 +214,12 @@ func (s *Server) serveAdmitted(rq *request, a *allocation) {
 	}
 	nowSec := rq.now.Unix()
 	var incs [8]crdt.Inc
-	sh := rm.counted.lock(rq.tok.ID)
-	k, after := policy.Count(incs[:0], v.pol, rm.name, sh.before(rq.tok), policy.Event{Step: policy.StepSession, At: nowSec})
+	sh := rm.counted.Lock(rq.tok.ID)
+	k, after := policy.Count(incs[:0], v.pol, rm.name, sh.Before(rq.tok), policy.Event{Step: policy.StepSession, At: nowSec})
 	s.record(rm, k)
-	sh.put(rq.tok.ID, after, nowSec)
-	sh.unlock()
-	setCounting(&rq.tok, after)
+	sh.Put(rq.tok.ID, after, nowSec)
+	sh.Unlock()
+	visitors.SetCounting(&rq.tok, after)
 	rm.m.admittedRequests.Inc()
 	s.proxyVisit(rq, v)
 }
@@ -227,7 +228,7 @@ func (s *Server) serveAdmitted(rq *request, a *allocation) {
 // its token was given: the page again, but no attempt, so refreshing faster
 // gains nothing.
 func (s *Server) serveEarlyCheckIn(rq *request, a *allocation) {
-	setCounting(&rq.tok, rq.before)
+	visitors.SetCounting(&rq.tok, rq.before)
 	rq.rm.m.earlyCheckIns.Inc()
 	s.writeQueue(rq, a, rq.tok, answerAgain)
 }
@@ -246,13 +247,13 @@ func (s *Server) decide(rq *request, a *allocation) {
 	defer hold.release()
 again:
 	nowSec := rq.now.Unix()
-	sh := rm.counted.lock(rq.tok.ID)
+	sh := rm.counted.Lock(rq.tok.ID)
 	if !rq.fresh {
-		rq.before = sh.before(rq.tok)
+		rq.before = sh.Before(rq.tok)
 		if policy.EarlyCheckIn(rq.before, nowSec) || rq.before.Admitted() {
 			// Another request of the same token was counted meanwhile (a
 			// browser's parallel requests): this one counts nothing.
-			sh.unlock()
+			sh.Unlock()
 			s.serveEarlyCheckIn(rq, a)
 			return
 		}
@@ -273,7 +274,7 @@ again:
 		// allocation rather than send the visitor away for a refresh
 		// interval. Nothing was counted yet.
 		rm.mu.RUnlock()
-		sh.unlock()
+		sh.Unlock()
 		if hold.wait(rq, a) {
 			if rq.fresh {
 				rq.arrive()
@@ -301,10 +302,10 @@ again:
 	if d.Outcome != policy.Bypass && (!rq.fresh || after.Counted != 0) {
 		// A first request counted nowhere (queued or turned away) keeps
 		// no entry: a flood of cookieless requests leaves nothing behind.
-		sh.put(rq.tok.ID, after, nowSec)
+		sh.Put(rq.tok.ID, after, nowSec)
 	}
-	sh.unlock()
-	setCounting(&rq.tok, after)
+	sh.Unlock()
+	visitors.SetCounting(&rq.tok, after)
 	s.answer(rq, a, d.Outcome)
 }
 
@@ -322,7 +323,7 @@ const maxIncs = 12
 // bucket and when in the minute it came (policy.NewCounting).
 func (rq *request) arrive() {
 	rq.before = policy.NewCounting(rq.now)
-	setCounting(&rq.tok, rq.before)
+	visitors.SetCounting(&rq.tok, rq.before)
 }
 
 // request is the decision a request asks for (policy.Request), before its
@@ -386,7 +387,7 @@ func (s *Server) record(rm *room, k []crdt.Inc) {
 // the same page, headers and cookie as a real queued visitor. sh is the
 // token's shard, locked (nil for a token without an id); holdVisitor
 // releases it. verdict is what the challenge made of the visitor.
-func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, verdict policy.Verdict) {
+func (s *Server) holdVisitor(rq *request, a *allocation, sh *visitors.Shard, verdict policy.Verdict) {
 	rm, tok, fresh := rq.rm, rq.tok, rq.fresh
 	nowSec := rq.now.Unix()
 	if tok.Infinite {
@@ -399,10 +400,10 @@ func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, verdi
 	add, after := policy.Count(incs[:0], a.view.pol, rm.name, rq.before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Verdict: verdict, Refresh: policy.JitteredRefresh(s.jitter()), At: nowSec})
 	s.record(rm, add)
 	if !fresh {
-		sh.put(tok.ID, after, nowSec)
+		sh.Put(tok.ID, after, nowSec)
 	}
-	sh.unlock()
-	setCounting(&rq.tok, after)
+	sh.Unlock()
+	visitors.SetCounting(&rq.tok, after)
 	s.writeQueue(rq, a, rq.tok, newTokenAnswer(fresh))
 }
 
@@ -435,7 +436,7 @@ func (s *Server) openToken(rm *room, r *http.Request, now time.Time) (cookie.Tok
 		s.metrics.cookieErrors.WithLabelValues(rm.name, cookieErrorReason(err)).Inc()
 		return cookie.Token{}, true, ""
 	}
-	if tok.Admitted() && s.revoked.has(rm.name, tok.ID) {
+	if tok.Admitted() && s.revoked.Has(rm.name, tok.ID) {
 		// A session the origin revoked, sent again by a client that kept
 		// the old cookie: a new visitor like any other.
 		s.metrics.cookieErrors.WithLabelValues(rm.name, "revoked").Inc()

@@ -57,10 +57,11 @@ var layers = []layer{
 	// The node: the request path, the rooms and their allocation loop. It
 	// wires the pure core and gossip together, with the pieces under it
 	// that know nothing of a node (the configuration, the canonical
-	// spelling, the page's languages, the challenge's verifier). What runs
+	// spelling, the page's languages, the challenge's verifier, what it
+	// remembers of its visitors). What runs
 	// beside it (the admin API, the agent, webhook delivery) uses it
 	// through its exported methods, and it imports none of them.
-	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge/config", "edge/canon", "edge/i18n", "edge/challenge"}},
+	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge/config", "edge/canon", "edge/i18n", "edge/challenge", "edge/visitors"}},
 	// The configuration is data and pure checks: the edge compiles it into
 	// rooms, and the commands read and write it without a node. Its routes
 	// are checked in the canonical spelling the router matches requests
@@ -72,6 +73,10 @@ var layers = []layer{
 	{prefix: "edge/canon"},
 	// The built-in page's text in each language.
 	{prefix: "edge/i18n"},
+	// What a node remembers of its visitors between requests (the state each
+	// token was last counted in, the revoked sessions): tables over the
+	// cookie's token and the counter rule's state, knowing nothing of a node.
+	{prefix: "edge/visitors", may: []string{"cookie", "crdt", "policy"}},
 	// The bot challenge's verifier: a room's settings in, a verdict out.
 	{prefix: "edge/challenge", may: []string{"edge/config"}},
 	// The console's page and event stream: the admin API hands it frames.

@@ -1,16 +1,15 @@
-package edge
+package visitors
 
 import (
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/policy"
 )
 
-// countedTable is one count per visitor at this node. The counter rule
+// Counted is one count per visitor at this node. The counter rule
 // (policy.Count) moves a visitor's count from where its state says it is
 // counted to where it is counted now; handed the same old state twice, it
 // adds two counts. A cookie is such a state, and it can be sent many times:
@@ -20,8 +19,8 @@ import (
 // is that entry unless the cookie is newer (counted later, at another
 // node: the visitor moved, and the cookie says where it is counted now).
 // Reading the entry, deciding, adding the increments and writing the new
-// entry happen under the token's lock, so two requests of one token at one
-// node move its count once.
+// entry happen under the token's lock (Lock), so two requests of one token
+// at one node move its count once.
 //
 // The bound. At one node, any number of copies of one cookie, in parallel
 // or replayed later, count once: the first moves the count, the others find
@@ -38,24 +37,29 @@ import (
 //
 // Memory is bounded. An entry is dropped once its cell has left every
 // window and its cookie has expired (sweeps run as a shard grows), and a
-// shard never holds more than countedCap/countedShards entries: past that
+// shard never holds more than CountedCap/countedShards entries: past that
 // the entries nearest to their end (the oldest) are evicted first, an eighth
 // of the shard at a time. An evicted token is counted from its cookie again,
 // so past the cap the bound above loosens to one count per eviction.
-type countedTable struct {
-	shards [countedShards]countedShard
+//
+// The zero value is ready to use.
+type Counted struct {
+	shards [countedShards]Shard
 }
 
-// countedCap bounds the table: about 1M tokens, some 100 MB at most. At
-// 1,000 admissions a second over 10 nodes with 30-minute sessions a node
+// CountedCap bounds a Counted table: about 1M tokens, some 100 MB at most.
+// At 1,000 admissions a second over 10 nodes with 30-minute sessions a node
 // holds about 180,000 live sessions.
+const CountedCap = 1 << 20
+
 const (
 	countedShards = 64
-	countedCap    = 1 << 20
 	minCountSweep = 1024
 )
 
-type countedShard struct {
+// Shard is the part of a Counted table that one token id falls in, locked
+// by Lock for one request's read, decision and write.
+type Shard struct {
 	mu      sync.Mutex
 	m       map[uint64]countedEntry
 	sweepAt int
@@ -66,9 +70,10 @@ type countedEntry struct {
 	until int64 // unix second after which the entry protects nothing
 }
 
-// lock returns token id's shard, locked; nil for tokens without an id (sealed
-// before ids existed), which are counted from their cookie alone.
-func (t *countedTable) lock(id uint64) *countedShard {
+// Lock returns token id's shard, locked; nil for tokens without an id
+// (sealed before ids existed), which are counted from their cookie alone.
+// Every method of a nil *Shard is valid.
+func (t *Counted) Lock(id uint64) *Shard {
 	if id == 0 {
 		return nil
 	}
@@ -77,18 +82,18 @@ func (t *countedTable) lock(id uint64) *countedShard {
 	return sh
 }
 
-// unlock releases a shard lock returns; nil is a no-op.
-func (sh *countedShard) unlock() {
+// Unlock releases a shard Lock returned; nil is a no-op.
+func (sh *Shard) Unlock() {
 	if sh != nil {
 		sh.mu.Unlock()
 	}
 }
 
-// before is the state the counter rule starts from for token tok: the
-// entry when there is one and the cookie is not newer (see countedTable),
-// else the cookie's. sh is tok's shard, locked, or nil.
-func (sh *countedShard) before(tok cookie.Token) policy.Counting {
-	c := countingOf(tok)
+// Before is the state the counter rule starts from for token tok: the
+// entry when there is one and the cookie is not newer (see Counted), else
+// the cookie's. sh is tok's shard, locked, or nil.
+func (sh *Shard) Before(tok cookie.Token) policy.Counting {
+	c := CountingOf(tok)
 	if sh == nil {
 		return c
 	}
@@ -99,8 +104,8 @@ func (sh *countedShard) before(tok cookie.Token) policy.Counting {
 	return e.c
 }
 
-// put records that token id is now counted as c, at unix second now.
-func (sh *countedShard) put(id uint64, c policy.Counting, now int64) {
+// Put records that token id is now counted as c, at unix second now.
+func (sh *Shard) Put(id uint64, c policy.Counting, now int64) {
 	if sh == nil {
 		return
 	}
@@ -117,7 +122,8 @@ func (sh *countedShard) put(id uint64, c policy.Counting, now int64) {
 			delete(sh.m, k)
 		}
 	}
-	if limit := countedCap / countedShards; len(sh.m) > limit {
+	limit := CountedCap / countedShards
+	if len(sh.m) > limit {
 		// Oldest first: the entries nearest to their end.
 		ends := make([]int64, 0, len(sh.m))
 		for _, e := range sh.m {
@@ -131,7 +137,17 @@ func (sh *countedShard) put(id uint64, c policy.Counting, now int64) {
 			}
 		}
 	}
-	sh.sweepAt = max(minCountSweep, 2*len(sh.m))
+	// The next sweep comes as the shard doubles, but no later than one
+	// entry past the cap, so that the cap holds.
+	sh.sweepAt = min(max(minCountSweep, 2*len(sh.m)), limit+1)
+}
+
+// Len is the number of entries the shard holds.
+func (sh *Shard) Len() int {
+	if sh == nil {
+		return 0
+	}
+	return len(sh.m)
 }
 
 // countedUntil is when an entry stops mattering: its cookie has expired and
@@ -147,8 +163,8 @@ func countedUntil(c policy.Counting) int64 {
 	return until
 }
 
-// countingOf is the counter rule's view of a cookie's token.
-func countingOf(t cookie.Token) policy.Counting {
+// CountingOf is the counter rule's view of a cookie's token.
+func CountingOf(t cookie.Token) policy.Counting {
 	return policy.Counting{
 		Bucket:          t.Bucket,
 		AcceptedAt:      t.AcceptedAt,
@@ -160,8 +176,8 @@ func countingOf(t cookie.Token) policy.Counting {
 	}
 }
 
-// setCounting writes the counter rule's state back into a token.
-func setCounting(t *cookie.Token, c policy.Counting) {
+// SetCounting writes the counter rule's state back into a token.
+func SetCounting(t *cookie.Token, c policy.Counting) {
 	t.Bucket = c.Bucket
 	t.AcceptedAt = c.AcceptedAt
 	t.LastCheckIn = c.LastCheckIn
@@ -169,27 +185,4 @@ func setCounting(t *cookie.Token, c policy.Counting) {
 	t.CountedMinute = c.Counted
 	t.ExpiresAt = c.ExpiresAt
 	t.Arrived = c.Arrived
-}
-
-// revokeSession ends an admitted visitor's session at once: its count is
-// taken off the session cell it is counted in (the counter rule's
-// StepRevoke), here at once and on every other node after one gossip round.
-func (rm *room) revokeSession(tok cookie.Token) {
-	now := rm.s.ringNow().Unix()
-	if !rm.s.revoked.add(rm.name, tok.ID, tok.ExpiresAt, now) {
-		// Revoked before (two requests in flight, or a client replaying
-		// its old cookie): the slot was freed once already.
-		return
-	}
-	var buf [3]crdt.Inc
-	sh := rm.counted.lock(tok.ID)
-	incs, after := policy.Count(buf[:0], rm.viewAt(time.Unix(now, 0)).pol, rm.name, sh.before(tok), policy.Event{Step: policy.StepRevoke, ID: tok.ID, At: now})
-	if len(incs) > 0 {
-		rm.mu.RLock()
-		rm.s.node.Add(incs...)
-		rm.mu.RUnlock()
-		rm.m.revoked.Inc()
-	}
-	sh.put(tok.ID, after, now)
-	sh.unlock()
 }

@@ -100,59 +100,67 @@ func takeParam(r *http.Request, name string) (value string, present bool) {
 	return value, present
 }
 
-// markedURL is u's address (path and query) with the cookie check issued at
-// now added: where a new visitor's first queue page refreshes to.
-func markedURL(u *url.URL, now int64) string {
-	return localURL(u, cookieCheckParam+"="+strconv.FormatInt(now, 10))
+// appendMarkedURL appends u's address (path and query) with the cookie
+// check issued at now added: where a new visitor's first queue page
+// refreshes to.
+func appendMarkedURL(b []byte, u *url.URL, now int64) []byte {
+	b = appendLocalURL(b, u, true)
+	b = append(b, cookieCheckParam+"="...)
+	return strconv.AppendInt(b, now, 10)
 }
 
 // localURL is u's path and query, with extra appended to the query, as a
 // reference on the same host: for a Refresh header, a Location or a link.
-// The path and query come from the client, so the result is made safe to
-// put in a header and in HTML: any byte a URL must not hold raw is
-// percent-encoded, and a path that starts with "//" (which a browser would
-// read as another host) gets a leading "/." that resolves to the same path.
 func localURL(u *url.URL, extra string) string {
+	var buf [256]byte
+	b := appendLocalURL(buf[:0], u, extra != "")
+	return string(append(b, extra...))
+}
+
+// appendLocalURL appends u's path and query, and with more the separator
+// ('?' or '&') of a parameter the caller appends next. The path and query
+// come from the client, so the result is made safe to put in a header and
+// in HTML: any byte a URL must not hold raw is percent-encoded, and a path
+// that starts with "//" (which a browser would read as another host) gets a
+// leading "/." that resolves to the same path.
+func appendLocalURL(b []byte, u *url.URL, more bool) []byte {
 	p := u.EscapedPath()
-	var b strings.Builder
-	b.Grow(len(p) + len(u.RawQuery) + len(extra) + 4)
 	switch {
 	case !strings.HasPrefix(p, "/"):
-		b.WriteByte('/') // "*" or empty: no address a browser could come back to
+		b = append(b, '/') // "*" or empty: no address a browser could come back to
 	case strings.HasPrefix(p, "//"):
-		b.WriteString("/.")
-		b.WriteString(p)
+		b = append(b, "/."...)
+		b = append(b, p...)
 	default:
-		b.WriteString(p)
+		b = append(b, p...)
 	}
-	if u.RawQuery == "" && extra == "" {
-		return b.String()
-	}
-	b.WriteByte('?')
-	appendQuery(&b, u.RawQuery)
-	if extra != "" {
-		if u.RawQuery != "" {
-			b.WriteByte('&')
+	if u.RawQuery == "" {
+		if more {
+			b = append(b, '?')
 		}
-		b.WriteString(extra)
+		return b
 	}
-	return b.String()
+	b = append(b, '?')
+	b = appendQuery(b, u.RawQuery)
+	if more {
+		b = append(b, '&')
+	}
+	return b
 }
 
 // appendQuery writes a raw query, percent-encoding every byte outside the
 // characters RFC 3986 allows in a query (existing escapes are kept).
-func appendQuery(b *strings.Builder, q string) {
+func appendQuery(b []byte, q string) []byte {
 	const hex = "0123456789ABCDEF"
 	for i := 0; i < len(q); i++ {
 		c := q[i]
 		if queryByte(c) {
-			b.WriteByte(c)
+			b = append(b, c)
 			continue
 		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
+		b = append(b, '%', hex[c>>4], hex[c&15])
 	}
+	return b
 }
 
 func queryByte(c byte) bool {

@@ -12,3 +12,8 @@ func PoisonPolicy(poisoned func(room string, snap *crdt.RoomSnapshot) string) (r
 	policyFault.Store(&poisoned)
 	return func() { policyFault.Store(nil) }
 }
+
+// SetJitter makes the node draw its visitors' refresh jitter from f rather
+// than at random, so that a test can compare whole answers byte for byte.
+// Set it before the node serves. Test-only.
+func (s *Server) SetJitter(f func() float64) { s.jitter = f }

@@ -288,9 +288,35 @@ func (f *forwardAuth) admit(s *Server, w http.ResponseWriter, r *http.Request, v
 	f.passed = true
 	h := f.w.Header()
 	s.setCookie(h, vis, now)
-	h.Set("Cache-Control", "no-store")
+	if vis.session && vis.tok.ExpiresAt-now >= int64(AdmittedCacheLife/time.Second) {
+		// A visitor within its session, not about to end: the same
+		// cookie gets the same answer for a moment, so the proxy may keep
+		// it (the shipped nginx file does) rather than ask for each of a
+		// page's assets.
+		h.Set("Cache-Control", admittedCacheControl)
+		h.Set("Vary", "Cookie")
+	} else {
+		// A new admission must reach the node for every request: a kept
+		// answer to a cookieless request would let the next cookieless
+		// visitor in on the first one's cookie.
+		h.Set("Cache-Control", "no-store")
+	}
 	f.w.WriteHeader(http.StatusOK)
 }
+
+// AdmittedCacheLife is how long a proxy may keep the answer that lets a
+// visitor within its session go on, for requests with the same cookie (see
+// forwardAuth.admit): while it does, the node does not see those requests.
+// It bounds what keeping the answer delays: a revocation or the emergency
+// stop takes hold at the proxy at most this much later (a second more at
+// nginx, which counts whole seconds), and a session's renewal and last
+// check-in follow the visitor's requests as far behind (a session lasts
+// minutes). A session within this of its end is not marked. Counting is
+// unchanged: a session counts once, by its cookie, however many requests
+// it makes.
+const AdmittedCacheLife = 2 * time.Second
+
+var admittedCacheControl = fmt.Sprintf("max-age=%d", int(AdmittedCacheLife/time.Second))
 
 // deniedAnswer writes an answer for a proxy that sends any non-2xx answer
 // to the visitor as it is (Caddy, Traefik, Envoy) and lets a 2xx through:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cbroglie/mustache"
@@ -168,34 +169,77 @@ func (s *Server) writeQueue(rq *request, a *allocation, tok cookie.Token, ans qu
 	v, refresh := queueVars(rq, a, tok, ans)
 	placed(rq.w, tok.Bucket, &v)
 	asJSON := vw.cfg.JSONResponseEnabled && rq.r.Header.Get("Accept") == "application/json"
-	next := nextAddress(rq, ans, asJSON)
 	w, rm, now := rq.w, rq.rm, rq.now
 	h := w.Header()
 	if ans == answerCounted || ans == answerFirst {
 		s.setCookie(h, &visit{rm: rm, v: vw, tok: tok, https: rq.https}, now.Unix())
 	}
+	// The Refresh header and the address the page goes to next are
+	// written together, in one buffer: the address is in the header's
+	// value.
+	var buf [256]byte
+	b := strconv.AppendInt(buf[:0], int64(refresh), 10)
+	b = append(b, "; url="...)
+	at := len(b)
+	b, hasNext := appendNextAddress(b, rq, ans, asJSON)
+	var next string
 	switch {
 	case ans == answerNoCookie:
 		// No Refresh: every refresh would be a new visitor again.
-	case next != "" && len(next) <= maxRefreshHeaderURL:
-		h.Set("Refresh", strconv.Itoa(refresh)+"; url="+next)
+		next = string(b[at:])
+	case hasNext && len(b)-at <= maxRefreshHeaderURL:
+		value := string(b)
+		next = value[at:]
+		h["Refresh"] = []string{value}
 	default:
 		// An address too long to echo in a header reloads as it is; the
 		// page's own refresh and link still carry it.
-		h.Set("Refresh", strconv.Itoa(refresh))
+		next = string(b[at:])
+		h["Refresh"] = refreshValue(refresh)
 	}
-	h.Set("Cache-Control", "no-store")
+	h["Cache-Control"] = noStore
 	status := vw.cfg.QueueingStatusCode
 	if status == 0 {
 		status = http.StatusOK
 	}
 	if asJSON {
-		h.Set("Content-Type", "application/json")
+		h["Content-Type"] = jsonType
 		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"cfWaitingRoom": &v})
+		jv := v // only the JSON answer's copy of the fields goes to the heap
+		_ = json.NewEncoder(w).Encode(struct {
+			V *pageVars `json:"cfWaitingRoom"`
+		}{&jv})
 		return
 	}
 	s.writePage(rq, vw, v, status, next)
+}
+
+// Header values every queued answer sends alike, made once: a value a
+// handler sets is a slice the header keeps, and making it afresh for every
+// answer was most of the queued path's allocations. They are shared, so
+// nothing may change them in place (Header.Add appends to a copy: their
+// length is their capacity).
+var (
+	noStore  = []string{"no-store"}
+	htmlType = []string{"text/html; charset=utf-8"}
+	jsonType = []string{"application/json"}
+	// refreshValues are the Refresh headers without an address, by
+	// interval in seconds: every interval a room gives is far below 256.
+	refreshValues = func() (vs [256][]string) {
+		for i := range vs {
+			vs[i] = []string{strconv.Itoa(i)}
+		}
+		return vs
+	}()
+)
+
+// refreshValue is the Refresh header that reloads the page's own address
+// after n seconds.
+func refreshValue(n int) []string {
+	if n >= 0 && n < len(refreshValues) {
+		return refreshValues[n]
+	}
+	return []string{strconv.Itoa(n)}
 }
 
 // queueVars are the fields of a waiting visitor's page (and its JSON), and
@@ -235,7 +279,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 		WaitTimeFormatted:      est.WaitTimeFormatted,
 		QueueIsFull:            est.QueueIsFull,
 		QueueAll:               vw.pol.QueueAll && vw.phase != config.Prequeue,
-		LastUpdated:            now.UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z"),
+		LastUpdated:            lastUpdated(now),
 		RefreshIntervalSeconds: refresh,
 		QueueingMethod:         method,
 		IsFIFOQueue:            method == string(policy.FIFO),
@@ -282,25 +326,25 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 	return v, refresh
 }
 
-// nextAddress is where the queue page goes next, when that is not its own
-// address ("" when it is).
-func nextAddress(rq *request, ans queueAnswer, asJSON bool) string {
+// appendNextAddress appends where the queue page goes next and reports
+// whether there is such an address (b is unchanged when it is the page's
+// own).
+func appendNextAddress(b []byte, rq *request, ans queueAnswer, asJSON bool) ([]byte, bool) {
 	r, marked, now := rq.r, rq.marked, rq.now
-	var next string
 	switch {
 	case ans == answerNoCookie:
-		next = localURL(r.URL, "")
+		return appendLocalURL(b, r.URL, false), true
 	case ans == answerFirst && !asJSON:
 		// An app polls the address it chose and reads cookiesRequired
 		// from the JSON; only a page follows Refresh, so only a page
 		// gets the check.
-		next = markedURL(r.URL, now.Unix())
+		return appendMarkedURL(b, r.URL, now.Unix()), true
 	case marked:
 		// The check passed: a plain refresh would reload the marked
 		// address, and admission would land the visitor there.
-		next = localURL(r.URL, "")
+		return appendLocalURL(b, r.URL, false), true
 	}
-	return next
+	return b, false
 }
 
 // writePage renders the queue page (cached per room, template and fields)
@@ -308,7 +352,7 @@ func nextAddress(rq *request, ans queueAnswer, asJSON bool) string {
 // one.
 func (s *Server) writePage(rq *request, vw *view, v pageVars, status int, next string) {
 	w, rm := rq.w, rq.rm
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header()["Content-Type"] = htmlType
 	tmpl := vw.tmpl
 	if v.CookiesRequired && !handlesCookiesRequired(tmpl) {
 		tmpl = defaultPage
@@ -339,6 +383,26 @@ func (s *Server) writePage(rq *request, vw *view, v pageVars, status int, next s
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// lastUpdated is the pages' lastUpdated at now: the second, formatted once
+// a second rather than for every answer.
+func lastUpdated(now time.Time) string {
+	sec := now.Unix()
+	if st := lastStamp.Load(); st != nil && st.sec == sec {
+		return st.text
+	}
+	text := now.UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z")
+	lastStamp.Store(&stamp{sec: sec, text: text})
+	return text
+}
+
+// stamp is a second and its text as lastUpdated writes it.
+type stamp struct {
+	sec  int64
+	text string
+}
+
+var lastStamp atomic.Pointer[stamp]
 
 var refreshURLSlotBytes = []byte(refreshURLSlot)
 
@@ -381,6 +445,10 @@ func writeFilled(w http.ResponseWriter, status int, page []byte, u string) {
 type pageCache struct {
 	mu sync.RWMutex
 	m  map[pageKey][]byte
+	// last is the page rendered last, looked at before the map: in a
+	// flood every new visitor of a second gets the same page, and
+	// comparing its variables costs less than hashing them.
+	last atomic.Pointer[pageEntry]
 }
 
 type pageKey struct {
@@ -388,8 +456,16 @@ type pageKey struct {
 	v pageVars
 }
 
+type pageEntry struct {
+	k pageKey
+	b []byte
+}
+
 func (c *pageCache) get(t *mustache.Template, v pageVars, render func() []byte) []byte {
 	k := pageKey{t, v}
+	if e := c.last.Load(); e != nil && e.k == k {
+		return e.b
+	}
 	c.mu.RLock()
 	b, ok := c.m[k]
 	c.mu.RUnlock()
@@ -403,6 +479,7 @@ func (c *pageCache) get(t *mustache.Template, v pageVars, render func() []byte) 
 	}
 	c.m[k] = b
 	c.mu.Unlock()
+	c.last.Store(&pageEntry{k, b})
 	return b
 }
 

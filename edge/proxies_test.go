@@ -133,7 +133,8 @@ func startNginx(t *testing.T, nodes []string, origin string) string {
 	site := shippedConfig(t, "nginx.conf",
 		"    server 127.0.0.1:9091;\n", servers.String(),
 		"    server 127.0.0.1:8000;\n", "    server "+origin+";\n",
-		"listen 80;", fmt.Sprintf("listen 127.0.0.1:%d;", port))
+		"listen 80;", fmt.Sprintf("listen 127.0.0.1:%d;", port),
+		"/var/cache/nginx/waitroom", filepath.Join(dir, "auth-cache"))
 	if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -80,6 +81,10 @@ type Server struct {
 	// held is how many requests are held for the next allocation now
 	// (see holding).
 	held atomic.Int64
+	// jitter draws where in its range a visitor's next refresh interval
+	// falls (policy.JitteredRefresh): rand.Float64, or a fixed sequence in
+	// a test that compares whole answers.
+	jitter func() float64
 
 	kick      chan struct{}
 	stop      chan struct{}
@@ -216,12 +221,13 @@ func prepare(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, errors.New("no cookie keys: a node cannot seal its visitors' tokens")
 	}
 	s := &Server{
-		cfg:   cfg,
-		log:   opts.Log,
-		clock: opts.Clock,
-		keys:  opts.CookieKeys,
-		kick:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
+		cfg:    cfg,
+		log:    opts.Log,
+		clock:  opts.Clock,
+		keys:   opts.CookieKeys,
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		jitter: rand.Float64,
 	}
 	s.table.Store(&roomTable{rooms: map[string]*room{}})
 	if s.clock == nil {
@@ -518,10 +524,14 @@ func (s *Server) route(r *http.Request) *room {
 	}
 	host := r.Host
 	hostNoPort := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		hostNoPort = h
-		if strings.HasPrefix(host, "[") {
-			hostNoPort = "[" + h + "]"
+	// Most Hosts name no port: asking SplitHostPort about them would cost
+	// an error value for every request.
+	if strings.IndexByte(host, ':') >= 0 {
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			hostNoPort = h
+			if strings.HasPrefix(host, "[") {
+				hostNoPort = "[" + h + "]"
+			}
 		}
 	}
 	routes := s.table.Load().routes

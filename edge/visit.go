@@ -5,9 +5,9 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom/cookie"
@@ -29,6 +29,10 @@ type visit struct {
 	// tok, so that the cookie need not be sealed again ("" otherwise; see
 	// sameCookie).
 	sealed string
+	// session: the visitor came with a session's cookie and goes on within
+	// that session; nothing but its cookie decided the request (see
+	// forwardAuth.admit, which lets the proxy keep such an answer).
+	session bool
 }
 
 type visitKey struct{}
@@ -301,11 +305,12 @@ again:
 		}
 		s.metrics.priority().admissions.WithLabelValues(rm.name, d.Group.Name, way).Inc()
 	}
-	var incs [12]crdt.Inc
-	add, after := d.Count(incs[:0], a, a.view.pol, rm.name, rand.Float64)
+	incs := incsPool.Get().(*[maxIncs]crdt.Inc)
+	add, after := d.Count(incs[:0], a, a.view.pol, rm.name, s.jitter)
 	if len(add) > 0 {
 		s.node.Add(add...)
 	}
+	incsPool.Put(incs)
 	rm.mu.RUnlock()
 	if d.Outcome != policy.Bypass && (!rq.fresh || after.Counted != 0) {
 		// A first request counted nowhere (queued or turned away) keeps
@@ -316,6 +321,16 @@ again:
 	visitors.SetCounting(&rq.tok, after)
 	s.answer(rq, a, d.Outcome)
 }
+
+// incsPool holds the buffers a queued request's counter increments are
+// written in (policy.Count appends to the one it is given): the compiler
+// cannot tell that policy.Count keeps none, so a buffer on the stack would
+// be moved to the heap for every request. gossip.Node.Add copies what it
+// is given, so a buffer goes back once added.
+var incsPool = sync.Pool{New: func() any { return new([maxIncs]crdt.Inc) }}
+
+// maxIncs is room for the increments of one request's step.
+const maxIncs = 12
 
 // arrive dates a new visitor's token by its request's time: its arrival
 // bucket and when in the minute it came (policy.NewCounting).
@@ -402,8 +417,9 @@ func (s *Server) holdVisitor(rq *request, a *allocation, sh *visitors.Shard, ver
 		rm.m.challenged.Inc()
 	}
 	rq.decided(accesslog.Challenge)
-	var incs [8]crdt.Inc
-	add, after := policy.Count(incs[:0], a.view.pol, rm.name, rq.before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Verdict: verdict, Refresh: policy.JitteredRefresh(rand.Float64()), At: nowSec})
+	incs := incsPool.Get().(*[maxIncs]crdt.Inc)
+	defer incsPool.Put(incs)
+	add, after := policy.Count(incs[:0], a.view.pol, rm.name, rq.before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Verdict: verdict, Refresh: policy.JitteredRefresh(s.jitter()), At: nowSec})
 	s.record(rm, add)
 	if !fresh {
 		sh.Put(tok.ID, after, nowSec)
@@ -475,7 +491,7 @@ func cookieErrorReason(err error) string {
 // life would be told that cookies are required.
 func (s *Server) proxyVisit(rq *request, v *view) {
 	w, r := rq.w, rq.r
-	vis := &visit{rm: rq.rm, v: v, tok: rq.tok, https: rq.https, sealed: rq.sameCookie()}
+	vis := &visit{rm: rq.rm, v: v, tok: rq.tok, https: rq.https, sealed: rq.sameCookie(), session: !rq.fresh && rq.sent.Admitted()}
 	if rq.marked && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		h := w.Header()
 		s.setCookie(h, vis, s.ringNow().Unix())

@@ -146,6 +146,22 @@ func FormatWait(minutes int) string {
 	if minutes <= 0 {
 		return "less than a minute"
 	}
+	if minutes < len(waitTexts) {
+		return waitTexts[minutes]
+	}
+	return formatWait(minutes)
+}
+
+// waitTexts are the waits of up to a day, written once: every queued
+// answer carries one.
+var waitTexts = func() (t [24*60 + 1]string) {
+	for m := 1; m < len(t); m++ {
+		t[m] = formatWait(m)
+	}
+	return t
+}()
+
+func formatWait(minutes int) string {
 	h, m := minutes/60, minutes%60
 	switch {
 	case h == 0:

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ func newBench() *cobra.Command {
 		soak        time.Duration
 		soakRate    float64
 		withProxies bool
+		markdown    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -34,18 +37,20 @@ median over --rounds of the per-round ratios:
   memory per 10,000 waiting  heap growth of the process after GC                     goal < 1 MiB
   access log on              the same node, access log on / off                       goal ≥ 0.95
 
-Where nginx and HAProxy are installed (Debian packages nginx and haproxy,
-or the binaries $WAITROOM_NGINX and $WAITROOM_HAPROXY name), each also runs
-as a baseline, one process with one worker on loopback: proxying to the
-same origin with upstream keep-alive, and answering the queue page's exact
-bytes; nginx also with waitroom's shipped forward-auth configuration in
-front of the node. waitroom is compared with each the same way:
+Where nginx, HAProxy and Caddy are installed (Debian packages nginx,
+haproxy and caddy, or the binaries $WAITROOM_NGINX, $WAITROOM_HAPROXY and
+$WAITROOM_CADDY name), each also runs as a baseline, one process with one
+worker on loopback (Caddy at GOMAXPROCS=1): proxying to the same origin
+with upstream keep-alive, and answering the queue page's exact bytes; nginx
+also with waitroom's shipped forward-auth configuration in front of the
+node. waitroom is compared with each the same way:
 
   admitted throughput        waitroom / nginx proxy_pass                         goal ≥ 0.8
+  admitted throughput        waitroom / Caddy reverse_proxy                      goal ≥ 1.1
   CPU per admitted request   waitroom / nginx (its process's CPU counted)        goal ≤ 1.25
   admitted p99 added         at 25% of nginx's throughput                        goal ≤ +0.2 ms
-  queued throughput          waitroom / nginx answering the same bytes           goal ≥ 0.8
-  forward-auth               nginx asking waitroom / nginx alone                 (reported)
+  queued throughput          waitroom / nginx answering the same bytes           goal ≥ 0.85
+  forward-auth               nginx asking waitroom / nginx alone                 goal ≥ 0.9
 
 --proxies=false leaves them out.
 
@@ -95,6 +100,9 @@ on growth.`,
 			if asJSON {
 				return writeJSON(out, rep)
 			}
+			if markdown {
+				return rep.WriteMarkdown(out, commandLine())
+			}
 			return rep.WriteText(out)
 		},
 	}
@@ -106,9 +114,16 @@ on growth.`,
 	f.IntVar(&o.Concurrency, "concurrency", 16, "closed-loop visitors")
 	f.IntVar(&o.Visitors, "visitors", 10_000, "new waiting visitors per step of the memory measurement")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	f.BoolVar(&withProxies, "proxies", true, "compare also with nginx and HAProxy where installed")
+	f.BoolVar(&markdown, "markdown", false, "print the README's performance table (against nginx and Caddy) instead of the report")
+	f.BoolVar(&withProxies, "proxies", true, "compare also with nginx, HAProxy and Caddy where installed")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole bench (generator included) to this file")
 	f.DurationVar(&soak, "soak", 0, "run the steady-memory check for this long instead (e.g. 5m)")
 	f.Float64Var(&soakRate, "soak-rate", 500, "requests per second of each main stream during --soak")
 	return cmd
+}
+
+// commandLine is the command as it was given, for the report to say how
+// it was made.
+func commandLine() string {
+	return strings.Join(append([]string{"waitroom"}, os.Args[1:]...), " ")
 }

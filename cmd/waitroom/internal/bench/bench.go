@@ -259,6 +259,13 @@ type Report struct {
 	Split  []CPUSplit `json:"cpu_split,omitempty"`
 	Errors uint64     `json:"errors"`
 	Notes  []string   `json:"notes"`
+	// Load is the machine's load average over the last minute at the
+	// start and at the end of each round (from /proc/loadavg; empty where
+	// there is none): what else ran beside the bench, to be read beside
+	// every figure.
+	Load []float64 `json:"load_average_1m,omitempty"`
+	// Started is when the rounds began.
+	Started time.Time `json:"started"`
 }
 
 // side is one side of a comparison: the load and the transport it keeps
@@ -357,10 +364,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := b.warmUp(); err != nil {
 		return nil, err
 	}
+	b.rep.Started = time.Now().UTC()
+	b.rep.addLoad()
 	for round := range o.Rounds {
 		if err := b.round(round); err != nil {
 			return nil, err
 		}
+		b.rep.addLoad()
 	}
 	b.rep.Errors = b.errors
 	b.rep.finish()
@@ -738,6 +748,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nmemory: the full room counted %d waiting before the two steps and %d after; goroutines %d before, %d after\n",
 		mem.QueuedBefore, mem.QueuedAfter, mem.GoroutinesBefore, mem.GoroutinesAfter)
+	if len(rep.Load) > 0 {
+		fmt.Fprintf(w, "load average (1 min) at the start and after each round: %s\n", loads(rep.Load))
+	}
 	fmt.Fprintf(w, "errors during the rounds: %d\n", rep.Errors)
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

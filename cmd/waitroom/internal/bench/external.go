@@ -17,14 +17,15 @@ import (
 	"time"
 )
 
-// External is a reverse proxy operators already run (nginx, HAProxy),
-// started on loopback as a baseline: one process with one worker, proxying
+// External is a reverse proxy operators already run (nginx, HAProxy,
+// Caddy), started on loopback as a baseline: one process with one worker
+// (Caddy, a Go server like the node: GOMAXPROCS=1), proxying
 // to the bench's origin with upstream keep-alive, and answering the queue
 // page's captured bytes on a second port. nginx also runs waitroom's
 // forward-auth configuration (as shipped in the deploy docs) on a third
 // port, in front of the node's forward-auth endpoint and the origin.
 type External struct {
-	Name    string // "nginx", "HAProxy"
+	Name    string // "nginx", "HAProxy", "Caddy"
 	Version string
 	Binary  string
 	// ProxyURL proxies to the origin; PageURL answers the queue page;
@@ -46,10 +47,11 @@ type ExternalProxy struct {
 }
 
 // ExternalProxies are the baselines `waitroom bench` uses when installed
-// (Debian packages nginx and haproxy; .ci/install-proxies.sh).
+// (Debian packages nginx, haproxy and caddy; .ci/install-proxies.sh).
 var ExternalProxies = []ExternalProxy{
 	{Name: "nginx", Env: "WAITROOM_NGINX", Program: "nginx", Path: "/usr/sbin/nginx"},
 	{Name: "HAProxy", Env: "WAITROOM_HAPROXY", Program: "haproxy", Path: "/usr/sbin/haproxy"},
+	{Name: "Caddy", Env: "WAITROOM_CADDY", Program: "caddy", Path: "/usr/bin/caddy"},
 }
 
 // Find is the proxy's binary: $Env, else Program on $PATH, else Path; ""
@@ -92,7 +94,7 @@ func StartExternal(env *Env, p ExternalProxy, bin string) (_ *External, err erro
 	}
 	url := func(port int) string { return fmt.Sprintf("http://127.0.0.1:%d/", port) }
 	x.ProxyURL, x.PageURL = url(ports[0]), url(ports[1])
-	var args []string
+	var args, environ []string
 	switch p.Program {
 	case "nginx":
 		x.Version = versionOf(bin, "-v")
@@ -109,10 +111,23 @@ func StartExternal(env *Env, p ExternalProxy, bin string) (_ *External, err erro
 			return nil, err
 		}
 		args = []string{"-db", "-f", filepath.Join(x.dir, "haproxy.cfg")}
+	case "caddy":
+		x.Version = versionOf(bin, "version")
+		if env.QueuePage.Status != http.StatusOK {
+			return nil, fmt.Errorf("caddy's file server answers 200, the queue page %d", env.QueuePage.Status)
+		}
+		path := filepath.Join(x.dir, "Caddyfile")
+		if err := os.WriteFile(path, []byte(caddyConf(x.dir, origin, ports, env.QueuePage)), 0o600); err != nil {
+			return nil, err
+		}
+		args = []string{"run", "--config", path, "--adapter", "caddyfile"}
+		// A Go server like the node, on one core as the node is measured.
+		environ = []string{"GOMAXPROCS=1", "HOME=" + x.dir, "XDG_CONFIG_HOME=" + x.dir, "XDG_DATA_HOME=" + x.dir}
 	default:
 		return nil, fmt.Errorf("no bench configuration for %s", p.Program)
 	}
 	x.cmd = exec.Command(bin, args...)
+	x.cmd.Env = append(os.Environ(), environ...)
 	x.cmd.Stdout, x.cmd.Stderr = x.out, x.out
 	if err := x.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", bin, err)
@@ -273,6 +288,7 @@ func nginxConf(dir, origin, forwardAuth string, ports []int, page CapturedPage) 
 		"    server 127.0.0.1:9091;\n", "    server "+forwardAuth+";\n",
 		"    server 127.0.0.1:8000;\n", "    server "+origin+";\n",
 		"listen 80;", fmt.Sprintf("listen 127.0.0.1:%d;", ports[2]),
+		NginxAuthCachePath, filepath.Join(dir, "auth-cache"),
 	).Replace(NginxForwardAuthConf)
 	return fmt.Sprintf(`daemon off;
 master_process off;
@@ -351,6 +367,37 @@ frontend page
     bind 127.0.0.1:%[4]d
     http-request return status %[5]d content-type %[6]s file %[1]s/queue.html%[7]s
 `, dir, ports[0], origin, ports[1], page.Status, quoted(page.Header.Get("Content-Type"), true), hdr.String())
+}
+
+// caddyConf is one Caddy process, its admin endpoint off: port 0 proxies
+// to the origin (reverse_proxy keeps upstream connections alive by
+// default), port 1 serves the queue page's file with its headers.
+func caddyConf(dir, origin string, ports []int, page CapturedPage) string {
+	var hdr strings.Builder
+	for _, h := range pageHeaders(page) {
+		fmt.Fprintf(&hdr, "\t\t%s %s\n", h[0], quoted(h[1], false))
+	}
+	return fmt.Sprintf(`{
+	admin off
+	auto_https off
+}
+
+http://127.0.0.1:%[2]d {
+	reverse_proxy %[3]s
+}
+
+http://127.0.0.1:%[4]d {
+	root * %[1]s
+	rewrite * /queue.html
+	header {
+		-Etag
+		-Last-Modified
+		-Server
+		Content-Type %[5]s
+%[6]s	}
+	file_server
+}
+`, dir, ports[0], origin, ports[1], quoted(page.Header.Get("Content-Type"), false), hdr.String())
 }
 
 // syncBuffer collects a process's output.

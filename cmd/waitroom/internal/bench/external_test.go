@@ -41,7 +41,7 @@ func TestBenchDrivesProxies(t *testing.T) {
 		if os.Getenv("WAITROOM_REQUIRE_PROXIES") != "" {
 			t.Fatalf("%v not installed, but WAITROOM_REQUIRE_PROXIES is set (.ci/install-proxies.sh installs them)", missing)
 		}
-		t.Skipf("%v not installed (Debian packages nginx and haproxy)", missing)
+		t.Skipf("%v not installed (Debian packages nginx, haproxy and caddy)", missing)
 	}
 	ctx := context.Background()
 	env, err := StartEnv(ctx)
@@ -91,10 +91,11 @@ func TestBenchDrivesProxies(t *testing.T) {
 	if b.errors != 0 {
 		t.Errorf("%d errors", b.errors)
 	}
-	if want := 6 + 6 + 3; len(b.rep.External) != want {
+	// Six rows for each proxy, three more for nginx's forward-auth.
+	if want := 6*len(ExternalProxies) + 3; len(b.rep.External) != want {
 		t.Errorf("%d rows, want %d", len(b.rep.External), want)
 	}
-	if len(b.rep.Split) != 2 || len(b.rep.Split[0].Admitted) != 1 || len(b.rep.Split[1].Queued) != 1 {
+	if len(b.rep.Split) != len(ExternalProxies) || len(b.rep.Split[0].Admitted) != 1 || len(b.rep.Split[len(b.rep.Split)-1].Queued) != 1 {
 		t.Errorf("the proxies' own CPU: %+v, want a figure per round for each", b.rep.Split)
 	}
 	var out bytes.Buffer

@@ -3,6 +3,10 @@ package bench
 // NginxForwardAuthConf is docs/deploy/forward-auth/nginx.conf, the
 // forward-auth configuration waitroom ships for nginx, which the bench runs
 // in front of its node (TestShippedNginxConf keeps the two the same).
+// NginxAuthCachePath is the directory the shipped file keeps the node's
+// answers in, which a test or the bench replaces with one of its own.
+const NginxAuthCachePath = "/var/cache/nginx/waitroom"
+
 const NginxForwardAuthConf = `# waitroom behind nginx: nginx asks a waitroom node about every request
 # (auth_request) and sends it on to the site only when the node lets it
 # through; otherwise the visitor gets the node's answer, the queue page.
@@ -40,6 +44,10 @@ map "$host $http_host" $waitroom_one_host {
     "~*^(?<h>[^ ]+) \k<h>(:[0-9]+)?$" 1;
     default 0;
 }
+
+# Where nginx keeps the node's answers for visitors within their session
+# (see the auth location). The directory must be writable by nginx.
+proxy_cache_path /var/cache/nginx/waitroom keys_zone=waitroom_auth:10m inactive=10s max_size=64m use_temp_path=off;
 
 server {
     listen 80;
@@ -89,6 +97,15 @@ server {
         proxy_set_header X-Forwarded-Uri $request_uri;
         proxy_set_header X-Forwarded-Proto $scheme;
         proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        # A visitor within its session gets the same answer for the same
+        # cookie for a moment: the node marks it so (Cache-Control:
+        # max-age=2), and nginx keeps it, by the request and its cookies,
+        # instead of asking again for each of a page's assets. Every other
+        # answer is marked no-store and asked for every time. A revocation
+        # or the emergency stop takes hold here at most 2 seconds later.
+        proxy_cache waitroom_auth;
+        proxy_cache_key "$scheme $request_method $host $request_uri $http_cookie";
+        proxy_ignore_headers Set-Cookie;
     }
 
     # The answer kept by the node that decided, fetched once.

@@ -72,17 +72,6 @@ func proxyBinary(t *testing.T, env, name, path string) string {
 	return ""
 }
 
-// freePort is a loopback port free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // runProxy starts a proxy process until the test ends and waits until it
 // accepts connections on port; its output goes to the test's log on
 // failure.
@@ -125,7 +114,7 @@ func runProxy(t *testing.T, port int, env []string, bin string, args ...string) 
 func startNginx(t *testing.T, nodes []string, origin string) string {
 	bin := proxyBinary(t, "WAITROOM_NGINX", "nginx", "/usr/sbin/nginx")
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	var servers strings.Builder
 	for _, n := range nodes {
 		fmt.Fprintf(&servers, "    server %s;\n", n)
@@ -167,7 +156,7 @@ http {
 func startCaddy(t *testing.T, nodes []string, origin string) string {
 	bin := proxyBinary(t, "WAITROOM_CADDY", "caddy", "/usr/bin/caddy")
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	site := shippedConfig(t, "Caddyfile",
 		"reverse_proxy 127.0.0.1:9091 {", "reverse_proxy "+strings.Join(nodes, " ")+" {",
 		"reverse_proxy 127.0.0.1:8000\n", "reverse_proxy "+origin+"\n",

@@ -82,7 +82,8 @@ func CheckStamp(h HLC, nowMillis int64) error {
 	return nil
 }
 
-// MergeAt merges a delta from a peer at nowMillis like Merge, and makes sure
+// MergeAt merges a delta from a peer at nowMillis like Merge (aggregate
+// entries and groups included), and makes sure
 // no stamp can lock a register: a register stored with a stamp beyond
 // nowMillis + MaxClockOffset (kept from before such stamps were refused, or
 // from a peer whose clock ran far ahead) yields to any write within the
@@ -101,6 +102,7 @@ func (s *State) MergeAt(d Delta, nowMillis int64) Delta {
 			out.Registers = append(out.Registers, r)
 		}
 	}
+	s.mergeAggregates(d, &out)
 	return out
 }
 
@@ -150,13 +152,15 @@ func (s *State) localStamp(name string, nowMillis int64) HLC {
 func (s *State) DropFuture(nowMillis int64) int {
 	dropped := 0
 	for name, r := range s.rooms {
-		for ck := range r.cells {
-			if ck.Minute > LatestMinute(ck.Kind, nowMillis) {
-				delete(r.cells, ck)
-				dropped++
+		for _, cells := range []map[cellKey]*GCounter{r.cells, r.aggs} {
+			for ck := range cells {
+				if ck.Minute > LatestMinute(ck.Kind, nowMillis) {
+					delete(cells, ck)
+					dropped++
+				}
 			}
 		}
-		if len(r.cells) == 0 {
+		if r.empty() {
 			delete(s.rooms, name)
 		}
 	}

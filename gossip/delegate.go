@@ -32,9 +32,9 @@ func (d *delegate) NotifyMsg(b []byte) {
 	m, err := Decode(b, MaxReliableMessage)
 	switch {
 	case err != nil:
-	case m.Type == msgFull:
+	case m.Type == msgFull || m.Type == msgFullDC:
 		err = fmt.Errorf("%w: a full state outside push-pull", errType)
-	case m.Type == msgEntries && len(b) > MaxPacketMessage:
+	case (m.Type == msgEntries || m.Type == msgAggregates || m.Type == msgGroups) && len(b) > MaxPacketMessage:
 		// Nodes send entries one per broadcast, far under a packet.
 		err = fmt.Errorf("%w: entries message of %d bytes > %d", errOversize, len(b), MaxPacketMessage)
 	}
@@ -49,6 +49,15 @@ func (d *delegate) NotifyMsg(b []byte) {
 	}
 	if m.Type == msgMarks {
 		n.onMarks(m)
+		return
+	}
+	if m.Type == msgAggregates || m.Type == msgGroups {
+		// Other data centers' figures, relayed by a carrier of this one.
+		if n.dc == nil {
+			n.stats.drop(DroppedWrongPool)
+			return
+		}
+		n.onAggregates(m, false)
 		return
 	}
 	// Peers date cells and stamps in the ring's time; the delay is taken
@@ -79,6 +88,7 @@ func (n *Node) mergeRelayed(delta crdt.Delta, now, at int64) crdt.Delta {
 	for _, e := range changed.Entries {
 		id := cellID{e.Key, e.Replica}
 		n.dirty[id] = struct{}{}
+		n.markCarry(e.Key)
 		// Relayed with the origin's stamp: the oldest change not yet sent.
 		if old, ok := n.dirtyAt[id]; at > 0 && (!ok || old == 0 || at < old) {
 			n.dirtyAt[id] = at
@@ -150,13 +160,18 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 		return
 	}
 	m, err := Decode(buf, MaxFullState)
-	if err == nil && m.Type != msgFull {
+	if err == nil && m.Type != msgFull && m.Type != msgFullDC {
 		err = errType
 	}
 	if err != nil {
 		n.stats.drop(dropReason(err))
 		n.log.Warn().Err(err).Int("bytes", len(buf)).Msg("dropped push-pull state")
 		return
+	}
+	if n.dc == nil && (len(m.Delta.Aggregates) > 0 || len(m.Delta.Groups) > 0) {
+		// Figures of data centers mean nothing to a node that names none.
+		n.stats.drop(DroppedWrongPool)
+		m.Delta.Aggregates, m.Delta.Groups = nil, nil
 	}
 	n.stats.pushPulls.Add(1)
 	n.heard()
@@ -175,7 +190,11 @@ func (n *Node) mergeState(delta crdt.Delta, now int64) crdt.Delta {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.hook(PanicMergeState)
-	return n.state.MergeAt(delta, now)
+	changed := n.state.MergeAt(delta, now)
+	for _, e := range changed.Entries {
+		n.markCarry(e.Key)
+	}
+	return changed
 }
 
 func encodeNodeInfo(ni crdt.NodeInfo) ([]byte, error) { return msgpack.Marshal(ni) }

@@ -117,8 +117,9 @@
 // (NotifyJoin, NotifyLeave, NotifyUpdate), gossip_ping (AckPayload,
 // NotifyPingComplete), gossip_join_loop, gossip_prune_loop,
 // gossip_beat_loop, gossip_insecure_loop, gossip_push (the push of own
-// changes), gossip_marks (marks sent to a peer that joined or to every peer)
-// and gossip_leave (the hand-over of a clean leave). A message or push-pull
+// changes), gossip_marks (marks sent to a peer that joined or to every peer),
+// gossip_leave (the hand-over of a clean leave) and gossip_carrier (the
+// choice of a data center's carriers and their join between data centers). A message or push-pull
 // state whose merge panicked is dropped whole and counted in Stats.Dropped
 // under "panic" (DroppedPanic); a push-pull state that could not be built
 // is sent empty; a loop goes on with its next tick.

@@ -25,6 +25,12 @@ func FuzzDecode(f *testing.F) {
 	f.Add(must(EncodeBeat(a, 1_700_000_000_123)))
 	f.Add(must(EncodeStampedEntries([]crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Bucket: 0, Minute: testMinute}, a, 3)}, 1_700_000_000_123)))
 	f.Add(must(EncodeMarks([]crdt.Mark{{ID: "code/shop/Zx81", Expires: 1_700_172_800}, {ID: "revoked/shop/Qq", Expires: 1_700_100_000}}, 1_700_000_000)))
+	east := crdt.NewGroup("east", []crdt.ReplicaID{a, b})
+	f.Add(must(EncodeGroups([]crdt.Group{east})))
+	f.Add(must(EncodeAggregates([]crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Minute: testMinute}, east.ID(), 5)})))
+	dc := crdt.New()
+	dc.Merge(crdt.Delta{Groups: []crdt.Group{east}, Aggregates: []crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Minute: testMinute}, east.ID(), 5)}})
+	f.Add(must(EncodeFull(dc.Full(), dc.Horizon())))
 
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		m, err := Decode(msg, MaxFullState)
@@ -47,6 +53,16 @@ func FuzzDecode(f *testing.F) {
 		for i, r := range m.Delta.Registers {
 			if !validRegister(r) {
 				t.Fatalf("accepted an invalid register %d: %+v", i, r)
+			}
+		}
+		for i, e := range m.Delta.Aggregates {
+			if !validEntry(e) {
+				t.Fatalf("accepted an invalid aggregate %d: %+v", i, e)
+			}
+		}
+		for i, g := range m.Delta.Groups {
+			if err := g.Check(); err != nil {
+				t.Fatalf("accepted an invalid group %d: %v", i, err)
 			}
 		}
 		for i, mk := range m.Marks {
@@ -81,6 +97,18 @@ func FuzzDecode(f *testing.F) {
 			again, err = EncodeRegisters(m.Delta.Registers)
 		case msgFull:
 			again, err = EncodeFull(m.Delta, m.Horizon)
+		case msgFullDC:
+			again, err = encodeFullDC(m.Delta, m.Horizon)
+		case msgAggregates:
+			if len(m.Delta.Entries) != 0 || len(m.Delta.Registers) != 0 || len(m.Delta.Groups) != 0 || m.Horizon != 0 {
+				t.Fatalf("an aggregates message carried more: %+v", m)
+			}
+			again, err = EncodeAggregates(m.Delta.Aggregates)
+		case msgGroups:
+			if len(m.Delta.Entries) != 0 || len(m.Delta.Registers) != 0 || len(m.Delta.Aggregates) != 0 || m.Horizon != 0 {
+				t.Fatalf("a groups message carried more: %+v", m)
+			}
+			again, err = EncodeGroups(m.Delta.Groups)
 		case msgMarks:
 			if !m.Delta.Empty() || m.At != 0 || m.Horizon < 0 {
 				t.Fatalf("a marks message carried more: %+v", m)
@@ -111,6 +139,12 @@ func FuzzDecode(f *testing.F) {
 			third, _ = EncodeRegisters(m2.Delta.Registers)
 		case msgFull:
 			third, _ = EncodeFull(m2.Delta, m2.Horizon)
+		case msgFullDC:
+			third, _ = encodeFullDC(m2.Delta, m2.Horizon)
+		case msgAggregates:
+			third, _ = EncodeAggregates(m2.Delta.Aggregates)
+		case msgGroups:
+			third, _ = EncodeGroups(m2.Delta.Groups)
 		case msgMarks:
 			third, _ = EncodeMarks(m2.Marks, m2.Horizon)
 		}

@@ -93,6 +93,36 @@ type Config struct {
 	// block.
 	OnPanic func(where string, recovered any, stack []byte)
 
+	// Datacenter names the data center (the point of presence, the
+	// machines of one site) the node belongs to: its members share their
+	// cells in a pool of their own, and a few of them carry the data
+	// center's figures to the other data centers (datacenter.go). Empty,
+	// or the node's own name, makes the node a data center of its own:
+	// one pool, every replica's cells to every node, as a ring that names
+	// no data center has always run. Every node of a ring names one, or
+	// none does.
+	Datacenter string
+	// Carriers is how many members of the data center carry its figures
+	// between data centers (DefaultCarriers when 0).
+	Carriers int
+	// WANBind is the address of the pool between data centers, bound
+	// while the node carries (host:port; port 0 picks a free one each
+	// time), WANAdvertise the one peers should use, if not the bound one.
+	WANBind, WANAdvertise string
+	// WANSeeds are addresses in the pool between data centers: carriers
+	// of other data centers, or the WANBind of nodes that may carry. A
+	// node that starts carrying also joins by the addresses its data
+	// center's other carriers announce.
+	WANSeeds []string
+	// WANProfile is the timings of the pool between data centers (WAN
+	// when empty).
+	WANProfile Profile
+	// WANTransport, when set, makes the transport of the pool between
+	// data centers each time the node starts carrying (tests, the scale
+	// harness); WANTune adjusts that pool's configuration last.
+	WANTransport func() (memberlist.Transport, error)
+	WANTune      func(*memberlist.Config)
+
 	// Transport replaces memberlist's UDP/TCP transport, for fault
 	// injection in tests.
 	Transport memberlist.Transport
@@ -197,13 +227,19 @@ type Node struct {
 	skewLogged time.Time                             // guarded by peersMu
 	mlReady    atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
 	heardAt    atomic.Int64                          // unix nanoseconds of the last gossip from a peer
+	// dc is the node's side of its data center: nil when it names none.
+	dc *dcSide
 	// peakMembers is the largest ring this node has seen, and when.
 	peakMembers, peakAt atomic.Int64
 	hadPeers            atomic.Bool
-	started             time.Time
-	stop                chan struct{}
-	wg                  sync.WaitGroup
-	closeOnce           sync.Once
+	// synced is set once the node's first join has synced with a seed
+	// (or it has none): until then it cannot tell its data center's
+	// members, so it does not start carrying.
+	synced    atomic.Bool
+	started   time.Time
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // Start creates the node, binds its gossip address and starts joining the
@@ -228,6 +264,12 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
 	}
+	if cfg.Datacenter == cfg.Name {
+		cfg.Datacenter = "" // a data center of its own: today's ring
+	}
+	if err := checkDatacenter(cfg.Datacenter, cfg.Label); err != nil {
+		return nil, err
+	}
 	n := &Node{
 		cfg:       cfg,
 		replica:   crdt.NewReplicaID(cfg.Name, cfg.Incarnation),
@@ -244,6 +286,10 @@ func Start(cfg Config) (*Node, error) {
 		lost:      map[string]int64{},
 		acked:     map[string]time.Time{},
 		stop:      make(chan struct{}),
+	}
+	if cfg.Datacenter != "" {
+		n.dc = newDCSide(cfg)
+		n.state.SetDatacenter(cfg.Datacenter)
 	}
 	mc, err := n.memberlistConfig()
 	if err != nil {
@@ -276,6 +322,10 @@ func Start(cfg Config) (*Node, error) {
 	go n.joinLoop()
 	go n.pruneLoop()
 	go n.beatLoop()
+	if n.dc != nil {
+		n.wg.Add(1)
+		go n.carrierLoop()
+	}
 	n.log.Info().Str("addr", n.Addr()).Str("replica", n.replica.String()).Bool("authenticated", !cfg.Insecure).Msg("gossip node started")
 	if cfg.Insecure {
 		n.bound = net.JoinHostPort(mc.BindAddr, strconv.Itoa(mc.BindPort))
@@ -359,6 +409,9 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	mc.Ping = (*pinger)(n)
 	mc.Logger = log.New(logWriter{log: n.log, refuse: n.refuse}, "", 0)
 	mc.Label = n.cfg.Label
+	if n.dc != nil {
+		mc.Label = lanLabel(n.cfg.Label, n.dc.name)
+	}
 	if len(n.cfg.Keys) > 0 {
 		kr, err := memberlist.NewKeyring(n.cfg.Keys, n.cfg.Keys[0])
 		if err != nil {
@@ -452,6 +505,7 @@ func (n *Node) addOwn(incs []Inc, now int64) bool {
 	for _, in := range incs {
 		if _, ok := n.state.Add(in.Key, n.replica, in.N); ok {
 			own = true
+			n.markCarry(in.Key)
 			id := cellID{in.Key, n.replica}
 			n.dirty[id] = struct{}{}
 			if _, ok := n.dirtyAt[id]; !ok {
@@ -479,7 +533,8 @@ func (n *Node) SnapshotOf(room string, now int64, w crdt.Windows, keep func(crdt
 
 // ReplicaNames maps the replicas that announced themselves (NodeInfo
 // registers) to their node names. A node that restarted has one replica per
-// incarnation, all under its name.
+// incarnation, all under its name. Another data center, which appears in
+// snapshots as one replica (crdt.DatacenterReplica), maps to its name.
 func (n *Node) ReplicaNames() map[crdt.ReplicaID]string {
 	out := map[crdt.ReplicaID]string{}
 	n.Read(func(st *crdt.State) {
@@ -488,16 +543,27 @@ func (n *Node) ReplicaNames() map[crdt.ReplicaID]string {
 				out[r.Replica] = ni.Name
 			}
 		})
+		for _, dc := range st.Datacenters() {
+			out[crdt.DatacenterReplica(dc)] = dc
+		}
 	})
 	return out
 }
 
 // Reachable returns the replicas whose node is a live member of the ring as
 // this node sees it, its own replica always among them. A replica that never
-// announced its node is not.
+// announced its node is not. Other data centers' replicas
+// (crdt.DatacenterReplica) are all among them: a member of a data center
+// sees only its own data center's members, and what it last heard of
+// another data center stands until it hears more.
 func (n *Node) Reachable() map[crdt.ReplicaID]bool {
 	names := n.ReplicaNames()
 	out := make(map[crdt.ReplicaID]bool, len(names)+1)
+	var dcs []string
+	n.Read(func(st *crdt.State) { dcs = st.Datacenters() })
+	for _, dc := range dcs {
+		out[crdt.DatacenterReplica(dc)] = true
+	}
 	n.peersMu.Lock()
 	defer n.peersMu.Unlock()
 	for r, name := range names {
@@ -538,7 +604,11 @@ func (n *Node) Register(name string) (crdt.LWW[[]byte], bool) {
 func NodeInfoRegister(r crdt.ReplicaID) string { return "node/" + r.String() }
 
 func (n *Node) publishNodeInfo(left bool) {
-	b, err := encodeNodeInfo(crdt.NodeInfo{Name: n.cfg.Name, Incarnation: n.cfg.Incarnation, Addr: n.Addr(), Left: left})
+	ni := crdt.NodeInfo{Name: n.cfg.Name, Incarnation: n.cfg.Incarnation, Addr: n.Addr(), Left: left}
+	if n.dc != nil {
+		ni.Datacenter, ni.WAN = n.dc.name, n.wanAddr()
+	}
+	b, err := encodeNodeInfo(ni)
 	if err != nil {
 		n.log.Error().Err(err).Msg("encode node info")
 		return
@@ -559,6 +629,9 @@ type Member struct {
 	LastHeard time.Time `json:"last_heard,omitzero"`
 	// Suspected is a live member not heard from for too long.
 	Suspected bool `json:"suspected,omitempty"`
+	// Datacenter is the data center the member belongs to (its own name
+	// in a ring that names none).
+	Datacenter string `json:"datacenter,omitempty"`
 }
 
 // Members lists the ring, this node included: the members memberlist has
@@ -572,7 +645,10 @@ func (n *Node) Members() []Member {
 	after := SuspectAfter(len(n.peers), n.probeInterval, n.probeTimeout)
 	out := make([]Member, 0, len(n.peers))
 	for _, m := range n.peers {
-		mem := Member{Name: m.Name, Addr: m.Address(), Alive: m.State == memberlist.StateAlive, State: stateName(m.State)}
+		mem := Member{Name: m.Name, Addr: m.Address(), Alive: m.State == memberlist.StateAlive, State: stateName(m.State), Datacenter: m.Name}
+		if n.dc != nil {
+			mem.Datacenter = n.dc.name
+		}
 		if m.Name != n.cfg.Name {
 			mem.LastHeard = n.acked[m.Name]
 			if mem.Alive && n.probeInterval > 0 && Suspected(mem.LastHeard, now, after) {
@@ -687,6 +763,7 @@ func (n *Node) joinLoop() {
 	backoff := 500 * time.Millisecond
 	const maxBackoff = 30 * time.Second
 	synced := len(seeds) == 0 // nothing to join: the first node of a ring
+	n.synced.Store(synced)
 	lastSearch := time.Now()
 	for {
 		// A turn that panics waits as long as one that found the ring whole.
@@ -701,6 +778,7 @@ func (n *Node) joinLoop() {
 					wait, backoff = backoff, min(backoff*2, maxBackoff)
 				} else {
 					synced = true
+					n.synced.Store(true)
 					backoff = 500 * time.Millisecond
 					n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("joined cluster")
 				}
@@ -827,6 +905,7 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.announceLeave()
 		close(n.stop)
+		n.stopCarrying(true)
 		if lerr := n.ml.Leave(2 * time.Second); lerr != nil {
 			n.log.Warn().Err(lerr).Msg("leave cluster")
 		}
@@ -842,6 +921,7 @@ func (n *Node) Kill() error {
 	var err error
 	n.closeOnce.Do(func() {
 		close(n.stop)
+		n.stopCarrying(false)
 		err = n.ml.Shutdown()
 		n.wg.Wait()
 	})
@@ -905,6 +985,9 @@ func (n *Node) flushWith(each func(crdt.Entry, int64)) {
 		}
 		if len(msg) <= MaxPacketMessage {
 			n.queue.QueueBroadcast(&broadcast{name: "r|" + r.Name, msg: msg})
+			if crossesWAN(r.Name) {
+				n.queueWAN("r|"+r.Name, msg)
+			}
 			continue
 		}
 		// Too large for a packet (a room's custom page, say): send it over
@@ -1002,6 +1085,13 @@ type Stats struct {
 	Dropped        map[string]int64 `json:"dropped,omitempty"` // messages, and items of them, dropped or refused, by reason
 	Queued         int              `json:"queued"`            // broadcasts waiting to go out
 	State          crdt.Stats       `json:"state"`
+	// Datacenter is the data center the node names (none when it is one
+	// of its own); Carrier whether it carries its figures to the others,
+	// and WAN the pool between data centers it then belongs to. Bytes
+	// sent there count in BytesOut too.
+	Datacenter string    `json:"datacenter,omitempty"`
+	Carrier    bool      `json:"carrier,omitempty"`
+	WAN        *WANStats `json:"wan,omitempty"`
 }
 
 type stats struct {
@@ -1035,6 +1125,9 @@ func (n *Node) Stats() Stats {
 		return true
 	})
 	st.State = n.stateStats()
+	if n.dc != nil {
+		st.Datacenter, st.Carrier, st.WAN = n.dc.name, n.dc.carrying.Load(), n.wanStats()
+	}
 	return st
 }
 

@@ -1,0 +1,909 @@
+package gossip
+
+import (
+	"fmt"
+	"hash/fnv"
+	"log"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// Data centers. A node that names a data center (Config.Datacenter) runs
+// two memberlist pools, as Consul does:
+//
+//   - the data center's own pool (LAN timings from the profile), carrying
+//     what a ring without data centers carries: every replica's cells, the
+//     push of own changes, beats, registers and marks; the lag a node
+//     measures and the ring's time come from this pool's peers only;
+//   - the pool between data centers (WAN timings), joined only by a few
+//     members of each data center, its carriers, and carrying one
+//     aggregate entry per data center per cell (crdt.State.Carry), the
+//     groups those name, registers other than node facts, and marks.
+//
+// The carriers are the Config.Carriers live members of the data center
+// that rank highest by rendezvous hashing of their names (carrierRank):
+// every member ranks its live peers alike, with no coordinator, and when a
+// carrier dies the next in rank takes over as soon as the pool declares it
+// gone. A member that stops being chosen keeps carrying for carrierHold, so
+// that a member that flaps does not churn the pool between data centers.
+// Two members carrying at once write the same groups' entries, which
+// max-merge: overlap is harmless.
+//
+// A carrier sums the data center's cells when they change (its own adds
+// and what it merges from its pool) at each gossip round of the pool
+// between data centers, and sends the sums there; when it starts carrying,
+// and at every push-pull there, it sums every cell, so nothing a carrier
+// that died had not sent is lost once its cells reached another member.
+// What it hears from other data centers it relays into its own pool, where
+// every member merges and relays it like any other message: per-node cells
+// never leave their data center, and other data centers' figures reach
+// every node.
+//
+// Registers cross whole (they are LWW, so two carriers forwarding one
+// write is harmless), except node facts (names starting "node/"), which
+// describe replicas whose cells stay in their data center; a register too
+// large for a packet crosses by push-pull. Marks cross like registers:
+// they are a set whose union is the same whatever the path.
+//
+// The two pools never merge: the data center's pool is labelled
+// Label+"/dc/"+Datacenter and the pool between data centers Label+"/wan",
+// both with the ring's keys. A ring that names no data center keeps one
+// pool with Label, and its wire is as it always was.
+
+// DefaultCarriers is how many members of a data center carry its figures
+// to the others when Config.Carriers is 0.
+const DefaultCarriers = 2
+
+// carrierHold is how long a member that is no longer among its data
+// center's carriers goes on carrying; carrierCheck is how often a member
+// looks at whether it is one.
+const (
+	carrierHold  = 10 * time.Second
+	carrierCheck = time.Second
+)
+
+// DroppedWrongPool counts messages that do not belong in the pool they came
+// by: a replica's cells, beats or node facts between data centers, or
+// aggregates on a node that names no data center.
+const DroppedWrongPool = "wrong_pool"
+
+// lanLabel and wanLabel are the labels of a data center's pool and of the
+// pool between data centers, derived from the ring's label.
+func lanLabel(label, dc string) string { return label + "/dc/" + dc }
+func wanLabel(label string) string     { return label + "/wan" }
+
+// checkDatacenter says why dc cannot name a data center, or nil.
+func checkDatacenter(dc, label string) error {
+	if len(dc) > crdt.MaxDatacenterName {
+		return fmt.Errorf("gossip: data center %q: at most %d bytes", dc, crdt.MaxDatacenterName)
+	}
+	for _, r := range dc {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("gossip: data center %q: no spaces or control characters", dc)
+		}
+	}
+	if l := len(lanLabel(label, dc)); l > 255 {
+		return fmt.Errorf("gossip: label %q with data center %q: %d bytes, memberlist allows 255", label, dc, l)
+	}
+	return nil
+}
+
+// dcSide is what a node that names a data center keeps besides its own
+// pool: whether it carries, the pool between data centers while it does,
+// and the cells to sum at the next round there.
+type dcSide struct {
+	name     string // the data center
+	carriers int
+	wanName  string // the node's name in the pool between data centers
+
+	// mu serialises starting and stopping the pool between data centers.
+	mu sync.Mutex
+	// notChosen is when the node last stopped being among the carriers
+	// (zero while it is one); guarded by mu.
+	notChosen time.Time
+	// ml is the pool between data centers while the node carries.
+	ml       atomic.Pointer[memberlist.Memberlist]
+	carrying atomic.Bool
+	// queue is the broadcast queue of the pool between data centers; it
+	// outlives a stint as carrier, emptied at the start of each.
+	queue *memberlist.TransmitLimitedQueue
+	// joining is set while a join of the pool is under way.
+	joining atomic.Bool
+	// lastJoin is when (unix ns) the node last tried to join that pool.
+	lastJoin atomic.Int64
+
+	// dirty are the cells of the data center changed since its figures
+	// were last summed, and all asks for every cell; guarded by Node.mu.
+	dirty map[crdt.Key]struct{}
+	all   bool
+
+	// peers are the members of the pool between data centers, by their
+	// name there, and lost the addresses of those that failed; guarded by
+	// peersMu.
+	peersMu sync.Mutex
+	peers   map[string]wanPeer
+	lost    map[string]int64
+
+	bytesIn, msgsIn, msgsOut atomic.Uint64
+}
+
+// wanPeer is a member of the pool between data centers.
+type wanPeer struct {
+	node       memberlist.Node
+	datacenter string
+}
+
+// wanMetaVersion leads a member's meta in the pool between data centers,
+// followed by its data center's name.
+const wanMetaVersion = 1
+
+func newDCSide(cfg Config) *dcSide {
+	k := cfg.Carriers
+	if k <= 0 {
+		k = DefaultCarriers
+	}
+	d := &dcSide{name: cfg.Datacenter, carriers: k, wanName: cfg.Name + "." + cfg.Datacenter, dirty: map[crdt.Key]struct{}{}, peers: map[string]wanPeer{}, lost: map[string]int64{}}
+	d.queue = &memberlist.TransmitLimitedQueue{NumNodes: d.numNodes, RetransmitMult: 2}
+	return d
+}
+
+func (d *dcSide) numNodes() int {
+	if ml := d.ml.Load(); ml != nil {
+		return ml.NumMembers()
+	}
+	return 1
+}
+
+// Datacenter is the data center the node belongs to: Config.Datacenter, or
+// the node's name when it names none (a data center of its own).
+func (n *Node) Datacenter() string {
+	if n.dc != nil {
+		return n.dc.name
+	}
+	return n.cfg.Name
+}
+
+// Carrying reports whether the node carries its data center's figures to
+// the others now.
+func (n *Node) Carrying() bool { return n.dc != nil && n.dc.carrying.Load() }
+
+// carrierRank is the rendezvous score of member name in data center dc:
+// the Config.Carriers live members with the highest carry.
+func carrierRank(dc, name string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(dc))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(name))
+	return h.Sum64()
+}
+
+// chosenCarrier reports whether this node ranks among the data center's
+// carriers over the live members of its pool.
+func (n *Node) chosenCarrier() bool {
+	names := n.liveNames()
+	self := carrierRank(n.dc.name, n.cfg.Name)
+	above := 0
+	for _, name := range names {
+		if name != n.cfg.Name && carrierRank(n.dc.name, name) > self {
+			above++
+		}
+	}
+	return above < n.dc.carriers
+}
+
+// liveNames are the names of the live members of the node's pool, itself
+// included.
+func (n *Node) liveNames() []string {
+	n.peersMu.Lock()
+	defer n.peersMu.Unlock()
+	out := make([]string, 0, len(n.peers)+1)
+	for name := range n.peers {
+		out = append(out, name)
+	}
+	if _, ok := n.peers[n.cfg.Name]; !ok {
+		out = append(out, n.cfg.Name)
+	}
+	return out
+}
+
+// carrierLoop starts and stops the node's carrying as the data center's
+// members come and go, and keeps the pool between data centers joined.
+func (n *Node) carrierLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(carrierCheck)
+	defer t.Stop()
+	lastSearch := time.Now()
+	for {
+		n.guarded(PanicCarrier, func() {
+			n.hook(PanicCarrier)
+			n.checkCarrier(time.Now())
+			if ml := n.dc.ml.Load(); ml != nil {
+				switch {
+				case ml.NumMembers() <= 1:
+					n.joinWAN(2 * time.Second)
+				case time.Since(lastSearch) >= n.searchInterval():
+					lastSearch = time.Now()
+					n.joinWAN(0)
+				}
+			}
+		})
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (n *Node) searchInterval() time.Duration {
+	if n.cfg.SearchInterval > 0 {
+		return n.cfg.SearchInterval
+	}
+	return defaultSearchInterval
+}
+
+// checkCarrier starts carrying when the node is among the carriers, and
+// stops when it has not been for carrierHold.
+func (n *Node) checkCarrier(now time.Time) {
+	d := n.dc
+	chosen := n.synced.Load() && n.chosenCarrier()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case chosen:
+		d.notChosen = time.Time{}
+		if !d.carrying.Load() {
+			if err := n.startWANLocked(); err != nil {
+				n.log.Error().Err(err).Msg("start carrying the data center's figures")
+			}
+		}
+	case d.carrying.Load() && d.notChosen.IsZero():
+		d.notChosen = now
+	case d.carrying.Load() && now.Sub(d.notChosen) >= carrierHold:
+		n.stopWANLocked(true)
+	}
+}
+
+// startWANLocked joins the pool between data centers and has the next
+// round there sum every cell. d.mu must be held.
+func (n *Node) startWANLocked() error {
+	d := n.dc
+	mc, err := n.wanConfig()
+	if err != nil {
+		return err
+	}
+	d.queue.Reset()
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return fmt.Errorf("start the pool between data centers on %q: %w", n.cfg.WANBind, err)
+	}
+	d.ml.Store(ml)
+	n.mu.Lock()
+	d.all = true
+	n.mu.Unlock()
+	d.carrying.Store(true)
+	n.publishNodeInfo(false)
+	n.log.Info().Str("datacenter", d.name).Str("wan", wanAddress(ml)).Msg("carrying the data center's figures to the other data centers")
+	n.joinWAN(0)
+	return nil
+}
+
+// stopWANLocked leaves (when leave is set) and shuts down the pool between
+// data centers. d.mu must be held.
+func (n *Node) stopWANLocked(leave bool) {
+	d := n.dc
+	ml := d.ml.Swap(nil)
+	d.carrying.Store(false)
+	if ml == nil {
+		return
+	}
+	if leave {
+		if err := ml.Leave(time.Second); err != nil {
+			n.log.Warn().Err(err).Msg("leave the pool between data centers")
+		}
+	}
+	if err := ml.Shutdown(); err != nil {
+		n.log.Warn().Err(err).Msg("shut down the pool between data centers")
+	}
+	d.peersMu.Lock()
+	clear(d.peers)
+	d.peersMu.Unlock()
+	n.mu.Lock()
+	clear(d.dirty)
+	n.mu.Unlock()
+	select {
+	case <-n.stop:
+	default:
+		n.publishNodeInfo(false)
+		n.log.Info().Str("datacenter", d.name).Msg("no longer carrying the data center's figures")
+	}
+}
+
+// stopCarrying stops the node's carrying for good (it is closing),
+// leaving the pool between data centers when leave is set.
+func (n *Node) stopCarrying(leave bool) {
+	if n.dc == nil {
+		return
+	}
+	if leave && n.dc.carrying.Load() {
+		// The last figures go out with the leave's gossip.
+		n.flushWAN()
+	}
+	n.dc.mu.Lock()
+	defer n.dc.mu.Unlock()
+	n.stopWANLocked(leave)
+}
+
+func wanAddress(ml *memberlist.Memberlist) string {
+	ln := ml.LocalNode()
+	return net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
+}
+
+// wanAddr is the node's address in the pool between data centers while it
+// carries, else "".
+func (n *Node) wanAddr() string {
+	if n.dc == nil {
+		return ""
+	}
+	if ml := n.dc.ml.Load(); ml != nil {
+		return wanAddress(ml)
+	}
+	return ""
+}
+
+// wanConfig is the memberlist configuration of the pool between data
+// centers.
+func (n *Node) wanConfig() (*memberlist.Config, error) {
+	var mc *memberlist.Config
+	switch n.cfg.WANProfile {
+	case Local:
+		mc = memberlist.DefaultLocalConfig()
+	case LAN:
+		mc = memberlist.DefaultLANConfig()
+	case WAN, "":
+		mc = memberlist.DefaultWANConfig()
+	default:
+		return nil, fmt.Errorf("gossip profile between data centers %q: must be lan, local or wan", n.cfg.WANProfile)
+	}
+	mc.Name = n.dc.wanName
+	mc.GossipNodes = max(mc.GossipNodes, 4)
+	// Every carrier relays what is new to it, so a few transmissions each
+	// reach every carrier; push-pull repairs the rest.
+	mc.RetransmitMult = 2
+	if mc.DeadNodeReclaimTime == 0 {
+		mc.DeadNodeReclaimTime = 10 * time.Second
+	}
+	host, port, err := splitHostPort(n.cfg.WANBind)
+	if err != nil {
+		return nil, fmt.Errorf("gossip address between data centers %q: %w", n.cfg.WANBind, err)
+	}
+	mc.BindAddr, mc.BindPort, mc.AdvertisePort = host, port, port
+	if n.cfg.WANAdvertise != "" {
+		ah, ap, err := splitHostPort(n.cfg.WANAdvertise)
+		if err != nil {
+			return nil, fmt.Errorf("gossip advertise address between data centers %q: %w", n.cfg.WANAdvertise, err)
+		}
+		mc.AdvertiseAddr, mc.AdvertisePort = ah, ap
+	}
+	mc.Delegate = (*wanDelegate)(n)
+	mc.Events = (*wanEvents)(n)
+	mc.Logger = log.New(logWriter{log: n.log.With().Str("pool", "wan").Logger(), refuse: n.refuse}, "", 0)
+	mc.Label = wanLabel(n.cfg.Label)
+	if len(n.cfg.Keys) > 0 {
+		kr, err := memberlist.NewKeyring(n.cfg.Keys, n.cfg.Keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("gossip keyring: %w", err)
+		}
+		mc.Keyring = kr
+		mc.GossipVerifyIncoming = true
+		mc.GossipVerifyOutgoing = true
+	}
+	if n.cfg.WANTransport != nil {
+		tr, err := n.cfg.WANTransport()
+		if err != nil {
+			return nil, fmt.Errorf("gossip transport between data centers: %w", err)
+		}
+		mc.Transport = tr
+	} else {
+		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("gossip listen between data centers on %q: %w", n.cfg.WANBind, err)
+		}
+		if port == 0 {
+			mc.BindPort = nt.GetAutoBindPort()
+			if n.cfg.WANAdvertise == "" {
+				mc.AdvertisePort = mc.BindPort
+			}
+		}
+		mc.Transport = &countingTransport{NetTransport: nt, stats: &n.stats}
+	}
+	if n.cfg.WANTune != nil {
+		n.cfg.WANTune(mc)
+	}
+	return mc, nil
+}
+
+// joinWAN joins, in the background, the pool between data centers through
+// every address known there that is not a member: Config.WANSeeds, the
+// addresses other members of the data center carry at, and members lost.
+// It does nothing while a join is under way or within every of the last.
+func (n *Node) joinWAN(every time.Duration) {
+	d := n.dc
+	ml := d.ml.Load()
+	if ml == nil || time.Now().UnixNano()-d.lastJoin.Load() < every.Nanoseconds() || !d.joining.CompareAndSwap(false, true) {
+		return
+	}
+	d.lastJoin.Store(time.Now().UnixNano())
+	addrs := n.wanSeeds(wanAddress(ml))
+	if len(addrs) == 0 {
+		d.joining.Store(false)
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer d.joining.Store(false)
+		defer n.recoverAs(PanicCarrier)
+		if k, err := ml.Join(addrs); err != nil && k == 0 {
+			n.log.Debug().Err(err).Strs("addrs", addrs).Msg("join the pool between data centers")
+		} else {
+			n.log.Debug().Int("contacted", k).Int("members", ml.NumMembers()).Msg("joined the pool between data centers")
+		}
+	}()
+}
+
+// wanSeeds are the addresses to join the pool between data centers by,
+// but self and the members.
+func (n *Node) wanSeeds(self string) []string {
+	d := n.dc
+	cand := slices.Clone(n.cfg.WANSeeds)
+	n.Read(func(st *crdt.State) {
+		st.Registers(nodeInfoPrefix, func(_ string, r crdt.LWW[[]byte]) {
+			if ni, err := DecodeNodeInfo(r.Value); err == nil && ni.WAN != "" && ni.Name != n.cfg.Name {
+				cand = append(cand, ni.WAN)
+			}
+		})
+	})
+	d.peersMu.Lock()
+	member := map[string]bool{self: true}
+	for _, p := range d.peers {
+		member[p.node.Address()] = true
+	}
+	now := time.Now().UnixNano()
+	for addr, at := range d.lost {
+		if now-at > lostMemory.Nanoseconds() {
+			delete(d.lost, addr)
+			continue
+		}
+		cand = append(cand, addr)
+	}
+	d.peersMu.Unlock()
+	var out []string
+	for _, a := range cand {
+		if !member[a] && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// markCarry records that own cell k changed, to be summed at the next round
+// between data centers. n.mu must be held.
+func (n *Node) markCarry(k crdt.Key) {
+	if n.dc != nil && n.dc.carrying.Load() {
+		n.dc.dirty[k] = struct{}{}
+	}
+}
+
+// carriedReplicas are the replicas of the live members of the data center:
+// the group a carrier sums them under. n.mu must be held.
+func (n *Node) carriedReplicasLocked(live []string) []crdt.ReplicaID {
+	latest := map[string]crdt.NodeInfo{}
+	ids := map[string]crdt.ReplicaID{}
+	n.state.Registers(nodeInfoPrefix, func(_ string, r crdt.LWW[[]byte]) {
+		ni, err := DecodeNodeInfo(r.Value)
+		if err != nil || ni.Left {
+			return
+		}
+		if cur, ok := latest[ni.Name]; !ok || ni.Incarnation > cur.Incarnation {
+			latest[ni.Name] = ni
+			ids[ni.Name] = r.Replica
+		}
+	})
+	out := []crdt.ReplicaID{n.replica}
+	for _, name := range live {
+		if r, ok := ids[name]; ok && name != n.cfg.Name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// carry sums the data center's changed cells (every cell with all) and
+// returns what to send between data centers.
+func (n *Node) carry(all bool) crdt.Delta {
+	live := n.liveNames()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d := n.dc
+	var keys []crdt.Key
+	if !all && !d.all {
+		if len(d.dirty) == 0 {
+			return crdt.Delta{}
+		}
+		keys = make([]crdt.Key, 0, len(d.dirty))
+		for k := range d.dirty {
+			keys = append(keys, k)
+		}
+	}
+	clear(d.dirty)
+	d.all = false
+	return n.state.Carry(d.name, n.carriedReplicasLocked(live), keys)
+}
+
+// flushWAN sums the changed cells and queues the figures that grew for the
+// pool between data centers.
+func (n *Node) flushWAN() {
+	if !n.dc.carrying.Load() {
+		return
+	}
+	n.queueAggregates(n.dc.queue, n.carry(false))
+}
+
+// queueAggregates queues d's groups and aggregate entries on q, one per
+// message under its own name, so that a newer figure of a cell replaces one
+// not yet sent.
+func (n *Node) queueAggregates(q *memberlist.TransmitLimitedQueue, d crdt.Delta) {
+	for _, g := range d.Groups {
+		msg, err := EncodeGroups([]crdt.Group{g})
+		if err != nil || len(msg) > MaxPacketMessage {
+			n.log.Error().Err(err).Str("datacenter", g.Datacenter).Int("replicas", len(g.Replicas)).Msg("encode group")
+			continue
+		}
+		q.QueueBroadcast(&broadcast{name: "g|" + strconv.FormatUint(uint64(g.ID()), 16), msg: msg})
+	}
+	for _, e := range d.Aggregates {
+		msg, err := EncodeAggregates([]crdt.Entry{e})
+		if err != nil {
+			n.log.Error().Err(err).Msg("encode aggregate")
+			continue
+		}
+		q.QueueBroadcast(&broadcast{name: "a" + entryName(e)[1:], msg: msg})
+	}
+}
+
+// queueWAN queues msg under name between data centers while the node
+// carries.
+func (n *Node) queueWAN(name string, msg []byte) {
+	if n.dc != nil && n.dc.carrying.Load() {
+		n.dc.queue.QueueBroadcast(&broadcast{name: name, msg: msg})
+	}
+}
+
+// crossesWAN reports whether register name goes between data centers:
+// every register but node facts.
+func crossesWAN(name string) bool { return !strings.HasPrefix(name, nodeInfoPrefix) }
+
+// onAggregates merges other data centers' figures (aggregate entries and
+// groups) that came by the data center's own pool (fromWAN false) or
+// between data centers, and relays what was new: within the data center,
+// and between data centers when it came from there.
+func (n *Node) onAggregates(m Message, fromWAN bool) {
+	now := n.RingNow().UnixMilli()
+	delta := n.screenAggregates(m.Delta, now)
+	changed := n.mergeFigures(delta, now)
+	if changed.Empty() {
+		return
+	}
+	k := uint64(len(changed.Aggregates) + len(changed.Groups))
+	n.stats.merged.Add(k)
+	n.stats.relayed.Add(k)
+	n.queueAggregates(n.queue, n.remoteOnly(changed))
+	if fromWAN {
+		n.queueAggregates(n.dc.queue, changed)
+	}
+	n.changed()
+}
+
+// remoteOnly leaves out of d the aggregate entries of the node's own data
+// center, which its members never read.
+func (n *Node) remoteOnly(d crdt.Delta) crdt.Delta {
+	own := map[crdt.ReplicaID]bool{}
+	for _, g := range d.Groups {
+		if g.Datacenter == n.dc.name {
+			own[g.ID()] = true
+		}
+	}
+	if len(own) == 0 {
+		return d
+	}
+	out := crdt.Delta{}
+	for _, g := range d.Groups {
+		if !own[g.ID()] {
+			out.Groups = append(out.Groups, g)
+		}
+	}
+	for _, e := range d.Aggregates {
+		if !own[e.Replica] {
+			out.Aggregates = append(out.Aggregates, e)
+		}
+	}
+	return out
+}
+
+// mergeFigures merges the aggregate entries and groups of d at now (ring
+// ms) and returns what changed.
+func (n *Node) mergeFigures(d crdt.Delta, now int64) crdt.Delta {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.hook(PanicMessage)
+	return n.state.MergeAt(crdt.Delta{Aggregates: d.Aggregates, Groups: d.Groups}, now)
+}
+
+// screenAggregates drops the aggregate entries the node refuses at
+// nowMillis (crdt.CheckAggregate), each checked against its group's size
+// when the delta or the state holds the group.
+func (n *Node) screenAggregates(d crdt.Delta, nowMillis int64) crdt.Delta {
+	if len(d.Aggregates) == 0 {
+		return d
+	}
+	sizes := map[crdt.ReplicaID]int{}
+	for _, g := range d.Groups {
+		sizes[g.ID()] = len(g.Replicas)
+	}
+	n.mu.Lock()
+	for _, e := range d.Aggregates {
+		if _, ok := sizes[e.Replica]; !ok {
+			if g, ok := n.state.Group(e.Replica); ok {
+				sizes[e.Replica] = len(g.Replicas)
+			}
+		}
+	}
+	n.mu.Unlock()
+	kept := d.Aggregates[:0]
+	for _, e := range d.Aggregates {
+		size, ok := sizes[e.Replica]
+		if !ok {
+			size = crdt.MaxGroupReplicas
+		}
+		if err := crdt.CheckAggregate(e, size, nowMillis); err != nil {
+			n.refuse(boundsReason(err), err)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	d.Aggregates = kept
+	return d
+}
+
+// wanDelegate is the node as the delegate of the pool between data
+// centers.
+type wanDelegate Node
+
+// NodeMeta names the node's data center to the pool between data centers.
+func (w *wanDelegate) NodeMeta(limit int) []byte {
+	n := (*Node)(w)
+	defer n.recoverAs(PanicMeta)
+	return append([]byte{wanMetaVersion}, n.dc.name...)
+}
+
+// NotifyMsg merges what another carrier sent: figures, groups, registers
+// and marks. Anything else is dropped and counted.
+func (w *wanDelegate) NotifyMsg(b []byte) {
+	n := (*Node)(w)
+	defer n.recoverAs(PanicMessage, n.dropPanicked)
+	n.dc.msgsIn.Add(1)
+	n.dc.bytesIn.Add(uint64(len(b)))
+	m, err := Decode(b, MaxReliableMessage)
+	if err == nil && (m.Type == msgAggregates || m.Type == msgGroups || m.Type == msgEntries) && len(b) > MaxPacketMessage {
+		err = fmt.Errorf("%w: message of %d bytes > %d", errOversize, len(b), MaxPacketMessage)
+	}
+	if err != nil {
+		n.stats.drop(dropReason(err))
+		n.log.Debug().Err(err).Int("bytes", len(b)).Msg("dropped gossip message between data centers")
+		return
+	}
+	switch m.Type {
+	case msgAggregates, msgGroups:
+		n.onAggregates(m, true)
+	case msgMarks:
+		n.onMarks(m)
+	case msgRegisters:
+		n.onWANRegisters(m)
+	default:
+		n.stats.drop(DroppedWrongPool)
+	}
+}
+
+// onWANRegisters merges registers another carrier sent and relays those
+// that were new, within the data center and between data centers (the
+// node's flush does both). Node facts never cross.
+func (n *Node) onWANRegisters(m Message) {
+	regs := m.Delta.Registers[:0]
+	for _, r := range m.Delta.Registers {
+		if crossesWAN(r.Name) {
+			regs = append(regs, r)
+		} else {
+			n.stats.drop(DroppedWrongPool)
+		}
+	}
+	now := n.RingNow().UnixMilli()
+	delta := n.screen(crdt.Delta{Registers: regs}, now)
+	changed := n.mergeRelayed(delta, now, 0)
+	if !changed.Empty() {
+		k := uint64(len(changed.Registers))
+		n.stats.merged.Add(k)
+		n.stats.relayed.Add(k)
+		n.changed()
+	}
+}
+
+// GetBroadcasts sums the changed cells of the data center and returns the
+// next messages for the pool between data centers.
+func (w *wanDelegate) GetBroadcasts(overhead, limit int) [][]byte {
+	n := (*Node)(w)
+	defer n.recoverAs(PanicBroadcasts)
+	n.flushWAN()
+	out := n.dc.queue.GetBroadcasts(overhead, limit)
+	n.dc.msgsOut.Add(uint64(len(out)))
+	return out
+}
+
+// LocalState is the node's side of a push-pull between data centers: the
+// data center's figures of every cell, summed afresh, the other data
+// centers' it holds, the groups, and the registers that cross.
+func (w *wanDelegate) LocalState(join bool) []byte {
+	n := (*Node)(w)
+	defer n.recoverAs(PanicLocalState)
+	if !n.dc.carrying.Load() {
+		return nil
+	}
+	n.queueAggregates(n.dc.queue, n.carry(true))
+	full, horizon := n.fullState()
+	full.Entries = nil
+	regs := full.Registers[:0]
+	for _, r := range full.Registers {
+		if crossesWAN(r.Name) {
+			regs = append(regs, n.outgoing(r))
+		}
+	}
+	full.Registers = regs
+	b, err := encodeFullDC(full, horizon)
+	if err != nil {
+		n.log.Error().Err(err).Msg("encode the state between data centers")
+		return nil
+	}
+	return b
+}
+
+// MergeRemoteState merges another carrier's state: figures, groups and
+// registers. A replica's cells, which never cross, are dropped and counted.
+func (w *wanDelegate) MergeRemoteState(buf []byte, join bool) {
+	n := (*Node)(w)
+	defer n.recoverAs(PanicMergeState, n.dropPanicked)
+	if len(buf) == 0 {
+		return
+	}
+	m, err := Decode(buf, MaxFullState)
+	if err == nil && m.Type != msgFullDC && m.Type != msgFull {
+		err = errType
+	}
+	if err != nil {
+		n.stats.drop(dropReason(err))
+		n.log.Warn().Err(err).Int("bytes", len(buf)).Msg("dropped push-pull state between data centers")
+		return
+	}
+	if len(m.Delta.Entries) > 0 {
+		n.stats.drop(DroppedWrongPool)
+		m.Delta.Entries = nil
+	}
+	regs := m.Delta.Registers[:0]
+	for _, r := range m.Delta.Registers {
+		if crossesWAN(r.Name) {
+			regs = append(regs, r)
+		}
+	}
+	m.Delta.Registers = regs
+	n.stats.pushPulls.Add(1)
+	now := n.RingNow().UnixMilli()
+	delta := n.screenAggregates(n.screen(m.Delta, now), now)
+	changed := n.mergeState(delta, now)
+	if !changed.Empty() {
+		n.stats.merged.Add(uint64(len(changed.Aggregates) + len(changed.Groups) + len(changed.Registers)))
+		n.changed()
+	}
+}
+
+// wanEvents keeps the node's copy of the members of the pool between data
+// centers.
+type wanEvents Node
+
+func (e *wanEvents) NotifyJoin(m *memberlist.Node) {
+	n := (*Node)(e)
+	defer n.recoverAs(PanicEvents)
+	n.setWANPeer(m)
+	if m.Name != n.dc.wanName && n.hasMarks() {
+		if ml := n.dc.ml.Load(); ml != nil {
+			go n.sendAllMarksVia(ml, *m)
+		}
+	}
+}
+
+func (e *wanEvents) NotifyLeave(m *memberlist.Node) {
+	n := (*Node)(e)
+	defer n.recoverAs(PanicEvents)
+	d := n.dc
+	d.peersMu.Lock()
+	defer d.peersMu.Unlock()
+	delete(d.peers, m.Name)
+	if m.Name != d.wanName {
+		d.lost[m.Address()] = time.Now().UnixNano()
+	}
+}
+
+func (e *wanEvents) NotifyUpdate(m *memberlist.Node) {
+	n := (*Node)(e)
+	defer n.recoverAs(PanicEvents)
+	n.setWANPeer(m)
+}
+
+// setWANPeer records a copy of m, read while memberlist holds its lock.
+func (n *Node) setWANPeer(m *memberlist.Node) {
+	cp := *m
+	cp.Addr = slices.Clone(m.Addr)
+	cp.Meta = slices.Clone(m.Meta)
+	dc := ""
+	if len(cp.Meta) > 1 && cp.Meta[0] == wanMetaVersion {
+		dc = string(cp.Meta[1:])
+	}
+	d := n.dc
+	d.peersMu.Lock()
+	defer d.peersMu.Unlock()
+	d.peers[m.Name] = wanPeer{node: cp, datacenter: dc}
+	delete(d.lost, cp.Address())
+}
+
+// WANMembers lists the pool between data centers as this node sees it
+// while it carries (none otherwise): the carriers of every data center,
+// itself included.
+func (n *Node) WANMembers() []Member {
+	if n.dc == nil {
+		return nil
+	}
+	d := n.dc
+	d.peersMu.Lock()
+	defer d.peersMu.Unlock()
+	out := make([]Member, 0, len(d.peers))
+	for name, p := range d.peers {
+		out = append(out, Member{Name: strings.TrimSuffix(name, "."+p.datacenter), Addr: p.node.Address(), Alive: true, State: stateName(memberlist.StateAlive), Datacenter: p.datacenter})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Datacenter+"\x00"+a.Name, b.Datacenter+"\x00"+b.Name) })
+	return out
+}
+
+// WANStats are the counters of the pool between data centers.
+type WANStats struct {
+	Members     int    `json:"members"`
+	MessagesIn  uint64 `json:"messages_in"`
+	MessagesOut uint64 `json:"messages_out"`
+	BytesIn     uint64 `json:"bytes_in"` // gossip messages received
+	Queued      int    `json:"queued"`
+}
+
+func (n *Node) wanStats() *WANStats {
+	d := n.dc
+	st := &WANStats{MessagesIn: d.msgsIn.Load(), MessagesOut: d.msgsOut.Load(), BytesIn: d.bytesIn.Load(), Queued: d.queue.NumQueued()}
+	if ml := d.ml.Load(); ml != nil {
+		st.Members = ml.NumMembers()
+	}
+	return st
+}

@@ -1,0 +1,218 @@
+package gossip_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
+)
+
+// twoDatacenters names the data center of node i in a ring of east and
+// west, three nodes each: nodes 0-2 in east, 3-5 in west.
+func twoDatacenters(i int) string {
+	if i < 3 {
+		return "east"
+	}
+	return "west"
+}
+
+// replicasOf are the replicas of the nodes of data center dc.
+func (c *cluster) replicasOf(dc string) map[crdt.ReplicaID]bool {
+	out := map[crdt.ReplicaID]bool{}
+	for i, n := range c.nodes {
+		if n != nil && c.dcs[i] == dc {
+			out[n.Replica()] = true
+		}
+	}
+	return out
+}
+
+// waitCarriers waits until every data center of the cluster has a live
+// carrier and every carrier sees every data center between data centers.
+func (c *cluster) waitCarriers(timeout time.Duration) {
+	c.t.Helper()
+	all := map[string]bool{}
+	for i, n := range c.nodes {
+		if n != nil {
+			all[c.dcs[i]] = true
+		}
+	}
+	testkit.Eventually(c.t, testkit.Wait{What: fmt.Sprintf("a carrier in each of %d data centers, seeing the others", len(all)), Timeout: timeout, Seen: func() string {
+		var b strings.Builder
+		for i, n := range c.nodes {
+			if n != nil {
+				fmt.Fprintf(&b, "\n  node %d (%s) carrying %v, between data centers %+v", i, c.dcs[i], n.Carrying(), n.WANMembers())
+			}
+		}
+		return b.String()
+	}}, func() bool {
+		carried := map[string]bool{}
+		for i, n := range c.nodes {
+			if n == nil || !n.Carrying() {
+				continue
+			}
+			carried[c.dcs[i]] = true
+			seen := map[string]bool{}
+			for _, m := range n.WANMembers() {
+				seen[m.Datacenter] = true
+			}
+			if len(seen) != len(all) {
+				return false
+			}
+		}
+		return len(carried) == len(all)
+	})
+}
+
+// carrierOf returns the index of a live node of data center dc that
+// carries, or -1.
+func (c *cluster) carrierOf(dc string) int {
+	for i, n := range c.nodes {
+		if n != nil && c.dcs[i] == dc && n.Carrying() {
+			return i
+		}
+	}
+	return -1
+}
+
+// requireOwnCellsOnly fails unless every live node holds per-replica cells
+// of its own data center's replicas only.
+func (c *cluster) requireOwnCellsOnly(t *testing.T) {
+	t.Helper()
+	for i, n := range c.nodes {
+		if n == nil {
+			continue
+		}
+		own := c.replicasOf(c.dcs[i])
+		n.Read(func(s *crdt.State) {
+			for _, e := range s.Full().Entries {
+				if !own[e.Replica] {
+					t.Fatalf("node %d of %s holds a cell of replica %s, not of its data center: %+v", i, c.dcs[i], e.Replica, e)
+				}
+			}
+		})
+	}
+}
+
+func TestDatacenters(t *testing.T) {
+	t.Run("a count at one node reaches every node of both data centers while the nodes' cells stay in theirs", func(t *testing.T) {
+		c := newCluster(t, 6, clusterOpts{datacenter: twoDatacenters, carriers: 1})
+		c.waitMembers(3, 10*time.Second)
+		c.waitCarriers(20 * time.Second)
+		k := minuteKey("shop", crdt.Admitted, nowMinute())
+		for i, n := range c.nodes {
+			n.Add(gossip.Inc{Key: k, N: uint64(i + 1)})
+		}
+		for i := range c.nodes {
+			if !c.waitValue(i, k, 21, 10*time.Second) {
+				var got uint64
+				c.nodes[i].Read(func(s *crdt.State) { got = s.Value(k) })
+				t.Fatalf("node %d of %s reads %d, want 21", i, c.dcs[i], got)
+			}
+		}
+		c.requireOwnCellsOnly(t)
+		// The other data center appears as one replica, by name.
+		west := crdt.DatacenterReplica("west")
+		snap := c.nodes[0].Snapshot("shop", k.Minute*60, crdt.Windows{})
+		if got := snap.AdmittedIn(k.Minute).Of(west); got != 4+5+6 {
+			t.Fatalf("east's node 0 sees west as %d admissions, want 15: %+v", got, snap.AdmittedIn(k.Minute))
+		}
+		if name := c.nodes[0].ReplicaNames()[west]; name != "west" {
+			t.Fatalf("west's replica is named %q", name)
+		}
+	})
+
+	t.Run("members and stats name the data center and its carriers", func(t *testing.T) {
+		c := newCluster(t, 6, clusterOpts{datacenter: twoDatacenters, carriers: 1})
+		c.waitMembers(3, 10*time.Second)
+		c.waitCarriers(20 * time.Second)
+		for i, n := range c.nodes {
+			if n.Datacenter() != c.dcs[i] {
+				t.Fatalf("node %d: Datacenter() = %q, want %q", i, n.Datacenter(), c.dcs[i])
+			}
+			for _, m := range n.Members() {
+				if m.Datacenter != c.dcs[i] {
+					t.Fatalf("node %d lists member %s of data center %q", i, m.Name, m.Datacenter)
+				}
+			}
+			st := n.Stats()
+			if st.Datacenter != c.dcs[i] || st.Carrier != n.Carrying() || st.WAN == nil {
+				t.Fatalf("node %d stats: data center %q, carrier %v, between data centers %+v", i, st.Datacenter, st.Carrier, st.WAN)
+			}
+		}
+		carrier := c.nodes[c.carrierOf("east")]
+		var dcs []string
+		for _, m := range carrier.WANMembers() {
+			dcs = append(dcs, m.Datacenter)
+		}
+		if dcs = slices.Compact(dcs); !slices.Equal(dcs, []string{"east", "west"}) {
+			t.Fatalf("east's carrier sees data centers %v between data centers", dcs)
+		}
+	})
+
+	t.Run("killing a carrier hands the carrying to another member", func(t *testing.T) {
+		c := newCluster(t, 6, clusterOpts{datacenter: twoDatacenters, carriers: 1})
+		c.waitMembers(3, 10*time.Second)
+		c.waitCarriers(20 * time.Second)
+		k := minuteKey("shop", crdt.Admitted, nowMinute())
+		first := c.carrierOf("east")
+		c.nodes[first].Add(gossip.Inc{Key: k, N: 5})
+		for i := range c.nodes {
+			if !c.waitValue(i, k, 5, 10*time.Second) {
+				t.Fatalf("node %d did not see the first carrier's count", i)
+			}
+		}
+		_ = c.nodes[first].Kill()
+		c.nodes[first] = nil
+		testkit.Eventually(t, testkit.Wait{What: "another member of east carrying", Timeout: 20 * time.Second}, func() bool {
+			return c.carrierOf("east") >= 0
+		})
+		c.waitCarriers(20 * time.Second)
+		var other int
+		for i := range 3 {
+			if c.nodes[i] != nil {
+				other = i
+				break
+			}
+		}
+		c.nodes[other].Add(gossip.Inc{Key: k, N: 2})
+		for i, n := range c.nodes {
+			if n != nil && !c.waitValue(i, k, 7, 10*time.Second) {
+				var got uint64
+				n.Read(func(s *crdt.State) { got = s.Value(k) })
+				t.Fatalf("node %d of %s reads %d after the carrier died, want the dead carrier's 5 and 2 more", i, c.dcs[i], got)
+			}
+		}
+	})
+
+	t.Run("room settings and marks cross, node facts stay", func(t *testing.T) {
+		c := newCluster(t, 6, clusterOpts{datacenter: twoDatacenters, carriers: 1})
+		c.waitMembers(3, 10*time.Second)
+		c.waitCarriers(20 * time.Second)
+		c.nodes[1].SetRegister("room/shop", []byte(`{"total_active_users":10}`))
+		if !c.nodes[1].Mark("code/shop/x", time.Now().Add(time.Hour).Unix()) {
+			t.Fatal("a fresh mark was refused")
+		}
+		testkit.Eventually(t, testkit.Wait{What: "every node holding the room's settings and the mark", Timeout: 10 * time.Second}, func() bool {
+			for _, n := range c.nodes {
+				if _, ok := n.Register("room/shop"); !ok || !n.HasMark("code/shop/x") {
+					return false
+				}
+			}
+			return true
+		})
+		for i, n := range c.nodes {
+			own := c.replicasOf(c.dcs[i])
+			for name, r := range n.Registers("node/") {
+				if !own[r.Replica] {
+					t.Fatalf("node %d of %s holds node fact %s of another data center", i, c.dcs[i], name)
+				}
+			}
+		}
+	})
+}

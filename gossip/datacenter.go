@@ -152,9 +152,17 @@ func newDCSide(cfg Config) *dcSide {
 		k = DefaultCarriers
 	}
 	d := &dcSide{name: cfg.Datacenter, carriers: k, wanName: cfg.Name + "." + cfg.Datacenter, dirty: map[crdt.Key]struct{}{}, peers: map[string]wanPeer{}, lost: map[string]int64{}}
-	d.queue = &memberlist.TransmitLimitedQueue{NumNodes: d.numNodes, RetransmitMult: 2}
+	d.queue = &memberlist.TransmitLimitedQueue{NumNodes: d.numNodes, RetransmitMult: wanRetransmitMult}
 	return d
 }
+
+// wanRetransmitMult sizes how many times a carrier sends each figure it
+// queues between data centers: this times log10 of the carriers, rounded
+// up (memberlist's rule). Every carrier relays what is new to it, and a
+// figure that reached one carrier of a data center reaches the others by
+// their own pool, so fewer transmissions than memberlist's default for
+// its own messages (4) reach every data center; push-pull repairs the rest.
+const wanRetransmitMult = 3
 
 func (d *dcSide) numNodes() int {
 	if ml := d.ml.Load(); ml != nil {
@@ -376,9 +384,6 @@ func (n *Node) wanConfig() (*memberlist.Config, error) {
 	}
 	mc.Name = n.dc.wanName
 	mc.GossipNodes = max(mc.GossipNodes, 4)
-	// Every carrier relays what is new to it, so a few transmissions each
-	// reach every carrier; push-pull repairs the rest.
-	mc.RetransmitMult = 2
 	if mc.DeadNodeReclaimTime == 0 {
 		mc.DeadNodeReclaimTime = 10 * time.Second
 	}

@@ -1,9 +1,11 @@
 package gossip
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"log"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -39,14 +41,17 @@ import (
 // max-merge: overlap is harmless.
 //
 // A carrier sums the data center's cells when they change (its own adds
-// and what it merges from its pool) at each gossip round of the pool
-// between data centers, and sends the sums there; when it starts carrying,
-// and at every push-pull there, it sums every cell, so nothing a carrier
-// that died had not sent is lost once its cells reached another member.
-// What it hears from other data centers it relays into its own pool, where
-// every member merges and relays it like any other message: per-node cells
-// never leave their data center, and other data centers' figures reach
-// every node.
+// and what it merges from its pool) and sends the figures that grew
+// between data centers at the next gossip round there, as compact batches
+// (msgFigures), within a budget (figureBudget) that keeps what every
+// carrier sends about the same however many data centers there are: a
+// data center that counts little sends each change at once, a busy one
+// sends larger batches less often. When it starts carrying it sums every
+// cell, so nothing a carrier that died had not sent is lost once its cells
+// reached another member. Every carrier relays between data centers the
+// batches new to it, and into its own data center those of the other data
+// centers (relayFigures): per-node cells never leave their data center,
+// and other data centers' figures reach every node.
 //
 // Registers cross whole (they are LWW, so two carriers forwarding one
 // write is harmless), except node facts (names starting "node/"), which
@@ -116,6 +121,16 @@ type dcSide struct {
 	// queue is the broadcast queue of the pool between data centers; it
 	// outlives a stint as carrier, emptied at the start of each.
 	queue *memberlist.TransmitLimitedQueue
+	// budgetMu guards the budget of the carrier's figures (figureBudget):
+	// tokens in bytes, refilled at budgetAt; lastBatch is the size of the
+	// last batch sent and flushEvery how often such a batch fits the
+	// budget; groupsSent holds when the carrier first sent each group.
+	budgetMu   sync.Mutex
+	tokens     float64
+	budgetAt   time.Time
+	lastBatch  int
+	flushEvery time.Duration
+	groupsSent map[crdt.ReplicaID]time.Time
 	// joining is set while a join of the pool is under way.
 	joining atomic.Bool
 	// lastJoin is when (unix ns) the node last tried to join that pool.
@@ -151,7 +166,7 @@ func newDCSide(cfg Config) *dcSide {
 	if k <= 0 {
 		k = DefaultCarriers
 	}
-	d := &dcSide{name: cfg.Datacenter, carriers: k, wanName: cfg.Name + "." + cfg.Datacenter, dirty: map[crdt.Key]struct{}{}, peers: map[string]wanPeer{}, lost: map[string]int64{}}
+	d := &dcSide{name: cfg.Datacenter, carriers: k, wanName: cfg.Name + "." + cfg.Datacenter, dirty: map[crdt.Key]struct{}{}, peers: map[string]wanPeer{}, lost: map[string]int64{}, groupsSent: map[crdt.ReplicaID]time.Time{}}
 	d.queue = &memberlist.TransmitLimitedQueue{NumNodes: d.numNodes, RetransmitMult: wanRetransmitMult}
 	return d
 }
@@ -384,6 +399,11 @@ func (n *Node) wanConfig() (*memberlist.Config, error) {
 	}
 	mc.Name = n.dc.wanName
 	mc.GossipNodes = max(mc.GossipNodes, 4)
+	// WAN timings for probes and suspicion, which a distant member needs,
+	// but the gossip round of the LAN profile: a figure takes several
+	// rounds to reach every carrier, and a count must cross within two
+	// seconds. A round with nothing to send sends nothing.
+	mc.GossipInterval = min(mc.GossipInterval, 200*time.Millisecond)
 	if mc.DeadNodeReclaimTime == 0 {
 		mc.DeadNodeReclaimTime = 10 * time.Second
 	}
@@ -509,8 +529,9 @@ func (n *Node) markCarry(k crdt.Key) {
 	}
 }
 
-// carriedReplicas are the replicas of the live members of the data center:
-// the group a carrier sums them under. n.mu must be held.
+// carriedReplicasLocked are the replicas of the live members of the data
+// center (live names them): the group a carrier sums them under. n.mu
+// must be held.
 func (n *Node) carriedReplicasLocked(live []string) []crdt.ReplicaID {
 	latest := map[string]crdt.NodeInfo{}
 	ids := map[string]crdt.ReplicaID{}
@@ -533,15 +554,15 @@ func (n *Node) carriedReplicasLocked(live []string) []crdt.ReplicaID {
 	return out
 }
 
-// carry sums the data center's changed cells (every cell with all) and
-// returns what to send between data centers.
-func (n *Node) carry(all bool) crdt.Delta {
+// carry sums the data center's changed cells (every cell when the node
+// just started carrying) and returns what to send between data centers.
+func (n *Node) carry() crdt.Delta {
 	live := n.liveNames()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	d := n.dc
 	var keys []crdt.Key
-	if !all && !d.all {
+	if !d.all {
 		if len(d.dirty) == 0 {
 			return crdt.Delta{}
 		}
@@ -556,34 +577,181 @@ func (n *Node) carry(all bool) crdt.Delta {
 }
 
 // flushWAN sums the changed cells and queues the figures that grew for the
-// pool between data centers.
+// pool between data centers, as its budget allows (wanBudget).
 func (n *Node) flushWAN() {
-	if !n.dc.carrying.Load() {
+	if !n.dc.carrying.Load() || !n.figureBudget() {
 		return
 	}
-	n.queueAggregates(n.dc.queue, n.carry(false))
+	msgs := n.figureMessages(n.carry())
+	spent := 0
+	for _, msg := range msgs {
+		n.dc.queue.QueueBroadcast(&broadcast{name: figuresName(msg), msg: msg})
+		spent += len(msg)
+	}
+	n.spendFigureBudget(spent)
 }
 
-// queueAggregates queues d's groups and aggregate entries on q, one per
-// message under its own name, so that a newer figure of a cell replaces one
-// not yet sent.
-func (n *Node) queueAggregates(q *memberlist.TransmitLimitedQueue, d crdt.Delta) {
+// The budget of a carrier's figures. Each figure a carrier sends between
+// data centers is relayed by every carrier about retransmitLimit times, so
+// the bytes every carrier sends grow with the data centers times what each
+// sends. A carrier therefore sends its data center's changed figures at
+// most at wanBudget / (data centers × retransmissions) bytes a second,
+// its changes gathered meanwhile: when every data center does, each
+// carrier sends about wanBudget between data centers however many there
+// are. The budget fills for figureBurst, so a data center that counts
+// little sends each change at the next round (a count crosses within the
+// goal of two seconds), and one that counts a lot sends its changes in
+// larger, rarer batches (its figures lag by the time between them).
+const (
+	wanBudget   = 12_000
+	figureBurst = 30 * time.Second
+)
+
+// figureBudget refills the carrier's budget and reports whether it has any
+// to send figures with.
+func (n *Node) figureBudget() bool {
+	d := n.dc
+	d.budgetMu.Lock()
+	defer d.budgetMu.Unlock()
+	now := time.Now()
+	rate := float64(wanBudget) / float64(n.wanDatacenters()*retransmitLimit(wanRetransmitMult, d.numNodes()))
+	if d.budgetAt.IsZero() {
+		d.tokens = rate * figureBurst.Seconds()
+	} else {
+		d.tokens = min(rate*figureBurst.Seconds(), d.tokens+now.Sub(d.budgetAt).Seconds()*rate)
+	}
+	d.budgetAt = now
+	d.flushEvery = time.Duration(float64(time.Second) * float64(d.lastBatch) / rate)
+	return d.tokens > 0
+}
+
+// spendFigureBudget takes bytes sent from the budget (into debt if need
+// be).
+func (n *Node) spendFigureBudget(bytes int) {
+	d := n.dc
+	d.budgetMu.Lock()
+	defer d.budgetMu.Unlock()
+	d.tokens -= float64(bytes)
+	if bytes > 0 {
+		d.lastBatch = bytes
+	}
+}
+
+// retransmitLimit is memberlist's rule for how many times a node sends
+// each message it queues: mult times log10 of the members plus one,
+// rounded up.
+func retransmitLimit(mult, members int) int {
+	return mult * int(math.Ceil(math.Log10(float64(members+1))))
+}
+
+// wanDatacenters is how many data centers the pool between data centers
+// holds, as this carrier sees it (at least one: its own).
+func (n *Node) wanDatacenters() int {
+	d := n.dc
+	d.peersMu.Lock()
+	defer d.peersMu.Unlock()
+	seen := map[string]bool{d.name: true}
+	for _, p := range d.peers {
+		seen[p.datacenter] = true
+	}
+	return len(seen)
+}
+
+// figureGroupsFor is how long a carrier sends a group's replicas with the
+// figures that name it, after it first did: long enough for every carrier
+// and node to hold it; one that missed it gets it by push-pull.
+const figureGroupsFor = time.Minute
+
+// figureMessages encodes the data center's figures of d as msgFigures
+// messages, a room at a time in packet-sized chunks, with the groups they
+// name that the carrier started naming within figureGroupsFor.
+func (n *Node) figureMessages(d crdt.Delta) [][]byte {
+	if len(d.Aggregates) == 0 {
+		return nil
+	}
+	now := time.Now()
+	dc := n.dc
+	byID := map[crdt.ReplicaID]crdt.Group{}
 	for _, g := range d.Groups {
-		msg, err := EncodeGroups([]crdt.Group{g})
-		if err != nil || len(msg) > MaxPacketMessage {
-			n.log.Error().Err(err).Str("datacenter", g.Datacenter).Int("replicas", len(g.Replicas)).Msg("encode group")
-			continue
-		}
-		q.QueueBroadcast(&broadcast{name: "g|" + strconv.FormatUint(uint64(g.ID()), 16), msg: msg})
+		byID[g.ID()] = g
 	}
-	for _, e := range d.Aggregates {
-		msg, err := EncodeAggregates([]crdt.Entry{e})
-		if err != nil {
-			n.log.Error().Err(err).Msg("encode aggregate")
-			continue
+	es := slices.Clone(d.Aggregates)
+	slices.SortFunc(es, compareEntries)
+	var msgs [][]byte
+	for len(es) > 0 {
+		room := es[0].Key.Room
+		end := 1
+		for end < len(es) && es[end].Key.Room == room {
+			end++
 		}
-		q.QueueBroadcast(&broadcast{name: "a" + entryName(e)[1:], msg: msg})
+		for _, chunk := range chunks(es[:end], figureChunk) {
+			var gs []crdt.Group
+			seen := map[crdt.ReplicaID]bool{}
+			dc.budgetMu.Lock()
+			for _, e := range chunk {
+				g, ok := byID[e.Replica]
+				if !ok || seen[e.Replica] {
+					continue
+				}
+				seen[e.Replica] = true
+				first, sent := dc.groupsSent[e.Replica]
+				if !sent {
+					first = now
+					dc.groupsSent[e.Replica] = now
+				}
+				if now.Sub(first) < figureGroupsFor {
+					gs = append(gs, g)
+				}
+			}
+			dc.budgetMu.Unlock()
+			msg, err := EncodeFigures(dc.name, room, gs, chunk)
+			if err != nil {
+				n.log.Error().Err(err).Msg("encode figures")
+				continue
+			}
+			if len(msg) > MaxPacketMessage && len(chunk) > 1 {
+				// Halve a chunk that does not fit a packet (a room with long
+				// names, groups of many replicas).
+				half := len(chunk) / 2
+				msgs = append(msgs, n.figureMessages(crdt.Delta{Aggregates: chunk[:half], Groups: d.Groups})...)
+				msgs = append(msgs, n.figureMessages(crdt.Delta{Aggregates: chunk[half:], Groups: d.Groups})...)
+				continue
+			}
+			msgs = append(msgs, msg)
+		}
+		es = es[end:]
 	}
+	return msgs
+}
+
+// figureChunk is how many figures one message holds at most: well under a
+// packet at a few bytes each.
+const figureChunk = 80
+
+func chunks[T any](s []T, n int) [][]T {
+	var out [][]T
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	if len(s) > 0 {
+		out = append(out, s)
+	}
+	return out
+}
+
+// compareEntries orders entries as crdt.State.Full lists them: by room,
+// kind, bucket, minute and replica.
+func compareEntries(a, b crdt.Entry) int {
+	return cmp.Or(strings.Compare(a.Key.Room, b.Key.Room), cmp.Compare(a.Key.Kind, b.Key.Kind), cmp.Compare(a.Key.Bucket, b.Key.Bucket), cmp.Compare(a.Key.Minute, b.Key.Minute), cmp.Compare(a.Replica, b.Replica))
+}
+
+// figuresName names a figures message in a broadcast queue by its bytes:
+// every node that relays one batch queues it under the same name.
+func figuresName(msg []byte) string {
+	h := fnv.New64a()
+	_, _ = h.Write(msg)
+	return "f|" + strconv.FormatUint(h.Sum64(), 16)
 }
 
 // queueWAN queues msg under name between data centers while the node
@@ -598,11 +766,13 @@ func (n *Node) queueWAN(name string, msg []byte) {
 // every register but node facts.
 func crossesWAN(name string) bool { return !strings.HasPrefix(name, nodeInfoPrefix) }
 
-// onAggregates merges other data centers' figures (aggregate entries and
-// groups) that came by the data center's own pool (fromWAN false) or
-// between data centers, and relays what was new: within the data center,
-// and between data centers when it came from there.
-func (n *Node) onAggregates(m Message, fromWAN bool) {
+// onFigures merges a batch of another data center's figures (msg as
+// received, m decoded) that came by the data center's own pool (fromWAN
+// false) or between data centers, and relays it when it was new here:
+// between data centers while the node carries, and within the data center
+// when it came from between data centers or when the data center is too
+// large for a carrier's broadcast to reach every member in one round.
+func (n *Node) onFigures(msg []byte, m Message, fromWAN bool) {
 	now := n.RingNow().UnixMilli()
 	delta := n.screenAggregates(m.Delta, now)
 	changed := n.mergeFigures(delta, now)
@@ -611,38 +781,46 @@ func (n *Node) onAggregates(m Message, fromWAN bool) {
 	}
 	k := uint64(len(changed.Aggregates) + len(changed.Groups))
 	n.stats.merged.Add(k)
-	n.stats.relayed.Add(k)
-	n.queueAggregates(n.queue, n.remoteOnly(changed))
-	if fromWAN {
-		n.queueAggregates(n.dc.queue, changed)
+	name := figuresName(msg)
+	if fromWAN || n.dc.carrying.Load() {
+		// Every carrier relays between data centers what is new to it,
+		// whichever pool it came by: a carrier that heard a batch first
+		// from the other carrier of its data center must relay it too, or
+		// each data center would relay with one carrier of its carriers.
+		n.queueWAN(name, msg)
+	}
+	if m.Datacenter != n.dc.name {
+		n.relayFigures(name, msg, fromWAN)
+		n.stats.relayed.Add(k)
 	}
 	n.changed()
 }
 
-// remoteOnly leaves out of d the aggregate entries of the node's own data
-// center, which its members never read.
-func (n *Node) remoteOnly(d crdt.Delta) crdt.Delta {
-	own := map[crdt.ReplicaID]bool{}
-	for _, g := range d.Groups {
-		if g.Datacenter == n.dc.name {
-			own[g.ID()] = true
+// relayFigures relays within the data center a batch of another data
+// center's figures that was new here. In a data center of at most
+// pushMaxRing members, every carrier sends it straight to every member,
+// as the push does a node's own counts (a broadcast waits for a round,
+// and under load behind the cells of the data center's own counts): with
+// two carriers, each member gets it twice, and the members that do not
+// carry relay nothing. In a larger one it goes on the broadcast queue,
+// and every member relays it.
+func (n *Node) relayFigures(name string, msg []byte, fromWAN bool) {
+	ml := n.mlReady.Load()
+	peers := n.otherPeers()
+	if ml == nil || len(peers)+1 > pushMaxRing {
+		n.queue.QueueBroadcast(&broadcast{name: name, msg: msg})
+		return
+	}
+	if !fromWAN && !n.dc.carrying.Load() {
+		return
+	}
+	for i := range peers {
+		if err := ml.SendBestEffort(&peers[i], msg); err != nil {
+			n.log.Debug().Err(err).Str("peer", peers[i].Name).Msg("relay figures")
+			continue
 		}
+		n.stats.msgsOut.Add(1)
 	}
-	if len(own) == 0 {
-		return d
-	}
-	out := crdt.Delta{}
-	for _, g := range d.Groups {
-		if !own[g.ID()] {
-			out.Groups = append(out.Groups, g)
-		}
-	}
-	for _, e := range d.Aggregates {
-		if !own[e.Replica] {
-			out.Aggregates = append(out.Aggregates, e)
-		}
-	}
-	return out
 }
 
 // mergeFigures merges the aggregate entries and groups of d at now (ring
@@ -709,7 +887,7 @@ func (w *wanDelegate) NotifyMsg(b []byte) {
 	n.dc.msgsIn.Add(1)
 	n.dc.bytesIn.Add(uint64(len(b)))
 	m, err := Decode(b, MaxReliableMessage)
-	if err == nil && (m.Type == msgAggregates || m.Type == msgGroups || m.Type == msgEntries) && len(b) > MaxPacketMessage {
+	if err == nil && (m.Type == msgFigures || m.Type == msgEntries) && len(b) > MaxPacketMessage {
 		err = fmt.Errorf("%w: message of %d bytes > %d", errOversize, len(b), MaxPacketMessage)
 	}
 	if err != nil {
@@ -718,8 +896,8 @@ func (w *wanDelegate) NotifyMsg(b []byte) {
 		return
 	}
 	switch m.Type {
-	case msgAggregates, msgGroups:
-		n.onAggregates(m, true)
+	case msgFigures:
+		n.onFigures(b, m, true)
 	case msgMarks:
 		n.onMarks(m)
 	case msgRegisters:
@@ -764,15 +942,14 @@ func (w *wanDelegate) GetBroadcasts(overhead, limit int) [][]byte {
 }
 
 // LocalState is the node's side of a push-pull between data centers: the
-// data center's figures of every cell, summed afresh, the other data
-// centers' it holds, the groups, and the registers that cross.
+// figures it holds (its data center's as last summed, and the other data
+// centers'), the groups, and the registers that cross.
 func (w *wanDelegate) LocalState(join bool) []byte {
 	n := (*Node)(w)
 	defer n.recoverAs(PanicLocalState)
 	if !n.dc.carrying.Load() {
 		return nil
 	}
-	n.queueAggregates(n.dc.queue, n.carry(true))
 	full, horizon := n.fullState()
 	full.Entries = nil
 	regs := full.Registers[:0]
@@ -902,11 +1079,18 @@ type WANStats struct {
 	MessagesOut uint64 `json:"messages_out"`
 	BytesIn     uint64 `json:"bytes_in"` // gossip messages received
 	Queued      int    `json:"queued"`
+	// FiguresEveryMs is how often, at most, the data center's figures go
+	// out at their last batch's size within the carrier's budget: how late
+	// the other data centers may learn of its counts under load.
+	FiguresEveryMs float64 `json:"figures_every_ms"`
 }
 
 func (n *Node) wanStats() *WANStats {
 	d := n.dc
 	st := &WANStats{MessagesIn: d.msgsIn.Load(), MessagesOut: d.msgsOut.Load(), BytesIn: d.bytesIn.Load(), Queued: d.queue.NumQueued()}
+	d.budgetMu.Lock()
+	st.FiguresEveryMs = ms(d.flushEvery)
+	d.budgetMu.Unlock()
 	if ml := d.ml.Load(); ml != nil {
 		st.Members = ml.NumMembers()
 	}

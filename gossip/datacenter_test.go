@@ -2,6 +2,7 @@ package gossip_test
 
 import (
 	"fmt"
+	"github.com/hashicorp/memberlist"
 	"slices"
 	"strings"
 	"testing"
@@ -213,6 +214,110 @@ func TestDatacenters(t *testing.T) {
 					t.Fatalf("node %d of %s holds node fact %s of another data center", i, c.dcs[i], name)
 				}
 			}
+		}
+	})
+}
+
+// eastOfFour names the data center of node i in a ring of east, four
+// nodes (0-3), and west, two (4-5).
+func eastOfFour(i int) string {
+	if i < 4 {
+		return "east"
+	}
+	return "west"
+}
+
+func TestDatacenterSplit(t *testing.T) {
+	t.Run("the two sides of a data center cut in half both reach the other data center, and add up", func(t *testing.T) {
+		fn := gossip.NewFaultNet(3)
+		addrs := map[string]string{}
+		c := newCluster(t, 6, clusterOpts{datacenter: eastOfFour, carriers: 1,
+			transport: func(t testing.TB, name string) memberlist.Transport {
+				tr, err := fn.Transport("127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				addrs[name] = tr.Addr()
+				return tr
+			}})
+		testkit.Eventually(t, testkit.Wait{What: "east's four and west's two seeing each other", Timeout: 10 * time.Second}, func() bool {
+			for i, n := range c.nodes {
+				if want := map[string]int{"east": 4, "west": 2}[c.dcs[i]]; n.NumMembers() != want {
+					return false
+				}
+			}
+			return true
+		})
+		c.waitCarriers(20 * time.Second)
+		k := minuteKey("shop", crdt.Admitted, nowMinute())
+		for i := range 4 {
+			c.nodes[i].Add(gossip.Inc{Key: k, N: 1})
+		}
+		for i := range c.nodes {
+			if !c.waitValue(i, k, 4, 10*time.Second) {
+				t.Fatalf("node %d did not see east's first 4", i)
+			}
+		}
+		// East's pool is cut in two; between data centers nothing is.
+		fn.Partition([]string{addrs["node-00"], addrs["node-01"]}, []string{addrs["node-02"], addrs["node-03"]})
+		testkit.Eventually(t, testkit.Wait{What: "a carrier on each side of east", Timeout: 30 * time.Second}, func() bool {
+			return c.nodes[0].NumMembers() == 2 && c.nodes[2].NumMembers() == 2 &&
+				(c.nodes[0].Carrying() || c.nodes[1].Carrying()) && (c.nodes[2].Carrying() || c.nodes[3].Carrying())
+		})
+		c.nodes[0].Add(gossip.Inc{Key: k, N: 5})
+		c.nodes[3].Add(gossip.Inc{Key: k, N: 7})
+		// Each side's carrier sums its own side afresh and the other's as
+		// last heard, under groups of their own: west adds the two sides.
+		for i := 4; i < 6; i++ {
+			if !c.waitValue(i, k, 16, 20*time.Second) {
+				var got uint64
+				c.nodes[i].Read(func(s *crdt.State) { got = s.Value(k) })
+				t.Fatalf("west's node %d reads %d of the split east, want 4 + 5 + 7", i, got)
+			}
+		}
+		fn.Heal()
+		for i := range 4 {
+			if !c.waitValue(i, k, 16, 30*time.Second) {
+				t.Fatalf("east's node %d did not hold 16 once healed", i)
+			}
+		}
+	})
+}
+
+func TestDatacenterConfig(t *testing.T) {
+	cases := []struct {
+		name, datacenter, label string
+		ok                      bool
+	}{
+		{"a plain name is a data center", "eu-west-1", "", true},
+		{"a name with a space is refused", "eu west", "", false},
+		{"a name with a control character is refused", "eu\x00west", "", false},
+		{"a name past the bound is refused", strings.Repeat("a", crdt.MaxDatacenterName+1), "", false},
+		{"a label and name too long for memberlist's label are refused", "dc", strings.Repeat("l", 250), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n, err := gossip.Start(gossip.Config{Name: "a", Bind: "127.0.0.1:0", Keys: [][]byte{testKey}, Profile: gossip.Local, Datacenter: c.datacenter, Label: c.label, WANBind: "127.0.0.1:0", Log: testLog(t)})
+			if err == nil {
+				_ = n.Kill()
+			}
+			if (err == nil) != c.ok {
+				t.Fatalf("Start with data center %q: %v, want ok %v", c.datacenter, err, c.ok)
+			}
+		})
+	}
+	t.Run("a node naming its own name as data center is a data center of its own, as if it named none", func(t *testing.T) {
+		n, err := gossip.Start(gossip.Config{Name: "pop-1", Bind: "127.0.0.1:0", Keys: [][]byte{testKey}, Profile: gossip.Local, Datacenter: "pop-1", Log: testLog(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Kill()
+		st := n.Stats()
+		if n.Datacenter() != "pop-1" || st.Datacenter != "" || st.WAN != nil || n.Carrying() {
+			t.Fatalf("Datacenter() %q, stats data center %q, between data centers %+v, carrying %v", n.Datacenter(), st.Datacenter, st.WAN, n.Carrying())
+		}
+		if ms := n.Members(); len(ms) != 1 || ms[0].Datacenter != "pop-1" {
+			t.Fatalf("members %+v, want itself as its own data center", ms)
 		}
 	})
 }

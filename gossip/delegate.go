@@ -34,7 +34,7 @@ func (d *delegate) NotifyMsg(b []byte) {
 	case err != nil:
 	case m.Type == msgFull || m.Type == msgFullDC:
 		err = fmt.Errorf("%w: a full state outside push-pull", errType)
-	case (m.Type == msgEntries || m.Type == msgAggregates || m.Type == msgGroups) && len(b) > MaxPacketMessage:
+	case (m.Type == msgEntries || m.Type == msgFigures) && len(b) > MaxPacketMessage:
 		// Nodes send entries one per broadcast, far under a packet.
 		err = fmt.Errorf("%w: entries message of %d bytes > %d", errOversize, len(b), MaxPacketMessage)
 	}
@@ -51,13 +51,13 @@ func (d *delegate) NotifyMsg(b []byte) {
 		n.onMarks(m)
 		return
 	}
-	if m.Type == msgAggregates || m.Type == msgGroups {
+	if m.Type == msgFigures {
 		// Other data centers' figures, relayed by a carrier of this one.
 		if n.dc == nil {
 			n.stats.drop(DroppedWrongPool)
 			return
 		}
-		n.onAggregates(m, false)
+		n.onFigures(b, m, false)
 		return
 	}
 	// Peers date cells and stamps in the ring's time; the delay is taken

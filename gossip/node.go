@@ -201,8 +201,10 @@ type Node struct {
 	// seeds are the seeds other than this node's own address; set before
 	// the join loop starts, never changed.
 	seeds []string
-	// gossipInterval is memberlist's, for the wait on a clean leave.
+	// gossipInterval is memberlist's, for the wait on a clean leave, and
+	// gossipNodes how many peers a gossip round reaches.
 	gossipInterval time.Duration
+	gossipNodes    int
 
 	stats    stats
 	refusals refusalLog
@@ -295,7 +297,7 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.gossipInterval = mc.GossipInterval
+	n.gossipInterval, n.gossipNodes = mc.GossipInterval, mc.GossipNodes
 	n.queue = &memberlist.TransmitLimitedQueue{NumNodes: n.numNodes, RetransmitMult: mc.RetransmitMult}
 	ml, err := memberlist.Create(mc)
 	if err != nil {

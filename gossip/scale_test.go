@@ -141,10 +141,13 @@ func cpuTime() time.Duration {
 
 // perNodeRates are each node's bytes sent per second between two readings
 // of the network's counters.
+// (A node's pool counts under its name, its pool between data centers
+// under its name and "/wan".)
 func perNodeRates(mn *gossip.MemNet, names []string, before []uint64, elapsed time.Duration) []float64 {
+	now := sentNow(mn, names)
 	out := make([]float64, len(names))
-	for i, name := range names {
-		out[i] = float64(mn.Sent(name)-before[i]) / elapsed.Seconds()
+	for i := range names {
+		out[i] = float64(now[i]-before[i]) / elapsed.Seconds()
 	}
 	return out
 }
@@ -152,7 +155,30 @@ func perNodeRates(mn *gossip.MemNet, names []string, before []uint64, elapsed ti
 func sentNow(mn *gossip.MemNet, names []string) []uint64 {
 	out := make([]uint64, len(names))
 	for i, name := range names {
-		out[i] = mn.Sent(name)
+		out[i] = mn.Sent(name) + mn.Sent(name+"/wan")
+	}
+	return out
+}
+
+// wanShare is the part of the bytes sent between two readings that went
+// between data centers, over every node.
+func wanShare(mn *gossip.MemNet, names []string, before, beforeWAN []uint64) float64 {
+	var all, wan uint64
+	now := sentNow(mn, names)
+	for i, name := range names {
+		all += now[i] - before[i]
+		wan += mn.Sent(name+"/wan") - beforeWAN[i]
+	}
+	if all == 0 {
+		return 0
+	}
+	return float64(wan) / float64(all)
+}
+
+func wanSentNow(mn *gossip.MemNet, names []string) []uint64 {
+	out := make([]uint64, len(names))
+	for i, name := range names {
+		out[i] = mn.Sent(name + "/wan")
 	}
 	return out
 }
@@ -232,7 +258,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 		wanTransport: func(t testing.TB, name string) func() (memberlist.Transport, error) {
 			i := index(name)
 			return func() (memberlist.Transport, error) {
-				return mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7947), name)
+				return mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7947), name+"/wan")
 			}
 		},
 		wanSeeds: wanSeeds,
@@ -263,10 +289,11 @@ func runScale(t *testing.T, sc scaleConfig) {
 	// Idle: nothing is counted; what flows is membership, probes, beats and
 	// push-pull.
 	before, at, cpu := sentNow(mn, names), time.Now(), cpuTime()
+	idleWAN := wanSentNow(mn, names)
 	time.Sleep(sc.idle) // the window measured
 	elapsed := time.Since(at)
 	idle := perNodeRates(mn, names, before, elapsed)
-	t.Logf("idle, %v: gossip sent per node: %s (CPU %.0f%% of one core, load %s)", elapsed.Round(time.Second), rateSummary(idle, carriers()), 100*(cpuTime()-cpu).Seconds()/elapsed.Seconds(), loadAvg())
+	t.Logf("idle, %v: gossip sent per node: %s; %.0f%% of it between data centers (CPU %.0f%% of one core, load %s)", elapsed.Round(time.Second), rateSummary(idle, carriers()), 100*wanShare(mn, names, before, idleWAN), 100*(cpuTime()-cpu).Seconds()/elapsed.Seconds(), loadAvg())
 
 	// Convergence: one count at a time at a random node, timed until every
 	// node's merged state holds it.
@@ -301,13 +328,45 @@ func runScale(t *testing.T, sc scaleConfig) {
 	}()
 	time.Sleep(5 * time.Second) // the load settles before the window
 	before, at, cpu = sentNow(mn, names), time.Now(), cpuTime()
+	beforeWAN := wanSentNow(mn, names)
 	time.Sleep(sc.load) // the window measured
 	elapsed = time.Since(at)
 	loaded := perNodeRates(mn, names, before, elapsed)
+	loadWAN := wanShare(mn, names, before, beforeWAN)
+	loadCPU := 100 * (cpuTime() - cpu).Seconds() / elapsed.Seconds()
+	// While the load goes on, a few counts of a cell of their own are
+	// timed as before: the figures of a busy data center wait for its
+	// budget.
+	var underLoad, underLoadPer []time.Duration
+	lost := 0
+	for j := range max(sc.writes/4, 3) {
+		key := crdt.Key{Room: "conv", Kind: crdt.AnalyticsBase, Bucket: int64(1000 + j), Minute: nowMinute()}
+		w := rand.IntN(n)
+		d, per, ok := probe.write(w, key, 60*time.Second)
+		if !ok {
+			lost++
+			t.Logf("count at node %d (%s) under load missed: %s", w, c.dcs[w], c.missing(key))
+			continue
+		}
+		underLoad = append(underLoad, d)
+		underLoadPer = append(underLoadPer, per...)
+	}
 	close(stop)
 	<-done
-	t.Logf("%d admissions a second over the ring, %v: gossip sent per node: %s (CPU %.0f%% of one core, load %s)", sc.rate, elapsed.Round(time.Second), rateSummary(loaded, carriers()), 100*(cpuTime()-cpu).Seconds()/elapsed.Seconds(), loadAvg())
+	t.Logf("%d admissions a second over the ring, %v: gossip sent per node: %s; %.0f%% of it between data centers (CPU %.0f%% of one core, load %s)", sc.rate, elapsed.Round(time.Second), rateSummary(loaded, carriers()), 100*loadWAN, loadCPU, loadAvg())
+	var every []float64
+	for _, node := range c.nodes {
+		if st := node.Stats(); st.Carrier && st.WAN != nil {
+			every = append(every, st.WAN.FiguresEveryMs)
+		}
+	}
+	slices.Sort(every)
+	if len(every) > 0 {
+		t.Logf("under load, a carrier's budget sends its data center's figures every %.0f ms (median; %.0f to %.0f)", every[len(every)/2], every[0], every[len(every)-1])
+	}
 
+	t.Logf("convergence under that load, %d counts: every node p50 %v, max %v; one node p50 %v, p90 %v; %d timed out (60 s)", len(underLoad)+lost, percentile(underLoad, .5).Round(time.Millisecond), slices.Max(append(underLoad, 0)).Round(time.Millisecond),
+		percentile(underLoadPer, .5).Round(time.Millisecond), percentile(underLoadPer, .9).Round(time.Millisecond), lost)
 	st := c.nodes[0].Stats()
 	var full int
 	c.nodes[0].Read(func(s *crdt.State) {

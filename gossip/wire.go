@@ -208,6 +208,9 @@ type Message struct {
 	// Marks are the marks of a marks message, and Horizon its sender's
 	// horizon for them.
 	Marks []crdt.Mark
+	// Datacenter is the data center whose figures a figures message
+	// carries (in Delta.Aggregates and Delta.Groups).
+	Datacenter string
 }
 
 // Decode parses and validates one message of at most limit bytes. Any error
@@ -236,10 +239,8 @@ func Decode(b []byte, limit int) (Message, error) {
 		err = m.decodeFull(body)
 	case msgMarks:
 		err = m.decodeMarks(body)
-	case msgAggregates:
-		err = m.decodeAggregates(body)
-	case msgGroups:
-		err = m.decodeGroups(body)
+	case msgFigures:
+		err = m.decodeFigures(body)
 	case msgFullDC:
 		err = m.decodeFullDC(body)
 	default:

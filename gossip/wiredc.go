@@ -1,7 +1,11 @@
 package gossip
 
 import (
+	"bytes"
 	"fmt"
+	"math"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/waitroom/waitroom/crdt"
 )
@@ -15,18 +19,22 @@ import (
 // the whole ring at once. They keep the wire version: no message an older
 // node reads changed.
 const (
-	// msgAggregates is a batch of aggregate entries, laid out as entries
-	// are, the replica being the id of the group the value sums.
-	msgAggregates = 7
-	// msgGroups is a batch of groups: [[datacenter, [replica...]]...].
-	// A group's id is derived from it, so it is never sent.
-	msgGroups = 8
+	// msgFigures is a batch of one data center's aggregate entries of one
+	// room, as its carrier sends them between data centers and relays them
+	// into a data center: [datacenter, room, [group...], [id...],
+	// [[kind, bucket, minute, id index, value]...]]. A group is its
+	// replicas (its data center being the batch's), sent while it is new;
+	// ids are the groups the entries name, and an entry's bucket and
+	// minute are the differences from the entry before it (from zero for
+	// the first), which keeps a batch of a busy minute's cells to a few
+	// bytes a cell.
+	msgFigures = 7
 	// msgFullDC is the whole state of a node that names a data center,
 	// for push-pull: msgFull's four fields, then its groups, the ids
 	// aggregate entries name, and its aggregate cells, grouped by room as
 	// msgFull's cells are, whose counts pair an index into those ids with
 	// a value.
-	msgFullDC = 9
+	msgFullDC = 8
 )
 
 type wireGroup struct {
@@ -57,24 +65,6 @@ func toWireGroup(g crdt.Group) wireGroup {
 	return wireGroup{Datacenter: g.Datacenter, Replicas: rs}
 }
 
-// EncodeAggregates encodes a batch of aggregate entries as one message.
-func EncodeAggregates(es []crdt.Entry) ([]byte, error) {
-	ws := make([]wireEntry, len(es))
-	for i, e := range es {
-		ws[i] = toWireEntry(e)
-	}
-	return encode(msgAggregates, ws)
-}
-
-// EncodeGroups encodes a batch of groups as one message.
-func EncodeGroups(gs []crdt.Group) ([]byte, error) {
-	ws := make([]wireGroup, len(gs))
-	for i, g := range gs {
-		ws[i] = toWireGroup(g)
-	}
-	return encode(msgGroups, ws)
-}
-
 // encodeFullDC encodes a whole state that holds aggregates or groups.
 func encodeFullDC(d crdt.Delta, horizon int64) ([]byte, error) {
 	f := wireFull{Horizon: horizon}
@@ -87,7 +77,7 @@ func encodeFullDC(d crdt.Delta, horizon int64) ([]byte, error) {
 		w.Groups = append(w.Groups, toWireGroup(g))
 	}
 	w.GroupIDs, w.AggRooms = wireCells(d.Aggregates)
-	return encode(msgFullDC, w)
+	return encodeCompact(msgFullDC, w)
 }
 
 // wireCells groups entries (sorted by room and cell, as crdt.State.Full
@@ -117,38 +107,6 @@ func wireCells(es []crdt.Entry) ([]uint64, []wireRoom) {
 		cell.Counts = append(cell.Counts, i, e.Value)
 	}
 	return ids, rooms
-}
-
-// decodeAggregates fills m from the body of an aggregates message.
-func (m *Message) decodeAggregates(body []byte) error {
-	ws, err := decodeBody(body, func(r *reader) ([]wireEntry, error) { return list(r, 7, r.entry) })
-	if err != nil {
-		return err
-	}
-	if ws == nil {
-		return fmt.Errorf("%w: nil aggregate list", errMalformed)
-	}
-	m.Delta.Aggregates = make([]crdt.Entry, len(ws))
-	for i, w := range ws {
-		e := crdt.Entry{Key: crdt.Key{Room: w.Room, Kind: crdt.Kind(w.Kind), Bucket: w.Bucket, Minute: w.Minute}, Replica: crdt.ReplicaID(w.Replica), Value: w.Value}
-		if !validEntry(e) {
-			return fmt.Errorf("%w: aggregate %d", errValidation, i)
-		}
-		m.Delta.Aggregates[i] = e
-	}
-	return nil
-}
-
-// decodeGroups fills m from the body of a groups message.
-func (m *Message) decodeGroups(body []byte) error {
-	ws, err := decodeBody(body, func(r *reader) ([]wireGroup, error) { return list(r, 3, r.group) })
-	if err != nil {
-		return err
-	}
-	if ws == nil {
-		return fmt.Errorf("%w: nil group list", errMalformed)
-	}
-	return m.addGroups(ws)
 }
 
 // addGroups checks every group of ws and appends it to m's delta.
@@ -191,7 +149,7 @@ func (m *Message) decodeFullDC(body []byte) error {
 	return nil
 }
 
-// group reads [datacenter, [replica...]].
+// group reads [datacenter, [replica...]] (a group of the whole state).
 func (r *reader) group() (w wireGroup, err error) {
 	if err = r.array(2); err != nil {
 		return w, err
@@ -231,4 +189,145 @@ func (r *reader) fullDC() (w wireFullDC, err error) {
 		return w, fmt.Errorf("aggregate rooms: %w", err)
 	}
 	return w, nil
+}
+
+// wireFigures is a msgFigures body.
+type wireFigures struct {
+	datacenter, room string
+	groups           [][]uint64
+	ids              []uint64
+	entries          []wireFigure
+}
+
+// wireFigure is one entry of a batch: bucket and minute as differences
+// from the entry before.
+type wireFigure struct {
+	kind           uint8
+	bucket, minute int64
+	id             uint64
+	value          uint64
+}
+
+// EncodeFigures encodes the aggregate entries es of data center dc in room
+// (all of that room, in crdt.State.Full's order), with the groups gs of dc
+// a receiver may not hold yet, as one msgFigures message.
+func EncodeFigures(dc, room string, gs []crdt.Group, es []crdt.Entry) ([]byte, error) {
+	groups := make([][]uint64, len(gs))
+	for i, g := range gs {
+		groups[i] = toWireGroup(g).Replicas
+	}
+	idx := map[crdt.ReplicaID]uint64{}
+	var ids []uint64
+	rows := make([][5]any, len(es))
+	var pb, pm int64
+	for i, e := range es {
+		j, ok := idx[e.Replica]
+		if !ok {
+			j = uint64(len(ids))
+			idx[e.Replica] = j
+			ids = append(ids, uint64(e.Replica))
+		}
+		rows[i] = [5]any{uint8(e.Key.Kind), e.Key.Bucket - pb, e.Key.Minute - pm, j, e.Value}
+		pb, pm = e.Key.Bucket, e.Key.Minute
+	}
+	return encodeCompact(msgFigures, []any{dc, room, groups, ids, rows})
+}
+
+// encodeCompact is encode writing every integer in the fewest bytes that
+// hold it (msgpack writes an int64 in nine by default): a figure's
+// differences and values are mostly under a hundred.
+func encodeCompact(typ byte, v any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(header(typ))
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode gossip message type %d: %w", typ, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeFigures fills m from the body of a batch of figures, checking
+// every group and entry.
+func (m *Message) decodeFigures(body []byte) error {
+	w, err := decodeBody(body, (*reader).figures)
+	if err != nil {
+		return err
+	}
+	if w.datacenter == "" || len(w.datacenter) > crdt.MaxDatacenterName || w.room == "" || len(w.room) > maxRoomName {
+		return fmt.Errorf("%w: figures of data center %q, room %q", errValidation, w.datacenter, w.room)
+	}
+	m.Datacenter = w.datacenter
+	for i, rs := range w.groups {
+		g := crdt.Group{Datacenter: w.datacenter, Replicas: make([]crdt.ReplicaID, len(rs))}
+		for j, r := range rs {
+			g.Replicas[j] = crdt.ReplicaID(r)
+		}
+		if err := g.Check(); err != nil {
+			return fmt.Errorf("%w: group %d: %v", errValidation, i, err)
+		}
+		m.Delta.Groups = append(m.Delta.Groups, g)
+	}
+	m.Delta.Aggregates = make([]crdt.Entry, len(w.entries))
+	var b, mi int64
+	for i, f := range w.entries {
+		b, mi = b+f.bucket, mi+f.minute
+		if f.id >= uint64(len(w.ids)) {
+			return fmt.Errorf("%w: figure %d names group %d of %d", errValidation, i, f.id, len(w.ids))
+		}
+		e := crdt.Entry{Key: crdt.Key{Room: w.room, Kind: crdt.Kind(f.kind), Bucket: b, Minute: mi}, Replica: crdt.ReplicaID(w.ids[f.id]), Value: f.value}
+		if !validEntry(e) {
+			return fmt.Errorf("%w: figure %d", errValidation, i)
+		}
+		m.Delta.Aggregates[i] = e
+	}
+	return nil
+}
+
+// figures reads [datacenter, room, [[replica...]...], [id...], [[kind,
+// bucket, minute, id index, value]...]].
+func (r *reader) figures() (w wireFigures, err error) {
+	if err = r.array(5); err != nil {
+		return w, err
+	}
+	if w.datacenter, err = r.str(); err != nil {
+		return w, err
+	}
+	if w.room, err = r.str(); err != nil {
+		return w, err
+	}
+	if w.groups, err = list(r, 1, func() ([]uint64, error) { return list(r, 1, r.uint64) }); err != nil {
+		return w, fmt.Errorf("groups: %w", err)
+	}
+	if w.ids, err = list(r, 1, r.uint64); err != nil {
+		return w, fmt.Errorf("ids: %w", err)
+	}
+	w.entries, err = list(r, 6, r.figure)
+	if err == nil && len(w.entries) == 0 {
+		err = fmt.Errorf("no figure")
+	}
+	return w, err
+}
+
+// figure reads [kind, bucket, minute, id index, value].
+func (r *reader) figure() (f wireFigure, err error) {
+	if err = r.array(5); err != nil {
+		return f, err
+	}
+	k, err := r.uint(math.MaxUint8)
+	if err != nil {
+		return f, fmt.Errorf("kind: %w", err)
+	}
+	f.kind = uint8(k)
+	if f.bucket, err = r.dec.DecodeInt64(); err != nil {
+		return f, err
+	}
+	if f.minute, err = r.dec.DecodeInt64(); err != nil {
+		return f, err
+	}
+	if f.id, err = r.dec.DecodeUint64(); err != nil {
+		return f, err
+	}
+	f.value, err = r.dec.DecodeUint64()
+	return f, err
 }

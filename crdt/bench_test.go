@@ -262,13 +262,12 @@ func datacenterRoom() (*crdt.State, int) {
 	return s, len(d.Aggregates)
 }
 
-// TestMemoryPerRoomOfDatacenters measures the busy room on one node of a
-// ring of 300 data centers of three nodes each, against the budget of a
-// node of 50: every other data center is one aggregate entry per cell
-// instead of three entries. It fails if the state grows past what 300 data
-// centers' aggregates at most take (the figure reported in
-// docs/ARCHITECTURE.md), so a regression of the representation shows.
+// TestMemoryPerRoomOfDatacenters holds the busy room on one node of a ring
+// of 300 data centers of three nodes each to the same budget of 1 MiB:
+// every other data center is one aggregate entry per cell, packed in a few
+// bytes (aggCell).
 func TestMemoryPerRoomOfDatacenters(t *testing.T) {
+	const limit = 1 << 20
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -283,4 +282,34 @@ func TestMemoryPerRoomOfDatacenters(t *testing.T) {
 	retained := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("room of %d data centers × %d nodes, %d-minute queue: %d cells of own entries (%d entries), %d aggregate cells (%d aggregates): %d bytes retained (%.1f KiB, %.1f bytes per entry)",
 		ringDatacenters, datacenterNodes, queueMinutes, st.Cells, st.Entries, st.AggregateCells, st.Aggregates, retained, float64(retained)/1024, float64(retained)/float64(st.Entries+st.Aggregates))
+	if retained > limit {
+		t.Errorf("the room retains %d bytes, over the goal of %d", retained, limit)
+	}
+}
+
+// BenchmarkSnapshotOfDatacenters sums the busy room of a ring of 300 data
+// centers for the admission policy: its own replicas' cells and one figure
+// per other data center in each.
+func BenchmarkSnapshotOfDatacenters(b *testing.B) {
+	s, _ := datacenterRoom()
+	w := roomWindows()
+	b.ReportAllocs()
+	for b.Loop() {
+		if snap := s.Snapshot(busyRoom, roomNow*60, w); len(snap.Waiting) == 0 {
+			b.Fatal("empty snapshot")
+		}
+	}
+}
+
+// BenchmarkMergeFullOfDatacenters is a push-pull between two nodes of that
+// ring already in step: the peer's whole state, decoded, merged.
+func BenchmarkMergeFullOfDatacenters(b *testing.B) {
+	s, _ := datacenterRoom()
+	full := s.Full()
+	b.ReportAllocs()
+	for b.Loop() {
+		if changed := s.Merge(full); !changed.Empty() {
+			b.Fatal("a state in step changed")
+		}
+	}
 }

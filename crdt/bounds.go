@@ -152,12 +152,16 @@ func (s *State) localStamp(name string, nowMillis int64) HLC {
 func (s *State) DropFuture(nowMillis int64) int {
 	dropped := 0
 	for name, r := range s.rooms {
-		for _, cells := range []map[cellKey]*GCounter{r.cells, r.aggs} {
-			for ck := range cells {
-				if ck.Minute > LatestMinute(ck.Kind, nowMillis) {
-					delete(cells, ck)
-					dropped++
-				}
+		for ck := range r.cells {
+			if ck.Minute > LatestMinute(ck.Kind, nowMillis) {
+				delete(r.cells, ck)
+				dropped++
+			}
+		}
+		for ck := range r.aggs {
+			if ck.Minute > LatestMinute(ck.Kind, nowMillis) {
+				delete(r.aggs, ck)
+				dropped++
 			}
 		}
 		if r.empty() {

@@ -1,6 +1,7 @@
 package crdt
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -62,30 +63,22 @@ func NewGroup(dc string, replicas []ReplicaID) Group {
 	return Group{Datacenter: dc, Replicas: slices.Compact(rs)}
 }
 
-// ID is the id the group's aggregate entries are written under. Its high 32
-// bits are the data center's (datacenterHash), so that a cell's aggregate
-// entries, kept sorted by id, lie together per data center; the low 32 bits
-// are the set's and never zero.
+// ID is the id the group's aggregate entries are written under: a hash
+// of the data center and the replicas, never zero.
 func (g Group) ID() ReplicaID {
-	h := fnv.New32a()
-	var b [8]byte
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("group\x00"))
+	_, _ = h.Write([]byte(g.Datacenter))
+	var b [9]byte
 	for _, r := range g.Replicas {
-		binary.BigEndian.PutUint64(b[:], uint64(r))
+		binary.BigEndian.PutUint64(b[1:], uint64(r))
 		_, _ = h.Write(b[:])
 	}
-	low := h.Sum32()
-	if low == 0 {
-		low = 1
+	id := ReplicaID(h.Sum64())
+	if id == 0 {
+		id = 1
 	}
-	return ReplicaID(uint64(datacenterHash(g.Datacenter))<<32 | uint64(low))
-}
-
-// datacenterHash is the high half of the ids of a data center's groups.
-func datacenterHash(dc string) uint32 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte("dc\x00"))
-	_, _ = h.Write([]byte(dc))
-	return h.Sum32()
+	return id
 }
 
 // DatacenterReplica is the replica a data center other than this node's
@@ -137,10 +130,11 @@ func CheckAggregate(e Entry, replicas int, nowMillis int64) error {
 	return nil
 }
 
-// group is a group held by a state, with what reading it needs at hand.
+// group is a group held by a state, with its data center's index in the
+// state's table (aggTable.dcs).
 type group struct {
 	Group
-	dc ReplicaID // DatacenterReplica(Datacenter)
+	dc int32
 }
 
 // SetDatacenter names the data center this state's node belongs to: its
@@ -148,10 +142,7 @@ type group struct {
 // data center's aggregates, never the aggregates of its own. The empty
 // name (the default) is a node that is a data center of its own: it holds
 // no aggregates, and every entry it holds is summed as today.
-func (s *State) SetDatacenter(dc string) {
-	s.local = dc
-	s.localHash = datacenterHash(dc)
-}
+func (s *State) SetDatacenter(dc string) { s.local = dc }
 
 // Datacenter is the data center named by SetDatacenter.
 func (s *State) Datacenter() string { return s.local }
@@ -160,15 +151,32 @@ func (s *State) Datacenter() string { return s.local }
 // new here. A group's id is derived from its contents, so a group is never
 // replaced: it is held for as long as an aggregate entry names it.
 func (s *State) AddGroup(g Group) bool {
-	id := g.ID()
-	if _, ok := s.groups[id]; ok {
+	i, _ := s.agg.index(g.ID(), true)
+	if s.agg.recs[i].g != nil {
 		return false
 	}
-	if s.groups == nil {
-		s.groups = map[ReplicaID]*group{}
-	}
-	s.groups[id] = &group{Group: Group{Datacenter: g.Datacenter, Replicas: slices.Clone(g.Replicas)}, dc: DatacenterReplica(g.Datacenter)}
+	s.agg.recs[i].g = &group{Group: Group{Datacenter: g.Datacenter, Replicas: slices.Clone(g.Replicas)}, dc: s.agg.dc(g.Datacenter)}
 	return true
+}
+
+// Group returns the group of id, when held.
+func (s *State) Group(id ReplicaID) (*Group, bool) {
+	if i, ok := s.agg.index(id, false); ok && s.agg.recs[i].g != nil {
+		return &s.agg.recs[i].g.Group, true
+	}
+	return nil, false
+}
+
+// Groups returns the groups held, sorted by id.
+func (s *State) Groups() []Group {
+	var out []Group
+	for _, r := range s.agg.recs {
+		if r.g != nil {
+			out = append(out, r.g.Group)
+		}
+	}
+	slices.SortFunc(out, func(a, b Group) int { return cmp.Compare(a.ID(), b.ID()) })
+	return out
 }
 
 // Datacenters lists, sorted, the data centers other than this state's
@@ -176,23 +184,14 @@ func (s *State) AddGroup(g Group) bool {
 func (s *State) Datacenters() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, g := range s.groups {
-		if g.Datacenter != s.local && !seen[g.Datacenter] {
-			seen[g.Datacenter] = true
-			out = append(out, g.Datacenter)
+	for _, r := range s.agg.recs {
+		if r.g != nil && r.g.Datacenter != s.local && !seen[r.g.Datacenter] {
+			seen[r.g.Datacenter] = true
+			out = append(out, r.g.Datacenter)
 		}
 	}
 	slices.Sort(out)
 	return out
-}
-
-// Group returns the group of id, when held.
-func (s *State) Group(id ReplicaID) (*Group, bool) {
-	g, ok := s.groups[id]
-	if !ok {
-		return nil, false
-	}
-	return &g.Group, true
 }
 
 // ApplyAggregate merges one aggregate entry (Replica is its group's id) and
@@ -202,32 +201,83 @@ func (s *State) ApplyAggregate(e Entry) bool {
 	if e.Value == 0 || e.Key.Minute < s.horizon || e.Key.Room == "" || !e.Key.Kind.Valid() || e.Replica == 0 {
 		return false
 	}
-	return s.aggCell(e.Key, true).Observe(e.Replica, e.Value)
+	i, _ := s.agg.index(e.Replica, true)
+	return s.observeAgg(e.Key, i, e.Value)
+}
+
+// applyAggregates merges aggregate entries of one cell (a push-pull state
+// lists a cell's entries together) in one pass over the cell, and appends
+// those that changed it to dst.
+func (s *State) applyAggregates(es []Entry, dst []Entry) []Entry {
+	if len(es) == 1 {
+		if s.ApplyAggregate(es[0]) {
+			dst = append(dst, es[0])
+		}
+		return dst
+	}
+	k := es[0].Key
+	if k.Minute < s.horizon || k.Room == "" || !k.Kind.Valid() {
+		return dst
+	}
+	in := make([]aggEntry, 0, len(es))
+	for _, e := range es {
+		if e.Value > 0 && e.Replica != 0 {
+			i, _ := s.agg.index(e.Replica, true)
+			in = append(in, aggEntry{i, e.Value})
+		}
+	}
+	for _, e := range s.mergeCell(k, sortAggEntries(in)) {
+		dst = append(dst, Entry{Key: k, Replica: s.agg.recs[e.idx].id, Value: e.v})
+	}
+	return dst
+}
+
+// mergeCell merges entries (ascending by index, one per index) into cell k
+// and returns those that changed it.
+func (s *State) mergeCell(k Key, in []aggEntry) []aggEntry {
+	if len(in) == 0 {
+		return nil
+	}
+	r := s.room(k.Room, true)
+	if r.aggs == nil {
+		r.aggs = map[cellKey]aggCell{}
+	}
+	ck := cellKey{k.Kind, k.Bucket, k.Minute}
+	c := r.aggs[ck]
+	changed := c.merge(in)
+	if len(changed) > 0 {
+		r.aggs[ck] = c
+	}
+	return changed
+}
+
+// observeAgg merges value v of the group of index idx into cell k and
+// reports whether it changed.
+func (s *State) observeAgg(k Key, idx uint32, v uint64) bool {
+	r := s.room(k.Room, true)
+	if r.aggs == nil {
+		r.aggs = map[cellKey]aggCell{}
+	}
+	ck := cellKey{k.Kind, k.Bucket, k.Minute}
+	c := r.aggs[ck]
+	if !c.observe(idx, v) {
+		if len(c.b) == 0 && len(r.cells) == 0 && len(r.aggs) == 0 {
+			delete(s.rooms, k.Room)
+		}
+		return false
+	}
+	r.aggs[ck] = c
+	return true
 }
 
 // Aggregate returns the aggregate entry of group id in cell k.
 func (s *State) Aggregate(k Key, id ReplicaID) uint64 {
-	if c := s.aggCell(k, false); c != nil {
-		return c.Get(id)
+	i, ok := s.agg.index(id, false)
+	if r := s.rooms[k.Room]; ok && r != nil {
+		c := r.aggs[cellKey{k.Kind, k.Bucket, k.Minute}]
+		return c.get(i)
 	}
 	return 0
-}
-
-func (s *State) aggCell(k Key, create bool) *GCounter {
-	r := s.room(k.Room, create)
-	if r == nil {
-		return nil
-	}
-	ck := cellKey{k.Kind, k.Bucket, k.Minute}
-	c := r.aggs[ck]
-	if c == nil && create {
-		if r.aggs == nil {
-			r.aggs = map[cellKey]*GCounter{}
-		}
-		c = &GCounter{}
-		r.aggs[ck] = c
-	}
-	return c
 }
 
 // Carry is the carrier's write: for each cell of keys (every cell holding
@@ -250,13 +300,14 @@ func (s *State) Carry(dc string, members []ReplicaID, keys []Key) Delta {
 			return
 		}
 		s.AddGroup(g)
-		if !s.aggCell(k, true).Observe(id, v) {
+		i, _ := s.agg.index(id, true)
+		if !s.observeAgg(k, i, v) {
 			return
 		}
 		out.Aggregates = append(out.Aggregates, Entry{Key: k, Replica: id, Value: v})
 		if !named[id] {
 			named[id] = true
-			out.Groups = append(out.Groups, s.groups[id].Group)
+			out.Groups = append(out.Groups, s.agg.recs[i].g.Group)
 		}
 	}
 	carry := func(k Key, c *GCounter) {
@@ -293,89 +344,78 @@ func (s *State) Carry(dc string, members []ReplicaID, keys []Key) Delta {
 	return out
 }
 
-// remoteCounts appends to dst, for the aggregate cell g, one count per data
+// remoteCounts appends to dst, for the aggregate cell c, one count per data
 // center other than this state's: the data center's figure in the cell
-// (groupPacking of its groups' entries) under DatacenterReplica. Entries of
-// groups not held yet are left out when they are alone for their data
-// center, and taken as overlapping every other group of it when not. The
-// counts are in no particular order.
-func (s *State) remoteCounts(dst []Count, g *GCounter, scratch *[]packItem) []Count {
-	es := g.c
-	for i := 0; i < len(es); {
-		hi := uint32(uint64(es[i].Replica) >> 32)
-		j := i + 1
-		for j < len(es) && uint32(uint64(es[j].Replica)>>32) == hi {
-			j++
-		}
-		run := es[i:j]
-		i = j
-		if s.local != "" && hi == s.localHash && s.runOfLocal(run) {
-			continue
-		}
-		if len(run) == 1 {
-			if gr := s.groups[run[0].Replica]; gr != nil && gr.Datacenter != s.local {
-				dst = append(dst, Count{Replica: gr.dc, N: run[0].N})
+// (groupPacking of its groups' entries) under DatacenterReplica, sorted by
+// replica. Entries of groups not held yet are left out (a figure without
+// them is smaller, never larger, than the truth). rd holds the sums per
+// data center between calls.
+func (s *State) remoteCounts(dst []Count, c *aggCell, rd *cellReader) []Count {
+	if n := len(s.agg.dcs); len(rd.sum) < n {
+		rd.sum, rd.cnt = make([]uint64, n), make([]int32, n)
+	}
+	local := int32(-1)
+	if i, ok := s.agg.dcIdx[s.local]; ok && s.local != "" {
+		local = i
+	}
+	rd.touched = rd.touched[:0]
+	recs := s.agg.recs
+	// The cell's runs, decoded here rather than through each: a snapshot
+	// of a busy room reads every entry of every cell.
+	b := c.b
+	var end uint32
+	for off := 0; off < len(b); {
+		gap, k := binary.Uvarint(b[off:])
+		off += k
+		n, k := binary.Uvarint(b[off:])
+		off += k
+		start := end + uint32(gap)
+		for i := range uint32(n) {
+			v, k := binary.Uvarint(b[off:])
+			off += k
+			g := recs[start+i].g
+			if g == nil || g.dc == local {
+				continue
 			}
-			continue
+			if rd.cnt[g.dc] == 0 {
+				rd.touched = append(rd.touched, g.dc)
+			}
+			rd.cnt[g.dc]++
+			rd.sum[g.dc] += v
 		}
-		dst = s.packRun(dst, run, scratch)
+		end = start + uint32(n)
+	}
+	if len(rd.touched) < 32 {
+		slices.SortFunc(rd.touched, func(a, b int32) int { return cmp.Compare(s.agg.dcs[a].replica, s.agg.dcs[b].replica) })
+	} else {
+		rd.touched = rd.touched[:0]
+		for _, d := range s.agg.byReplica {
+			if rd.cnt[d] > 0 {
+				rd.touched = append(rd.touched, d)
+			}
+		}
+	}
+	for _, d := range rd.touched {
+		v := rd.sum[d]
+		if rd.cnt[d] > 1 {
+			// Several groups of one data center: a split, a member lost or
+			// a membership changed within the retention window.
+			items := rd.pack[:0]
+			c.each(func(idx uint32, v uint64) {
+				if g := recs[idx].g; g != nil && g.dc == d {
+					items = append(items, packItem{g: g, n: v})
+				}
+			})
+			v = groupPacking(items)
+			rd.pack = items
+		}
+		dst = append(dst, Count{Replica: s.agg.dcs[d].replica, N: v})
+		rd.sum[d], rd.cnt[d] = 0, 0
 	}
 	return dst
 }
 
-// runOfLocal reports whether a run of entries that share the high half of
-// this state's data center's ids is all this data center's own.
-func (s *State) runOfLocal(run []Count) bool {
-	for _, e := range run {
-		if gr := s.groups[e.Replica]; gr == nil || gr.Datacenter != s.local {
-			return false
-		}
-	}
-	return true
-}
-
-// packRun appends the figures of the data centers of a run of aggregate
-// entries whose ids share their high half (almost always one data center).
-func (s *State) packRun(dst []Count, run []Count, scratch *[]packItem) []Count {
-	items := (*scratch)[:0]
-	var unknown []Count
-	for _, e := range run {
-		gr := s.groups[e.Replica]
-		if gr == nil {
-			unknown = append(unknown, e)
-			continue
-		}
-		if gr.Datacenter == s.local {
-			continue
-		}
-		items = append(items, packItem{g: gr, n: e.N})
-	}
-	for len(items) > 0 {
-		// The data center of the first item, and every other item of it.
-		dc := items[0].g.dc
-		var of, rest []packItem
-		for _, it := range items {
-			if it.g.dc == dc {
-				of = append(of, it)
-			} else {
-				rest = append(rest, it)
-			}
-		}
-		// An entry of a group not held yet may overlap any group of the
-		// data center: it stands alone in the packing.
-		for _, e := range unknown {
-			of = append(of, packItem{n: e.N})
-		}
-		unknown = nil
-		dst = append(dst, Count{Replica: dc, N: groupPacking(of)})
-		items = append(items[:0], rest...)
-	}
-	*scratch = items
-	return dst
-}
-
-// packItem is one group's entry in a cell: g nil for a group not held,
-// which overlaps every other.
+// packItem is one group's entry in a cell.
 type packItem struct {
 	g *group
 	n uint64
@@ -392,15 +432,7 @@ func groupPacking(items []packItem) uint64 {
 	if len(items) == 1 {
 		return items[0].n
 	}
-	slices.SortFunc(items, func(a, b packItem) int {
-		switch {
-		case a.n > b.n:
-			return -1
-		case a.n < b.n:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(items, func(a, b packItem) int { return cmp.Compare(b.n, a.n) })
 	if len(items) > maxPacked {
 		items = items[:maxPacked]
 	}
@@ -413,9 +445,7 @@ func groupPacking(items []packItem) uint64 {
 	var taken []*group
 	var walk func(i int, sum uint64)
 	walk = func(i int, sum uint64) {
-		if sum > best {
-			best = sum
-		}
+		best = max(best, sum)
 		if i == len(items) || sum+suffix[i] <= best {
 			return
 		}
@@ -430,11 +460,10 @@ func groupPacking(items []packItem) uint64 {
 	return best
 }
 
-// fits reports whether g shares no replica with any of taken; a group not
-// held (nil) fits nothing and nothing fits it.
+// fits reports whether g shares no replica with any of taken.
 func fits(g *group, taken []*group) bool {
 	for _, t := range taken {
-		if g == nil || t == nil || overlap(g.Replicas, t.Replicas) {
+		if overlap(g.Replicas, t.Replicas) {
 			return false
 		}
 	}
@@ -456,28 +485,157 @@ func overlap(a, b []ReplicaID) bool {
 	return false
 }
 
-// pruneGroups drops the groups no aggregate entry names any more.
-func (s *State) pruneGroups() {
-	if len(s.groups) == 0 {
-		return
+// appendAggregates appends the aggregate entries of room name, in Full's
+// order: by cell, and by group id within a cell.
+func (s *State) appendAggregates(dst []Entry, name string) []Entry {
+	r := s.rooms[name]
+	for _, ck := range sortedKeys(r.aggs) {
+		start := len(dst)
+		c := r.aggs[ck]
+		c.each(func(idx uint32, v uint64) {
+			dst = append(dst, Entry{Key{name, ck.Kind, ck.Bucket, ck.Minute}, s.agg.recs[idx].id, v})
+		})
+		slices.SortFunc(dst[start:], func(a, b Entry) int { return cmp.Compare(a.Replica, b.Replica) })
 	}
-	used := make(map[ReplicaID]bool, len(s.groups))
-	for _, r := range s.rooms {
-		for _, g := range r.aggs {
-			for _, e := range g.c {
-				used[e.Replica] = true
+	return dst
+}
+
+// mergeAggregateState folds o's aggregate cells and groups into s (cells
+// below s's horizon left out).
+func (s *State) mergeAggregateState(o *State) {
+	for name, r := range o.rooms {
+		for ck, c := range r.aggs {
+			if ck.Minute < s.horizon {
+				continue
 			}
+			var in []aggEntry
+			c.each(func(idx uint32, v uint64) {
+				i, _ := s.agg.index(o.agg.recs[idx].id, true)
+				in = append(in, aggEntry{i, v})
+			})
+			s.mergeCell(Key{name, ck.Kind, ck.Bucket, ck.Minute}, sortAggEntries(in))
 		}
 	}
-	for id := range s.groups {
-		if !used[id] {
-			delete(s.groups, id)
+	for _, r := range o.agg.recs {
+		if r.g != nil {
+			s.AddGroup(r.g.Group)
 		}
 	}
 }
 
+// sameAggregates reports whether every aggregate entry of s is held alike
+// by o, and whether o holds the group of each as s does.
+func (s *State) sameAggregates(o *State) bool {
+	for name, r := range s.rooms {
+		for ck, c := range r.aggs {
+			if len(c.b) == 0 {
+				continue
+			}
+			var oc aggCell
+			if or := o.rooms[name]; or != nil {
+				oc = or.aggs[ck]
+			}
+			if oc.count() != c.count() {
+				return false
+			}
+			same := true
+			c.each(func(idx uint32, v uint64) {
+				rec := s.agg.recs[idx]
+				oi, ok := o.agg.index(rec.id, false)
+				if !ok || oc.get(oi) != v || (rec.g == nil) != (o.agg.recs[oi].g == nil) {
+					same = false
+				}
+			})
+			if !same {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// pruneGroups drops the groups no aggregate entry names any more, and
+// builds the table afresh when most of its ids are no longer named.
+func (s *State) pruneGroups() {
+	if len(s.agg.recs) == 0 {
+		return
+	}
+	used := make([]bool, len(s.agg.recs))
+	inUse := 0
+	for _, r := range s.rooms {
+		for _, c := range r.aggs {
+			c.each(func(idx uint32, _ uint64) {
+				if !used[idx] {
+					used[idx] = true
+					inUse++
+				}
+			})
+		}
+	}
+	for i := range s.agg.recs {
+		if !used[i] {
+			s.agg.recs[i].g = nil
+		}
+	}
+	if len(s.agg.recs) <= 2*inUse+64 {
+		return
+	}
+	// Renumber the ids still named, and every cell with them.
+	old := s.agg
+	s.agg = aggTable{}
+	remap := make([]uint32, len(old.recs))
+	for i, r := range old.recs {
+		if used[i] {
+			remap[i], _ = s.agg.index(r.id, true)
+			if r.g != nil {
+				s.AddGroup(r.g.Group)
+			}
+		}
+	}
+	var es []aggEntry
+	for _, r := range s.rooms {
+		for ck, c := range r.aggs {
+			es = es[:0]
+			c.each(func(idx uint32, v uint64) { es = append(es, aggEntry{remap[idx], v}) })
+			var nc aggCell
+			nc.pack(sortAggEntries(es))
+			r.aggs[ck] = nc
+		}
+	}
+}
+
+// held is how many groups the table holds.
+func (t *aggTable) held() int {
+	n := 0
+	for _, r := range t.recs {
+		if r.g != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// clone is an independent copy (groups, never changed once made, are
+// shared).
+func (t *aggTable) clone() aggTable {
+	c := aggTable{recs: slices.Clone(t.recs), dcs: slices.Clone(t.dcs)}
+	if t.ids != nil {
+		c.ids = make(map[ReplicaID]uint32, len(t.ids))
+		for k, v := range t.ids {
+			c.ids[k] = v
+		}
+	}
+	if t.dcIdx != nil {
+		c.dcIdx = make(map[string]int32, len(t.dcIdx))
+		for k, v := range t.dcIdx {
+			c.dcIdx[k] = v
+		}
+	}
+	return c
+}
+
 // sortedKeys lists a room's cells in the order Full sends them.
-func sortedKeys(cells map[cellKey]*GCounter) []cellKey {
+func sortedKeys[V any](cells map[cellKey]V) []cellKey {
 	keys := make([]cellKey, 0, len(cells))
 	for ck := range cells {
 		keys = append(keys, ck)

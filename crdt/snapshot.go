@@ -205,20 +205,24 @@ func (s *State) eachCell(r *room, fn func(ck cellKey, c []Count)) {
 	}
 	var rd cellReader
 	for ck, g := range r.cells {
-		fn(ck, rd.combine(s, g.c, r.aggs[ck]))
+		a := r.aggs[ck]
+		fn(ck, rd.combine(s, g.c, &a))
 	}
 	for ck, a := range r.aggs {
 		if _, ok := r.cells[ck]; !ok {
-			fn(ck, rd.combine(s, nil, a))
+			fn(ck, rd.combine(s, nil, &a))
 		}
 	}
 }
 
 // cellReader combines the two halves of a cell with buffers reused from
-// cell to cell.
+// cell to cell: counts, and sums per data center (remoteCounts).
 type cellReader struct {
 	remote, merged []Count
 	pack           []packItem
+	sum            []uint64
+	cnt            []int32
+	touched        []int32
 }
 
 // combine is the cell whose replicas' own entries are own (this data
@@ -227,15 +231,14 @@ type cellReader struct {
 // sorted by replica. A data center is never summed both ways: a node holds
 // the own entries of its data center only, and its own data center's
 // aggregates are left out.
-func (rd *cellReader) combine(s *State, own []Count, agg *GCounter) []Count {
-	if agg == nil || agg.Len() == 0 {
+func (rd *cellReader) combine(s *State, own []Count, agg *aggCell) []Count {
+	if len(agg.b) == 0 {
 		return own
 	}
-	rd.remote = s.remoteCounts(rd.remote[:0], agg, &rd.pack)
+	rd.remote = s.remoteCounts(rd.remote[:0], agg, rd)
 	if len(rd.remote) == 0 {
 		return own
 	}
-	slices.SortFunc(rd.remote, func(a, b Count) int { return cmp.Compare(a.Replica, b.Replica) })
 	rd.merged = addCounts(rd.merged[:0], own, rd.remote)
 	return rd.merged
 }

@@ -156,9 +156,9 @@ type cellKey struct {
 
 type room struct {
 	cells map[cellKey]*GCounter
-	// aggs holds other data centers' aggregate entries, by group id (nil
-	// until the first arrives).
-	aggs map[cellKey]*GCounter
+	// aggs holds data centers' aggregate entries (nil until the first
+	// arrives).
+	aggs map[cellKey]aggCell
 }
 
 // empty reports whether the room holds no cell at all.
@@ -177,12 +177,10 @@ type State struct {
 	horizon int64
 	clock   HLC     // the largest register stamp seen, for HLC stamping
 	own     stamper // the stamps of this replica's own writes
-	// groups are the groups aggregate entries name, by id; local is this
-	// node's data center (SetDatacenter) and localHash the high half of its
-	// groups' ids.
-	groups    map[ReplicaID]*group
-	local     string
-	localHash uint32
+	// agg is the table of the groups aggregate entries name, and local
+	// this node's data center (SetDatacenter).
+	agg   aggTable
+	local string
 }
 
 // New returns an empty state.
@@ -243,8 +241,10 @@ func (s *State) Value(k Key) uint64 {
 	if c := s.cell(k, false); c != nil {
 		v = c.Value()
 	}
-	if a := s.aggCell(k, false); a != nil {
-		v += sum(s.remoteCounts(nil, a, new([]packItem)))
+	if r := s.rooms[k.Room]; r != nil {
+		if a, ok := r.aggs[cellKey{k.Kind, k.Bucket, k.Minute}]; ok {
+			v += sum(s.remoteCounts(nil, &a, &cellReader{}))
+		}
 	}
 	return v
 }
@@ -331,10 +331,14 @@ func (s *State) mergeAggregates(d Delta, out *Delta) {
 			out.Groups = append(out.Groups, g)
 		}
 	}
-	for _, e := range d.Aggregates {
-		if s.ApplyAggregate(e) {
-			out.Aggregates = append(out.Aggregates, e)
+	es := d.Aggregates
+	for i := 0; i < len(es); {
+		j := i + 1
+		for j < len(es) && es[j].Key == es[i].Key {
+			j++
 		}
+		out.Aggregates = s.applyAggregates(es[i:j], out.Aggregates)
+		i = j
 	}
 }
 
@@ -354,19 +358,11 @@ func (s *State) MergeState(o *State) {
 			}
 			s.cell(Key{name, ck.Kind, ck.Bucket, ck.Minute}, true).Merge(*c)
 		}
-		for ck, c := range r.aggs {
-			if ck.Minute < s.horizon {
-				continue
-			}
-			s.aggCell(Key{name, ck.Kind, ck.Bucket, ck.Minute}, true).Merge(*c)
-		}
 	}
 	for n, r := range o.regs {
 		s.ApplyRegister(RegisterEntry{Name: n, Reg: r})
 	}
-	for _, g := range o.groups {
-		s.AddGroup(g.Group)
-	}
+	s.mergeAggregateState(o)
 }
 
 // Full returns the whole state as a delta, in a deterministic order: what
@@ -375,30 +371,13 @@ func (s *State) Full() Delta {
 	var d Delta
 	for _, name := range s.Rooms() {
 		d.Entries = appendCells(d.Entries, name, s.rooms[name].cells)
-		d.Aggregates = appendCells(d.Aggregates, name, s.rooms[name].aggs)
+		d.Aggregates = s.appendAggregates(d.Aggregates, name)
 	}
 	s.Registers("", func(n string, r LWW[[]byte]) {
 		d.Registers = append(d.Registers, RegisterEntry{Name: n, Reg: r})
 	})
 	d.Groups = s.Groups()
 	return d
-}
-
-// Groups returns the groups held, sorted by id.
-func (s *State) Groups() []Group {
-	if len(s.groups) == 0 {
-		return nil
-	}
-	ids := make([]ReplicaID, 0, len(s.groups))
-	for id := range s.groups {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	out := make([]Group, len(ids))
-	for i, id := range ids {
-		out[i] = s.groups[id].Group
-	}
-	return out
 }
 
 // appendCells appends the entries of a room's cells, in Full's order.
@@ -480,19 +459,19 @@ func (s *State) pruneCells(horizon int64) int {
 
 // Clone returns an independent deep copy.
 func (s *State) Clone() *State {
-	c := &State{rooms: make(map[string]*room, len(s.rooms)), regs: make(map[string]LWW[[]byte], len(s.regs)), horizon: s.horizon, clock: s.clock, own: s.own, local: s.local, localHash: s.localHash}
+	c := &State{rooms: make(map[string]*room, len(s.rooms)), regs: make(map[string]LWW[[]byte], len(s.regs)), horizon: s.horizon, clock: s.clock, own: s.own, local: s.local, agg: s.agg.clone()}
 	for n, r := range s.rooms {
 		nr := &room{cells: cloneCells(r.cells)}
 		if r.aggs != nil {
-			nr.aggs = cloneCells(r.aggs)
+			nr.aggs = make(map[cellKey]aggCell, len(r.aggs))
+			for ck, a := range r.aggs {
+				nr.aggs[ck] = a.clone()
+			}
 		}
 		c.rooms[n] = nr
 	}
 	for n, r := range s.regs {
 		c.regs[n] = r
-	}
-	for _, g := range s.groups {
-		c.AddGroup(g.Group)
 	}
 	return c
 }
@@ -514,16 +493,8 @@ func (s *State) Equal(o *State) bool {
 	if s.horizon != o.horizon || len(s.regs) != len(o.regs) {
 		return false
 	}
-	for _, r := range s.rooms {
-		for _, g := range r.aggs {
-			for _, e := range g.c {
-				_, a := s.groups[e.Replica]
-				_, b := o.groups[e.Replica]
-				if a != b {
-					return false
-				}
-			}
-		}
+	if !s.sameAggregates(o) || !o.sameAggregates(s) {
+		return false
 	}
 	for n, r := range s.regs {
 		or, ok := o.regs[n]
@@ -537,27 +508,17 @@ func (s *State) Equal(o *State) bool {
 func containsCells(a, b *State) bool {
 	for n, r := range a.rooms {
 		br := b.rooms[n]
-		if !cellsWithin(r.cells, br, func(r *room) map[cellKey]*GCounter { return r.cells }) ||
-			!cellsWithin(r.aggs, br, func(r *room) map[cellKey]*GCounter { return r.aggs }) {
-			return false
-		}
-	}
-	return true
-}
-
-// cellsWithin reports whether every non-empty cell of cells is held alike
-// in the cells of, of room b (nil when b has no such room).
-func cellsWithin(cells map[cellKey]*GCounter, b *room, of func(*room) map[cellKey]*GCounter) bool {
-	for ck, g := range cells {
-		if g.Len() == 0 {
-			continue
-		}
-		if b == nil {
-			return false
-		}
-		bg := of(b)[ck]
-		if bg == nil || !g.Equal(bg) {
-			return false
+		for ck, g := range r.cells {
+			if g.Len() == 0 {
+				continue
+			}
+			if br == nil {
+				return false
+			}
+			bg := br.cells[ck]
+			if bg == nil || !g.Equal(bg) {
+				return false
+			}
 		}
 	}
 	return true
@@ -579,15 +540,15 @@ type Stats struct {
 
 // Stats counts what the state holds.
 func (s *State) Stats() Stats {
-	st := Stats{Rooms: len(s.rooms), Registers: len(s.regs), Groups: len(s.groups)}
+	st := Stats{Rooms: len(s.rooms), Registers: len(s.regs), Groups: s.agg.held()}
 	for _, r := range s.rooms {
 		st.Cells += len(r.cells)
 		for _, g := range r.cells {
 			st.Entries += g.Len()
 		}
 		st.AggregateCells += len(r.aggs)
-		for _, g := range r.aggs {
-			st.Aggregates += g.Len()
+		for _, a := range r.aggs {
+			st.Aggregates += a.count()
 		}
 	}
 	return st

@@ -27,22 +27,44 @@ type aggEntry struct {
 	v   uint64
 }
 
+// aggRuns reads a cell's entries in order: every reader of a cell goes
+// through it.
+type aggRuns struct {
+	b    []byte
+	off  int
+	idx  uint32 // the index of the next entry
+	left uint64 // entries left in the run
+	end  uint32 // the index after the run
+}
+
+// next returns the next entry, where its value's bytes are (from, to),
+// and false when there is none.
+func (r *aggRuns) next() (idx uint32, v uint64, from, to int, ok bool) {
+	for r.left == 0 {
+		if r.off >= len(r.b) {
+			return 0, 0, 0, 0, false
+		}
+		gap, k := binary.Uvarint(r.b[r.off:])
+		r.off += k
+		n, k := binary.Uvarint(r.b[r.off:])
+		r.off += k
+		r.idx, r.left = r.end+uint32(gap), n
+		r.end = r.idx + uint32(n)
+	}
+	from = r.off
+	v, k := binary.Uvarint(r.b[r.off:])
+	r.off += k
+	idx = r.idx
+	r.idx++
+	r.left--
+	return idx, v, from, r.off, true
+}
+
 // each calls fn with every entry, ascending by index.
 func (c *aggCell) each(fn func(idx uint32, v uint64)) {
-	b := c.b
-	var end uint32
-	for off := 0; off < len(b); {
-		gap, k := binary.Uvarint(b[off:])
-		off += k
-		n, k := binary.Uvarint(b[off:])
-		off += k
-		start := end + uint32(gap)
-		for i := range uint32(n) {
-			v, k := binary.Uvarint(b[off:])
-			off += k
-			fn(start+i, v)
-		}
-		end = start + uint32(n)
+	r := aggRuns{b: c.b}
+	for idx, v, _, _, ok := r.next(); ok; idx, v, _, _, ok = r.next() {
+		fn(idx, v)
 	}
 }
 
@@ -56,27 +78,16 @@ func (c *aggCell) count() int {
 // find returns the value of index idx and where its bytes are (from, to),
 // or ok false.
 func (c *aggCell) find(idx uint32) (v uint64, from, to int, ok bool) {
-	b := c.b
-	var end uint32
-	for off := 0; off < len(b); {
-		gap, k := binary.Uvarint(b[off:])
-		off += k
-		n, k := binary.Uvarint(b[off:])
-		off += k
-		start := end + uint32(gap)
-		end = start + uint32(n)
-		if idx < start {
+	r := aggRuns{b: c.b}
+	for {
+		i, v, from, to, ok := r.next()
+		switch {
+		case !ok || i > idx:
 			return 0, 0, 0, false
-		}
-		for i := range uint32(n) {
-			v, k := binary.Uvarint(b[off:])
-			if start+i == idx {
-				return v, off, off + k, true
-			}
-			off += k
+		case i == idx:
+			return v, from, to, true
 		}
 	}
-	return 0, 0, 0, false
 }
 
 // get returns the entry of index idx.
@@ -111,33 +122,20 @@ func (c *aggCell) observe(idx uint32, v uint64) bool {
 // than the cell's, without decoding the cell into memory: a push-pull
 // between nodes in step merges every cell and changes none.
 func (c *aggCell) raises(in []aggEntry) bool {
-	b := c.b
-	var end uint32
+	r := aggRuns{b: c.b}
 	j := 0
-	for off := 0; off < len(b) && j < len(in); {
-		gap, k := binary.Uvarint(b[off:])
-		off += k
-		n, k := binary.Uvarint(b[off:])
-		off += k
-		start := end + uint32(gap)
-		for i := range uint32(n) {
-			v, k := binary.Uvarint(b[off:])
-			off += k
-			idx := start + i
-			for j < len(in) && in[j].idx < idx {
-				if in[j].v > 0 {
-					return true // an index the cell lacks
-				}
-				j++
-			}
-			if j < len(in) && in[j].idx == idx {
-				if in[j].v > v {
-					return true
-				}
-				j++
+	for idx, v, _, _, ok := r.next(); ok && j < len(in); idx, v, _, _, ok = r.next() {
+		for ; j < len(in) && in[j].idx < idx; j++ {
+			if in[j].v > 0 {
+				return true // an index the cell lacks
 			}
 		}
-		end = start + uint32(n)
+		if j < len(in) && in[j].idx == idx {
+			if in[j].v > v {
+				return true
+			}
+			j++
+		}
 	}
 	for ; j < len(in); j++ {
 		if in[j].v > 0 {

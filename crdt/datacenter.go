@@ -360,30 +360,19 @@ func (s *State) remoteCounts(dst []Count, c *aggCell, rd *cellReader) []Count {
 	}
 	rd.touched = rd.touched[:0]
 	recs := s.agg.recs
-	// The cell's runs, decoded here rather than through each: a snapshot
-	// of a busy room reads every entry of every cell.
-	b := c.b
-	var end uint32
-	for off := 0; off < len(b); {
-		gap, k := binary.Uvarint(b[off:])
-		off += k
-		n, k := binary.Uvarint(b[off:])
-		off += k
-		start := end + uint32(gap)
-		for i := range uint32(n) {
-			v, k := binary.Uvarint(b[off:])
-			off += k
-			g := recs[start+i].g
-			if g == nil || g.dc == local {
-				continue
-			}
-			if rd.cnt[g.dc] == 0 {
-				rd.touched = append(rd.touched, g.dc)
-			}
-			rd.cnt[g.dc]++
-			rd.sum[g.dc] += v
+	// The cell's runs, read here rather than through each: a snapshot of
+	// a busy room reads every entry of every cell.
+	r := aggRuns{b: c.b}
+	for idx, v, _, _, ok := r.next(); ok; idx, v, _, _, ok = r.next() {
+		g := recs[idx].g
+		if g == nil || g.dc == local {
+			continue
 		}
-		end = start + uint32(n)
+		if rd.cnt[g.dc] == 0 {
+			rd.touched = append(rd.touched, g.dc)
+		}
+		rd.cnt[g.dc]++
+		rd.sum[g.dc] += v
 	}
 	if len(rd.touched) < 32 {
 		slices.SortFunc(rd.touched, func(a, b int32) int { return cmp.Compare(s.agg.dcs[a].replica, s.agg.dcs[b].replica) })

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
-	"log"
 	"math"
 	"net"
 	"slices"
@@ -386,71 +385,25 @@ func (n *Node) wanAddr() string {
 // wanConfig is the memberlist configuration of the pool between data
 // centers.
 func (n *Node) wanConfig() (*memberlist.Config, error) {
-	var mc *memberlist.Config
-	switch n.cfg.WANProfile {
-	case Local:
-		mc = memberlist.DefaultLocalConfig()
-	case LAN:
-		mc = memberlist.DefaultLANConfig()
-	case WAN, "":
-		mc = memberlist.DefaultWANConfig()
-	default:
-		return nil, fmt.Errorf("gossip profile between data centers %q: must be lan, local or wan", n.cfg.WANProfile)
+	var tr memberlist.Transport
+	if n.cfg.WANTransport != nil {
+		var err error
+		if tr, err = n.cfg.WANTransport(); err != nil {
+			return nil, fmt.Errorf("gossip transport between data centers: %w", err)
+		}
 	}
-	mc.Name = n.dc.wanName
-	mc.GossipNodes = max(mc.GossipNodes, 4)
+	mc, err := n.poolConfig(pool{what: "gossip between data centers", profile: n.cfg.WANProfile, defaultProfile: WAN, name: n.dc.wanName, label: wanLabel(n.cfg.Label),
+		bind: n.cfg.WANBind, advertise: n.cfg.WANAdvertise, transport: tr, log: n.log.With().Str("pool", "wan").Logger()})
+	if err != nil {
+		return nil, err
+	}
 	// WAN timings for probes and suspicion, which a distant member needs,
 	// but the gossip round of the LAN profile: a figure takes several
 	// rounds to reach every carrier, and a count must cross within two
 	// seconds. A round with nothing to send sends nothing.
 	mc.GossipInterval = min(mc.GossipInterval, 200*time.Millisecond)
-	if mc.DeadNodeReclaimTime == 0 {
-		mc.DeadNodeReclaimTime = 10 * time.Second
-	}
-	host, port, err := splitHostPort(n.cfg.WANBind)
-	if err != nil {
-		return nil, fmt.Errorf("gossip address between data centers %q: %w", n.cfg.WANBind, err)
-	}
-	mc.BindAddr, mc.BindPort, mc.AdvertisePort = host, port, port
-	if n.cfg.WANAdvertise != "" {
-		ah, ap, err := splitHostPort(n.cfg.WANAdvertise)
-		if err != nil {
-			return nil, fmt.Errorf("gossip advertise address between data centers %q: %w", n.cfg.WANAdvertise, err)
-		}
-		mc.AdvertiseAddr, mc.AdvertisePort = ah, ap
-	}
 	mc.Delegate = (*wanDelegate)(n)
 	mc.Events = (*wanEvents)(n)
-	mc.Logger = log.New(logWriter{log: n.log.With().Str("pool", "wan").Logger(), refuse: n.refuse}, "", 0)
-	mc.Label = wanLabel(n.cfg.Label)
-	if len(n.cfg.Keys) > 0 {
-		kr, err := memberlist.NewKeyring(n.cfg.Keys, n.cfg.Keys[0])
-		if err != nil {
-			return nil, fmt.Errorf("gossip keyring: %w", err)
-		}
-		mc.Keyring = kr
-		mc.GossipVerifyIncoming = true
-		mc.GossipVerifyOutgoing = true
-	}
-	if n.cfg.WANTransport != nil {
-		tr, err := n.cfg.WANTransport()
-		if err != nil {
-			return nil, fmt.Errorf("gossip transport between data centers: %w", err)
-		}
-		mc.Transport = tr
-	} else {
-		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
-		if err != nil {
-			return nil, fmt.Errorf("gossip listen between data centers on %q: %w", n.cfg.WANBind, err)
-		}
-		if port == 0 {
-			mc.BindPort = nt.GetAutoBindPort()
-			if n.cfg.WANAdvertise == "" {
-				mc.AdvertisePort = mc.BindPort
-			}
-		}
-		mc.Transport = &countingTransport{NetTransport: nt, stats: &n.stats}
-	}
 	if n.cfg.WANTune != nil {
 		n.cfg.WANTune(mc)
 	}
@@ -972,16 +925,8 @@ func (w *wanDelegate) LocalState(join bool) []byte {
 func (w *wanDelegate) MergeRemoteState(buf []byte, join bool) {
 	n := (*Node)(w)
 	defer n.recoverAs(PanicMergeState, n.dropPanicked)
-	if len(buf) == 0 {
-		return
-	}
-	m, err := Decode(buf, MaxFullState)
-	if err == nil && m.Type != msgFullDC && m.Type != msgFull {
-		err = errType
-	}
-	if err != nil {
-		n.stats.drop(dropReason(err))
-		n.log.Warn().Err(err).Int("bytes", len(buf)).Msg("dropped push-pull state between data centers")
+	m, ok := n.decodeState(buf, "push-pull state between data centers")
+	if !ok {
 		return
 	}
 	if len(m.Delta.Entries) > 0 {
@@ -995,14 +940,7 @@ func (w *wanDelegate) MergeRemoteState(buf []byte, join bool) {
 		}
 	}
 	m.Delta.Registers = regs
-	n.stats.pushPulls.Add(1)
-	now := n.RingNow().UnixMilli()
-	delta := n.screenAggregates(n.screen(m.Delta, now), now)
-	changed := n.mergeState(delta, now)
-	if !changed.Empty() {
-		n.stats.merged.Add(uint64(len(changed.Aggregates) + len(changed.Groups) + len(changed.Registers)))
-		n.changed()
-	}
+	n.mergeRemote(m.Delta)
 }
 
 // wanEvents keeps the node's copy of the members of the pool between data

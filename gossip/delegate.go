@@ -156,16 +156,8 @@ func (n *Node) fullState() (crdt.Delta, int64) {
 func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	n := d.node()
 	defer n.recoverAs(PanicMergeState, n.dropPanicked)
-	if len(buf) == 0 {
-		return
-	}
-	m, err := Decode(buf, MaxFullState)
-	if err == nil && m.Type != msgFull && m.Type != msgFullDC {
-		err = errType
-	}
-	if err != nil {
-		n.stats.drop(dropReason(err))
-		n.log.Warn().Err(err).Int("bytes", len(buf)).Msg("dropped push-pull state")
+	m, ok := n.decodeState(buf, "push-pull state")
+	if !ok {
 		return
 	}
 	if n.dc == nil && (len(m.Delta.Aggregates) > 0 || len(m.Delta.Groups) > 0) {
@@ -173,16 +165,39 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 		n.stats.drop(DroppedWrongPool)
 		m.Delta.Aggregates, m.Delta.Groups = nil, nil
 	}
-	n.stats.pushPulls.Add(1)
 	n.heard()
+	n.noteNodeInfo(n.mergeRemote(m.Delta).Registers)
+}
+
+// decodeState decodes a peer's whole state, or counts and logs (as what)
+// why it is dropped.
+func (n *Node) decodeState(buf []byte, what string) (Message, bool) {
+	if len(buf) == 0 {
+		return Message{}, false
+	}
+	m, err := Decode(buf, MaxFullState)
+	if err == nil && m.Type != msgFull && m.Type != msgFullDC {
+		err = errType
+	}
+	if err != nil {
+		n.stats.drop(dropReason(err))
+		n.log.Warn().Err(err).Int("bytes", len(buf)).Msg("dropped " + what)
+		return Message{}, false
+	}
+	return m, true
+}
+
+// mergeRemote screens and merges a peer's whole state d, and returns what
+// changed.
+func (n *Node) mergeRemote(d crdt.Delta) crdt.Delta {
+	n.stats.pushPulls.Add(1)
 	now := n.RingNow().UnixMilli()
-	delta := n.screen(m.Delta, now)
-	changed := n.mergeState(delta, now)
-	n.noteNodeInfo(changed.Registers)
+	changed := n.mergeState(n.screen(d, now), now)
 	if !changed.Empty() {
-		n.stats.merged.Add(uint64(len(changed.Entries) + len(changed.Registers)))
+		n.stats.merged.Add(uint64(len(changed.Entries) + len(changed.Registers) + len(changed.Aggregates) + len(changed.Groups)))
 		n.changed()
 	}
+	return changed
 }
 
 // mergeState merges a peer's screened whole state at now (ring ms).

@@ -124,6 +124,28 @@
 // under "panic" (DroppedPanic); a push-pull state that could not be built
 // is sent empty; a loop goes on with its next tick.
 //
+// # Data centers
+//
+// A node may name the data center it belongs to (Config.Datacenter; a ring
+// that names none runs as it always has, each node a data center of its
+// own, on one pool). Then it runs two memberlist pools, as Consul does:
+// its data center's, with the profile's timings, carrying every replica's
+// cells, the push, beats, registers and marks as above (and the lag and
+// the ring's time a node measures come from it alone); and, while it is
+// one of its data center's carriers (Config.Carriers members chosen by
+// rendezvous hashing over the live members), a pool between data centers
+// with WAN timings, carrying each data center's figures (one aggregate
+// entry per cell, crdt.State.Carry) in compact batches within a byte
+// budget, the registers that are not node facts, and marks. A carrier
+// relays what it hears from other data centers into its own. Per-node
+// cells never leave their data center; a carrier that dies is replaced by
+// the next in rank, which sums every cell afresh; the two sides of a data
+// center cut in two each carry their own side, and the other data centers
+// add them up. See datacenter.go. The two pools never merge: each has a
+// label derived from Config.Label.
+//
 // FaultNet is a memberlist transport for tests that loses, delays,
-// duplicates and partitions packets between nodes of one process.
+// duplicates and partitions packets between nodes of one process, and
+// MemNet one that holds hundreds of nodes in memory with a modelled delay
+// between every pair, for the scale harness (scale_test.go).
 package gossip

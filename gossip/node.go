@@ -364,23 +364,61 @@ func (n *Node) insecureLoop() {
 }
 
 func (n *Node) memberlistConfig() (*memberlist.Config, error) {
-	var mc *memberlist.Config
-	switch n.cfg.Profile {
-	case Local:
-		mc = memberlist.DefaultLocalConfig()
-	case WAN:
-		mc = memberlist.DefaultWANConfig()
-	case LAN, "":
-		mc = memberlist.DefaultLANConfig()
-	default:
-		return nil, fmt.Errorf("gossip profile %q: must be lan, local or wan", n.cfg.Profile)
+	label := n.cfg.Label
+	if n.dc != nil {
+		label = lanLabel(n.cfg.Label, n.dc.name)
 	}
-	mc.Name = n.cfg.Name
+	mc, err := n.poolConfig(pool{what: "gossip", profile: n.cfg.Profile, defaultProfile: LAN, name: n.cfg.Name, label: label,
+		bind: n.cfg.Bind, advertise: n.cfg.Advertise, transport: n.cfg.Transport, log: n.log})
+	if err != nil {
+		return nil, err
+	}
 	// Every node relays what is new to it, and a cell is re-sent whenever
 	// it changes, so a few more transmissions per broadcast buy reliable
 	// spread on small rings (where log(N+1) rounds down to one) at little
 	// cost: memberlist caps a round at GossipNodes packets anyway.
 	mc.RetransmitMult = max(mc.RetransmitMult, 4)
+	mc.Delegate = (*delegate)(n)
+	mc.Events = (*events)(n)
+	mc.Ping = (*pinger)(n)
+	if n.cfg.Tune != nil {
+		n.cfg.Tune(mc)
+	}
+	n.probeInterval, n.probeTimeout = mc.ProbeInterval, mc.ProbeTimeout
+	return mc, nil
+}
+
+// pool says what sets one of the node's memberlist pools apart: its own,
+// and the pool between data centers.
+type pool struct {
+	what                    string // the pool, for errors: "gossip", "gossip between data centers"
+	profile, defaultProfile Profile
+	name, label             string
+	bind, advertise         string
+	transport               memberlist.Transport // nil: a counted network transport at bind
+	log                     zerolog.Logger
+}
+
+// poolConfig is the memberlist configuration of pool p: its profile's
+// timings with the fan-out and reclaim rules of every pool, its name,
+// label, addresses and transport, and the ring's keys.
+func (n *Node) poolConfig(p pool) (*memberlist.Config, error) {
+	var mc *memberlist.Config
+	profile := p.profile
+	if profile == "" {
+		profile = p.defaultProfile
+	}
+	switch profile {
+	case Local:
+		mc = memberlist.DefaultLocalConfig()
+	case WAN:
+		mc = memberlist.DefaultWANConfig()
+	case LAN:
+		mc = memberlist.DefaultLANConfig()
+	default:
+		return nil, fmt.Errorf("%s profile %q: must be lan, local or wan", p.what, p.profile)
+	}
+	mc.Name = p.name
 	// A node that crashed and comes back at another address (a new
 	// container, say) may take its name back once it has been dead this
 	// long; memberlist's default refuses it until the dead entry is purged.
@@ -393,27 +431,21 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	// third more gossip bytes (9 → 12 kB/s per node at 1,000 admissions/s
 	// over 10 nodes). See measure_test.go.
 	mc.GossipNodes = max(mc.GossipNodes, 4)
-	host, port, err := splitHostPort(n.cfg.Bind)
+	host, port, err := splitHostPort(p.bind)
 	if err != nil {
-		return nil, fmt.Errorf("gossip bind address %q: %w", n.cfg.Bind, err)
+		return nil, fmt.Errorf("%s bind address %q: %w", p.what, p.bind, err)
 	}
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertisePort = port
-	if n.cfg.Advertise != "" {
-		ah, ap, err := splitHostPort(n.cfg.Advertise)
+	if p.advertise != "" {
+		ah, ap, err := splitHostPort(p.advertise)
 		if err != nil {
-			return nil, fmt.Errorf("gossip advertise address %q: %w", n.cfg.Advertise, err)
+			return nil, fmt.Errorf("%s advertise address %q: %w", p.what, p.advertise, err)
 		}
 		mc.AdvertiseAddr, mc.AdvertisePort = ah, ap
 	}
-	mc.Delegate = (*delegate)(n)
-	mc.Events = (*events)(n)
-	mc.Ping = (*pinger)(n)
-	mc.Logger = log.New(logWriter{log: n.log, refuse: n.refuse}, "", 0)
-	mc.Label = n.cfg.Label
-	if n.dc != nil {
-		mc.Label = lanLabel(n.cfg.Label, n.dc.name)
-	}
+	mc.Logger = log.New(logWriter{log: p.log, refuse: n.refuse}, "", 0)
+	mc.Label = p.label
 	if len(n.cfg.Keys) > 0 {
 		kr, err := memberlist.NewKeyring(n.cfg.Keys, n.cfg.Keys[0])
 		if err != nil {
@@ -423,27 +455,23 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 		mc.GossipVerifyIncoming = true
 		mc.GossipVerifyOutgoing = true
 	}
-	if n.cfg.Transport != nil {
-		mc.Transport = n.cfg.Transport
-	} else {
-		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
-		if err != nil {
-			return nil, fmt.Errorf("gossip listen on %q: %w", n.cfg.Bind, err)
-		}
-		if port == 0 {
-			// memberlist advertises the configured port; with port 0 it must
-			// learn the one the transport picked.
-			mc.BindPort = nt.GetAutoBindPort()
-			if n.cfg.Advertise == "" {
-				mc.AdvertisePort = mc.BindPort
-			}
-		}
-		mc.Transport = &countingTransport{NetTransport: nt, stats: &n.stats}
+	if p.transport != nil {
+		mc.Transport = p.transport
+		return mc, nil
 	}
-	if n.cfg.Tune != nil {
-		n.cfg.Tune(mc)
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("%s listen on %q: %w", p.what, p.bind, err)
 	}
-	n.probeInterval, n.probeTimeout = mc.ProbeInterval, mc.ProbeTimeout
+	if port == 0 {
+		// memberlist advertises the configured port; with port 0 it must
+		// learn the one the transport picked.
+		mc.BindPort = nt.GetAutoBindPort()
+		if p.advertise == "" {
+			mc.AdvertisePort = mc.BindPort
+		}
+	}
+	mc.Transport = &countingTransport{NetTransport: nt, stats: &n.stats}
 	return mc, nil
 }
 

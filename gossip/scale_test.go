@@ -231,7 +231,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 			wanSeeds = append(wanSeeds, scaleAddr(d, j, 7947))
 		}
 	}
-	tune := scaleWANTune(os.Getenv("WAITROOM_SCALE_WAN_TUNE"))
+	tune, _ := tuneFrom("WAITROOM_SCALE_WAN_TUNE")
 	probe := newConvergenceProbe(n)
 	names := make([]string, n)
 	for i := range names {
@@ -403,43 +403,6 @@ func scaleLoad(nodes []*gossip.Node, rate int, stop chan struct{}) {
 				incs, _ = policy.Count(incs, measureRoom, "shop", browsing, policy.Event{Step: policy.StepSession, At: sec})
 				nodes[rand.IntN(len(nodes))].Add(incs...)
 			}
-		}
-	}
-}
-
-// scaleWANTune reads WAITROOM_SCALE_WAN_TUNE (interval, nodes, mult) for
-// the pool between data centers.
-func scaleWANTune(v string) func(*memberlist.Config) {
-	if v == "" {
-		return nil
-	}
-	var fns []func(*memberlist.Config)
-	for _, f := range strings.Split(v, ",") {
-		k, val, _ := strings.Cut(strings.TrimSpace(f), "=")
-		switch k {
-		case "interval":
-			d, err := time.ParseDuration(val)
-			if err != nil {
-				panic("WAITROOM_SCALE_WAN_TUNE: " + err.Error())
-			}
-			fns = append(fns, func(mc *memberlist.Config) { mc.GossipInterval = d })
-		case "nodes", "mult":
-			n, err := strconv.Atoi(val)
-			if err != nil {
-				panic("WAITROOM_SCALE_WAN_TUNE: " + err.Error())
-			}
-			if k == "nodes" {
-				fns = append(fns, func(mc *memberlist.Config) { mc.GossipNodes = n })
-			} else {
-				fns = append(fns, func(mc *memberlist.Config) { mc.RetransmitMult = n })
-			}
-		default:
-			panic("WAITROOM_SCALE_WAN_TUNE: unknown knob " + k)
-		}
-	}
-	return func(mc *memberlist.Config) {
-		for _, fn := range fns {
-			fn(mc)
 		}
 	}
 }

@@ -39,15 +39,15 @@ import (
 // Two members carrying at once write the same groups' entries, which
 // max-merge: overlap is harmless.
 //
-// A carrier sums the data center's cells when they change (its own adds
-// and what it merges from its pool) and sends the figures that grew
-// between data centers at the next gossip round there, as compact batches
-// (msgFigures), within a budget (figureBudget) that keeps what every
-// carrier sends about the same however many data centers there are: a
-// data center that counts little sends each change at once, a busy one
-// sends larger batches less often. When it starts carrying it sums every
-// cell, so nothing a carrier that died had not sent is lost once its cells
-// reached another member. Every carrier relays between data centers the
+// The first carrier in rank sums the data center's cells when they change
+// (its own adds and what it merges from its pool) and sends the figures
+// that grew between data centers at the next gossip round there, as
+// compact batches (msgFigures), within a budget (figureBudget) that keeps
+// what every carrier sends about the same however many data centers there
+// are: a data center that counts little sends each change at once, a busy
+// one sends larger batches less often. The other carriers stand by; the
+// one that becomes first sums every cell, so nothing a carrier that died
+// had not sent is lost once its cells reached another member. Every carrier relays between data centers the
 // batches new to it, and into its own data center those of the other data
 // centers (relayFigures): per-node cells never leave their data center,
 // and other data centers' figures reach every node.
@@ -210,16 +210,19 @@ func carrierRank(dc, name string) uint64 {
 
 // chosenCarrier reports whether this node ranks among the data center's
 // carriers over the live members of its pool.
-func (n *Node) chosenCarrier() bool {
-	names := n.liveNames()
+func (n *Node) chosenCarrier() bool { return n.rank() < n.dc.carriers }
+
+// rank is how many live members of the data center rank above this node
+// (carrierRank).
+func (n *Node) rank() int {
 	self := carrierRank(n.dc.name, n.cfg.Name)
 	above := 0
-	for _, name := range names {
+	for _, name := range n.liveNames() {
 		if name != n.cfg.Name && carrierRank(n.dc.name, name) > self {
 			above++
 		}
 	}
-	return above < n.dc.carriers
+	return above
 }
 
 // liveNames are the names of the live members of the node's pool, itself
@@ -530,9 +533,22 @@ func (n *Node) carry() crdt.Delta {
 }
 
 // flushWAN sums the changed cells and queues the figures that grew for the
-// pool between data centers, as its budget allows (wanBudget).
+// pool between data centers, as its budget allows (wanBudget). Only the
+// first carrier in rank sends its data center's figures: the others relay
+// and stand by, and the one that becomes first (the first died or left)
+// sums every cell, as a carrier that starts does.
 func (n *Node) flushWAN() {
-	if !n.dc.carrying.Load() || !n.figureBudget() {
+	if !n.dc.carrying.Load() {
+		return
+	}
+	if n.rank() > 0 {
+		n.mu.Lock()
+		clear(n.dc.dirty)
+		n.dc.all = true
+		n.mu.Unlock()
+		return
+	}
+	if !n.figureBudget() {
 		return
 	}
 	msgs := n.figureMessages(n.carry())

@@ -191,6 +191,36 @@ func TestDatacenters(t *testing.T) {
 		}
 	})
 
+	t.Run("with two carriers the second takes over the sending when the first dies", func(t *testing.T) {
+		c := newCluster(t, 6, clusterOpts{datacenter: twoDatacenters, carriers: 2})
+		c.waitMembers(3, 10*time.Second)
+		c.waitCarriers(20 * time.Second)
+		first := -1
+		for i := range 3 {
+			if gossip.CarrierRank(c.nodes[i]) == 0 {
+				first = i
+			}
+		}
+		k := minuteKey("shop", crdt.Admitted, nowMinute())
+		c.nodes[first].Add(gossip.Inc{Key: k, N: 5})
+		for i := range c.nodes {
+			if !c.waitValue(i, k, 5, 10*time.Second) {
+				t.Fatalf("node %d did not see the first carrier's count", i)
+			}
+		}
+		_ = c.nodes[first].Kill()
+		c.nodes[first] = nil
+		other := (first + 1) % 3
+		c.nodes[other].Add(gossip.Inc{Key: k, N: 2})
+		for i, n := range c.nodes {
+			if n != nil && !c.waitValue(i, k, 7, 20*time.Second) {
+				var got uint64
+				n.Read(func(s *crdt.State) { got = s.Value(k) })
+				t.Fatalf("node %d of %s reads %d after the first carrier died, want 7", i, c.dcs[i], got)
+			}
+		}
+	})
+
 	t.Run("room settings and marks cross, node facts stay", func(t *testing.T) {
 		c := newCluster(t, 6, clusterOpts{datacenter: twoDatacenters, carriers: 1})
 		c.waitMembers(3, 10*time.Second)

@@ -89,7 +89,7 @@ func (m *MemNet) Transport(addr, owner string) (*MemTransport, error) {
 		return nil, fmt.Errorf("memory transport %q: not an ip:port", addr)
 	}
 	t := &MemTransport{net: m, addr: addr, ip: ip, port: p, sent: m.counter(owner),
-		packets: make(chan *memberlist.Packet, 4096), streams: make(chan net.Conn, 64), done: make(chan struct{})}
+		packets: make(chan *memberlist.Packet, memQueue), streams: make(chan net.Conn, 64), done: make(chan struct{})}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, taken := m.eps[addr]; taken {
@@ -118,6 +118,12 @@ func (m *MemNet) route(from, to string, packet bool) (*MemTransport, time.Durati
 	}
 	return dst, d, lost
 }
+
+// memQueue is how many packets wait for a node to read them before more
+// are lost: about what a datagram socket's default buffer holds. A node
+// whose process is starved of CPU then loses packets, as it would on a
+// network, rather than holding more and more of them.
+const memQueue = 256
 
 var _ memberlist.NodeAwareTransport = (*MemTransport)(nil)
 

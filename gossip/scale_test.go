@@ -270,8 +270,20 @@ func runScale(t *testing.T, sc scaleConfig) {
 	c.waitCarriers(10 * time.Minute)
 	t.Logf("%d data centers × %d nodes (%d carriers each), loss %.1f%%, LAN %v, WAN 50-150 ms: every pool whole and every carrier seeing every data center after %v (CPU %.1f s), load %s",
 		sc.dcs, sc.perDC, sc.carriers, 100*sc.loss, sc.lan, time.Since(start).Round(time.Second), (cpuTime() - cpu0).Seconds(), loadAvg())
-	// Let the joins' push-pulls and the first carriers' handovers settle,
-	// and every carrier learn of every other.
+	// Let the joins' push-pulls and the first carriers' handovers settle:
+	// the members that carried before their data centers' pools were whole
+	// stop after the hold, and every carrier learns of every other.
+	if _, settled := testkit.Poll(time.Minute, time.Second, func() bool {
+		k := 0
+		for _, node := range c.nodes {
+			if node.Carrying() {
+				k++
+			}
+		}
+		return k == sc.dcs*min(sc.carriers, sc.perDC)
+	}); !settled {
+		t.Logf("more members than the carriers still carrying after a minute; measuring anyway")
+	}
 	waitQuiet(t, c, time.Minute)
 	if _, whole := testkit.Poll(5*time.Minute, time.Second, func() bool { return wanWhole(c) }); !whole {
 		t.Logf("carriers' views between data centers still partial after 5 minutes; measuring anyway")

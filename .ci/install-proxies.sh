@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the reverse proxies the forward-auth tests put in front of
 # waitroom (edge/proxies_test.go) and `waitroom bench` compares waitroom
-# with (edge/bench): Debian's nginx at /usr/sbin/nginx, caddy at
-# /usr/bin/caddy and haproxy at /usr/sbin/haproxy (or the binaries
+# with (cmd/waitroom/internal/bench): Debian's nginx at /usr/sbin/nginx,
+# caddy at /usr/bin/caddy and haproxy at /usr/sbin/haproxy (or the binaries
 # $WAITROOM_NGINX, $WAITROOM_CADDY and $WAITROOM_HAPROXY name, which must
 # exist), through install-debian.sh, which keeps the packages' system
 # services from starting: the tests start their own proxies on free

@@ -49,7 +49,7 @@ func TestBadInputIsANewVisitor(t *testing.T) {
 				req.Header[tc.hdr[i]] = []string{tc.hdr[i+1]}
 			}
 			rec := httptest.NewRecorder()
-			f.srv.ServeHTTP(rec, req)
+			f.Server.ServeHTTP(rec, req)
 			if rec.Code >= 500 {
 				t.Fatalf("status %d:\n%s", rec.Code, rec.Body.String())
 			}
@@ -59,10 +59,10 @@ func TestBadInputIsANewVisitor(t *testing.T) {
 		})
 	}
 	t.Run("the bad cookies were counted by reason", func(t *testing.T) {
-		if n := metric(t, f.admin, `waitroom_cookie_errors_total{reason="too_large",room="shop"}`); n < 1 {
+		if n := metric(t, f.Admin, `waitroom_cookie_errors_total{reason="too_large",room="shop"}`); n < 1 {
 			t.Errorf("too_large cookie errors = %v", n)
 		}
-		if n := metric(t, f.admin, `waitroom_cookie_errors_total{reason="malformed",room="shop"}`); n < 1 {
+		if n := metric(t, f.Admin, `waitroom_cookie_errors_total{reason="malformed",room="shop"}`); n < 1 {
 			t.Errorf("malformed cookie errors = %v", n)
 		}
 	})
@@ -79,16 +79,16 @@ func TestRefreshSpammingGainsNothing(t *testing.T) {
 		rc := room("shop", 1, 1)
 		rc.EnabledOriginCommands = []string{"revoke"}
 		f := newFixture(t, rc)
-		f.clock.Set(time.Date(2030, 6, 1, 12, 0, 50, 0, time.UTC))
+		f.Clock.Set(time.Date(2030, 6, 1, 12, 0, 50, 0, time.UTC))
 		holder := admitFirst(t, f, "http://shop.test/")
 		spam, polite := newVisitor(), newVisitor()
-		start := f.clock.Now()
+		start := f.Clock.Now()
 		// Both arrive in the same second; the polite one next checks in when
 		// its page says, the spammer every second.
 		next := map[*visitor]time.Time{}
 		for _, v := range []*visitor{spam, polite} {
-			resp := v.get(f.srv, "http://shop.test/")
-			next[v] = f.clock.Now().Add(refreshOf(t, resp))
+			resp := v.Get(f.Server, "http://shop.test/")
+			next[v] = f.Clock.Now().Add(refreshOf(t, resp))
 		}
 		// The slot frees at a different second in each trial, in the next
 		// minute (new_users_per_minute is 1).
@@ -97,9 +97,9 @@ func TestRefreshSpammingGainsNothing(t *testing.T) {
 		admittedAt := map[*visitor]time.Time{}
 		freed := false
 		for s := 0; s < 400 && len(admittedAt) < 1; s++ {
-			now := f.clock.Advance(time.Second)
+			now := f.Clock.Advance(time.Second)
 			if !freed && !now.Before(freeAt) {
-				holder.get(f.srv, "http://shop.test/")
+				holder.Get(f.Server, "http://shop.test/")
 				revokeHolder(t, f, holder)
 				freed = true
 			}
@@ -110,7 +110,7 @@ func TestRefreshSpammingGainsNothing(t *testing.T) {
 				if v == polite && now.Before(next[v]) {
 					continue
 				}
-				resp := v.get(f.srv, "http://shop.test/")
+				resp := v.Get(f.Server, "http://shop.test/")
 				// An attempt re-seals the token; an early check-in does not.
 				if setCookie(resp, "__waitroom") != "" {
 					attempts[v]++
@@ -167,7 +167,7 @@ func refreshOf(t *testing.T, resp *http.Response) time.Duration {
 // revokeHolder frees the holder's slot through the origin command.
 func revokeHolder(t *testing.T, f *fixture, holder *visitor) {
 	t.Helper()
-	holder.get(f.srv, "http://shop.test/revoke-cf")
+	holder.Get(f.Server, "http://shop.test/revoke-cf")
 	settle(t, f)
 }
 
@@ -178,16 +178,16 @@ func TestOverload(t *testing.T) {
 		f := newFixture(t, rc)
 		admitFirst(t, f, "http://shop.test/")
 		for i := 0; i < 2; i++ {
-			_ = body(t, newVisitor().queue(t, f.srv, f.clock, "http://shop.test/"))
+			_ = body(t, newVisitor().Queue(t, f.Server, f.Clock, "http://shop.test/"))
 		}
 		settle(t, f)
-		resp := newVisitor().get(f.srv, "http://shop.test/")
+		resp := newVisitor().Get(f.Server, "http://shop.test/")
 		page := body(t, resp)
 		if !strings.Contains(page, "The line is full") || resp.Header.Get("Refresh") == "" {
 			t.Errorf("the third waiting visitor did not get the full-queue page with a refresh:\n%s", page)
 		}
 		settle(t, f)
-		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedQueuedUsers != 2 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.EstimatedQueuedUsers != 2 {
 			t.Errorf("queued = %d, want 2 (the turned-away visitor is not counted)", rs.EstimatedQueuedUsers)
 		}
 	})
@@ -202,7 +202,7 @@ func TestOverload(t *testing.T) {
 			clock := newFakeClock(5)
 			srv := startServer(t, cfg, clock)
 			srv.AdminHandler() // registers nothing; status below recomputes
-			resp := newVisitor().get(srv, "http://shop.test/")
+			resp := newVisitor().Get(srv, "http://shop.test/")
 			admitted := resp.Header.Get("X-Origin") == "yes"
 			if want := mode == "open"; admitted != want {
 				t.Errorf("stale_state %s: admitted = %v, want %v (status %d)", mode, admitted, want, resp.StatusCode)
@@ -236,7 +236,7 @@ func TestProxyHeaders(t *testing.T) {
 	req.Header.Set("X-Secret-Hop", "drop me")
 	req.Header.Set("Proxy-Authorization", "Basic Zm9vOmJhcg==")
 	rec := httptest.NewRecorder()
-	f.srv.ServeHTTP(rec, req)
+	f.Server.ServeHTTP(rec, req)
 	mu.Lock()
 	defer mu.Unlock()
 	if seen == nil {

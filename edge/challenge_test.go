@@ -4,78 +4,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
-// siteverify is a fake Turnstile/hCaptcha siteverify endpoint: "human"
-// passes, "bot" fails, "slow" outlasts the timeout the verdict tests set
-// for it, "garbage" gets a malformed answer.
-type siteverify struct {
-	*httptest.Server
-	calls atomic.Int64
-}
-
-func newSiteverify(t *testing.T, secret string) *siteverify {
-	sv := &siteverify{}
-	sv.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sv.calls.Add(1)
-		if err := r.ParseForm(); err != nil || r.Method != http.MethodPost {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if r.PostForm.Get("secret") != secret {
-			_, _ = w.Write([]byte(`{"success":false,"error-codes":["invalid-input-secret"]}`))
-			return
-		}
-		switch r.PostForm.Get("response") {
-		case "human":
-			_, _ = w.Write([]byte(`{"success":true,"hostname":"shop.test"}`))
-		case "slow":
-			select {
-			case <-time.After(2 * time.Second):
-			case <-r.Context().Done():
-			}
-			_, _ = w.Write([]byte(`{"success":true}`))
-		case "garbage":
-			_, _ = w.Write([]byte(`<html>oops`))
-		default:
-			_, _ = w.Write([]byte(`{"success":false,"error-codes":["invalid-input-response"]}`))
-		}
-	}))
-	t.Cleanup(sv.Close)
-	return sv
-}
-
-// challengedRoom is a full room (one slot, taken) with an invisible
-// challenge and the given action, verified against sv.
-func challengedRoom(sv *siteverify, action, onError string) config.Room {
-	rc := room("shop", 1, 1)
-	rc.TurnstileMode = "invisible"
-	rc.TurnstileAction = action
-	rc.TurnstileSiteKey = "0x4AAAAAAA-site-key"
-	rc.TurnstileSecret = "the-secret"
-	rc.TurnstileVerifyURL = sv.URL
-	// Generous: the verifier answers on loopback, but a busy machine under
-	// the race detector can take longer than a real verifier's timeout to
-	// serve it, and a verdict lost to the timeout fails open (or closed)
-	// instead of counting as solved. The tests of the timeout shorten it.
-	rc.TurnstileTimeout = config.Duration(10 * time.Second)
-	rc.TurnstileOnError = onError
-	rc.EnabledOriginCommands = []string{"revoke"}
-	return rc
-}
+// The harness's fake siteverify endpoint, and a room challenged through it.
+var (
+	newSiteverify  = edgetest.NewSiteverify
+	challengedRoom = edgetest.ChallengedRoom
+)
 
 // lineDiff shows the lines of a that b lacks and the other way round.
 func lineDiff(a, b string) string {
@@ -146,26 +92,26 @@ func TestChallengeVerdicts(t *testing.T) {
 			f := newFixture(t, rc)
 			first := admitFirst(t, f, "http://shop.test/")
 			v := newVisitor()
-			resp := v.get(f.srv, "http://shop.test/")
+			resp := v.Get(f.Server, "http://shop.test/")
 			page := body(t, resp)
 			if !strings.Contains(page, `class="cf-turnstile"`) || !strings.Contains(page, "0x4AAAAAAA-site-key") {
 				t.Fatalf("the queue page carries no challenge widget:\n%s", page)
 			}
-			f.clock.Advance(25 * time.Second)
-			resp = v.get(f.srv, "http://shop.test/?__waitroom_challenge="+tc.solution)
+			f.Clock.Advance(25 * time.Second)
+			resp = v.Get(f.Server, "http://shop.test/?__waitroom_challenge="+tc.solution)
 			if challenged := strings.Contains(body(t, resp), "cf-turnstile"); challenged != tc.wantChallenged {
 				t.Errorf("challenged after the answer = %v, want %v", challenged, tc.wantChallenged)
 			}
 			// Free the slot: the first visitor's session is revoked.
-			first.get(f.srv, "http://shop.test/revoke-cf")
-			f.clock.Advance(40 * time.Second) // into the next minute: new_users_per_minute is 1
-			f.srv.RefreshAllocations()        // the allocation loop sees the freed slot
-			resp = v.get(f.srv, "http://shop.test/")
+			first.Get(f.Server, "http://shop.test/revoke-cf")
+			f.Clock.Advance(40 * time.Second) // into the next minute: new_users_per_minute is 1
+			f.Server.RefreshAllocations()     // the allocation loop sees the freed slot
+			resp = v.Get(f.Server, "http://shop.test/")
 			admitted := resp.Header.Get("X-Origin") == "yes"
 			if admitted != tc.wantAdmitted {
 				t.Errorf("admitted = %v, want %v (status %d)", admitted, tc.wantAdmitted, resp.StatusCode)
 			}
-			refreshes := metric(t, f.admin, `waitroom_room_analytics_10m{counter="infinite_queue_refreshes",room="shop"}`)
+			refreshes := metric(t, f.Admin, `waitroom_room_analytics_10m{counter="infinite_queue_refreshes",room="shop"}`)
 			if (refreshes > 0) != tc.wantInfinite {
 				t.Errorf("infinite-queue refreshes = %v, want some: %v", refreshes, tc.wantInfinite)
 			}
@@ -181,13 +127,13 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	// the minute adds up to one.
 	first := newVisitor()
 	for try := 0; ; try++ {
-		if resp := first.get(r.nodes[0], "http://shop.test/"); resp.Header.Get("X-Origin") == "yes" {
+		if resp := first.Get(r.nodes[0], "http://shop.test/"); resp.Header.Get("X-Origin") == "yes" {
 			break
 		}
 		if try == 10 {
 			t.Fatal("the first visitor was not admitted")
 		}
-		r.c.advance(25 * time.Second) // and every node's allocation loop runs
+		r.c.Advance(25 * time.Second) // and every node's allocation loop runs
 	}
 	// Every node must know the one slot is taken before the crowd comes.
 	// Gossip brings a change within a few rounds of 100 ms, but a delta
@@ -221,8 +167,8 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	}
 	var botShape, humanShape string
 	for i := range humans {
-		hr := humans[i].get(r.nodes[i], "http://shop.test/")
-		br := bots[i].get(r.nodes[(i+1)%3], "http://shop.test/")
+		hr := humans[i].Get(r.nodes[i], "http://shop.test/")
+		br := bots[i].Get(r.nodes[(i+1)%3], "http://shop.test/")
 		if i == 0 {
 			humanShape, botShape = shape(t, hr), shape(t, br)
 		} else {
@@ -234,12 +180,12 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	}
 	r.clock.Advance(25 * time.Second)
 	for i := range humans {
-		_ = body(t, humans[i].get(r.nodes[i], "http://shop.test/?__waitroom_challenge=human"))
+		_ = body(t, humans[i].Get(r.nodes[i], "http://shop.test/?__waitroom_challenge=human"))
 		// One bot fails the challenge outright; the others never answer it.
 		if i == 0 {
-			_ = body(t, bots[i].get(r.nodes[i], "http://shop.test/?__waitroom_challenge=forged"))
+			_ = body(t, bots[i].Get(r.nodes[i], "http://shop.test/?__waitroom_challenge=forged"))
 		} else {
-			_ = body(t, bots[i].get(r.nodes[i], "http://shop.test/"))
+			_ = body(t, bots[i].Get(r.nodes[i], "http://shop.test/"))
 		}
 	}
 
@@ -248,15 +194,15 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	admitted := map[*visitor]bool{}
 	cur := first
 	for round := 0; round < 12 && len(admitted) < len(humans); round++ {
-		cur.get(r.nodes[round%3], "http://shop.test/revoke-cf")
+		cur.Get(r.nodes[round%3], "http://shop.test/revoke-cf")
 		settleActive(0)
-		r.c.recompute() // every node's allocation loop sees the freed slot
+		r.c.Recompute() // every node's allocation loop sees the freed slot
 		r.clock.Advance(25 * time.Second)
 		for i, h := range humans {
 			if admitted[h] {
 				continue
 			}
-			if resp := h.get(r.nodes[(i+round)%3], "http://shop.test/"); resp.Header.Get("X-Origin") == "yes" {
+			if resp := h.Get(r.nodes[(i+round)%3], "http://shop.test/"); resp.Header.Get("X-Origin") == "yes" {
 				admitted[h] = true
 				cur = h
 				// The next request may reach another node: it must know
@@ -264,11 +210,11 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 				// at once, it still reads the slot as open and admits a
 				// second visitor, whom no revoke frees.
 				settleActive(1)
-				r.c.recompute()
+				r.c.Recompute()
 			}
 		}
 		for i, b := range bots {
-			resp := b.get(r.nodes[(i+round+1)%3], "http://shop.test/")
+			resp := b.Get(r.nodes[(i+round+1)%3], "http://shop.test/")
 			if resp.Header.Get("X-Origin") == "yes" {
 				t.Fatalf("bot %d reached the origin in round %d", i, round)
 			}
@@ -276,7 +222,7 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 				// The flagged bot's page has the same shape as a waiting
 				// human's would (a human still waiting is bot 1's page
 				// too, which has not solved).
-				if got, want := shape(t, resp), shape(t, bots[1].get(r.nodes[0], "http://shop.test/")); got != want {
+				if got, want := shape(t, resp), shape(t, bots[1].Get(r.nodes[0], "http://shop.test/")); got != want {
 					t.Errorf("the infinite queue looks different from the real one:\n%s", lineDiff(got, want))
 				}
 			}
@@ -287,9 +233,9 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	}
 
 	t.Run("analytics written on every node add up on any node", func(t *testing.T) {
-		analytics := func(admin http.Handler) edge.Analytics {
+		analytics := func(admin http.Handler) api.Analytics {
 			resp := adminGet(t, admin, "/rooms/shop/analytics?minutes=35")
-			var a edge.Analytics
+			var a api.Analytics
 			if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
 				t.Fatal(err)
 			}
@@ -328,7 +274,7 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 		// five).
 		for i := 0; i < 15; i++ {
 			r.clock.Advance(4 * time.Minute)
-			resp := bots[0].get(r.nodes[i%3], "http://shop.test/")
+			resp := bots[0].Get(r.nodes[i%3], "http://shop.test/")
 			page := body(t, resp)
 			if resp.Header.Get("X-Origin") != "" || regexp.MustCompile(`>0 minutes<|>0 minute`).MatchString(page) {
 				t.Fatalf("after %d min the bot got in or was told zero:\n%s", (i+1)*4, page)
@@ -344,12 +290,12 @@ func TestChallengeOnlyWhileQueueing(t *testing.T) {
 	rc.TotalActiveUsers, rc.NewUsersPerMinute = 100, 100
 	f := newFixture(t, rc)
 	v := newVisitor()
-	resp := v.get(f.srv, "http://shop.test/")
+	resp := v.Get(f.Server, "http://shop.test/")
 	if resp.Header.Get("X-Origin") != "yes" {
 		t.Fatalf("a room with room to spare challenged instead of admitting: %d", resp.StatusCode)
 	}
-	if sv.calls.Load() != 0 {
-		t.Errorf("the verifier was called %d times for an admitted visitor", sv.calls.Load())
+	if sv.Calls.Load() != 0 {
+		t.Errorf("the verifier was called %d times for an admitted visitor", sv.Calls.Load())
 	}
 	if page := body(t, resp); strings.Contains(page, "cf-turnstile") {
 		t.Error("an admitted visitor saw the challenge")

@@ -23,7 +23,7 @@ const (
 // cookielessGet is one request from a client that keeps no cookies: it
 // sends none, and forgets what the answer sets.
 func cookielessGet(f *fixture, url string, hdr ...string) *http.Response {
-	return newVisitor().get(f.srv, url, hdr...)
+	return newVisitor().Get(f.Server, url, hdr...)
 }
 
 // oneBehindOne is a full room with origin commands on: visitor a in, and
@@ -44,7 +44,7 @@ func oneBehindOne(t *testing.T) (f *fixture, a, b *visitor, first *http.Response
 // returns the answer and where the refresh goes.
 func queueFirst(t *testing.T, f *fixture, v *visitor, url string) (*http.Response, string) {
 	t.Helper()
-	resp := v.get(f.srv, url)
+	resp := v.Get(f.Server, url)
 	if resp.StatusCode != http.StatusOK || setCookie(resp, cookieName) == "" {
 		t.Fatalf("first request to %s: status %d, Set-Cookie %q; want the queue page with a cookie", url, resp.StatusCode, resp.Header.Values("Set-Cookie"))
 	}
@@ -85,8 +85,8 @@ func wantCookiesRequired(t *testing.T, f *fixture, resp *http.Response, clean st
 	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control %q, want no-store", cc)
 	}
-	if f.origin.Hits() != hitsBefore {
-		t.Errorf("the origin got %d requests, want none", f.origin.Hits()-hitsBefore)
+	if f.Origin.Hits() != hitsBefore {
+		t.Errorf("the origin got %d requests, want none", f.Origin.Hits()-hitsBefore)
 	}
 }
 
@@ -94,7 +94,7 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 	t.Run("a client without a cookie jar that follows Refresh is told cookies are required on its second request, not queued again", func(t *testing.T) {
 		f := newFixture(t, fullRoom("shop"))
 		admitFirst(t, f, "http://shop.test/")
-		hits := f.origin.Hits()
+		hits := f.Origin.Hits()
 
 		first := cookielessGet(f, "http://shop.test/tickets?show=9&seat=a%20b")
 		secs, err := refreshSeconds(first)
@@ -102,22 +102,22 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 			t.Fatal(err)
 		}
 		next := refreshTarget(t, first)
-		want := fmt.Sprintf("http://shop.test/tickets?show=9&seat=a%%20b&__waitroom_cc=%d", f.clock.Now().Unix())
+		want := fmt.Sprintf("http://shop.test/tickets?show=9&seat=a%%20b&__waitroom_cc=%d", f.Clock.Now().Unix())
 		if next != want {
 			t.Fatalf("first page refreshes to %q, want %q", next, want)
 		}
 		if page := body(t, first); !strings.Contains(page, fmt.Sprintf(`content="%d; url=/tickets?show=9&amp;seat=a%%20b&amp;__waitroom_cc=`, secs)) {
 			t.Errorf("the meta refresh does not name the Refresh header's address:\n%s", page)
 		}
-		queued := roomStatus(t, f.admin, "shop").EstimatedQueuedUsers
+		queued := roomStatus(t, f.Admin, "shop").EstimatedQueuedUsers
 
-		f.clock.Advance(time.Duration(secs) * time.Second)
+		f.Clock.Advance(time.Duration(secs) * time.Second)
 		second := cookielessGet(f, next)
 		wantCookiesRequired(t, f, second, "/tickets?show=9&amp;seat=a%20b", hits)
-		if n := metric(t, f.admin, cookiesRequiredMetric); n != 1 {
+		if n := metric(t, f.Admin, cookiesRequiredMetric); n != 1 {
 			t.Errorf("cookies_required counter %v, want 1", n)
 		}
-		if got := roomStatus(t, f.admin, "shop").EstimatedQueuedUsers; got != queued {
+		if got := roomStatus(t, f.Admin, "shop").EstimatedQueuedUsers; got != queued {
 			t.Errorf("queued users %d after the cookies-required answer, want still %d: it holds no place", got, queued)
 		}
 
@@ -129,11 +129,11 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 	t.Run("a client with a cookie jar never sees the message, and the origin never sees the check", func(t *testing.T) {
 		f, a, b, first, next := oneBehindOne(t)
 		secs, _ := refreshSeconds(first)
-		f.clock.Advance(time.Duration(secs) * time.Second)
+		f.Clock.Advance(time.Duration(secs) * time.Second)
 		// Back on the marked address with its cookie, still full: an
 		// ordinary counted check-in whose page goes back to the clean
 		// address.
-		resp := b.get(f.srv, next)
+		resp := b.Get(f.Server, next)
 		if page := body(t, resp); strings.Contains(page, cookiesRequiredTitle) || !strings.Contains(page, "You are in line") {
 			t.Fatalf("a visitor that kept its cookie got:\n%s", page)
 		}
@@ -148,17 +148,17 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 
 		// A slot opens (and the next minute brings a new user's turn);
 		// the next refresh, on the clean address, takes the visitor in.
-		if resp := a.get(f.srv, "http://shop.test/revoke-cf"); resp.StatusCode != http.StatusOK {
+		if resp := a.Get(f.Server, "http://shop.test/revoke-cf"); resp.StatusCode != http.StatusOK {
 			t.Fatalf("revoke A: %d", resp.StatusCode)
 		}
-		f.clock.Advance(time.Minute)
-		if resp := b.get(f.srv, next); resp.Header.Get("X-Origin") != "yes" {
+		f.Clock.Advance(time.Minute)
+		if resp := b.Get(f.Server, next); resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("B's refresh after a slot opened: %d, want the origin", resp.StatusCode)
 		}
-		if n := metric(t, f.admin, cookiesRequiredMetric); n != 0 {
+		if n := metric(t, f.Admin, cookiesRequiredMetric); n != 0 {
 			t.Errorf("cookies_required counter %v, want 0", n)
 		}
-		for _, u := range f.origin.URIs() {
+		for _, u := range f.Origin.URIs() {
 			if strings.Contains(u, "__waitroom_cc") {
 				t.Errorf("the origin saw %q", u)
 			}
@@ -169,31 +169,31 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 		f, a, b, first, next := oneBehindOne(t)
 		// A slot opens and the next minute brings a new user's turn
 		// before the refresh comes; the marker is still current.
-		a.get(f.srv, "http://shop.test/revoke-cf")
+		a.Get(f.Server, "http://shop.test/revoke-cf")
 		if secs, _ := refreshSeconds(first); secs > 60 {
 			t.Fatalf("refresh %ds", secs)
 		}
-		f.clock.Advance(time.Minute)
-		hits := f.origin.Hits()
+		f.Clock.Advance(time.Minute)
+		hits := f.Origin.Hits()
 
-		resp := b.get(f.srv, next)
+		resp := b.Get(f.Server, next)
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/tickets?show=9" {
 			t.Fatalf("admission on the marked address: %d, Location %q; want 303 to /tickets?show=9", resp.StatusCode, resp.Header.Get("Location"))
 		}
-		if f.origin.Hits() != hits {
+		if f.Origin.Hits() != hits {
 			t.Error("the marked request reached the origin")
 		}
-		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedTotalActiveUsers != 1 || rs.EstimatedQueuedUsers != 0 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.EstimatedTotalActiveUsers != 1 || rs.EstimatedQueuedUsers != 0 {
 			t.Errorf("after the admission: %d active, %d queued; want 1 and 0", rs.EstimatedTotalActiveUsers, rs.EstimatedQueuedUsers)
 		}
-		resp = b.get(f.srv, "http://shop.test/tickets?show=9")
+		resp = b.Get(f.Server, "http://shop.test/tickets?show=9")
 		if resp.Header.Get("X-Origin") != "yes" || body(t, resp) != "origin: /tickets" {
 			t.Fatalf("following the redirect: %d, want the origin's page", resp.StatusCode)
 		}
-		if uris := f.origin.URIs(); uris[len(uris)-1] != "/tickets?show=9" {
+		if uris := f.Origin.URIs(); uris[len(uris)-1] != "/tickets?show=9" {
 			t.Errorf("the origin saw %q, want /tickets?show=9", uris[len(uris)-1])
 		}
-		if rs := roomStatus(t, f.admin, "shop"); rs.NewUsersThisMinute != 1 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.NewUsersThisMinute != 1 {
 			t.Errorf("new users this minute %d, want 1: the redirect's follow-up is the same session", rs.NewUsersThisMinute)
 		}
 	})
@@ -211,7 +211,7 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 			return c
 		}},
 		{name: "another room's cookie under this room's name", cookie: func(t *testing.T, f *fixture, first *http.Response) *http.Cookie {
-			resp := newVisitor().get(f.srv, "http://shop.test/other/")
+			resp := newVisitor().Get(f.Server, "http://shop.test/other/")
 			c := responseCookie(t, resp, cookieName+"_other")
 			return &http.Cookie{Name: cookieName, Value: c.Value}
 		}},
@@ -223,18 +223,18 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 			f := newFixture(t, fullRoom("shop"), other)
 			admitFirst(t, f, "http://shop.test/")
 			admitFirst(t, f, "http://shop.test/other/")
-			first := newVisitor().get(f.srv, "http://shop.test/")
+			first := newVisitor().Get(f.Server, "http://shop.test/")
 			next := refreshTarget(t, first)
 			secs, _ := refreshSeconds(first)
-			f.clock.Advance(time.Duration(secs) * time.Second)
-			hits := f.origin.Hits()
+			f.Clock.Advance(time.Duration(secs) * time.Second)
+			hits := f.Origin.Hits()
 
 			v := newVisitor()
 			if c := tt.cookie(t, f, first); c != nil {
-				v.cookies[c.Name] = c
+				v.Cookies[c.Name] = c
 			}
-			wantCookiesRequired(t, f, v.get(f.srv, next), "/", hits)
-			if n := metric(t, f.admin, cookiesRequiredMetric); n != 1 {
+			wantCookiesRequired(t, f, v.Get(f.Server, next), "/", hits)
+			if n := metric(t, f.Admin, cookiesRequiredMetric); n != 1 {
 				t.Errorf("cookies_required counter %v, want 1", n)
 			}
 		})
@@ -252,16 +252,16 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 	for _, tt := range ignored {
 		t.Run(tt.name+" makes a new visitor like any other, and the origin never sees it", func(t *testing.T) {
 			f := newFixture(t, room("shop", 10, 10))
-			now := f.clock.Now().Unix()
+			now := f.Clock.Now().Unix()
 			url := "http://shop.test/tickets?__waitroom_cc=" + tt.marker(now) + "&show=9"
-			resp := newVisitor().get(f.srv, url)
+			resp := newVisitor().Get(f.Server, url)
 			if resp.Header.Get("X-Origin") != "yes" || setCookie(resp, cookieName) == "" {
 				t.Fatalf("status %d: want admitted to the origin with a cookie", resp.StatusCode)
 			}
-			if uris := f.origin.URIs(); uris[len(uris)-1] != "/tickets?show=9" {
+			if uris := f.Origin.URIs(); uris[len(uris)-1] != "/tickets?show=9" {
 				t.Errorf("the origin saw %q, want /tickets?show=9", uris[len(uris)-1])
 			}
-			if n := metric(t, f.admin, cookiesRequiredMetric); n != 0 {
+			if n := metric(t, f.Admin, cookiesRequiredMetric); n != 0 {
 				t.Errorf("cookies_required counter %v, want 0", n)
 			}
 		})
@@ -272,11 +272,11 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 		rc.Bypass = []config.BypassRule{{PathSuffix: ".css"}}
 		f := newFixture(t, rc)
 		admitFirst(t, f, "http://shop.test/")
-		url := fmt.Sprintf("http://shop.test/site.css?v=2&__waitroom_cc=%d", f.clock.Now().Unix())
+		url := fmt.Sprintf("http://shop.test/site.css?v=2&__waitroom_cc=%d", f.Clock.Now().Unix())
 		if resp := cookielessGet(f, url); resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("status %d, want the origin", resp.StatusCode)
 		}
-		if uris := f.origin.URIs(); uris[len(uris)-1] != "/site.css?v=2" {
+		if uris := f.Origin.URIs(); uris[len(uris)-1] != "/site.css?v=2" {
 			t.Errorf("the origin saw %q, want /site.css?v=2", uris[len(uris)-1])
 		}
 	})
@@ -284,12 +284,12 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 	t.Run("an admitted visitor's form posted to the marked address reaches the origin without the marker, not redirected", func(t *testing.T) {
 		f := newFixture(t, room("shop", 10, 10))
 		v := admitFirst(t, f, "http://shop.test/")
-		url := fmt.Sprintf("http://shop.test/cart?__waitroom_cc=%d", f.clock.Now().Unix())
-		resp := v.do(f.srv, v.req(http.MethodPost, url))
+		url := fmt.Sprintf("http://shop.test/cart?__waitroom_cc=%d", f.Clock.Now().Unix())
+		resp := v.Do(f.Server, v.Req(http.MethodPost, url))
 		if resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("status %d, want the origin", resp.StatusCode)
 		}
-		if uris := f.origin.URIs(); uris[len(uris)-1] != "/cart" {
+		if uris := f.Origin.URIs(); uris[len(uris)-1] != "/cart" {
 			t.Errorf("the origin saw %q, want /cart", uris[len(uris)-1])
 		}
 	})
@@ -306,13 +306,13 @@ func TestCookieCheckFindsClientsThatKeepNoCookie(t *testing.T) {
 			if strings.Contains(path, "?") {
 				sep = "&"
 			}
-			if want := fmt.Sprintf("%s%s__waitroom_cc=%d", path, sep, f.clock.Now().Unix()); next != want {
+			if want := fmt.Sprintf("%s%s__waitroom_cc=%d", path, sep, f.Clock.Now().Unix()); next != want {
 				t.Errorf("%s: Refresh url %q, want %q", path, next, want)
 			}
 			if page := body(t, resp); !strings.Contains(page, `content="`+strings.ReplaceAll(h, "&", "&amp;")+`"`) {
 				t.Errorf("%s: the meta refresh does not match the Refresh header %q", path, h)
 			}
-			f.clock.Advance(time.Second)
+			f.Clock.Advance(time.Second)
 		}
 	})
 }
@@ -325,7 +325,7 @@ func TestCookieCheckForJSONClients(t *testing.T) {
 	admitFirst(t, f, "http://app.test/")
 
 	t.Run("an app's first answer polls its own address, with cookiesRequired false", func(t *testing.T) {
-		resp := newVisitor().get(f.srv, "http://app.test/api", "Accept", "application/json")
+		resp := newVisitor().Get(f.Server, "http://app.test/api", "Accept", "application/json")
 		if rf, ok := crowd.ParseRefresh(resp.Header.Get("Refresh")); !ok || rf.URL != "" {
 			t.Errorf("Refresh %q, want the plain form: an app polls the address it chose", resp.Header.Get("Refresh"))
 		}
@@ -335,7 +335,7 @@ func TestCookieCheckForJSONClients(t *testing.T) {
 	})
 
 	t.Run("an app back on the marked address without its cookie gets cookiesRequired true and no Refresh", func(t *testing.T) {
-		url := fmt.Sprintf("http://app.test/api?__waitroom_cc=%d", f.clock.Now().Unix())
+		url := fmt.Sprintf("http://app.test/api?__waitroom_cc=%d", f.Clock.Now().Unix())
 		resp := cookielessGet(f, url, "Accept", "application/json")
 		if resp.StatusCode != 202 || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("status %d, Content-Type %q; want 202 (queueing_status_code) and JSON", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -386,13 +386,13 @@ func TestCookieCheckInCustomPages(t *testing.T) {
 			first := cookielessGet(f, "http://shop.test/tickets")
 			want := tt.wantFirst
 			if strings.Contains(want, "%d") {
-				want = fmt.Sprintf(want, f.clock.Now().Unix())
+				want = fmt.Sprintf(want, f.Clock.Now().Unix())
 			}
 			if page := body(t, first); !strings.Contains(page, want) {
 				t.Errorf("first page lacks %q:\n%s", want, page)
 			}
 			next := refreshTarget(t, first)
-			f.clock.Advance(20 * time.Second)
+			f.Clock.Advance(20 * time.Second)
 			resp := cookielessGet(f, next)
 			if page := body(t, resp); !strings.Contains(page, tt.wantNoCooky) {
 				t.Errorf("cookies-required answer lacks %q:\n%s", tt.wantNoCooky, page)

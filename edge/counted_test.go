@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -16,7 +16,7 @@ import (
 
 // counts is what a set of nodes together count in room at the clock's now:
 // their states merged, as gossip would.
-func counts(t *testing.T, clock *testkit.Clock, roomName string, nodes ...*edge.Server) crdt.RoomSnapshot {
+func counts(t *testing.T, clock *testkit.Clock, roomName string, nodes ...*agent.Agent) crdt.RoomSnapshot {
 	t.Helper()
 	merged := crdt.New()
 	for _, n := range nodes {
@@ -31,15 +31,15 @@ func replay(t *testing.T, h http.Handler, v *visitor, n int, parallel bool) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for range n {
-		r := v.req(http.MethodGet, "http://shop.test/")
+		r := v.Req(http.MethodGet, "http://shop.test/")
 		if !parallel {
-			newVisitor().do(h, r)
+			newVisitor().Do(h, r)
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			newVisitor().do(h, r)
+			newVisitor().Do(h, r)
 		}()
 	}
 	wg.Wait()
@@ -48,7 +48,7 @@ func replay(t *testing.T, h http.Handler, v *visitor, n int, parallel bool) {
 // twoNodes starts two nodes with the same cookie key and room in front of
 // one origin, both on one fake clock at second 5, so a visitor's cookie from
 // one is good at the other; the tests read their counts together (counts).
-func twoNodes(t *testing.T, rc config.Room) (*testkit.Clock, *edge.Server, *edge.Server) {
+func twoNodes(t *testing.T, rc config.Room) (*testkit.Clock, *agent.Agent, *agent.Agent) {
 	t.Helper()
 	clock := newFakeClock(5)
 	o := edgetest.NewOrigin(t)
@@ -75,9 +75,9 @@ func TestOneCountPerVisitor(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, open)
 			v := admitFirst(t, f, "http://shop.test/")
-			f.clock.Advance(12 * time.Second)
-			replay(t, f.srv, v, c.n, c.parallel)
-			if a := counts(t, f.clock, "shop", f.srv).Active; a != 1 {
+			f.Clock.Advance(12 * time.Second)
+			replay(t, f.Server, v, c.n, c.parallel)
+			if a := counts(t, f.Clock, "shop", f.Server).Active; a != 1 {
 				t.Errorf("active %d, want 1", a)
 			}
 		})
@@ -86,19 +86,19 @@ func TestOneCountPerVisitor(t *testing.T) {
 		f := newFixture(t, full)
 		admitFirst(t, f, "http://shop.test/")
 		v := newVisitor()
-		if resp := v.get(f.srv, "http://shop.test/"); resp.Header.Get("Refresh") == "" {
+		if resp := v.Get(f.Server, "http://shop.test/"); resp.Header.Get("Refresh") == "" {
 			t.Fatalf("second visitor not queued: %d", resp.StatusCode)
 		}
-		f.clock.Advance(70 * time.Second)
-		replay(t, f.srv, v, 20, true)
-		if w := counts(t, f.clock, "shop", f.srv).TotalWaiting; w != 1 {
+		f.Clock.Advance(70 * time.Second)
+		replay(t, f.Server, v, 20, true)
+		if w := counts(t, f.Clock, "shop", f.Server).TotalWaiting; w != 1 {
 			t.Errorf("waiting %d, want 1", w)
 		}
 	})
 	t.Run("one cookie replayed at two nodes counts at most once per node", func(t *testing.T) {
 		clock, a, b := twoNodes(t, open)
 		v := newVisitor()
-		if resp := v.get(a, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+		if resp := v.Get(a, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 			t.Fatalf("first visitor: %d", resp.StatusCode)
 		}
 		clock.Advance(12 * time.Second)
@@ -119,14 +119,14 @@ func TestOneCountPerVisitor(t *testing.T) {
 	t.Run("a visitor who moves between nodes with its latest cookie counts once", func(t *testing.T) {
 		clock, a, b := twoNodes(t, open)
 		v := newVisitor()
-		for i, n := range []*edge.Server{a, b, a, b, a} {
-			if resp := v.get(n, "http://shop.test/"); resp.StatusCode != http.StatusOK {
+		for i, n := range []*agent.Agent{a, b, a, b, a} {
+			if resp := v.Get(n, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 				t.Fatalf("request %d: %d", i, resp.StatusCode)
 			}
 			clock.Advance(12 * time.Second)
 		}
 		clock.Advance(5 * time.Minute)
-		v.get(a, "http://shop.test/")
+		v.Get(a, "http://shop.test/")
 		if got := counts(t, clock, "shop", a, b).Active; got != 1 {
 			t.Errorf("active %d, want 1", got)
 		}

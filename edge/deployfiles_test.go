@@ -97,12 +97,12 @@ func TestShippedTraefikConfig(t *testing.T) {
 	// the visitor whole.
 	f := newFixtureWith(t, forwardOn, room("shop", 1, 1))
 	ask := func(v *visitor) *http.Response {
-		r := v.req(http.MethodGet, "http://"+addr.Host+addr.Path)
+		r := v.Req(http.MethodGet, "http://"+addr.Host+addr.Path)
 		r.RemoteAddr = trustedProxyAddr
 		for k, val := range map[string]string{"X-Forwarded-Method": "GET", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "shop.example.com", "X-Forwarded-Uri": "/cart?item=3", "X-Forwarded-For": "198.51.100.7"} {
 			r.Header.Set(k, val)
 		}
-		return v.do(f.srv.ForwardAuthHandler(), r)
+		return v.Do(f.Server.ForwardAuthHandler(), r)
 	}
 	t.Run("an admitted visitor's cookie is one Traefik passes on", func(t *testing.T) {
 		resp := ask(newVisitor())
@@ -162,7 +162,7 @@ func TestShippedEnvoyConfig(t *testing.T) {
 	// headers allowed to the client.
 	f := newFixtureWith(t, forwardOn, room("shop", 1, 1))
 	ask := func(v *visitor, hdr ...string) *http.Response {
-		full := v.req(http.MethodGet, "http://shop.example.com/cart?item=3", hdr...)
+		full := v.Req(http.MethodGet, "http://shop.example.com/cart?item=3", hdr...)
 		full.Header.Set("X-Forwarded-Proto", "https")
 		r := httptest.NewRequest(http.MethodGet, "http://shop.example.com"+prefix+"/cart?item=3", nil)
 		r.RequestURI = prefix + "/cart?item=3"
@@ -173,7 +173,7 @@ func TestShippedEnvoyConfig(t *testing.T) {
 			}
 		}
 		rec := httptest.NewRecorder()
-		f.srv.ForwardAuthHandler().ServeHTTP(rec, r)
+		f.Server.ForwardAuthHandler().ServeHTTP(rec, r)
 		resp := rec.Result()
 		allowed := toClient
 		if resp.StatusCode == http.StatusOK {
@@ -185,7 +185,7 @@ func TestShippedEnvoyConfig(t *testing.T) {
 			}
 		}
 		resp.Request = full
-		v.do(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		v.Do(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			for k, vs := range resp.Header {
 				w.Header()[k] = vs
 			}
@@ -201,7 +201,7 @@ func TestShippedEnvoyConfig(t *testing.T) {
 		if resp := ask(v); resp.StatusCode != http.StatusOK {
 			t.Fatalf("the visitor's next request: status %d, want 200", resp.StatusCode)
 		}
-		if rs := roomStatus(t, f.admin, "shop"); rs.NewUsersThisMinute != 1 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.NewUsersThisMinute != 1 {
 			t.Errorf("%d new users, want 1: the cookie did not make it back", rs.NewUsersThisMinute)
 		}
 	})

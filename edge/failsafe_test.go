@@ -58,91 +58,91 @@ func TestAPoisonedStateTakesNoNodeDown(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := room("shop", 1, 1)
-			c := clusterOf(t, clusterOpts{rooms: []config.Room{rc}})
-			c.edit = func(_ *clusterNode, cfg *config.Config) { cfg.StaleState = tc.stale }
+			c := clusterOf(t, clusterOpts{Rooms: []config.Room{rc}})
+			c.Edit = func(_ *clusterNode, cfg *config.Config) { cfg.StaleState = tc.stale }
 			for i := range 3 {
-				c.add(fmt.Sprintf("pop-%c", 'a'+i), 0)
+				c.Add(fmt.Sprintf("pop-%c", 'a'+i), 0)
 			}
-			c.waitRing(c.nodes, 15*time.Second)
-			a := c.nodes[0]
+			c.WaitRing(c.Nodes, 15*time.Second)
+			a := c.Nodes[0]
 			url := "http://shop.example/"
 			win := policy.Room{}.Windows()
 
 			// Before the poison: one visitor in, which fills the room, so
 			// that the next ones wait.
 			in := newVisitor()
-			if resp := in.get(a.srv, url); resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") != "" {
+			if resp := in.Get(a.Server, url); resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") != "" {
 				t.Fatalf("a visitor before the poison: %d (Refresh %q), want let in", resp.StatusCode, resp.Header.Get("Refresh"))
 			}
 			testkit.Eventually(t, testkit.Wait{What: "every node counting the admission", Timeout: 15 * time.Second}, func() bool {
-				for _, n := range c.nodes {
-					if n.srv.Node().Snapshot("shop", n.now().Unix(), win).Active != 1 {
+				for _, n := range c.Nodes {
+					if n.Server.Node().Snapshot("shop", n.Now().Unix(), win).Active != 1 {
 						return false
 					}
 				}
 				return true
 			})
-			c.recompute()
+			c.Recompute()
 			restore := edge.PoisonPolicy(poisonAt(tc.where))
 			t.Cleanup(restore)
 
 			// One node counts the poison; gossip takes it everywhere.
-			now := a.now()
-			a.srv.Node().Add(crdt.Inc{Key: crdt.Key{Room: "shop", Kind: crdt.Arrivals, Minute: now.Unix() / 60}, N: poisonArrivals})
+			now := a.Now()
+			a.Server.Node().Add(crdt.Inc{Key: crdt.Key{Room: "shop", Kind: crdt.Arrivals, Minute: now.Unix() / 60}, N: poisonArrivals})
 			testkit.Eventually(t, testkit.Wait{What: "every node merging the poisoned state", Timeout: 15 * time.Second}, func() bool {
-				for _, n := range c.nodes {
-					snap := n.srv.Node().Snapshot("shop", n.now().Unix(), win)
+				for _, n := range c.Nodes {
+					snap := n.Server.Node().Snapshot("shop", n.Now().Unix(), win)
 					if snap.ArrivalsIn(snap.Minute).Total < poisonArrivals {
 						return false
 					}
 				}
 				return true
 			})
-			c.recompute()
+			c.Recompute()
 
-			for _, n := range c.nodes {
+			for _, n := range c.Nodes {
 				// The admitted visitor keeps its session at every node.
-				if resp := in.get(n.srv, url); resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") != "" {
-					t.Errorf("%s: the admitted visitor got %d (Refresh %q), want the origin's page", n.name, resp.StatusCode, resp.Header.Get("Refresh"))
+				if resp := in.Get(n.Server, url); resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") != "" {
+					t.Errorf("%s: the admitted visitor got %d (Refresh %q), want the origin's page", n.Name, resp.StatusCode, resp.Header.Get("Refresh"))
 				}
 				// A new visitor gets an answer, never an error.
 				nv := newVisitor()
-				resp := nv.queue(t, n.srv, c.base, url)
+				resp := nv.Queue(t, n.Server, c.Clock, url)
 				if resp.StatusCode != http.StatusOK {
-					t.Errorf("%s: a new visitor got %d: %s", n.name, resp.StatusCode, body(t, resp))
+					t.Errorf("%s: a new visitor got %d: %s", n.Name, resp.StatusCode, body(t, resp))
 				}
 				if resp.Header.Get("Refresh") == "" {
-					t.Errorf("%s: a new visitor was let in by a full room", n.name)
+					t.Errorf("%s: a new visitor was let in by a full room", n.Name)
 				}
 				if b := body(t, resp); tc.where != "allocation" && strings.Contains(b, "minute") {
-					t.Errorf("%s: a failing room's page shows a wait: %s", n.name, b)
+					t.Errorf("%s: a failing room's page shows a wait: %s", n.Name, b)
 				}
-				if got := panics(t, n.admin); got < 1 {
-					t.Errorf("%s: waitroom_panics_total is %v, want the panic counted", n.name, got)
+				if got := panics(t, n.Admin); got < 1 {
+					t.Errorf("%s: waitroom_panics_total is %v, want the panic counted", n.Name, got)
 				}
-				if resp := adminGet(t, n.admin, "/state"); resp.StatusCode != http.StatusOK {
-					t.Errorf("%s: GET /state answered %d", n.name, resp.StatusCode)
+				if resp := adminGet(t, n.Admin, "/state"); resp.StatusCode != http.StatusOK {
+					t.Errorf("%s: GET /state answered %d", n.Name, resp.StatusCode)
 				}
-				if !roomStatus(t, n.admin, "shop").AllocationFailing {
-					t.Errorf("%s: the room's status does not say its allocation fails", n.name)
+				if !roomStatus(t, n.Admin, "shop").AllocationFailing {
+					t.Errorf("%s: the room's status does not say its allocation fails", n.Name)
 				}
 			}
 
 			// The state no longer panics: allocations are computed again,
 			// and no panic follows.
 			restore()
-			c.recompute()
-			for _, n := range c.nodes {
-				before := panics(t, n.admin)
-				if roomStatus(t, n.admin, "shop").AllocationFailing {
-					t.Errorf("%s: the room's allocation still fails once the state no longer panics", n.name)
+			c.Recompute()
+			for _, n := range c.Nodes {
+				before := panics(t, n.Admin)
+				if roomStatus(t, n.Admin, "shop").AllocationFailing {
+					t.Errorf("%s: the room's allocation still fails once the state no longer panics", n.Name)
 				}
-				resp := newVisitor().queue(t, n.srv, c.base, url)
+				resp := newVisitor().Queue(t, n.Server, c.Clock, url)
 				if resp.StatusCode != http.StatusOK {
-					t.Errorf("%s: after the poison, a new visitor got %d", n.name, resp.StatusCode)
+					t.Errorf("%s: after the poison, a new visitor got %d", n.Name, resp.StatusCode)
 				}
-				if after := panics(t, n.admin); after != before {
-					t.Errorf("%s: %v panics after the poison, want none", n.name, after-before)
+				if after := panics(t, n.Admin); after != before {
+					t.Errorf("%s: %v panics after the poison, want none", n.Name, after-before)
 				}
 			}
 		})
@@ -166,22 +166,22 @@ func TestAFailingRoomDecidesByStaleState(t *testing.T) {
 			f := newFixtureWith(t, func(cfg *config.Config) { cfg.StaleState = tc.stale }, room("shop", 10, 10))
 			url := "http://shop.example/"
 			in := newVisitor()
-			if resp := in.get(f.srv, url); resp.Header.Get("Refresh") != "" {
+			if resp := in.Get(f.Server, url); resp.Header.Get("Refresh") != "" {
 				t.Fatalf("a visitor before the failure was queued")
 			}
 			t.Cleanup(edge.PoisonPolicy(func(string, *crdt.RoomSnapshot) string { return "allocation" }))
-			f.srv.RefreshAllocations()
-			if !roomStatus(t, f.admin, "shop").AllocationFailing {
+			f.Server.RefreshAllocations()
+			if !roomStatus(t, f.Admin, "shop").AllocationFailing {
 				t.Fatal("the room's status does not say its allocation fails")
 			}
-			if resp := in.get(f.srv, url); resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") != "" {
+			if resp := in.Get(f.Server, url); resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") != "" {
 				t.Errorf("the admitted visitor got %d (Refresh %q), want the origin's page", resp.StatusCode, resp.Header.Get("Refresh"))
 			}
-			resp := newVisitor().get(f.srv, url)
+			resp := newVisitor().Get(f.Server, url)
 			if got := resp.Header.Get("Refresh") == ""; got != tc.letIn || resp.StatusCode != http.StatusOK {
 				t.Errorf("a new visitor: %d, let in %v, want let in %v", resp.StatusCode, got, tc.letIn)
 			}
-			if got := metric(t, f.admin, `waitroom_panics_total{where="allocation"}`); got < 1 {
+			if got := metric(t, f.Admin, `waitroom_panics_total{where="allocation"}`); got < 1 {
 				t.Errorf("waitroom_panics_total{where=\"allocation\"} is %v, want the failure counted", got)
 			}
 		})

@@ -22,10 +22,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/memberlist"
-
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
@@ -36,20 +35,9 @@ import (
 // suite.
 func faultLong() bool { return os.Getenv("WAITROOM_LONG") == "1" }
 
-// faultTune shortens memberlist's timings for the fault suite: probes every
-// 200 ms (LAN: 1 s), suspicion over in about a second, push-pull every two
-// seconds (LAN: 30 s). The dead are gossiped to for six seconds, the LAN
-// profile's 30 s scaled like the probe interval.
-func faultTune(mc *memberlist.Config) {
-	mc.ProbeInterval = 200 * time.Millisecond
-	mc.ProbeTimeout = 100 * time.Millisecond
-	mc.SuspicionMult = 2
-	mc.SuspicionMaxTimeoutMult = 3
-	mc.GossipInterval = 50 * time.Millisecond
-	mc.PushPullInterval = 2 * time.Second
-	mc.TCPTimeout = time.Second
-	mc.GossipToTheDeadTime = 6 * time.Second
-}
+// faultTune shortens memberlist's timings for the fault suite (see
+// edgetest.FastGossip).
+var faultTune = edgetest.FastGossip
 
 // faultWindows are snapshot windows wide enough for every count the fault
 // tests make.
@@ -65,25 +53,25 @@ func newFaultCluster(t *testing.T, seed uint64, n int, skews []time.Duration, ro
 		if i < len(skews) {
 			skew = skews[i]
 		}
-		c.add(fmt.Sprintf("pop-%c", 'a'+i), skew)
+		c.Add(fmt.Sprintf("pop-%c", 'a'+i), skew)
 	}
-	c.waitRing(c.nodes, 15*time.Second)
+	c.WaitRing(c.Nodes, 15*time.Second)
 	return c
 }
 
 // faultClusterOf makes an empty cluster of the fault suite: gossip over a
 // FaultNet seeded with seed, memberlist's timings shortened (faultTune).
-// Add nodes with add.
+// Add nodes with Add.
 func faultClusterOf(t *testing.T, seed uint64, rooms ...config.Room) *cluster {
 	t.Helper()
-	return clusterOf(t, clusterOpts{rooms: rooms, faults: gossip.NewFaultNet(seed), tune: faultTune})
+	return clusterOf(t, clusterOpts{Rooms: rooms, Faults: gossip.NewFaultNet(seed), Tune: faultTune})
 }
 
-// cells returns the node's counter cells of room, sorted: the replicated
-// state itself, to compare nodes by.
-func (n *clusterNode) cells(room string) []crdt.Entry {
+// faultCells returns the node's counter cells of room, sorted: the
+// replicated state itself, to compare nodes by.
+func faultCells(n *clusterNode, room string) []crdt.Entry {
 	var out []crdt.Entry
-	n.srv.Node().Read(func(s *crdt.State) {
+	n.Server.Node().Read(func(s *crdt.State) {
 		for _, e := range s.Full().Entries {
 			if e.Key.Room == room {
 				out = append(out, e)
@@ -97,35 +85,35 @@ func (n *clusterNode) cells(room string) []crdt.Entry {
 	return out
 }
 
-// sameCells reports whether every one of nodes holds the same cells of room.
+// faultSameCells reports whether every one of nodes holds the same cells of room.
 func faultSameCells(room string, nodes []*clusterNode) bool {
-	first := nodes[0].cells(room)
+	first := faultCells(nodes[0], room)
 	for _, n := range nodes[1:] {
-		if !slices.Equal(first, n.cells(room)) {
+		if !slices.Equal(first, faultCells(n, room)) {
 			return false
 		}
 	}
 	return true
 }
 
-// waitConverged waits until nodes hold the same cells of room and returns
-// how long it took.
-func (c *cluster) waitConverged(room string, nodes []*clusterNode, d time.Duration) time.Duration {
-	c.t.Helper()
-	return testkit.Eventually(c.t, testkit.Wait{What: "replicas converge", Timeout: d, Seen: func() string {
+// faultWaitConverged waits until nodes hold the same cells of room and
+// returns how long it took.
+func faultWaitConverged(t *testing.T, c *cluster, room string, nodes []*clusterNode, d time.Duration) time.Duration {
+	t.Helper()
+	return testkit.Eventually(t, testkit.Wait{What: "replicas converge", Timeout: d, Seen: func() string {
 		var b strings.Builder
-		m := c.base.Now().Unix() / 60
+		m := c.Clock.Now().Unix() / 60
 		for _, n := range nodes {
-			fmt.Fprintf(&b, "\n  %s: %d cells, %s", n.name, len(n.cells(room)), faultTotalsOf(n.snap(room, m)))
+			fmt.Fprintf(&b, "\n  %s: %d cells, %s", n.Name, len(faultCells(n, room)), faultTotalsOf(faultSnap(n, room, m)))
 		}
-		return b.String() + c.membership(nodes)
+		return b.String() + c.Membership(nodes)
 	}}, func() bool { return faultSameCells(room, nodes) })
 }
 
-// snap is the node's snapshot of room at the start of unix minute m, over
-// faultWindows.
-func (n *clusterNode) snap(room string, m int64) crdt.RoomSnapshot {
-	return n.srv.Node().Snapshot(room, m*60, faultWindows)
+// faultSnap is the node's snapshot of room at the start of unix minute m,
+// over faultWindows.
+func faultSnap(n *clusterNode, room string, m int64) crdt.RoomSnapshot {
+	return n.Server.Node().Snapshot(room, m*60, faultWindows)
 }
 
 // faultTotals are the figures the fault tests compare with the truth.
@@ -204,7 +192,7 @@ func (cr *faultCrowd) counts() (admitted, waiting int) {
 // returns it to, as its browser would: from then on it counts as waiting.
 func (cr *faultCrowd) prove(t *testing.T, c *cluster, vs []*faultVisitor, at func(*faultVisitor) *clusterNode) {
 	t.Helper()
-	c.advance(policy.ProofRefresh * time.Second)
+	c.Advance(policy.ProofRefresh * time.Second)
 	for _, v := range vs {
 		if v.proving && !v.admitted {
 			v.visit(t, at(v))
@@ -231,33 +219,33 @@ const (
 // error page.
 func (v *faultVisitor) visit(t *testing.T, n *clusterNode) faultOutcome {
 	t.Helper()
-	first := len(v.cookies) == 0
-	resp := v.get(n.srv, "http://shop.test/")
+	first := len(v.Cookies) == 0
+	resp := v.Get(n.Server, "http://shop.test/")
 	_ = body(t, resp)
 	switch {
 	case resp.Header.Get("X-Origin") == "yes":
 		if !v.admitted {
-			v.admitted, v.admittedAt, v.node, v.queued, v.proving = true, n.c.base.Now(), n.name, false, false
-			v.admittedIn = n.srv.RingNow().Unix() / 60
+			v.admitted, v.admittedAt, v.node, v.queued, v.proving = true, n.Cluster().Clock.Now(), n.Name, false, false
+			v.admittedIn = n.Server.RingNow().Unix() / 60
 		}
 		if first {
-			v.bucket = n.now().Unix() / 60
+			v.bucket = n.Now().Unix() / 60
 		}
 		return faultAdmitted
 	case resp.Header.Get("Refresh") != "":
 		if v.admitted {
-			t.Errorf("visitor %d, admitted at %s, was queued at %s", v.id, v.node, n.name)
+			t.Errorf("visitor %d, admitted at %s, was queued at %s", v.id, v.node, n.Name)
 		}
 		// The visitor comes back to the room's own address, as a client
 		// that ignores a Refresh url would; the cookie check is covered
 		// by TestCookieCheck.
 		secs, err := refreshSeconds(resp)
 		if err != nil || secs < 1 {
-			t.Errorf("visitor %d at %s: Refresh %q", v.id, n.name, resp.Header.Get("Refresh"))
+			t.Errorf("visitor %d at %s: Refresh %q", v.id, n.Name, resp.Header.Get("Refresh"))
 		}
-		v.next = n.c.base.Now().Add(time.Duration(secs) * time.Second)
+		v.next = n.Cluster().Clock.Now().Add(time.Duration(secs) * time.Second)
 		if first {
-			v.bucket = n.now().Unix() / 60
+			v.bucket = n.Now().Unix() / 60
 		}
 		if len(resp.Header.Values("Set-Cookie")) == 0 {
 			return faultEarly
@@ -267,7 +255,7 @@ func (v *faultVisitor) visit(t *testing.T, n *clusterNode) faultOutcome {
 		v.queued, v.proving = !first, first
 		return faultQueued
 	default:
-		t.Errorf("visitor %d at %s: status %d, neither admitted nor queued", v.id, n.name, resp.StatusCode)
+		t.Errorf("visitor %d at %s: status %d, neither admitted nor queued", v.id, n.Name, resp.StatusCode)
 		return 0
 	}
 }

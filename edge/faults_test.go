@@ -32,7 +32,6 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -50,10 +49,10 @@ func faultAt(m int64, sec int) time.Time { return time.Unix(m*60+int64(sec), 0) 
 // faultCheckTotals fails unless node n's merged figures are want.
 func faultCheckTotals(t *testing.T, n *clusterNode, m int64, want faultTotals) {
 	t.Helper()
-	got := faultTotalsOf(n.snap(faultRoom, m))
+	got := faultTotalsOf(faultSnap(n, faultRoom, m))
 	got.Arrivals, want.Arrivals = 0, 0 // arrivals count check-ins per minute; not compared
 	if got != want {
-		t.Errorf("%s holds %s; the visitors were told %s", n.name, got, want)
+		t.Errorf("%s holds %s; the visitors were told %s", n.Name, got, want)
 	}
 }
 
@@ -67,21 +66,21 @@ func TestFaultKillAndRestart(t *testing.T) {
 	const total, perMinute = 100, 10
 	c := newFaultCluster(t, 11, 3, nil, room(faultRoom, total, perMinute))
 	var crowd faultCrowd
-	m0 := faultMinute(c.base.Now())
-	dead := c.nodes[2]
+	m0 := faultMinute(c.Clock.Now())
+	dead := c.Nodes[2]
 	var before []*faultVisitor // visitors queued before the crash
 
 	t.Run("before the crash every node counts a burst exactly", func(t *testing.T) {
 		burst := crowd.add(30)
 		for i, v := range burst {
 			v.home = i % 3
-			if v.visit(t, c.nodes[v.home]) == faultQueued {
+			if v.visit(t, c.Nodes[v.home]) == faultQueued {
 				before = append(before, v)
 			}
 		}
-		crowd.prove(t, c, burst, func(v *faultVisitor) *clusterNode { return c.nodes[v.home] })
-		took := c.waitConverged(faultRoom, c.nodes, 5*time.Second)
-		for _, n := range c.nodes {
+		crowd.prove(t, c, burst, func(v *faultVisitor) *clusterNode { return c.Nodes[v.home] })
+		took := faultWaitConverged(t, c, faultRoom, c.Nodes, 5*time.Second)
+		for _, n := range c.Nodes {
 			faultCheckTotals(t, n, m0, faultTruth(&crowd))
 		}
 		t.Logf("burst of 30 at 3 nodes: %s; converged in %s", faultTruth(&crowd), took)
@@ -104,11 +103,11 @@ func TestFaultKillAndRestart(t *testing.T) {
 		crowd.prove(t, c, inflight, func(*faultVisitor) *clusterNode { return dead })
 		truth := faultTruth(&crowd)
 		atKill = truth
-		dead.kill()
-		live := c.live()
-		took := c.waitConverged(faultRoom, live, 5*time.Second)
-		gone := c.waitRing(live, 10*time.Second)
-		survivors = faultTotalsOf(live[0].snap(faultRoom, m0))
+		dead.Kill()
+		live := c.Live()
+		took := faultWaitConverged(t, c, faultRoom, live, 5*time.Second)
+		gone := c.WaitRing(live, 10*time.Second)
+		survivors = faultTotalsOf(faultSnap(live[0], faultRoom, m0))
 		if survivors.Admitted > truth.Admitted || survivors.Active > truth.Active || survivors.Waiting > truth.Waiting {
 			t.Errorf("the survivors hold %s, more than the visitors were told (%s)", survivors, truth)
 		}
@@ -123,33 +122,33 @@ func TestFaultKillAndRestart(t *testing.T) {
 			t.Errorf("the crash lost %d admissions and %d waiting, more than the %d visitors of its last moment", lostAdm, lostWait, len(inflight))
 		}
 		t.Logf("killed %s right after 5 visits: survivors hold %s of the true %s (lost in flight: %d admitted, %d waiting); survivors agree after %s, declared it gone after %s",
-			dead.name, survivors, truth, lostAdm, lostWait, took, gone)
+			dead.Name, survivors, truth, lostAdm, lostWait, took, gone)
 	})
 
 	t.Run("the node restarted under its name reads the merged totals and nobody's count doubles", func(t *testing.T) {
-		old := dead.srv.Node().Replica()
+		old := dead.Server.Node().Replica()
 		start := time.Now()
-		dead.start()
-		if dead.srv.Node().Replica() == old {
+		dead.Start()
+		if dead.Server.Node().Replica() == old {
 			t.Fatalf("the restarted node kept replica %s: its new counts would hide under the old ones", old)
 		}
-		ring := c.waitRing(c.nodes, 10*time.Second)
-		took := c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+		ring := c.WaitRing(c.Nodes, 10*time.Second)
+		took := faultWaitConverged(t, c, faultRoom, c.Nodes, 5*time.Second)
 		// What the survivors held is a floor, not the exact merged total: a
 		// killed process may still get out a push it had begun (counts
 		// changed in its last milliseconds) that lands after the survivors
 		// agreed. What holds is that nothing doubles: never more than the
 		// visitors were told when the node died, never less than the
 		// survivors held.
-		for _, n := range c.nodes {
-			got := faultTotalsOf(n.snap(faultRoom, m0))
+		for _, n := range c.Nodes {
+			got := faultTotalsOf(faultSnap(n, faultRoom, m0))
 			if got.Admitted < survivors.Admitted || got.Active < survivors.Active || got.Waiting < survivors.Waiting ||
 				got.Admitted > atKill.Admitted || got.Active > atKill.Active || got.Waiting > atKill.Waiting {
-				t.Errorf("%s holds %s; want from the survivors' %s to the visitors' %s", n.name, got, survivors, atKill)
+				t.Errorf("%s holds %s; want from the survivors' %s to the visitors' %s", n.Name, got, survivors, atKill)
 			}
 		}
 		t.Logf("restarted %s with a new replica: in the ring after %s, holding the merged state after %s (%s)",
-			dead.name, ring, time.Since(start).Round(time.Millisecond), took)
+			dead.Name, ring, time.Since(start).Round(time.Millisecond), took)
 	})
 
 	t.Run("visitors queued before the crash keep their place and go in first, at any node", func(t *testing.T) {
@@ -158,12 +157,12 @@ func TestFaultKillAndRestart(t *testing.T) {
 		}
 		// A minute later new slots open; newcomers arrive at every node and
 		// must wait behind everyone queued before the crash.
-		c.setTime(faultAt(m0+1, 5))
+		c.SetTime(faultAt(m0+1, 5))
 		later := crowd.add(6)
 		for i, v := range later {
 			v.home = i % 3
-			if v.visit(t, c.nodes[v.home]) != faultQueued {
-				t.Errorf("a newcomer at %s was let in ahead of %d visitors queued before the crash", c.nodes[v.home].name, len(before))
+			if v.visit(t, c.Nodes[v.home]) != faultQueued {
+				t.Errorf("a newcomer at %s was let in ahead of %d visitors queued before the crash", c.Nodes[v.home].Name, len(before))
 			}
 		}
 		// A visitor whose waiting count died with the crash is missing from
@@ -179,8 +178,8 @@ func TestFaultKillAndRestart(t *testing.T) {
 				}
 				// Back at another node than the first, the restarted one
 				// included.
-				v.visit(t, c.nodes[(v.home+1+rounds)%3])
-				if b := openBucket(t, c.key, faultRoom, v.cookies["__waitroom"], c.base.Now()); b != m0 {
+				v.visit(t, c.Nodes[(v.home+1+rounds)%3])
+				if b := openBucket(t, c.KeyFile, faultRoom, v.Cookies["__waitroom"], c.Clock.Now()); b != m0 {
 					t.Fatalf("visitor %d, queued in minute %d, now holds bucket %d: it lost its place", v.id, m0, b)
 				}
 				switch {
@@ -193,7 +192,7 @@ func TestFaultKillAndRestart(t *testing.T) {
 			}
 			for _, v := range later {
 				if !v.admitted {
-					v.visit(t, c.nodes[(v.home+rounds)%3])
+					v.visit(t, c.Nodes[(v.home+rounds)%3])
 				}
 				if !v.admitted || waiting+uncounted == 0 {
 					continue
@@ -206,8 +205,8 @@ func TestFaultKillAndRestart(t *testing.T) {
 			if waiting+uncounted == 0 {
 				break
 			}
-			c.waitConverged(faultRoom, c.nodes, 5*time.Second)
-			c.advance(25 * time.Second)
+			faultWaitConverged(t, c, faultRoom, c.Nodes, 5*time.Second)
+			c.Advance(25 * time.Second)
 		}
 		if rounds == 24 {
 			t.Fatalf("visitors queued before the crash were still waiting after 10 minutes")
@@ -225,7 +224,7 @@ func TestFaultKillAndRestart(t *testing.T) {
 			}
 		}
 		t.Logf("all %d visitors queued before the crash kept bucket %d and went in, by %s (admitted at %v); newcomers went in ahead of %d of them, whose counts the crash had lost (at most %d allowed); admitted per minute %s (limit %d)",
-			len(before), m0, c.base.Now().Format("15:04:05"), at, overtaken, lostWait, faultMinutes(per), perMinute)
+			len(before), m0, c.Clock.Now().Format("15:04:05"), at, overtaken, lostWait, faultMinutes(per), perMinute)
 	})
 }
 
@@ -233,60 +232,60 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 	// Push-pull at the LAN profile's 30 s, so that only the join can bring
 	// a restarted node the state in time.
 	c := faultClusterOf(t, 12, room(faultRoom, 100, 10))
-	c.tune = func(n *clusterNode, mc *memberlist.Config) { mc.PushPullInterval = 30 * time.Second }
-	a := c.add("pop-a", 0)
+	c.Tune = func(n *clusterNode, mc *memberlist.Config) { mc.PushPullInterval = 30 * time.Second }
+	a := c.Add("pop-a", 0)
 	// Keep what a sends in its first moments with a peer: its own alive
 	// message rides along, as memberlist gossips it to every newcomer.
 	var mu sync.Mutex
 	var early [][]byte
-	c.net.SetTrace(func(from, to string, p []byte) {
+	c.Net.SetTrace(func(from, to string, p []byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		if from == a.addr && len(early) < 5 {
+		if from == a.GossipAddr() && len(early) < 5 {
 			early = append(early, bytes.Clone(p))
 		}
 	})
-	b := c.add("pop-b", 0)
-	c.waitRing(c.nodes, 10*time.Second)
+	b := c.Add("pop-b", 0)
+	c.WaitRing(c.Nodes, 10*time.Second)
 	testkit.Eventually(t, testkit.Wait{What: "a's first packets to b", Timeout: 5 * time.Second}, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(early) == 5
 	})
-	c.net.SetTrace(nil)
+	c.Net.SetTrace(nil)
 	crowd := &faultCrowd{}
 	setup := crowd.add(20)
 	for i, v := range setup {
 		v.home = i % 2
-		v.visit(t, c.nodes[v.home])
+		v.visit(t, c.Nodes[v.home])
 	}
-	crowd.prove(t, c, setup, func(v *faultVisitor) *clusterNode { return c.nodes[v.home] })
-	c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+	crowd.prove(t, c, setup, func(v *faultVisitor) *clusterNode { return c.Nodes[v.home] })
+	faultWaitConverged(t, c, faultRoom, c.Nodes, 5*time.Second)
 	taken, waiting := crowd.counts()
 	if waiting < 5 {
 		t.Fatalf("setup: %d admitted and %d waiting, want a queue", taken, waiting)
 	}
 	// A quiet moment: every broadcast has been sent its number of times.
 	testkit.Eventually(t, testkit.Wait{What: "broadcast queues drained", Timeout: 5 * time.Second}, func() bool {
-		return a.srv.Node().Stats().Queued == 0 && b.srv.Node().Stats().Queued == 0
+		return a.Server.Node().Stats().Queued == 0 && b.Server.Node().Stats().Queued == 0
 	})
 	time.Sleep(200 * time.Millisecond)
 
 	t.Run("a node restarted after a crash that hears gossip before it joins still fetches the full state at once", func(t *testing.T) {
-		b.kill()
+		b.Kill()
 		// Late duplicates of those packets reach b's address as it comes
 		// back, before its join: the fault memberlist's own traffic makes
 		// when a peer's packet to the old process arrives at the new one.
 		// And b cannot reach a for its first 300 ms: its first join fails,
 		// as it does when a seed is briefly unreachable, and by its retry
 		// half a second later those duplicates have shown it a member.
-		b.bound = func(tr *gossip.FaultTransport) {
-			self, seed := tr.Addr(), a.addr
-			c.net.SetBlocked(func(from, to string) bool { return from == self && to == seed })
-			time.AfterFunc(300*time.Millisecond, c.net.Heal)
+		b.Bound = func(tr *gossip.FaultTransport) {
+			self, seed := tr.Addr(), a.GossipAddr()
+			c.Net.SetBlocked(func(from, to string) bool { return from == self && to == seed })
+			time.AfterFunc(300*time.Millisecond, c.Net.Heal)
 			mu.Lock()
 			defer mu.Unlock()
-			sender, err := c.net.Transport("127.0.0.1:0")
+			sender, err := c.Net.Transport("127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,22 +295,22 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		defer func() { b.bound = nil }()
+		defer func() { b.Bound = nil }()
 		start := time.Now()
-		b.start()
-		ring := c.waitRing(c.nodes, 10*time.Second)
-		_, ok := testkit.Poll(2*time.Second-time.Since(start), 0, func() bool { return faultSameCells(faultRoom, c.nodes) })
-		m := faultMinute(c.base.Now())
+		b.Start()
+		ring := c.WaitRing(c.Nodes, 10*time.Second)
+		_, ok := testkit.Poll(2*time.Second-time.Since(start), 0, func() bool { return faultSameCells(faultRoom, c.Nodes) })
+		m := faultMinute(c.Clock.Now())
 		if !ok {
 			t.Errorf("2 s after its restart %s holds %d of the ring's %d cells (%s; the ring holds %s), after %d push-pulls; it was in the ring after %s and waits for the next push-pull, up to 30 s",
-				b.name, len(b.cells(faultRoom)), len(a.cells(faultRoom)), faultTotalsOf(b.snap(faultRoom, m)), faultTotalsOf(a.snap(faultRoom, m)), b.srv.Node().Stats().PushPulls, ring)
+				b.Name, len(faultCells(b, faultRoom)), len(faultCells(a, faultRoom)), faultTotalsOf(faultSnap(b, faultRoom, m)), faultTotalsOf(faultSnap(a, faultRoom, m)), b.Server.Node().Stats().PushPulls, ring)
 		} else {
-			t.Logf("%s restarted, in the ring after %s, holding the merged state after %s", b.name, ring, time.Since(start).Round(time.Millisecond))
+			t.Logf("%s restarted, in the ring after %s, holding the merged state after %s", b.Name, ring, time.Since(start).Round(time.Millisecond))
 		}
 		// Visitors wait for the minute's ten slots: a newcomer at the
 		// restarted node must wait behind them, once its allocation loop
 		// (every 250 ms) has caught up with what it holds: run it now.
-		b.srv.RefreshAllocations()
+		b.Server.RefreshAllocations()
 		in := 0
 		for _, v := range crowd.add(5) {
 			if v.visit(t, b) == faultAdmitted {
@@ -319,7 +318,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 			}
 		}
 		if in > 0 {
-			t.Errorf("%s let in %d of 5 newcomers ahead of %d waiting visitors (the minute's limit is 10; %d were in already)", b.name, in, waiting, taken)
+			t.Errorf("%s let in %d of 5 newcomers ahead of %d waiting visitors (the minute's limit is 10; %d were in already)", b.Name, in, waiting, taken)
 		}
 	})
 }
@@ -336,27 +335,27 @@ func faultSplitRun(t *testing.T, seed uint64, cut bool, step time.Duration) (*cl
 	const steps = 6
 	c := newFaultCluster(t, seed, 5, nil, room(faultRoom, 10000, faultSplitLimit))
 	crowd := &faultCrowd{}
-	m0 := faultMinute(c.base.Now())
+	m0 := faultMinute(c.Clock.Now())
 	sideOf := func(n *clusterNode) int {
-		if n == c.nodes[0] || n == c.nodes[1] {
+		if n == c.Nodes[0] || n == c.Nodes[1] {
 			return 0
 		}
 		return 1
 	}
 	for i, v := range crowd.add(40) {
 		v.home = i % 5
-		v.visit(t, c.nodes[v.home])
+		v.visit(t, c.Nodes[v.home])
 	}
 	// Generous: on a loaded CI machine the five nodes took longer than 5 s to converge.
-	c.waitConverged(faultRoom, c.nodes, 15*time.Second)
+	faultWaitConverged(t, c, faultRoom, c.Nodes, 15*time.Second)
 	m1 := m0 + 1
-	c.setTime(faultAt(m1, 2))
+	c.SetTime(faultAt(m1, 2))
 
 	var share [2]float64
-	snap := c.nodes[0].snap(faultRoom, m1)
+	snap := faultSnap(c.Nodes[0], faultRoom, m1)
 	var all float64
-	for _, n := range c.nodes {
-		r := n.srv.Node().Replica()
+	for _, n := range c.Nodes {
+		r := n.Server.Node().Replica()
 		x := float64(snap.ArrivalsIn(m0).Of(r) + snap.AdmittedIn(m0).Of(r))
 		share[sideOf(n)] += x
 		all += x
@@ -364,14 +363,14 @@ func faultSplitRun(t *testing.T, seed uint64, cut bool, step time.Duration) (*cl
 	share[0], share[1] = share[0]/all, share[1]/all
 
 	if cut {
-		c.net.Partition(faultAddrs(c.nodes[:2]), faultAddrs(c.nodes[2:]))
+		c.Net.Partition(faultAddrs(c.Nodes[:2]), faultAddrs(c.Nodes[2:]))
 	}
 	var admitted [2]int
 	start := time.Now()
 	for s := 0; s < steps; s++ {
 		for _, v := range crowd.visitors {
-			if v.due(c.base.Now()) {
-				n := c.nodes[v.home]
+			if v.due(c.Clock.Now()) {
+				n := c.Nodes[v.home]
 				if v.visit(t, n) == faultAdmitted {
 					admitted[sideOf(n)]++
 				}
@@ -379,13 +378,13 @@ func faultSplitRun(t *testing.T, seed uint64, cut bool, step time.Duration) (*cl
 		}
 		for i, v := range crowd.add(15) {
 			v.home = i % 5
-			n := c.nodes[v.home]
+			n := c.Nodes[v.home]
 			if v.visit(t, n) == faultAdmitted {
 				admitted[sideOf(n)]++
 			}
 		}
 		time.Sleep(time.Until(start.Add(time.Duration(s+1) * step)))
-		c.advance(5 * time.Second)
+		c.Advance(5 * time.Second)
 	}
 	return c, crowd, admitted, share
 }
@@ -407,8 +406,8 @@ func TestFaultPartition(t *testing.T) {
 
 	t.Run("without a partition the same traffic stays within the limit", func(t *testing.T) {
 		c, _, admitted, share := faultSplitRun(t, 21, false, 300*time.Millisecond)
-		for _, n := range c.nodes {
-			n.kill() // not needed any more
+		for _, n := range c.Nodes {
+			n.Kill() // not needed any more
 		}
 		t.Logf("no partition, 30 s fake: nodes a-b (share %.2f) admitted %d, nodes c-e (share %.2f) admitted %d; limit %d a minute, together %d",
 			share[0], admitted[0], share[1], admitted[1], perMinute, admitted[0]+admitted[1])
@@ -422,15 +421,15 @@ func TestFaultPartition(t *testing.T) {
 		// How each side sees the traffic at the end: its own column is
 		// fresh, the other side's froze at the cut.
 		var seen [2]float64
-		for s, n := range []*clusterNode{c.nodes[0], c.nodes[4]} {
-			for _, ns := range roomStatus(t, n.admin, faultRoom).Nodes {
+		for s, n := range []*clusterNode{c.Nodes[0], c.Nodes[4]} {
+			for _, ns := range roomStatus(t, n.Admin, faultRoom).Nodes {
 				if (ns.Node == "pop-a" || ns.Node == "pop-b") == (s == 0) {
 					seen[s] += ns.TrafficShare
 				}
 			}
 		}
 		t.Logf("partition of %s real, 30 s fake: side A (2 nodes, share %.2f) admitted %d, side B (3 nodes, share %.2f) admitted %d; limit %d a minute, together %d; members seen: A %d, B %d; at the end A reckons its traffic share %.2f, B its %.2f",
-			partition, share[0], admitted[0], share[1], admitted[1], perMinute, admitted[0]+admitted[1], c.nodes[0].members(), c.nodes[4].members(), seen[0], seen[1])
+			partition, share[0], admitted[0], share[1], admitted[1], perMinute, admitted[0]+admitted[1], c.Nodes[0].Members(), c.Nodes[4].Members(), seen[0], seen[1])
 		// While cut off, each side runs on its own columns and its part of
 		// the limit (policy.Side): 2/5 and 3/5 of 60. The first second,
 		// before memberlist declares the other side dead, is admitted on
@@ -443,11 +442,11 @@ func TestFaultPartition(t *testing.T) {
 		// The status is read live: on a starved machine memberlist may
 		// suspect a node of its own side for a moment until it refutes,
 		// so the status is awaited, not read once.
-		for s, n := range []*clusterNode{c.nodes[0], c.nodes[4]} {
+		for s, n := range []*clusterNode{c.Nodes[0], c.Nodes[4]} {
 			want := [2]int{2, 3}[s]
 			var cs *policy.CutSummary
 			if _, ok := testkit.Poll(10*time.Second, 0, func() bool {
-				cs = roomStatus(t, n.admin, faultRoom).Cut
+				cs = roomStatus(t, n.Admin, faultRoom).Cut
 				return cs != nil && cs.ReachableNodes == want && cs.ExpectedNodes == 5 && cs.NewUsersPerMinute == int64(perMinute*want/5)
 			}); !ok {
 				t.Errorf("side %c's status says cut %+v, want %d of 5 nodes and %d a minute", 'A'+s, cs, want, perMinute*want/5)
@@ -465,27 +464,27 @@ func TestFaultPartition(t *testing.T) {
 	})
 
 	t.Run("after the heal all five nodes converge within five seconds", func(t *testing.T) {
-		c.net.Heal()
+		c.Net.Heal()
 		healed := time.Now()
 		// Visitors keep coming meanwhile.
 		for i, v := range crowd.add(5) {
 			v.home = i
-			v.visit(t, c.nodes[i])
+			v.visit(t, c.Nodes[i])
 		}
-		_, ok := testkit.Poll(5*time.Second-time.Since(healed), 0, func() bool { return faultSameCells(faultRoom, c.nodes) })
+		_, ok := testkit.Poll(5*time.Second-time.Since(healed), 0, func() bool { return faultSameCells(faultRoom, c.Nodes) })
 		took := time.Since(healed)
 		var views []string
-		for _, n := range c.nodes {
-			views = append(views, fmt.Sprintf("%s sees %d members: %s", n.name, n.members(), faultTotalsOf(n.snap(faultRoom, faultMinute(c.base.Now())))))
+		for _, n := range c.Nodes {
+			views = append(views, fmt.Sprintf("%s sees %d members: %s", n.Name, n.Members(), faultTotalsOf(faultSnap(n, faultRoom, faultMinute(c.Clock.Now())))))
 		}
 		if !ok {
 			t.Errorf("5 s after the heal the nodes still disagree:\n  %s", strings.Join(views, "\n  "))
 			return
 		}
 		t.Logf("converged %s after the heal:\n  %s", took.Round(time.Millisecond), strings.Join(views, "\n  "))
-		testkit.Eventually(t, testkit.Wait{What: "one ring of five after the heal", Timeout: 5 * time.Second, Seen: func() string { return c.membership(c.nodes) }}, func() bool {
-			for _, n := range c.nodes {
-				if n.members() != 5 {
+		testkit.Eventually(t, testkit.Wait{What: "one ring of five after the heal", Timeout: 5 * time.Second, Seen: func() string { return c.Membership(c.Nodes) }}, func() bool {
+			for _, n := range c.Nodes {
+				if n.Members() != 5 {
 					return false
 				}
 			}
@@ -509,18 +508,18 @@ func faultSteps(t *testing.T, c *cluster, crowd *faultCrowd, run faultRun) (last
 	steps, fresh, step, pause := run.steps, run.fresh, run.step, run.pause
 	for s := 0; s < steps; s++ {
 		for _, v := range crowd.visitors {
-			if v.due(c.base.Now()) {
-				v.visit(t, c.nodes[v.home])
+			if v.due(c.Clock.Now()) {
+				v.visit(t, c.Nodes[v.home])
 			}
 		}
-		for i, v := range crowd.add(fresh * len(c.nodes)) {
-			v.home = i % len(c.nodes)
-			v.visit(t, c.nodes[v.home])
+		for i, v := range crowd.add(fresh * len(c.Nodes)) {
+			v.home = i % len(c.Nodes)
+			v.visit(t, c.Nodes[v.home])
 		}
 		last = time.Now()
 		if s < steps-1 {
 			time.Sleep(pause)
-			c.advance(step)
+			c.Advance(step)
 		}
 	}
 	return last
@@ -557,11 +556,11 @@ func TestFaultPacketLoss(t *testing.T) {
 	crowd := &faultCrowd{}
 	// Overshoot allowed: a tenth of the limit and a slot per node (the
 	// policy's rounding when views differ).
-	tol := perMinute/10 + len(c.nodes)
+	tol := perMinute/10 + len(c.Nodes)
 	var last time.Time // of the last visit
 
 	t.Run("with 30% of packets lost both ways admissions stay within the limit", func(t *testing.T) {
-		c.net.SetLoss(0.30)
+		c.Net.SetLoss(0.30)
 		// Two minutes of 60 arrivals a minute against a limit of 40.
 		last = faultSteps(t, c, crowd, faultRun{steps: 12, fresh: 2, step: 10 * time.Second, pause: 400 * time.Millisecond})
 		per := faultPerMinute(crowd)
@@ -570,33 +569,33 @@ func TestFaultPacketLoss(t *testing.T) {
 				t.Errorf("minute %d: %d admitted, limit %d", m, n, perMinute)
 			}
 		}
-		t.Logf("30%% loss: admitted per minute %s (limit %d); network %+v", faultMinutes(per), perMinute, c.net.Stats())
+		t.Logf("30%% loss: admitted per minute %s (limit %d); network %+v", faultMinutes(per), perMinute, c.Net.Stats())
 	})
 
 	t.Run("with 30% of packets lost both ways all nodes converge to the true totals", func(t *testing.T) {
-		c.waitConverged(faultRoom, c.nodes, 10*time.Second)
+		faultWaitConverged(t, c, faultRoom, c.Nodes, 10*time.Second)
 		took := time.Since(last)
-		m := faultMinute(c.base.Now())
-		for _, n := range c.nodes {
+		m := faultMinute(c.Clock.Now())
+		for _, n := range c.Nodes {
 			faultCheckTotals(t, n, m, faultTruth(crowd))
 		}
 		t.Logf("30%% loss: %s on every node, converged %s after the last visit", faultTruth(crowd), took.Round(time.Millisecond))
 	})
 
 	t.Run("with a quarter of packets duplicated and reordered no count doubles", func(t *testing.T) {
-		c.net.SetLoss(0)
-		c.net.SetDuplication(0.25)
-		c.net.SetDelay(0, 80*time.Millisecond)
-		c.advance(10 * time.Second)
-		before := c.net.Stats()
+		c.Net.SetLoss(0)
+		c.Net.SetDuplication(0.25)
+		c.Net.SetDelay(0, 80*time.Millisecond)
+		c.Advance(10 * time.Second)
+		before := c.Net.Stats()
 		last := faultSteps(t, c, crowd, faultRun{steps: 6, fresh: 2, step: 10 * time.Second, pause: 300 * time.Millisecond})
-		c.waitConverged(faultRoom, c.nodes, 10*time.Second)
+		faultWaitConverged(t, c, faultRoom, c.Nodes, 10*time.Second)
 		took := time.Since(last).Round(time.Millisecond)
-		m := faultMinute(c.base.Now())
-		for _, n := range c.nodes {
+		m := faultMinute(c.Clock.Now())
+		for _, n := range c.Nodes {
 			faultCheckTotals(t, n, m, faultTruth(crowd))
 		}
-		st := c.net.Stats()
+		st := c.Net.Stats()
 		if st.Duplicated == before.Duplicated {
 			t.Fatal("no packet was duplicated")
 		}
@@ -610,19 +609,19 @@ func TestFaultClockSkew(t *testing.T) {
 	skews := []time.Duration{-30 * time.Second, 0, 30 * time.Second}
 	c := newFaultCluster(t, 44, 3, skews, room(faultRoom, 1000, perMinute))
 	crowd := &faultCrowd{}
-	m0 := faultMinute(c.base.Now())
-	c.setTime(faultAt(m0, 30)) // the nodes' clocks read m0:00, m0:30 and m0+1:00
+	m0 := faultMinute(c.Clock.Now())
+	c.SetTime(faultAt(m0, 30)) // the nodes' clocks read m0:00, m0:30 and m0+1:00
 
 	t.Run("the nodes agree on the ring's time, the median of their clocks", func(t *testing.T) {
 		testkit.Eventually(t, testkit.Wait{What: "every node reading the ring's time within a second of the middle clock", Timeout: 20 * time.Second, Seen: func() string {
 			var out []string
-			for _, n := range c.nodes {
-				out = append(out, fmt.Sprintf("%s %v", n.name, n.srv.RingNow().Sub(c.base.Now())))
+			for _, n := range c.Nodes {
+				out = append(out, fmt.Sprintf("%s %v", n.Name, n.Server.RingNow().Sub(c.Clock.Now())))
 			}
 			return strings.Join(out, ", ")
 		}}, func() bool {
-			for _, n := range c.nodes {
-				if d := n.srv.RingNow().Sub(c.base.Now()); d < -time.Second || d > time.Second {
+			for _, n := range c.Nodes {
+				if d := n.Server.RingNow().Sub(c.Clock.Now()); d < -time.Second || d > time.Second {
 					return false
 				}
 			}
@@ -630,20 +629,16 @@ func TestFaultClockSkew(t *testing.T) {
 		})
 	})
 
-	t.Run("the node 30 s behind shows its correction in its state, its table and its metrics", func(t *testing.T) {
-		n := c.nodes[0]
-		d := n.srv.StateDoc()
+	t.Run("the node 30 s behind shows its correction in its state and its metrics", func(t *testing.T) {
+		n := c.Nodes[0]
+		d := n.Server.StateDoc()
 		r := d.Lag.Ring
 		// Its peers read +30 s and +60 s of its clock: the ring (the median
 		// with its own) +30 s, its peers' median +45 s.
 		if math.Abs(r.RingOffsetMs-30_000) > 1000 || r.ClockFarOff || math.Abs(r.SkewMs+45_000) > 1000 {
 			t.Errorf("ring %+v: want a correction of +30 s, a skew of -45 s, not far off", r)
 		}
-		var buf bytes.Buffer
-		if err := adminclient.WriteStateTable(&buf, d); err != nil || !strings.Contains(buf.String(), "ring time: ") || strings.Contains(buf.String(), "CLOCK FAR OFF") {
-			t.Errorf("state table (%v):\n%s", err, buf.String())
-		}
-		admin := n.srv.AdminHandler()
+		admin := n.Server.AdminHandler()
 		if g := metric(t, admin, "waitroom_clock_ring_offset_seconds"); math.Abs(g-30) > 1 {
 			t.Errorf("ring offset gauge %v, want about 30", g)
 		}
@@ -656,18 +651,18 @@ func TestFaultClockSkew(t *testing.T) {
 		t.Helper()
 		truth := faultTruth(crowd)
 		per := faultPerMinute(crowd)
-		for _, n := range c.nodes {
+		for _, n := range c.Nodes {
 			// At the minute the node's own clock reads, and at the latest
 			// minute any node reads.
-			own := faultMinute(n.now())
-			for _, m := range []int64{own, faultMinute(c.nodes[2].now())} {
+			own := faultMinute(n.Now())
+			for _, m := range []int64{own, faultMinute(c.Nodes[2].Now())} {
 				faultCheckTotals(t, n, m, truth)
 			}
 			// Each admission in the ring's minute, whichever node made it.
-			snap := n.snap(faultRoom, faultMinute(c.nodes[2].now()))
+			snap := faultSnap(n, faultRoom, faultMinute(c.Nodes[2].Now()))
 			for m, want := range per {
 				if got := snap.AdmittedIn(m).Total; got != uint64(want) {
-					t.Errorf("%s counts %d admissions in minute %d, the nodes made %d", n.name, got, m-m0, want)
+					t.Errorf("%s counts %d admissions in minute %d, the nodes made %d", n.Name, got, m-m0, want)
 				}
 			}
 		}
@@ -676,9 +671,9 @@ func TestFaultClockSkew(t *testing.T) {
 	t.Run("after a burst on nodes 30 s apart every node holds the true totals", func(t *testing.T) {
 		for i, v := range crowd.add(36) {
 			v.home = i % 3
-			v.visit(t, c.nodes[v.home])
+			v.visit(t, c.Nodes[v.home])
 		}
-		took := c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+		took := faultWaitConverged(t, c, faultRoom, c.Nodes, 5*time.Second)
 		check(t)
 		per := faultPerMinute(crowd)
 		t.Logf("burst of 36 at clocks -30/0/+30 s: %s on every node after %s; admitted in minute m0: %d, m0+1: %d",
@@ -688,21 +683,21 @@ func TestFaultClockSkew(t *testing.T) {
 	t.Run("visitors moving between skewed nodes are counted once", func(t *testing.T) {
 		early := 0
 		for round := 1; round <= 4; round++ {
-			c.advance(25 * time.Second)
+			c.Advance(25 * time.Second)
 			for _, v := range crowd.visitors {
 				// To the next node along, whose clock differs by 30 s (or 60 s
 				// when wrapping from +30 to -30).
-				n := c.nodes[(v.home+round)%3]
+				n := c.Nodes[(v.home+round)%3]
 				switch {
 				case v.admitted:
 					v.visit(t, n)
-				case v.due(c.base.Now()):
+				case v.due(c.Clock.Now()):
 					if v.visit(t, n) == faultEarly {
 						early++
 					}
 				}
 			}
-			c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+			faultWaitConverged(t, c, faultRoom, c.Nodes, 5*time.Second)
 			check(t)
 		}
 		a, w := crowd.counts()
@@ -740,15 +735,15 @@ func TestFaultCookieKeyRestart(t *testing.T) {
 	rc := room(faultRoom, 1, 1)
 	rc.SessionDuration = 30
 	c := faultClusterOf(t, 55, rc)
-	c.key = oldOnly
-	a, b := c.add("pop-a", 0), c.add("pop-b", 0)
-	c.waitRing(c.nodes, 10*time.Second)
+	c.KeyFile = oldOnly
+	a, b := c.Add("pop-a", 0), c.Add("pop-b", 0)
+	c.WaitRing(c.Nodes, 10*time.Second)
 	crowd := &faultCrowd{}
-	m0 := faultMinute(c.base.Now())
+	m0 := faultMinute(c.Clock.Now())
 	var queued []*faultVisitor
 	for i, v := range crowd.add(12) {
 		v.home = i % 2
-		if v.visit(t, c.nodes[v.home]) == faultQueued {
+		if v.visit(t, c.Nodes[v.home]) == faultQueued {
 			queued = append(queued, v)
 		}
 	}
@@ -757,41 +752,41 @@ func TestFaultCookieKeyRestart(t *testing.T) {
 	}
 	// Sleepers do not come back until the old key is gone.
 	active, sleepers := queued[:len(queued)/2], queued[len(queued)/2:]
-	c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+	faultWaitConverged(t, c, faultRoom, c.Nodes, 5*time.Second)
 
 	restart := func(t *testing.T, n *clusterNode, keys string) {
 		t.Helper()
-		n.stop()
-		n.keys = keys
-		n.start()
-		c.waitRing(c.nodes, 10*time.Second)
-		c.waitConverged(faultRoom, c.nodes, 5*time.Second)
+		n.Stop()
+		n.KeyFile = keys
+		n.Start()
+		c.WaitRing(c.Nodes, 10*time.Second)
+		faultWaitConverged(t, c, faultRoom, c.Nodes, 5*time.Second)
 		// Decide on what the node now holds, not on the allocation it made
 		// at start before it had the state (its loop would within 250 ms).
-		c.recompute()
+		c.Recompute()
 	}
 	// checkIn brings vs back, every one at both nodes in turn, 25 s apart,
 	// and fails unless each token opened (same bucket, read with keys).
 	checkIn := func(t *testing.T, vs []*faultVisitor, keys string) {
 		t.Helper()
 		for _, n := range []*clusterNode{b, a} {
-			c.advance(25 * time.Second)
+			c.Advance(25 * time.Second)
 			for _, v := range vs {
 				if got := v.visit(t, n); got != faultQueued {
-					t.Fatalf("visitor %d at %s: outcome %d, want queued and counted", v.id, n.name, got)
+					t.Fatalf("visitor %d at %s: outcome %d, want queued and counted", v.id, n.Name, got)
 				}
-				if bk := openBucket(t, keys, faultRoom, v.cookies["__waitroom"], c.base.Now()); bk != m0 {
-					t.Fatalf("visitor %d at %s holds bucket %d, want %d: its token did not open", v.id, n.name, bk, m0)
+				if bk := openBucket(t, keys, faultRoom, v.Cookies["__waitroom"], c.Clock.Now()); bk != m0 {
+					t.Fatalf("visitor %d at %s holds bucket %d, want %d: its token did not open", v.id, n.Name, bk, m0)
 				}
 			}
 		}
-		c.waitConverged(faultRoom, c.nodes, 5*time.Second)
-		for _, n := range c.nodes {
-			faultCheckTotals(t, n, faultMinute(c.base.Now()), faultTruth(crowd))
+		faultWaitConverged(t, c, faultRoom, c.Nodes, 5*time.Second)
+		for _, n := range c.Nodes {
+			faultCheckTotals(t, n, faultMinute(c.Clock.Now()), faultTruth(crowd))
 		}
 	}
 	unknownKey := func(n *clusterNode) float64 {
-		return metric(t, n.admin, `waitroom_cookie_errors_total{reason="unknown_key",room="sale"}`)
+		return metric(t, n.Admin, `waitroom_cookie_errors_total{reason="unknown_key",room="sale"}`)
 	}
 
 	t.Run("after a restart with the same key file queued visitors keep their place", func(t *testing.T) {
@@ -822,14 +817,14 @@ func TestFaultCookieKeyRestart(t *testing.T) {
 		checkIn(t, active, newOnly)
 		before := unknownKey(a) + unknownKey(b)
 		for i, v := range sleepers {
-			n := c.nodes[i%2]
-			resp := v.get(n.srv, "http://shop.test/")
+			n := c.Nodes[i%2]
+			resp := v.Get(n.Server, "http://shop.test/")
 			page := body(t, resp)
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") == "" || !strings.Contains(page, "<html") {
-				t.Fatalf("sleeper %d with an old-key token at %s: status %d, Refresh %q; want the queue page", v.id, n.name, resp.StatusCode, resp.Header.Get("Refresh"))
+				t.Fatalf("sleeper %d with an old-key token at %s: status %d, Refresh %q; want the queue page", v.id, n.Name, resp.StatusCode, resp.Header.Get("Refresh"))
 			}
-			if bk := openBucket(t, newOnly, faultRoom, v.cookies["__waitroom"], c.base.Now()); bk != faultMinute(c.base.Now()) {
-				t.Errorf("sleeper %d got bucket %d, want the current minute %d as a new visitor", v.id, bk, faultMinute(c.base.Now()))
+			if bk := openBucket(t, newOnly, faultRoom, v.Cookies["__waitroom"], c.Clock.Now()); bk != faultMinute(c.Clock.Now()) {
+				t.Errorf("sleeper %d got bucket %d, want the current minute %d as a new visitor", v.id, bk, faultMinute(c.Clock.Now()))
 			}
 		}
 		if got := unknownKey(a) + unknownKey(b) - before; got != float64(len(sleepers)) {
@@ -869,8 +864,8 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 	type setup struct{ keys, label string }
 	setups := map[string]setup{}
 	c := faultClusterOf(t, 66, room(faultRoom, 1000, 100))
-	c.edit = func(n *clusterNode, cfg *config.Config) {
-		s, ok := setups[n.name]
+	c.Edit = func(n *clusterNode, cfg *config.Config) {
+		s, ok := setups[n.Name]
 		if !ok {
 			s = setup{oldFile, label}
 		}
@@ -878,19 +873,19 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 		cfg.InsecureGossip = s.keys == ""
 	}
 	for _, name := range []string{"pop-a", "pop-b", "pop-c"} {
-		c.add(name, 0)
+		c.Add(name, 0)
 	}
-	ring := c.nodes
-	c.waitRing(ring, 10*time.Second)
+	ring := c.Nodes
+	c.WaitRing(ring, 10*time.Second)
 	crowd := &faultCrowd{}
 	// converges sends a visitor to node n and waits until the ring agrees.
 	converges := func(t *testing.T, n *clusterNode, what string) time.Duration {
 		t.Helper()
 		v := crowd.add(1)[0]
 		v.visit(t, n)
-		took := c.waitConverged(faultRoom, ring, 5*time.Second)
+		took := faultWaitConverged(t, c, faultRoom, ring, 5*time.Second)
 		for _, o := range ring {
-			faultCheckTotals(t, o, faultMinute(c.base.Now()), faultTruth(crowd))
+			faultCheckTotals(t, o, faultMinute(c.Clock.Now()), faultTruth(crowd))
 		}
 		return took
 	}
@@ -898,8 +893,8 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 		t.Helper()
 		var took []time.Duration
 		for _, n := range ring {
-			if err := op(n.mc.Keyring); err != nil {
-				t.Fatalf("%s on %s: %v", what, n.name, err)
+			if err := op(n.Memberlist.Keyring); err != nil {
+				t.Fatalf("%s on %s: %v", what, n.Name, err)
 			}
 			// Part of the ring changed, part not: gossip (packets) must
 			// still converge, and a push-pull (a stream) must still pass
@@ -907,8 +902,8 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 			next := ring[(slices.Index(ring, n)+1)%len(ring)]
 			took = append(took, converges(t, next, what))
 			for _, p := range [][2]*clusterNode{{n, next}, {next, n}} {
-				if _, err := p[0].srv.Node().Join([]string{p[1].addr}); err != nil {
-					t.Errorf("%s after %s on %s: push-pull from %s to %s failed: %v", what, what, n.name, p[0].name, p[1].name, err)
+				if _, err := p[0].Server.Node().Join([]string{p[1].GossipAddr()}); err != nil {
+					t.Errorf("%s after %s on %s: push-pull from %s to %s failed: %v", what, what, n.Name, p[0].Name, p[1].Name, err)
 				}
 			}
 		}
@@ -917,8 +912,8 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 
 	t.Run("gossip is encrypted and labelled", func(t *testing.T) {
 		for _, n := range ring {
-			if n.mc.Label != label || !n.mc.EncryptionEnabled() || !n.mc.GossipVerifyIncoming || !n.mc.GossipVerifyOutgoing {
-				t.Errorf("%s: label %q, encryption %v, verify in/out %v/%v", n.name, n.mc.Label, n.mc.EncryptionEnabled(), n.mc.GossipVerifyIncoming, n.mc.GossipVerifyOutgoing)
+			if n.Memberlist.Label != label || !n.Memberlist.EncryptionEnabled() || !n.Memberlist.GossipVerifyIncoming || !n.Memberlist.GossipVerifyOutgoing {
+				t.Errorf("%s: label %q, encryption %v, verify in/out %v/%v", n.Name, n.Memberlist.Label, n.Memberlist.EncryptionEnabled(), n.Memberlist.GossipVerifyIncoming, n.Memberlist.GossipVerifyOutgoing)
 			}
 		}
 		converges(t, ring[0], "start")
@@ -932,8 +927,8 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 	t.Run("rotation stage 3: the old key is removed from every node", func(t *testing.T) {
 		stage(t, "remove", func(kr *memberlist.Keyring) error { return kr.RemoveKey(k1) })
 		for _, n := range ring {
-			if keys := n.mc.Keyring.GetKeys(); len(keys) != 1 || !bytes.Equal(keys[0], k2) {
-				t.Errorf("%s holds %d keys after the rotation, want only the new one", n.name, len(keys))
+			if keys := n.Memberlist.Keyring.GetKeys(); len(keys) != 1 || !bytes.Equal(keys[0], k2) {
+				t.Errorf("%s holds %d keys after the rotation, want only the new one", n.Name, len(keys))
 			}
 		}
 	})
@@ -944,19 +939,19 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 		setups["plain"] = setup{"", label}
 		var outsiders []*clusterNode
 		for _, name := range []string{"old-key", "no-label", "plain"} {
-			outsiders = append(outsiders, c.add(name, 0))
+			outsiders = append(outsiders, c.Add(name, 0))
 		}
 		// Each retries its seeds with backoff: 0, 0.5 and 1.5 s in.
 		time.Sleep(3 * time.Second)
 		for _, n := range outsiders {
-			if n.members() != 1 {
-				t.Errorf("%s joined: it sees %d members", n.name, n.members())
+			if n.Members() != 1 {
+				t.Errorf("%s joined: it sees %d members", n.Name, n.Members())
 			}
-			n.kill()
+			n.Kill()
 		}
 		for _, n := range ring {
-			if n.members() != len(ring) {
-				t.Errorf("%s sees %d members, want the %d of the ring", n.name, n.members(), len(ring))
+			if n.Members() != len(ring) {
+				t.Errorf("%s sees %d members, want the %d of the ring", n.Name, n.Members(), len(ring))
 			}
 		}
 		converges(t, ring[0], "after the outsiders")
@@ -964,9 +959,9 @@ func TestFaultGossipKeyRotation(t *testing.T) {
 
 	t.Run("a node with the new key and the label joins", func(t *testing.T) {
 		setups["pop-d"] = setup{newFile, label}
-		d := c.add("pop-d", 0)
+		d := c.Add("pop-d", 0)
 		ring = append(ring, d)
-		took := c.waitRing(ring, 10*time.Second)
+		took := c.WaitRing(ring, 10*time.Second)
 		converges(t, d, "with pop-d")
 		t.Logf("pop-d, holding the new key, joined in %s", took)
 	})

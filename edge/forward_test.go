@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/policy"
@@ -28,8 +29,8 @@ const trustedProxyAddr = "127.0.0.1:40000"
 type sendFn func(v *visitor, target string, hdr ...string) *http.Response
 
 // proxyMode sends the request to the node's public handler.
-func proxyMode(srv *edge.Server) sendFn {
-	return func(v *visitor, target string, hdr ...string) *http.Response { return v.get(srv, target, hdr...) }
+func proxyMode(srv *agent.Agent) sendFn {
+	return func(v *visitor, target string, hdr ...string) *http.Response { return v.Get(srv, target, hdr...) }
 }
 
 // askedVia sends the request as a proxy in front asks the forward-auth
@@ -46,11 +47,11 @@ func askedVia(fa http.Handler, path string) sendFn {
 		}
 		var r *http.Request
 		if path == "/envoy" {
-			r = v.req(http.MethodGet, "http://"+u.Host+"/envoy"+u.RequestURI(), hdr...)
+			r = v.Req(http.MethodGet, "http://"+u.Host+"/envoy"+u.RequestURI(), hdr...)
 			r.RequestURI = "/envoy" + u.RequestURI() // as a server reads it
 			r.Header.Set("X-Forwarded-Proto", u.Scheme)
 		} else {
-			r = v.req(http.MethodGet, "http://127.0.0.1:9091"+path)
+			r = v.Req(http.MethodGet, "http://127.0.0.1:9091"+path)
 			r.Header.Set("X-Forwarded-Method", http.MethodGet)
 			r.Header.Set("X-Forwarded-Host", u.Host)
 			r.Header.Set("X-Forwarded-Uri", u.RequestURI())
@@ -61,13 +62,13 @@ func askedVia(fa http.Handler, path string) sendFn {
 		}
 		r.RemoteAddr = trustedProxyAddr
 		r.Header.Set("X-Forwarded-For", "198.51.100.7")
-		resp := v.do(fa, r)
+		resp := v.Do(fa, r)
 		if path == "/nginx/auth" && resp.StatusCode == http.StatusUnauthorized {
 			fetch := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9091/nginx/answer/"+resp.Header.Get("X-Waitroom-Answer"), nil)
 			fetch.RemoteAddr = trustedProxyAddr
-			resp = v.do(fa, fetch)
+			resp = v.Do(fa, fetch)
 		}
-		resp.Request = v.req(http.MethodGet, target) // what a Refresh resolves against
+		resp.Request = v.Req(http.MethodGet, target) // what a Refresh resolves against
 		return resp
 	}
 }
@@ -79,7 +80,7 @@ func send2handler(send sendFn) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := newVisitor()
 		for _, c := range r.Cookies() {
-			v.cookies[c.Name] = c
+			v.Cookies[c.Name] = c
 		}
 		var hdr []string
 		for k := range r.Header {
@@ -122,8 +123,8 @@ func TestForwardAuthDecidesAsTheProxyDoes(t *testing.T) {
 	var last = map[*visitor]*http.Response{}
 	follow := func(i int, wait time.Duration) func(t *testing.T, f *fixture, send sendFn, vs []*visitor) string {
 		return func(t *testing.T, f *fixture, send sendFn, vs []*visitor) string {
-			f.clock.Advance(wait)
-			f.srv.RefreshAllocations()
+			f.Clock.Advance(wait)
+			f.Server.RefreshAllocations()
 			resp := send(vs[i], refreshTarget(t, last[vs[i]]))
 			last[vs[i]] = resp
 			return outcome(resp)
@@ -154,13 +155,13 @@ func TestForwardAuthDecidesAsTheProxyDoes(t *testing.T) {
 		name string
 		send func(f *fixture) sendFn
 	}{
-		{"proxy mode", func(f *fixture) sendFn { return proxyMode(f.srv) }},
-		{"forward-auth as Caddy and Traefik ask", func(f *fixture) sendFn { return askedVia(f.srv.ForwardAuthHandler(), "/auth") }},
-		{"forward-auth as nginx asks", func(f *fixture) sendFn { return askedVia(f.srv.ForwardAuthHandler(), "/nginx/auth") }},
-		{"forward-auth as Envoy asks", func(f *fixture) sendFn { return askedVia(f.srv.ForwardAuthHandler(), "/envoy") }},
+		{"proxy mode", func(f *fixture) sendFn { return proxyMode(f.Server) }},
+		{"forward-auth as Caddy and Traefik ask", func(f *fixture) sendFn { return askedVia(f.Server.ForwardAuthHandler(), "/auth") }},
+		{"forward-auth as nginx asks", func(f *fixture) sendFn { return askedVia(f.Server.ForwardAuthHandler(), "/nginx/auth") }},
+		{"forward-auth as Envoy asks", func(f *fixture) sendFn { return askedVia(f.Server.ForwardAuthHandler(), "/envoy") }},
 	}
 	var want []string
-	var wantStatus edge.RoomStatus
+	var wantStatus api.RoomStatus
 	for mi, m := range modes {
 		t.Run(m.name+" gives every visitor the same answer", func(t *testing.T) {
 			f := newFixtureWith(t, forwardOn, rc)
@@ -170,7 +171,7 @@ func TestForwardAuthDecidesAsTheProxyDoes(t *testing.T) {
 			for _, s := range steps {
 				got = append(got, s.name+": "+s.run(t, f, send, vs))
 			}
-			rs := roomStatus(t, f.admin, "shop")
+			rs := roomStatus(t, f.Admin, "shop")
 			if mi == 0 {
 				want, wantStatus = got, rs
 				for _, g := range got {
@@ -198,18 +199,18 @@ func TestForwardAuthDecidesAsTheProxyDoes(t *testing.T) {
 func TestForwardAuthAnswers(t *testing.T) {
 	t.Run("an admitted visitor gets 200 and the cookie for the proxy to pass on", func(t *testing.T) {
 		f := newFixtureWith(t, forwardOn, room("shop", 10, 10))
-		resp := askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
+		resp := askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
 		if resp.StatusCode != http.StatusOK || setCookie(resp, cookieName) == "" || resp.Header.Get("Refresh") != "" {
 			t.Fatalf("status %d, Set-Cookie %q, Refresh %q; want 200 with the cookie", resp.StatusCode, setCookie(resp, cookieName), resp.Header.Get("Refresh"))
 		}
-		if f.origin.Hits() != 0 {
+		if f.Origin.Hits() != 0 {
 			t.Error("the node itself went to the origin")
 		}
 	})
 	t.Run("a queue page under status 200 goes out as 429 where any 2xx would let the request through", func(t *testing.T) {
 		f := newFixtureWith(t, forwardOn, fullRoom("shop"))
-		askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
-		resp := askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
+		askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
+		resp := askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
 		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Refresh") == "" || setCookie(resp, cookieName) == "" {
 			t.Fatalf("status %d, Refresh %q; want 429 with Refresh and the cookie", resp.StatusCode, resp.Header.Get("Refresh"))
 		}
@@ -221,8 +222,8 @@ func TestForwardAuthAnswers(t *testing.T) {
 		rc := fullRoom("shop")
 		rc.QueueingStatusCode = 202
 		f := newFixtureWith(t, forwardOn, rc)
-		askedVia(f.srv.ForwardAuthHandler(), "/nginx/auth")(newVisitor(), "http://shop.test/")
-		resp := askedVia(f.srv.ForwardAuthHandler(), "/nginx/auth")(newVisitor(), "http://shop.test/")
+		askedVia(f.Server.ForwardAuthHandler(), "/nginx/auth")(newVisitor(), "http://shop.test/")
+		resp := askedVia(f.Server.ForwardAuthHandler(), "/nginx/auth")(newVisitor(), "http://shop.test/")
 		if resp.StatusCode != http.StatusAccepted || resp.Header.Get("Refresh") == "" || setCookie(resp, cookieName) == "" {
 			t.Fatalf("status %d, Refresh %q; want 202 with Refresh and the cookie", resp.StatusCode, resp.Header.Get("Refresh"))
 		}
@@ -231,15 +232,15 @@ func TestForwardAuthAnswers(t *testing.T) {
 		rc := fullRoom("shop")
 		rc.JSONResponseEnabled = true
 		f := newFixtureWith(t, forwardOn, rc)
-		askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
-		resp := askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/", "Accept", "application/json")
+		askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
+		resp := askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/", "Accept", "application/json")
 		if obj := queueJSON(t, resp); obj["inWaitingRoom"] != true {
 			t.Errorf("JSON %v", obj)
 		}
 	})
 	t.Run("a kept answer is served once", func(t *testing.T) {
 		f := newFixtureWith(t, forwardOn, fullRoom("shop"))
-		fa := f.srv.ForwardAuthHandler()
+		fa := f.Server.ForwardAuthHandler()
 		askedVia(fa, "/auth")(newVisitor(), "http://shop.test/")
 		r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9091/nginx/auth", nil)
 		r.RemoteAddr = trustedProxyAddr
@@ -261,7 +262,7 @@ func TestForwardAuthAnswers(t *testing.T) {
 				t.Errorf("fetch %d: status %d, want %d", i+1, rec.Code, want)
 			}
 		}
-		if n := metric(t, f.admin, `waitroom_forward_auth_refused_total{reason="answer_missing"}`); n != 1 {
+		if n := metric(t, f.Admin, `waitroom_forward_auth_refused_total{reason="answer_missing"}`); n != 1 {
 			t.Errorf("answer_missing counted %v, want 1", n)
 		}
 	})
@@ -270,27 +271,27 @@ func TestForwardAuthAnswers(t *testing.T) {
 		rc := challengedRoom(sv, "infinite_queue", "allow")
 		rc.TotalActiveUsers = 10 // one new user a minute
 		f := newFixtureWith(t, forwardOn, rc)
-		send := askedVia(f.srv.ForwardAuthHandler(), "/auth")
+		send := askedVia(f.Server.ForwardAuthHandler(), "/auth")
 		send(newVisitor(), "http://shop.test/") // takes the minute's slot
-		f.srv.RefreshAllocations()
+		f.Server.RefreshAllocations()
 		v := newVisitor()
 		first := send(v, "http://shop.test/")
 		if b := body(t, first); first.StatusCode != http.StatusTooManyRequests || !strings.Contains(b, "cf-turnstile") {
 			t.Fatalf("status %d %v; want the queue page with the challenge:\n%s", first.StatusCode, first.Header, b)
 		}
-		v.prove(t, send2handler(send), f.clock, first)
-		f.clock.Advance(25 * time.Second) // the page's refresh interval
-		if resp := send(v, "http://shop.test/?__waitroom_challenge=human"); outcome(resp) != "queued" || sv.calls.Load() != 1 {
-			t.Fatalf("with a solution: %s, %d verifier calls; want queued after one call", outcome(resp), sv.calls.Load())
+		v.Prove(t, send2handler(send), f.Clock, first)
+		f.Clock.Advance(25 * time.Second) // the page's refresh interval
+		if resp := send(v, "http://shop.test/?__waitroom_challenge=human"); outcome(resp) != "queued" || sv.Calls.Load() != 1 {
+			t.Fatalf("with a solution: %s, %d verifier calls; want queued after one call", outcome(resp), sv.Calls.Load())
 		}
-		f.clock.Advance(time.Minute)
-		f.srv.RefreshAllocations()
+		f.Clock.Advance(time.Minute)
+		f.Server.RefreshAllocations()
 		resp := send(v, "http://shop.test/?__waitroom_challenge=human")
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || setCookie(resp, cookieName) == "" {
 			t.Fatalf("admitted on the solution's address: status %d, Location %q; want 303 to / with the cookie", resp.StatusCode, resp.Header.Get("Location"))
 		}
-		if resp := send(v, "http://shop.test/"); resp.StatusCode != http.StatusOK || sv.calls.Load() != 1 {
-			t.Fatalf("at the clean address: status %d, %d verifier calls; want 200, still one", resp.StatusCode, sv.calls.Load())
+		if resp := send(v, "http://shop.test/"); resp.StatusCode != http.StatusOK || sv.Calls.Load() != 1 {
+			t.Fatalf("at the clean address: status %d, %d verifier calls; want 200, still one", resp.StatusCode, sv.Calls.Load())
 		}
 	})
 	t.Run("in proxy mode a solved visitor's reload of the solution's address reaches the origin without it", func(t *testing.T) {
@@ -298,20 +299,20 @@ func TestForwardAuthAnswers(t *testing.T) {
 		rc := challengedRoom(sv, "infinite_queue", "allow")
 		rc.TotalActiveUsers = 10
 		f := newFixture(t, rc)
-		newVisitor().get(f.srv, "http://shop.test/")
-		f.srv.RefreshAllocations()
+		newVisitor().Get(f.Server, "http://shop.test/")
+		f.Server.RefreshAllocations()
 		v := newVisitor()
-		v.queue(t, f.srv, f.clock, "http://shop.test/")
-		f.clock.Advance(25 * time.Second)
-		if resp := v.get(f.srv, "http://shop.test/?x=1&__waitroom_challenge=human"); outcome(resp) != "queued" || sv.calls.Load() != 1 {
-			t.Fatalf("with a solution: %s, %d verifier calls", outcome(resp), sv.calls.Load())
+		v.Queue(t, f.Server, f.Clock, "http://shop.test/")
+		f.Clock.Advance(25 * time.Second)
+		if resp := v.Get(f.Server, "http://shop.test/?x=1&__waitroom_challenge=human"); outcome(resp) != "queued" || sv.Calls.Load() != 1 {
+			t.Fatalf("with a solution: %s, %d verifier calls", outcome(resp), sv.Calls.Load())
 		}
-		f.clock.Advance(time.Minute)
-		f.srv.RefreshAllocations()
-		if resp := v.get(f.srv, "http://shop.test/?x=1&__waitroom_challenge=human"); resp.Header.Get("X-Origin") != "yes" {
+		f.Clock.Advance(time.Minute)
+		f.Server.RefreshAllocations()
+		if resp := v.Get(f.Server, "http://shop.test/?x=1&__waitroom_challenge=human"); resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("status %d, want proxied", resp.StatusCode)
 		}
-		if uris := f.origin.URIs(); uris[len(uris)-1] != "/?x=1" {
+		if uris := f.Origin.URIs(); uris[len(uris)-1] != "/?x=1" {
 			t.Errorf("the origin saw %q, want /?x=1", uris[len(uris)-1])
 		}
 	})
@@ -322,13 +323,13 @@ func TestForwardAuthAnswers(t *testing.T) {
 		pre := start.Add(-30 * time.Minute)
 		rc.Events = []config.Event{{Name: "launch", PrequeueStartTime: &pre, EventStartTime: start, EventEndTime: start.Add(time.Hour)}}
 		f := newFixtureWith(t, forwardOn, rc)
-		send := askedVia(f.srv.ForwardAuthHandler(), "/auth")
+		send := askedVia(f.Server.ForwardAuthHandler(), "/auth")
 		v := newVisitor()
-		if obj := queueJSON(t, v.queue(t, send2handler(send), f.clock, "http://shop.test/", "Accept", "application/json")); obj["isEventPrequeueing"] != true {
+		if obj := queueJSON(t, v.Queue(t, send2handler(send), f.Clock, "http://shop.test/", "Accept", "application/json")); obj["isEventPrequeueing"] != true {
 			t.Fatalf("before the start: %v, want the pre-queue", obj)
 		}
-		f.clock.Set(start.Add(time.Second))
-		f.srv.RefreshAllocations()
+		f.Clock.Set(start.Add(time.Second))
+		f.Server.RefreshAllocations()
 		if resp := send(v, "http://shop.test/"); resp.StatusCode != http.StatusOK || resp.Header.Get("Refresh") != "" {
 			t.Fatalf("after the start: status %d, Refresh %q; want let through", resp.StatusCode, resp.Header.Get("Refresh"))
 		}
@@ -337,7 +338,7 @@ func TestForwardAuthAnswers(t *testing.T) {
 		rc := fullRoom("shop")
 		rc.Bypass = []config.BypassRule{{CIDR: "127.0.0.0/8"}, {CIDR: "203.0.113.0/24"}}
 		f := newFixtureWith(t, forwardOn, rc)
-		fa := f.srv.ForwardAuthHandler()
+		fa := f.Server.ForwardAuthHandler()
 		ask := func(xff string) int {
 			r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9091/auth", nil)
 			r.RemoteAddr = trustedProxyAddr
@@ -362,7 +363,7 @@ func TestForwardAuthAnswers(t *testing.T) {
 		rc := fullRoom("shop")
 		rc.Suspended = true
 		f := newFixtureWith(t, forwardOn, rc)
-		resp := askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
+		resp := askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/")
 		if resp.StatusCode != http.StatusOK || len(resp.Header.Values("Set-Cookie")) != 0 {
 			t.Fatalf("status %d, cookies %q; want 200 without a cookie", resp.StatusCode, resp.Header.Values("Set-Cookie"))
 		}
@@ -370,15 +371,15 @@ func TestForwardAuthAnswers(t *testing.T) {
 	t.Run("the emergency stop holds an admitted visitor", func(t *testing.T) {
 		rc := room("shop", 10, 10)
 		f := newFixtureWith(t, forwardOn, rc)
-		send := askedVia(f.srv.ForwardAuthHandler(), "/auth")
+		send := askedVia(f.Server.ForwardAuthHandler(), "/auth")
 		v := newVisitor()
 		if outcome(send(v, "http://shop.test/")) != "admitted" {
 			t.Fatal("not admitted")
 		}
-		if resp := adminSend(t, f.admin, http.MethodPost, "/rooms/shop/stop", map[string]string{}); resp.StatusCode != http.StatusOK {
+		if resp := adminSend(t, f.Admin, http.MethodPost, "/rooms/shop/stop", map[string]string{}); resp.StatusCode != http.StatusOK {
 			t.Fatalf("stop: %d", resp.StatusCode)
 		}
-		f.srv.RefreshAllocations()
+		f.Server.RefreshAllocations()
 		if resp := send(v, "http://shop.test/"); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Refresh") == "" {
 			t.Fatalf("status %d, Refresh %q; want the queue page as 429", resp.StatusCode, resp.Header.Get("Refresh"))
 		}
@@ -387,11 +388,11 @@ func TestForwardAuthAnswers(t *testing.T) {
 		rc := room("shop", 10, 10)
 		rc.Host = "shop.test"
 		f := newFixtureWith(t, forwardOn, rc)
-		if resp := askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://other.test/"); resp.StatusCode != http.StatusNotFound {
+		if resp := askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://other.test/"); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("refuse: status %d, want 404", resp.StatusCode)
 		}
 		f = newFixtureWith(t, func(c *config.Config) { forwardOn(c); c.Unrouted = "pass" }, rc)
-		if resp := askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://other.test/"); resp.StatusCode != http.StatusOK {
+		if resp := askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://other.test/"); resp.StatusCode != http.StatusOK {
 			t.Errorf("pass: status %d, want 200", resp.StatusCode)
 		}
 	})
@@ -399,13 +400,13 @@ func TestForwardAuthAnswers(t *testing.T) {
 		rc := fullRoom("shop")
 		rc.Path = "/shop"
 		f := newFixtureWith(t, func(c *config.Config) { forwardOn(c); c.Unrouted = "pass" }, rc)
-		askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/shop")
+		askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/shop")
 		for _, p := range []string{"/sh%6Fp", "//shop/", "/shop;x=1"} {
-			if resp := askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test"+p); outcome(resp) != "queued" {
+			if resp := askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test"+p); outcome(resp) != "queued" {
 				t.Errorf("%s: %s (status %d), want queued", p, outcome(resp), resp.StatusCode)
 			}
 		}
-		if resp := askedVia(f.srv.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/sh%252fop"); resp.StatusCode != http.StatusBadRequest {
+		if resp := askedVia(f.Server.ForwardAuthHandler(), "/auth")(newVisitor(), "http://shop.test/sh%252fop"); resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("double encoding: status %d, want 400", resp.StatusCode)
 		}
 	})
@@ -444,7 +445,7 @@ func TestForwardAuthTrust(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixtureWith(t, func(c *config.Config) { forwardOn(c); c.ForwardAuth.TrustedProxies = tc.trusted }, room("shop", 10, 10))
-			if got := ask(f.srv.ForwardAuthHandler(), tc.from, tc.hdr); got != tc.want {
+			if got := ask(f.Server.ForwardAuthHandler(), tc.from, tc.hdr); got != tc.want {
 				t.Errorf("status %d, want %d", got, tc.want)
 			}
 		})
@@ -511,7 +512,7 @@ func TestForwardAuthConfig(t *testing.T) {
 // the cookie no longer lets the visitor in.
 func TestForwardAuthRevoke(t *testing.T) {
 	revoke := func(fa http.Handler, v *visitor, query string) (*http.Response, map[string][]string) {
-		r := v.req(http.MethodPost, "http://127.0.0.1:9091/revoke"+query)
+		r := v.Req(http.MethodPost, "http://127.0.0.1:9091/revoke"+query)
 		r.RemoteAddr = trustedProxyAddr
 		rec := httptest.NewRecorder()
 		fa.ServeHTTP(rec, r)
@@ -523,13 +524,13 @@ func TestForwardAuthRevoke(t *testing.T) {
 		rc := room("shop", 1, 1)
 		rc.EnabledOriginCommands = []string{"revoke"}
 		f := newFixtureWith(t, forwardOn, rc)
-		fa := f.srv.ForwardAuthHandler()
+		fa := f.Server.ForwardAuthHandler()
 		send := askedVia(fa, "/auth")
 		v := newVisitor()
 		if outcome(send(v, "http://shop.test/")) != "admitted" {
 			t.Fatal("first visitor not admitted")
 		}
-		old := *v.cookies[cookieName]
+		old := *v.Cookies[cookieName]
 		if outcome(send(newVisitor(), "http://shop.test/")) != "queued" {
 			t.Fatal("the room is not full")
 		}
@@ -540,32 +541,32 @@ func TestForwardAuthRevoke(t *testing.T) {
 		if line := setCookie(resp, cookieName); maxAge(t, line) != 0 {
 			t.Errorf("the answer does not clear the cookie: %q", line)
 		}
-		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedTotalActiveUsers != 0 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.EstimatedTotalActiveUsers != 0 {
 			t.Errorf("%d active after the revoke, want 0", rs.EstimatedTotalActiveUsers)
 		}
-		f.clock.Advance(time.Minute) // the minute's one new user came and went
-		f.srv.RefreshAllocations()
+		f.Clock.Advance(time.Minute) // the minute's one new user came and went
+		f.Server.RefreshAllocations()
 		replay := newVisitor()
-		replay.cookies[cookieName] = &old
-		if outcome(send(replay, "http://shop.test/")) != "admitted" || replay.cookies[cookieName].Value == old.Value {
+		replay.Cookies[cookieName] = &old
+		if outcome(send(replay, "http://shop.test/")) != "admitted" || replay.Cookies[cookieName].Value == old.Value {
 			t.Error("the revoked cookie was not a new visitor's")
 		}
 		// The origin sends the old cookie again: its slot was freed once
 		// already, and nothing more is taken off.
 		revoke(fa, v, "")
-		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedTotalActiveUsers != 1 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.EstimatedTotalActiveUsers != 1 {
 			t.Errorf("%d active after a second revoke of one session, want 1 (the replay's)", rs.EstimatedTotalActiveUsers)
 		}
 	})
 	t.Run("a room without revoke among its origin commands revokes nothing", func(t *testing.T) {
 		f := newFixtureWith(t, forwardOn, room("shop", 1, 1))
-		fa := f.srv.ForwardAuthHandler()
+		fa := f.Server.ForwardAuthHandler()
 		v := newVisitor()
 		askedVia(fa, "/auth")(v, "http://shop.test/")
 		if _, res := revoke(fa, v, ""); len(res["revoked"]) != 0 || len(res["not_enabled"]) != 1 {
 			t.Fatalf("revoke answered %v", res)
 		}
-		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedTotalActiveUsers != 1 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.EstimatedTotalActiveUsers != 1 {
 			t.Errorf("%d active, want 1", rs.EstimatedTotalActiveUsers)
 		}
 	})
@@ -574,7 +575,7 @@ func TestForwardAuthRevoke(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9091/revoke", nil)
 		r.RemoteAddr = trustedProxyAddr
 		rec := httptest.NewRecorder()
-		f.srv.ForwardAuthHandler().ServeHTTP(rec, r)
+		f.Server.ForwardAuthHandler().ServeHTTP(rec, r)
 		if rec.Code != http.StatusMethodNotAllowed {
 			t.Errorf("status %d, want 405", rec.Code)
 		}
@@ -592,7 +593,7 @@ func FuzzForwardAuthRequest(f *testing.F) {
 	f.Add("GET", "[::1]:80", "//x/../%2e%2e/%252f", "/auth", "__waitroom=")
 	f.Add("G ET", "shop.test, other.test", "http://evil.test/", "/auth", "")
 	fx := newFixtureWith(f, forwardOn, room("shop", 1, 1))
-	fa := fx.srv.ForwardAuthHandler()
+	fa := fx.Server.ForwardAuthHandler()
 	f.Fuzz(func(t *testing.T, method, host, uri, path, cookie string) {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \t\r\n#") {
 			return // not a request line a server would read

@@ -54,28 +54,28 @@ func runGhosts(t *testing.T, flood bool) ghostRun {
 			run.full++
 		}
 		if resp.Header.Get("X-Origin") == "yes" {
-			v.admitted = f.clock.Now()
+			v.admitted = f.Clock.Now()
 			return
 		}
 		n, err := refreshSeconds(resp)
 		if err != nil {
 			t.Fatalf("a real visitor got neither the origin nor a page that refreshes: %d %v", resp.StatusCode, err)
 		}
-		v.next, v.url = f.clock.Now().Add(time.Duration(n)*time.Second), refreshTarget(t, resp)
+		v.next, v.url = f.Clock.Now().Add(time.Duration(n)*time.Second), refreshTarget(t, resp)
 	}
 	arrive := func() {
-		v := &ghostVisitor{visitor: newVisitor(), arrived: f.clock.Now()}
+		v := &ghostVisitor{visitor: newVisitor(), arrived: f.Clock.Now()}
 		real = append(real, v)
-		look(v, v.get(f.srv, "http://shop.test/"))
+		look(v, v.Get(f.Server, "http://shop.test/"))
 	}
 	// Half the real visitors arrive before the flood, the others one a
 	// second from its start.
 	for range ghostReal / 2 {
 		arrive()
 	}
-	start := f.clock.Now()
+	start := f.Clock.Now()
 	for s := 0; s < 10*60; s++ {
-		now := f.clock.Now()
+		now := f.Clock.Now()
 		// One more real visitor a second, in the middle of the second's
 		// share of the flood, the same with the flood or without.
 		per := 0
@@ -89,19 +89,19 @@ func runGhosts(t *testing.T, flood bool) ghostRun {
 			if i == per {
 				break
 			}
-			resp := newVisitor().get(f.srv, "http://shop.test/")
+			resp := newVisitor().Get(f.Server, "http://shop.test/")
 			if strings.Contains(body(t, resp), "The line is full") {
 				run.ghostFull++
 			}
 		}
 		for _, v := range real {
 			if v.admitted.IsZero() && !now.Before(v.next) {
-				look(v, v.get(f.srv, v.url))
+				look(v, v.Get(f.Server, v.url))
 			}
 		}
-		f.srv.RefreshAllocations()
+		f.Server.RefreshAllocations()
 		if now.Sub(start) < ghostFloodSecs*time.Second+time.Second {
-			run.maxWaiting = max(run.maxWaiting, roomStatus(t, f.admin, "shop").EstimatedQueuedUsers)
+			run.maxWaiting = max(run.maxWaiting, roomStatus(t, f.Admin, "shop").EstimatedQueuedUsers)
 		}
 		done := len(real) == ghostReal
 		for _, v := range real {
@@ -110,7 +110,7 @@ func runGhosts(t *testing.T, flood bool) ghostRun {
 		if done {
 			break
 		}
-		f.clock.Advance(time.Second)
+		f.Clock.Advance(time.Second)
 	}
 	for i, v := range real {
 		if v.admitted.IsZero() {

@@ -30,12 +30,12 @@ type holding struct {
 	held  bool      // a place is taken
 }
 
-// from is when the request was first held, or now if it was not.
-func (h *holding) from(rq *request) time.Time {
+// first is when the request was first held; zero if it was not.
+func (h *holding) first() time.Time {
 	if h.held {
 		return h.since
 	}
-	return rq.now
+	return time.Time{}
 }
 
 // ok reports whether the request may be held (again): a place is free or

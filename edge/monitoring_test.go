@@ -31,7 +31,7 @@ var prometheusOwn = map[string]bool{"up": true}
 func TestMonitoringNamesOnlyMetricsTheNodeExports(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 1, clusterOpts{})
-	have := c.nodes[0].srv.MetricNames()
+	have := c.Nodes[0].Server.MetricNames()
 	if !slices.Contains(have, "waitroom_room_active_users") {
 		t.Fatalf("the registry describes %v: the room metrics are missing, so the check below would mean nothing", have)
 	}

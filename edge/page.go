@@ -203,10 +203,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 	switch ans {
 	case answerAgain:
 		// Tell an early visitor when its next check-in will count.
-		refresh = int(tok.LastCheckIn + int64(tok.RefreshInterval) - now.Unix())
-		if refresh < 1 {
-			refresh = 1
-		}
+		refresh = int(policy.NextCheckIn(countingOf(tok), now.Unix()))
 	case answerNoCookie:
 		// Nothing refreshes this answer; a page or app that waits this
 		// long before trying again anyway does not hammer the node.
@@ -244,7 +241,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 		// solved; a bot in the infinite queue keeps getting it, as an
 		// unsolved visitor would. A client that keeps no cookie could not
 		// keep a solution either.
-		v.Turnstile = rm.challenge.widget
+		v.Turnstile = rm.challenge.Widget
 	}
 	if e := vw.event; e != nil {
 		v.IsEventActive = vw.phase == config.EventActive

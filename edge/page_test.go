@@ -36,7 +36,7 @@ func TestDefaultPageLanguage(t *testing.T) {
 			rc.DefaultTemplateLanguage = tt.setting
 			f := newFixture(t, rc)
 			admitFirst(t, f, "http://shop.test/")
-			page := body(t, newVisitor().get(f.srv, "http://shop.test/", "Accept-Language", tt.accept))
+			page := body(t, newVisitor().Get(f.Server, "http://shop.test/", "Accept-Language", tt.accept))
 			for _, s := range tt.want {
 				if !strings.Contains(page, s) {
 					t.Errorf("page lacks %q:\n%s", s, page)
@@ -53,13 +53,13 @@ func TestCloudflareVariablesAndJSONFields(t *testing.T) {
 	rc.CustomPageHTML = allVars + "\nwaitTimeHours={{waitTimeHours}}\nwaitTimeHourMinutes={{waitTimeHourMinutes}}\nisPassthroughQueue={{isPassthroughQueue}}\nisRejectQueue={{isRejectQueue}}\nmessage={{message}}\nisClosed={{isClosed}}\npositionKnown={{positionKnown}}\n"
 	f := newFixture(t, rc)
 	admitFirst(t, f, "http://shop.test/")
-	vars := parseVars(t, body(t, newVisitor().get(f.srv, "http://shop.test/")))
+	vars := parseVars(t, body(t, newVisitor().Get(f.Server, "http://shop.test/")))
 	for k, want := range map[string]string{"waitTimeHours": "0", "waitTimeHourMinutes": "1", "isPassthroughQueue": "false", "isRejectQueue": "false", "message": "Batch two at 8 pm", "isClosed": "false"} {
 		if vars[k] != want {
 			t.Errorf("template variable %s = %q, want %q", k, vars[k], want)
 		}
 	}
-	obj := queueJSON(t, newVisitor().get(f.srv, "http://shop.test/", "Accept", "application/json"))
+	obj := queueJSON(t, newVisitor().Get(f.Server, "http://shop.test/", "Accept", "application/json"))
 	types := map[string]string{
 		"inWaitingRoom": "bool", "waitTimeKnown": "bool", "waitTime": "number", "waitTime25Percentile": "number",
 		"waitTime50Percentile": "number", "waitTime75Percentile": "number", "waitTimeFormatted": "string",
@@ -104,11 +104,11 @@ func TestOperatorMessage(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			if resp := adminSend(t, f.admin, st.method, "/rooms/shop/message", st.body); resp.StatusCode != http.StatusOK {
+			if resp := adminSend(t, f.Admin, st.method, "/rooms/shop/message", st.body); resp.StatusCode != http.StatusOK {
 				t.Fatalf("admin: %d %s", resp.StatusCode, body(t, resp))
 			}
 			settle(t, f)
-			page := body(t, newVisitor().get(f.srv, "http://shop.test/"))
+			page := body(t, newVisitor().Get(f.Server, "http://shop.test/"))
 			if st.want != "" && !strings.Contains(page, st.want) {
 				t.Errorf("page lacks %q:\n%s", st.want, page)
 			}
@@ -118,7 +118,7 @@ func TestOperatorMessage(t *testing.T) {
 		})
 	}
 	t.Run("a message longer than the limit is refused, naming the field", func(t *testing.T) {
-		resp := adminSend(t, f.admin, http.MethodPost, "/rooms/shop/message", map[string]string{"message": strings.Repeat("x", config.MaxMessage+1)})
+		resp := adminSend(t, f.Admin, http.MethodPost, "/rooms/shop/message", map[string]string{"message": strings.Repeat("x", config.MaxMessage+1)})
 		if b := body(t, resp); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, "message") {
 			t.Errorf("got %d %s, want 422 naming message", resp.StatusCode, b)
 		}
@@ -132,43 +132,43 @@ func TestClosedRoom(t *testing.T) {
 	f := newFixture(t, rc)
 	admitted := admitFirst(t, f, "http://shop.test/")
 
-	if resp := adminSend(t, f.admin, http.MethodPost, "/rooms/shop/close", nil); resp.StatusCode != http.StatusOK {
+	if resp := adminSend(t, f.Admin, http.MethodPost, "/rooms/shop/close", nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("close: %d %s", resp.StatusCode, body(t, resp))
 	}
 	settle(t, f)
-	hits := f.origin.Hits()
+	hits := f.Origin.Hits()
 	newcomer := newVisitor()
 	t.Run("a newcomer gets the closed page in its language, with a place kept", func(t *testing.T) {
-		resp := newcomer.queue(t, f.srv, f.clock, "http://shop.test/", "Accept-Language", "de-DE")
+		resp := newcomer.Queue(t, f.Server, f.Clock, "http://shop.test/", "Accept-Language", "de-DE")
 		page := body(t, resp)
 		if !strings.Contains(page, "Der Warteraum ist geschlossen") || resp.Header.Get("Refresh") == "" {
 			t.Errorf("want the refreshing closed page in German:\n%s", page)
 		}
-		if f.origin.Hits() != hits {
+		if f.Origin.Hits() != hits {
 			t.Error("a newcomer reached the origin of a closed room with room to spare")
 		}
 	})
 	t.Run("the JSON answer says the room is closed", func(t *testing.T) {
-		obj := queueJSON(t, newVisitor().get(f.srv, "http://shop.test/", "Accept", "application/json"))
+		obj := queueJSON(t, newVisitor().Get(f.Server, "http://shop.test/", "Accept", "application/json"))
 		if obj["isClosed"] != true {
 			t.Errorf("isClosed = %v, want true", obj["isClosed"])
 		}
 	})
 	t.Run("an admitted visitor finishes the session", func(t *testing.T) {
-		if resp := admitted.get(f.srv, "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
+		if resp := admitted.Get(f.Server, "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
 			t.Errorf("admitted visitor held by a closed room: %d", resp.StatusCode)
 		}
 	})
 	t.Run("reopening lets the waiting visitor in with its place", func(t *testing.T) {
-		if resp := adminSend(t, f.admin, http.MethodPost, "/rooms/shop/open", nil); resp.StatusCode != http.StatusOK {
+		if resp := adminSend(t, f.Admin, http.MethodPost, "/rooms/shop/open", nil); resp.StatusCode != http.StatusOK {
 			t.Fatalf("open: %d %s", resp.StatusCode, body(t, resp))
 		}
 		// Its next check-ins (every refresh interval, at most 23 s) take
 		// it in as soon as the minute's budget releases the free slot.
 		for i := 0; ; i++ {
-			f.clock.Advance(25 * time.Second)
+			f.Clock.Advance(25 * time.Second)
 			settle(t, f)
-			resp := newcomer.get(f.srv, "http://shop.test/")
+			resp := newcomer.Get(f.Server, "http://shop.test/")
 			if resp.Header.Get("X-Origin") == "yes" {
 				break
 			}
@@ -223,7 +223,7 @@ func TestMessageAndClosureReachEveryNode(t *testing.T) {
 		}
 	}
 	took := testkit.Eventually(t, testkit.Wait{What: "closed page with the message at node c", Timeout: 2 * time.Second}, func() bool {
-		page := body(t, newVisitor().get(r.nodes[2], "http://shop.test/"))
+		page := body(t, newVisitor().Get(r.nodes[2], "http://shop.test/"))
 		return strings.Contains(page, "Sold out at 7") && strings.Contains(page, "The waiting room is closed")
 	})
 	t.Logf("message and closure set on node a shown at node c after %s", took)
@@ -235,8 +235,8 @@ func TestReopeningKeepsTheQueuesOrder(t *testing.T) {
 	f := newFixture(t, rc)
 	admitFirst(t, f, "http://shop.test/")
 	early := newVisitor()
-	early.queue(t, f.srv, f.clock, "http://shop.test/")
-	if resp := adminSend(t, f.admin, http.MethodPost, "/rooms/shop/close", nil); resp.StatusCode != http.StatusOK {
+	early.Queue(t, f.Server, f.Clock, "http://shop.test/")
+	if resp := adminSend(t, f.Admin, http.MethodPost, "/rooms/shop/close", nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("close: %d %s", resp.StatusCode, body(t, resp))
 	}
 	settle(t, f)
@@ -244,19 +244,19 @@ func TestReopeningKeepsTheQueuesOrder(t *testing.T) {
 	// checking in, and a late one arrives while the room is closed.
 	late := newVisitor()
 	for i := 0; i < 4; i++ {
-		f.clock.Advance(20 * time.Second)
+		f.Clock.Advance(20 * time.Second)
 		settle(t, f)
-		early.get(f.srv, "http://shop.test/")
+		early.Get(f.Server, "http://shop.test/")
 		if i == 2 {
-			late.queue(t, f.srv, f.clock, "http://shop.test/")
+			late.Queue(t, f.Server, f.Clock, "http://shop.test/")
 		}
 	}
-	if resp := adminSend(t, f.admin, http.MethodPost, "/rooms/shop/open", nil); resp.StatusCode != http.StatusOK {
+	if resp := adminSend(t, f.Admin, http.MethodPost, "/rooms/shop/open", nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("open: %d %s", resp.StatusCode, body(t, resp))
 	}
 	settle(t, f)
-	e := queueJSON(t, early.get(f.srv, "http://shop.test/", "Accept", "application/json"))
-	l := queueJSON(t, late.get(f.srv, "http://shop.test/", "Accept", "application/json"))
+	e := queueJSON(t, early.Get(f.Server, "http://shop.test/", "Accept", "application/json"))
+	l := queueJSON(t, late.Get(f.Server, "http://shop.test/", "Accept", "application/json"))
 	if e["isClosed"] != false || l["isClosed"] != false {
 		t.Fatalf("still closed after reopening: %v %v", e["isClosed"], l["isClosed"])
 	}
@@ -278,7 +278,7 @@ func TestClosedRoomWithACustomPage(t *testing.T) {
 			rc.CustomPageHTML = tt.page
 			rc.Closed = true
 			f := newFixture(t, rc)
-			if page := body(t, newVisitor().get(f.srv, "http://shop.test/")); !strings.Contains(page, tt.want) {
+			if page := body(t, newVisitor().Get(f.Server, "http://shop.test/")); !strings.Contains(page, tt.want) {
 				t.Errorf("page lacks %q:\n%s", tt.want, page)
 			}
 		})

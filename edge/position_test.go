@@ -22,21 +22,21 @@ func TestPositionInLine(t *testing.T) {
 			rc.QueueingMethod = tt.method
 			rc.JSONResponseEnabled = true
 			f := newFixture(t, rc)
-			newVisitor().get(f.srv, "http://app.test/") // admitted under FIFO
+			newVisitor().Get(f.Server, "http://app.test/") // admitted under FIFO
 			settle(t, f)
 			// Three visitors come twenty seconds apart, one in each arrival
 			// slot of the minute, and the last two seconds after the third.
 			for i := range 3 {
 				if i > 0 {
-					f.clock.Advance(18 * time.Second)
+					f.Clock.Advance(18 * time.Second)
 				}
-				newVisitor().queue(t, f.srv, f.clock, "http://app.test/")
+				newVisitor().Queue(t, f.Server, f.Clock, "http://app.test/")
 			}
 			last := newVisitor()
-			last.queue(t, f.srv, f.clock, "http://app.test/")
+			last.Queue(t, f.Server, f.Clock, "http://app.test/")
 			settle(t, f)
-			f.clock.Advance(time.Minute)
-			obj := queueJSON(t, last.get(f.srv, "http://app.test/api", "Accept", "application/json"))
+			f.Clock.Advance(time.Minute)
+			obj := queueJSON(t, last.Get(f.Server, "http://app.test/api", "Accept", "application/json"))
 			known, pos := obj["positionKnown"], fmt.Sprint(obj["position"])
 			switch {
 			case tt.want == "" && (known != false || pos != "0"):
@@ -44,7 +44,7 @@ func TestPositionInLine(t *testing.T) {
 			case tt.want != "" && (known != true || pos != tt.want):
 				t.Errorf("positionKnown %v, position %s; want true and %s", known, pos, tt.want)
 			}
-			page := body(t, last.get(f.srv, "http://app.test/"))
+			page := body(t, last.Get(f.Server, "http://app.test/"))
 			line := "About " + tt.want + " people are ahead of you."
 			if tt.want != "" && !strings.Contains(page, line) {
 				t.Errorf("the default page lacks %q", line)
@@ -60,7 +60,7 @@ func TestANewVisitorsFirstAnswerClaimsNoPlaceUntilItsCookieIsBack(t *testing.T) 
 	rc := fullRoom("app")
 	rc.JSONResponseEnabled = true
 	f := newFixture(t, rc)
-	newVisitor().get(f.srv, "http://app.test/") // admitted
+	newVisitor().Get(f.Server, "http://app.test/") // admitted
 	settle(t, f)
 	// Three visitors queue in the minute's first arrival slot; a fourth
 	// comes in the next one. The ring counts a visitor in the line only
@@ -68,12 +68,12 @@ func TestANewVisitorsFirstAnswerClaimsNoPlaceUntilItsCookieIsBack(t *testing.T) 
 	// counted when a first answer is written: a place there would be
 	// short by all of them.
 	for range 3 {
-		newVisitor().queue(t, f.srv, f.clock, "http://app.test/")
+		newVisitor().Queue(t, f.Server, f.Clock, "http://app.test/")
 	}
-	f.clock.Advance(20 * time.Second)
+	f.Clock.Advance(20 * time.Second)
 	settle(t, f)
 	last := newVisitor()
-	first := last.get(f.srv, "http://app.test/api", "Accept", "application/json")
+	first := last.Get(f.Server, "http://app.test/api", "Accept", "application/json")
 	obj := queueJSON(t, first)
 	if obj["positionKnown"] != false || fmt.Sprint(obj["position"]) != "0" {
 		t.Errorf("first answer: positionKnown %v, position %v; want false and 0", obj["positionKnown"], obj["position"])
@@ -81,7 +81,7 @@ func TestANewVisitorsFirstAnswerClaimsNoPlaceUntilItsCookieIsBack(t *testing.T) 
 	if obj["waitTimeKnown"] != true {
 		t.Errorf("first answer: waitTimeKnown %v; want the wait shown", obj["waitTimeKnown"])
 	}
-	proved := queueJSON(t, last.prove(t, f.srv, f.clock, first, "Accept", "application/json"))
+	proved := queueJSON(t, last.Prove(t, f.Server, f.Clock, first, "Accept", "application/json"))
 	if proved["positionKnown"] != true || fmt.Sprint(proved["position"]) != "3" {
 		t.Errorf("answer after the proof: positionKnown %v, position %v; want true and the 3 ahead", proved["positionKnown"], proved["position"])
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
@@ -76,48 +76,48 @@ func TestPriorityCodes(t *testing.T) {
 		admitFirst(t, f, "http://shop.test/")
 		admitFirst(t, f, "http://shop.test/")
 		for range 3 {
-			newVisitor().queue(t, f.srv, f.clock, "http://shop.test/")
+			newVisitor().Queue(t, f.Server, f.Clock, "http://shop.test/")
 		}
-		code := mintCodes(t, f.admin, "shop", 1, 1)[0]
-		f.clock.Advance(time.Minute)
+		code := mintCodes(t, f.Admin, "shop", 1, 1)[0]
+		f.Clock.Advance(time.Minute)
 		settle(t, f)
 
-		if resp := newVisitor().get(f.srv, "http://shop.test/"); resp.Header.Get("X-Origin") == "yes" {
+		if resp := newVisitor().Get(f.Server, "http://shop.test/"); resp.Header.Get("X-Origin") == "yes" {
 			t.Fatal("a new visitor without a code went in past three waiting")
 		}
 		holder := newVisitor()
-		resp := holder.get(f.srv, withCode("http://shop.test/tickets", code))
+		resp := holder.Get(f.Server, withCode("http://shop.test/tickets", code))
 		if resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("the code holder got %d, want the origin ahead of the line", resp.StatusCode)
 		}
-		uris := f.origin.URIs()
+		uris := f.Origin.URIs()
 		if last := uris[len(uris)-1]; strings.Contains(last, "__waitroom_code") || last != "/tickets" {
 			t.Fatalf("the origin saw %q, want /tickets without the code", last)
 		}
-		if got := codeMetric(t, f.admin, "shop", "accepted"); got != 1 {
+		if got := codeMetric(t, f.Admin, "shop", "accepted"); got != 1 {
 			t.Fatalf("accepted codes %v, want 1", got)
 		}
-		if got := metric(t, f.admin, `waitroom_priority_admissions_total{group="vip",room="shop",way="ahead"}`); got != 1 {
+		if got := metric(t, f.Admin, `waitroom_priority_admissions_total{group="vip",room="shop",way="ahead"}`); got != 1 {
 			t.Fatalf("vip admissions ahead of the line %v, want 1", got)
 		}
-		var an edge.Analytics
-		if err := json.NewDecoder(adminGet(t, f.admin, "/rooms/shop/analytics?minutes=5").Body).Decode(&an); err != nil {
+		var an api.Analytics
+		if err := json.NewDecoder(adminGet(t, f.Admin, "/rooms/shop/analytics?minutes=5").Body).Decode(&an); err != nil {
 			t.Fatal(err)
 		}
 		if g := an.PriorityGroups["vip"]; g.Admitted != 1 || g.CodeUses != 1 {
 			t.Fatalf("analytics of group vip %+v, want 1 admitted and 1 code use", g)
 		}
-		if g := roomStatus(t, f.admin, "shop").Last10Minutes.PriorityGroups["vip"]; g.Admitted != 1 || g.CodeUses != 1 {
+		if g := roomStatus(t, f.Admin, "shop").Last10Minutes.PriorityGroups["vip"]; g.Admitted != 1 || g.CodeUses != 1 {
 			t.Fatalf("state of group vip %+v, want 1 admitted and 1 code use", g)
 		}
 		// The holder's next request is a session like any other's.
-		if resp := holder.get(f.srv, "http://shop.test/tickets"); resp.Header.Get("X-Origin") != "yes" {
+		if resp := holder.Get(f.Server, "http://shop.test/tickets"); resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("the holder's next request got %d, want the origin", resp.StatusCode)
 		}
-		if resp := newVisitor().get(f.srv, withCode("http://shop.test/", code)); resp.Header.Get("X-Origin") == "yes" {
+		if resp := newVisitor().Get(f.Server, withCode("http://shop.test/", code)); resp.Header.Get("X-Origin") == "yes" {
 			t.Fatal("a second visitor went in on a single-use code")
 		}
-		if got := codeMetric(t, f.admin, "shop", "used"); got != 1 {
+		if got := codeMetric(t, f.Admin, "shop", "used"); got != 1 {
 			t.Fatalf("used codes %v, want 1", got)
 		}
 	})
@@ -125,9 +125,9 @@ func TestPriorityCodes(t *testing.T) {
 	t.Run("a code holder never pushes the room past its limits", func(t *testing.T) {
 		f := newFixture(t, priorityRoom("shop", 100, 1))
 		admitFirst(t, f, "http://shop.test/")
-		codes := mintCodes(t, f.admin, "shop", 3, 1)
+		codes := mintCodes(t, f.Admin, "shop", 3, 1)
 		for i, c := range codes {
-			if resp := newVisitor().get(f.srv, withCode("http://shop.test/", c)); resp.Header.Get("X-Origin") == "yes" {
+			if resp := newVisitor().Get(f.Server, withCode("http://shop.test/", c)); resp.Header.Get("X-Origin") == "yes" {
 				t.Fatalf("code holder %d went in past new_users_per_minute 1", i)
 			}
 		}
@@ -139,40 +139,40 @@ func TestPriorityCodes(t *testing.T) {
 		f := newFixture(t, rc)
 		admitFirst(t, f, "http://shop.test/")
 		admitFirst(t, f, "http://shop.test/")
-		newVisitor().queue(t, f.srv, f.clock, "http://shop.test/")
-		codes := mintCodes(t, f.admin, "shop", 2, 1)
-		f.clock.Advance(time.Minute)
+		newVisitor().Queue(t, f.Server, f.Clock, "http://shop.test/")
+		codes := mintCodes(t, f.Admin, "shop", 2, 1)
+		f.Clock.Advance(time.Minute)
 		settle(t, f)
-		if resp := newVisitor().get(f.srv, withCode("http://shop.test/", codes[0])); resp.Header.Get("X-Origin") != "yes" {
+		if resp := newVisitor().Get(f.Server, withCode("http://shop.test/", codes[0])); resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("the first holder of the minute got %d, want the origin", resp.StatusCode)
 		}
-		if resp := newVisitor().get(f.srv, withCode("http://shop.test/", codes[1])); resp.Header.Get("X-Origin") == "yes" {
+		if resp := newVisitor().Get(f.Server, withCode("http://shop.test/", codes[1])); resp.Header.Get("X-Origin") == "yes" {
 			t.Fatal("a second holder went in ahead of the line past the group's cap of 1 a minute")
 		}
 	})
 
 	t.Run("a multi-use code admits as many visitors as it has uses", func(t *testing.T) {
 		f := newFixture(t, priorityRoom("shop", 100, 50))
-		code := mintCodes(t, f.admin, "shop", 1, 3)[0]
+		code := mintCodes(t, f.Admin, "shop", 1, 3)[0]
 		in := 0
 		for range 5 {
-			if resp := newVisitor().get(f.srv, withCode("http://shop.test/", code)); resp.Header.Get("X-Origin") == "yes" {
+			if resp := newVisitor().Get(f.Server, withCode("http://shop.test/", code)); resp.Header.Get("X-Origin") == "yes" {
 				in++
 			}
 		}
-		if accepted := codeMetric(t, f.admin, "shop", "accepted"); accepted != 3 || in != 5 {
+		if accepted := codeMetric(t, f.Admin, "shop", "accepted"); accepted != 3 || in != 5 {
 			t.Fatalf("%v uses accepted and %d visitors in, want 3 uses (and all 5 in: the room has room)", accepted, in)
 		}
 	})
 
 	t.Run("a revoked code is refused", func(t *testing.T) {
 		f := newFixture(t, priorityRoom("shop", 100, 50))
-		code := mintCodes(t, f.admin, "shop", 1, 5)[0]
-		if resp := adminPost(t, f.admin, "/rooms/shop/codes/revoke", map[string]any{"codes": []string{code}}); resp.StatusCode != http.StatusOK {
+		code := mintCodes(t, f.Admin, "shop", 1, 5)[0]
+		if resp := adminPost(t, f.Admin, "/rooms/shop/codes/revoke", map[string]any{"codes": []string{code}}); resp.StatusCode != http.StatusOK {
 			t.Fatalf("revoke: %d %s", resp.StatusCode, body(t, resp))
 		}
-		newVisitor().get(f.srv, withCode("http://shop.test/", code))
-		if got := codeMetric(t, f.admin, "shop", "revoked"); got != 1 {
+		newVisitor().Get(f.Server, withCode("http://shop.test/", code))
+		if got := codeMetric(t, f.Admin, "shop", "revoked"); got != 1 {
 			t.Fatalf("revoked refusals %v, want 1", got)
 		}
 	})
@@ -186,11 +186,11 @@ func TestPriorityCodes(t *testing.T) {
 		f := newFixture(t, rc, plain)
 		admitFirst(t, f, "http://shop.test/")
 		admitFirst(t, f, "http://plain.test/")
-		page := body(t, newVisitor().get(f.srv, withCode("http://shop.test/", "not-a-code")))
+		page := body(t, newVisitor().Get(f.Server, withCode("http://shop.test/", "not-a-code")))
 		if !strings.Contains(page, `<input name="__waitroom_code">This code is not valid for this waiting room.`) {
 			t.Fatalf("custom page %q lacks the code field with the failure", page)
 		}
-		page = body(t, newVisitor().get(f.srv, "http://plain.test/"))
+		page = body(t, newVisitor().Get(f.Server, "http://plain.test/"))
 		if !strings.Contains(page, `name="__waitroom_code"`) || strings.Contains(page, "not valid") {
 			t.Fatalf("default page %q: want the code field and no failure", page)
 		}
@@ -200,25 +200,25 @@ func TestPriorityCodes(t *testing.T) {
 		rc := priorityRoom("shop", 100, 50)
 		rc.InviteOnly = true
 		f := newFixture(t, rc)
-		resp := newVisitor().get(f.srv, "http://shop.test/")
+		resp := newVisitor().Get(f.Server, "http://shop.test/")
 		if page := body(t, resp); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "invitation only") || !strings.Contains(page, `name="__waitroom_code"`) {
 			t.Fatalf("a visitor without a code got %d %q, want 403 with the code form", resp.StatusCode, page)
 		}
-		code := mintCodes(t, f.admin, "shop", 1, 1)[0]
-		if resp := newVisitor().get(f.srv, withCode("http://shop.test/", code)); resp.Header.Get("X-Origin") != "yes" {
+		code := mintCodes(t, f.Admin, "shop", 1, 1)[0]
+		if resp := newVisitor().Get(f.Server, withCode("http://shop.test/", code)); resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("a code holder got %d, want the origin", resp.StatusCode)
 		}
 		forged := code[:len(code)-1] + map[bool]string{true: "b", false: "a"}[strings.HasSuffix(code, "a")]
 		for i := range 5 {
-			resp := newVisitor().get(f.srv, withCode("http://shop.test/", forged))
+			resp := newVisitor().Get(f.Server, withCode("http://shop.test/", forged))
 			if page := body(t, resp); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "not valid") {
 				t.Fatalf("forged code %d: %d %q, want 403 saying it is not valid", i, resp.StatusCode, page)
 			}
 		}
-		if resp := newVisitor().get(f.srv, withCode("http://shop.test/", forged)); resp.StatusCode != http.StatusTooManyRequests {
+		if resp := newVisitor().Get(f.Server, withCode("http://shop.test/", forged)); resp.StatusCode != http.StatusTooManyRequests {
 			t.Fatalf("the sixth forged code got %d, want 429", resp.StatusCode)
 		}
-		if inv, slow := codeMetric(t, f.admin, "shop", "invalid"), codeMetric(t, f.admin, "shop", "slowed"); inv != 5 || slow != 1 {
+		if inv, slow := codeMetric(t, f.Admin, "shop", "invalid"), codeMetric(t, f.Admin, "shop", "slowed"); inv != 5 || slow != 1 {
 			t.Fatalf("invalid %v, slowed %v; want 5 and 1", inv, slow)
 		}
 	})
@@ -228,11 +228,11 @@ func TestPriorityCodes(t *testing.T) {
 		rc.InviteOnly = true
 		rc.DefaultTemplateLanguage = "auto"
 		f := newFixture(t, rc)
-		resp := newVisitor().get(f.srv, "http://shop.test/", "Accept-Language", "ja-JP,ja;q=0.9")
+		resp := newVisitor().Get(f.Server, "http://shop.test/", "Accept-Language", "ja-JP,ja;q=0.9")
 		if page := body(t, resp); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "この待合室は招待制です") || !strings.Contains(page, `lang="ja-JP"`) {
 			t.Fatalf("a Japanese visitor without a code got %d %q, want the invitation page in Japanese", resp.StatusCode, page)
 		}
-		resp = newVisitor().get(f.srv, withCode("http://shop.test/", "not-a-code"), "Accept-Language", "ar")
+		resp = newVisitor().Get(f.Server, withCode("http://shop.test/", "not-a-code"), "Accept-Language", "ar")
 		if page := body(t, resp); !strings.Contains(page, "هذا الرمز غير صالح") || !strings.Contains(page, `dir="rtl"`) {
 			t.Fatalf("an Arabic visitor with a bad code got %q, want the refusal in Arabic, right to left", page)
 		}
@@ -246,24 +246,24 @@ func TestPriorityCodes(t *testing.T) {
 // delay admit at most k); once the mark has spread, no node accepts it
 // again.
 func TestSingleUseCodeAtThreeNodesAtOnce(t *testing.T) {
-	c := newCluster(t, 3, clusterOpts{rooms: []config.Room{priorityRoom("shop", 1000, 1000)}})
-	codes := mintCodes(t, c.nodes[0].admin, "shop", 2, 1)
+	c := newCluster(t, 3, clusterOpts{Rooms: []config.Room{priorityRoom("shop", 1000, 1000)}})
+	codes := mintCodes(t, c.Nodes[0].Admin, "shop", 2, 1)
 
 	accepted := func() float64 {
 		var n float64
-		for _, nd := range c.nodes {
-			n += codeMetric(t, nd.admin, "shop", "accepted")
+		for _, nd := range c.Nodes {
+			n += codeMetric(t, nd.Admin, "shop", "accepted")
 		}
 		return n
 	}
 	t.Run("three nodes at once accept it at most once each", func(t *testing.T) {
 		var wg sync.WaitGroup
-		for _, nd := range c.nodes {
+		for _, nd := range c.Nodes {
 			for range 2 { // two visitors at each node
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					newVisitor().get(nd.srv, withCode("http://shop.test/", codes[0]))
+					newVisitor().Get(nd.Server, withCode("http://shop.test/", codes[0]))
 				}()
 			}
 		}
@@ -274,24 +274,24 @@ func TestSingleUseCodeAtThreeNodesAtOnce(t *testing.T) {
 	})
 	t.Run("once its use has spread, no node accepts it", func(t *testing.T) {
 		before := accepted()
-		for _, nd := range c.nodes {
+		for _, nd := range c.Nodes {
 			testkit.Eventually(t, testkit.Wait{What: "every node holding the code's use", Timeout: 5 * time.Second}, func() bool {
-				return len(nd.srv.Node().MarkList()) >= 1
+				return len(nd.Server.Node().MarkList()) >= 1
 			})
-			newVisitor().get(nd.srv, withCode("http://shop.test/", codes[0]))
+			newVisitor().Get(nd.Server, withCode("http://shop.test/", codes[0]))
 		}
 		if n := accepted(); n != before {
 			t.Fatalf("accepted %v more times after the use had spread", n-before)
 		}
 	})
 	t.Run("a code used at one node is refused at the others", func(t *testing.T) {
-		newVisitor().get(c.nodes[0].srv, withCode("http://shop.test/", codes[1]))
+		newVisitor().Get(c.Nodes[0].Server, withCode("http://shop.test/", codes[1]))
 		before := accepted()
-		for _, nd := range c.nodes[1:] {
-			testkit.Eventually(t, testkit.Wait{What: "the use reaching " + nd.name, Timeout: 5 * time.Second}, func() bool {
-				return len(nd.srv.Node().MarkList()) >= 2
+		for _, nd := range c.Nodes[1:] {
+			testkit.Eventually(t, testkit.Wait{What: "the use reaching " + nd.Name, Timeout: 5 * time.Second}, func() bool {
+				return len(nd.Server.Node().MarkList()) >= 2
 			})
-			newVisitor().get(nd.srv, withCode("http://shop.test/", codes[1]))
+			newVisitor().Get(nd.Server, withCode("http://shop.test/", codes[1]))
 		}
 		if n := accepted(); n != before {
 			t.Fatalf("other nodes accepted a used code %v times", n-before)
@@ -311,18 +311,18 @@ func TestPriorityGroupBoundsAgree(t *testing.T) {
 // more than new_users_per_minute in the minute, code holders included.
 func TestLimitsHoldWithPriorityTrafficMixedIn(t *testing.T) {
 	const perMinute = 6
-	c := newCluster(t, 3, clusterOpts{rooms: []config.Room{priorityRoom("shop", 100, perMinute)}})
-	code := mintCodes(t, c.nodes[0].admin, "shop", 1, 100)[0]
-	admitted := func(n *clusterNode) int64 { return roomStatus(t, n.admin, "shop").NewUsersThisMinute }
+	c := newCluster(t, 3, clusterOpts{Rooms: []config.Room{priorityRoom("shop", 100, perMinute)}})
+	code := mintCodes(t, c.Nodes[0].Admin, "shop", 1, 100)[0]
+	admitted := func(n *clusterNode) int64 { return roomStatus(t, n.Admin, "shop").NewUsersThisMinute }
 	var in, holdersIn, total int64
 	for i := range 18 {
-		nd := c.nodes[i%3]
+		nd := c.Nodes[i%3]
 		holder := i%2 == 1
 		u := "http://shop.test/"
 		if holder {
 			u = withCode(u, code)
 		}
-		resp := newVisitor().get(nd.srv, u)
+		resp := newVisitor().Get(nd.Server, u)
 		if resp.Header.Get("X-Origin") == "yes" {
 			in++
 			if holder {
@@ -330,12 +330,12 @@ func TestLimitsHoldWithPriorityTrafficMixedIn(t *testing.T) {
 			}
 		}
 		total = in
-		for _, other := range c.nodes {
-			testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("%s seeing %d admitted", other.name, total), Timeout: 5 * time.Second}, func() bool {
+		for _, other := range c.Nodes {
+			testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("%s seeing %d admitted", other.Name, total), Timeout: 5 * time.Second}, func() bool {
 				return admitted(other) == total
 			})
 		}
-		c.advance(3 * time.Second) // 18 visitors over the rest of the minute
+		c.Advance(3 * time.Second) // 18 visitors over the rest of the minute
 	}
 	if in > perMinute || in == 0 {
 		t.Fatalf("%d let in over the minute, want 1 to the limit %d", in, perMinute)

@@ -240,20 +240,20 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 	rc.Origin = "" // served through the proxy only
 	rc.EnabledOriginCommands = []string{"revoke"}
 	rc.Bypass = []config.BypassRule{{PathPrefix: "/static/"}}
-	c := clusterOf(t, clusterOpts{rooms: []config.Room{rc}, serve: true, origin: o})
-	c.edit = func(_ *clusterNode, cfg *config.Config) {
+	c := clusterOf(t, clusterOpts{Rooms: []config.Room{rc}, Serve: true, Origin: o})
+	c.Edit = func(_ *clusterNode, cfg *config.Config) {
 		cfg.Origin = ""
 		cfg.ForwardAuth.Listen = "127.0.0.1:0"
 	}
-	c.add("pop-a", 0)
-	c.add("pop-b", 0)
-	c.waitRing(c.nodes, 15*time.Second)
+	c.Add("pop-a", 0)
+	c.Add("pop-b", 0)
+	c.WaitRing(c.Nodes, 15*time.Second)
 	var nodes []string
-	for _, n := range c.nodes {
-		if n.srv.PublicAddr() != "" {
-			t.Errorf("%s opened a public listener with no origin anywhere", n.name)
+	for _, n := range c.Nodes {
+		if n.Server.PublicAddr() != "" {
+			t.Errorf("%s opened a public listener with no origin anywhere", n.Name)
 		}
-		nodes = append(nodes, n.srv.ForwardAuthAddr())
+		nodes = append(nodes, n.Server.ForwardAuthAddr())
 	}
 	revokeAt.Store(nodes[1])
 	base := start(t, nodes, strings.TrimPrefix(o.URL, "http://"))
@@ -266,7 +266,7 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 		admitted int64 // fake minute, 0 while waiting
 		last     crowd.Answer
 	}
-	minute := func() int64 { return c.base.Now().Unix() / 60 }
+	minute := func() int64 { return c.Clock.Now().Unix() / 60 }
 	var people []*person
 	// settle waits until both nodes count every admitted visitor as active
 	// and every proven waiting one as queued, so that the next decisions
@@ -282,11 +282,11 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 			}
 		}
 		testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("both nodes count %d active and %d queued", active, queued), Timeout: 10 * time.Second, Seen: func() string {
-			a, b := roomStatus(t, c.nodes[0].admin, "shop"), roomStatus(t, c.nodes[1].admin, "shop")
+			a, b := roomStatus(t, c.Nodes[0].Admin, "shop"), roomStatus(t, c.Nodes[1].Admin, "shop")
 			return fmt.Sprintf("pop-a: %d active, %d queued; pop-b: %d active, %d queued", a.EstimatedTotalActiveUsers, a.EstimatedQueuedUsers, b.EstimatedTotalActiveUsers, b.EstimatedQueuedUsers)
 		}}, func() bool {
-			for _, n := range c.nodes {
-				rs := roomStatus(t, n.admin, "shop")
+			for _, n := range c.Nodes {
+				rs := roomStatus(t, n.Admin, "shop")
 				if rs.EstimatedTotalActiveUsers != active || rs.EstimatedQueuedUsers != queued {
 					return false
 				}
@@ -300,7 +300,7 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 		t.Helper()
 		a := p.v.Get(ctx, base+"/")
 		p.last = a
-		t.Logf("minute %d +%ds: %s %s (%d)", minute(), c.base.Now().Unix()%60, p.name, a.Outcome, a.Status)
+		t.Logf("minute %d +%ds: %s %s (%d)", minute(), c.Clock.Now().Unix()%60, p.name, a.Outcome, a.Status)
 		switch a.Outcome {
 		case crowd.Admitted:
 			if p.admitted == 0 {
@@ -324,7 +324,7 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 		people = append(people, ps...)
 		// The first queue page refreshes, with its cookie check, after
 		// the proof interval: those queued come back then.
-		c.advance(policy.ProofRefresh * time.Second)
+		c.Advance(policy.ProofRefresh * time.Second)
 		for _, p := range ps {
 			if p.admitted == 0 {
 				if !strings.Contains(p.v.Next(), "__waitroom_cc=") {
@@ -392,7 +392,7 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 			t.Fatalf("%s (status %d), want queued", o, resp.StatusCode)
 		}
 	})
-	c.advance(time.Minute)
+	c.Advance(time.Minute)
 	late := arrive("late", 2)
 	everyone := append(append([]*person{}, early...), late...)
 	for round := 0; round < 24; round++ {
@@ -407,7 +407,7 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 			break
 		}
 		settle()
-		c.advance(30 * time.Second)
+		c.Advance(30 * time.Second)
 	}
 	t.Run("everyone was admitted through the queue", func(t *testing.T) {
 		for _, p := range everyone {
@@ -467,21 +467,21 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 		}
 	})
 	t.Run("the proxy asked both nodes", func(t *testing.T) {
-		for _, n := range c.nodes {
+		for _, n := range c.Nodes {
 			var decided float64
 			for _, outcome := range []string{"admitted", "queued", "session"} {
-				decided += metric(t, n.admin, `waitroom_requests_total{outcome="`+outcome+`",room="shop"}`)
+				decided += metric(t, n.Admin, `waitroom_requests_total{outcome="`+outcome+`",room="shop"}`)
 			}
 			if decided == 0 {
-				t.Errorf("%s decided nothing", n.name)
+				t.Errorf("%s decided nothing", n.Name)
 			}
 		}
 	})
 	t.Run("no question was refused and every kept answer was fetched from the node that kept it", func(t *testing.T) {
-		for _, n := range c.nodes {
+		for _, n := range c.Nodes {
 			for _, reason := range []string{"answer_missing", "bad_request", "untrusted_source"} {
-				if v := metric(t, n.admin, `waitroom_forward_auth_refused_total{reason="`+reason+`"}`); v != 0 {
-					t.Errorf("%s refused %v questions as %s", n.name, v, reason)
+				if v := metric(t, n.Admin, `waitroom_forward_auth_refused_total{reason="`+reason+`"}`); v != 0 {
+					t.Errorf("%s refused %v questions as %s", n.Name, v, reason)
 				}
 			}
 		}
@@ -494,8 +494,8 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 			t.Fatalf("logout: %s (%d), %d revoked", a.Outcome, a.Status, revokes.Load())
 		}
 		testkit.Eventually(t, testkit.Wait{What: "one active user fewer on both nodes", Timeout: 10 * time.Second}, func() bool {
-			for _, n := range c.nodes {
-				if roomStatus(t, n.admin, "shop").EstimatedTotalActiveUsers != before-1 {
+			for _, n := range c.Nodes {
+				if roomStatus(t, n.Admin, "shop").EstimatedTotalActiveUsers != before-1 {
 					return false
 				}
 			}

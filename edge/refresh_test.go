@@ -14,13 +14,13 @@ func TestTheQueuePageRefreshesOftenOnlyNearTheFront(t *testing.T) {
 	// One visitor waits from each of two minutes, then a crowd arrives in
 	// a third.
 	for range 2 {
-		newVisitor().queue(t, f.srv, f.clock, "http://shop.test/")
-		f.clock.Advance(time.Minute)
+		newVisitor().Queue(t, f.Server, f.Clock, "http://shop.test/")
+		f.Clock.Advance(time.Minute)
 		settle(t, f)
 	}
 	seen := map[int]bool{}
 	for range 20 {
-		resp := newVisitor().queue(t, f.srv, f.clock, "http://shop.test/")
+		resp := newVisitor().Queue(t, f.Server, f.Clock, "http://shop.test/")
 		n, err := refreshSeconds(resp)
 		if err != nil || n < 17 || n > 23 {
 			t.Fatalf("behind the two oldest buckets: Refresh %q, want 17..23", resp.Header.Get("Refresh"))

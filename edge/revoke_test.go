@@ -1,10 +1,11 @@
 package edge_test
 
 import (
-	"github.com/waitroom/waitroom/gossip/testkit"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // A revoked session's cookie, replayed at any node, is a new visitor there
@@ -14,10 +15,10 @@ func TestRevocationReachesEveryNode(t *testing.T) {
 	rc.EnabledOriginCommands = []string{"revoke"}
 	r := newRing(t, 3, rc)
 	v := newVisitor()
-	if resp := v.get(r.nodes[0], "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
+	if resp := v.Get(r.nodes[0], "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
 		t.Fatal("not admitted")
 	}
-	old := *v.cookies["__waitroom"] // what a misbehaving client keeps
+	old := *v.Cookies["__waitroom"] // what a misbehaving client keeps
 	testkit.Eventually(t, testkit.Wait{What: "the session counted on every node", Timeout: 2 * time.Second}, func() bool {
 		for _, a := range r.admins {
 			if roomStatus(t, a, "shop").EstimatedTotalActiveUsers != 1 {
@@ -26,7 +27,7 @@ func TestRevocationReachesEveryNode(t *testing.T) {
 		}
 		return true
 	})
-	v.get(r.nodes[0], "http://shop.test/revoke-cf")
+	v.Get(r.nodes[0], "http://shop.test/revoke-cf")
 
 	for i := 1; i < 3; i++ {
 		t.Run("a replay of the revoked cookie at another node is a new visitor", func(t *testing.T) {
@@ -36,10 +37,10 @@ func TestRevocationReachesEveryNode(t *testing.T) {
 			// The node adds what it learned to its revoked set on its
 			// allocation loop's next round (every 250 ms): run it now.
 			r.nodes[i].RefreshAllocations()
-			req := newVisitor().req(http.MethodGet, "http://shop.test/")
+			req := newVisitor().Req(http.MethodGet, "http://shop.test/")
 			req.AddCookie(&old)
 			rec := newVisitor()
-			resp := rec.do(r.nodes[i], req)
+			resp := rec.Do(r.nodes[i], req)
 			if resp.Header.Get("X-Origin") != "yes" || setCookie(resp, "__waitroom") == "" {
 				t.Fatalf("the replay was not admitted as a new visitor with a new token (status %d)", resp.StatusCode)
 			}

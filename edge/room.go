@@ -12,6 +12,7 @@ import (
 	"github.com/cbroglie/mustache"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/challenge"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -36,7 +37,7 @@ type room struct {
 	tmpl       *mustache.Template            // the room's page
 	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
 	stopTmpl   *mustache.Template            // the emergency stop page, if given
-	challenge  *challenge                    // the bot challenge, nil when off
+	challenge  *challenge.Challenge          // the bot challenge, nil when off
 	// counted is the node's one count per visitor (see countedTable),
 	// handed on to every later version of the room.
 	counted *countedTable
@@ -64,10 +65,11 @@ type room struct {
 // computed for, and the settings that were in force.
 type allocation struct {
 	*policy.Allocation
-	// chain is the allocation the next one follows (policy.Allocation.Next):
-	// the Allocation itself, or for a fallback (failsafe.go) the last one
-	// computed, so the node's admission ledger outlives a failure.
-	chain  *policy.Allocation
+	// chain is the allocation chain the next one follows (policy.Chain):
+	// the one that ends in the Allocation itself, or for a fallback
+	// (failsafe.go) in the last one computed, so the node's admission
+	// ledger outlives a failure.
+	chain  policy.Chain
 	rm     *room
 	minute int64
 	at     time.Time // the ring's time it was made at
@@ -137,7 +139,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 			return nil, fmt.Errorf("events[%d].custom_page_html: %w", i, err)
 		}
 	}
-	if rm.challenge, err = newChallenge(c); err != nil {
+	if rm.challenge, err = challenge.New(c); err != nil {
 		return nil, fmt.Errorf("turnstile: %w", err)
 	}
 	if c.StopPageHTML != "" {
@@ -208,7 +210,7 @@ func (rm *room) viewAt(t time.Time) *view {
 	case v.phase == config.Prequeue:
 		// Before the event, everyone waits on the countdown.
 		v.pol.QueueAll = true
-	case rm.s.staleClosed(rm.s.clock()): // timed on the node's own clock, as its gossip
+	case rm.s.StaleClosed(rm.s.clock()): // timed on the node's own clock, as its gossip
 		// Cut off from the cluster and told to fail closed: queue new
 		// visitors rather than admit on a picture that may be far off.
 		v.pol.QueueAll = true
@@ -272,7 +274,7 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) (cur *allocatio
 				// that queues everyone, from nothing.
 				v := rm.viewAt(now)
 				pa := policy.Allocate(policy.Room{QueueAll: true}, &crdt.RoomSnapshot{Room: rm.name, Now: now.Unix(), Minute: unixMinute(now)}, rm.s.node.Replica(), now, policy.Continuous)
-				prev = &allocation{Allocation: pa, chain: nil, rm: rm, minute: unixMinute(now), at: now, view: v, next: make(chan struct{})}
+				prev = &allocation{Allocation: pa, chain: policy.NewChain(rm.s.node.Replica(), policy.Continuous), rm: rm, minute: unixMinute(now), at: now, view: v, next: make(chan struct{})}
 				rm.alloc.Store(prev)
 			}
 			rm.fail(prev, panicAllocation, p, stack, now, false)
@@ -286,43 +288,44 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) (cur *allocatio
 	// assumes other nodes' admissions arrive within the gossip lag.
 	pol.Nodes = rm.s.node.ExpectedMembers(now)
 	pol.Lag = rm.s.gossipLag()
-	var snap crdt.RoomSnapshot
-	if live := rm.s.node.NumMembers(); live < pol.Nodes {
-		// Part of the ring is unreachable: what it last said has stopped
-		// growing, so this part runs on its own columns and its part of
-		// the limits until the ring is whole again (policy.Side).
-		reach := rm.s.node.Reachable()
-		snap = rm.s.node.SnapshotOf(rm.name, now.Unix(), v.win, func(r crdt.ReplicaID) bool { return reach[r] })
-		rest := rm.s.node.SnapshotOf(rm.name, now.Unix(), v.win, func(r crdt.ReplicaID) bool { return !reach[r] })
-		pol = pol.CutOff(live, &rest)
-	} else {
-		snap = rm.s.node.Snapshot(rm.name, now.Unix(), v.win)
-	}
+	// While part of the ring is unreachable, this part runs on its own
+	// columns and its part of the limits (policy.Sight).
+	pol, snap := rm.sight(now, v.win).Take(pol)
 	fault := ""
 	if f := policyFault.Load(); f != nil {
 		if fault = (*f)(rm.name, &snap); fault == "allocation" {
 			panic("a poisoned state (test)")
 		}
 	}
-	var a *policy.Allocation
-	chain := (*policy.Allocation)(nil)
-	if prev != nil && !prev.at.After(now) {
-		// (When the ring's time stepped back, by this node's first clock
-		// correction after it joined or as the peer that made the median
-		// left, the chain's ledger is dated in a time that has not come,
-		// so it starts afresh.)
+	chain := policy.NewChain(rm.s.node.Replica(), policy.Continuous)
+	if prev != nil {
 		chain = prev.chain
 	}
-	if chain != nil {
-		a = chain.Next(pol, &snap, now)
-	} else {
-		a = policy.Allocate(pol, &snap, rm.s.node.Replica(), now, policy.Continuous)
-	}
-	cur = &allocation{Allocation: a, chain: a, rm: rm, minute: minute, at: now, view: v, next: make(chan struct{}), fault: fault}
+	a, chain := chain.Allocate(pol, &snap, now)
+	cur = &allocation{Allocation: a, chain: chain, rm: rm, minute: minute, at: now, view: v, next: make(chan struct{}), fault: fault}
 	if old := rm.alloc.Swap(cur); old != nil {
 		close(old.next) // wakes the requests held on it (see holding)
 	}
 	return cur
+}
+
+// sight is what the node sees of the ring for an allocation at now: its
+// live members, which replicas are theirs (read only while part of the
+// ring is cut off) and the merged state over windows w.
+func (rm *room) sight(now time.Time, w crdt.Windows) policy.Sight {
+	return policy.Sight{
+		Live: rm.s.node.NumMembers(),
+		Reachable: func() func(crdt.ReplicaID) bool {
+			reach := rm.s.node.Reachable()
+			return func(r crdt.ReplicaID) bool { return reach[r] }
+		},
+		Snapshot: func(keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
+			if keep == nil {
+				return rm.s.node.Snapshot(rm.name, now.Unix(), w)
+			}
+			return rm.s.node.SnapshotOf(rm.name, now.Unix(), w, keep)
+		},
+	}
 }
 
 // takeOver starts this room's allocation chain from an older version of the

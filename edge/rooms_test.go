@@ -1,10 +1,7 @@
 package edge_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -25,7 +22,7 @@ import (
 // handlers by index.
 type ring struct {
 	c      *cluster
-	nodes  []*edge.Server
+	nodes  []*agent.Agent
 	admins []http.Handler
 	clock  *testkit.Clock
 	origin *edgetest.Origin
@@ -34,29 +31,12 @@ type ring struct {
 
 func newRing(t *testing.T, n int, rooms ...config.Room) *ring {
 	t.Helper()
-	c := newCluster(t, n, clusterOpts{rooms: rooms})
-	r := &ring{c: c, nodes: c.servers(), clock: c.base, origin: c.origin, key: c.key}
-	for _, n := range c.nodes {
-		r.admins = append(r.admins, n.admin)
+	c := newCluster(t, n, clusterOpts{Rooms: rooms})
+	r := &ring{c: c, nodes: c.Servers(), clock: c.Clock, origin: c.Origin, key: c.KeyFile}
+	for _, n := range c.Nodes {
+		r.admins = append(r.admins, n.Admin)
 	}
 	return r
-}
-
-// adminSend sends a JSON body to the admin handler, as the CLI does.
-func adminSend(t *testing.T, h http.Handler, method, path string, v any) *http.Response {
-	t.Helper()
-	var b []byte
-	if v != nil {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	req := httptest.NewRequest(method, adminURL+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec.Result()
 }
 
 // withBearer is the admin handler h reached with the bearer token token,
@@ -66,23 +46,6 @@ func withBearer(h http.Handler, token string) http.Handler {
 		r.Header.Set("Authorization", "Bearer "+token)
 		h.ServeHTTP(w, r)
 	})
-}
-
-// getRoom reads a room's settings from a node, or nil when it has none.
-func getRoom(t *testing.T, h http.Handler, name string) *config.Room {
-	t.Helper()
-	resp := adminGet(t, h, "/rooms/"+name)
-	if resp.StatusCode == http.StatusNotFound {
-		return nil
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /rooms/%s: %d %s", name, resp.StatusCode, body(t, resp))
-	}
-	var rc config.Room
-	if err := json.NewDecoder(resp.Body).Decode(&rc); err != nil {
-		t.Fatal(err)
-	}
-	return &rc
 }
 
 func TestRoomsAreReplicated(t *testing.T) {
@@ -107,7 +70,7 @@ func TestRoomsAreReplicated(t *testing.T) {
 		t.Logf("created on a-node, in force everywhere after %s", took)
 		// And it serves: a visitor at node c gets the sale room's cookie.
 		v := newVisitor()
-		resp = v.get(r.nodes[2], "http://shop.test/sale/item")
+		resp = v.Get(r.nodes[2], "http://shop.test/sale/item")
 		if setCookie(resp, "__waitroom_sale") == "" {
 			t.Fatalf("node c did not route /sale to the new room: %v", resp.Header)
 		}
@@ -190,7 +153,7 @@ func TestRoomsAreReplicated(t *testing.T) {
 func TestEmergencyStop(t *testing.T) {
 	r := newRing(t, 3, room("shop", 100, 50))
 	v := newVisitor()
-	if resp := v.get(r.nodes[2], "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
+	if resp := v.Get(r.nodes[2], "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
 		t.Fatalf("the visitor was not admitted before the stop")
 	}
 
@@ -201,14 +164,14 @@ func TestEmergencyStop(t *testing.T) {
 		}
 		hits := r.origin.Hits()
 		took := testkit.Eventually(t, testkit.Wait{What: "stop page at node c", Timeout: 2 * time.Second}, func() bool {
-			resp := v.get(r.nodes[2], "http://shop.test/")
+			resp := v.Get(r.nodes[2], "http://shop.test/")
 			return strings.Contains(body(t, resp), "Back soon") && resp.Header.Get("Refresh") != ""
 		})
 		t.Logf("stopped on a-node, admitted visitor at c-node held after %s", took)
 		// Held means held: a few more requests do not reach the origin.
 		before := r.origin.Hits()
 		for i := 0; i < 3; i++ {
-			v.get(r.nodes[2], "http://shop.test/")
+			v.Get(r.nodes[2], "http://shop.test/")
 		}
 		if r.origin.Hits() != before {
 			t.Errorf("the origin saw %d requests during the stop", r.origin.Hits()-before)
@@ -221,7 +184,7 @@ func TestEmergencyStop(t *testing.T) {
 				return getRoom(t, r.admins[i], "shop").Stopped
 			})
 			n := newVisitor()
-			if resp := n.get(r.nodes[i], "http://shop.test/"); resp.Header.Get("X-Origin") != "" || setCookie(resp, "__waitroom") == "" {
+			if resp := n.Get(r.nodes[i], "http://shop.test/"); resp.Header.Get("X-Origin") != "" || setCookie(resp, "__waitroom") == "" {
 				t.Errorf("a newcomer at node %d during the stop was not queued with a token", i)
 			}
 		}
@@ -233,7 +196,7 @@ func TestEmergencyStop(t *testing.T) {
 			t.Fatalf("resume: %d %s", resp.StatusCode, body(t, resp))
 		}
 		testkit.Eventually(t, testkit.Wait{What: "origin again at node c", Timeout: 2 * time.Second}, func() bool {
-			return v.get(r.nodes[2], "http://shop.test/").Header.Get("X-Origin") == "yes"
+			return v.Get(r.nodes[2], "http://shop.test/").Header.Get("X-Origin") == "yes"
 		})
 	})
 }
@@ -279,7 +242,7 @@ func TestScheduledEvent(t *testing.T) {
 
 	t.Run("before the pre-queue the room runs on its own settings", func(t *testing.T) {
 		v := newVisitor()
-		if resp := v.get(node, "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
+		if resp := v.Get(node, "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("not admitted before the event: %d", resp.StatusCode)
 		}
 		if rs := roomStatus(t, admin, "launch"); rs.TotalActiveUsers != 1000 {
@@ -296,7 +259,7 @@ func TestScheduledEvent(t *testing.T) {
 				r.clock.Set(pre.Add(70 * time.Second)) // half arrive a minute later
 			}
 			v := newVisitor()
-			resp := v.get(r.nodes[i%2], "http://shop.test/")
+			resp := v.Get(r.nodes[i%2], "http://shop.test/")
 			page := body(t, resp)
 			if resp.Header.Get("X-Origin") != "" {
 				t.Fatalf("visitor %d reached the origin during the pre-queue", i)
@@ -318,9 +281,9 @@ func TestScheduledEvent(t *testing.T) {
 		moved := 0
 		for i, v := range prequeued {
 			// Check in at the other node than the one the visitor joined.
-			resp := v.get(r.nodes[(i+1)%2], "http://shop.test/")
+			resp := v.Get(r.nodes[(i+1)%2], "http://shop.test/")
 			_ = body(t, resp)
-			c := v.cookies["__waitroom"]
+			c := v.Cookies["__waitroom"]
 			if c == nil {
 				t.Fatalf("visitor %d lost its token", i)
 			}
@@ -332,8 +295,8 @@ func TestScheduledEvent(t *testing.T) {
 				moved++
 			}
 			// The same visitor at the first node again: the same bucket.
-			if resp := v.get(r.nodes[i%2], "http://shop.test/"); resp != nil {
-				if b2 := openBucket(t, r.key, "launch", v.cookies["__waitroom"], r.clock.Now()); b2 != b {
+			if resp := v.Get(r.nodes[i%2], "http://shop.test/"); resp != nil {
+				if b2 := openBucket(t, r.key, "launch", v.Cookies["__waitroom"], r.clock.Now()); b2 != b {
 					t.Fatalf("visitor %d: bucket %d at one node, %d at the other", i, b, b2)
 				}
 			}
@@ -383,8 +346,8 @@ func TestBypass(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newVisitor()
-			resp := v.get(f.srv, "http://shop.test"+tc.path, tc.hdr...)
-			v.prove(t, f.srv, f.clock, resp, tc.hdr...)
+			resp := v.Get(f.Server, "http://shop.test"+tc.path, tc.hdr...)
+			v.Prove(t, f.Server, f.Clock, resp, tc.hdr...)
 			got := resp.Header.Get("X-Origin") == "yes" && setCookie(resp, "__waitroom") == ""
 			if got != tc.bypass {
 				t.Errorf("bypassed = %v, want %v (status %d, Set-Cookie %q)", got, tc.bypass, resp.StatusCode, setCookie(resp, "__waitroom"))
@@ -392,7 +355,7 @@ func TestBypass(t *testing.T) {
 		})
 	}
 	t.Run("bypassed requests are not counted", func(t *testing.T) {
-		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedQueuedUsers != 2 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.EstimatedQueuedUsers != 2 {
 			t.Errorf("queued = %d, want only the two ordinary visitors", rs.EstimatedQueuedUsers)
 		}
 	})

@@ -25,8 +25,8 @@ func TestAdmittedCookieOnlyWhenChanged(t *testing.T) {
 		{"the next second's request gets the renewed cookie again", time.Second, true},
 	}
 	for _, s := range steps {
-		f.clock.Advance(s.advance)
-		resp := v.get(f.srv, "http://shop.test/asset")
+		f.Clock.Advance(s.advance)
+		resp := v.Get(f.Server, "http://shop.test/asset")
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Origin") != "yes" {
 			t.Fatalf("%s: status %d, want the origin's 200", s.name, resp.StatusCode)
 		}

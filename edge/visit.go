@@ -140,10 +140,10 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request, rm *room, out onw
 	if s.inviteOnlyRefused(rq, a) {
 		return
 	}
-	switch {
-	case !rq.fresh && rq.before.Admitted() && !rq.tok.Infinite:
+	switch policy.TurnOf(rq.before, rq.fresh, rq.tok.Infinite, now.Unix()) {
+	case policy.TurnSession:
 		s.serveAdmitted(rq, a)
-	case !rq.fresh && policy.EarlyCheckIn(rq.before, now.Unix()):
+	case policy.TurnEarly:
 		s.serveEarlyCheckIn(rq, a)
 	default:
 		s.decide(rq, a)
@@ -229,21 +229,19 @@ func (s *Server) serveEarlyCheckIn(rq *request, a *allocation) {
 }
 
 // decide takes a new visitor, or a queued one checking in, through the
-// challenge and the room's allocation, counts what the decision changes, and
-// answers with it.
+// challenge and the room's allocation (policy.Request), counts what the
+// decision changes, and answers with it.
 func (s *Server) decide(rq *request, a *allocation) {
 	rm := rq.rm
-	nowSec := rq.now.Unix()
-	var incs [12]crdt.Inc
-	add := incs[:0]
 	if rq.fresh {
-		rq.tok = cookie.Token{Bucket: unixMinute(rq.now), Arrived: arrivedIn(rq.now), ID: randomID(), Priority: rq.group}
-		rq.before = countingOf(rq.tok)
+		rq.tok = cookie.Token{ID: randomID(), Priority: rq.group}
+		rq.arrive()
 	}
-	gated, add := s.challengeStep(rq, a, add)
+	gated, verdict := s.challengeStep(rq, a)
 	var hold holding
 	defer hold.release()
 again:
+	nowSec := rq.now.Unix()
 	sh := rm.counted.lock(rq.tok.ID)
 	if !rq.fresh {
 		rq.before = sh.before(rq.tok)
@@ -256,15 +254,16 @@ again:
 		}
 	}
 	if rq.tok.Infinite || gated {
-		s.holdVisitor(rq, a, sh, add)
+		s.holdVisitor(rq, a, sh, verdict)
 		return
 	}
-	ev, bucket := s.decision(rq, a.view)
+	q := s.request(rq, a.view, verdict)
 	rm.mu.RLock()
 	a = rm.alloc.Load()
-	vis := policy.Visitor{Bucket: bucket, Queued: rq.before.Waiting(), Arrived: rq.before.Arrived}
-	out := s.decideVisitor(rq, a, vis)
-	if out == policy.Queue && a.Held(vis, hold.from(rq)) && hold.ok(s, rq, a) {
+	q.HeldSince = hold.first()
+	q.Group, q.GroupAdmitted = s.priorityGroup(rq, a)
+	d := q.Decide(a)
+	if d.Hold && hold.ok(s, rq, a) {
 		// Queued only for the slots this node keeps back for what the
 		// others may have admitted unheard: decide again on the next
 		// allocation rather than send the visitor away for a refresh
@@ -272,50 +271,58 @@ again:
 		rm.mu.RUnlock()
 		sh.unlock()
 		if hold.wait(rq, a) {
-			nowSec = rq.now.Unix()
 			if rq.fresh {
-				rq.tok.Bucket, rq.tok.Arrived = unixMinute(rq.now), arrivedIn(rq.now)
-				rq.before = countingOf(rq.tok)
+				rq.arrive()
 			}
 			goto again
 		}
 		return // the visitor went away: nothing counted, nothing to answer
 	}
-	hold.decided(out)
+	hold.decided(d.Outcome)
 	hold.release()
-	ev.Outcome, ev.At = out, nowSec
-	// Short near the front of the line, so that the slots that open there
-	// are taken within seconds (see policy.Allocation.RefreshInterval).
-	ev.Refresh = a.RefreshInterval(bucket, rand.Float64())
-	add, after := policy.Count(add, a.view.pol, rm.name, rq.before, ev)
+	if d.Outcome == policy.Admit && d.Group.Name != "" {
+		way := "line"
+		if d.Ahead {
+			way = "ahead"
+		}
+		s.metrics.priority().admissions.WithLabelValues(rm.name, d.Group.Name, way).Inc()
+	}
+	var incs [12]crdt.Inc
+	add, after := d.Count(incs[:0], a, a.view.pol, rm.name, rand.Float64)
 	if len(add) > 0 {
 		s.node.Add(add...)
 	}
 	rm.mu.RUnlock()
-	if out != policy.Bypass && (!rq.fresh || after.Counted != 0) {
+	if d.Outcome != policy.Bypass && (!rq.fresh || after.Counted != 0) {
 		// A first request counted nowhere (queued or turned away) keeps
 		// no entry: a flood of cookieless requests leaves nothing behind.
 		sh.put(rq.tok.ID, after, nowSec)
 	}
 	sh.unlock()
 	setCounting(&rq.tok, after)
-	s.answer(rq, a, out)
+	s.answer(rq, a, d.Outcome)
 }
 
-// decision is the event a decision is counted as, before its outcome, and
-// the arrival bucket the visitor is decided in.
-func (s *Server) decision(rq *request, v *view) (policy.Event, int64) {
-	ev := policy.Event{Step: policy.StepDecided, Fresh: rq.fresh, Challenged: rq.rm.challenge != nil && !rq.tok.Verified}
-	bucket := rq.before.Bucket
-	if rq.fresh {
-		bucket = unixMinute(rq.now)
+// arrive dates a new visitor's token by its request's time: its arrival
+// bucket and when in the minute it came (policy.NewCounting).
+func (rq *request) arrive() {
+	rq.before = policy.NewCounting(rq.now)
+	setCounting(&rq.tok, rq.before)
+}
+
+// request is the decision a request asks for (policy.Request), before its
+// priority group and the allocation it is decided by: the visitor as the
+// node counts it, the shuffle of an event's start, and the challenge.
+func (s *Server) request(rq *request, v *view, verdict policy.Verdict) policy.Request {
+	q := policy.Request{
+		Fresh: rq.fresh, Before: rq.before, At: rq.now,
+		Challenged: rq.rm.challenge != nil && !rq.tok.Verified, Verdict: verdict,
 	}
-	if e := v.event; v.phase == config.EventActive && e.ShuffleAtEventStart && e.IsPrequeued(bucket) {
+	if e := v.event; v.phase == config.EventActive && e.ShuffleAtEventStart && e.IsPrequeued(rq.before.Bucket) {
 		// A shuffle at the event's start gives the visitor a new bucket.
-		ev.Shuffled = shuffledBucket(s.shuffleKey, rq.rm.name, e, rq.tok.ID)
-		bucket = ev.Shuffled
+		q.Shuffled = shuffledBucket(s.shuffleKey, rq.rm.name, e, rq.tok.ID)
 	}
-	return ev, bucket
+	return q
 }
 
 // answer carries out a decision: the origin, the queue page, the reject
@@ -363,20 +370,17 @@ func (s *Server) record(rm *room, k []crdt.Inc) {
 // take slots nor lengthen the estimates of the people behind them; both get
 // the same page, headers and cookie as a real queued visitor. sh is the
 // token's shard, locked (nil for a token without an id); holdVisitor
-// releases it. add holds what the request counted before (the challenge's
-// analytics).
-func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, add []crdt.Inc) {
-	rm, tok, before, fresh := rq.rm, rq.tok, rq.before, rq.fresh
+// releases it. verdict is what the challenge made of the visitor.
+func (s *Server) holdVisitor(rq *request, a *allocation, sh *countedShard, verdict policy.Verdict) {
+	rm, tok, fresh := rq.rm, rq.tok, rq.fresh
 	nowSec := rq.now.Unix()
 	if tok.Infinite {
 		rm.m.infinite.Inc()
 	} else {
 		rm.m.challenged.Inc()
 	}
-	if fresh {
-		before = policy.Counting{Bucket: tok.Bucket, Arrived: tok.Arrived}
-	}
-	add, after := policy.Count(add, a.view.pol, rm.name, before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Refresh: policy.JitteredRefresh(rand.Float64()), At: nowSec})
+	var incs [8]crdt.Inc
+	add, after := policy.Count(incs[:0], a.view.pol, rm.name, rq.before, policy.Event{Step: policy.StepHold, Fresh: fresh, Infinite: tok.Infinite, Verdict: verdict, Refresh: policy.JitteredRefresh(rand.Float64()), At: nowSec})
 	s.record(rm, add)
 	if !fresh {
 		sh.put(tok.ID, after, nowSec)

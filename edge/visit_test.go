@@ -25,16 +25,10 @@ const cookieName = "__waitroom"
 func fullRoom(name string) config.Room { return room(name, 1, 1) }
 
 // admitFirst sends a first visitor into the room at url and checks that it
-// reached the origin.
+// reached the origin (edgetest.Fixture.AdmitFirst).
 func admitFirst(t *testing.T, f *fixture, url string) *visitor {
 	t.Helper()
-	v := newVisitor()
-	resp := v.get(f.srv, url)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Origin") != "yes" {
-		t.Fatalf("first visitor: %d, X-Origin %q, want the origin's 200", resp.StatusCode, resp.Header.Get("X-Origin"))
-	}
-	settle(t, f)
-	return v
+	return f.AdmitFirst(t, url)
 }
 
 // settle has the node run a round of its allocation loop now, as the loop
@@ -42,7 +36,7 @@ func admitFirst(t *testing.T, f *fixture, url string) *visitor {
 // state, and GET /state then reports fresh figures.
 func settle(t *testing.T, f *fixture) {
 	t.Helper()
-	f.srv.RefreshAllocations()
+	f.Server.RefreshAllocations()
 }
 
 func TestFirstVisitorIsAdmittedWithACookie(t *testing.T) {
@@ -72,7 +66,7 @@ func TestFirstVisitorIsAdmittedWithACookie(t *testing.T) {
 			rc.CookieAttributes = tt.attrs
 			f := newFixture(t, rc)
 			v := newVisitor()
-			resp := v.get(f.srv, tt.url, tt.hdr...)
+			resp := v.Get(f.Server, tt.url, tt.hdr...)
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Origin") != "yes" {
 				t.Fatalf("status %d, X-Origin %q: want proxied to the origin", resp.StatusCode, resp.Header.Get("X-Origin"))
 			}
@@ -100,11 +94,11 @@ func TestFirstVisitorIsAdmittedWithACookie(t *testing.T) {
 			}
 			// The admitted visitor's next request goes straight to the
 			// origin and is not a new admission.
-			resp = v.get(f.srv, tt.url, tt.hdr...)
+			resp = v.Get(f.Server, tt.url, tt.hdr...)
 			if resp.Header.Get("X-Origin") != "yes" {
 				t.Fatalf("second request not proxied: %d", resp.StatusCode)
 			}
-			if rs := roomStatus(t, f.admin, "shop"); rs.NewUsersThisMinute != 1 || rs.EstimatedTotalActiveUsers != 1 {
+			if rs := roomStatus(t, f.Admin, "shop"); rs.NewUsersThisMinute != 1 || rs.EstimatedTotalActiveUsers != 1 {
 				t.Errorf("after two requests of one visitor: new users %d, active %d; want 1 and 1", rs.NewUsersThisMinute, rs.EstimatedTotalActiveUsers)
 			}
 		})
@@ -122,15 +116,15 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 			rc.QueueingStatusCode = code
 			f := newFixture(t, rc)
 			admitFirst(t, f, "http://shop.test/")
-			hits := f.origin.Hits()
+			hits := f.Origin.Hits()
 
 			v := newVisitor()
-			resp := v.get(f.srv, "http://shop.test/tickets")
+			resp := v.Get(f.Server, "http://shop.test/tickets")
 			b := body(t, resp)
 			if resp.StatusCode != want {
 				t.Fatalf("status %d, want %d", resp.StatusCode, want)
 			}
-			if f.origin.Hits() != hits {
+			if f.Origin.Hits() != hits {
 				t.Fatal("a queued visitor reached the origin")
 			}
 			// A new visitor's first page refreshes to its own address with
@@ -141,7 +135,7 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 			if !ok || refresh != policy.ProofRefresh {
 				t.Errorf("Refresh %q, want %d seconds", resp.Header.Get("Refresh"), policy.ProofRefresh)
 			}
-			if want := fmt.Sprintf("/tickets?__waitroom_cc=%d", f.clock.Now().Unix()); next != want {
+			if want := fmt.Sprintf("/tickets?__waitroom_cc=%d", f.Clock.Now().Unix()); next != want {
 				t.Errorf("Refresh url %q, want %q", next, want)
 			}
 			if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
@@ -162,16 +156,16 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 			if _, ok := cookieAttr(line, "HttpOnly"); !ok {
 				t.Errorf("queued cookie is not HttpOnly: %s", line)
 			}
-			if rs := roomStatus(t, f.admin, "shop"); rs.Status != "queueing" || rs.EstimatedQueuedUsers != 0 {
+			if rs := roomStatus(t, f.Admin, "shop"); rs.Status != "queueing" || rs.EstimatedQueuedUsers != 0 {
 				t.Errorf("room status %q with %d queued before the proof, want queueing with 0", rs.Status, rs.EstimatedQueuedUsers)
 			}
 			// Back with the cookie: now it waits, at the front of the
 			// line, and its page refreshes at the front's interval.
-			proof := v.prove(t, f.srv, f.clock, resp)
+			proof := v.Prove(t, f.Server, f.Clock, resp)
 			if n, err := refreshSeconds(proof); err != nil || n < 4 || n > 6 {
 				t.Errorf("after the proof Refresh %q, want 5 ± 1 seconds", proof.Header.Get("Refresh"))
 			}
-			rs := roomStatus(t, f.admin, "shop")
+			rs := roomStatus(t, f.Admin, "shop")
 			if rs.Status != "queueing" || rs.EstimatedQueuedUsers != 1 {
 				t.Errorf("room status %q with %d queued, want queueing with 1", rs.Status, rs.EstimatedQueuedUsers)
 			}
@@ -183,7 +177,7 @@ func TestVisitorOverTheLimitIsQueued(t *testing.T) {
 		admitFirst(t, f, "http://shop.test/")
 		seen := map[int]bool{}
 		for i := 0; i < 40; i++ {
-			resp := newVisitor().queue(t, f.srv, f.clock, "http://shop.test/")
+			resp := newVisitor().Queue(t, f.Server, f.Clock, "http://shop.test/")
 			n, err := refreshSeconds(resp)
 			if err != nil || n < 4 || n > 6 {
 				t.Fatalf("Refresh %q, want 4..6", resp.Header.Get("Refresh"))
@@ -269,7 +263,7 @@ func TestCustomPageRendersEveryVariable(t *testing.T) {
 			rc.CustomPageHTML = allVars
 			f := newFixture(t, rc)
 			admitFirst(t, f, "http://shop.test/")
-			resp := newVisitor().get(f.srv, "http://shop.test/")
+			resp := newVisitor().Get(f.Server, "http://shop.test/")
 			page := body(t, resp)
 			vars := parseVars(t, page)
 			for _, name := range []string{"waitTime", "waitTimeKnown", "waitTimeFormatted", "waitTime25Percentile", "waitTime50Percentile", "waitTime75Percentile", "queueIsFull", "queueAll", "lastUpdated", "refreshIntervalSeconds", "queueingMethod", "isFIFOQueue", "isRandomQueue", "inWaitingRoom", "position", "positionKnown", "turnstile"} {
@@ -344,7 +338,7 @@ func TestJSONResponse(t *testing.T) {
 			if tt.accept != "" {
 				hdr = []string{"Accept", tt.accept}
 			}
-			resp := newVisitor().get(f.srv, "http://app.test/api", hdr...)
+			resp := newVisitor().Get(f.Server, "http://app.test/api", hdr...)
 			if resp.StatusCode != 202 {
 				t.Fatalf("status %d, want queueing_status_code 202", resp.StatusCode)
 			}
@@ -393,19 +387,19 @@ func queuedBehindRevocable(t *testing.T) (*fixture, *visitor, int) {
 	f := newFixture(t, rc)
 	a := admitFirst(t, f, "http://shop.test/")
 	b := newVisitor()
-	if resp := b.get(f.srv, "http://shop.test/"); resp.Header.Get("Refresh") == "" {
+	if resp := b.Get(f.Server, "http://shop.test/"); resp.Header.Get("Refresh") == "" {
 		t.Fatalf("B not queued: %d", resp.StatusCode)
 	}
-	f.clock.Advance(time.Minute)
-	resp := b.get(f.srv, "http://shop.test/")
+	f.Clock.Advance(time.Minute)
+	resp := b.Get(f.Server, "http://shop.test/")
 	refresh, err := strconv.Atoi(resp.Header.Get("Refresh"))
 	if err != nil || setCookie(resp, cookieName) == "" {
 		t.Fatalf("B's counted check-in a minute later: status %d, Refresh %q, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Refresh"), resp.Header.Values("Set-Cookie"))
 	}
-	if resp := a.get(f.srv, "http://shop.test/revoke-cf"); resp.StatusCode != http.StatusOK {
+	if resp := a.Get(f.Server, "http://shop.test/revoke-cf"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("revoke A: %d", resp.StatusCode)
 	}
-	if rs := roomStatus(t, f.admin, "shop"); rs.OpenSlots != 1 || rs.EstimatedTotalActiveUsers != 0 {
+	if rs := roomStatus(t, f.Admin, "shop"); rs.OpenSlots != 1 || rs.EstimatedTotalActiveUsers != 0 {
 		t.Fatalf("after revoking A: %d open slots, %d active; want 1 and 0", rs.OpenSlots, rs.EstimatedTotalActiveUsers)
 	}
 	return f, b, refresh
@@ -425,17 +419,17 @@ func TestEarlyCheckInIsNotAnAttempt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, b, refresh := queuedBehindRevocable(t)
-			before := roomStatus(t, f.admin, "shop")
-			early := metric(t, f.admin, `waitroom_requests_total{outcome="early_checkin",room="shop"}`)
-			hits := f.origin.Hits()
+			before := roomStatus(t, f.Admin, "shop")
+			early := metric(t, f.Admin, `waitroom_requests_total{outcome="early_checkin",room="shop"}`)
+			hits := f.Origin.Hits()
 
 			elapsed := tt.after(refresh)
-			f.clock.Advance(elapsed)
-			resp := b.get(f.srv, "http://shop.test/")
-			after := roomStatus(t, f.admin, "shop")
+			f.Clock.Advance(elapsed)
+			resp := b.Get(f.Server, "http://shop.test/")
+			after := roomStatus(t, f.Admin, "shop")
 
 			if tt.admit {
-				if resp.Header.Get("X-Origin") != "yes" || f.origin.Hits() != hits+1 {
+				if resp.Header.Get("X-Origin") != "yes" || f.Origin.Hits() != hits+1 {
 					t.Fatalf("check-in %v after the last (interval %ds) was not admitted: %d", elapsed, refresh, resp.StatusCode)
 				}
 				if got := maxAge(t, setCookie(resp, cookieName)); got != 5*60 {
@@ -446,8 +440,8 @@ func TestEarlyCheckInIsNotAnAttempt(t *testing.T) {
 				}
 				return
 			}
-			if resp.StatusCode != http.StatusOK || f.origin.Hits() != hits {
-				t.Fatalf("early check-in: status %d, origin hits %d → %d; want the page", resp.StatusCode, hits, f.origin.Hits())
+			if resp.StatusCode != http.StatusOK || f.Origin.Hits() != hits {
+				t.Fatalf("early check-in: status %d, origin hits %d → %d; want the page", resp.StatusCode, hits, f.Origin.Hits())
 			}
 			if got := setCookie(resp, cookieName); got != "" {
 				t.Errorf("early check-in set a new cookie: %s", got)
@@ -463,12 +457,12 @@ func TestEarlyCheckInIsNotAnAttempt(t *testing.T) {
 				after.EstimatedTotalActiveUsers != before.EstimatedTotalActiveUsers || after.OpenSlots != before.OpenSlots {
 				t.Errorf("an early check-in changed the room: before %+v, after %+v", before, after)
 			}
-			if n := metric(t, f.admin, `waitroom_requests_total{outcome="early_checkin",room="shop"}`); n != early+1 {
+			if n := metric(t, f.Admin, `waitroom_requests_total{outcome="early_checkin",room="shop"}`); n != early+1 {
 				t.Errorf("early_checkin counter %v, want %v", n, early+1)
 			}
 			// Once the interval has passed, the same visitor gets the slot.
-			f.clock.Advance(time.Duration(refresh)*time.Second - elapsed)
-			if resp := b.get(f.srv, "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
+			f.Clock.Advance(time.Duration(refresh)*time.Second - elapsed)
+			if resp := b.Get(f.Server, "http://shop.test/"); resp.Header.Get("X-Origin") != "yes" {
 				t.Fatalf("check-in at the interval after an early one: %d, want admitted", resp.StatusCode)
 			}
 		})
@@ -491,15 +485,15 @@ func TestSessionRenewal(t *testing.T) {
 			rc.DisableSessionRenewal = tt.disable
 			f := newFixture(t, rc)
 			v := admitFirst(t, f, "http://shop.test/")
-			f.clock.Advance(100 * time.Second)
-			resp := v.get(f.srv, "http://shop.test/page")
+			f.Clock.Advance(100 * time.Second)
+			resp := v.Get(f.Server, "http://shop.test/page")
 			if resp.Header.Get("X-Origin") != "yes" {
 				t.Fatalf("admitted visitor not proxied: %d", resp.StatusCode)
 			}
 			if got := maxAge(t, setCookie(resp, cookieName)); got != tt.wantMaxAge {
 				t.Errorf("Max-Age %d, want %d", got, tt.wantMaxAge)
 			}
-			if rs := roomStatus(t, f.admin, "shop"); rs.NewUsersThisMinute != 0 || rs.EstimatedTotalActiveUsers != 1 {
+			if rs := roomStatus(t, f.Admin, "shop"); rs.NewUsersThisMinute != 0 || rs.EstimatedTotalActiveUsers != 1 {
 				t.Errorf("a session request in the next minute: new users %d, active %d; want 0 and 1 (moved, not re-admitted)", rs.NewUsersThisMinute, rs.EstimatedTotalActiveUsers)
 			}
 		})
@@ -532,7 +526,7 @@ func TestBadCookieIsANewVisitor(t *testing.T) {
 			name: "a tampered cookie", reason: "auth",
 			value: func(t *testing.T, f *fixture) string {
 				v := admitFirst(t, f, "http://a.test/")
-				c := []byte(v.cookies[cookieName].Value)
+				c := []byte(v.Cookies[cookieName].Value)
 				i := len(c) / 2
 				if c[i] == 'A' {
 					c[i] = 'B'
@@ -545,28 +539,28 @@ func TestBadCookieIsANewVisitor(t *testing.T) {
 		{
 			name: "a cookie of another room", reason: "auth",
 			value: func(t *testing.T, f *fixture) string {
-				return admitFirst(t, f, "http://b.test/").cookies[cookieName].Value
+				return admitFirst(t, f, "http://b.test/").Cookies[cookieName].Value
 			},
 		},
 		{
 			name: "an expired cookie", reason: "expired",
 			value: func(t *testing.T, f *fixture) string {
 				v := admitFirst(t, f, "http://a.test/")
-				f.clock.Advance(6 * time.Minute) // session_duration 5
-				return v.cookies[cookieName].Value
+				f.Clock.Advance(6 * time.Minute) // session_duration 5
+				return v.Cookies[cookieName].Value
 			},
 		},
 		{
 			name: "a cookie sealed under a key id this node does not have", reason: "unknown_key",
 			value: func(t *testing.T, f *fixture) string {
-				now := f.clock.Now().Unix()
+				now := f.Clock.Now().Unix()
 				return otherRing.Seal("alpha", cookie.Token{Bucket: now/60 - 10, AcceptedAt: now, LastCheckIn: now, CountedMinute: now / 60, ExpiresAt: now + 300})
 			},
 		},
 		{
 			name: "a cookie sealed under another secret with the same key id", reason: "auth",
 			value: func(t *testing.T, f *fixture) string {
-				now := f.clock.Now().Unix()
+				now := f.Clock.Now().Unix()
 				return sameIDRing.Seal("alpha", cookie.Token{Bucket: now/60 - 10, AcceptedAt: now, LastCheckIn: now, CountedMinute: now / 60, ExpiresAt: now + 300})
 			},
 		},
@@ -580,23 +574,23 @@ func TestBadCookieIsANewVisitor(t *testing.T) {
 				withHost(room("alpha", 50, 50), "a.test"),
 				withHost(room("beta", 50, 50), "b.test"))
 			value := tt.value(t, f)
-			before := roomStatus(t, f.admin, "alpha")
-			errsBefore := metric(t, f.admin, `waitroom_cookie_errors_total{reason="`+tt.reason+`",room="alpha"}`)
+			before := roomStatus(t, f.Admin, "alpha")
+			errsBefore := metric(t, f.Admin, `waitroom_cookie_errors_total{reason="`+tt.reason+`",room="alpha"}`)
 
 			v := newVisitor()
-			v.cookies[cookieName] = &http.Cookie{Name: cookieName, Value: value}
-			resp := v.get(f.srv, "http://a.test/")
+			v.Cookies[cookieName] = &http.Cookie{Name: cookieName, Value: value}
+			resp := v.Get(f.Server, "http://a.test/")
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Origin") != "yes" {
 				t.Fatalf("status %d: want the new visitor admitted to the origin", resp.StatusCode)
 			}
-			if setCookie(resp, cookieName) == "" || v.cookies[cookieName].Value == value {
+			if setCookie(resp, cookieName) == "" || v.Cookies[cookieName].Value == value {
 				t.Error("the visitor did not get a fresh cookie")
 			}
-			after := roomStatus(t, f.admin, "alpha")
+			after := roomStatus(t, f.Admin, "alpha")
 			if after.NewUsersThisMinute != before.NewUsersThisMinute+1 {
 				t.Errorf("new users this minute %d → %d: the visitor was not counted as a new admission", before.NewUsersThisMinute, after.NewUsersThisMinute)
 			}
-			if n := metric(t, f.admin, `waitroom_cookie_errors_total{reason="`+tt.reason+`",room="alpha"}`); n != errsBefore+1 {
+			if n := metric(t, f.Admin, `waitroom_cookie_errors_total{reason="`+tt.reason+`",room="alpha"}`); n != errsBefore+1 {
 				t.Errorf("waitroom_cookie_errors_total{reason=%q} = %v, want %v", tt.reason, n, errsBefore+1)
 			}
 		})
@@ -617,7 +611,7 @@ func TestOriginFailures(t *testing.T) {
 		rc.Origin = deadURL
 		f := newFixture(t, rc)
 		v := newVisitor()
-		resp := v.get(f.srv, "http://shop.test/")
+		resp := v.Get(f.Server, "http://shop.test/")
 		b := body(t, resp)
 		if resp.StatusCode != http.StatusBadGateway {
 			t.Fatalf("status %d, want 502", resp.StatusCode)
@@ -636,7 +630,7 @@ func TestOriginFailures(t *testing.T) {
 		if setCookie(resp, cookieName) == "" {
 			t.Error("the admitted visitor lost its session on a 502")
 		}
-		if n := metric(t, f.admin, `waitroom_origin_errors_total{reason="unreachable",room="shop"}`); n != 1 {
+		if n := metric(t, f.Admin, `waitroom_origin_errors_total{reason="unreachable",room="shop"}`); n != 1 {
 			t.Errorf("origin_errors_total{unreachable} = %v, want 1", n)
 		}
 	})
@@ -658,7 +652,7 @@ func TestOriginFailures(t *testing.T) {
 		cfg.OriginTimeout = config.Duration(150 * time.Millisecond)
 		srv := startServer(t, cfg, clock)
 		start := time.Now()
-		resp := newVisitor().get(srv, "http://shop.test/")
+		resp := newVisitor().Get(srv, "http://shop.test/")
 		b := body(t, resp)
 		if resp.StatusCode != http.StatusGatewayTimeout {
 			t.Fatalf("status %d, want 504: %s", resp.StatusCode, b)
@@ -678,7 +672,7 @@ func TestRoomModes(t *testing.T) {
 		rc.Suspended = true
 		f := newFixture(t, rc)
 		for i := 0; i < 3; i++ {
-			resp := newVisitor().get(f.srv, "http://shop.test/")
+			resp := newVisitor().Get(f.Server, "http://shop.test/")
 			if resp.Header.Get("X-Origin") != "yes" {
 				t.Fatalf("visitor %d: %d, want proxied", i, resp.StatusCode)
 			}
@@ -686,7 +680,7 @@ func TestRoomModes(t *testing.T) {
 				t.Fatalf("suspended room set a cookie: %q", sc)
 			}
 		}
-		rs := roomStatus(t, f.admin, "shop")
+		rs := roomStatus(t, f.Admin, "shop")
 		if rs.Status != "suspended" || rs.NewUsersThisMinute != 0 || rs.EstimatedTotalActiveUsers != 0 {
 			t.Errorf("status %q, new %d, active %d; want suspended, 0, 0", rs.Status, rs.NewUsersThisMinute, rs.EstimatedTotalActiveUsers)
 		}
@@ -697,12 +691,12 @@ func TestRoomModes(t *testing.T) {
 		rc.QueueingMethod = "passthrough"
 		f := newFixture(t, rc)
 		for i := 0; i < 3; i++ {
-			resp := newVisitor().get(f.srv, "http://shop.test/")
+			resp := newVisitor().Get(f.Server, "http://shop.test/")
 			if resp.Header.Get("X-Origin") != "yes" || setCookie(resp, cookieName) == "" {
 				t.Fatalf("visitor %d: %d, want proxied with a cookie", i, resp.StatusCode)
 			}
 		}
-		rs := roomStatus(t, f.admin, "shop")
+		rs := roomStatus(t, f.Admin, "shop")
 		if rs.Status != "not_queueing" || rs.NewUsersThisMinute != 3 || rs.EstimatedTotalActiveUsers != 3 {
 			t.Errorf("status %q, new %d, active %d; want not_queueing, 3, 3", rs.Status, rs.NewUsersThisMinute, rs.EstimatedTotalActiveUsers)
 		}
@@ -712,7 +706,7 @@ func TestRoomModes(t *testing.T) {
 		rc := fullRoom("shop")
 		rc.QueueingMethod = "reject"
 		f := newFixture(t, rc)
-		resp := newVisitor().get(f.srv, "http://shop.test/")
+		resp := newVisitor().Get(f.Server, "http://shop.test/")
 		b := body(t, resp)
 		if resp.StatusCode != http.StatusServiceUnavailable {
 			t.Errorf("status %d, want 503", resp.StatusCode)
@@ -723,7 +717,7 @@ func TestRoomModes(t *testing.T) {
 		if strings.Contains(b, "http-equiv") || !strings.Contains(b, "Not available") {
 			t.Errorf("reject page:\n%s", b)
 		}
-		if f.origin.Hits() != 0 {
+		if f.Origin.Hits() != 0 {
 			t.Error("a rejected visitor reached the origin")
 		}
 	})
@@ -733,19 +727,19 @@ func TestRoomModes(t *testing.T) {
 		rc.QueueAll = true
 		rc.JSONResponseEnabled = true
 		f := newFixture(t, rc)
-		resp := newVisitor().queue(t, f.srv, f.clock, "http://shop.test/", "Accept", "application/json")
+		resp := newVisitor().Queue(t, f.Server, f.Clock, "http://shop.test/", "Accept", "application/json")
 		obj := queueJSON(t, resp)
 		if obj["queueAll"] != true || obj["waitTimeKnown"] != false || obj["inWaitingRoom"] != true {
 			t.Errorf("queue_all JSON: %v", obj)
 		}
-		page := body(t, newVisitor().queue(t, f.srv, f.clock, "http://shop.test/"))
+		page := body(t, newVisitor().Queue(t, f.Server, f.Clock, "http://shop.test/"))
 		if !strings.Contains(page, "The site is paused") {
 			t.Errorf("queue_all page:\n%s", page)
 		}
-		if f.origin.Hits() != 0 {
+		if f.Origin.Hits() != 0 {
 			t.Error("queue_all let a visitor through")
 		}
-		if rs := roomStatus(t, f.admin, "shop"); rs.Status != "queue_all" || rs.EstimatedQueuedUsers != 2 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.Status != "queue_all" || rs.EstimatedQueuedUsers != 2 {
 			t.Errorf("status %q with %d queued, want queue_all with 2", rs.Status, rs.EstimatedQueuedUsers)
 		}
 	})
@@ -771,13 +765,13 @@ func TestOriginCommands(t *testing.T) {
 			f := newFixture(t, rc)
 			v := admitFirst(t, f, "http://shop.test/")
 			admitFirst(t, f, "http://shop.test/")
-			if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedTotalActiveUsers != 2 {
+			if rs := roomStatus(t, f.Admin, "shop"); rs.EstimatedTotalActiveUsers != 2 {
 				t.Fatalf("active %d, want 2", rs.EstimatedTotalActiveUsers)
 			}
 			// A second later, so that the session is renewed: an answer
 			// carries the cookie only when its token changed.
-			f.clock.Advance(time.Second)
-			resp := v.get(f.srv, "http://shop.test"+tt.path)
+			f.Clock.Advance(time.Second)
+			resp := v.Get(f.Server, "http://shop.test"+tt.path)
 			if resp.Header.Get("X-Origin") != "yes" || body(t, resp) != "origin: "+tt.path {
 				t.Fatalf("the origin's answer did not reach the visitor: %d", resp.StatusCode)
 			}
@@ -787,8 +781,8 @@ func TestOriginCommands(t *testing.T) {
 				}
 			}
 			line := setCookie(resp, cookieName)
-			rs := roomStatus(t, f.admin, "shop")
-			revoked := metric(t, f.admin, `waitroom_requests_total{outcome="revoked",room="shop"}`)
+			rs := roomStatus(t, f.Admin, "shop")
+			revoked := metric(t, f.Admin, `waitroom_requests_total{outcome="revoked",room="shop"}`)
 			if !tt.enabled {
 				if maxAge(t, line) != 300 || rs.EstimatedTotalActiveUsers != 2 || revoked != 0 {
 					t.Errorf("revoke not enabled: cookie %q, active %d, revoked %v; want renewed, 2, 0", line, rs.EstimatedTotalActiveUsers, revoked)
@@ -798,7 +792,7 @@ func TestOriginCommands(t *testing.T) {
 			if maxAge(t, line) != 0 {
 				t.Errorf("revoked cookie: %q, want Max-Age=0", line)
 			}
-			if _, ok := v.cookies[cookieName]; ok {
+			if _, ok := v.Cookies[cookieName]; ok {
 				t.Error("the visitor kept its cookie")
 			}
 			if rs.EstimatedTotalActiveUsers != 1 || rs.OpenSlots != 0 || revoked != 1 {
@@ -808,12 +802,12 @@ func TestOriginCommands(t *testing.T) {
 			}
 			// The freed slot is the visitor's no more: next minute it comes
 			// back as a new visitor and is admitted into the free slot.
-			f.clock.Advance(time.Minute)
-			resp = v.get(f.srv, "http://shop.test/")
+			f.Clock.Advance(time.Minute)
+			resp = v.Get(f.Server, "http://shop.test/")
 			if resp.Header.Get("X-Origin") != "yes" {
 				t.Fatalf("the revoked visitor coming back: %d, want admitted to the freed slot", resp.StatusCode)
 			}
-			if rs := roomStatus(t, f.admin, "shop"); rs.NewUsersThisMinute != 1 || rs.EstimatedTotalActiveUsers != 2 {
+			if rs := roomStatus(t, f.Admin, "shop"); rs.NewUsersThisMinute != 1 || rs.EstimatedTotalActiveUsers != 2 {
 				t.Errorf("the returning visitor: new %d, active %d; want 1, 2", rs.NewUsersThisMinute, rs.EstimatedTotalActiveUsers)
 			}
 		})
@@ -867,7 +861,7 @@ func TestRouting(t *testing.T) {
 				cfg.Unrouted = config.UnroutedPass
 			}
 			srv := startServer(t, cfg, newFakeClock(5))
-			resp := newVisitor().get(srv, tt.url)
+			resp := newVisitor().Get(srv, tt.url)
 			var got []string
 			for _, c := range resp.Cookies() {
 				got = append(got, strings.TrimPrefix(c.Name, "__waitroom_"))
@@ -901,11 +895,11 @@ func TestRevokedCookieReplay(t *testing.T) {
 		a := admitFirst(t, f, "http://shop.test/")
 		admitFirst(t, f, "http://shop.test/")
 		admitFirst(t, f, "http://shop.test/")
-		old := a.cookies[cookieName]
-		if resp := a.get(f.srv, "http://shop.test/revoke-cf"); maxAge(t, setCookie(resp, cookieName)) != 0 {
+		old := a.Cookies[cookieName]
+		if resp := a.Get(f.Server, "http://shop.test/revoke-cf"); maxAge(t, setCookie(resp, cookieName)) != 0 {
 			t.Fatal("the revoke did not clear the cookie")
 		}
-		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedTotalActiveUsers != 2 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.EstimatedTotalActiveUsers != 2 {
 			t.Fatalf("after one revoke: %d active, want 2", rs.EstimatedTotalActiveUsers)
 		}
 		return f, old
@@ -914,10 +908,10 @@ func TestRevokedCookieReplay(t *testing.T) {
 		f, old := setup(t)
 		for i := 0; i < 3; i++ {
 			replay := newVisitor()
-			replay.cookies[cookieName] = old
-			replay.get(f.srv, "http://shop.test/revoke-cf")
+			replay.Cookies[cookieName] = old
+			replay.Get(f.Server, "http://shop.test/revoke-cf")
 		}
-		if rs := roomStatus(t, f.admin, "shop"); rs.EstimatedTotalActiveUsers != 2 {
+		if rs := roomStatus(t, f.Admin, "shop"); rs.EstimatedTotalActiveUsers != 2 {
 			t.Errorf("after replaying the revoked cookie three times: %d active, want still 2", rs.EstimatedTotalActiveUsers)
 		}
 	})
@@ -925,19 +919,19 @@ func TestRevokedCookieReplay(t *testing.T) {
 		f, old := setup(t)
 		// A new minute brings the new-user budget back; a new visitor takes
 		// the freed slot.
-		f.clock.Advance(time.Minute)
-		newVisitor().get(f.srv, "http://shop.test/")
+		f.Clock.Advance(time.Minute)
+		newVisitor().Get(f.Server, "http://shop.test/")
 		settle(t, f)
 		replay := newVisitor()
-		replay.cookies[cookieName] = old
-		resp := replay.get(f.srv, "http://shop.test/page")
+		replay.Cookies[cookieName] = old
+		resp := replay.Get(f.Server, "http://shop.test/page")
 		if resp.Header.Get("X-Origin") == "yes" {
 			t.Errorf("the revoked cookie still reaches the origin with the room full")
 		}
 		if resp.Header.Get("Refresh") == "" || setCookie(resp, cookieName) == "" {
 			t.Errorf("the revoked cookie's visitor was not queued as a new one: %d", resp.StatusCode)
 		}
-		if n := metric(t, f.admin, `waitroom_cookie_errors_total{reason="revoked",room="shop"}`); n != 1 {
+		if n := metric(t, f.Admin, `waitroom_cookie_errors_total{reason="revoked",room="shop"}`); n != 1 {
 			t.Errorf(`cookie_errors_total{reason="revoked"} = %v, want 1`, n)
 		}
 	})

@@ -5,9 +5,10 @@ import "github.com/waitroom/waitroom/crdt"
 // The counter rule: what one request moves in a room's replicated counters.
 // It is the only place that says so. The edge calls it for every counted
 // request (copying its cookie's fields to and from Counting), the simulator
-// replays it, and the tests check it; nothing else writes arrivals,
-// admissions, session and waiting counts, revocations or the visitor
-// analytics.
+// and the ring model call it for theirs, and the tests check it; nothing
+// else writes arrivals, admissions, session and waiting counts, the order
+// inside a bucket, revocations, the visitor and challenge analytics or a
+// priority group's code uses and admissions.
 //
 // A new visitor who is queued is counted nowhere until it proves that it
 // keeps cookies: its first queue page refreshes after ProofRefresh, and
@@ -174,7 +175,41 @@ const (
 	StepHold
 	// StepRevoke is an origin's command to end the visitor's session.
 	StepRevoke
+	// StepCodeUse is a priority code's use claimed for the visitor: one
+	// more use of a code of group Event.Group. The visitor's counting is
+	// left as it was.
+	StepCodeUse
+	// StepSeed counts a visitor who joined the queue before the node
+	// counted anything (the spoofed buckets of Cloudflare's experiment in
+	// "Waiting Room: Random Queueing and Custom Web/Mobile Apps"): its
+	// arrival, its place in its bucket's order and its waiting count this
+	// minute, as if its last check-in was counted a minute ago.
+	StepSeed
 )
+
+// Verdict is what the bot challenge made of a visitor on one request, for
+// the challenge analytics.
+type Verdict uint8
+
+const (
+	// VerdictNone: no verdict on this request (no challenge, a solved one
+	// remembered in the token, or a verifier that could not be asked).
+	VerdictNone Verdict = iota
+	// VerdictSolved: the visitor sent a solution the verifier accepted.
+	VerdictSolved
+	// VerdictFailed: the verifier refused the visitor's solution.
+	VerdictFailed
+	// VerdictUnsolved: a queued visitor checked in without a solution
+	// while the room queues.
+	VerdictUnsolved
+)
+
+// verdictKinds are the counts of the challenge verdicts.
+var verdictKinds = [...]crdt.Kind{
+	VerdictSolved:   crdt.ChallengesSolved,
+	VerdictFailed:   crdt.ChallengesFailed,
+	VerdictUnsolved: crdt.ChallengesUnsolved,
+}
 
 // Event is one request, or one command, for the counter rule.
 type Event struct {
@@ -192,6 +227,12 @@ type Event struct {
 	// Infinite: a StepHold visitor is in the infinite queue (otherwise it
 	// is held for the challenge).
 	Infinite bool
+	// Verdict is what the bot challenge made of the visitor on this
+	// request (StepDecided and StepHold).
+	Verdict Verdict
+	// Group is the priority group of the code used (StepCodeUse), or of
+	// the holder admitted (StepDecided with Admit); "" for none.
+	Group string
 	// Refresh is the refresh interval, in seconds, the next token gets when
 	// the visitor is shown the queue page (drawn, with its jitter, by the
 	// caller so that the rule stays pure). A first request that is queued
@@ -233,13 +274,18 @@ type Event struct {
 //     admission), and moves its time-on-origin histogram count.
 //   - Held (challenge, infinite queue), a visitor is counted nowhere.
 //   - Revoked, the session's count goes from the cell it is counted in.
+//   - A challenge's verdict counts in its analytics; a priority holder's
+//     admission counts in its group's admissions too (GroupAdmittedKey),
+//     and a code's use in its group's code uses.
+//   - A seeded visitor (StepSeed) counts as one that arrived, joined its
+//     bucket's order and checked in, all in this minute.
 func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event) ([]crdt.Inc, Counting) {
 	k := counter{
 		dst: dst, name: name, c: c,
 		now: ev.At, nowMin: floorMinute(ev.At),
 		waiting: c.Waiting(),
-		dur:     int64(room.session()) * 60,
-		g:       SessionSlice(room.session()),
+		dur:     int64(room.Session()) * 60,
+		g:       SessionSlice(room.Session()),
 	}
 	// seen: the visitor is seen, counted, for the first time this minute
 	// (a waiting visitor's count sits in the minute it was last counted in;
@@ -252,6 +298,9 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event) ([]crdt
 	}
 	k.seen = c.Counted == 0 || last != k.nowMin
 
+	if ev.Verdict != VerdictNone && int(ev.Verdict) < len(verdictKinds) {
+		k.inc(verdictKinds[ev.Verdict], 0, k.nowMin)
+	}
 	switch ev.Step {
 	case StepSession:
 		k.session(room.DisableSessionRenewal)
@@ -259,6 +308,10 @@ func Count(dst []crdt.Inc, room Room, name string, c Counting, ev Event) ([]crdt
 		k.hold(ev)
 	case StepRevoke:
 		k.revoke(ev)
+	case StepCodeUse:
+		k.inc(crdt.PriorityCodeUses, crdt.GroupBucket(ev.Group), k.nowMin)
+	case StepSeed:
+		k.seed()
 	default:
 		k.decided(ev)
 	}
@@ -276,12 +329,6 @@ type counter struct {
 	seen        bool  // first seen this minute: its arrival counts
 	dur         int64 // the session's length, in seconds
 	g           int64 // the session slice (SessionSlice)
-}
-
-// arrivedAt is Counting.Arrived for a visitor given bucket at unix second
-// sec: its offset into the bucket's minute, held to the minute.
-func arrivedAt(bucket, sec int64) uint16 {
-	return uint16(min(max((sec-bucket*60)*10, 0), 599))
 }
 
 func (k *counter) inc(kind crdt.Kind, bucket, minute int64) {
@@ -368,7 +415,7 @@ func (k *counter) revoke(ev Event) {
 // suspended room) is uncounted and leaves the state as it was.
 func (k *counter) decided(ev Event) {
 	if ev.Fresh {
-		arrived := arrivedAt(k.nowMin, k.now)
+		arrived := arrivedAt(k.nowMin, k.now*1000)
 		if k.c.Bucket == k.nowMin && k.c.Arrived/10 == arrived/10 {
 			arrived = k.c.Arrived // the caller's tenths of the same second
 		}
@@ -389,10 +436,14 @@ func (k *counter) decided(ev Event) {
 	}
 }
 
-// admit counts an admission: the arrival, the admission, the session in the
-// cell of its expiry, and the waiting count left.
+// admit counts an admission: the arrival, the admission (a priority
+// holder's in its group's too), the session in the cell of its expiry, and
+// the waiting count left.
 func (k *counter) admit(ev Event, bucket int64) {
 	c := &k.c
+	if ev.Group != "" {
+		k.inc(crdt.PriorityAdmitted, crdt.GroupBucket(ev.Group), k.nowMin)
+	}
 	k.arrival()
 	c.ExpiresAt = k.now + k.dur
 	cell := SessionCell(c.ExpiresAt, k.g)
@@ -408,7 +459,7 @@ func (k *counter) admit(ev Event, bucket int64) {
 	}
 	k.leaveWaiting()
 	if bucket != c.Bucket {
-		c.Arrived = arrivedAt(bucket, k.now)
+		c.Arrived = arrivedAt(bucket, k.now*1000)
 	}
 	c.Bucket, c.AcceptedAt, c.LastCheckIn, c.Counted = bucket, k.now, k.now, cell
 }
@@ -473,7 +524,7 @@ func (k *counter) queue(ev Event, bucket int64) {
 		bucket = k.nowMin
 	}
 	if bucket != c.Bucket {
-		c.Arrived = arrivedAt(bucket, k.now)
+		c.Arrived = arrivedAt(bucket, k.now*1000)
 	}
 	if !k.waiting || bucket != c.Bucket {
 		// Joins the bucket's queue: its place in the bucket's order.
@@ -489,6 +540,20 @@ func (k *counter) queue(ev Event, bucket int64) {
 	c.Counted = k.nowMin
 	c.Bucket, c.LastCheckIn = bucket, k.now
 	c.RefreshInterval = ev.Refresh
+	c.ExpiresAt = k.now + QueuedTokenLife
+}
+
+// seed counts a visitor who joined its bucket's queue before the node
+// counted anything: its arrival, its place in the bucket's order and its
+// waiting count in this minute. Its token says it was last counted a minute
+// ago, a refresh interval before, so its next check-in counts.
+func (k *counter) seed() {
+	c := &k.c
+	k.inc(crdt.Arrivals, 0, k.nowMin)
+	k.inc(crdt.QueuedAt, crdt.ArrivalSlot(c.Bucket, c.Arrived), c.Bucket)
+	k.inc(crdt.WaitingPlus, c.Bucket, k.nowMin)
+	c.Counted, c.LastCheckIn = k.nowMin, k.now-60
+	c.RefreshInterval = RefreshBase
 	c.ExpiresAt = k.now + QueuedTokenLife
 }
 

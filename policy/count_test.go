@@ -190,6 +190,57 @@ func TestCount(t *testing.T) {
 			name: "a suspended room's pass-through counts nothing",
 			room: five, ev: policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Bypass}, now: countNow,
 		},
+		{
+			name: "a solved challenge is counted before what the decision counts",
+			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 20, Verdict: policy.VerdictSolved}, now: countNow,
+			want: []crdt.Key{key(crdt.ChallengesSolved, 0, m), key(crdt.Arrivals, 0, m), key(crdt.WaitingMinus, m-2, m-1), key(crdt.WaitingPlus, m-2, m)},
+		},
+		{
+			name: "a failed challenge is counted with the hold in the infinite queue",
+			room: five, before: policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 25}, ev: policy.Event{Step: policy.StepHold, Infinite: true, Verdict: policy.VerdictFailed}, now: countNow,
+			want: []crdt.Key{key(crdt.ChallengesFailed, 0, m), key(crdt.InfiniteQueueRefreshes, 0, m)},
+		},
+		{
+			name: "a check-in without a solution while the room queues counts as unsolved",
+			room: five, before: waiting, ev: policy.Event{Step: policy.StepHold, Verdict: policy.VerdictUnsolved}, now: countNow,
+			want: []crdt.Key{key(crdt.ChallengesUnsolved, 0, m), key(crdt.WaitingMinus, m-2, m-1), key(crdt.ChallengesIssued, 0, m)},
+		},
+		{
+			name: "a priority holder's admission counts in its group's admissions too",
+			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Admit, Group: "vip"}, now: countNow,
+			want: []crdt.Key{
+				policy.GroupAdmittedKey("shop", "vip", m), key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+300)),
+				key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m), key(crdt.TimeInQueue, crdt.HistogramBin(float64(countNow-((m-2)*60+30))), m), key(crdt.WaitingMinus, m-2, m-1),
+			},
+		},
+		{
+			name: "a priority holder queued counts nothing for its group",
+			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Refresh: 20, Group: "vip"}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingMinus, m-2, m-1), key(crdt.WaitingPlus, m-2, m)},
+		},
+		{
+			name: "a priority code's use counts in its group's uses and leaves the visitor as it was",
+			room: five, before: waiting, ev: policy.Event{Step: policy.StepCodeUse, Group: "vip"}, now: countNow,
+			want: []crdt.Key{key(crdt.PriorityCodeUses, crdt.GroupBucket("vip"), m)},
+			check: func(t *testing.T, c policy.Counting) {
+				if c != waiting {
+					t.Errorf("state %+v, want %+v", c, waiting)
+				}
+			},
+		},
+		{
+			name: "a seeded visitor counts an arrival, its place in its bucket's order and a waiting place this minute",
+			room: five, before: policy.Counting{Bucket: m - 3, Arrived: 123}, ev: policy.Event{Step: policy.StepSeed}, now: countNow,
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.QueuedAt, crdt.ArrivalSlot(m-3, 123), m-3), key(crdt.WaitingPlus, m-3, m)},
+			check: func(t *testing.T, c policy.Counting) {
+				if !c.Waiting() || c.Counted != m || c.Bucket != m-3 || c.Arrived != 123 || c.ExpiresAt != countNow+policy.QueuedTokenLife {
+					t.Errorf("state %+v", c)
+				}
+				if policy.EarlyCheckIn(c, countNow) {
+					t.Error("a seeded visitor's first check-in is early")
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,15 +284,20 @@ func TestEarlyCheckIn(t *testing.T) {
 		name string
 		now  int64
 		want bool
+		next int64 // seconds the visitor is told to wait (NextCheckIn)
 	}{
-		{"a check-in a second before the interval is over is early", 1019, true},
-		{"a check-in when the interval is over counts", 1020, false},
-		{"a later one counts", 1100, false},
+		{"a check-in 5 s after the last is early, and told to come back in 15 s", 1005, true, 15},
+		{"a check-in a second before the interval is over is early, and told one second", 1019, true, 1},
+		{"a check-in when the interval is over counts", 1020, false, 1},
+		{"a later one counts", 1100, false, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := policy.EarlyCheckIn(c, tt.now); got != tt.want {
 				t.Errorf("EarlyCheckIn at %d = %v", tt.now, got)
+			}
+			if got := policy.NextCheckIn(c, tt.now); got != tt.next {
+				t.Errorf("NextCheckIn at %d = %d, want %d", tt.now, got, tt.next)
 			}
 		})
 	}

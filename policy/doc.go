@@ -380,19 +380,25 @@
 // p = 0.5: 6.58 minutes); the page shows the 25th to the 75th percentile.
 // Without a rate, and under queue_all, the wait is unknown.
 //
-// # Using it from the edge
+// # Using it from a node
 //
-// Keep one *Allocation per room in an atomic pointer. Call Allocate once,
-// then Next on the latest allocation whenever the merged state changes
-// (throttled) and at every minute boundary: Next carries the node's
-// admission counters and the record of its recent admissions that the
-// continuous split needs (Allocate alone must assume all of this minute's
-// own admissions are recent, which gives about the reference's split).
-// Room.CheckIn is the longest refresh interval the edge gives queued
-// visitors (0: DefaultCheckIn, the edge's 20 s ± 3 s). Per request, Decide,
-// then Count (the counter rule) says what to add to the node's entries: on
-// Admit the admission and the session, the visitor taken out of its Waiting
-// cell; on Queue its Waiting count moved to (bucket, now). Estimate
+// Keep one *Allocation per room in an atomic pointer, the latest of the
+// room's Chain. Step the chain whenever the merged state changes (at most
+// every AllocationFollow), at least every AllocationEvery and at every
+// minute boundary, with what the node sees of the ring (Sight): it calls
+// Allocate once, then Next on the latest allocation, which carries the
+// node's admission counters and the record of its recent admissions that
+// the continuous split needs (Allocate alone must assume all of this
+// minute's own admissions are recent, which gives about the reference's
+// split), and starts afresh when the ring's time steps back. Room.CheckIn is
+// the longest refresh interval the node gives queued visitors (0:
+// DefaultCheckIn, 20 s ± 3 s). Per request, TurnOf says whether it is a
+// session's, an early check-in or one to decide on; a Request is decided
+// (Decide, or DecidePriority for a priority holder, and Held), and its
+// Decision's Count (the counter rule) says what to add to the node's
+// entries: on Admit the admission and the session, the visitor taken out
+// of its Waiting cell; on Queue its Waiting count moved to (bucket, now).
+// The simulator and the tests' ring model take the same steps. Estimate
 // fills the queue page; Summary and EligibleSlots serve the admin endpoint.
 // The snapshot is read with Room.Windows().
 package policy

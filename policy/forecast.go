@@ -77,7 +77,7 @@ func liveBand(room Room) float64 {
 	if room.DisableSessionRenewal {
 		return 0
 	}
-	return math.Min(liveBandMax, float64(room.session()*60)/4)
+	return math.Min(liveBandMax, float64(room.Session()*60)/4)
 }
 
 // browsing splits the running sessions of the snapshot at second now: live
@@ -89,7 +89,7 @@ func browsing(room Room, now int64, expiring []crdt.SlotCount) (live, pace, inBa
 	if band == 0 {
 		return 0, 0, 0
 	}
-	sessionSec := float64(room.session() * 60)
+	sessionSec := float64(room.Session() * 60)
 	edge := float64(now) + sessionSec - band
 	var left float64
 	for _, c := range expiring {
@@ -272,7 +272,7 @@ func releases(room Room, now int64, active float64, expiring []crdt.SlotCount, a
 	if total <= 0 || free >= need {
 		return nil, 0, false
 	}
-	session := float64(room.session())
+	session := float64(room.Session())
 	if free > 0 {
 		first = append(first, releaseGroup{n: free})
 	}

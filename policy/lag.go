@@ -9,7 +9,8 @@ const (
 	// over the last minute, and a burst may be slower than what was seen.
 	LagSafety = 2
 	// AllocationFollow is how long an allocation may take to follow a
-	// merge: the edge recomputes allocations at most every 50 ms.
+	// merge: a node allocates again on a merge that changes its state, at
+	// most this often (and at least every AllocationEvery).
 	AllocationFollow = 50 * time.Millisecond
 	// LagFloor is the least lag assumed, however fast the ring looks.
 	LagFloor = 150 * time.Millisecond

@@ -10,17 +10,18 @@ import (
 	"github.com/waitroom/waitroom/policy"
 )
 
-// ring is the model of several waitroom nodes in front of one origin that
-// the policy's cluster tests judge by: every node keeps its own crdt state
-// and allocation chain, sees its own counters at once and the others' one
-// gossip delay late (or, while the ring is cut, only its own part's), and
-// re-allocates every step, as the edge does when the merged state changes.
-// Visitors keep their home node, as cookie-keeping visitors of one region
-// do, come back for the cookie check's proof policy.ProofRefresh after a
-// first queue page, and check in every refresh interval after that (the
-// counter rule's, policy.Allocation.RefreshInterval, as the edge gives it) until admitted; let in, they browse the origin for a while when the ring
-// has browse set, each page renewing the session. What each request counts
-// is the counter rule's (policy.Count), as at the edge.
+// ring is the one model of several waitroom nodes in front of one origin
+// that the policy's cluster tests judge by: every node keeps its own crdt
+// state and allocation chain (policy.Chain), sees its own counters at once
+// and the others' one gossip delay late (or, while the ring is cut, only its
+// own part's), and steps its chain every step, as a node does when the
+// merged state changes. Visitors keep their home node, as cookie-keeping
+// visitors of one region do, come back for the cookie check's proof
+// policy.ProofRefresh after a first queue page, and check in every refresh
+// interval after that (the one the decision gives them) until admitted; let
+// in, they browse the origin for a while when the ring has browse set, each
+// page renewing the session. Every request takes a node's steps
+// (policy.Request) and counts what the counter rule (policy.Count) says.
 //
 // What it reports is the truth as the origin sees it, by wall-clock time:
 // admissions per wall-clock minute, sessions active from the admission
@@ -32,17 +33,29 @@ type ring struct {
 	parts  [][]int // node indexes of each part
 	ids    []crdt.ReplicaID
 	states []*crdt.State
-	allocs []*policy.Allocation
+	chains []policy.Chain
+	allocs []*policy.Allocation // each chain's latest
 	start  time.Time
 	step   time.Duration // 0: one second
 	delay  time.Duration // gossip delay, a whole number of steps; 0: at the end of each step
 	// lags, when set, is the lag each node assumes (Room.Lag), as each
-	// edge derives its own from the delays it measures; nil: room.Lag at
+	// node derives its own from the delays it measures; nil: room.Lag at
 	// every node.
 	lags   []time.Duration
 	cutAt  time.Duration // from start; the cut lasts to the end (0 with one part: never)
-	whole  bool          // read the whole snapshot while cut (what the edge did before Side)
-	noHold bool          // queue at once where the edge would hold the request (Allocation.Held)
+	whole  bool          // read the whole snapshot while cut (what nodes did before Side; Sight.Whole)
+	noHold bool          // queue at once where a node would hold the request (Allocation.Held)
+	// strategy is how the nodes divide the slots (Continuous unless set).
+	strategy policy.Strategy
+	// warm, when set, starts every node's chain that long before start,
+	// as nodes that have been running; prior is how many visitors each
+	// node let in in each of the two minutes before start (seedPrior).
+	warm  time.Duration
+	prior int
+	// leave: a visitor not let in at its first request goes away at once
+	// and is forgotten (nobody queues), so the new-user slots are all there
+	// is to divide.
+	leave bool
 	// newPer says how many new visitors reach a node in the step that
 	// begins at at.
 	newPer func(node int, at time.Duration) int
@@ -55,6 +68,7 @@ type ring struct {
 
 	admitted  map[int64]int   // truth: admissions per wall-clock minute, all nodes
 	byPart    []map[int64]int // per part
+	byNode    []int           // admissions of the whole run, per node
 	worstLive float64         // the most active sessions at any step, as the policy counts them
 	truth     ringTruth
 }
@@ -163,36 +177,33 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 		c.byPart[p] = map[int64]int{}
 	}
 	c.allocs = make([]*policy.Allocation, n)
-	w := c.room.Windows()
+	c.chains = make([]policy.Chain, n)
+	c.byNode = make([]int, n)
+	for i, id := range c.ids {
+		c.chains[i] = policy.NewChain(id, c.strategy)
+	}
+	c.seedPrior()
+	if c.warm > 0 {
+		for i := range n {
+			c.allocate(i, c.start.Add(-c.warm), false)
+		}
+	}
 	for step := time.Duration(0); step < d; step += c.stepSize() {
 		now := c.start.Add(step)
 		m := now.Unix() / 60
 		cut := len(c.parts) > 1 && step >= c.cutAt
 		for i := range n {
-			part := c.parts[c.partOf(i)]
-			room := c.room
-			if c.lags != nil {
-				room.Lag = c.lags[i]
-			}
-			var snap crdt.RoomSnapshot
-			if cut && !c.whole {
-				in := map[crdt.ReplicaID]bool{}
-				for _, j := range part {
-					in[c.ids[j]] = true
-				}
-				snap = c.states[i].SnapshotOf(ringRoom, now.Unix(), w, func(r crdt.ReplicaID) bool { return in[r] })
-				rest := c.states[i].SnapshotOf(ringRoom, now.Unix(), w, func(r crdt.ReplicaID) bool { return !in[r] })
-				room = room.CutOff(len(part), &rest)
-			} else {
-				snap = c.states[i].Snapshot(ringRoom, now.Unix(), w)
-			}
-			if c.allocs[i] == nil {
-				c.allocs[i] = policy.Allocate(room, &snap, c.ids[i], now, policy.Continuous)
-			} else {
-				c.allocs[i] = c.allocs[i].Next(room, &snap, now)
-			}
+			c.allocate(i, now, cut)
 			for range c.newPer(i, step) {
-				c.visitors = append(c.visitors, &ringVisitor{home: i, arrived: now, bucket: m, next: now})
+				v := &ringVisitor{home: i, arrived: now, bucket: m, next: now}
+				if c.leave {
+					// Decided at once, and kept only if let in.
+					if c.visit(i, len(c.visitors), v, now, m); v.admitted {
+						c.visitors = append(c.visitors, v)
+					}
+					continue
+				}
+				c.visitors = append(c.visitors, v)
 			}
 			for k, v := range c.visitors {
 				if v.home != i || now.Before(v.next) {
@@ -212,32 +223,91 @@ func (c *ring) run(t *testing.T, d time.Duration) {
 	c.judge()
 }
 
+// allocate steps node i's allocation chain at now, from its own state:
+// while the ring is cut, from its part's replicas and its part of the
+// limits (unless whole is set).
+func (c *ring) allocate(i int, now time.Time, cut bool) {
+	part := c.parts[c.partOf(i)]
+	room := c.room
+	if c.lags != nil {
+		room.Lag = c.lags[i]
+	}
+	live := len(c.ids)
+	if cut {
+		live = len(part)
+	}
+	w := room.Windows()
+	c.allocs[i], c.chains[i] = c.chains[i].Step(room, policy.Sight{
+		Live: live,
+		Reachable: func() func(crdt.ReplicaID) bool {
+			return func(r crdt.ReplicaID) bool {
+				return slices.ContainsFunc(part, func(j int) bool { return c.ids[j] == r })
+			}
+		},
+		Snapshot: func(keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
+			if keep == nil {
+				return c.states[i].Snapshot(ringRoom, now.Unix(), w)
+			}
+			return c.states[i].SnapshotOf(ringRoom, now.Unix(), w, keep)
+		},
+		Whole: c.whole,
+	}, now)
+}
+
+// seedPrior counts, at every node, c.prior visitors let in at their first
+// request in each of the two minutes before the start, as the counter rule
+// counts them, and gives every node every other's counts: the history of a
+// ring that has been admitting at that pace.
+func (c *ring) seedPrior() {
+	if c.prior == 0 {
+		return
+	}
+	m := c.start.Unix() / 60
+	for i := range c.states {
+		for _, minute := range []int64{m - 2, m - 1} {
+			for range c.prior {
+				incs, _ := policy.Count(nil, c.room, ringRoom, policy.Counting{}, policy.Event{Step: policy.StepDecided, Fresh: true, Outcome: policy.Admit, At: minute * 60})
+				for _, in := range incs {
+					c.states[i].Add(in.Key, c.ids[i], in.N)
+				}
+			}
+		}
+	}
+	for i := range c.states {
+		for j := range c.states {
+			if i != j {
+				c.states[i].MergeState(c.states[j])
+			}
+		}
+	}
+}
+
 func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 	fresh := v.tok == policy.Counting{}
-	bucket := v.tok.Bucket
+	before := v.tok
 	if fresh {
-		bucket = m
+		before = policy.NewCounting(now)
 	}
-	vis := policy.Visitor{Bucket: bucket, Queued: v.tok.Waiting()}
-	out := c.allocs[i].Decide(vis, nil)
-	// The edge's refresh interval, jittered per visitor (spread by k here).
-	refresh := c.allocs[i].RefreshInterval(bucket, float64(k*5%7)/7)
-	if out == policy.Queue {
+	var a policy.Decider = c.allocs[i]
+	if c.noHold {
+		a = neverHolds{c.allocs[i]}
+	}
+	d := policy.Request{Fresh: fresh, Before: before, At: now, HeldSince: v.heldSince}.Decide(a)
+	if d.Hold {
 		// Queued only for the slots the node keeps back for what the
-		// others may have admitted unheard: the edge holds the request and
-		// decides again on the node's next allocation, the next step here.
-		since := now
-		if !v.heldSince.IsZero() {
-			since = v.heldSince
+		// others may have admitted unheard: the node holds the request and
+		// decides again on its next allocation, the next step here.
+		if v.heldSince.IsZero() {
+			v.heldSince = now
 		}
-		if !c.noHold && c.allocs[i].Held(vis, since) {
-			v.heldSince, v.next = since, now.Add(c.stepSize())
-			c.truth.held++
-			return
-		}
+		v.next = now.Add(c.stepSize())
+		c.truth.held++
+		return
 	}
 	v.heldSince = time.Time{}
-	incs, tok := policy.Count(nil, c.room, ringRoom, v.tok, policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out, Refresh: uint16(refresh), At: now.Unix()})
+	out := d.Outcome
+	// The page's refresh is jittered per visitor (spread by k here).
+	incs, tok := d.Count(nil, a, c.room, ringRoom, func() float64 { return float64(k*5%7) / 7 })
 	for _, in := range incs {
 		c.states[i].Add(in.Key, c.ids[i], in.N)
 	}
@@ -253,6 +323,7 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 		}
 		c.admitted[m]++
 		c.byPart[c.partOf(i)][m]++
+		c.byNode[i]++
 		c.truth.admissions++
 	case policy.Queue:
 		if c.truth.firstQueue.IsZero() {
@@ -269,6 +340,12 @@ func (c *ring) visit(i, k int, v *ringVisitor, now time.Time, m int64) {
 		v.checkIns = append(v.checkIns, now)
 	}
 }
+
+// neverHolds is an allocation that holds nobody: a node as it was before it
+// held requests (ring.noHold).
+type neverHolds struct{ *policy.Allocation }
+
+func (neverHolds) Held(policy.Visitor, time.Time) bool { return false }
 
 // gone is how long until a visitor who has left the origin asks again:
 // never, within any run (a century and more).
@@ -291,10 +368,7 @@ func (c *ring) page(i int, v *ringVisitor, now time.Time) {
 // activeAt is the true number of sessions active at now: admitted, and
 // within session_duration of the visitor's last page.
 func (c *ring) activeAt(now time.Time) int {
-	session := time.Duration(c.room.SessionDuration) * time.Minute
-	if session == 0 {
-		session = 5 * time.Minute
-	}
+	session := time.Duration(c.room.Session()) * time.Minute
 	n := 0
 	for _, v := range c.visitors {
 		if v.admitted && !v.admittedAt.After(now) && now.Sub(v.lastPage) < session {

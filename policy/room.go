@@ -64,7 +64,7 @@ const AdmissionMinutes = crdt.MaxSessionLead
 type Room struct {
 	TotalActiveUsers  int
 	NewUsersPerMinute int
-	SessionDuration   int // minutes, 1–30; 0 means the default 5
+	SessionDuration   int // minutes, 1–30; 0 means DefaultSessionDuration
 	// DisableSessionRenewal: a session ends session_duration after its
 	// admission whatever the visitor does, and is counted once, in the
 	// cell of that expiry (see Count).
@@ -159,9 +159,16 @@ func (r Room) Windows() crdt.Windows {
 	return crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: HistoryMinutes, Admissions: AdmissionMinutes}
 }
 
-func (r Room) session() int {
+// DefaultSessionDuration is session_duration, in minutes, when a room
+// sets none: Cloudflare's default.
+const DefaultSessionDuration = 5
+
+// Session is how long, in minutes, a session lasts after the visitor's
+// last request (after its admission with DisableSessionRenewal):
+// SessionDuration, DefaultSessionDuration when it is unset, at most 30.
+func (r Room) Session() int {
 	if r.SessionDuration <= 0 {
-		return 5
+		return DefaultSessionDuration
 	}
 	return min(r.SessionDuration, 30)
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/bench"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
 )
 
 func newBench() *cobra.Command {
@@ -65,15 +63,11 @@ on growth.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+				stop, err := bench.ProfileCPU(cpuProfile)
 				if err != nil {
 					return err
 				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+				defer stop()
 			}
 			if soak > 0 {
 				rep, err := bench.Soak(cmd.Context(), bench.SoakOptions{Duration: soak, Rate: soakRate, Progress: cmd.ErrOrStderr()})
@@ -86,28 +80,13 @@ on growth.`,
 				if err := rep.WriteText(out); err != nil {
 					return err
 				}
-				if !rep.OK {
-					return fmt.Errorf("steady memory: %s", rep.Verdict)
-				}
-				return nil
+				return rep.Err()
 			}
 			if !asJSON {
 				o.Progress = cmd.ErrOrStderr()
 			}
 			o.NoProxies = !withProxies
-			comparisons := 4
-			if withProxies {
-				for _, p := range bench.ExternalProxies {
-					if p.Find() != "" {
-						comparisons += 3
-						if p.Program == "nginx" {
-							comparisons += 2
-						}
-					}
-				}
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "waitroom bench: %d rounds of %d comparisons, %s per side each, then the memory steps (about %s)\n",
-				max(o.Rounds, 1), comparisons, o.Duration, (time.Duration(max(o.Rounds, 1)*comparisons)*2*o.Duration + 6*time.Second + 15*time.Second).Round(time.Second))
+			fmt.Fprintln(cmd.ErrOrStderr(), o.Plan())
 			rep, err := bench.Run(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -36,7 +36,7 @@ func TestRoomsCodes(t *testing.T) {
 		root := newRoot()
 		var out bytes.Buffer
 		root.SetOut(&out)
-		root.SetArgs(append(args, "--admin", node.URL))
+		root.SetArgs(append(args, "--addr", node.URL))
 		if err := root.ExecuteContext(context.Background()); err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}

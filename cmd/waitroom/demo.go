@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/demo"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/demo"
 )
 
 func newDemo() *cobra.Command {

@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -126,7 +126,7 @@ func adminServes(t *testing.T, paths ...string) map[string]bool {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop()})
+	srv, err := agent.New(cfg, agent.Options{Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,31 @@ func readYAML(t *testing.T, path string, v any) {
 }
 
 func TestKubernetesManifests(t *testing.T) {
-	objs := loadKubernetes(t)
+	checkRing(t, loadKubernetes(t))
+}
+
+// only returns the one object of kind among objs.
+func only(t *testing.T, objs map[string]k8sObject, kind string) k8sObject {
+	t.Helper()
+	var found []k8sObject
+	for _, o := range objs {
+		if o.Kind == kind {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d objects of kind %s among %v, want one", len(found), kind, keysOf(objs))
+	}
+	return found[0]
+}
+
+// checkRing holds a ring's Kubernetes objects (the kustomize manifests, or
+// what the Helm chart renders) to the binary: the StatefulSet's arguments
+// parse with serve's real flags, the config file it mounts is valid, and
+// the ports, probes, environment, Services, budget and grace period are
+// the ones the node really uses.
+func checkRing(t *testing.T, objs map[string]k8sObject) {
+	t.Helper()
 	get := func(key string) k8sObject {
 		o, ok := objs[key]
 		if !ok {
@@ -280,7 +304,7 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 		return o
 	}
-	sts := get("StatefulSet/waitroom")
+	sts := only(t, objs, "StatefulSet")
 	pod := sts.Spec.Template
 	if len(pod.Spec.Containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(pod.Spec.Containers))
@@ -310,18 +334,17 @@ func TestKubernetesManifests(t *testing.T) {
 	for _, m := range c.VolumeMounts {
 		mounts[m.Name] = m.MountPath
 	}
-	cm := get("ConfigMap/waitroom-config")
 	configPath, _ := serve.Flags().GetString("config")
 	var configFile []byte
 	for _, v := range pod.Spec.Volumes {
-		if v.ConfigMap != nil && v.ConfigMap.Name == cm.Metadata.Name {
+		if v.ConfigMap != nil {
 			if dir, ok := mounts[v.Name]; ok && filepath.Dir(configPath) == dir {
-				configFile = []byte(cm.Data[filepath.Base(configPath)])
+				configFile = []byte(get("ConfigMap/" + v.ConfigMap.Name).Data[filepath.Base(configPath)])
 			}
 		}
 	}
 	if configFile == nil {
-		t.Fatalf("--config=%s is not a file of the ConfigMap %s as mounted", configPath, cm.Metadata.Name)
+		t.Fatalf("--config=%s is not a file of a ConfigMap as mounted", configPath)
 	}
 	cfg := nodeConfig(t, serve, configFile)
 
@@ -329,7 +352,7 @@ func TestKubernetesManifests(t *testing.T) {
 		for name, e := range env {
 			used := slices.ContainsFunc(c.Args, func(a string) bool { return strings.Contains(a, "$("+name+")") })
 			switch {
-			case name == edge.CookieKeysEnv || name == edge.GossipKeyEnv:
+			case name == agent.CookieKeysEnv || name == agent.GossipKeyEnv:
 				if e.ValueFrom.SecretKeyRef == nil {
 					t.Errorf("%s must come from a Secret", name)
 				}
@@ -337,7 +360,7 @@ func TestKubernetesManifests(t *testing.T) {
 				t.Errorf("env %s is neither read by the node nor used in the arguments", name)
 			}
 		}
-		for name, file := range map[string]string{edge.CookieKeysEnv: cfg.CookieKeyFile, edge.GossipKeyEnv: cfg.GossipKeyFile} {
+		for name, file := range map[string]string{agent.CookieKeysEnv: cfg.CookieKeyFile, agent.GossipKeyEnv: cfg.GossipKeyFile} {
 			if _, ok := env[name]; !ok && file == "" {
 				t.Errorf("neither %s nor a key file: a ring needs the same keys on every node", name)
 			}
@@ -411,11 +434,23 @@ func TestKubernetesManifests(t *testing.T) {
 	})
 
 	t.Run("the visitors' Service sends to the public port", func(t *testing.T) {
-		vs := get("Service/waitroom")
-		for _, p := range vs.Spec.Ports {
-			if p.TargetPort != "public" {
-				t.Errorf("Service port %+v does not target the public port", p)
+		n := 0
+		for _, o := range objs {
+			if o.Kind != "Service" || o.Metadata.Name == sts.Spec.ServiceName {
+				continue
 			}
+			n++
+			for _, p := range o.Spec.Ports {
+				if p.TargetPort != "public" {
+					t.Errorf("Service %s port %+v does not target the public port", o.Metadata.Name, p)
+				}
+			}
+			if !matches(labelsOf(o.Spec.Selector), pod.Metadata.Labels) {
+				t.Errorf("Service %s selector %v misses the pods %v", o.Metadata.Name, o.Spec.Selector, pod.Metadata.Labels)
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d Services for visitors besides the gossip one, want 1", n)
 		}
 	})
 
@@ -431,7 +466,7 @@ func TestKubernetesManifests(t *testing.T) {
 	})
 
 	t.Run("a disruption budget keeps all but one node", func(t *testing.T) {
-		pdb := get("PodDisruptionBudget/waitroom")
+		pdb := only(t, objs, "PodDisruptionBudget")
 		if pdb.Spec.MaxUnavailable != 1 || !matches(labelsOf(pdb.Spec.Selector), pod.Metadata.Labels) {
 			t.Errorf("budget maxUnavailable %d selecting %v; want 1, selecting the pods %v", pdb.Spec.MaxUnavailable, pdb.Spec.Selector, pod.Metadata.Labels)
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/fidelity"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/fidelity"
 )
 
 func newFidelity() *cobra.Command {
@@ -85,13 +85,7 @@ default every scenario chosen runs side by side.
 				return fmt.Errorf("finding this binary to run as the nodes: %w", err)
 			}
 			o.Binary = exe
-			pool := fidelity.Scenarios(short, nodes)
-			if len(names) > 0 {
-				// Optional scenarios run only when named.
-				pool = append(pool, fidelity.OptionalScenarios(short, nodes)...)
-			}
-			o.Scenarios, err = fidelity.Select(pool, names)
-			if err != nil {
+			if o.Scenarios, err = fidelity.Choose(short, nodes, names); err != nil {
 				return err
 			}
 			o.Progress = cmd.ErrOrStderr()
@@ -108,8 +102,8 @@ default every scenario chosen runs side by side.
 			if err != nil {
 				return err
 			}
-			if missed := fidelity.MissedGoals(results, checkOnly...); (check || len(checkOnly) > 0) && len(missed) > 0 {
-				return fmt.Errorf("%d goals missed:\n  %s", len(missed), strings.Join(missed, "\n  "))
+			if check || len(checkOnly) > 0 {
+				return fidelity.CheckGoals(results, checkOnly...)
 			}
 			return nil
 		},

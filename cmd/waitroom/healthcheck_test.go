@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -27,14 +29,21 @@ func TestHealthcheck(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
+		env  string // WAITROOM_ADDR
 		ok   bool
 	}{
-		{"a live node passes", []string{"healthcheck", "--admin", node.URL}, true},
-		{"a node not ready fails --ready", []string{"healthcheck", "--ready", "--admin", node.URL}, false},
-		{"a node that does not answer fails", []string{"healthcheck", "--admin", closed.URL}, false},
+		{"a live node passes", []string{"healthcheck", "--addr", node.URL}, "", true},
+		{"a node not ready fails --ready", []string{"healthcheck", "--ready", "--addr", node.URL}, "", false},
+		{"a node that does not answer fails", []string{"healthcheck", "--addr", closed.URL}, "", false},
+		{"the node is found by WAITROOM_ADDR without a flag", []string{"healthcheck"}, node.URL, true},
+		{"a bare host and port is an address", []string{"healthcheck", "--addr", strings.TrimPrefix(node.URL, "http://")}, "", true},
+		{"the flag wins over WAITROOM_ADDR", []string{"healthcheck", "--addr", node.URL}, closed.URL, true},
+		{"the old --admin flag is still taken", []string{"healthcheck", "--admin", node.URL}, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("WAITROOM_ADDR", tc.env)
 			root := newRoot()
+			root.SetErr(io.Discard)
 			root.SetArgs(tc.args)
 			err := root.ExecuteContext(context.Background())
 			if (err == nil) != tc.ok {

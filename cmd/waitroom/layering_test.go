@@ -23,7 +23,9 @@ import (
 
 // layer is the rule for the packages under one path prefix (module-relative:
 // "policy" covers policy and policy/sim unless a longer prefix has its own
-// rule). may lists the prefixes of the packages of ours they may import.
+// rule). may lists the packages of ours they may import, as Go's package
+// patterns spell them: "edge" is that package alone, "edge/..." it and
+// every package under it.
 type layer struct {
 	prefix string
 	may    []string
@@ -38,7 +40,13 @@ var layers = []layer{
 	{prefix: "cookie"},
 	// Admission maths over a crdt snapshot; the simulator drives it.
 	{prefix: "policy", may: []string{"crdt"}},
-	{prefix: "policy/sim", may: []string{"crdt", "policy"}},
+	{prefix: "policy/sim", may: []string{"crdt", "policy/..."}},
+	// The simulator's plots: the plotting library is linked only where
+	// they are drawn, never into the node.
+	{prefix: "policy/sim/plot", may: []string{"policy/sim"}},
+	// The one grammar of a length of time in the files people write (a
+	// node's configuration, the simulator's scenarios).
+	{prefix: "policy/duration"},
 	// The judge of a run, shared by the simulator and the real-process
 	// fidelity run: definitions only, nothing of how the room decides.
 	{prefix: "policy/truth"},
@@ -46,31 +54,80 @@ var layers = []layer{
 	{prefix: "gossip", may: []string{"crdt"}},
 	// The test support every package's tests share (poll, fake clock).
 	{prefix: "gossip/testkit"},
-	// The HTTP side wires the others together; packages split out of it
-	// (under edge/) may use it and each other.
-	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge"}},
+	// The node: the request path, the rooms and their allocation loop. It
+	// wires the pure core and gossip together, with the pieces under it
+	// that know nothing of a node (the configuration, the canonical
+	// spelling, the page's languages, the challenge's verifier). What runs
+	// beside it (the admin API, the agent, webhook delivery) uses it
+	// through its exported methods, and it imports none of them.
+	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge/config", "edge/canon", "edge/i18n", "edge/challenge"}},
 	// The configuration is data and pure checks: the edge compiles it into
 	// rooms, and the commands read and write it without a node. Its routes
 	// are checked in the canonical spelling the router matches requests
-	// in, which imports nothing of ours.
-	{prefix: "edge/config", may: []string{"edge/canon"}},
+	// in, which imports nothing of ours, its durations are written in the
+	// grammar the simulator's scenarios share, and a room's defaults that
+	// the admission maths fall back on (session_duration) are the
+	// policy's, which is pure.
+	{prefix: "edge/config", may: []string{"edge/canon", "policy/..."}},
 	{prefix: "edge/canon"},
-	// The one test origin, for the tests of the edge and the packages
-	// around it: an HTTP server, nothing of the room.
-	{prefix: "edge/edgetest"},
-	// The load generator speaks HTTP to any site, waitroom or not; it reads
-	// the answers with the visitor's side of a room, which imports nothing
-	// of ours either. The bench harness, which starts edge servers for it to
-	// drive, is edge/bench, under the rule of edge.
-	{prefix: "edge/loadtest", may: []string{"edge/crowd"}},
+	// The built-in page's text in each language.
+	{prefix: "edge/i18n"},
+	// The bot challenge's verifier: a room's settings in, a verdict out.
+	{prefix: "edge/challenge", may: []string{"edge/config"}},
+	// The console's page and event stream: the admin API hands it frames.
+	{prefix: "edge/dashboard"},
+	// The admin API's wire types and its client: what a program that
+	// speaks to a node links, so never the node (edge) nor its admin API.
+	// The figures it carries are gossip's and the policy's own types, and
+	// rooms are written in the configuration's schema.
+	{prefix: "edge/api", may: []string{"edge/config", "gossip", "policy/..."}},
+	// The admin API: the node's documents, rooms, codes and webhooks over
+	// HTTP, the console and the guard in front of them, through the
+	// node's exported methods.
+	{prefix: "edge/admin", may: []string{"cookie", "crdt", "gossip", "edge", "edge/api", "edge/config", "edge/canon", "edge/dashboard", "edge/webhook/deliver"}},
+	// Signing a webhook's notice, and what a receiver decodes: what a
+	// receiver written in Go imports, so nothing of ours.
+	{prefix: "edge/webhook"},
+	// Which changes become notices, who sends each, and the deliveries.
+	{prefix: "edge/webhook/deliver", may: []string{"gossip", "edge", "edge/api", "edge/config", "edge/webhook"}},
+	// What runs a node as a process: keys, gossip security, listeners,
+	// TLS, readiness, and the node, its admin API and its webhooks wired
+	// together.
+	{prefix: "edge/agent", may: []string{"cookie", "gossip", "edge", "edge/admin", "edge/api", "edge/config", "edge/webhook/deliver"}},
+	// The one harness of nodes in one process (the test origin, a node, the
+	// in-process cluster, a visitor): it starts nodes as serve does, so it
+	// may import the edge's packages and what they wire.
+	{prefix: "edge/edgetest", may: []string{"cookie", "crdt", "gossip/...", "policy/...", "edge/..."}},
+	// The visitor's side of a room (the one parser of the Refresh header, a
+	// cookie-keeping visitor): the edge's tests read answers with it, and
+	// the tools drive rooms with it, so it imports nothing of ours.
 	{prefix: "edge/crowd"},
+	// The real-browser tests: their package holds tests only.
+	{prefix: "edge/browsertest"},
+	// Commands only wire flags to the packages that do the work. The
+	// operators' commands speak to a node through the admin API's client
+	// (edge/api) and run one through the agent; the node's own package is
+	// no import of theirs. The tools that are not the node live under
+	// cmd/waitroom/internal, private to the command.
+	{prefix: "cmd", may: []string{"cookie", "policy/...", "edge/agent", "edge/api", "edge/config", "cmd/waitroom/internal/..."}},
+	// The load generator speaks HTTP to any site, waitroom or not, and
+	// reads the answers as a visitor does.
+	{prefix: "cmd/waitroom/internal/loadtest", may: []string{"edge/crowd"}},
+	// The bench starts a node (with the harness) and drives it, and the
+	// proxies it is compared with, with the load generator.
+	{prefix: "cmd/waitroom/internal/bench", may: []string{"cookie", "edge/...", "cmd/waitroom/internal/loadtest"}},
+	// The demo starts a ring (with the harness) and a crowd in front of it.
+	{prefix: "cmd/waitroom/internal/demo", may: []string{"edge/..."}},
 	// The fidelity run judges real serve processes from the outside, as a
-	// visitor and an origin see them: it drives them over HTTP and signals,
-	// and of the room's own code imports only the judge, which knows nothing
-	// of how the room decides.
-	{prefix: "edge/fidelity", may: []string{"edge/crowd", "policy/truth"}},
-	// Commands only wire flags to the packages that do the work.
-	{prefix: "cmd", may: []string{"cookie", "crdt", "edge", "gossip", "policy"}},
+	// visitor and an origin see them: it drives them over HTTP and signals
+	// behind the one test origin, and of the room's own code imports only
+	// the judge, which knows nothing of how the room decides.
+	{prefix: "cmd/waitroom/internal/fidelity", may: []string{"edge/crowd", "edge/edgetest", "policy/truth"}},
+	// The state document laid out for a person, as `waitroom state` prints
+	// it: it reads the admin API's wire types and knows no node.
+	{prefix: "cmd/waitroom/internal/statetable", may: []string{"edge/api"}},
+	// What a binary knows of its own build: the standard library's.
+	{prefix: "cmd/waitroom/internal/buildinfo"},
 }
 
 // exception is an import that breaks the layering today and is being
@@ -86,8 +143,9 @@ type exception struct {
 var exceptions []exception
 
 // Test files (_test.go) have a looser rule: they may import any package of
-// ours but a command, since a test may use another package's harness or
-// check two packages together. crdt's and cookie's tests still import only
+// ours but a command (a command's internal packages are libraries, and
+// their tests import them), since a test may use another package's harness
+// or check two packages together. crdt's and cookie's tests still import only
 // their own package: the pure core is tested on its own.
 var selfTested = []string{"crdt", "cookie"}
 
@@ -127,8 +185,10 @@ func TestTheLayeringCheck(t *testing.T) {
 		{prefix: "crdt"},
 		{prefix: "policy", may: []string{"crdt"}},
 		{prefix: "gossip", may: []string{"crdt"}},
-		{prefix: "edge", may: []string{"crdt", "gossip", "policy", "edge"}},
+		{prefix: "edge", may: []string{"crdt", "gossip", "policy", "edge/config"}},
 		{prefix: "edge/load"},
+		{prefix: "edge/admin", may: []string{"edge", "edge/config"}},
+		{prefix: "edge/tools", may: []string{"edge/..."}},
 	}
 	clean := fstest.MapFS{
 		"go.mod":                 {Data: []byte("// a comment first\nmodule " + module + " // and after\n\ngo 1.26\n")},
@@ -169,6 +229,14 @@ func TestTheLayeringCheck(t *testing.T) {
 			want: []string{"edge/load/env.go imports edge: edge/load may import nothing of ours"}},
 		{name: "a package split out of edge may import edge",
 			fsys: with(map[string]*fstest.MapFile{"edge/admin/admin.go": file(module+"/edge", module+"/edge/config")})},
+		{name: "edge importing what was split out of it is reported",
+			fsys: with(map[string]*fstest.MapFile{"edge/routes.go": file(module + "/edge/admin"), "edge/admin/admin.go": file(module + "/edge")}),
+			want: []string{"edge/routes.go imports edge/admin: edge may import only crdt, gossip, policy, edge/config"}},
+		{name: "a pattern with /... covers the packages under it",
+			fsys: with(map[string]*fstest.MapFile{"edge/tools/t.go": file(module+"/edge", module+"/edge/load", module+"/edge/config")})},
+		{name: "a pattern without /... covers its package alone",
+			fsys: with(map[string]*fstest.MapFile{"edge/admin/admin.go": file(module + "/edge/load")}),
+			want: []string{"edge/admin/admin.go imports edge/load: edge/admin may import only edge, edge/config"}},
 		{name: "a package without a rule is reported",
 			fsys: with(map[string]*fstest.MapFile{"tools/x.go": file("fmt")}),
 			want: []string{"package tools has no layering rule"}},
@@ -177,6 +245,9 @@ func TestTheLayeringCheck(t *testing.T) {
 		{name: "a test file may not import a command",
 			fsys: with(map[string]*fstest.MapFile{"cmd/tool/main.go": file("fmt"), "policy/x_test.go": file(module + "/cmd/tool")}),
 			want: []string{"package cmd/tool has no layering rule", "policy/x_test.go imports cmd/tool: tests may import any package of ours but a command"}},
+		{name: "a command's tests may import the command's internal packages",
+			fsys: with(map[string]*fstest.MapFile{"cmd/tool/main.go": file("fmt"), "cmd/tool/internal/x/x.go": file("fmt"), "cmd/tool/internal/x/x_test.go": file(module + "/cmd/tool/internal/x")}),
+			want: []string{"package cmd/tool has no layering rule", "package cmd/tool/internal/x has no layering rule"}},
 		{name: "crdt's tests import only crdt",
 			fsys: with(map[string]*fstest.MapFile{"crdt/state_test.go": file(module+"/crdt", module+"/policy")}),
 			want: []string{"crdt/state_test.go imports policy: crdt's tests may import only crdt"}},
@@ -322,6 +393,15 @@ func under(pkg, prefix string) bool {
 	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
 }
 
+// allows reports whether pattern, as a may entry spells it, covers package
+// pkg: "edge" only edge itself, "edge/..." edge and every package under it.
+func allows(pattern, pkg string) bool {
+	if tree, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return under(pkg, tree)
+	}
+	return pkg == pattern
+}
+
 // ruleFor is the layer with the longest prefix that covers pkg.
 func ruleFor(pkg string, rules []layer) (layer, bool) {
 	var best layer
@@ -332,6 +412,14 @@ func ruleFor(pkg string, rules []layer) (layer, bool) {
 		}
 	}
 	return best, found
+}
+
+// isCommand reports whether pkg is a command or a package under one
+// outside its internal tree: what no test may import. A command's internal
+// packages are that command's libraries (Go lets only the command's own
+// tree import them), tested as any library is.
+func isCommand(pkg string) bool {
+	return under(pkg, "cmd") && !strings.Contains("/"+pkg+"/", "/internal/")
 }
 
 // checkLayering returns one line per broken rule, sorted by package.
@@ -352,7 +440,7 @@ func checkLayering(pkgs map[string]*pkgImports, rules []layer, excs []exception)
 			problems = append(problems, fmt.Sprintf("package %s has no layering rule: add one to layers here and to docs/ARCHITECTURE.md", pkg))
 		}
 		for _, imp := range sortedKeys(pi.code) {
-			if !ok || excepted(pkg, imp) || slices.ContainsFunc(rule.may, func(m string) bool { return under(imp, m) }) {
+			if !ok || excepted(pkg, imp) || slices.ContainsFunc(rule.may, func(m string) bool { return allows(m, imp) }) {
 				continue
 			}
 			allowed := "nothing of ours"
@@ -365,7 +453,7 @@ func checkLayering(pkgs map[string]*pkgImports, rules []layer, excs []exception)
 			switch self := slices.IndexFunc(selfTested, func(s string) bool { return under(pkg, s) }); {
 			case self >= 0 && imp != pkg:
 				problems = append(problems, fmt.Sprintf("%s imports %s: %s's tests may import only %s", pi.tests[imp][0], imp, selfTested[self], pkg))
-			case under(imp, "cmd"):
+			case isCommand(imp):
 				problems = append(problems, fmt.Sprintf("%s imports %s: tests may import any package of ours but a command", pi.tests[imp][0], imp))
 			}
 		}

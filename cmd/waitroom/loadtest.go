@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/loadtest"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/loadtest"
 )
 
 func newLoadtest() *cobra.Command {
@@ -42,20 +40,11 @@ This sends real load: point it only at sites you operate.
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Targets = args
-			o.Header = http.Header{}
-			for _, h := range headers {
-				k, v, ok := strings.Cut(h, ":")
-				if !ok || strings.TrimSpace(k) == "" {
-					return fmt.Errorf("--header %q: want \"Name: value\"", h)
-				}
-				o.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+			var err error
+			if o.Header, err = loadtest.ParseHeaders(headers); err != nil {
+				return err
 			}
-			load := fmt.Sprintf("%d visitors", max(o.Concurrency, 1))
-			if o.Rate > 0 {
-				load = fmt.Sprintf("%g requests/s", o.Rate)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "waitroom loadtest: sending real load (%s for up to %s) to %s — only test sites you operate\n",
-				load, o.Duration, strings.Join(args, ", "))
+			fmt.Fprintln(cmd.ErrOrStderr(), o.Warning())
 			r, err := loadtest.Run(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -39,7 +39,7 @@ func TestRoomsPageCommands(t *testing.T) {
 			var out bytes.Buffer
 			cmd.SetOut(&out)
 			cmd.SetErr(&out)
-			cmd.SetArgs(append([]string{"--admin", srv.URL}, tt.args...))
+			cmd.SetArgs(append([]string{"--addr", srv.URL}, tt.args...))
 			err := cmd.Execute()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

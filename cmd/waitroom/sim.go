@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/waitroom/waitroom/policy/sim"
+	"github.com/waitroom/waitroom/policy/sim/plot"
 )
 
 // simFlags are the sim command's flags.
@@ -127,7 +128,7 @@ func (o *simFlags) print(w io.Writer, rep *sim.Report) error {
 	if o.noPlots {
 		return nil
 	}
-	files, err := rep.WritePlots(o.out)
+	files, err := plot.Write(rep, o.out)
 	if err != nil {
 		return err
 	}

@@ -6,16 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/statetable"
+	"github.com/waitroom/waitroom/edge/api"
 )
 
 func newState() *cobra.Command {
-	var (
-		admin   string
-		asJSON  bool
-		token   string
-		timeout time.Duration
-	)
+	c := &api.Client{}
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "state",
 		Short: "Show a node's merged picture of the cluster and its rooms",
@@ -24,7 +21,7 @@ ring and, per room, active users against the limit, who waits in which
 arrival bucket, admissions this minute and each node's traffic share.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			doc, raw, err := adminclient.FetchState(cmd.Context(), admin, token, timeout)
+			doc, raw, err := c.State(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -36,12 +33,10 @@ arrival bucket, admissions this minute and each node's traffic share.`,
 				}
 				return writeJSON(out, v)
 			}
-			return adminclient.WriteStateTable(out, doc)
+			return statetable.Write(out, doc)
 		},
 	}
-	cmd.Flags().StringVar(&admin, "admin", "http://127.0.0.1:9090", "admin endpoint of the node to ask")
+	clientFlags(cmd, c, 5*time.Second, false)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
-	cmd.Flags().StringVar(&token, "token", "", "bearer token for a non-loopback admin endpoint (or WAITROOM_ADMIN_TOKEN)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the node")
 	return cmd
 }

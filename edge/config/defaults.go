@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/waitroom/waitroom/policy"
 )
 
 // Defaults filled in by [Config.ApplyDefaults] and [Room.ApplyDefaults].
@@ -19,7 +21,7 @@ const (
 	DefaultLogLevel           = "info"
 	DefaultOriginTimeout      = 30 * time.Second
 	DefaultPath               = "/"
-	DefaultSessionDuration    = 5 // minutes
+	DefaultSessionDuration    = policy.DefaultSessionDuration // minutes
 	DefaultQueueingMethod     = "fifo"
 	DefaultQueueingStatusCode = 200
 	DefaultSameSite           = "auto"

@@ -16,12 +16,9 @@ package config
 // hold, each setting with its rules in its doc comment.
 
 import (
-	"encoding/json"
-	"fmt"
-	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/waitroom/waitroom/policy/duration"
 )
 
 // DefaultStaleAfter is how long a node may hear nothing from its peers
@@ -340,61 +337,7 @@ type cloudflareOnly struct {
 	Errors                     any `yaml:"errors" json:"errors,omitempty"`
 }
 
-// Duration is a time.Duration written as a string with a unit ("30s", "1m30s")
-// in YAML and JSON. A bare number other than 0 is refused: "30" could mean
-// seconds or nanoseconds.
-type Duration time.Duration
-
-// String formats d as time.Duration does.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalYAML writes d as a string such as "30s".
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
-// UnmarshalYAML reads a duration string such as "30s".
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a duration such as \"30s\", not a list or mapping", n.Line)}}
-	}
-	v, err := parseDuration(n.Value)
-	if err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
-	}
-	*d = v
-	return nil
-}
-
-// MarshalJSON writes d as a string such as "30s".
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
-
-// UnmarshalJSON reads a duration string such as "30s"; null leaves d alone.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	var s string
-	if len(b) > 0 && b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-	} else {
-		s = string(b)
-	}
-	v, err := parseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = v
-	return nil
-}
-
-func parseDuration(s string) (Duration, error) {
-	if strings.TrimSpace(s) == "" {
-		return 0, nil
-	}
-	v, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration: write a number with a unit, such as \"30s\" or \"1m\"", s)
-	}
-	return Duration(v), nil
-}
+// Duration is a time.Duration written as a string with a unit ("30s",
+// "1m30s") in YAML and JSON, in the one grammar of package policy/duration,
+// which the simulator's scenarios share.
+type Duration = duration.Duration

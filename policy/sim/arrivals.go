@@ -20,6 +20,9 @@ type arrival struct {
 	spam     bool
 	// cookieless: never back after the first request (Phase.Cookieless).
 	cookieless bool
+	// group is the priority group whose code the visitor presents, as an
+	// index into the room's groups plus one; 0 for none (Phase.Group).
+	group int
 }
 
 // phases turns the arrival curve into phases.
@@ -131,8 +134,9 @@ func (sc *Scenario) arrivals(rng *rand.Rand) []arrival {
 			w = make([]float64, n)
 			copy(w, ph.Weights)
 		}
+		group := sc.Room.group(ph.Group) + 1
 		for _, t := range ph.times(rng) {
-			out = append(out, arrival{at: t, claimed: t, weights: w, cookieless: ph.Cookieless})
+			out = append(out, arrival{at: t, claimed: t, weights: w, cookieless: ph.Cookieless, group: group})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })

@@ -12,35 +12,35 @@
 // and 10,000 visitors runs in a few seconds.
 //
 //   - Nodes: each has its own crdt.State replica, its own clock (virtual
-//     time + skew, corrected to the ring's time by the edge's own rule,
-//     crdt.RingOffset and crdt.RingNow, from the offsets of the peers it
-//     sees) and its own policy allocation chain: Allocate once, then
-//     Next every 250 ms of virtual time, after every gossip delivery that
-//     changes the state (at most every 50 ms) and when a request finds the
-//     minute turned, as the edge's allocation loop does. Room.Lag is what
-//     the edge assumes: each node takes a delay sample from the first
-//     arrival of every gossip message that changes its state (stamped with
-//     its origin's clock when its oldest change was made) and of every
-//     beat a peer sends after crdt.BeatInterval without counts of its own,
-//     reads the ring's delay by the edge's rule (crdt.Delays,
-//     crdt.RingDelay: the 99th percentile per peer over a minute, the
-//     highest over the live peers, once each gave eight samples) and
-//     assumes policy.AssumedLag of it; until then, or with
-//     gossip.lag_measured: false, the configured bound (room.lag, or the
-//     policy default, as the edge's gossip_lag or its profile's).
-//   - Membership, per node, as the edge's room.recomputeLocked reads it
-//     from gossip: Room.Nodes is the node's expected members, the members
-//     it counts live but never fewer than the largest ring it saw in the
-//     last ten virtual minutes (less the nodes that announced a clean
-//     leave); gossip.Node.ExpectedMembers. While it counts fewer live than
-//     it expects, the snapshot holds only the entries of the replicas it
-//     counts live (crdt.State.SnapshotOf) and the room is cut off with what
-//     it last heard of the others (policy.Room.CutOff). A crashed node, or
+//     time + skew, corrected to the ring's time by the rule a gossip node
+//     keeps its time by, crdt.RingOffset and crdt.RingNow, from the
+//     offsets of the peers it sees) and its own allocation chain
+//     (policy.Chain), stepped every 250 ms of virtual time, after every
+//     gossip delivery that changes the state (at most every 50 ms) and
+//     when a request finds the minute turned, the periods of a node's
+//     allocation loop. Room.Lag is the lag a node assumes: each takes a
+//     delay sample from the first arrival of every gossip message that
+//     changes its state (stamped with its origin's clock when its oldest
+//     change was made) and of every beat a peer sends after
+//     crdt.BeatInterval without counts of its own, reads the ring's delay
+//     by crdt's rule (crdt.Delays, crdt.RingDelay: the 99th percentile per
+//     peer over a minute, the highest over the live peers, once each gave
+//     eight samples) and assumes policy.AssumedLag of it; until then, or
+//     with gossip.lag_measured: false, the configured bound (room.lag, or
+//     the policy default: a node's gossip_lag, or its profile's).
+//   - Membership, per node, as its gossip layer reports it: Room.Nodes is
+//     the node's expected members, the members it counts live but never
+//     fewer than the largest ring it saw in the last ten virtual minutes
+//     (less the nodes that announced a clean leave);
+//     gossip.Node.ExpectedMembers. While it counts fewer live than it
+//     expects, it allocates from the entries of the replicas it counts
+//     live and its part of the limits (policy.Sight). A crashed node, or
 //     the far side of a partition, stops counting live after
 //     nodes.failure_detection and stays expected for the ten minutes;
 //     nodes.cut_handling: whole switches the cut handling off (the whole
-//     snapshot, as the edge read it before) for comparison. Seed lists,
-//     whose length is another floor in the edge, are not modelled.
+//     snapshot, stale columns and all, Sight.Whole) for comparison. Seed
+//     lists, whose length is another floor of a node's expected members,
+//     are not modelled.
 //   - Gossip: a node's own new entries (the crdt.Entry values State.Add
 //     returns) are gathered for gossip.batch (50 ms) and sent to every other
 //     node it counts live, each copy delayed by gossip.delay ± gossip.jitter
@@ -51,15 +51,19 @@
 //     or phases, Poisson or evenly spaced) and its per-node split, which
 //     shift events move over time. The token is the visitor's state
 //     (policy.Counting: bucket, accepted-at, last check-in, refresh
-//     interval, where it is counted, expiry). Each request is handled as
-//     edge/visit.go ServeHTTP handles it, and what it counts is the counter
-//     rule's: run.request calls policy.Count, as the edge does. A queued
-//     visitor checks in after its token's refresh interval: the proof
-//     interval (policy.ProofRefresh) after its first page, from which on it
-//     counts as waiting, then the page's refresh interval (policy.Allocation.RefreshInterval: 4–6 s near the front of the line, 17–23 s behind it; a refresh spammer sooner; an early check-in is not
-//     an attempt), may give up (abandonment), and once admitted browses for
-//     its time on the origin, a request every request interval; its session
-//     lives session_duration after its last request.
+//     interval, where it is counted, expiry) and the priority group its
+//     code gave it (Phase.Group). Each request takes the steps of every
+//     request (policy.TurnOf, then policy.Request for one that is decided
+//     on), and what it counts is the counter rule's (policy.Count): the
+//     code a node runs for it. A queued visitor checks in after its
+//     token's refresh interval: the proof interval (policy.ProofRefresh)
+//     after its first page, from which on it counts as waiting, then the
+//     page's refresh interval (policy.Allocation.RefreshInterval: 4–6 s
+//     near the front of the line, 17–23 s behind it; a refresh spammer
+//     sooner; an early check-in is not an attempt), may give up
+//     (abandonment), and once admitted browses for its time on the origin,
+//     a request every request interval; its session lives
+//     session_duration after its last request.
 //   - Events: a node crash (the node stops; its visitors' next requests
 //     reach other nodes with the same token; the others stop counting it
 //     live after nodes.failure_detection), a clean leave (the node ships
@@ -99,9 +103,11 @@
 // peaks while cut and after the heal, the FIFO inversions across the sides,
 // and each side's admissions per minute against its part of the limit, its
 // peak active, its queue at the heal and the waits of those who arrived
-// during the cut. Report prints the comparison table, JSON and the PNG
-// plots (gonum/plot): active users vs the limit, queue length, admissions
-// per minute, and the wait-vs-arrival-minute heatmap of Cloudflare's "Waiting Room: Random Queueing and Custom Web/Mobile Apps".
+// during the cut. Report prints the comparison table and JSON; package
+// policy/sim/plot draws the PNG plots (gonum/plot): active users vs the
+// limit, queue length, admissions per minute, and the
+// wait-vs-arrival-minute heatmap of Cloudflare's "Waiting Room: Random
+// Queueing and Custom Web/Mobile Apps".
 //
 // Scenarios live in testdata/scenarios; `waitroom sim --scenario FILE` runs
 // one. docs/sim/RESULTS.md holds the comparison of the reference's

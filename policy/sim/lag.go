@@ -7,24 +7,24 @@ import (
 	"github.com/waitroom/waitroom/policy"
 )
 
-// The lag each node assumes, as the edge derives it. The edge's gossip
-// node takes a delay sample from the first arrival of every stamped message
-// that changes its state (the stamp is the origin's clock when the oldest
-// change it carries was made) and of every beat an idle peer sends, keeps
-// them per peer, and reads the ring's delay by crdt's rule (crdt.Delays,
-// crdt.RingDelay, reused for crdt.DelayReuse); the edge then assumes
-// policy.AssumedLag of it, or its configured bound while the ring is not
-// measured. The simulator records the same samples from its own deliveries
-// and reads them by the same code: the clocks are modelled exactly, so
-// every peer a node counts live has a known offset, and the delay is
-// crdt.ChangeDelay of the stamp on the two nodes' own clocks.
+// The lag each node assumes. A node's gossip layer takes a delay sample
+// from the first arrival of every stamped message that changes its state
+// (the stamp is the origin's clock when the oldest change it carries was
+// made) and of every beat an idle peer sends, keeps them per peer, and
+// reads the ring's delay by crdt's rule (crdt.Delays, crdt.RingDelay,
+// reused for crdt.DelayReuse); the node then assumes policy.AssumedLag of
+// it, or its configured bound while the ring is not measured. The
+// simulator records the same samples from its own deliveries and reads them
+// by the same code: the clocks are modelled exactly, so every peer a node
+// counts live has a known offset, and the delay is crdt.ChangeDelay of the
+// stamp on the two nodes' own clocks.
 
 // local is node n's own clock at virtual time t (no ring correction): the
-// clock the edge takes its delay samples and stamps by.
+// clock a node takes its delay samples and stamps by.
 func (n *node) local(t time.Duration) time.Time { return Epoch.Add(t + n.skew) }
 
-// configuredLag is the bound the scenario configures (room.lag), or the
-// policy's default, as the edge's gossip_lag or its profile's.
+// configuredLag is the bound the scenario configures (room.lag, a node's
+// gossip_lag), or the policy's default.
 func (r *run) configuredLag() time.Duration {
 	if r.room.Lag > 0 {
 		return r.room.Lag
@@ -33,7 +33,7 @@ func (r *run) configuredLag() time.Duration {
 }
 
 // lagFor is the lag node n assumes now (Room.Lag of its allocation): the
-// edge's lagInUse.
+// measured one once the ring is measured, the configured bound before.
 func (r *run) lagFor(n *node) time.Duration {
 	conf := r.configuredLag()
 	if !r.sc.Gossip.lagMeasured() {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestNodesAssumeTheMeasuredLag steps small runs and checks the lag every
-// node's allocation assumes: the edge's, policy.AssumedLag of the ring delay
+// node's allocation assumes: policy.AssumedLag of the ring delay
 // measured by crdt's rule from what the node heard (counts and idle beats),
 // or the configured bound until every live peer gave enough samples.
 func TestNodesAssumeTheMeasuredLag(t *testing.T) {

@@ -51,8 +51,8 @@ func TestMembershipFollowsTheGossipLayer(t *testing.T) {
 			steps: []want{
 				{11*time.Minute + 4*time.Second, []int{2, 2, 3, 3, 3}, []int{5, 5, 5, 5, 5}},
 				{11*time.Minute + 6*time.Second, []int{2, 2, 3, 3, 3}, []int{2, 2, 3, 3, 3}},
-				// Healed: nobody expects more than it sees, so in the
-				// edge the join loop would not try to rejoin; the sim
+				// Healed: nobody expects more than it sees, so a
+				// node's join loop would not try to rejoin; the sim
 				// rejoins anyway (see Partition).
 				{13*time.Minute + 4*time.Second, []int{5, 5, 5, 5, 5}, []int{5, 5, 5, 5, 5}},
 			},

@@ -29,9 +29,16 @@ type Result struct {
 	// Partitions has one entry per partition: what the room and each side
 	// did while the ring was cut.
 	Partitions []PartitionStat `json:"partitions,omitempty"`
+	// Groups has one entry per priority group of the room: what its
+	// holders got.
+	Groups []GroupStat `json:"priority_groups,omitempty"`
 
 	series1s []Point // every second, for the plots
 }
+
+// EverySecond is the run sampled every second, as the plots draw it (Series
+// keeps every SeriesStep-th of these for the JSON).
+func (res *Result) EverySecond() []Point { return res.series1s }
 
 // Limits are the room's limits, for the reader of the JSON.
 type Limits struct {
@@ -139,7 +146,7 @@ type Counts struct {
 	Attempts      int `json:"attempts"`
 	EarlyCheckIns int `json:"early_check_ins"`
 	// Held: requests held for the node's next allocation at least once
-	// (policy.Allocation.Held), as the edge holds them.
+	// (policy.Allocation.Held).
 	Held          int `json:"held,omitempty"`
 	Admissions    int `json:"admissions"`
 	Queued        int `json:"queued_visitors"`
@@ -191,6 +198,25 @@ type Heatmap struct {
 	Counts [][]int `json:"counts"` // [x][y]
 }
 
+// GroupStat is what the holders of one priority group's codes got, by the
+// simulated wall clock.
+type GroupStat struct {
+	Name string `json:"name"`
+	// Visitors is how many visitors presented the group's code.
+	Visitors int `json:"visitors"`
+	// Admitted counts the admissions of the group's holders, Ahead those
+	// of them ahead of the line (within the group's share and cap).
+	Admitted int `json:"admitted"`
+	Ahead    int `json:"admitted_ahead"`
+	// PerMinute counts the holders' admissions in each wall-clock minute,
+	// and AheadPerMinute those ahead of the line; PeakAheadPerMinute is
+	// the most of those in one minute, which the group's own
+	// new_users_per_minute bounds.
+	PerMinute          []int `json:"admitted_per_minute"`
+	AheadPerMinute     []int `json:"ahead_per_minute"`
+	PeakAheadPerMinute int   `json:"peak_ahead_per_minute"`
+}
+
 // cutSpan is a partition as it happened: when, and each node's side.
 type cutSpan struct {
 	from, to time.Duration
@@ -220,6 +246,7 @@ type recorder struct {
 	cuts       []cutSpan
 	views      []viewSample
 	queued     int
+	groups     []GroupStat // by group index
 }
 
 func newRecorder(r *run) *recorder {
@@ -228,7 +255,30 @@ func newRecorder(r *run) *recorder {
 	for i := range c.try {
 		c.try[i] = -1
 	}
+	minutes := int((r.end + time.Minute - 1) / time.Minute)
+	for _, g := range r.sc.Room.PriorityGroups {
+		c.groups = append(c.groups, GroupStat{Name: g.Name, PerMinute: make([]int, minutes), AheadPerMinute: make([]int, minutes)})
+	}
+	for _, a := range r.arr {
+		if a.group > 0 && a.at < r.end {
+			c.groups[a.group-1].Visitors++
+		}
+	}
 	return c
+}
+
+// groupAdmit records an admission of a holder of priority group g (an
+// index plus one), ahead of the line or not.
+func (c *recorder) groupAdmit(g int, ahead bool) {
+	st := &c.groups[g-1]
+	m := min(int(c.r.now/time.Minute), len(st.PerMinute)-1)
+	st.Admitted++
+	st.PerMinute[m]++
+	if ahead {
+		st.Ahead++
+		st.AheadPerMinute[m]++
+		st.PeakAheadPerMinute = max(st.PeakAheadPerMinute, st.AheadPerMinute[m])
+	}
 }
 
 // tryOf is when visitor i's current try began: its arrival (the claimed one
@@ -325,6 +375,7 @@ func (c *recorder) result() *Result {
 	}
 	c.series(res, j)
 	roundFigures(&res.Figures)
+	res.Groups = c.groups
 	return res
 }
 

@@ -6,18 +6,18 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/waitroom/waitroom/policy"
+	"github.com/waitroom/waitroom/policy/duration"
 )
 
 // Scenario is one simulated event, as read from a YAML file in
-// testdata/scenarios. Durations are Go durations ("1m30s", "200ms") or plain
-// numbers of seconds.
+// testdata/scenarios. Durations are written with a unit ("1m30s", "200ms"),
+// as in a node's configuration (see Duration).
 type Scenario struct {
 	Name string `yaml:"name" json:"name"`
 	// Title is a few words for the README's table; the name when empty.
@@ -59,42 +59,41 @@ type Nodes struct {
 	// 5s.
 	FailureDetection Duration `yaml:"failure_detection" json:"failure_detection,omitempty"`
 	// CutHandling is what a node does while it sees fewer live members than
-	// it expects: "parts" (the default, also when empty: the edge since the
-	// cut ring landed)
-	// reads only the reachable replicas' entries and runs on its part of
-	// the limits (crdt.State.SnapshotOf, policy.Room.CutOff); "whole" reads
-	// the whole snapshot, stale columns and all, as the edge did before,
-	// for comparison.
+	// it expects: "parts" (the default, also when empty) reads only the
+	// reachable replicas' entries and runs on its part of the limits
+	// (policy.Sight); "whole" reads the whole snapshot, stale columns and
+	// all (Sight.Whole), as nodes did before the parts, for comparison.
 	CutHandling string `yaml:"cut_handling" json:"cut_handling,omitempty"`
 	// Clock is the time a node dates its counts by: "ring" (the default,
-	// also when empty: the edge) is its clock corrected by the median of
-	// the clock offsets of the peers it sees (crdt.RingOffset, crdt.RingNow,
-	// measured without error here); "own" is its own skewed clock, as the
-	// edge did before, for comparison.
+	// also when empty) is its clock corrected by the median of the clock
+	// offsets of the peers it sees (crdt.RingOffset, crdt.RingNow,
+	// measured without error here); "own" is its own skewed clock, as
+	// nodes did before the ring's time, for comparison.
 	Clock string `yaml:"clock" json:"clock,omitempty"`
-	// RecomputeEvery and RecomputeThrottle mirror the edge's allocation
-	// loop: at least every 250ms, and on every gossip delivery that changes
-	// the state but at most every 50ms. 0 means those defaults.
+	// RecomputeEvery and RecomputeThrottle are the periods of a node's
+	// allocation loop: at least every policy.AllocationEvery (250ms), and
+	// on every gossip delivery that changes the state but at most every
+	// policy.AllocationFollow (50ms). 0 means those.
 	RecomputeEvery    Duration `yaml:"recompute_every" json:"recompute_every,omitempty"`
 	RecomputeThrottle Duration `yaml:"recompute_throttle" json:"recompute_throttle,omitempty"`
 }
 
 // The values of nodes.cut_handling.
 const (
-	// CutParts is the edge's handling of a cut ring: the reachable
-	// replicas' snapshot and policy.Room.CutOff.
+	// CutParts is a node's handling of a cut ring: the reachable
+	// replicas' snapshot and its part of the limits (policy.Sight).
 	CutParts = "parts"
-	// CutWhole reads the whole snapshot while cut, as the edge did before:
-	// for comparison only.
+	// CutWhole reads the whole snapshot while cut, as nodes did before
+	// the parts: for comparison only.
 	CutWhole = "whole"
 )
 
 // The values of nodes.clock.
 const (
-	// ClockRing is the edge's time: the ring's (crdt.RingNow).
+	// ClockRing is a node's time: the ring's (crdt.RingNow).
 	ClockRing = "ring"
-	// ClockOwn is each node's own clock, as the edge did before: for
-	// comparison only.
+	// ClockOwn is each node's own clock, as nodes did before the ring's
+	// time: for comparison only.
 	ClockOwn = "own"
 )
 
@@ -115,9 +114,9 @@ type Gossip struct {
 	// 50ms.
 	Batch Duration `yaml:"batch" json:"batch,omitempty"`
 	// LagMeasured false makes every node assume the configured lag
-	// (room.lag) throughout, as the edge's gossip_lag_measured: false; by
-	// default each node measures the delay of what it hears, idle beats
-	// included, and assumes policy.AssumedLag of it, as the edge does.
+	// (room.lag) throughout, as a node's gossip_lag_measured: false does;
+	// by default each node measures the delay of what it hears, idle beats
+	// included, and assumes policy.AssumedLag of it.
 	LagMeasured *bool `yaml:"lag_measured" json:"lag_measured,omitempty"`
 }
 
@@ -127,13 +126,30 @@ func (g Gossip) lagMeasured() bool { return g.LagMeasured == nil || *g.LagMeasur
 type Room struct {
 	TotalActiveUsers  int    `yaml:"total_active_users" json:"total_active_users"`
 	NewUsersPerMinute int    `yaml:"new_users_per_minute" json:"new_users_per_minute"`
-	SessionDuration   int    `yaml:"session_duration" json:"session_duration"` // minutes 1–30, 0 = 5
+	SessionDuration   int    `yaml:"session_duration" json:"session_duration"` // minutes 1–30, 0 = policy.DefaultSessionDuration
 	QueueingMethod    string `yaml:"queueing_method" json:"queueing_method"`   // fifo (default) or random
 	QueueAll          bool   `yaml:"queue_all" json:"queue_all,omitempty"`
 	MaxQueue          int    `yaml:"max_queue" json:"max_queue,omitempty"`
 	// Lag is policy.Room.Lag, the gossip staleness the policy assumes; 0
-	// leaves the policy's default, as the edge does.
+	// leaves the policy's default.
 	Lag Duration `yaml:"lag" json:"lag,omitempty"`
+	// PriorityGroups are the room's priority groups, with the fields of a
+	// room's priority_groups: holders of a group's code go in ahead of the
+	// line within its share, and within its own new_users_per_minute when
+	// it has one. A phase's visitors hold a group's code (Phase.Group).
+	PriorityGroups []PriorityGroup `yaml:"priority_groups" json:"priority_groups,omitempty"`
+}
+
+// PriorityGroup is one of the room's priority groups (see policy.Group).
+type PriorityGroup struct {
+	Name string `yaml:"name" json:"name"`
+	// Share is the most of a node's admissions the group may take ahead
+	// of the line, above 0 and at most 1; 0 means 1.
+	Share float64 `yaml:"share" json:"share,omitempty"`
+	// NewUsersPerMinute is the group's own cap: once the ring has admitted
+	// this many of its holders in a minute, they wait in the line like
+	// everyone else until the next. 0: no cap of its own.
+	NewUsersPerMinute int `yaml:"new_users_per_minute" json:"new_users_per_minute,omitempty"`
 }
 
 // Visitors is the visitor model.
@@ -157,7 +173,7 @@ type Refresh struct {
 	// next check-in arrives. Default: uniform 0–500ms.
 	Latency Dist `yaml:"latency" json:"latency"`
 	// SpamShare of the visitors reload every SpamInterval while queued,
-	// whatever the page says; the edge counts such an early check-in as no
+	// whatever the page says; a node counts such an early check-in as no
 	// attempt.
 	SpamShare    float64  `yaml:"spam_share" json:"spam_share,omitempty"`
 	SpamInterval Duration `yaml:"spam_interval" json:"spam_interval,omitempty"`
@@ -218,6 +234,10 @@ type Phase struct {
 	// never comes back with the token it was given (a flood of cookieless
 	// requests). Queued or turned away, it is gone; let in, it browses.
 	Cookieless bool `yaml:"cookieless" json:"cookieless,omitempty"`
+	// Group names the room's priority group whose code every visitor of
+	// this phase presents at its first request; its token carries the
+	// group for as long as it lives.
+	Group string `yaml:"group" json:"group,omitempty"`
 }
 
 // Event is something that happens to the cluster at a time: a node crash,
@@ -251,7 +271,7 @@ type Event struct {
 // as live. On heal, messages flow again and every node rejoins the nodes it
 // lost, as the gossip join loop does: within a second, a full-state
 // exchange with each of them (a push-pull over TCP, one gossip delay each
-// way), after which it counts them live again. (The edge's join loop tries
+// way), after which it counts them live again. (A node's join loop tries
 // only while a node counts fewer live members than it expects, so a cut that
 // outlasts the ten minutes of expectation heals here but may not there.)
 // Every node is in exactly one group; visitors keep reaching their node.
@@ -266,32 +286,10 @@ type Shift struct {
 	Over    Duration  `yaml:"over" json:"over,omitempty"`
 }
 
-// Duration is a time.Duration read from YAML as "1m30s" or a number of
-// seconds, and written to JSON as its string.
-type Duration time.Duration
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// UnmarshalYAML accepts a Go duration or a number of seconds.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a duration such as 30s or 1m", n.Line)
-	}
-	if f, err := strconv.ParseFloat(n.Value, 64); err == nil {
-		*d = Duration(f * float64(time.Second))
-		return nil
-	}
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration such as 30s or 1m", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalJSON writes the duration as a string.
-func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(d.D().String())), nil }
+// Duration is a time.Duration written "1m30s" or "200ms" in a scenario, in
+// the one grammar of package policy/duration, which a node's configuration
+// shares; JSON gets the same string.
+type Duration = duration.Duration
 
 // Dist is a distribution of durations: a plain duration means a constant;
 // otherwise {dist: constant|uniform|normal|exponential, value, min, max,
@@ -417,10 +415,10 @@ func (sc *Scenario) defaults() {
 		sc.Nodes.FailureDetection = Duration(5 * time.Second)
 	}
 	if sc.Nodes.RecomputeEvery == 0 {
-		sc.Nodes.RecomputeEvery = Duration(250 * time.Millisecond)
+		sc.Nodes.RecomputeEvery = Duration(policy.AllocationEvery)
 	}
 	if sc.Nodes.RecomputeThrottle == 0 {
-		sc.Nodes.RecomputeThrottle = Duration(50 * time.Millisecond)
+		sc.Nodes.RecomputeThrottle = Duration(policy.AllocationFollow)
 	}
 	if sc.Gossip.PushPull == 0 {
 		sc.Gossip.PushPull = Duration(30 * time.Second)
@@ -538,7 +536,7 @@ func (sc *Scenario) Validate() error {
 		p.add("room.new_users_per_minute", "%d must be ≤ total_active_users (%d)", r.NewUsersPerMinute, r.TotalActiveUsers)
 	}
 	if r.SessionDuration < 0 || r.SessionDuration > 30 {
-		p.add("room.session_duration", "%d must be from 1 to 30 minutes (0 means the default, 5)", r.SessionDuration)
+		p.add("room.session_duration", "%d must be from 1 to 30 minutes (0 means the default, %d)", r.SessionDuration, policy.DefaultSessionDuration)
 	}
 	switch policy.Method(r.QueueingMethod) {
 	case policy.FIFO, policy.Random, policy.Passthrough, policy.MethodReject:
@@ -551,6 +549,7 @@ func (sc *Scenario) Validate() error {
 	if r.Lag < 0 {
 		p.add("room.lag", "must not be negative")
 	}
+	r.validateGroups(&p)
 	for i, s := range sc.Strategies {
 		if s != StrategyOurs && s != StrategyReference {
 			p.add(fmt.Sprintf("strategies[%d]", i), "%q must be ours or reference", s)
@@ -688,11 +687,55 @@ func (sc *Scenario) validateVisitors(p *problems) {
 			p.add(pf+".node", "node %d does not exist (0..%d)", *ph.Node, n-1)
 		}
 		checkProcess(p, pf+".process", ph.Process)
+		if ph.Group != "" && sc.Room.group(ph.Group) < 0 {
+			p.add(pf+".group", "%q is none of room.priority_groups", ph.Group)
+		}
 	}
 	checkProcess(p, f+".process", a.Process)
 	if a.SpoofBuckets && a.JoinOver <= 0 {
 		p.add(f+".join_over", "must be > 0")
 	}
+}
+
+// validateGroups checks the room's priority groups.
+func (r Room) validateGroups(p *problems) {
+	if len(r.PriorityGroups) > policy.MaxPriorityGroups {
+		p.add("room.priority_groups", "%d groups, at most %d allowed", len(r.PriorityGroups), policy.MaxPriorityGroups)
+	}
+	for i, g := range r.PriorityGroups {
+		f := fmt.Sprintf("room.priority_groups[%d].", i)
+		switch {
+		case strings.TrimSpace(g.Name) == "":
+			p.add(f+"name", "is required")
+		case r.group(g.Name) != i:
+			p.add(f+"name", "%q appears twice", g.Name)
+		}
+		if g.Share < 0 || g.Share > 1 || math.IsNaN(g.Share) {
+			p.add(f+"share", "%v must be above 0 and at most 1 (0 or unset means 1)", g.Share)
+		}
+		if g.NewUsersPerMinute < 0 {
+			p.add(f+"new_users_per_minute", "%d must be 0 (no cap of its own) or more", g.NewUsersPerMinute)
+		}
+	}
+}
+
+// group is the index of the priority group named name, or -1.
+func (r Room) group(name string) int {
+	for i, g := range r.PriorityGroups {
+		if g.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// policyGroups converts the room's priority groups, in order.
+func (r Room) policyGroups() []policy.Group {
+	var out []policy.Group
+	for i, g := range r.PriorityGroups {
+		out = append(out, policy.Group{Name: g.Name, Index: i, Share: g.Share, NewUsersPerMinute: g.NewUsersPerMinute})
+	}
+	return out
 }
 
 func (pt *Partition) validate(p *problems, field string, n int) {
@@ -826,12 +869,9 @@ func (sc *Scenario) policyRoom() policy.Room {
 	}
 }
 
+// session is how long a session lasts after the last request.
 func (sc *Scenario) session() time.Duration {
-	s := sc.Room.SessionDuration
-	if s <= 0 {
-		s = 5
-	}
-	return time.Duration(s) * time.Minute
+	return time.Duration(sc.policyRoom().Session()) * time.Minute
 }
 
 // skews returns every node's clock offset.

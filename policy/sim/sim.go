@@ -35,7 +35,8 @@ var Epoch = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 // roomName is the one room every run simulates.
 const roomName = "sim"
 
-// The queue page's refresh interval is the counter rule's, as at the edge:
+// The queue page's refresh interval is the counter rule's, the one a node
+// gives (policy.Request's decision counted by Decision.Count):
 // policy.Allocation.RefreshInterval, short near the front of the line and
 // 17–23 s behind it. A new visitor's first page refreshes after the proof
 // interval instead (policy.Count gives its token policy.ProofRefresh, and
@@ -159,11 +160,10 @@ type node struct {
 	expected int           // expectedMembers' last answer
 	expUntil time.Duration // when it may change by a ring ageing out; -1: stale
 	reach    func(crdt.ReplicaID) bool
-	unreach  func(crdt.ReplicaID) bool
 
-	alloc       *policy.Allocation
+	chain       policy.Chain
+	alloc       *policy.Allocation // the chain's latest
 	allocMinute int64
-	allocAt     time.Time // the ring's time of alloc
 	lastAlloc   time.Duration
 	kicked      bool
 
@@ -190,7 +190,7 @@ type node struct {
 	beatLoop  int32 // the beat loop's generation: one per process
 }
 
-// clock is node n's time at virtual time t, the edge's gossip.Node.RingNow:
+// clock is node n's time at virtual time t, its gossip.Node.RingNow:
 // its own clock (Epoch + t + its skew) corrected by the median of the clock
 // offsets of the peers it counts live (crdt.RingOffset; the sim measures
 // them without error), never stepping back by a few seconds (crdt.RingNow).
@@ -260,7 +260,7 @@ func (n *node) markLeft(j int, now time.Duration) {
 // expectedMembers is gossip.Node.ExpectedMembers: the live members, but
 // never fewer than the largest ring this node saw in the last ten minutes,
 // less the nodes that announced a clean leave since. (The sim has no seed
-// lists, so the edge's floor of seeds + 1 is not modelled.)
+// lists, so the floor of seeds + 1 is not modelled.)
 func (n *node) expectedMembers(now time.Duration) int {
 	if n.expUntil >= 0 && now < n.expUntil {
 		return n.expected
@@ -297,7 +297,7 @@ const (
 	vsGone
 )
 
-// visitor is one person: their token (the state the edge keeps in the
+// visitor is one person: their token (the state a node keeps in the
 // cookie), where they are and what happened to them.
 type visitor struct {
 	arr    *arrival
@@ -326,6 +326,11 @@ type visitor struct {
 	// (policy.Allocation.Held), first since heldSince by the node's clock.
 	held      bool
 	heldSince time.Time
+	// group is the priority group its token carries (an index into the
+	// room's groups plus one, 0 for none); coded once it presented its
+	// code.
+	group int
+	coded bool
 }
 
 // run is one simulation of one scenario with one strategy.
@@ -335,6 +340,7 @@ type run struct {
 	name     string
 	rng      *rand.Rand
 	room     policy.Room
+	groups   []policy.Group // the room's priority groups
 	win      crdt.Windows
 	session  time.Duration
 	retain   int64
@@ -400,12 +406,13 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 		end: sc.Duration.D(), debug: debug,
 	}
 	r.win = r.room.Windows()
-	// Keep the minutes the gossip node keeps (its default retention): the
+	r.groups = sc.Room.policyGroups()
+	// Keep the minutes a gossip node keeps (its default retention): the
 	// order inside a bucket (QueuedAt) is dated by the bucket's minute and
 	// read for as long as the bucket waits, so pruning at the waiting
 	// window, as the simulator once did, left every bucket older than
-	// that unordered where the edge orders it.
-	r.retain = max(int64(max(r.win.Waiting, r.win.History))+2, edgeRetention)
+	// that unordered where a node orders it.
+	r.retain = max(int64(max(r.win.Waiting, r.win.History))+2, gossipRetention)
 	r.arr = sc.arrivals(r.rng)
 	r.vis = make([]visitor, len(r.arr))
 	for i := range r.vis {
@@ -427,8 +434,8 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 		for j := range n.sees {
 			n.sees[j] = true
 		}
+		n.chain = policy.NewChain(n.replica, r.strategy)
 		n.reach = func(rep crdt.ReplicaID) bool { j := r.nodeOf(rep); return j >= 0 && n.sees[j] }
-		n.unreach = func(rep crdt.ReplicaID) bool { j := r.nodeOf(rep); return j < 0 || !n.sees[j] }
 		r.nodes = append(r.nodes, n)
 		r.live[i] = true
 		r.byReplica[n.replica] = i
@@ -575,14 +582,14 @@ func (r *run) handle(e event) {
 	}
 }
 
-// edgeRetention is the gossip node's default retention in minutes.
-const edgeRetention = 35
+// gossipRetention is how many minutes of counters a gossip node keeps by
+// default (gossip.DefaultRetention).
+const gossipRetention = 35
 
-// recompute is the edge's room.recomputeLocked: Room.Nodes is the node's
-// expected members; while it counts fewer live, the snapshot holds only the
-// reachable replicas' entries and the room is cut off (Room.CutOff) with
-// what it last heard of the rest; then Next on the previous allocation
-// (Allocate the first time).
+// recompute computes node n's next allocation (policy.Chain.Step): Room.Nodes
+// is the node's expected members and Room.Lag the lag it assumes; while it
+// counts fewer live, it runs on the reachable replicas' entries and its part
+// of the limits (policy.Sight), unless the scenario's cut_handling is whole.
 func (r *run) recompute(n *node) {
 	now := r.clock(n, r.now)
 	minute := now.Unix() / 60
@@ -596,22 +603,18 @@ func (r *run) recompute(n *node) {
 	if pol.Lag < r.configuredLag() {
 		r.counts.MeasuredLag++
 	}
-	var snap crdt.RoomSnapshot
-	if n.live < pol.Nodes && r.sc.Nodes.CutHandling != CutWhole {
-		snap = n.state.SnapshotOf(roomName, now.Unix(), r.win, n.reach)
-		rest := n.state.SnapshotOf(roomName, now.Unix(), r.win, n.unreach)
-		pol = pol.CutOff(n.live, &rest)
-	} else {
-		snap = n.state.Snapshot(roomName, now.Unix(), r.win)
-	}
-	// As the edge: a ring time that stepped back starts the chain afresh.
-	if n.alloc == nil || n.allocAt.After(now) {
-		n.alloc = policy.Allocate(pol, &snap, n.replica, now, r.strategy)
-	} else {
-		n.alloc = n.alloc.Next(pol, &snap, now)
-	}
+	n.alloc, n.chain = n.chain.Step(pol, policy.Sight{
+		Live:      n.live,
+		Reachable: func() func(crdt.ReplicaID) bool { return n.reach },
+		Snapshot: func(keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
+			if keep == nil {
+				return n.state.Snapshot(roomName, now.Unix(), r.win)
+			}
+			return n.state.SnapshotOf(roomName, now.Unix(), r.win, keep)
+		},
+		Whole: r.sc.Nodes.CutHandling == CutWhole,
+	}, now)
 	n.allocMinute = minute
-	n.allocAt = now
 	n.lastAlloc = r.now
 	r.counts.Allocations++
 }
@@ -795,7 +798,7 @@ func (r *run) restart(n *node) {
 	r.replicas[n.id] = n.replica
 	r.byReplica[n.replica] = n.id
 	n.state = crdt.New()
-	n.alloc, n.allocMinute, n.kicked, n.horizon = nil, 0, false, 0
+	n.chain, n.alloc, n.allocMinute, n.kicked, n.horizon = policy.NewChain(n.replica, r.strategy), nil, 0, false, 0
 	n.outbox, n.outIdx, n.flushAt = nil, map[crdt.Key]int{}, false
 	// A new process: nothing measured, nothing heard.
 	n.delays, n.beats = make([]crdt.Delays, len(r.nodes)), make([]int64, len(r.nodes))
@@ -917,21 +920,13 @@ func (r *run) seedQueue() {
 		v.node = pickNode(w, r.live, a.pick)
 		n := r.nodes[v.node]
 		now := r.clock(n, 0)
-		minute := now.Unix() / 60
-		claimed := Epoch.Add(a.claimed)
-		v.tok = policy.Counting{
-			Bucket:          claimed.Unix() / 60,
-			LastCheckIn:     now.Unix() - 60,
-			RefreshInterval: policy.RefreshBase,
-			Counted:         minute,
-			ExpiresAt:       now.Unix() + policy.QueuedTokenLife,
-			// The spoofed token claims when in its minute too.
-			Arrived: uint16(min(max((claimed.UnixMilli()-claimed.Unix()/60*60_000)/100, 0), 599)),
+		// The spoofed token claims its arrival minute, and when in it.
+		var incs [3]crdt.Inc
+		k, tok := policy.Count(incs[:0], r.room, roomName, policy.NewCounting(Epoch.Add(a.claimed)), policy.Event{Step: policy.StepSeed, At: now.Unix()})
+		for _, in := range k {
+			n.state.Add(in.Key, n.replica, in.N)
 		}
-		v.hasTok = true
-		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.Arrivals, Minute: minute}, n.replica, 1)
-		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.QueuedAt, Bucket: crdt.ArrivalSlot(v.tok.Bucket, v.tok.Arrived), Minute: v.tok.Bucket}, n.replica, 1)
-		n.state.Add(crdt.Key{Room: roomName, Kind: crdt.WaitingPlus, Bucket: v.tok.Bucket, Minute: minute}, n.replica, 1)
+		v.tok, v.hasTok = tok, true
 	}
 	for _, n := range r.nodes {
 		for _, o := range r.nodes {
@@ -964,9 +959,9 @@ func (r *run) arrive(i int) {
 	r.request(i)
 }
 
-// request is one request of visitor i, handled as edge/visit.go ServeHTTP
-// handles it: what it counts is the counter rule's (policy.Count), the one
-// the edge calls.
+// request is one request of visitor i, taken through the steps of every
+// request (policy.TurnOf, then policy.Request for one that is decided on):
+// what it counts is the counter rule's (policy.Count).
 func (r *run) request(i int) {
 	v := &r.vis[i]
 	if v.st == vsGone || r.outOfPatience(v) {
@@ -989,8 +984,8 @@ func (r *run) request(i int) {
 		r.counts.Requests++
 	}
 	if n.allocMinute != nowMin {
-		// edge: room.allocation recomputes when the minute has turned, so a
-		// budget is never spent in a minute it was not computed for.
+		// A node allocates again when the minute has turned, so a budget is
+		// never spent in a minute it was not computed for.
 		r.recompute(n)
 	}
 	fresh := !v.hasTok || nowSec > v.tok.ExpiresAt
@@ -999,22 +994,30 @@ func (r *run) request(i int) {
 		// request plus session_duration.
 		r.rec.endSession(v)
 	}
+	if fresh {
+		// A lapsed token takes its priority group with it.
+		v.group = 0
+	}
+	if g := v.arr.group; g > 0 && !v.coded {
+		// The first request presents the visitor's priority code: a use
+		// is counted, and the token carries the group from now on.
+		v.coded, v.group = true, g
+		r.count(n, v, policy.Event{Step: policy.StepCodeUse, Group: r.groups[g-1].Name}, nowSec)
+	}
 
-	if !fresh && v.tok.Admitted() {
+	switch policy.TurnOf(v.tok, fresh, false, nowSec) {
+	case policy.TurnSession:
 		// An admitted visitor within its session: to the origin. Its
 		// session's count follows its expiry.
 		r.count(n, v, policy.Event{Step: policy.StepSession}, nowSec)
 		v.lastReq = r.now
 		r.browse(i)
 		return
-	}
-
-	if !fresh && policy.EarlyCheckIn(v.tok, nowSec) {
+	case policy.TurnEarly:
 		// Earlier than the token's refresh interval: the page again, no
 		// attempt. The page says when the next check-in will count.
 		r.counts.EarlyCheckIns++
-		wait := max(v.tok.LastCheckIn+int64(v.tok.RefreshInterval)-nowSec, 1)
-		r.checkInAfter(i, time.Duration(wait)*time.Second)
+		r.checkInAfter(i, time.Duration(policy.NextCheckIn(v.tok, nowSec))*time.Second)
 		return
 	}
 	r.attempt(i, n, fresh, now)
@@ -1064,60 +1067,56 @@ func (r *run) attempt(i int, n *node, fresh bool, now time.Time) {
 	}
 }
 
-// decide asks node n's allocation about visitor i and counts the decision
-// by the counter rule; it returns the visitor's cookie after it (before it
-// for a bypass) and the outcome, or held when the request is held to be
-// decided again (nothing counted).
+// decide asks node n's allocation about visitor i (policy.Request) and
+// counts the decision by the counter rule; it returns the visitor's cookie
+// after it (before it for a bypass) and the outcome, or held when the
+// request is held to be decided again (nothing counted): the same request
+// again after the allocation loop's shortest period, on whatever allocation
+// the node has then.
 func (r *run) decide(i int, n *node, fresh bool, now time.Time) (tok policy.Counting, out policy.Outcome, held bool) {
 	v := &r.vis[i]
-	nowSec := now.Unix()
 	tok = v.tok
 	if fresh {
-		// edge: arrivedIn, the tenth of a second into the minute.
-		tok = policy.Counting{Bucket: nowSec / 60, Arrived: uint16(min(max((now.UnixMilli()-nowSec/60*60_000)/100, 0), 599))}
+		tok = policy.NewCounting(now)
 	}
 	if !v.held {
 		r.counts.Attempts++
 	}
-	vis := policy.Visitor{Bucket: tok.Bucket, Queued: tok.Waiting(), Arrived: tok.Arrived}
-	out = n.alloc.Decide(vis, nil)
-	if out == policy.Queue {
-		// edge: decide holds the request of a visitor queued only for the
-		// slots the node keeps back for what the others may have admitted
-		// unheard, and decides again on the next allocation; here, the
-		// same request again after the allocation loop's shortest period,
-		// on whatever allocation the node has then.
-		since := now
-		if v.held {
-			since = v.heldSince
+	q := policy.Request{Fresh: fresh, Before: tok, At: now}
+	if v.held {
+		q.HeldSince = v.heldSince
+	}
+	if v.group > 0 {
+		q.Group = r.groups[v.group-1]
+		if q.Group.NewUsersPerMinute > 0 {
+			q.GroupAdmitted = n.state.Value(policy.GroupAdmittedKey(roomName, q.Group.Name, now.Unix()/60))
 		}
-		if n.alloc.Held(vis, since) {
-			if !v.held {
-				r.counts.Held++
-			}
-			v.held, v.heldSince = true, since
-			r.schedule(event{at: r.now + policy.AllocationFollow, kind: evRequest, vis: int32(i)})
-			return tok, out, true
+	}
+	d := q.Decide(n.alloc)
+	if d.Hold {
+		if !v.held {
+			r.counts.Held++
+			v.held, v.heldSince = true, now
 		}
+		r.schedule(event{at: r.now + policy.AllocationFollow, kind: evRequest, vis: int32(i)})
+		return tok, d.Outcome, true
 	}
 	v.held = false
 	if r.debug != nil {
-		r.debug(r, n, v, out, tok.Bucket, fresh)
+		r.debug(r, n, v, d.Outcome, d.Bucket(), fresh)
 	}
-	ev := policy.Event{Step: policy.StepDecided, Fresh: fresh, Outcome: out}
-	if out == policy.Queue {
-		ev.Refresh = n.alloc.RefreshInterval(vis.Bucket, r.rng.Float64())
-	}
-	ev.At = nowSec
 	var incs [12]crdt.Inc
-	k, after := policy.Count(incs[:0], r.room, roomName, tok, ev)
+	k, after := d.Count(incs[:0], n.alloc, r.room, roomName, r.rng.Float64)
 	for _, in := range k {
 		r.add(n, in.Key)
 	}
-	if out != policy.Bypass {
+	if d.Outcome != policy.Bypass {
 		tok = after
 	}
-	return tok, out, false
+	if d.Outcome == policy.Admit && v.group > 0 {
+		r.rec.groupAdmit(v.group, d.Ahead)
+	}
+	return tok, d.Outcome, false
 }
 
 // admitted lets visitor i in with cookie tok: a session begins and it
@@ -1148,9 +1147,9 @@ func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 	v.st = vsQueued
 	r.rec.queue(i, tok.Bucket, fresh)
 	if v.admitted < 0 && r.now >= r.rec.steadyFrom && (v.estAt < 0 || !v.placed) {
-		// What the page shows (edge: queueVars): the first estimate this
-		// visitor sees in the steady state, and the first place in line,
-		// which a new visitor's first page does not show yet.
+		// What the queue page shows: the first estimate this visitor sees
+		// in the steady state, and the first place in line, which a new
+		// visitor's first page does not show yet (ForNewVisitor).
 		est := n.alloc.EstimateAt(tok.Bucket, tok.Arrived)
 		if fresh {
 			est = est.ForNewVisitor()
@@ -1182,8 +1181,8 @@ func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 func (r *run) rejected(i int, tok policy.Counting) {
 	v := &r.vis[i]
 	if v.hasTok {
-		// The node remembers that the visitor no longer waits (edge:
-		// its counted table); the visitor keeps its cookie.
+		// The node remembers that the visitor no longer waits (its table
+		// of counted tokens); the visitor keeps its cookie.
 		v.tok = tok
 	}
 	r.counts.Rejected++
@@ -1191,12 +1190,13 @@ func (r *run) rejected(i int, tok policy.Counting) {
 		v.st = vsGone
 		return
 	}
-	// A full queue: the page again later, no cookie.
-	r.checkInAfter(i, time.Duration(policy.RefreshBase)*time.Second)
+	// A full queue: the page again, no new cookie, after the refresh
+	// interval the decision gave.
+	r.checkInAfter(i, time.Duration(tok.RefreshInterval)*time.Second)
 }
 
 // count applies the counter rule to visitor v's state at node n and records
-// the increments, as the edge does.
+// the increments.
 func (r *run) count(n *node, v *visitor, ev policy.Event, nowSec int64) {
 	ev.At = nowSec
 	var incs [12]crdt.Inc

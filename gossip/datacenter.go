@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"net"
 	"slices"
@@ -85,8 +86,10 @@ const DroppedWrongPool = "wrong_pool"
 func lanLabel(label, dc string) string { return label + "/dc/" + dc }
 func wanLabel(label string) string     { return label + "/wan" }
 
-// checkDatacenter says why dc cannot name a data center, or nil.
-func checkDatacenter(dc, label string) error {
+// CheckDatacenter says why dc cannot name a data center of a ring
+// labelled label, or nil: at most crdt.MaxDatacenterName bytes, no spaces
+// or control characters, and a pool label memberlist accepts.
+func CheckDatacenter(dc, label string) error {
 	if len(dc) > crdt.MaxDatacenterName {
 		return fmt.Errorf("gossip: data center %q: at most %d bytes", dc, crdt.MaxDatacenterName)
 	}
@@ -214,16 +217,7 @@ func (n *Node) chosenCarrier() bool { return n.rank() < n.dc.carriers }
 
 // rank is how many live members of the data center rank above this node
 // (carrierRank).
-func (n *Node) rank() int {
-	self := carrierRank(n.dc.name, n.cfg.Name)
-	above := 0
-	for _, name := range n.liveNames() {
-		if name != n.cfg.Name && carrierRank(n.dc.name, name) > self {
-			above++
-		}
-	}
-	return above
-}
+func (n *Node) rank() int { return n.rankOf(n.cfg.Name, n.liveNames()) }
 
 // liveNames are the names of the live members of the node's pool, itself
 // included.
@@ -1049,4 +1043,96 @@ func (n *Node) wanStats() *WANStats {
 		st.Members = ml.NumMembers()
 	}
 	return st
+}
+
+// DatacenterView is one data center as a node sees it: its own with its
+// members by name, another by the figures it reads of it.
+type DatacenterView struct {
+	Name string `json:"name"`
+	// Own is set for the node's own data center.
+	Own bool `json:"own,omitempty"`
+	// Nodes is how many nodes the data center has: the live members of the
+	// node's own pool, or for another data center the replicas of the
+	// largest group its carriers summed (its members' names stay there).
+	Nodes int `json:"nodes"`
+	// Members names the own data center's live members; Carriers those
+	// that carry its figures (own), or the members of another data center
+	// this node meets between data centers while it carries.
+	Members  []string `json:"members,omitempty"`
+	Carriers []string `json:"carriers,omitempty"`
+}
+
+// Datacenters lists the data centers the node knows, its own first, then
+// by name; none when the node names none (it is a data center of its own,
+// and every node's cells reach it).
+func (n *Node) Datacenters() []DatacenterView {
+	if n.dc == nil {
+		return nil
+	}
+	live := n.liveNames()
+	slices.Sort(live)
+	own := DatacenterView{Name: n.dc.name, Own: true, Nodes: len(live), Members: live}
+	for _, name := range live {
+		if n.rankOf(name, live) < n.dc.carriers {
+			own.Carriers = append(own.Carriers, name)
+		}
+	}
+	others := n.otherDatacenters()
+	for _, m := range n.WANMembers() {
+		if v := others[m.Datacenter]; v != nil {
+			v.Carriers = append(v.Carriers, m.Name)
+		}
+	}
+	out := []DatacenterView{own}
+	for _, name := range slices.Sorted(maps.Keys(others)) {
+		out = append(out, *others[name])
+	}
+	return out
+}
+
+// OtherDatacenterNodes is how many nodes the other data centers have, as
+// Datacenters counts them: with the members of the node's own pool, the
+// nodes the ring's limits are divided between. Another data center's
+// figures stand as last heard, so its nodes count as reachable.
+func (n *Node) OtherDatacenterNodes() int {
+	if n.dc == nil {
+		return 0
+	}
+	k := 0
+	for _, v := range n.otherDatacenters() {
+		k += v.Nodes
+	}
+	return k
+}
+
+// otherDatacenters are the other data centers whose groups the node
+// holds, each with the replicas of its largest group as its nodes.
+func (n *Node) otherDatacenters() map[string]*DatacenterView {
+	others := map[string]*DatacenterView{}
+	n.Read(func(st *crdt.State) {
+		for _, g := range st.Groups() {
+			if g.Datacenter == n.dc.name {
+				continue
+			}
+			v := others[g.Datacenter]
+			if v == nil {
+				v = &DatacenterView{Name: g.Datacenter}
+				others[g.Datacenter] = v
+			}
+			v.Nodes = max(v.Nodes, len(g.Replicas))
+		}
+	})
+	return others
+}
+
+// rankOf is how many of live rank above member name as carrier.
+func (n *Node) rankOf(name string, live []string) int {
+	self := carrierRank(n.dc.name, name)
+	above := 0
+	for _, o := range live {
+		if o != name && carrierRank(n.dc.name, o) > self {
+			above++
+		}
+	}
+	return above
 }

@@ -269,7 +269,7 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Datacenter == cfg.Name {
 		cfg.Datacenter = "" // a data center of its own: today's ring
 	}
-	if err := checkDatacenter(cfg.Datacenter, cfg.Label); err != nil {
+	if err := CheckDatacenter(cfg.Datacenter, cfg.Label); err != nil {
 		return nil, err
 	}
 	n := &Node{

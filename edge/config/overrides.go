@@ -11,16 +11,20 @@ import (
 type Overrides struct {
 	Node, Listen, Admin, Gossip, Advertise string
 	Seeds                                  []string
-	GossipProfile, GossipKeyFile           string
-	CookieKeyFile                          string
-	Origin, Host, Path                     string
-	Unrouted                               string
-	TotalActiveUsers, NewUsersPerMinute    int
-	SessionDuration                        int
-	QueueingMethod                         string
-	LogLevel, LogFormat                    string
-	InsecureGossip                         bool
-	ShutdownTimeout, ReadyAloneAfter       time.Duration
+	// Datacenter, WANGossip, WANAdvertise and WANSeeds are datacenter,
+	// wan_gossip, wan_advertise and wan_seeds.
+	Datacenter, WANGossip, WANAdvertise string
+	WANSeeds                            []string
+	GossipProfile, GossipKeyFile        string
+	CookieKeyFile                       string
+	Origin, Host, Path                  string
+	Unrouted                            string
+	TotalActiveUsers, NewUsersPerMinute int
+	SessionDuration                     int
+	QueueingMethod                      string
+	LogLevel, LogFormat                 string
+	InsecureGossip                      bool
+	ShutdownTimeout, ReadyAloneAfter    time.Duration
 	// ForwardAuth and TrustedProxies are forward_auth's listen and
 	// trusted_proxies.
 	ForwardAuth    string
@@ -56,6 +60,12 @@ func (o *Overrides) Apply(c *Config) error {
 	str("unrouted", &c.Unrouted, o.Unrouted)
 	if set("seed") {
 		c.Seeds = o.Seeds
+	}
+	str("datacenter", &c.Datacenter, o.Datacenter)
+	str("wan-gossip", &c.WANGossip, o.WANGossip)
+	str("wan-advertise", &c.WANAdvertise, o.WANAdvertise)
+	if set("wan-seed") {
+		c.WANSeeds = o.WANSeeds
 	}
 	if set("insecure-gossip") {
 		c.InsecureGossip = o.InsecureGossip

@@ -75,6 +75,29 @@ func TestDatacenters(t *testing.T) {
 		})
 	})
 
+	t.Run("a node measures the lag it assumes among its data center's members only", func(t *testing.T) {
+		dcOf := map[string]string{}
+		for _, n := range c.Nodes {
+			dcOf[n.Name] = n.Datacenter()
+		}
+		for _, n := range c.Nodes {
+			d := n.Server.StateDoc()
+			for _, m := range d.Members {
+				if dcOf[m.Name] != n.Datacenter() {
+					t.Errorf("%s (%s) counts %s (%s) a member", n.Name, n.Datacenter(), m.Name, dcOf[m.Name])
+				}
+			}
+			if d.Lag == nil {
+				continue
+			}
+			for _, p := range d.Lag.Ring.Peers {
+				if dcOf[p.Name] != n.Datacenter() {
+					t.Errorf("%s (%s) measures its lag to %s (%s)", n.Name, n.Datacenter(), p.Name, dcOf[p.Name])
+				}
+			}
+		}
+	})
+
 	t.Run("a node holds per-node cells of its own data center's nodes only", func(t *testing.T) {
 		replicas := map[crdt.ReplicaID]string{}
 		for _, n := range c.Nodes {

@@ -137,12 +137,16 @@
 // with WAN timings, carrying each data center's figures (one aggregate
 // entry per cell, crdt.State.Carry) in compact batches within a byte
 // budget, the registers that are not node facts, and marks. A carrier
-// relays what it hears from other data centers into its own. Per-node
-// cells never leave their data center; a carrier that dies is replaced by
-// the next in rank, which sums every cell afresh; the two sides of a data
+// relays what it hears from other data centers into its own. The first
+// carrier in rank sends the data center's figures; the others stand by.
+// Per-node cells never leave their data center; a carrier that dies is
+// replaced by the next in rank, which sums every cell afresh; the two sides of a data
 // center cut in two each carry their own side, and the other data centers
 // add them up. See datacenter.go. The two pools never merge: each has a
-// label derived from Config.Label.
+// label derived from Config.Label. Node.Datacenters lists the data centers
+// a node knows (its own by its members, another by the nodes its figures
+// sum), from which the edge counts the nodes a room's limits are divided
+// between; a data center is known to the others from its first figures.
 //
 // FaultNet is a memberlist transport for tests that loses, delays,
 // duplicates and partitions packets between nodes of one process, and

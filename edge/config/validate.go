@@ -204,23 +204,30 @@ func (c *Config) validateModes(p *problems) {
 // validateGossip checks the gossip settings: advertise, seeds, profile and
 // label.
 func (c *Config) validateGossip(p *problems) {
-	if c.Advertise != "" {
-		if err := checkAdvertise(c.Advertise); err != nil {
-			p.add("advertise", "%q %v", c.Advertise, err)
-		}
-	}
-	for i, s := range c.Seeds {
-		if err := checkHostPort(s); err != nil {
-			p.add(fmt.Sprintf("seeds[%d]", i), "%q %v", s, err)
-		}
-	}
-	if !slices.Contains(gossipProfiles, c.GossipProfile) {
-		p.add("gossip_profile", "%q must be one of %s", c.GossipProfile, strings.Join(gossipProfiles, ", "))
-	}
+	validatePool(p, "", c.Advertise, c.Seeds, c.GossipProfile)
 	if len(c.GossipLabel) > 255 {
 		p.add("gossip_label", "is %d bytes; the limit is 255", len(c.GossipLabel))
 	}
 	c.validateWAN(p)
+}
+
+// validatePool checks a gossip pool's advertised address, seeds and
+// profile, their fields named with prefix (none for the data center's
+// pool, "wan_" for the pool between data centers).
+func validatePool(p *problems, prefix, advertise string, seeds []string, profile string) {
+	if advertise != "" {
+		if err := checkAdvertise(advertise); err != nil {
+			p.add(prefix+"advertise", "%q %v", advertise, err)
+		}
+	}
+	for i, s := range seeds {
+		if err := checkHostPort(s); err != nil {
+			p.add(fmt.Sprintf("%sseeds[%d]", prefix, i), "%q %v", s, err)
+		}
+	}
+	if !slices.Contains(gossipProfiles, profile) {
+		p.add(prefix+"gossip_profile", "%q must be one of %s", profile, strings.Join(gossipProfiles, ", "))
+	}
 }
 
 // validateWAN checks the pool between data centers: its settings need a
@@ -239,19 +246,7 @@ func (c *Config) validateWAN(p *problems) {
 		}
 		return
 	}
-	if c.WANAdvertise != "" {
-		if err := checkAdvertise(c.WANAdvertise); err != nil {
-			p.add("wan_advertise", "%q %v", c.WANAdvertise, err)
-		}
-	}
-	for i, s := range c.WANSeeds {
-		if err := checkHostPort(s); err != nil {
-			p.add(fmt.Sprintf("wan_seeds[%d]", i), "%q %v", s, err)
-		}
-	}
-	if !slices.Contains(gossipProfiles, c.WANGossipProfile) {
-		p.add("wan_gossip_profile", "%q must be one of %s", c.WANGossipProfile, strings.Join(gossipProfiles, ", "))
-	}
+	validatePool(p, "wan_", c.WANAdvertise, c.WANSeeds, c.WANGossipProfile)
 	if c.Carriers < 1 || c.Carriers > MaxCarriers {
 		p.add("carriers", "%d must be from 1 to %d (default %d)", c.Carriers, MaxCarriers, DefaultCarriers)
 	}

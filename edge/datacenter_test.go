@@ -75,6 +75,20 @@ func TestDatacenters(t *testing.T) {
 		})
 	})
 
+	t.Run("the metrics count each data center's nodes and say whether the node carries", func(t *testing.T) {
+		for _, n := range c.Nodes {
+			if got := metric(t, n.Admin, `waitroom_datacenter_nodes{datacenter="paris",own="`+own(n, "paris")+`"}`); got != 3 {
+				t.Errorf("%s counts %v nodes in paris, want 3", n.Name, got)
+			}
+			if got := metric(t, n.Admin, `waitroom_datacenter_nodes{datacenter="tokyo",own="`+own(n, "tokyo")+`"}`); got != 1 {
+				t.Errorf("%s counts %v nodes in tokyo, want 1", n.Name, got)
+			}
+		}
+		if got := metric(t, tokyo.Admin, `waitroom_datacenter_carrier{datacenter="tokyo"}`); got != 1 {
+			t.Errorf("tokyo's only node says carrier %v, want 1", got)
+		}
+	})
+
 	t.Run("a node measures the lag it assumes among its data center's members only", func(t *testing.T) {
 		dcOf := map[string]string{}
 		for _, n := range c.Nodes {
@@ -117,4 +131,12 @@ func TestDatacenters(t *testing.T) {
 			}
 		}
 	})
+}
+
+// own is the metrics' label saying whether dc is node n's data center.
+func own(n *clusterNode, dc string) string {
+	if n.Datacenter() == dc {
+		return "1"
+	}
+	return "0"
 }

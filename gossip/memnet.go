@@ -217,6 +217,11 @@ func (t *MemTransport) DialAddressTimeout(a memberlist.Address, timeout time.Dur
 	}
 	time.Sleep(2 * d)
 	local, remote := net.Pipe()
+	// Until memberlist sets its own deadlines, the dialer's first writes
+	// (the label's header) are bounded by the dial's timeout, as a socket
+	// whose peer went away would be: a stream that the peer's transport
+	// never takes (it shut down meanwhile) must not hold a writer forever.
+	_ = local.SetDeadline(time.Now().Add(timeout))
 	select {
 	case dst.streams <- &memConn{Conn: remote, delay: d, sent: dst.sent, local: memAddr(dst.addr), remote: memAddr(t.addr)}:
 	case <-dst.done:
@@ -236,6 +241,16 @@ func (t *MemTransport) Shutdown() error {
 		}
 		t.net.mu.Unlock()
 		close(t.done)
+		// Streams queued and never taken are closed, so their dialers'
+		// writes fail as on a connection reset.
+		for {
+			select {
+			case c := <-t.streams:
+				_ = c.Close()
+			default:
+				return
+			}
+		}
 	})
 	return nil
 }

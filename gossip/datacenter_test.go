@@ -109,13 +109,7 @@ func TestDatacenters(t *testing.T) {
 		for i, n := range c.nodes {
 			n.Add(gossip.Inc{Key: k, N: uint64(i + 1)})
 		}
-		for i := range c.nodes {
-			if !c.waitValue(i, k, 21, 10*time.Second) {
-				var got uint64
-				c.nodes[i].Read(func(s *crdt.State) { got = s.Value(k) })
-				t.Fatalf("node %d of %s reads %d, want 21", i, c.dcs[i], got)
-			}
-		}
+		c.requireValue(t, k, 21, 10*time.Second, "every node's count")
 		c.requireOwnCellsOnly(t)
 		// The other data center appears as one replica, by name.
 		west := crdt.DatacenterReplica("west")
@@ -163,11 +157,7 @@ func TestDatacenters(t *testing.T) {
 		k := minuteKey("shop", crdt.Admitted, nowMinute())
 		first := c.carrierOf("east")
 		c.nodes[first].Add(gossip.Inc{Key: k, N: 5})
-		for i := range c.nodes {
-			if !c.waitValue(i, k, 5, 10*time.Second) {
-				t.Fatalf("node %d did not see the first carrier's count", i)
-			}
-		}
+		c.requireValue(t, k, 5, 10*time.Second, "the first carrier's count")
 		_ = c.nodes[first].Kill()
 		c.nodes[first] = nil
 		testkit.Eventually(t, testkit.Wait{What: "another member of east carrying", Timeout: 20 * time.Second}, func() bool {
@@ -182,13 +172,7 @@ func TestDatacenters(t *testing.T) {
 			}
 		}
 		c.nodes[other].Add(gossip.Inc{Key: k, N: 2})
-		for i, n := range c.nodes {
-			if n != nil && !c.waitValue(i, k, 7, 10*time.Second) {
-				var got uint64
-				n.Read(func(s *crdt.State) { got = s.Value(k) })
-				t.Fatalf("node %d of %s reads %d after the carrier died, want the dead carrier's 5 and 2 more", i, c.dcs[i], got)
-			}
-		}
+		c.requireValue(t, k, 7, 10*time.Second, "the dead carrier's 5 and 2 more")
 	})
 
 	t.Run("with two carriers the second takes over the sending when the first dies", func(t *testing.T) {
@@ -203,22 +187,12 @@ func TestDatacenters(t *testing.T) {
 		}
 		k := minuteKey("shop", crdt.Admitted, nowMinute())
 		c.nodes[first].Add(gossip.Inc{Key: k, N: 5})
-		for i := range c.nodes {
-			if !c.waitValue(i, k, 5, 10*time.Second) {
-				t.Fatalf("node %d did not see the first carrier's count", i)
-			}
-		}
+		c.requireValue(t, k, 5, 10*time.Second, "the first carrier's count")
 		_ = c.nodes[first].Kill()
 		c.nodes[first] = nil
 		other := (first + 1) % 3
 		c.nodes[other].Add(gossip.Inc{Key: k, N: 2})
-		for i, n := range c.nodes {
-			if n != nil && !c.waitValue(i, k, 7, 20*time.Second) {
-				var got uint64
-				n.Read(func(s *crdt.State) { got = s.Value(k) })
-				t.Fatalf("node %d of %s reads %d after the first carrier died, want 7", i, c.dcs[i], got)
-			}
-		}
+		c.requireValue(t, k, 7, 20*time.Second, "the first carrier's 5, dead, and 2 more")
 	})
 
 	t.Run("room settings and marks cross, node facts stay", func(t *testing.T) {
@@ -283,11 +257,7 @@ func TestDatacenterSplit(t *testing.T) {
 		for i := range 4 {
 			c.nodes[i].Add(gossip.Inc{Key: k, N: 1})
 		}
-		for i := range c.nodes {
-			if !c.waitValue(i, k, 4, 10*time.Second) {
-				t.Fatalf("node %d did not see east's first 4", i)
-			}
-		}
+		c.requireValue(t, k, 4, 10*time.Second, "east's first 4")
 		// East's pool is cut in two; between data centers nothing is.
 		fn.Partition([]string{addrs["node-00"], addrs["node-01"]}, []string{addrs["node-02"], addrs["node-03"]})
 		testkit.Eventually(t, testkit.Wait{What: "a carrier on each side of east", Timeout: 30 * time.Second}, func() bool {
@@ -298,19 +268,9 @@ func TestDatacenterSplit(t *testing.T) {
 		c.nodes[3].Add(gossip.Inc{Key: k, N: 7})
 		// Each side's carrier sums its own side afresh and the other's as
 		// last heard, under groups of their own: west adds the two sides.
-		for i := 4; i < 6; i++ {
-			if !c.waitValue(i, k, 16, 20*time.Second) {
-				var got uint64
-				c.nodes[i].Read(func(s *crdt.State) { got = s.Value(k) })
-				t.Fatalf("west's node %d reads %d of the split east, want 4 + 5 + 7", i, got)
-			}
-		}
+		c.requireValue(t, k, 16, 20*time.Second, "the split east's 4 + 5 + 7", 4, 5)
 		fn.Heal()
-		for i := range 4 {
-			if !c.waitValue(i, k, 16, 30*time.Second) {
-				t.Fatalf("east's node %d did not hold 16 once healed", i)
-			}
-		}
+		c.requireValue(t, k, 16, 30*time.Second, "east's whole once healed", 0, 1, 2, 3)
 	})
 }
 
@@ -350,4 +310,24 @@ func TestDatacenterConfig(t *testing.T) {
 			t.Fatalf("members %+v, want itself as its own data center", ms)
 		}
 	})
+}
+
+// requireValue waits up to timeout until every live node of nodes (all
+// when none is given) reads want in cell k, and fails the test naming the
+// first that does not, with what it reads, and why the value is wanted.
+func (c *cluster) requireValue(t *testing.T, k crdt.Key, want uint64, timeout time.Duration, why string, nodes ...int) {
+	t.Helper()
+	if len(nodes) == 0 {
+		for i := range c.nodes {
+			nodes = append(nodes, i)
+		}
+	}
+	for _, i := range nodes {
+		if c.nodes[i] == nil || c.waitValue(i, k, want, timeout) {
+			continue
+		}
+		var got uint64
+		c.nodes[i].Read(func(s *crdt.State) { got = s.Value(k) })
+		t.Fatalf("node %d of %s reads %d, want %d: %s", i, c.dcs[i], got, want, why)
+	}
 }

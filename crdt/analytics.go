@@ -123,14 +123,14 @@ func (s *State) Analytics(roomName string, from, to int64) Analytics {
 			a.Histograms[kind] = h
 		}
 	}()
-	for ck, g := range r.cells {
+	s.eachCell(r, func(ck cellKey, c []Count) {
 		if ck.Kind < AnalyticsBase || ck.Kind >= analyticsEnd || ck.Minute < from || ck.Minute > to {
-			continue
+			return
 		}
-		v := g.Value()
+		v := sum(c)
 		if ck.Kind.IsHistogram() {
 			if ck.Bucket < 0 || ck.Bucket >= HistogramBins {
-				continue
+				return
 			}
 			kind := ck.Kind
 			if kind == TimeOnOriginMinus {
@@ -146,11 +146,11 @@ func (s *State) Analytics(roomName string, from, to int64) Analytics {
 			} else {
 				b[ck.Bucket] += int64(v)
 			}
-			continue
+			return
 		}
 		a.Counters[ck.Kind] += v
 		a.ByMinute[ck.Minute-from].Counters[ck.Kind] += v
-	}
+	})
 	return a
 }
 

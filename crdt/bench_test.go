@@ -228,3 +228,88 @@ func BenchmarkSnapshotOf(b *testing.B) {
 		}
 	}
 }
+
+// The sizes of a busy room in a ring of data centers: 300 of them, three
+// nodes each, the same 60-minute queue.
+const (
+	ringDatacenters = 300
+	datacenterNodes = 3
+)
+
+// datacenterRoom is the state one node of such a ring holds for the busy
+// room: its own data center's three replicas' entries, and one aggregate
+// entry per other data center in every cell (its carriers' steady state),
+// each as roomEntries writes a replica's.
+func datacenterRoom() (*crdt.State, int) {
+	own := roomReplicas()[:datacenterNodes]
+	s := crdt.New()
+	s.SetDatacenter("dc-000")
+	for _, e := range roomEntries(own, 1) {
+		s.Apply(e)
+	}
+	var d crdt.Delta
+	for i := 1; i < ringDatacenters; i++ {
+		dc := fmt.Sprintf("dc-%03d", i)
+		members := make([]crdt.ReplicaID, datacenterNodes)
+		for j := range members {
+			members[j] = crdt.NewReplicaID(fmt.Sprintf("%s-node-%d", dc, j), 1)
+		}
+		g := crdt.NewGroup(dc, members)
+		d.Groups = append(d.Groups, g)
+		d.Aggregates = append(d.Aggregates, roomEntries([]crdt.ReplicaID{g.ID()}, uint64(i))...)
+	}
+	s.Merge(d)
+	return s, len(d.Aggregates)
+}
+
+// TestMemoryPerRoomOfDatacenters holds the busy room on one node of a ring
+// of 300 data centers of three nodes each to the same budget of 1 MiB:
+// every other data center is one aggregate entry per cell, packed in a few
+// bytes (aggCell).
+func TestMemoryPerRoomOfDatacenters(t *testing.T) {
+	const limit = 1 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, aggs := datacenterRoom()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	st := s.Stats()
+	runtime.KeepAlive(s)
+	if st.Aggregates != aggs || st.Groups != ringDatacenters-1 {
+		t.Fatalf("room holds %d aggregates of %d groups, want %d of %d", st.Aggregates, st.Groups, aggs, ringDatacenters-1)
+	}
+	retained := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("room of %d data centers × %d nodes, %d-minute queue: %d cells of own entries (%d entries), %d aggregate cells (%d aggregates): %d bytes retained (%.1f KiB, %.1f bytes per entry)",
+		ringDatacenters, datacenterNodes, queueMinutes, st.Cells, st.Entries, st.AggregateCells, st.Aggregates, retained, float64(retained)/1024, float64(retained)/float64(st.Entries+st.Aggregates))
+	if retained > limit {
+		t.Errorf("the room retains %d bytes, over the goal of %d", retained, limit)
+	}
+}
+
+// BenchmarkSnapshotOfDatacenters sums the busy room of a ring of 300 data
+// centers for the admission policy: its own replicas' cells and one figure
+// per other data center in each.
+func BenchmarkSnapshotOfDatacenters(b *testing.B) {
+	s, _ := datacenterRoom()
+	w := roomWindows()
+	b.ReportAllocs()
+	for b.Loop() {
+		if snap := s.Snapshot(busyRoom, roomNow*60, w); len(snap.Waiting) == 0 {
+			b.Fatal("empty snapshot")
+		}
+	}
+}
+
+// BenchmarkMergeFullOfDatacenters is a push-pull between two nodes of that
+// ring already in step: the peer's whole state, decoded, merged.
+func BenchmarkMergeFullOfDatacenters(b *testing.B) {
+	s, _ := datacenterRoom()
+	full := s.Full()
+	b.ReportAllocs()
+	for b.Loop() {
+		if changed := s.Merge(full); !changed.Empty() {
+			b.Fatal("a state in step changed")
+		}
+	}
+}

@@ -83,7 +83,8 @@ func CheckStamp(h HLC, nowMillis int64) error {
 	return nil
 }
 
-// MergeAt merges a delta from a peer at nowMillis like Merge, and makes sure
+// MergeAt merges a delta from a peer at nowMillis like Merge (aggregate
+// entries and groups included), and makes sure
 // no stamp can lock a register: a register stored with a stamp beyond
 // nowMillis + MaxClockOffset (kept from before such stamps were refused, or
 // from a peer whose clock ran far ahead) yields to any write within the
@@ -102,6 +103,7 @@ func (s *State) MergeAt(d Delta, nowMillis int64) Delta {
 			out.Registers = append(out.Registers, r)
 		}
 	}
+	s.mergeAggregates(d, &out)
 	return out
 }
 
@@ -157,7 +159,13 @@ func (s *State) DropFuture(nowMillis int64) int {
 				dropped++
 			}
 		}
-		if len(r.cells) == 0 {
+		for ck := range r.aggs {
+			if ck.Minute > LatestMinute(ck.Kind, nowMillis) {
+				delete(r.aggs, ck)
+				dropped++
+			}
+		}
+		if r.empty() {
 			delete(s.rooms, name)
 		}
 	}

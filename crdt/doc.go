@@ -40,6 +40,27 @@
 // node writes in a fresh column instead of below its earlier, larger entries
 // (which max-merge would hide).
 //
+// # Data centers
+//
+// A node may belong to a data center (State.SetDatacenter): then it holds
+// the replica entries of its own data center only, and every other data
+// center as aggregate entries (Delta.Aggregates), each the sum of some of
+// that data center's replicas' entries in one cell, written by the data
+// center's carriers (State.Carry) under the id of the Group of replicas it
+// sums. Entries of one group are max-merged like any entry; a reader takes,
+// per data center and cell, the largest sum over groups that share no
+// replica (datacenter.go), so the figure never exceeds the true sum, comes
+// to it once a carrier has heard every replica, and adds up the two sides
+// of a data center split in two, whose carriers each sum their own side
+// under a group of its own. A snapshot then counts this data center's
+// replicas one by one and every other data center as one replica
+// (DatacenterReplica): the admission split between data centers follows
+// their traffic as the split between the nodes of one does. Aggregates are
+// pruned with the horizon and refused beyond the bounds as entries are,
+// their value bound scaled by the replicas a group sums (CheckAggregate),
+// and packed a few bytes each (aggcell.go), so a node of a ring of 300
+// data centers holds a busy room within the budget a node of 50 does.
+//
 // The package is pure data: no I/O, no clock, no randomness, no locking. Time
 // is always an argument, in unix minutes.
 package crdt

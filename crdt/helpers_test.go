@@ -184,6 +184,12 @@ func dump(s *crdt.State) string {
 	for _, r := range d.Registers {
 		out += fmt.Sprintf("\n  %s = %q @%d.%d r%d", r.Name, r.Reg.Value, r.Reg.Stamp.Wall, r.Reg.Stamp.Logical, r.Reg.Replica)
 	}
+	for _, e := range d.Aggregates {
+		out += fmt.Sprintf("\n  aggregate %s/%d/b%d/m%d g%x=%d", e.Key.Room, e.Key.Kind, e.Key.Bucket-base, e.Key.Minute-base, uint64(e.Replica), e.Value)
+	}
+	for _, g := range d.Groups {
+		out += fmt.Sprintf("\n  group %x: %s %v", uint64(g.ID()), g.Datacenter, g.Replicas)
+	}
 	return out
 }
 

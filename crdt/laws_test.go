@@ -640,3 +640,295 @@ func TestSnapshotTotalsNeverGoNegative(t *testing.T) {
 		}
 	})
 }
+
+// ---- Data-center aggregates ----
+
+// The data center "east" whose replicas write, and "west", whose node reads
+// east's aggregates as every node of another data center does.
+const (
+	eastDC = "east"
+	westDC = "west"
+)
+
+// dcKeys are the cells the data-center histories write, few so that the
+// replicas often share one.
+var dcKeys = []crdt.Key{
+	{Room: "tickets", Kind: crdt.Admitted, Minute: base + 1},
+	{Room: "tickets", Kind: crdt.WaitingPlus, Bucket: base, Minute: base + 1},
+	{Room: "vaccine", Kind: crdt.Arrivals, Minute: base + 2},
+}
+
+// dcWorld is one data center's history: one State per replica, written
+// only through the public operations; which replicas are dead, the side of
+// a split each is on; and every delta a carrier sent across.
+type dcWorld struct {
+	ids    []crdt.ReplicaID
+	states []*crdt.State
+	dead   []bool
+	side   []int
+	sent   []crdt.Delta
+}
+
+func newDCWorld(t *rapid.T) *dcWorld {
+	w := &dcWorld{}
+	for i := range rapid.IntRange(2, 5).Draw(t, "replicas") {
+		w.ids = append(w.ids, crdt.ReplicaID(100+i))
+		s := crdt.New()
+		s.SetDatacenter(eastDC)
+		w.states = append(w.states, s)
+	}
+	w.dead = make([]bool, len(w.ids))
+	w.side = make([]int, len(w.ids))
+	return w
+}
+
+// alive lists the live replicas, by index.
+func (w *dcWorld) alive() []int {
+	var out []int
+	for i, d := range w.dead {
+		if !d {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// members are the replicas replica i reaches: the live ones on its side.
+func (w *dcWorld) members(i int) []crdt.ReplicaID {
+	var out []crdt.ReplicaID
+	for _, j := range w.alive() {
+		if w.side[j] == w.side[i] {
+			out = append(out, w.ids[j])
+		}
+	}
+	return out
+}
+
+// carry has replica i write east's aggregates as its carrier and keeps what
+// it would send.
+func (w *dcWorld) carry(i int) {
+	w.sent = append(w.sent, w.states[i].Carry(eastDC, w.members(i), nil))
+}
+
+// run draws steps operations: local increments, syncs within a side,
+// carriers' writes, splits, heals and crashes (one replica always lives).
+func (w *dcWorld) run(t *rapid.T, steps int, splits bool) {
+	for range steps {
+		live := w.alive()
+		i := rapid.SampledFrom(live).Draw(t, "replica")
+		switch op := rapid.IntRange(0, 9).Draw(t, "op"); {
+		case op < 4:
+			k := rapid.SampledFrom(dcKeys).Draw(t, "key")
+			w.states[i].Add(k, w.ids[i], rapid.Uint64Range(1, 3).Draw(t, "n"))
+		case op < 7:
+			j := rapid.SampledFrom(live).Draw(t, "peer")
+			if w.side[i] == w.side[j] {
+				w.states[i].MergeState(w.states[j])
+			}
+		case op < 8:
+			w.carry(i)
+		case op < 9 && splits:
+			for _, j := range live {
+				w.side[j] = rapid.IntRange(0, 1).Draw(t, "side")
+			}
+		case op < 9:
+			clear(w.side)
+		case len(live) > 1:
+			w.dead[i] = true
+		}
+	}
+}
+
+// converge syncs every live replica on each side with every other on it
+// until they hold the same entries.
+func (w *dcWorld) converge() {
+	for range 2 {
+		for _, i := range w.alive() {
+			for _, j := range w.alive() {
+				if w.side[i] == w.side[j] {
+					w.states[i].MergeState(w.states[j])
+				}
+			}
+		}
+	}
+}
+
+// truth is the true sum of cell k: each replica's own entry, the largest
+// any replica holds of it.
+func (w *dcWorld) truth(k crdt.Key) uint64 {
+	var sum uint64
+	for i, r := range w.ids {
+		sum += w.states[i].Get(k, r)
+	}
+	return sum
+}
+
+// known is the sum of cell k over the largest entry of each replica that
+// a live replica holds: what the data center can still tell of itself.
+func (w *dcWorld) known(k crdt.Key) uint64 {
+	var sum uint64
+	for _, r := range w.ids {
+		var v uint64
+		for _, i := range w.alive() {
+			v = max(v, w.states[i].Get(k, r))
+		}
+		sum += v
+	}
+	return sum
+}
+
+// reader is a node of west that heard the given deltas of east's carriers.
+func reader(ds []crdt.Delta) *crdt.State {
+	s := crdt.New()
+	s.SetDatacenter(westDC)
+	for _, d := range ds {
+		s.Merge(d)
+	}
+	return s
+}
+
+func TestAggregateNeverExceedsTheTrueSum(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		w := newDCWorld(t)
+		w.run(t, rapid.IntRange(0, 40).Draw(t, "steps"), true)
+		// Whatever part of the carriers' writes reached it, in any order.
+		heard := rapid.SliceOfDistinct(rapid.IntRange(0, max(len(w.sent)-1, 0)), rapid.ID[int]).Draw(t, "heard")
+		var ds []crdt.Delta
+		for _, i := range heard {
+			if i < len(w.sent) {
+				ds = append(ds, w.sent[i])
+			}
+		}
+		r := reader(drawDelivery(t, ds, "deltas"))
+		for _, k := range dcKeys {
+			if got, truth := r.Value(k), w.truth(k); got > truth {
+				t.Fatalf("%+v: west reads %d of east, more than the true sum %d", k, got, truth)
+			}
+		}
+	})
+}
+
+func TestAggregateConvergesOnTheTrueSumOnceTheMembersHave(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		w := newDCWorld(t)
+		w.run(t, rapid.IntRange(0, 40).Draw(t, "steps"), true)
+		clear(w.side)
+		w.converge()
+		w.carry(rapid.SampledFrom(w.alive()).Draw(t, "carrier"))
+		r := reader(drawDelivery(t, w.sent, "deltas"))
+		w.requireWhole(t, r, "the converged east")
+	})
+}
+
+// requireWhole checks that r reads every cell of east at no less than what
+// east's live replicas hold (and so, while none died, exactly the true
+// sum): a replica that died may have carried counts it never shared.
+func (w *dcWorld) requireWhole(t *rapid.T, r *crdt.State, what string) {
+	t.Helper()
+	for _, k := range dcKeys {
+		got, known, truth := r.Value(k), w.known(k), w.truth(k)
+		if got < known || got > truth {
+			t.Fatalf("%+v: west reads %d of %s, whose live replicas hold %d and whose true sum is %d", k, got, what, known, truth)
+		}
+	}
+}
+
+func TestAggregateLosesNothingWhenItsCarrierDies(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		w := newDCWorld(t)
+		w.run(t, rapid.IntRange(0, 30).Draw(t, "steps"), false)
+		live := w.alive()
+		if len(live) < 2 {
+			return
+		}
+		first := rapid.SampledFrom(live).Draw(t, "carrier that dies")
+		w.carry(first)
+		before := reader(w.sent)
+		w.dead[first] = true
+		// Another member that has the dead carrier's cells takes over.
+		next := rapid.SampledFrom(w.alive()).Draw(t, "next carrier")
+		w.states[next].MergeState(w.states[first])
+		w.carry(next)
+		after := reader(drawDelivery(t, w.sent, "deltas"))
+		for _, k := range dcKeys {
+			if got, was := after.Value(k), before.Value(k); got < was {
+				t.Fatalf("%+v: west read %d of east from the first carrier, %d once the next took over", k, was, got)
+			}
+		}
+	})
+}
+
+func TestAggregateLosesNothingWhenTheDatacenterSplits(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		w := newDCWorld(t)
+		w.run(t, rapid.IntRange(0, 20).Draw(t, "steps before"), false)
+		// Split the live replicas into two sides, each with one at least;
+		// both go on counting, syncing and carrying on their own.
+		live := w.alive()
+		if len(live) < 2 {
+			return
+		}
+		cut := rapid.IntRange(1, len(live)-1).Draw(t, "cut")
+		for n, i := range rapid.Permutation(live).Draw(t, "sides") {
+			w.side[i] = min(n/cut, 1)
+		}
+		w.run(t, rapid.IntRange(0, 30).Draw(t, "steps during"), false)
+		// While the split lasts, once each side has converged and its
+		// carrier has written, west reads every replica's latest count:
+		// the sides' partial sums add up instead of hiding each other.
+		w.converge()
+		for s := 0; s <= 1; s++ {
+			for _, i := range w.alive() {
+				if w.side[i] == s {
+					w.carry(i)
+					break
+				}
+			}
+		}
+		r := reader(drawDelivery(t, w.sent, "deltas"))
+		w.requireWhole(t, r, "the split east")
+	})
+}
+
+// drawDCReader is a node of west: its own replica's entries, and a random
+// part of east's carriers' writes.
+func drawDCReader(t *rapid.T, w *dcWorld, label string) *crdt.State {
+	s := crdt.New()
+	s.SetDatacenter(westDC)
+	for range rapid.IntRange(0, 3).Draw(t, label+" own adds") {
+		s.Add(rapid.SampledFrom(dcKeys).Draw(t, label+" key"), 7, 1)
+	}
+	for _, d := range w.sent {
+		if rapid.Bool().Draw(t, label+" heard") {
+			s.Merge(d)
+		}
+	}
+	if rapid.IntRange(0, 3).Draw(t, label+" prunes") == 0 {
+		s.Prune(base + rapid.Int64Range(0, 2).Draw(t, label+" horizon"))
+	}
+	return s
+}
+
+func TestAggregateMergeIsCommutativeAssociativeAndIdempotent(t *testing.T) {
+	checkLaw(t, func(t *rapid.T) {
+		w := newDCWorld(t)
+		w.run(t, rapid.IntRange(0, 30).Draw(t, "steps"), true)
+		a, b, c := drawDCReader(t, w, "a"), drawDCReader(t, w, "b"), drawDCReader(t, w, "c")
+
+		requireEqual(t, "commutative", mergedOf(a, b), mergedOf(b, a))
+		requireEqual(t, "associative", mergedOf(mergedOf(a, b), c), mergedOf(a, mergedOf(b, c)))
+		requireEqual(t, "idempotent", mergedOf(a, a), a)
+		// A full state sent as a delta (with its horizon, which push-pull
+		// carries beside it) merges like the state itself.
+		viaDelta := a.Clone()
+		viaDelta.Merge(b.Full())
+		viaDelta.Prune(b.Horizon())
+		requireEqual(t, "full state as a delta", viaDelta, mergedOf(a, b))
+		// Reading commutes too: the figure does not depend on the order.
+		for _, k := range dcKeys {
+			if x, y := mergedOf(a, b).Value(k), mergedOf(b, a).Value(k); x != y {
+				t.Fatalf("%+v: a⊔b reads %d, b⊔a reads %d", k, x, y)
+			}
+		}
+	})
+}

@@ -21,17 +21,17 @@ func GroupBucket(group string) int64 {
 }
 
 // SumByBucket sums a room's cells of kind k over minutes from..to
-// (inclusive) by Bucket.
+// (inclusive) by Bucket, other data centers' figures included.
 func (s *State) SumByBucket(roomName string, k Kind, from, to int64) map[int64]uint64 {
 	out := map[int64]uint64{}
 	r := s.rooms[roomName]
 	if r == nil {
 		return out
 	}
-	for ck, g := range r.cells {
+	s.eachCell(r, func(ck cellKey, c []Count) {
 		if ck.Kind == k && ck.Minute >= from && ck.Minute <= to {
-			out[ck.Bucket] += g.Value()
+			out[ck.Bucket] += sum(c)
 		}
-	}
+	})
 	return out
 }

@@ -46,4 +46,11 @@ type NodeInfo struct {
 	// Left is set by a node that is shutting down cleanly, just before it
 	// leaves the ring: its peers then stop expecting it back.
 	Left bool `msgpack:"l,omitempty" json:"left,omitempty"`
+	// Datacenter is the data center the node belongs to, when it names
+	// one; WAN is its address in the pool between data centers while it
+	// carries its data center's figures there. Both are empty on a node
+	// that is a data center of its own, whose announcement is then as it
+	// always was.
+	Datacenter string `msgpack:"d,omitempty" json:"datacenter,omitempty"`
+	WAN        string `msgpack:"w,omitempty" json:"wan,omitempty"`
 }

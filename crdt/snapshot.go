@@ -182,15 +182,65 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 	if keep != nil {
 		t.queued = map[waitingCell]int64{}
 	}
-	for ck, g := range r.cells {
-		c := t.kept(g.c)
+	s.eachCell(r, func(ck cellKey, counts []Count) {
+		c := t.kept(counts)
 		if keep != nil && len(c) == 0 {
-			continue
+			return
 		}
 		t.add(ck, c)
-	}
+	})
 	t.finish()
 	return t.snap
+}
+
+// eachCell calls fn with every cell of room r and its counts as this node
+// reads them (cellReader.combine), sorted by replica. The counts are valid
+// until fn returns.
+func (s *State) eachCell(r *room, fn func(ck cellKey, c []Count)) {
+	if len(r.aggs) == 0 {
+		for ck, g := range r.cells {
+			fn(ck, g.c)
+		}
+		return
+	}
+	var rd cellReader
+	for ck, g := range r.cells {
+		a := r.aggs[ck]
+		fn(ck, rd.combine(s, g.c, &a))
+	}
+	for ck, a := range r.aggs {
+		if _, ok := r.cells[ck]; !ok {
+			fn(ck, rd.combine(s, nil, &a))
+		}
+	}
+}
+
+// cellReader combines the two halves of a cell with buffers reused from
+// cell to cell: counts, and sums per data center (remoteCounts).
+type cellReader struct {
+	remote, merged []Count
+	pack           []packItem
+	sum            []uint64
+	cnt            []int32
+	touched        []int32
+}
+
+// combine is the cell whose replicas' own entries are own (this data
+// center's) and whose aggregate entries are agg, as this node reads it:
+// own, and one count per other data center under its DatacenterReplica,
+// sorted by replica. A data center is never summed both ways: a node holds
+// the own entries of its data center only, and its own data center's
+// aggregates are left out.
+func (rd *cellReader) combine(s *State, own []Count, agg *aggCell) []Count {
+	if len(agg.b) == 0 {
+		return own
+	}
+	rd.remote = s.remoteCounts(rd.remote[:0], agg, rd)
+	if len(rd.remote) == 0 {
+		return own
+	}
+	rd.merged = addCounts(rd.merged[:0], own, rd.remote)
+	return rd.merged
 }
 
 // waitingCell is one waiting cell: an arrival bucket in one minute.
@@ -359,7 +409,12 @@ func mergeCounts(a, b []Count) []Count {
 	if len(a) == 0 {
 		return append([]Count(nil), b...)
 	}
-	out := make([]Count, 0, len(a)+len(b))
+	return addCounts(make([]Count, 0, len(a)+len(b)), a, b)
+}
+
+// addCounts appends to out the sorted counts a and b added replica by
+// replica, sorted.
+func addCounts(out, a, b []Count) []Count {
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {

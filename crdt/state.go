@@ -130,15 +130,23 @@ type RegisterEntry struct {
 	Reg  LWW[[]byte]
 }
 
-// Delta is a set of entries and registers. Applying a delta twice, or two
-// deltas in either order, gives the same state.
+// Delta is a set of entries, registers, and other data centers' aggregate
+// entries with the groups they name. Applying a delta twice, or two deltas
+// in either order, gives the same state.
 type Delta struct {
 	Entries   []Entry
 	Registers []RegisterEntry
+	// Aggregates are aggregate entries: Replica is the id of the Group
+	// whose replicas' entries the value sums (see datacenter.go).
+	Aggregates []Entry
+	// Groups are the groups aggregate entries name.
+	Groups []Group
 }
 
 // Empty reports whether d carries nothing.
-func (d Delta) Empty() bool { return len(d.Entries) == 0 && len(d.Registers) == 0 }
+func (d Delta) Empty() bool {
+	return len(d.Entries) == 0 && len(d.Registers) == 0 && len(d.Aggregates) == 0 && len(d.Groups) == 0
+}
 
 type cellKey struct {
 	Kind   Kind
@@ -148,6 +156,16 @@ type cellKey struct {
 
 type room struct {
 	cells map[cellKey]*GCounter
+	// aggs holds data centers' aggregate entries (nil until the first
+	// arrives).
+	aggs map[cellKey]aggCell
+}
+
+// empty reports whether the room holds no cell at all.
+func (r *room) empty() bool { return len(r.cells) == 0 && len(r.aggs) == 0 }
+
+func compareCells(a, b cellKey) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.Minute, b.Minute))
 }
 
 // State is the whole replicated picture a node holds: counter cells per room,
@@ -159,6 +177,10 @@ type State struct {
 	horizon int64
 	clock   HLC     // the largest register stamp seen, for HLC stamping
 	own     stamper // the stamps of this replica's own writes
+	// agg is the table of the groups aggregate entries name, and local
+	// this node's data center (SetDatacenter).
+	agg   aggTable
+	local string
 }
 
 // New returns an empty state.
@@ -170,14 +192,19 @@ func New() *State {
 // merges of them are ignored.
 func (s *State) Horizon() int64 { return s.horizon }
 
-func (s *State) cell(k Key, create bool) *GCounter {
-	r := s.rooms[k.Room]
-	if r == nil {
-		if !create {
-			return nil
-		}
+func (s *State) room(name string, create bool) *room {
+	r := s.rooms[name]
+	if r == nil && create {
 		r = &room{cells: map[cellKey]*GCounter{}}
-		s.rooms[k.Room] = r
+		s.rooms[name] = r
+	}
+	return r
+}
+
+func (s *State) cell(k Key, create bool) *GCounter {
+	r := s.room(k.Room, create)
+	if r == nil {
+		return nil
 	}
 	ck := cellKey{k.Kind, k.Bucket, k.Minute}
 	c := r.cells[ck]
@@ -207,12 +234,19 @@ func (s *State) Get(k Key, r ReplicaID) uint64 {
 	return 0
 }
 
-// Value returns the sum of cell k over all replicas.
+// Value returns the ring's sum of cell k: every replica's entry held (this
+// data center's) and every other data center's aggregate figure.
 func (s *State) Value(k Key) uint64 {
+	var v uint64
 	if c := s.cell(k, false); c != nil {
-		return c.Value()
+		v = c.Value()
 	}
-	return 0
+	if r := s.rooms[k.Room]; r != nil {
+		if a, ok := r.aggs[cellKey{k.Kind, k.Bucket, k.Minute}]; ok {
+			v += sum(s.remoteCounts(nil, &a, &cellReader{}))
+		}
+	}
+	return v
 }
 
 // Apply merges one entry and reports whether the state changed.
@@ -285,14 +319,37 @@ func (s *State) Merge(d Delta) Delta {
 			out.Registers = append(out.Registers, r)
 		}
 	}
+	s.mergeAggregates(d, &out)
 	return out
+}
+
+// mergeAggregates merges d's groups and aggregate entries and adds what
+// changed to out.
+func (s *State) mergeAggregates(d Delta, out *Delta) {
+	for _, g := range d.Groups {
+		if s.AddGroup(g) {
+			out.Groups = append(out.Groups, g)
+		}
+	}
+	es := d.Aggregates
+	for i := 0; i < len(es); {
+		j := i + 1
+		for j < len(es) && es[j].Key == es[i].Key {
+			j++
+		}
+		out.Aggregates = s.applyAggregates(es[i:j], out.Aggregates)
+		i = j
+	}
 }
 
 // MergeState folds o into s: entry-wise max, winning registers, larger
 // horizon.
 func (s *State) MergeState(o *State) {
 	if o.horizon > s.horizon {
-		s.Prune(o.horizon)
+		// The groups are left to the next Prune: merging is their union,
+		// and a group held only for cells below o's horizon may name an
+		// entry of o's or of a state merged later.
+		s.pruneCells(o.horizon)
 	}
 	for name, r := range o.rooms {
 		for ck, c := range r.cells {
@@ -305,6 +362,7 @@ func (s *State) MergeState(o *State) {
 	for n, r := range o.regs {
 		s.ApplyRegister(RegisterEntry{Name: n, Reg: r})
 	}
+	s.mergeAggregateState(o)
 }
 
 // Full returns the whole state as a delta, in a deterministic order: what
@@ -312,32 +370,28 @@ func (s *State) MergeState(o *State) {
 func (s *State) Full() Delta {
 	var d Delta
 	for _, name := range s.Rooms() {
-		d.Entries = s.appendRoom(d.Entries, name)
+		d.Entries = appendCells(d.Entries, name, s.rooms[name].cells)
+		d.Aggregates = s.appendAggregates(d.Aggregates, name)
 	}
 	s.Registers("", func(n string, r LWW[[]byte]) {
 		d.Registers = append(d.Registers, RegisterEntry{Name: n, Reg: r})
 	})
+	d.Groups = s.Groups()
 	return d
 }
 
-func (s *State) appendRoom(dst []Entry, name string) []Entry {
-	r := s.rooms[name]
-	keys := make([]cellKey, 0, len(r.cells))
-	for ck := range r.cells {
-		keys = append(keys, ck)
-	}
-	slices.SortFunc(keys, func(a, b cellKey) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.Minute, b.Minute))
-	})
-	for _, ck := range keys {
-		for _, c := range r.cells[ck].c {
+// appendCells appends the entries of a room's cells, in Full's order.
+func appendCells(dst []Entry, name string, cells map[cellKey]*GCounter) []Entry {
+	for _, ck := range sortedKeys(cells) {
+		for _, c := range cells[ck].c {
 			dst = append(dst, Entry{Key{name, ck.Kind, ck.Bucket, ck.Minute}, c.Replica, c.N})
 		}
 	}
 	return dst
 }
 
-// Keys lists a room's cells of one kind, in no particular order.
+// Keys lists a room's cells of one kind, in no particular order: those with
+// entries of this data center's replicas or other data centers' aggregates.
 func (s *State) Keys(roomName string, kind Kind) []Key {
 	r := s.rooms[roomName]
 	if r == nil {
@@ -346,6 +400,11 @@ func (s *State) Keys(roomName string, kind Kind) []Key {
 	var out []Key
 	for ck := range r.cells {
 		if ck.Kind == kind {
+			out = append(out, Key{Room: roomName, Kind: kind, Bucket: ck.Bucket, Minute: ck.Minute})
+		}
+	}
+	for ck := range r.aggs {
+		if _, dup := r.cells[ck]; ck.Kind == kind && !dup {
 			out = append(out, Key{Room: roomName, Kind: kind, Bucket: ck.Bucket, Minute: ck.Minute})
 		}
 	}
@@ -369,6 +428,13 @@ func (s *State) Prune(horizon int64) int {
 	if horizon <= s.horizon {
 		return 0
 	}
+	dropped := s.pruneCells(horizon)
+	s.pruneGroups()
+	return dropped
+}
+
+// pruneCells is Prune but for the groups.
+func (s *State) pruneCells(horizon int64) int {
 	s.horizon = horizon
 	dropped := 0
 	for name, r := range s.rooms {
@@ -378,7 +444,13 @@ func (s *State) Prune(horizon int64) int {
 				dropped++
 			}
 		}
-		if len(r.cells) == 0 {
+		for ck := range r.aggs {
+			if ck.Minute < horizon {
+				delete(r.aggs, ck)
+				dropped++
+			}
+		}
+		if r.empty() {
 			delete(s.rooms, name)
 		}
 	}
@@ -387,12 +459,14 @@ func (s *State) Prune(horizon int64) int {
 
 // Clone returns an independent deep copy.
 func (s *State) Clone() *State {
-	c := &State{rooms: make(map[string]*room, len(s.rooms)), regs: make(map[string]LWW[[]byte], len(s.regs)), horizon: s.horizon, clock: s.clock, own: s.own}
+	c := &State{rooms: make(map[string]*room, len(s.rooms)), regs: make(map[string]LWW[[]byte], len(s.regs)), horizon: s.horizon, clock: s.clock, own: s.own, local: s.local, agg: s.agg.clone()}
 	for n, r := range s.rooms {
-		nr := &room{cells: make(map[cellKey]*GCounter, len(r.cells))}
-		for ck, g := range r.cells {
-			cg := g.Clone()
-			nr.cells[ck] = &cg
+		nr := &room{cells: cloneCells(r.cells)}
+		if r.aggs != nil {
+			nr.aggs = make(map[cellKey]aggCell, len(r.aggs))
+			for ck, a := range r.aggs {
+				nr.aggs[ck] = a.clone()
+			}
 		}
 		c.rooms[n] = nr
 	}
@@ -402,10 +476,24 @@ func (s *State) Clone() *State {
 	return c
 }
 
-// Equal reports whether s and o hold the same cells, registers and horizon.
-// Empty cells count as absent.
+func cloneCells(cells map[cellKey]*GCounter) map[cellKey]*GCounter {
+	out := make(map[cellKey]*GCounter, len(cells))
+	for ck, g := range cells {
+		cg := g.Clone()
+		out[ck] = &cg
+	}
+	return out
+}
+
+// Equal reports whether s and o hold the same cells, aggregates, registers
+// and horizon, and the same groups of those their aggregates name (a group
+// no entry names is kept only until the next Prune). Empty cells count as
+// absent.
 func (s *State) Equal(o *State) bool {
 	if s.horizon != o.horizon || len(s.regs) != len(o.regs) {
+		return false
+	}
+	if !s.sameAggregates(o) || !o.sameAggregates(s) {
 		return false
 	}
 	for n, r := range s.regs {
@@ -419,11 +507,11 @@ func (s *State) Equal(o *State) bool {
 
 func containsCells(a, b *State) bool {
 	for n, r := range a.rooms {
+		br := b.rooms[n]
 		for ck, g := range r.cells {
 			if g.Len() == 0 {
 				continue
 			}
-			br := b.rooms[n]
 			if br == nil {
 				return false
 			}
@@ -442,15 +530,25 @@ type Stats struct {
 	Cells     int
 	Entries   int
 	Registers int
+	// AggregateCells and Aggregates count other data centers' aggregate
+	// cells and entries, Groups the groups they name (none on a node that
+	// is a data center of its own).
+	AggregateCells int `json:",omitempty"`
+	Aggregates     int `json:",omitempty"`
+	Groups         int `json:",omitempty"`
 }
 
 // Stats counts what the state holds.
 func (s *State) Stats() Stats {
-	st := Stats{Rooms: len(s.rooms), Registers: len(s.regs)}
+	st := Stats{Rooms: len(s.rooms), Registers: len(s.regs), Groups: s.agg.held()}
 	for _, r := range s.rooms {
 		st.Cells += len(r.cells)
 		for _, g := range r.cells {
 			st.Entries += g.Len()
+		}
+		st.AggregateCells += len(r.aggs)
+		for _, a := range r.aggs {
+			st.Aggregates += a.count()
 		}
 	}
 	return st

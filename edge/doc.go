@@ -17,6 +17,16 @@
 // comes from package policy, computed over a crdt snapshot that package
 // gossip keeps merged.
 //
+// # Data centers
+//
+// A node may belong to a data center of several nodes (config datacenter):
+// gossip then keeps the data center's per-node cells among its members and
+// carries only the data center's figures to the others (package gossip).
+// The node divides a room's Anywhere part over its data center's members
+// and the other data centers' nodes, and splits the rest by traffic as
+// always, another data center counting as one node with all of its
+// traffic; the lag it assumes is measured among its data center's members.
+//
 // # Beside it
 //
 // What runs beside the node uses it through its exported methods (the

@@ -289,8 +289,10 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) (cur *allocatio
 	v := rm.viewAt(now)
 	pol := v.pol
 	// The Anywhere part is divided among the live nodes, and the division
-	// assumes other nodes' admissions arrive within the gossip lag.
-	pol.Nodes = rm.s.node.ExpectedMembers(now)
+	// assumes other nodes' admissions arrive within the gossip lag. The
+	// nodes are the data center's members and the other data centers'
+	// nodes, each of those data centers one replica of the snapshot.
+	pol.Nodes = rm.s.node.ExpectedMembers(now) + rm.s.node.OtherDatacenterNodes()
 	pol.Lag = rm.s.gossipLag()
 	// While part of the ring is unreachable, this part runs on its own
 	// columns and its part of the limits (policy.Sight).
@@ -318,7 +320,7 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) (cur *allocatio
 // ring is cut off) and the merged state over windows w.
 func (rm *room) sight(now time.Time, w crdt.Windows) policy.Sight {
 	return policy.Sight{
-		Live: rm.s.node.NumMembers(),
+		Live: rm.s.node.NumMembers() + rm.s.node.OtherDatacenterNodes(),
 		Reachable: func() func(crdt.ReplicaID) bool {
 			reach := rm.s.node.Reachable()
 			return func(r crdt.ReplicaID) bool { return reach[r] }

@@ -150,6 +150,14 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		OnPanic: func(where string, p any, stack []byte) { s.panicked(where, "", p, stack, true) },
 		Restore: opts.Restore,
 	}
+	if cfg.NamesDatacenter() {
+		// The data center's pool is the one above (its seeds are its
+		// members); the carriers' pool between data centers has its own
+		// addresses, with the ring's keys and label.
+		gcfg.Datacenter, gcfg.Carriers = cfg.Datacenter, cfg.Carriers
+		gcfg.WANBind, gcfg.WANAdvertise, gcfg.WANSeeds = cfg.WANGossip, cfg.WANAdvertise, cfg.WANSeeds
+		gcfg.WANProfile = gossip.Profile(cfg.WANGossipProfile)
+	}
 	// Room settings from peers are validated like the admin API's before
 	// they merge, and counts within their room's limits; without a key,
 	// secrets stay out of gossip.
@@ -219,6 +227,11 @@ func Check(cfg *config.Config, keys *cookie.Keyring) error {
 func prepare(cfg *config.Config, opts Options) (*Server, error) {
 	if opts.CookieKeys == nil {
 		return nil, errors.New("no cookie keys: a node cannot seal its visitors' tokens")
+	}
+	if cfg.NamesDatacenter() {
+		if err := gossip.CheckDatacenter(cfg.Datacenter, cfg.GossipLabel); err != nil {
+			return nil, fmt.Errorf("datacenter: %w", err)
+		}
 	}
 	s := &Server{
 		cfg:    cfg,

@@ -20,6 +20,11 @@ import (
 type cluster struct {
 	t     testing.TB
 	nodes []*gossip.Node
+	// dcs holds each node's data center when the cluster names them, and
+	// wanAddrs the address each node binds between data centers while it
+	// carries.
+	dcs      []string
+	wanAddrs []string
 }
 
 // testKey is the gossip key of the test rings: a ring never runs without
@@ -55,11 +60,29 @@ type clusterOpts struct {
 	hook func(i int, where string)
 	// onPanic, when set, is Config.OnPanic, with the index of the node.
 	onPanic func(i int, where string, recovered any, stack []byte)
+
+	// datacenter, when set, names the data center of the node of each
+	// index; a node's seed is then the first node of its data center, and
+	// the nodes meet between data centers at addresses picked for them at
+	// start (wanTransport, when set, builds those transports instead).
+	datacenter func(i int) string
+	carriers   int
+	wanProfile gossip.Profile
+	wanTune    func(*memberlist.Config)
+	// wanTransport, when set, is Config.WANTransport of each node, and
+	// wanSeeds its Config.WANSeeds.
+	wanTransport func(t testing.TB, name string) func() (memberlist.Transport, error)
+	wanSeeds     []string
 }
 
 func newCluster(t testing.TB, n int, o clusterOpts) *cluster {
 	t.Helper()
 	c := &cluster{t: t}
+	if o.datacenter != nil && o.wanTransport == nil {
+		for range n {
+			c.wanAddrs = append(c.wanAddrs, fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)))
+		}
+	}
 	for i := 0; i < n; i++ {
 		c.add(t, fmt.Sprintf("node-%02d", i), o)
 	}
@@ -83,9 +106,14 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 	if o.transport != nil {
 		tr = o.transport(t, name)
 	}
+	dc := ""
+	if o.datacenter != nil {
+		dc = o.datacenter(idx)
+	}
+	c.dcs = append(c.dcs, dc)
 	var seeds []string
-	for _, n := range c.nodes {
-		if n != nil {
+	for i, n := range c.nodes {
+		if n != nil && c.dcs[i] == dc {
 			seeds = append(seeds, n.Addr())
 			break
 		}
@@ -117,10 +145,28 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 		},
 		Transport:      tr,
 		Tune:           o.tune,
+		Datacenter:     dc,
+		Carriers:       o.carriers,
+		WANProfile:     o.wanProfile,
+		WANTune:        o.wanTune,
+		WANSeeds:       o.wanSeeds,
 		Clock:          o.clock,
 		CheckRegister:  o.checkRegister,
 		Redact:         o.redact,
 		SearchInterval: o.search,
+	}
+	if dc != "" {
+		switch {
+		case o.wanTransport != nil:
+			cfg.WANTransport = o.wanTransport(t, name)
+		case idx < len(c.wanAddrs):
+			cfg.WANBind, cfg.WANSeeds = c.wanAddrs[idx], c.wanAddrs
+		default:
+			cfg.WANBind, cfg.WANSeeds = "127.0.0.1:0", c.wanAddrs
+		}
+		if cfg.WANProfile == "" {
+			cfg.WANProfile = gossip.Local
+		}
 	}
 	if o.hook != nil {
 		gossip.SetTestHook(&cfg, func(where string) { o.hook(idx, where) })

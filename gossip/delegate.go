@@ -32,9 +32,9 @@ func (d *delegate) NotifyMsg(b []byte) {
 	m, err := Decode(b, MaxReliableMessage)
 	switch {
 	case err != nil:
-	case m.Type == msgFull:
+	case m.Type == msgFull || m.Type == msgFullDC:
 		err = fmt.Errorf("%w: a full state outside push-pull", errType)
-	case m.Type == msgEntries && len(b) > MaxPacketMessage:
+	case (m.Type == msgEntries || m.Type == msgFigures) && len(b) > MaxPacketMessage:
 		// Nodes send entries one per broadcast, far under a packet.
 		err = fmt.Errorf("%w: entries message of %d bytes > %d", errOversize, len(b), MaxPacketMessage)
 	}
@@ -49,6 +49,15 @@ func (d *delegate) NotifyMsg(b []byte) {
 	}
 	if m.Type == msgMarks {
 		n.onMarks(m)
+		return
+	}
+	if m.Type == msgFigures {
+		// Other data centers' figures, relayed by a carrier of this one.
+		if n.dc == nil {
+			n.stats.drop(DroppedWrongPool)
+			return
+		}
+		n.onFigures(b, m, false)
 		return
 	}
 	// Peers date cells and stamps in the ring's time; the delay is taken
@@ -79,6 +88,7 @@ func (n *Node) mergeRelayed(delta crdt.Delta, now, at int64) crdt.Delta {
 	for _, e := range changed.Entries {
 		id := cellID{e.Key, e.Replica}
 		n.dirty[id] = struct{}{}
+		n.markCarry(e.Key)
 		// Relayed with the origin's stamp: the oldest change not yet sent.
 		if old, ok := n.dirtyAt[id]; at > 0 && (!ok || old == 0 || at < old) {
 			n.dirtyAt[id] = at
@@ -146,28 +156,48 @@ func (n *Node) fullState() (crdt.Delta, int64) {
 func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	n := d.node()
 	defer n.recoverAs(PanicMergeState, n.dropPanicked)
-	if len(buf) == 0 {
+	m, ok := n.decodeState(buf, "push-pull state")
+	if !ok {
 		return
 	}
+	if n.dc == nil && (len(m.Delta.Aggregates) > 0 || len(m.Delta.Groups) > 0) {
+		// Figures of data centers mean nothing to a node that names none.
+		n.stats.drop(DroppedWrongPool)
+		m.Delta.Aggregates, m.Delta.Groups = nil, nil
+	}
+	n.heard()
+	n.noteNodeInfo(n.mergeRemote(m.Delta).Registers)
+}
+
+// decodeState decodes a peer's whole state, or counts and logs (as what)
+// why it is dropped.
+func (n *Node) decodeState(buf []byte, what string) (Message, bool) {
+	if len(buf) == 0 {
+		return Message{}, false
+	}
 	m, err := Decode(buf, MaxFullState)
-	if err == nil && m.Type != msgFull {
+	if err == nil && m.Type != msgFull && m.Type != msgFullDC {
 		err = errType
 	}
 	if err != nil {
 		n.stats.drop(dropReason(err))
-		n.log.Warn().Err(err).Int("bytes", len(buf)).Msg("dropped push-pull state")
-		return
+		n.log.Warn().Err(err).Int("bytes", len(buf)).Msg("dropped " + what)
+		return Message{}, false
 	}
+	return m, true
+}
+
+// mergeRemote screens and merges a peer's whole state d, and returns what
+// changed.
+func (n *Node) mergeRemote(d crdt.Delta) crdt.Delta {
 	n.stats.pushPulls.Add(1)
-	n.heard()
 	now := n.RingNow().UnixMilli()
-	delta := n.screen(m.Delta, now)
-	changed := n.mergeState(delta, now)
-	n.noteNodeInfo(changed.Registers)
+	changed := n.mergeState(n.screen(d, now), now)
 	if !changed.Empty() {
-		n.stats.merged.Add(uint64(len(changed.Entries) + len(changed.Registers)))
+		n.stats.merged.Add(uint64(len(changed.Entries) + len(changed.Registers) + len(changed.Aggregates) + len(changed.Groups)))
 		n.changed()
 	}
+	return changed
 }
 
 // mergeState merges a peer's screened whole state at now (ring ms).
@@ -175,7 +205,11 @@ func (n *Node) mergeState(delta crdt.Delta, now int64) crdt.Delta {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.hook(PanicMergeState)
-	return n.state.MergeAt(delta, now)
+	changed := n.state.MergeAt(delta, now)
+	for _, e := range changed.Entries {
+		n.markCarry(e.Key)
+	}
+	return changed
 }
 
 func encodeNodeInfo(ni crdt.NodeInfo) ([]byte, error) { return msgpack.Marshal(ni) }

@@ -117,12 +117,39 @@
 // (NotifyJoin, NotifyLeave, NotifyUpdate), gossip_ping (AckPayload,
 // NotifyPingComplete), gossip_join_loop, gossip_prune_loop,
 // gossip_beat_loop, gossip_insecure_loop, gossip_push (the push of own
-// changes), gossip_marks (marks sent to a peer that joined or to every peer)
-// and gossip_leave (the hand-over of a clean leave). A message or push-pull
+// changes), gossip_marks (marks sent to a peer that joined or to every peer),
+// gossip_leave (the hand-over of a clean leave) and gossip_carrier (the
+// choice of a data center's carriers and their join between data centers). A message or push-pull
 // state whose merge panicked is dropped whole and counted in Stats.Dropped
 // under "panic" (DroppedPanic); a push-pull state that could not be built
 // is sent empty; a loop goes on with its next tick.
 //
+// # Data centers
+//
+// A node may name the data center it belongs to (Config.Datacenter; a ring
+// that names none runs as it always has, each node a data center of its
+// own, on one pool). Then it runs two memberlist pools, as Consul does:
+// its data center's, with the profile's timings, carrying every replica's
+// cells, the push, beats, registers and marks as above (and the lag and
+// the ring's time a node measures come from it alone); and, while it is
+// one of its data center's carriers (Config.Carriers members chosen by
+// rendezvous hashing over the live members), a pool between data centers
+// with WAN timings, carrying each data center's figures (one aggregate
+// entry per cell, crdt.State.Carry) in compact batches within a byte
+// budget, the registers that are not node facts, and marks. A carrier
+// relays what it hears from other data centers into its own. The first
+// carrier in rank sends the data center's figures; the others stand by.
+// Per-node cells never leave their data center; a carrier that dies is
+// replaced by the next in rank, which sums every cell afresh; the two sides of a data
+// center cut in two each carry their own side, and the other data centers
+// add them up. See datacenter.go. The two pools never merge: each has a
+// label derived from Config.Label. Node.Datacenters lists the data centers
+// a node knows (its own by its members, another by the nodes its figures
+// sum), from which the edge counts the nodes a room's limits are divided
+// between; a data center is known to the others from its first figures.
+//
 // FaultNet is a memberlist transport for tests that loses, delays,
-// duplicates and partitions packets between nodes of one process.
+// duplicates and partitions packets between nodes of one process, and
+// MemNet one that holds hundreds of nodes in memory with a modelled delay
+// between every pair, for the scale harness (scale_test.go).
 package gossip

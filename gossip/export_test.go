@@ -6,3 +6,7 @@ package gossip
 // building its push-pull state (PanicLocalState), each under the node's
 // lock, and at the start of each turn of the join, prune and beat loops.
 func SetTestHook(cfg *Config, hook func(where string)) { cfg.testHook = hook }
+
+// CarrierRank is how many live members of its data center rank above n as
+// carrier: the first (0) sends the data center's figures.
+func CarrierRank(n *Node) int { return n.rank() }

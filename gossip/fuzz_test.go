@@ -25,6 +25,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add(must(EncodeBeat(a, 1_700_000_000_123)))
 	f.Add(must(EncodeStampedEntries([]crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Bucket: 0, Minute: testMinute}, a, 3)}, 1_700_000_000_123)))
 	f.Add(must(EncodeMarks([]crdt.Mark{{ID: "code/shop/Zx81", Expires: 1_700_172_800}, {ID: "revoked/shop/Qq", Expires: 1_700_100_000}}, 1_700_000_000)))
+	east := crdt.NewGroup("east", []crdt.ReplicaID{a, b})
+	f.Add(must(EncodeFigures("east", "shop", []crdt.Group{east}, []crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Minute: testMinute}, east.ID(), 5), entry(crdt.Key{Room: "shop", Kind: crdt.WaitingPlus, Bucket: testMinute - 3, Minute: testMinute}, east.ID(), 2)})))
+	dc := crdt.New()
+	dc.Merge(crdt.Delta{Groups: []crdt.Group{east}, Aggregates: []crdt.Entry{entry(crdt.Key{Room: "shop", Kind: crdt.Admitted, Minute: testMinute}, east.ID(), 5)}})
+	f.Add(must(EncodeFull(dc.Full(), dc.Horizon())))
 
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		m, err := Decode(msg, MaxFullState)
@@ -47,6 +52,16 @@ func FuzzDecode(f *testing.F) {
 		for i, r := range m.Delta.Registers {
 			if !validRegister(r) {
 				t.Fatalf("accepted an invalid register %d: %+v", i, r)
+			}
+		}
+		for i, e := range m.Delta.Aggregates {
+			if !validEntry(e) {
+				t.Fatalf("accepted an invalid aggregate %d: %+v", i, e)
+			}
+		}
+		for i, g := range m.Delta.Groups {
+			if err := g.Check(); err != nil {
+				t.Fatalf("accepted an invalid group %d: %v", i, err)
 			}
 		}
 		for i, mk := range m.Marks {
@@ -81,6 +96,18 @@ func FuzzDecode(f *testing.F) {
 			again, err = EncodeRegisters(m.Delta.Registers)
 		case msgFull:
 			again, err = EncodeFull(m.Delta, m.Horizon)
+		case msgFullDC:
+			again, err = encodeFullDC(m.Delta, m.Horizon)
+		case msgFigures:
+			if len(m.Delta.Entries) != 0 || len(m.Delta.Registers) != 0 || len(m.Delta.Aggregates) == 0 || m.Horizon != 0 || m.Datacenter == "" {
+				t.Fatalf("a figures message carried more or less: %+v", m)
+			}
+			for _, g := range m.Delta.Groups {
+				if g.Datacenter != m.Datacenter {
+					t.Fatalf("a figures message of %q carried a group of %q", m.Datacenter, g.Datacenter)
+				}
+			}
+			again, err = EncodeFigures(m.Datacenter, m.Delta.Aggregates[0].Key.Room, m.Delta.Groups, m.Delta.Aggregates)
 		case msgMarks:
 			if !m.Delta.Empty() || m.At != 0 || m.Horizon < 0 {
 				t.Fatalf("a marks message carried more: %+v", m)
@@ -96,7 +123,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a re-encoded message is refused: %v\nfirst: % x\nagain: % x", err, msg, again)
 		}
-		if m2.Type != m.Type || m2.Horizon != m.Horizon || m2.At != m.At || m2.Origin != m.Origin || !sameDelta(m.Delta, m2.Delta) || !reflect.DeepEqual(m.Marks, m2.Marks) {
+		if m2.Type != m.Type || m2.Horizon != m.Horizon || m2.At != m.At || m2.Origin != m.Origin || m2.Datacenter != m.Datacenter || !sameDelta(m.Delta, m2.Delta) || !reflect.DeepEqual(m.Marks, m2.Marks) {
 			t.Fatalf("the delta changed on re-encoding:\n%+v\n%+v", m, m2)
 		}
 		var third []byte
@@ -111,6 +138,10 @@ func FuzzDecode(f *testing.F) {
 			third, _ = EncodeRegisters(m2.Delta.Registers)
 		case msgFull:
 			third, _ = EncodeFull(m2.Delta, m2.Horizon)
+		case msgFullDC:
+			third, _ = encodeFullDC(m2.Delta, m2.Horizon)
+		case msgFigures:
+			third, _ = EncodeFigures(m2.Datacenter, m2.Delta.Aggregates[0].Key.Room, m2.Delta.Groups, m2.Delta.Aggregates)
 		case msgMarks:
 			third, _ = EncodeMarks(m2.Marks, m2.Horizon)
 		}

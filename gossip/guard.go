@@ -98,6 +98,7 @@ func (n *Node) screen(d crdt.Delta, nowMillis int64) crdt.Delta {
 		entries = append(entries, e)
 	}
 	d.Entries = entries
+	d = n.screenAggregates(d, nowMillis)
 	if len(d.Registers) == 0 {
 		return d
 	}

@@ -99,6 +99,7 @@ func (n *Node) sendMarks(ms []crdt.Mark, direct bool) {
 			continue
 		}
 		n.queue.QueueBroadcast(&broadcast{name: "m|" + m.ID, msg: msg})
+		n.queueWAN("m|"+m.ID, msg)
 	}
 	if !direct {
 		return
@@ -118,11 +119,14 @@ func (n *Node) sendMarks(ms []crdt.Mark, direct bool) {
 
 // sendAllMarks sends the whole set to a peer that joined.
 func (n *Node) sendAllMarks(peer memberlist.Node) {
-	defer n.recoverAs(PanicMarks)
-	ml := n.mlReady.Load()
-	if ml == nil {
-		return
+	if ml := n.mlReady.Load(); ml != nil {
+		n.sendAllMarksVia(ml, peer)
 	}
+}
+
+// sendAllMarksVia sends the whole set to a peer that joined the pool ml.
+func (n *Node) sendAllMarksVia(ml *memberlist.Memberlist, peer memberlist.Node) {
+	defer n.recoverAs(PanicMarks)
 	all := n.MarkList()
 	for len(all) > 0 {
 		k := min(len(all), markChunk)

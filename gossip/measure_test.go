@@ -67,8 +67,12 @@ func measureProfiles() []gossip.Profile {
 }
 
 // measureTune applies WAITROOM_MEASURE_TUNE, and describes it.
-func measureTune() (func(*memberlist.Config), string) {
-	v := os.Getenv("WAITROOM_MEASURE_TUNE")
+func measureTune() (func(*memberlist.Config), string) { return tuneFrom("WAITROOM_MEASURE_TUNE") }
+
+// tuneFrom reads the memberlist knobs of environment variable env
+// (interval, nodes, mult), and describes them.
+func tuneFrom(env string) (func(*memberlist.Config), string) {
+	v := os.Getenv(env)
 	if v == "" {
 		return nil, "gossip defaults"
 	}
@@ -79,23 +83,23 @@ func measureTune() (func(*memberlist.Config), string) {
 		case "interval":
 			d, err := time.ParseDuration(val)
 			if err != nil {
-				panic("WAITROOM_MEASURE_TUNE: " + err.Error())
+				panic(env + ": " + err.Error())
 			}
 			fns = append(fns, func(mc *memberlist.Config) { mc.GossipInterval = d })
 		case "nodes":
 			n, err := strconv.Atoi(val)
 			if err != nil {
-				panic("WAITROOM_MEASURE_TUNE: " + err.Error())
+				panic(env + ": " + err.Error())
 			}
 			fns = append(fns, func(mc *memberlist.Config) { mc.GossipNodes = n })
 		case "mult":
 			n, err := strconv.Atoi(val)
 			if err != nil {
-				panic("WAITROOM_MEASURE_TUNE: " + err.Error())
+				panic(env + ": " + err.Error())
 			}
 			fns = append(fns, func(mc *memberlist.Config) { mc.RetransmitMult = n })
 		default:
-			panic("WAITROOM_MEASURE_TUNE: unknown knob " + k)
+			panic(env + ": unknown knob " + k)
 		}
 	}
 	return func(mc *memberlist.Config) {

@@ -99,6 +99,36 @@ type Config struct {
 	// block.
 	OnPanic func(where string, recovered any, stack []byte)
 
+	// Datacenter names the data center (the point of presence, the
+	// machines of one site) the node belongs to: its members share their
+	// cells in a pool of their own, and a few of them carry the data
+	// center's figures to the other data centers (datacenter.go). Empty,
+	// or the node's own name, makes the node a data center of its own:
+	// one pool, every replica's cells to every node, as a ring that names
+	// no data center has always run. Every node of a ring names one, or
+	// none does.
+	Datacenter string
+	// Carriers is how many members of the data center carry its figures
+	// between data centers (DefaultCarriers when 0).
+	Carriers int
+	// WANBind is the address of the pool between data centers, bound
+	// while the node carries (host:port; port 0 picks a free one each
+	// time), WANAdvertise the one peers should use, if not the bound one.
+	WANBind, WANAdvertise string
+	// WANSeeds are addresses in the pool between data centers: carriers
+	// of other data centers, or the WANBind of nodes that may carry. A
+	// node that starts carrying also joins by the addresses its data
+	// center's other carriers announce.
+	WANSeeds []string
+	// WANProfile is the timings of the pool between data centers (WAN
+	// when empty).
+	WANProfile Profile
+	// WANTransport, when set, makes the transport of the pool between
+	// data centers each time the node starts carrying (tests, the scale
+	// harness); WANTune adjusts that pool's configuration last.
+	WANTransport func() (memberlist.Transport, error)
+	WANTune      func(*memberlist.Config)
+
 	// Transport replaces memberlist's UDP/TCP transport, for fault
 	// injection in tests.
 	Transport memberlist.Transport
@@ -180,8 +210,10 @@ type Node struct {
 	// seeds are the seeds other than this node's own address; set before
 	// the join loop starts, never changed.
 	seeds []string
-	// gossipInterval is memberlist's, for the wait on a clean leave.
+	// gossipInterval is memberlist's, for the wait on a clean leave, and
+	// gossipNodes how many peers a gossip round reaches.
 	gossipInterval time.Duration
+	gossipNodes    int
 
 	stats    stats
 	refusals refusalLog
@@ -206,13 +238,19 @@ type Node struct {
 	skewLogged time.Time                             // guarded by peersMu
 	mlReady    atomic.Pointer[memberlist.Memberlist] // n.ml, for callbacks that may run before Start returns
 	heardAt    atomic.Int64                          // unix nanoseconds of the last gossip from a peer
+	// dc is the node's side of its data center: nil when it names none.
+	dc *dcSide
 	// peakMembers is the largest ring this node has seen, and when.
 	peakMembers, peakAt atomic.Int64
 	hadPeers            atomic.Bool
-	started             time.Time
-	stop                chan struct{}
-	wg                  sync.WaitGroup
-	closeOnce           sync.Once
+	// synced is set once the node's first join has synced with a seed
+	// (or it has none): until then it cannot tell its data center's
+	// members, so it does not start carrying.
+	synced    atomic.Bool
+	started   time.Time
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // Start creates the node, binds its gossip address and starts joining the
@@ -237,6 +275,12 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
 	}
+	if cfg.Datacenter == cfg.Name {
+		cfg.Datacenter = "" // a data center of its own: today's ring
+	}
+	if err := CheckDatacenter(cfg.Datacenter, cfg.Label); err != nil {
+		return nil, err
+	}
 	n := &Node{
 		cfg:       cfg,
 		replica:   crdt.NewReplicaID(cfg.Name, cfg.Incarnation),
@@ -254,6 +298,10 @@ func Start(cfg Config) (*Node, error) {
 		acked:     map[string]time.Time{},
 		stop:      make(chan struct{}),
 	}
+	if cfg.Datacenter != "" {
+		n.dc = newDCSide(cfg)
+		n.state.SetDatacenter(cfg.Datacenter)
+	}
 	if cfg.Restore != nil {
 		n.restore(cfg.Restore) // before memberlist runs: nothing from a peer yet
 	}
@@ -261,7 +309,7 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.gossipInterval = mc.GossipInterval
+	n.gossipInterval, n.gossipNodes = mc.GossipInterval, mc.GossipNodes
 	n.queue = &memberlist.TransmitLimitedQueue{NumNodes: n.numNodes, RetransmitMult: mc.RetransmitMult}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -288,6 +336,10 @@ func Start(cfg Config) (*Node, error) {
 	go n.joinLoop()
 	go n.pruneLoop()
 	go n.beatLoop()
+	if n.dc != nil {
+		n.wg.Add(1)
+		go n.carrierLoop()
+	}
 	n.log.Info().Str("addr", n.Addr()).Str("replica", n.replica.String()).Bool("authenticated", !cfg.Insecure).Msg("gossip node started")
 	if cfg.Insecure {
 		n.bound = net.JoinHostPort(mc.BindAddr, strconv.Itoa(mc.BindPort))
@@ -324,23 +376,62 @@ func (n *Node) insecureLoop() {
 }
 
 func (n *Node) memberlistConfig() (*memberlist.Config, error) {
-	var mc *memberlist.Config
-	switch n.cfg.Profile {
-	case Local:
-		mc = memberlist.DefaultLocalConfig()
-	case WAN:
-		mc = memberlist.DefaultWANConfig()
-	case LAN, "":
-		mc = memberlist.DefaultLANConfig()
-	default:
-		return nil, fmt.Errorf("gossip profile %q: must be lan, local or wan", n.cfg.Profile)
+	label := n.cfg.Label
+	if n.dc != nil {
+		label = lanLabel(n.cfg.Label, n.dc.name)
 	}
-	mc.Name = n.cfg.Name
+	mc, err := n.poolConfig(pool{what: "gossip", profile: n.cfg.Profile, defaultProfile: LAN, name: n.cfg.Name, label: label,
+		bind: n.cfg.Bind, advertise: n.cfg.Advertise, transport: n.cfg.Transport, log: n.log})
+	if err != nil {
+		return nil, err
+	}
 	// Every node relays what is new to it, and a cell is re-sent whenever
 	// it changes, so a few more transmissions per broadcast buy reliable
 	// spread on small rings (where log(N+1) rounds down to one) at little
 	// cost: memberlist caps a round at GossipNodes packets anyway.
 	mc.RetransmitMult = max(mc.RetransmitMult, 4)
+	mc.Delegate = (*delegate)(n)
+	mc.Events = (*events)(n)
+	mc.Merge = (*nameGuard)(n)
+	mc.Ping = (*pinger)(n)
+	if n.cfg.Tune != nil {
+		n.cfg.Tune(mc)
+	}
+	n.probeInterval, n.probeTimeout = mc.ProbeInterval, mc.ProbeTimeout
+	return mc, nil
+}
+
+// pool says what sets one of the node's memberlist pools apart: its own,
+// and the pool between data centers.
+type pool struct {
+	what                    string // the pool, for errors: "gossip", "gossip between data centers"
+	profile, defaultProfile Profile
+	name, label             string
+	bind, advertise         string
+	transport               memberlist.Transport // nil: a counted network transport at bind
+	log                     zerolog.Logger
+}
+
+// poolConfig is the memberlist configuration of pool p: its profile's
+// timings with the fan-out and reclaim rules of every pool, its name,
+// label, addresses and transport, and the ring's keys.
+func (n *Node) poolConfig(p pool) (*memberlist.Config, error) {
+	var mc *memberlist.Config
+	profile := p.profile
+	if profile == "" {
+		profile = p.defaultProfile
+	}
+	switch profile {
+	case Local:
+		mc = memberlist.DefaultLocalConfig()
+	case WAN:
+		mc = memberlist.DefaultWANConfig()
+	case LAN:
+		mc = memberlist.DefaultLANConfig()
+	default:
+		return nil, fmt.Errorf("%s profile %q: must be lan, local or wan", p.what, p.profile)
+	}
+	mc.Name = p.name
 	// A node that crashed and comes back at another address (a new
 	// container, say) may take its name back once it has been dead this
 	// long; memberlist's default refuses it until the dead entry is purged.
@@ -353,25 +444,21 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	// third more gossip bytes (9 → 12 kB/s per node at 1,000 admissions/s
 	// over 10 nodes). See measure_test.go.
 	mc.GossipNodes = max(mc.GossipNodes, 4)
-	host, port, err := splitHostPort(n.cfg.Bind)
+	host, port, err := splitHostPort(p.bind)
 	if err != nil {
-		return nil, fmt.Errorf("gossip bind address %q: %w", n.cfg.Bind, err)
+		return nil, fmt.Errorf("%s bind address %q: %w", p.what, p.bind, err)
 	}
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertisePort = port
-	if n.cfg.Advertise != "" {
-		ah, ap, err := splitHostPort(n.cfg.Advertise)
+	if p.advertise != "" {
+		ah, ap, err := splitHostPort(p.advertise)
 		if err != nil {
-			return nil, fmt.Errorf("gossip advertise address %q: %w", n.cfg.Advertise, err)
+			return nil, fmt.Errorf("%s advertise address %q: %w", p.what, p.advertise, err)
 		}
 		mc.AdvertiseAddr, mc.AdvertisePort = ah, ap
 	}
-	mc.Delegate = (*delegate)(n)
-	mc.Events = (*events)(n)
-	mc.Merge = (*nameGuard)(n)
-	mc.Ping = (*pinger)(n)
-	mc.Logger = log.New(logWriter{log: n.log, refuse: n.refuse}, "", 0)
-	mc.Label = n.cfg.Label
+	mc.Logger = log.New(logWriter{log: p.log, refuse: n.refuse}, "", 0)
+	mc.Label = p.label
 	if len(n.cfg.Keys) > 0 {
 		kr, err := memberlist.NewKeyring(n.cfg.Keys, n.cfg.Keys[0])
 		if err != nil {
@@ -381,27 +468,23 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 		mc.GossipVerifyIncoming = true
 		mc.GossipVerifyOutgoing = true
 	}
-	if n.cfg.Transport != nil {
-		mc.Transport = n.cfg.Transport
-	} else {
-		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
-		if err != nil {
-			return nil, fmt.Errorf("gossip listen on %q: %w", n.cfg.Bind, err)
-		}
-		if port == 0 {
-			// memberlist advertises the configured port; with port 0 it must
-			// learn the one the transport picked.
-			mc.BindPort = nt.GetAutoBindPort()
-			if n.cfg.Advertise == "" {
-				mc.AdvertisePort = mc.BindPort
-			}
-		}
-		mc.Transport = &countingTransport{NetTransport: nt, stats: &n.stats}
+	if p.transport != nil {
+		mc.Transport = p.transport
+		return mc, nil
 	}
-	if n.cfg.Tune != nil {
-		n.cfg.Tune(mc)
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("%s listen on %q: %w", p.what, p.bind, err)
 	}
-	n.probeInterval, n.probeTimeout = mc.ProbeInterval, mc.ProbeTimeout
+	if port == 0 {
+		// memberlist advertises the configured port; with port 0 it must
+		// learn the one the transport picked.
+		mc.BindPort = nt.GetAutoBindPort()
+		if p.advertise == "" {
+			mc.AdvertisePort = mc.BindPort
+		}
+	}
+	mc.Transport = &countingTransport{NetTransport: nt, stats: &n.stats}
 	return mc, nil
 }
 
@@ -465,6 +548,7 @@ func (n *Node) addOwn(incs []Inc, now int64) bool {
 	for _, in := range incs {
 		if _, ok := n.state.Add(in.Key, n.replica, in.N); ok {
 			own = true
+			n.markCarry(in.Key)
 			id := cellID{in.Key, n.replica}
 			n.dirty[id] = struct{}{}
 			if _, ok := n.dirtyAt[id]; !ok {
@@ -492,7 +576,8 @@ func (n *Node) SnapshotOf(room string, now int64, w crdt.Windows, keep func(crdt
 
 // ReplicaNames maps the replicas that announced themselves (NodeInfo
 // registers) to their node names. A node that restarted has one replica per
-// incarnation, all under its name.
+// incarnation, all under its name. Another data center, which appears in
+// snapshots as one replica (crdt.DatacenterReplica), maps to its name.
 func (n *Node) ReplicaNames() map[crdt.ReplicaID]string {
 	out := map[crdt.ReplicaID]string{}
 	n.Read(func(st *crdt.State) {
@@ -501,16 +586,27 @@ func (n *Node) ReplicaNames() map[crdt.ReplicaID]string {
 				out[r.Replica] = ni.Name
 			}
 		})
+		for _, dc := range st.Datacenters() {
+			out[crdt.DatacenterReplica(dc)] = dc
+		}
 	})
 	return out
 }
 
 // Reachable returns the replicas whose node is a live member of the ring as
 // this node sees it, its own replica always among them. A replica that never
-// announced its node is not.
+// announced its node is not. Other data centers' replicas
+// (crdt.DatacenterReplica) are all among them: a member of a data center
+// sees only its own data center's members, and what it last heard of
+// another data center stands until it hears more.
 func (n *Node) Reachable() map[crdt.ReplicaID]bool {
 	names := n.ReplicaNames()
 	out := make(map[crdt.ReplicaID]bool, len(names)+1)
+	var dcs []string
+	n.Read(func(st *crdt.State) { dcs = st.Datacenters() })
+	for _, dc := range dcs {
+		out[crdt.DatacenterReplica(dc)] = true
+	}
 	n.peersMu.Lock()
 	defer n.peersMu.Unlock()
 	for r, name := range names {
@@ -551,7 +647,11 @@ func (n *Node) Register(name string) (crdt.LWW[[]byte], bool) {
 func NodeInfoRegister(r crdt.ReplicaID) string { return "node/" + r.String() }
 
 func (n *Node) publishNodeInfo(left bool) {
-	b, err := encodeNodeInfo(crdt.NodeInfo{Name: n.cfg.Name, Incarnation: n.cfg.Incarnation, Addr: n.Addr(), Left: left})
+	ni := crdt.NodeInfo{Name: n.cfg.Name, Incarnation: n.cfg.Incarnation, Addr: n.Addr(), Left: left}
+	if n.dc != nil {
+		ni.Datacenter, ni.WAN = n.dc.name, n.wanAddr()
+	}
+	b, err := encodeNodeInfo(ni)
 	if err != nil {
 		n.log.Error().Err(err).Msg("encode node info")
 		return
@@ -572,6 +672,9 @@ type Member struct {
 	LastHeard time.Time `json:"last_heard,omitzero"`
 	// Suspected is a live member not heard from for too long.
 	Suspected bool `json:"suspected,omitempty"`
+	// Datacenter is the data center the member belongs to (its own name
+	// in a ring that names none).
+	Datacenter string `json:"datacenter,omitempty"`
 }
 
 // Members lists the ring, this node included: the members memberlist has
@@ -585,7 +688,10 @@ func (n *Node) Members() []Member {
 	after := SuspectAfter(len(n.peers), n.probeInterval, n.probeTimeout)
 	out := make([]Member, 0, len(n.peers))
 	for _, m := range n.peers {
-		mem := Member{Name: m.Name, Addr: m.Address(), Alive: m.State == memberlist.StateAlive, State: stateName(m.State)}
+		mem := Member{Name: m.Name, Addr: m.Address(), Alive: m.State == memberlist.StateAlive, State: stateName(m.State), Datacenter: m.Name}
+		if n.dc != nil {
+			mem.Datacenter = n.dc.name
+		}
 		if m.Name != n.cfg.Name {
 			mem.LastHeard = n.acked[m.Name]
 			if mem.Alive && n.probeInterval > 0 && Suspected(mem.LastHeard, now, after) {
@@ -700,6 +806,7 @@ func (n *Node) joinLoop() {
 	backoff := 500 * time.Millisecond
 	const maxBackoff = 30 * time.Second
 	synced := len(seeds) == 0 // nothing to join: the first node of a ring
+	n.synced.Store(synced)
 	lastSearch := time.Now()
 	for {
 		// A turn that panics waits as long as one that found the ring whole.
@@ -714,6 +821,7 @@ func (n *Node) joinLoop() {
 					wait, backoff = backoff, min(backoff*2, maxBackoff)
 				} else {
 					synced = true
+					n.synced.Store(true)
 					backoff = 500 * time.Millisecond
 					n.log.Info().Int("contacted", k).Int("members", n.ml.NumMembers()).Msg("joined cluster")
 				}
@@ -840,6 +948,7 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.announceLeave()
 		close(n.stop)
+		n.stopCarrying(true)
 		if lerr := n.ml.Leave(2 * time.Second); lerr != nil {
 			n.log.Warn().Err(lerr).Msg("leave cluster")
 		}
@@ -855,6 +964,7 @@ func (n *Node) Kill() error {
 	var err error
 	n.closeOnce.Do(func() {
 		close(n.stop)
+		n.stopCarrying(false)
 		err = n.ml.Shutdown()
 		n.wg.Wait()
 	})
@@ -918,6 +1028,9 @@ func (n *Node) flushWith(each func(crdt.Entry, int64)) {
 		}
 		if len(msg) <= MaxPacketMessage {
 			n.queue.QueueBroadcast(&broadcast{name: "r|" + r.Name, msg: msg})
+			if crossesWAN(r.Name) {
+				n.queueWAN("r|"+r.Name, msg)
+			}
 			continue
 		}
 		// Too large for a packet (a room's custom page, say): send it over
@@ -1015,6 +1128,13 @@ type Stats struct {
 	Dropped        map[string]int64 `json:"dropped,omitempty"` // messages, and items of them, dropped or refused, by reason
 	Queued         int              `json:"queued"`            // broadcasts waiting to go out
 	State          crdt.Stats       `json:"state"`
+	// Datacenter is the data center the node names (none when it is one
+	// of its own); Carrier whether it carries its figures to the others,
+	// and WAN the pool between data centers it then belongs to. Bytes
+	// sent there count in BytesOut too.
+	Datacenter string    `json:"datacenter,omitempty"`
+	Carrier    bool      `json:"carrier,omitempty"`
+	WAN        *WANStats `json:"wan,omitempty"`
 }
 
 type stats struct {
@@ -1048,6 +1168,9 @@ func (n *Node) Stats() Stats {
 		return true
 	})
 	st.State = n.stateStats()
+	if n.dc != nil {
+		st.Datacenter, st.Carrier, st.WAN = n.dc.name, n.dc.carrying.Load(), n.wanStats()
+	}
 	return st
 }
 

@@ -31,6 +31,7 @@ const (
 	PanicPush         = "gossip_push"          // pushing own changes straight to the peers
 	PanicMarks        = "gossip_marks"         // sending marks to a peer that joined, or to every peer
 	PanicLeave        = "gossip_leave"         // handing the last counts over to a peer on a clean leave
+	PanicCarrier      = "gossip_carrier"       // choosing whether to carry the data center's figures, joining the pool between data centers
 )
 
 // DroppedPanic is the dropped-message reason (Stats.Dropped) of a message or

@@ -168,30 +168,15 @@ func EncodeRegisters(rs []crdt.RegisterEntry) ([]byte, error) {
 	return encode(msgRegisters, ws)
 }
 
-// EncodeFull encodes a whole state for push-pull.
+// EncodeFull encodes a whole state for push-pull: as msgFull, or as
+// msgFullDC when it holds aggregates or groups (a node that names a data
+// center).
 func EncodeFull(d crdt.Delta, horizon int64) ([]byte, error) {
-	f := wireFull{Horizon: horizon}
-	idx := map[crdt.ReplicaID]uint64{}
-	var cur *wireRoom
-	var cell *wireCell
-	for _, e := range d.Entries {
-		if cur == nil || cur.Name != e.Key.Room {
-			f.Rooms = append(f.Rooms, wireRoom{Name: e.Key.Room})
-			cur = &f.Rooms[len(f.Rooms)-1]
-			cell = nil
-		}
-		if cell == nil || cell.Kind != uint8(e.Key.Kind) || cell.Bucket != e.Key.Bucket || cell.Minute != e.Key.Minute {
-			cur.Cells = append(cur.Cells, wireCell{Kind: uint8(e.Key.Kind), Bucket: e.Key.Bucket, Minute: e.Key.Minute})
-			cell = &cur.Cells[len(cur.Cells)-1]
-		}
-		i, ok := idx[e.Replica]
-		if !ok {
-			i = uint64(len(f.Replicas))
-			idx[e.Replica] = i
-			f.Replicas = append(f.Replicas, uint64(e.Replica))
-		}
-		cell.Counts = append(cell.Counts, i, e.Value)
+	if len(d.Aggregates) > 0 || len(d.Groups) > 0 {
+		return encodeFullDC(d, horizon)
 	}
+	f := wireFull{Horizon: horizon}
+	f.Replicas, f.Rooms = wireCells(d.Entries)
 	for _, r := range d.Registers {
 		f.Registers = append(f.Registers, toWireRegister(r))
 	}
@@ -223,6 +208,9 @@ type Message struct {
 	// Marks are the marks of a marks message, and Horizon its sender's
 	// horizon for them.
 	Marks []crdt.Mark
+	// Datacenter is the data center whose figures a figures message
+	// carries (in Delta.Aggregates and Delta.Groups).
+	Datacenter string
 }
 
 // Decode parses and validates one message of at most limit bytes. Any error
@@ -251,6 +239,10 @@ func Decode(b []byte, limit int) (Message, error) {
 		err = m.decodeFull(body)
 	case msgMarks:
 		err = m.decodeMarks(body)
+	case msgFigures:
+		err = m.decodeFigures(body)
+	case msgFullDC:
+		err = m.decodeFullDC(body)
 	default:
 		err = fmt.Errorf("%w: %d", errType, m.Type)
 	}
@@ -658,8 +650,8 @@ func DecodeNodeInfo(b []byte) (crdt.NodeInfo, error) {
 	return ni, nil
 }
 
-// nodeInfo reads a map of "n" (name), "i" (incarnation), "a" (address) and
-// "l" (left).
+// nodeInfo reads a map of "n" (name), "i" (incarnation), "a" (address),
+// "l" (left), "d" (data center) and "w" (address between data centers).
 func (r *reader) nodeInfo() (ni crdt.NodeInfo, err error) {
 	n, err := r.dec.DecodeMapLen()
 	if err != nil {
@@ -690,6 +682,13 @@ func (r *reader) nodeInfo() (ni crdt.NodeInfo, err error) {
 			ni.Addr, err = r.str()
 		case "l":
 			ni.Left, err = r.dec.DecodeBool()
+		case "d":
+			ni.Datacenter, err = r.str()
+			if err == nil && len(ni.Datacenter) > crdt.MaxDatacenterName {
+				err = fmt.Errorf("data center of %d bytes", len(ni.Datacenter))
+			}
+		case "w":
+			ni.WAN, err = r.str()
 		default:
 			err = r.skipScalar()
 		}

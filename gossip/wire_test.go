@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,8 +28,13 @@ func register(name string, value []byte, wall int64, logical uint32, replica crd
 // sameDelta compares deltas, treating nil and empty slices (and register
 // values) as equal: msgpack does not tell them apart.
 func sameDelta(a, b crdt.Delta) bool {
-	if len(a.Entries) != len(b.Entries) || len(a.Registers) != len(b.Registers) {
+	if len(a.Entries) != len(b.Entries) || len(a.Registers) != len(b.Registers) || !slices.Equal(a.Aggregates, b.Aggregates) || len(a.Groups) != len(b.Groups) {
 		return false
+	}
+	for i := range a.Groups {
+		if a.Groups[i].Datacenter != b.Groups[i].Datacenter || !slices.Equal(a.Groups[i].Replicas, b.Groups[i].Replicas) {
+			return false
+		}
 	}
 	for i := range a.Entries {
 		if a.Entries[i] != b.Entries[i] {
@@ -243,7 +249,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"a message from a newer protocol version is refused", append([]byte{2<<4 | msgEntries}, goodEntries[1:]...), MaxPacketMessage, errVersion, "version"},
 		{"a message from protocol version zero is refused", append([]byte{msgEntries}, goodEntries[1:]...), MaxPacketMessage, errVersion, "version"},
 		{"a message of type zero is refused", append([]byte{header(0)}, goodEntries[1:]...), MaxPacketMessage, errType, "type"},
-		{"a message of an unknown type is refused", append([]byte{header(9)}, goodEntries[1:]...), MaxPacketMessage, errType, "type"},
+		{"a message of an unknown type is refused", append([]byte{header(0x0e)}, goodEntries[1:]...), MaxPacketMessage, errType, "type"},
 		{"a message over the limit is refused before it is parsed", append(goodEntries, make([]byte, MaxPacketMessage)...), MaxPacketMessage, errOversize, "oversize"},
 		{"a full state over its bound is refused", append(goodFull, make([]byte, MaxFullState)...), MaxFullState, errOversize, "oversize"},
 

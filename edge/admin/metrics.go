@@ -31,10 +31,14 @@ var (
 	descPushPulls = prometheus.NewDesc("waitroom_gossip_push_pulls_total", "Full state exchanges merged.", nil, nil)
 	descDropped   = prometheus.NewDesc("waitroom_gossip_dropped_messages_total", "Gossip messages dropped as bad input, by reason.", []string{"reason"}, nil)
 	descCells     = prometheus.NewDesc("waitroom_state_entries", "Counter entries held in the replicated state.", nil, nil)
+	// A node that names a data center.
+	descDCNodes  = prometheus.NewDesc("waitroom_datacenter_nodes", "Nodes of each data center this node knows: its own pool's live members, or the nodes another data center's figures sum.", []string{"datacenter", "own"}, nil)
+	descCarrier  = prometheus.NewDesc("waitroom_datacenter_carrier", "1 while this node carries its data center's figures to the other data centers.", []string{"datacenter"}, nil)
+	descWANBytes = prometheus.NewDesc("waitroom_gossip_wan_received_bytes_total", "Bytes of gossip messages received between data centers while this node carried.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descAnalytics, descQueueTime, descOrigin, descActive, descLimit, descQueued, descNew, descNewLimit, descWait, descQueueing, descMembers, descBytesOut, descMsgsIn, descMerged, descPushPulls, descDropped, descCells} {
+	for _, d := range []*prometheus.Desc{descAnalytics, descQueueTime, descOrigin, descActive, descLimit, descQueued, descNew, descNewLimit, descWait, descQueueing, descMembers, descBytesOut, descMsgsIn, descMerged, descPushPulls, descDropped, descCells, descDCNodes, descCarrier, descWANBytes} {
 		ch <- d
 	}
 }
@@ -71,6 +75,24 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(n), reason)
 	}
 	ch <- prometheus.MustNewConstMetric(descCells, prometheus.GaugeValue, float64(st.State.Entries))
+	if st.Datacenter == "" {
+		return
+	}
+	for _, dc := range s.Node().Datacenters() {
+		own := "0"
+		if dc.Own {
+			own = "1"
+		}
+		ch <- prometheus.MustNewConstMetric(descDCNodes, prometheus.GaugeValue, float64(dc.Nodes), dc.Name, own)
+	}
+	carrier := 0.0
+	if st.Carrier {
+		carrier = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descCarrier, prometheus.GaugeValue, carrier, st.Datacenter)
+	if st.WAN != nil {
+		ch <- prometheus.MustNewConstMetric(descWANBytes, prometheus.CounterValue, float64(st.WAN.BytesIn))
+	}
 }
 
 // lagCollector exports the gossip lag the allocations assume and each live

@@ -22,6 +22,8 @@ func (a *API) StateDoc() *api.StateDoc {
 		Time:        now.UTC(),
 		RingTime:    ring.UTC(),
 		Members:     s.Node().Members(),
+		Datacenter:  s.Node().Datacenter(),
+		Datacenters: s.Node().Datacenters(),
 		Gossip:      s.Node().Stats(),
 		Lag:         lagDoc(s.Lag(now)),
 	}

@@ -25,7 +25,7 @@ import (
 //   - insecure_gossip (--insecure-gossip): no key; the node warns at start
 //     and every minute, and a room's turnstile_secret stays out of what it
 //     gossips;
-//   - neither, on a node with no seeds: the node runs alone. It gossips on
+//   - neither, on a node with no seeds (nor wan_seeds): the node runs alone. It gossips on
 //     loopback only (a wildcard bind address, the default, becomes
 //     127.0.0.1 with the same port) with a key made up for this process, so
 //     no other process can talk to it. The single-site quick start runs
@@ -63,7 +63,9 @@ func gossipSecurityOf(cfg *config.Config, opts Options, log zerolog.Logger) (gos
 	if err != nil {
 		return gossipSecurity{}, fmt.Errorf("gossip %q: %w", cfg.Gossip, err)
 	}
-	if len(cfg.Seeds) == 0 && (config.IsWildcardHost(host) || config.IsLoopbackHost(host)) {
+	// A node with seeds in other data centers (wan_seeds) is not alone
+	// either: a key of its own would keep them out.
+	if len(cfg.Seeds) == 0 && len(cfg.WANSeeds) == 0 && (config.IsWildcardHost(host) || config.IsLoopbackHost(host)) {
 		if config.IsWildcardHost(host) {
 			sec.bind = net.JoinHostPort("127.0.0.1", port)
 		}

@@ -26,6 +26,9 @@ func TestANodeNeedsAGossipKey(t *testing.T) {
 		starts bool
 	}{
 		{"a node with seeds and no key refuses to start", func(c *config.Config) { c.Seeds = []string{"127.0.0.1:1"} }, false},
+		{"a node of a data center with seeds in other data centers only and no key refuses to start", func(c *config.Config) {
+			c.Datacenter, c.WANGossip, c.WANSeeds = "ams", "127.0.0.1:0", []string{"127.0.0.1:1"}
+		}, false},
 		// Refused before anything binds.
 		{"a node alone on a public gossip address and no key refuses to start", func(c *config.Config) { c.Gossip = "192.0.2.1:7946" }, false},
 		{"a node with seeds and insecure gossip starts", func(c *config.Config) { c.Seeds = []string{"127.0.0.1:1"}; c.InsecureGossip = true }, true},

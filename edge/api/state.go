@@ -18,7 +18,13 @@ type StateDoc struct {
 	Time     time.Time       `json:"time"`
 	RingTime time.Time       `json:"ring_time"`
 	Members  []gossip.Member `json:"members"`
-	Gossip   gossip.Stats    `json:"gossip"`
+	// Datacenter is the data center the node belongs to (its own name when
+	// it names none); Datacenters the data centers it knows, its own first
+	// with its members and carriers, the others with the nodes their
+	// figures sum. Empty in a ring that names no data center.
+	Datacenter  string                  `json:"datacenter,omitempty"`
+	Datacenters []gossip.DatacenterView `json:"datacenters,omitempty"`
+	Gossip      gossip.Stats            `json:"gossip"`
 	// Lag is the gossip delay the allocations assume, measured or
 	// configured, with each peer's measured delay and clock offset.
 	Lag   *LagDoc      `json:"lag,omitempty"`

@@ -4,6 +4,7 @@ package config
 // the router compares.
 
 import (
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -18,6 +19,9 @@ const (
 	DefaultAdmin              = "127.0.0.1:9090"
 	DefaultGossip             = "0.0.0.0:7946"
 	DefaultGossipProfile      = "lan"
+	DefaultWANGossipProfile   = "wan"
+	DefaultCarriers           = 2
+	MaxCarriers               = 5
 	DefaultLogLevel           = "info"
 	DefaultOriginTimeout      = 30 * time.Second
 	DefaultPath               = "/"
@@ -79,6 +83,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.GossipProfile == "" {
 		c.GossipProfile = DefaultGossipProfile
+	}
+	if c.NamesDatacenter() {
+		c.applyWANDefaults()
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
@@ -198,4 +205,37 @@ func normPath(p string) string {
 		b.WriteByte(p[i])
 	}
 	return b.String()
+}
+
+// NamesDatacenter reports whether the node belongs to a data center of
+// several nodes: datacenter is set and is not the node's own name.
+func (c *Config) NamesDatacenter() bool { return c.Datacenter != "" && c.Datacenter != c.Node }
+
+// applyWANDefaults fills in the pool between data centers: its bind
+// address next to gossip's, its advertised address next to advertise's,
+// its profile and the carriers.
+func (c *Config) applyWANDefaults() {
+	if c.WANGossip == "" {
+		if host, port, err := splitListen(c.Gossip, true); err == nil {
+			if port != 0 {
+				port++
+			}
+			c.WANGossip = net.JoinHostPort(host, strconv.Itoa(port))
+		}
+	}
+	if c.WANAdvertise == "" && c.Advertise != "" {
+		if _, port, err := splitListen(c.WANGossip, true); err == nil && port != 0 {
+			host := c.Advertise
+			if h, _, err := net.SplitHostPort(c.Advertise); err == nil {
+				host = h
+			}
+			c.WANAdvertise = net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port))
+		}
+	}
+	if c.WANGossipProfile == "" {
+		c.WANGossipProfile = DefaultWANGossipProfile
+	}
+	if c.Carriers == 0 {
+		c.Carriers = DefaultCarriers
+	}
 }

@@ -11,8 +11,12 @@ import (
 type Overrides struct {
 	Node, Listen, Admin, Gossip, Advertise string
 	Seeds                                  []string
-	GossipProfile, GossipKeyFile           string
-	CookieKeyFile                          string
+	// Datacenter, WANGossip, WANAdvertise and WANSeeds are datacenter,
+	// wan_gossip, wan_advertise and wan_seeds.
+	Datacenter, WANGossip, WANAdvertise string
+	WANSeeds                            []string
+	GossipProfile, GossipKeyFile        string
+	CookieKeyFile                       string
 	// DataDir is --data-dir; serve's default when neither it nor data_dir
 	// is given is DefaultDataDir's.
 	DataDir                             string
@@ -63,6 +67,12 @@ func (o *Overrides) Apply(c *Config) error {
 	str("unrouted", &c.Unrouted, o.Unrouted)
 	if set("seed") {
 		c.Seeds = o.Seeds
+	}
+	str("datacenter", &c.Datacenter, o.Datacenter)
+	str("wan-gossip", &c.WANGossip, o.WANGossip)
+	str("wan-advertise", &c.WANAdvertise, o.WANAdvertise)
+	if set("wan-seed") {
+		c.WANSeeds = o.WANSeeds
 	}
 	if set("insecure-gossip") {
 		c.InsecureGossip = o.InsecureGossip

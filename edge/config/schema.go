@@ -94,6 +94,32 @@ type Config struct {
 	// Load resolves a relative path against the config file's directory.
 	GossipKeyFile string `yaml:"gossip_key_file" json:"gossip_key_file"`
 	GossipLabel   string `yaml:"gossip_label" json:"gossip_label"` // memberlist label: keeps clusters apart
+	// Datacenter names the data center (the point of presence) the node
+	// belongs to; default: the node's name, a data center of its own, as
+	// a ring that names none has always run. The nodes of one data center
+	// share its slots over their own gossip pool (seeds: its members),
+	// and a few of them carry its figures to the other data centers over
+	// a second pool (wan_gossip, wan_seeds). Every node of a ring names
+	// one, or none does.
+	Datacenter string `yaml:"datacenter" json:"datacenter,omitempty"`
+	// WANGossip is the address the pool between data centers binds while
+	// the node carries its data center's figures: default the gossip
+	// address's host with the next port (0.0.0.0:7947), "ip:0" a free
+	// port each time. WANAdvertise is the address the other data centers
+	// should use, if not the bound one (default: advertise's IP with that
+	// port).
+	WANGossip    string `yaml:"wan_gossip" json:"wan_gossip,omitempty"`
+	WANAdvertise string `yaml:"wan_advertise" json:"wan_advertise,omitempty"`
+	// WANSeeds are addresses in the pool between data centers (host or
+	// host:port, the port wan_gossip's when none): members of other data
+	// centers that may carry. One reachable seed is enough.
+	WANSeeds []string `yaml:"wan_seeds" json:"wan_seeds,omitempty"`
+	// WANGossipProfile picks the timings of the pool between data
+	// centers: wan (default), lan or local.
+	WANGossipProfile string `yaml:"wan_gossip_profile" json:"wan_gossip_profile,omitempty"`
+	// Carriers is how many members of the data center carry its figures
+	// (1 to 5, default 2): the first in rank sends, the others stand by.
+	Carriers int `yaml:"carriers" json:"carriers,omitempty"`
 	// InsecureGossip runs gossip without a key: anyone who reaches the
 	// gossip address can rewrite rooms and counts. Without a key and
 	// without it, a node with seeds refuses to start, and a node without

@@ -122,11 +122,14 @@ func (c *Config) validateListeners(p *problems) {
 	if c.ForwardAuth.On() {
 		addrs = append(addrs, struct{ field, value, example string }{"forward_auth.listen", c.ForwardAuth.Listen, "127.0.0.1:9091"})
 	}
+	if c.NamesDatacenter() {
+		addrs = append(addrs, struct{ field, value, example string }{"wan_gossip", c.WANGossip, "0.0.0.0:7947"})
+	}
 	if c.TLS.RedirectListen != "" {
 		addrs = append(addrs, struct{ field, value, example string }{"tls.redirect_listen", c.TLS.RedirectListen, ":80"})
 	}
 	for _, l := range addrs {
-		host, port, err := splitListen(l.value, l.field == "gossip")
+		host, port, err := splitListen(l.value, l.field == "gossip" || l.field == "wan_gossip")
 		if err != nil {
 			p.add(l.field, "%q %v, such as %q", l.value, err, l.example)
 			continue
@@ -202,21 +205,51 @@ func (c *Config) validateModes(p *problems) {
 // validateGossip checks the gossip settings: advertise, seeds, profile and
 // label.
 func (c *Config) validateGossip(p *problems) {
-	if c.Advertise != "" {
-		if err := checkAdvertise(c.Advertise); err != nil {
-			p.add("advertise", "%q %v", c.Advertise, err)
-		}
-	}
-	for i, s := range c.Seeds {
-		if err := checkHostPort(s); err != nil {
-			p.add(fmt.Sprintf("seeds[%d]", i), "%q %v", s, err)
-		}
-	}
-	if !slices.Contains(gossipProfiles, c.GossipProfile) {
-		p.add("gossip_profile", "%q must be one of %s", c.GossipProfile, strings.Join(gossipProfiles, ", "))
-	}
+	validatePool(p, "", c.Advertise, c.Seeds, c.GossipProfile)
 	if len(c.GossipLabel) > 255 {
 		p.add("gossip_label", "is %d bytes; the limit is 255", len(c.GossipLabel))
+	}
+	c.validateWAN(p)
+}
+
+// validatePool checks a gossip pool's advertised address, seeds and
+// profile, their fields named with prefix (none for the data center's
+// pool, "wan_" for the pool between data centers).
+func validatePool(p *problems, prefix, advertise string, seeds []string, profile string) {
+	if advertise != "" {
+		if err := checkAdvertise(advertise); err != nil {
+			p.add(prefix+"advertise", "%q %v", advertise, err)
+		}
+	}
+	for i, s := range seeds {
+		if err := checkHostPort(s); err != nil {
+			p.add(fmt.Sprintf("%sseeds[%d]", prefix, i), "%q %v", s, err)
+		}
+	}
+	if !slices.Contains(gossipProfiles, profile) {
+		p.add(prefix+"gossip_profile", "%q must be one of %s", profile, strings.Join(gossipProfiles, ", "))
+	}
+}
+
+// validateWAN checks the pool between data centers: its settings need a
+// data center, and are addresses, a profile and a count of carriers. Its
+// bind address is a listener's (validateListeners); the data center's name
+// is the gossip's to judge (edge.Check).
+func (c *Config) validateWAN(p *problems) {
+	if !c.NamesDatacenter() {
+		for _, f := range []struct {
+			field string
+			set   bool
+		}{{"wan_gossip", c.WANGossip != ""}, {"wan_advertise", c.WANAdvertise != ""}, {"wan_seeds", len(c.WANSeeds) > 0}, {"wan_gossip_profile", c.WANGossipProfile != ""}, {"carriers", c.Carriers != 0}} {
+			if f.set {
+				p.add(f.field, "applies only with datacenter set to a data center of several nodes (not the node's own name)")
+			}
+		}
+		return
+	}
+	validatePool(p, "wan_", c.WANAdvertise, c.WANSeeds, c.WANGossipProfile)
+	if c.Carriers < 1 || c.Carriers > MaxCarriers {
+		p.add("carriers", "%d must be from 1 to %d (default %d)", c.Carriers, MaxCarriers, DefaultCarriers)
 	}
 }
 

@@ -3,6 +3,7 @@ package edgetest
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -87,6 +88,11 @@ type ClusterOptions struct {
 	// GossipKeys is the ring's gossip key; GossipKeys (the test rings')
 	// when nil.
 	GossipKeys [][]byte
+	// Datacenter is node i's data center; nil: none names one. Nodes of
+	// one data center seed each other only, and carry its figures between
+	// data centers over loopback addresses the cluster picks, each node
+	// seeding the other data centers' nodes there (local timings).
+	Datacenter func(i int) string
 }
 
 // Node is one node of a cluster. It keeps its name and gossip address
@@ -112,8 +118,11 @@ type Node struct {
 	Bound func(tr *gossip.FaultTransport)
 
 	c    *Cluster
-	addr string        // gossip address, "" until first started
-	skew time.Duration // clock offset from the cluster's base clock
+	addr string // gossip address, "" until first started
+	// dc is the node's data center ("" for none) and wanAddr its address
+	// between data centers, picked when it is added.
+	dc, wanAddr string
+	skew        time.Duration // clock offset from the cluster's base clock
 	// stopServing ends Serve and waits for it, when the node serves.
 	stopServing func() error
 }
@@ -262,9 +271,39 @@ func (c *Cluster) Add(name string, skew time.Duration) *Node {
 
 func (c *Cluster) add(name string, skew time.Duration) (*Node, error) {
 	n := &Node{c: c, Name: name, skew: skew}
+	if c.opts.Datacenter != nil {
+		n.dc = c.opts.Datacenter(len(c.Nodes))
+		addr, err := freeLoopbackPort()
+		if err != nil {
+			return nil, fmt.Errorf("%s: an address between data centers: %w", name, err)
+		}
+		n.wanAddr = addr
+	}
 	c.Nodes = append(c.Nodes, n)
 	return n, n.start()
 }
+
+// freeLoopbackPort is a loopback address whose port was free for both TCP
+// and UDP a moment ago, as memberlist binds both.
+func freeLoopbackPort() (string, error) {
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := l.Addr().String()
+		u, err := net.ListenPacket("udp", addr)
+		_ = l.Close()
+		if err == nil {
+			_ = u.Close()
+			return addr, nil
+		}
+	}
+	return "", errors.New("no port free for both TCP and UDP on loopback")
+}
+
+// Datacenter is the node's data center; "" when the cluster names none.
+func (n *Node) Datacenter() string { return n.dc }
 
 // Now is the node's clock: the base clock plus its skew.
 func (n *Node) Now() time.Time {
@@ -296,8 +335,16 @@ func (n *Node) start() error {
 		cfg.Gossip = n.addr
 	}
 	for _, o := range n.c.Nodes {
-		if o != n && o.addr != "" {
+		if o != n && o.addr != "" && o.dc == n.dc {
 			cfg.Seeds = append(cfg.Seeds, o.addr)
+		}
+	}
+	if n.dc != "" {
+		cfg.Datacenter, cfg.WANGossip, cfg.WANGossipProfile = n.dc, n.wanAddr, "local"
+		for _, o := range n.c.Nodes {
+			if o.dc != n.dc {
+				cfg.WANSeeds = append(cfg.WANSeeds, o.wanAddr)
+			}
 		}
 	}
 	if n.c.Edit != nil {
@@ -480,7 +527,8 @@ func GossipAddrs(nodes []*Node) []string {
 // Members is the number of live members node n sees, itself included.
 func (n *Node) Members() int { return n.Server.Node().NumMembers() }
 
-// WaitRing waits until every one of nodes sees exactly them as members, and
+// WaitRing waits until every one of nodes sees exactly them as members
+// (those of its own data center, when the cluster names data centers), and
 // returns how long that took; a ring that does not form within d fails the
 // test, saying who sees whom.
 func (c *Cluster) WaitRing(nodes []*Node, d time.Duration) time.Duration {
@@ -495,7 +543,7 @@ func (c *Cluster) WaitRing(nodes []*Node, d time.Duration) time.Duration {
 func (c *Cluster) waitRing(nodes []*Node, d time.Duration) (time.Duration, error) {
 	took, ok := testkit.Poll(d, 0, func() bool {
 		for _, n := range nodes {
-			if n.Members() != len(nodes) {
+			if n.Members() != poolOf(n, nodes) {
 				return false
 			}
 		}
@@ -505,6 +553,18 @@ func (c *Cluster) waitRing(nodes []*Node, d time.Duration) (time.Duration, error
 		return took, fmt.Errorf("a ring of %d: not within %s; last seen: %s", len(nodes), d, c.Membership(nodes))
 	}
 	return took, nil
+}
+
+// poolOf is how many of nodes n should see as members: those of its data
+// center (all of them when none names one).
+func poolOf(n *Node, nodes []*Node) int {
+	k := 0
+	for _, o := range nodes {
+		if o.dc == n.dc {
+			k++
+		}
+	}
+	return k
 }
 
 // Membership says which members each of nodes sees: what a test shows when

@@ -63,6 +63,7 @@ function render() {
   el("node").textContent = "node " + st.node;
   el("ringtime").textContent = "ring time " + clock(st.ring_time);
   renderRing(st);
+  renderDatacenters(st);
   renderRooms(st);
   renderHooks(st);
   for (const r of st.rooms) renderRoom(r, (frame.rooms || []).find(x => x.name === r.name) || {});
@@ -90,6 +91,14 @@ function renderRing(st) {
     note += " Last gossip from a peer " + Math.max(0, ago).toFixed(1) + " s ago.";
   }
   el("ringnote").textContent = note;
+}
+
+function renderDatacenters(st) {
+  const dcs = st.datacenters || [];
+  el("dcs").hidden = dcs.length === 0;
+  el("dcs").querySelector("tbody").innerHTML = dcs.map(d =>
+    `<tr><td>${esc(d.name)}${d.own ? " (this node's)" : ""}</td><td class="num">${d.nodes}</td>` +
+    `<td>${esc((d.carriers || []).join(", "))}</td><td>${esc((d.members || []).join(", "))}</td></tr>`).join("");
 }
 
 function renderHooks(st) {

@@ -3,6 +3,7 @@ package statetable
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +17,16 @@ func Write(w io.Writer, d *api.StateDoc) error {
 	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSTATE\tLAST HEARD")
 	for _, m := range d.Members {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Addr, m.State, heardAgo(m.LastHeard, d.Time))
+	}
+	if len(d.Datacenters) > 0 {
+		fmt.Fprintf(tw, "\nDATA CENTER\tNODES\tCARRIERS\tMEMBERS\n")
+		for _, dc := range d.Datacenters {
+			name := dc.Name
+			if dc.Own {
+				name += " (this node's)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", name, dc.Nodes, orDash(strings.Join(dc.Carriers, " ")), orDash(strings.Join(dc.Members, " ")))
+		}
 	}
 	g := d.Gossip
 	fmt.Fprintf(tw, "\ngossip: %d members, %d msgs in, %d msgs out, %s sent, %d entries merged, %d push-pulls",
@@ -143,4 +154,12 @@ func heardAgo(last, at time.Time) string {
 		return "-"
 	}
 	return fmt.Sprintf("%s ago", max(at.Sub(last), 0).Round(100*time.Millisecond))
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -145,3 +145,29 @@ func TestWriteShowsTheLagAndTheRingTime(t *testing.T) {
 		})
 	}
 }
+
+func TestWriteDatacenters(t *testing.T) {
+	doc := busyShop()
+	out := write(t, doc)
+	if strings.Contains(out, "DATA CENTER") {
+		t.Fatalf("a node of no data center lists data centers:\n%s", out)
+	}
+	doc.Datacenter = "ams"
+	doc.Datacenters = []gossip.DatacenterView{
+		{Name: "ams", Own: true, Nodes: 3, Members: []string{"node-a", "node-b", "node-c"}, Carriers: []string{"node-a", "node-c"}},
+		{Name: "fra", Nodes: 2},
+	}
+	out = write(t, doc)
+	for _, tt := range []struct{ name, line string }{
+		{"the table's header", `^DATA CENTER\s+NODES\s+CARRIERS\s+MEMBERS$`},
+		{"the node's own data center with its carriers and members", `^ams \(this node's\)\s+3\s+node-a node-c\s+node-a node-b node-c$`},
+		{"another data center by its count of nodes", `^fra\s+2\s+-\s+-$`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			re := regexp.MustCompile(tt.line)
+			if !slices.ContainsFunc(strings.Split(out, "\n"), re.MatchString) {
+				t.Errorf("no line matches %q in:\n%s", tt.line, out)
+			}
+		})
+	}
+}

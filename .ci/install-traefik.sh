@@ -10,9 +10,9 @@
 # accept. Built from its module source as the main module, they apply: the
 # module is downloaded (Go's module cache), copied to a writable folder and
 # built there with -trimpath, so that a second build anywhere is a hit in Go's
-# build cache. The first build takes about 20 minutes of CPU (two cores) and
-# writes a binary of about 230 MB; that is why .ci/run builds it only when
-# WAITROOM_TRAEFIK=1 is set.
+# build cache. The first build takes about 8 minutes of CPU (16 minutes on a
+# busy two-core machine) and writes a binary of about 160 MB; that is why
+# .ci/run builds it only when WAITROOM_TRAEFIK=1 is set.
 #
 # Idempotent, as install-go-tool.sh is for helm: nothing is built when
 # `traefik version` there says v3.0.4-built (the version this script stamps

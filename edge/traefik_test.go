@@ -4,7 +4,7 @@ package edge_test
 // docs/deploy/forward-auth/traefik.yaml (only its addresses and its site's
 // host changed) in front of two waitroom nodes and the test origin, with the
 // harness of proxies_test.go. Traefik is not a Debian package: CI builds it
-// (.ci/install-traefik.sh, about 20 minutes of CPU the first time) only when
+// (.ci/install-traefik.sh, about 8 minutes of CPU the first time) only when
 // WAITROOM_TRAEFIK=1, and then sets WAITROOM_REQUIRE_TRAEFIK=1, which makes
 // this test fail rather than skip when traefik is missing.
 

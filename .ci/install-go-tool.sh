@@ -5,8 +5,8 @@
 #   bash .ci/install-go-tool.sh NAME MODULE/cmd/NAME VERSION
 #
 # such as "helm helm.sh/helm/v3/cmd/helm v3.22.0" (the Helm chart's lint and
-# template test) or "traefik github.com/traefik/traefik/v3/cmd/traefik
-# v3.7.13". A stamp file beside the binary records the version, so a second
+# template test); not Traefik, whose go.mod go install refuses (see
+# install-traefik.sh). A stamp file beside the binary records the version, so a second
 # run on the same machine costs nothing; the first compiles the program
 # (helm: about three minutes on two cores). Prints the binary's path.
 set -euo pipefail

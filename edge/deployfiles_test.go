@@ -1,12 +1,12 @@
 package edge_test
 
 // The Traefik and Envoy configurations shipped in docs/deploy/forward-auth
-// cannot be run here (neither is a Debian package), so this test reads
-// them and drives the forward-auth endpoint the way each proxy does, as its
-// documentation describes, with what the file configures: the address and
-// path it asks, the visitor's headers it passes, and the answer's headers
-// it lets reach the visitor. nginx and Caddy run for real in
-// proxies_test.go.
+// are read here and the forward-auth endpoint driven the way each proxy
+// does, as its documentation describes, with what the file configures: the
+// address and path it asks, the visitor's headers it passes, and the
+// answer's headers it lets reach the visitor. Envoy cannot be installed
+// here; Traefik runs for real in traefik_test.go when it has been built,
+// and nginx and Caddy in proxies_test.go.
 
 import (
 	"net/http"

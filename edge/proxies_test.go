@@ -55,18 +55,28 @@ func shippedConfig(t *testing.T, name string, replace ...string) string {
 // WAITROOM_REQUIRE_PROXIES.
 func proxyBinary(t *testing.T, env, name, path string) string {
 	t.Helper()
+	return findBinary(t, env, name, path, "WAITROOM_REQUIRE_PROXIES", "Debian package "+name)
+}
+
+// findBinary is proxyBinary for a program that installs its own way (how,
+// in the skip message) and whose test fails, rather than skips, when the
+// variable require is set.
+func findBinary(t *testing.T, env, name, path, require, how string) string {
+	t.Helper()
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	if _, err := os.Stat(path); err == nil {
-		return path
+	if path != "" {
+		if _, err := os.Stat(path); err == nil {
+			return path
+		}
 	}
-	msg := fmt.Sprintf("%s is not installed (Debian package %s; or set %s)", name, name, env)
-	if os.Getenv("WAITROOM_REQUIRE_PROXIES") != "" {
-		t.Fatal(msg + "; but WAITROOM_REQUIRE_PROXIES is set")
+	msg := fmt.Sprintf("%s is not installed (%s; or set %s)", name, how, env)
+	if os.Getenv(require) != "" {
+		t.Fatal(msg + "; but " + require + " is set")
 	}
 	t.Skip(msg)
 	return ""
@@ -198,6 +208,44 @@ func TestBehindRealProxies(t *testing.T) {
 	}
 }
 
+// forwardAuthRing starts two waitroom nodes in forward-auth mode, with no
+// origin of their own (the proxy reaches o), in one ring, and returns them
+// with their forward-auth addresses.
+func forwardAuthRing(t *testing.T, o *edgetest.Origin, rooms ...config.Room) (*edgetest.Cluster, []string) {
+	t.Helper()
+	c := clusterOf(t, clusterOpts{Rooms: rooms, Serve: true, Origin: o})
+	c.Edit = func(_ *clusterNode, cfg *config.Config) {
+		cfg.Origin = ""
+		cfg.ForwardAuth.Listen = "127.0.0.1:0"
+	}
+	c.Add("pop-a", 0)
+	c.Add("pop-b", 0)
+	c.WaitRing(c.Nodes, 15*time.Second)
+	var nodes []string
+	for _, n := range c.Nodes {
+		if n.Server.PublicAddr() != "" {
+			t.Errorf("%s opened a public listener with no origin anywhere", n.Name)
+		}
+		nodes = append(nodes, n.Server.ForwardAuthAddr())
+	}
+	return c, nodes
+}
+
+// askedEveryNode fails unless every node of c decided about at least one
+// request of room shop: the proxy spreads its questions over the nodes.
+func askedEveryNode(t *testing.T, c *edgetest.Cluster) {
+	t.Helper()
+	for _, n := range c.Nodes {
+		var decided float64
+		for _, outcome := range []string{"admitted", "queued", "session"} {
+			decided += metric(t, n.Admin, `waitroom_requests_total{outcome="`+outcome+`",room="shop"}`)
+		}
+		if decided == 0 {
+			t.Errorf("%s decided nothing", n.Name)
+		}
+	}
+}
+
 func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin string) string) {
 	const perMinute = 2
 	// The origin signs a visitor out at /logout by posting its cookie to a
@@ -236,21 +284,7 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 	rc.Origin = "" // served through the proxy only
 	rc.EnabledOriginCommands = []string{"revoke"}
 	rc.Bypass = []config.BypassRule{{PathPrefix: "/static/"}}
-	c := clusterOf(t, clusterOpts{Rooms: []config.Room{rc}, Serve: true, Origin: o})
-	c.Edit = func(_ *clusterNode, cfg *config.Config) {
-		cfg.Origin = ""
-		cfg.ForwardAuth.Listen = "127.0.0.1:0"
-	}
-	c.Add("pop-a", 0)
-	c.Add("pop-b", 0)
-	c.WaitRing(c.Nodes, 15*time.Second)
-	var nodes []string
-	for _, n := range c.Nodes {
-		if n.Server.PublicAddr() != "" {
-			t.Errorf("%s opened a public listener with no origin anywhere", n.Name)
-		}
-		nodes = append(nodes, n.Server.ForwardAuthAddr())
-	}
+	c, nodes := forwardAuthRing(t, o, rc)
 	revokeAt.Store(nodes[1])
 	base := start(t, nodes, strings.TrimPrefix(o.URL, "http://"))
 
@@ -462,17 +496,7 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 			t.Fatalf("bypass: %s (%d), cookie %v", a.Outcome, a.Status, v.Cookie(base, "__waitroom") != "")
 		}
 	})
-	t.Run("the proxy asked both nodes", func(t *testing.T) {
-		for _, n := range c.Nodes {
-			var decided float64
-			for _, outcome := range []string{"admitted", "queued", "session"} {
-				decided += metric(t, n.Admin, `waitroom_requests_total{outcome="`+outcome+`",room="shop"}`)
-			}
-			if decided == 0 {
-				t.Errorf("%s decided nothing", n.Name)
-			}
-		}
-	})
+	t.Run("the proxy asked both nodes", func(t *testing.T) { askedEveryNode(t, c) })
 	t.Run("no question was refused and every kept answer was fetched from the node that kept it", func(t *testing.T) {
 		for _, n := range c.Nodes {
 			for _, reason := range []string{"answer_missing", "bad_request", "untrusted_source"} {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,9 @@ type Allocation struct {
 
 	buckets []bucket         // waiting buckets, oldest first
 	slots   []crdt.SlotCount // who joined them, per arrival slot (see order.go)
+	arr     *arrivalCurves   // how the slots filled, along the chain (see rank.go)
+	newOnce sync.Once        // newEst, once asked for (see Estimate.ForNewVisitor)
+	newEst  newcomer
 	waiting int64
 	full    bool
 	rate    float64      // admissions per minute, recent average
@@ -160,6 +164,8 @@ type ledger struct {
 	// prio counts the admissions each priority group took ahead of the
 	// line (see DecidePriority).
 	prio [MaxPriorityGroups]atomic.Int64
+	// proofs counts the node's first answers and proofs (see proof.go).
+	proofs proofLedger
 }
 
 // mark records, at one allocation, what the node had done and counted, so a
@@ -301,6 +307,15 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 			a.led.baseK += int64(snap.AdmittedIn(snap.Minute - 1).Of(self))
 		}
 	}
+	oldest := snap.Minute
+	if len(a.buckets) > 0 {
+		oldest = min(oldest, a.buckets[0].bucket)
+	}
+	var prevArr *arrivalCurves
+	if !a.chainStart {
+		prevArr = prev.arr
+	}
+	a.arr = noteArrivals(prevArr, snap, a.led, oldest, now)
 	if room.TotalActiveUsers > 0 && s == Continuous && !a.cut {
 		a.book = a.book.update(room, snap.Now, a.activeEff, snap.Expiring, snap.AdmittedTotals)
 	}

@@ -377,7 +377,7 @@ func (a *Allocation) admissionAt(k float64) float64 {
 // join in the next hour too, since they compete for the same slots.
 func (a *Allocation) forecastOnce() {
 	a.fc.once.Do(func() {
-		need := float64(a.waiting) + 1
+		need := a.newcomerPosition() + 1
 		if a.method == Random {
 			need += a.joining * 60
 		}

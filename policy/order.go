@@ -25,9 +25,9 @@ import (
 // slotsPerBucket is how many arrival slots a minute bucket has.
 const slotsPerBucket = 60 / crdt.ArrivalSlotSeconds
 
-// slotsOf returns the estimated number still waiting in each arrival slot
-// of bucket, which has n waiting, and whether the ring counted its slots.
-func (a *Allocation) slotsOf(bucket, n int64) ([slotsPerBucket]int64, bool) {
+// slotsJoined returns how many joined each arrival slot of bucket, and
+// whether the ring counted its slots.
+func (a *Allocation) slotsJoined(bucket int64) ([slotsPerBucket]int64, bool) {
 	var arrived [slotsPerBucket]int64
 	i := sort.Search(len(a.slots), func(i int) bool { return a.slots[i].Bucket() >= bucket })
 	known := false
@@ -35,6 +35,13 @@ func (a *Allocation) slotsOf(bucket, n int64) ([slotsPerBucket]int64, bool) {
 		arrived[(a.slots[i].Second-bucket*60)/crdt.ArrivalSlotSeconds] += a.slots[i].N
 		known = true
 	}
+	return arrived, known
+}
+
+// slotsOf returns the estimated number still waiting in each arrival slot
+// of bucket, which has n waiting, and whether the ring counted its slots.
+func (a *Allocation) slotsOf(bucket, n int64) ([slotsPerBucket]int64, bool) {
+	arrived, known := a.slotsJoined(bucket)
 	return slotWaiting(arrived, n), known
 }
 
@@ -112,8 +119,11 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 }
 
 // positionAt is Position before rounding. Inside the visitor's slot those
-// ahead are the share of the slot that had come by its arrival, of the
-// part of the slot that had come by now (all of it, for a slot over).
+// ahead are those of its slot who came before it (joinedBefore), less the
+// slot's visitors gone, who are taken to be its earliest; where the node did
+// not see the slot fill, the share of the slot that had come by its
+// arrival, of the part of the slot that had come by now (all of it, for a
+// slot over). Either way at most the others of its slot still waiting.
 func (a *Allocation) positionAt(bucket int64, arrived uint16) float64 {
 	i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket })
 	if i == len(a.buckets) {
@@ -125,18 +135,55 @@ func (a *Allocation) positionAt(bucket int64, arrived uint16) float64 {
 		return ahead
 	}
 	s := slotIndex(arrived)
-	w, known := a.slotsOf(bucket, b.n)
+	x, known := a.slotsJoined(bucket)
 	if !known {
 		// Without the slot counts, the bucket as if spread evenly over
 		// the part of its minute the ring has counted.
 		return ahead + float64(b.n)*shareBefore(float64(arrived)/600, a.countedIn(bucket*60, 60))
 	}
+	w := slotWaiting(x, b.n)
 	for j := range s {
 		ahead += float64(w[j])
 	}
+	return ahead + a.inSlot(bucket, arrived, x[s], w[s])
+}
+
+// inSlot is the number of those still waiting in a visitor's arrival slot
+// (waiting of joined) who came before it: see positionAt. Once the visitor
+// is counted itself it is one of those waiting, and the others are at most
+// one fewer.
+func (a *Allocation) inSlot(bucket int64, arrived uint16, joined, waiting int64) float64 {
+	s := slotIndex(arrived)
 	start := bucket*60 + int64(s*crdt.ArrivalSlotSeconds)
+	ms := int32(arrived)*100 - int32(s*crdt.ArrivalSlotSeconds)*1000
+	self := a.counts(bucket, arrived)
+	others := float64(waiting)
+	if self {
+		others = float64(max(waiting-1, 0))
+	}
+	if r, ok := a.arr.joinedBefore(start, ms, self); ok {
+		return min(max(r-float64(joined-waiting), 0), others)
+	}
 	into := (float64(arrived)/10 - float64(s*crdt.ArrivalSlotSeconds)) / crdt.ArrivalSlotSeconds
-	return ahead + float64(w[s])*shareBefore(into, a.countedIn(start, crdt.ArrivalSlotSeconds))
+	return min(float64(waiting)*shareBefore(into, a.countedIn(start, crdt.ArrivalSlotSeconds)), others)
+}
+
+// counts reports whether the allocation counts a visitor of bucket who came
+// arrived tenths of a second into it: whether its proof, which comes
+// ProofRefresh after its first request and is counted at the next
+// allocation, can have come by the allocation's time. A visitor is shown
+// its proof's page on the allocation before.
+func (a *Allocation) counts(bucket int64, arrived uint16) bool {
+	came := bucket*60_000 + int64(arrived)*100
+	return a.now.UnixMilli() > came+ProofGrace*1000
+}
+
+// newcomerPosition is the place in line of a new visitor at its first
+// answer: behind everyone counted as waiting, and behind the new visitors
+// of the last proof interval who will be counted once their cookie is back
+// (see arrivalCurves.unproved).
+func (a *Allocation) newcomerPosition() float64 {
+	return float64(a.waiting) + a.arr.unproved()
 }
 
 // countedIn is the part of the span of width seconds from unix second

@@ -56,7 +56,7 @@ func TestPositionInLine(t *testing.T) {
 	}
 }
 
-func TestANewVisitorsFirstAnswerClaimsNoPlaceUntilItsCookieIsBack(t *testing.T) {
+func TestANewVisitorsFirstAnswerCountsEveryoneAhead(t *testing.T) {
 	rc := fullRoom("app")
 	rc.JSONResponseEnabled = true
 	f := newFixture(t, rc)
@@ -64,9 +64,9 @@ func TestANewVisitorsFirstAnswerClaimsNoPlaceUntilItsCookieIsBack(t *testing.T) 
 	settle(t, f)
 	// Three visitors queue in the minute's first arrival slot; a fourth
 	// comes in the next one. The ring counts a visitor in the line only
-	// once its cookie is back, so in a flood nobody of the last seconds is
-	// counted when a first answer is written: a place there would be
-	// short by all of them.
+	// once its cookie is back, and the three are back: the fourth's first
+	// answer, before its own cookie is, has them ahead, as has the answer
+	// after its proof.
 	for range 3 {
 		newVisitor().Queue(t, f.Server, f.Clock, "http://app.test/")
 	}
@@ -75,8 +75,8 @@ func TestANewVisitorsFirstAnswerClaimsNoPlaceUntilItsCookieIsBack(t *testing.T) 
 	last := newVisitor()
 	first := last.Get(f.Server, "http://app.test/api", "Accept", "application/json")
 	obj := queueJSON(t, first)
-	if obj["positionKnown"] != false || fmt.Sprint(obj["position"]) != "0" {
-		t.Errorf("first answer: positionKnown %v, position %v; want false and 0", obj["positionKnown"], obj["position"])
+	if obj["positionKnown"] != true || fmt.Sprint(obj["position"]) != "3" {
+		t.Errorf("first answer: positionKnown %v, position %v; want true and the 3 ahead", obj["positionKnown"], obj["position"])
 	}
 	if obj["waitTimeKnown"] != true {
 		t.Errorf("first answer: waitTimeKnown %v; want the wait shown", obj["waitTimeKnown"])

@@ -128,12 +128,16 @@ type bucket struct {
 // makes a new one at every allocation; ReferencePerMinute keeps the first one
 // of each minute.
 type split struct {
-	minute      int64
-	open        int64 // S the split was made from
-	covered     int64 // C: visitors in fully covered buckets
-	pool        int64 // U = S − C: the partial bucket's slots or the new-user remainder
-	frontier    int64 // oldest bucket not fully covered
-	lastSlot    int   // the frontier's last arrival slot the pool reaches (order.go)
+	minute   int64
+	open     int64 // S the split was made from
+	covered  int64 // C: visitors in fully covered buckets
+	pool     int64 // U = S − C: the partial bucket's slots or the new-user remainder
+	frontier int64 // oldest bucket not fully covered
+	lastSlot int   // the frontier's last arrival slot the pool reaches (order.go)
+	// fine: the order goes down to the visitor (order.go); reach is how
+	// many of the last slot's visitors the pool reaches.
+	fine        bool
+	reach       float64
 	hasFrontier bool
 	newest      int64 // newest waiting bucket
 	hasWaiting  bool
@@ -315,7 +319,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	if !a.chainStart {
 		prevArr = prev.arr
 	}
-	a.arr = noteArrivals(prevArr, snap, a.led, oldest, now)
+	a.arr = noteArrivals(prevArr, snap, a.led, oldest, now, a.lag)
 	if room.TotalActiveUsers > 0 && s == Continuous && !a.cut {
 		a.book = a.book.update(room, snap.Now, a.activeEff, snap.Expiring, snap.AdmittedTotals)
 	}
@@ -333,7 +337,6 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	default:
 		a.sp = a.continuousSplit(snap, now.Sub(start), pool, covered)
 	}
-	a.orderFrontier(&a.sp)
 
 	a.calm = a.waiting == 0 && !a.queuedNew(snap)
 	a.marks.record(mark{
@@ -438,6 +441,7 @@ func (a *Allocation) reserve(sp *split, s int64, sticky bool) {
 		}
 	}
 	sp.covered, sp.pool = c, max(0, s-c)
+	a.orderFrontier(sp)
 	a.holdBack(sp, last, byOpen)
 	if !sticky {
 		return

@@ -3,6 +3,7 @@ package policy
 import (
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,6 +27,49 @@ type proofLedger struct {
 	first, proved atomic.Int64
 	delay         [proofDelays]atomic.Int32 // milliseconds
 	n             atomic.Uint64
+	// own are the node's own visitors who joined a slot since the chain
+	// last took them (joined).
+	mu  sync.Mutex
+	own []ownJoin
+}
+
+// ownJoin is one of the node's own visitors who joined an arrival slot: the
+// slot's unix second, when in it the visitor came (milliseconds) and when
+// it was counted (unix milliseconds).
+type ownJoin struct {
+	slot int64
+	ms   int32
+	at   int64
+}
+
+// maxOwnJoins bounds the joins kept for the chain between two allocations.
+const maxOwnJoins = 1 << 14
+
+// noteJoin notes one of the node's own visitors who joined the slot of unix
+// second slot, having come ms into it, counted at unix millisecond at.
+func (p *proofLedger) noteJoin(slot int64, ms int32, at int64) {
+	p.mu.Lock()
+	if len(p.own) < maxOwnJoins {
+		p.own = append(p.own, ownJoin{slot: slot, ms: ms, at: at})
+	}
+	p.mu.Unlock()
+}
+
+// joined takes the joins counted by unix millisecond now, which the
+// snapshot of now counts, leaving the later ones for the next allocation.
+func (p *proofLedger) joined(now int64) []ownJoin {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out, later []ownJoin
+	for _, o := range p.own {
+		if o.at <= now {
+			out = append(out, o)
+		} else {
+			later = append(later, o)
+		}
+	}
+	p.own = later
+	return out
 }
 
 // noteFirst counts a first answer that queued a new visitor.

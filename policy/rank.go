@@ -56,6 +56,10 @@ type slotCurve struct {
 	seen int32
 	pts  []curvePoint
 	tip  *int // how many points the shared array holds
+	// own are the arrivals, in milliseconds into the slot, of this node's
+	// own visitors who joined it, sorted: the node knows them to the
+	// tenth of a second (see proofLedger.joined). pts count the others'.
+	own []int32
 }
 
 // arrivalCurves are the curves of the slots whose buckets still wait, in
@@ -72,6 +76,9 @@ type arrivalCurves struct {
 	delays     []int32
 	proofMarks []proofMark
 	lastLook   int64 // unix milliseconds of this look
+	// heardMean is how much later than its own the node takes the
+	// others' counts to come, on average, in milliseconds (see heard).
+	heardMean int32
 }
 
 // queuedMark is the room's count of new visitors queued (VisitorsQueued)
@@ -91,40 +98,67 @@ var curveWindow = (time.Duration(crdt.ArrivalSlotSeconds)*time.Second + ProofRef
 // noteArrivals extends the chain's curves (prev, nil at a chain's start)
 // with what the snapshot counts at now: a point for each slot still
 // filling whose count grew, and a mark of the new visitors queued.
-func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, oldest int64, now time.Time) *arrivalCurves {
-	c := &arrivalCurves{lastLook: now.UnixMilli()}
+func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, oldest int64, now time.Time, lag time.Duration) *arrivalCurves {
+	c := &arrivalCurves{lastLook: now.UnixMilli(), heardMean: int32(lag.Milliseconds() / 4)}
 	var old []slotCurve
 	if prev != nil {
 		old = prev.slots
 	}
 	nowMs := now.UnixMilli()
+	c.noteQueued(prev, snap, led, nowMs)
 	i := 0
 	for i < len(old) && old[i].start < oldest*60 {
 		i++ // its bucket no longer waits: nobody is placed by it
 	}
 	kept := make([]slotCurve, len(old)-i, len(old)-i+2)
 	copy(kept, old[i:])
-	for _, s := range snap.Arrived {
-		since := nowMs - s.Second*1000
-		if s.Second < oldest*60 || since < 0 || since > curveWindow {
-			continue // no longer placed by, or not filling
-		}
-		at := int32(since - ProofRefresh*1000)
-		j := sort.Search(len(kept), func(j int) bool { return kept[j].start >= s.Second })
-		if j == len(kept) || kept[j].start != s.Second {
+	find := func(start int64, at int32) *slotCurve {
+		j := sort.Search(len(kept), func(j int) bool { return kept[j].start >= start })
+		if j == len(kept) || kept[j].start != start {
 			kept = append(kept, slotCurve{})
 			copy(kept[j+1:], kept[j:])
-			kept[j] = slotCurve{start: s.Second, partial: prev == nil, seen: at, tip: new(int)}
+			kept[j] = slotCurve{start: start, partial: prev == nil, seen: at, tip: new(int)}
 			if prev != nil {
 				// A slot not listed at the last look counted nobody then.
-				kept[j].seen = min(at, int32(max(prev.lastLook-s.Second*1000-ProofRefresh*1000, -ProofRefresh*1000)))
+				kept[j].seen = min(at, int32(max(prev.lastLook-start*1000-ProofRefresh*1000, -ProofRefresh*1000)))
 			}
 		}
-		kept[j].grow(int32(min(s.N, 1<<30)), at)
+		return &kept[j]
+	}
+	// The node's own visitors who joined a slot are placed where they
+	// came; the others as their counts are heard, less how long a proof
+	// takes (the node's own tell) and how late the others' counts come.
+	for _, o := range led.proofs.joined(nowMs) {
+		if o.slot < oldest*60 {
+			continue
+		}
+		cv := find(o.slot, int32(nowMs-o.slot*1000-ProofRefresh*1000))
+		cv.addOwn(o.ms)
+	}
+	lead := int64(ProofRefresh*1000) + int64(c.heardMean)
+	if n := len(c.delays); n > 0 {
+		lead = int64(c.delays[n/2]) + int64(c.heardMean)
+	}
+	for _, sl := range snap.Arrived {
+		since := nowMs - sl.Second*1000
+		if sl.Second < oldest*60 || since < 0 || since > curveWindow {
+			continue // no longer placed by, or not filling
+		}
+		cv := find(sl.Second, int32(since-lead))
+		others := int32(min(max(sl.N-int64(len(cv.own)), 0), 1<<30))
+		cv.grow(others, int32(since-lead))
 	}
 	c.slots = kept
-	c.noteQueued(prev, snap, led, nowMs)
 	return c
+}
+
+// addOwn places one of the node's own visitors, who came ms into the slot.
+func (cv *slotCurve) addOwn(ms int32) {
+	i := sort.Search(len(cv.own), func(i int) bool { return cv.own[i] > ms })
+	own := make([]int32, 0, len(cv.own)+1)
+	own = append(own, cv.own[:i]...)
+	own = append(own, ms)
+	cv.own = append(own, cv.own[i:]...)
 }
 
 // grow notes the slot's count n at a look at at.
@@ -148,12 +182,22 @@ func (cv *slotCurve) grow(n, at int32) {
 	cv.seen = max(cv.seen, at)
 }
 
+// follows reports whether the node saw the slot that begins at start fill
+// from its first visitor on.
+func (c *arrivalCurves) follows(start int64) bool {
+	if c == nil {
+		return false
+	}
+	j := sort.Search(len(c.slots), func(j int) bool { return c.slots[j].start >= start })
+	return j < len(c.slots) && c.slots[j].start == start && !c.slots[j].partial
+}
+
 // joinedBefore is how many visitors of the slot that begins at start came
 // before one who came at ms milliseconds into it, the visitor itself left
-// out when self (it is counted already). ok is false where the node did
-// not see them come: a chain that began after, or a slot it never
-// followed.
-func (c *arrivalCurves) joinedBefore(start int64, ms int32, self bool) (n float64, ok bool) {
+// out when self (it is counted already), and the others' counts read shift
+// milliseconds later. ok is false where the node did not see them come: a
+// chain that began after, or a slot it never followed.
+func (c *arrivalCurves) joinedBefore(start int64, ms int32, self bool, shift int32) (n float64, ok bool) {
 	if c == nil {
 		return 0, false
 	}
@@ -162,8 +206,19 @@ func (c *arrivalCurves) joinedBefore(start int64, ms int32, self bool) (n float6
 		return 0, false
 	}
 	cv := &c.slots[j]
+	own := sort.Search(len(cv.own), func(i int) bool { return cv.own[i] >= ms })
+	if own < len(cv.own) && cv.own[own] == ms {
+		self = false // one of the node's own: it is not before itself
+	}
+	others, ok := cv.othersBefore(ms+shift, self)
+	return float64(own) + others, ok
+}
+
+// othersBefore is how many of the others' visitors came before ms, as the
+// node heard them, self one of them.
+func (cv *slotCurve) othersBefore(ms int32, self bool) (float64, bool) {
 	k := sort.Search(len(cv.pts), func(k int) bool { return cv.pts[k].at >= ms })
-	if cv.partial && k == 0 {
+	if cv.partial && k == 0 && len(cv.pts) > 0 {
 		return 0, false
 	}
 	before := int32(0)

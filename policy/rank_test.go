@@ -1,6 +1,8 @@
 package policy_test
 
 import (
+	"cmp"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,14 +11,18 @@ import (
 )
 
 // line is a room of one node whose one slot is taken, and new visitors who
-// come to it and prove ProofRefresh later, as browsers do. Its chain steps
+// come to it and prove ProofRefresh later, as browsers do, each request
+// counted as the node counts it (policy.Decision.Count). Its chain steps
 // every quarter of a second over the counts those visitors leave.
 type line struct {
-	room  policy.Room
-	start time.Time // a minute boundary
-	came  []time.Duration
-	chain policy.Chain
-	now   time.Duration
+	room   policy.Room
+	start  time.Time // a minute boundary
+	came   []time.Duration
+	chain  policy.Chain
+	now    time.Duration
+	done   int // requests counted, of the first answers and proofs in time order
+	queued uint64
+	joined int64
 }
 
 func newLine(t *testing.T) *line {
@@ -27,36 +33,72 @@ func newLine(t *testing.T) *line {
 	}
 }
 
+// requests are the visitors' first answers and proofs, in time order: when,
+// and whether a proof.
+func (l *line) requests() []struct {
+	at    time.Duration
+	proof bool
+} {
+	var out []struct {
+		at    time.Duration
+		proof bool
+	}
+	for _, c := range l.came {
+		out = append(out, struct {
+			at    time.Duration
+			proof bool
+		}{c, false}, struct {
+			at    time.Duration
+			proof bool
+		}{c + policy.ProofRefresh*time.Second, true})
+	}
+	slices.SortStableFunc(out, func(a, b struct {
+		at    time.Duration
+		proof bool
+	}) int {
+		return cmp.Compare(a.at, b.at)
+	})
+	return out
+}
+
 // snap is what the ring counts at d: the visitor let in, the first answers
-// given by then and the proofs come by then.
+// and the proofs counted so far.
 func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
 	now := l.start.Add(d)
 	m := minuteOf(now)
-	var queued uint64
-	var proved int64
-	for _, c := range l.came {
-		if c < d {
-			queued++
-		}
-		if c+policy.ProofRefresh*time.Second < d {
-			proved++
-		}
-	}
-	w := world{now: now, active: 1, admitted: map[int64]perNode{m: {nairobi: 1}}, queued: map[int64]perNode{m: {nairobi: queued}}}
-	if proved > 0 {
-		w.waiting = []crdt.BucketCount{{Bucket: m, N: proved}}
+	w := world{now: now, active: 1, admitted: map[int64]perNode{m: {nairobi: 1}}, queued: map[int64]perNode{m: {nairobi: l.queued}}}
+	if l.joined > 0 {
+		w.waiting = []crdt.BucketCount{{Bucket: m, N: l.joined}}
 	}
 	s := w.snap()
-	if proved > 0 {
-		s.Arrived = []crdt.SlotCount{{Second: m * 60, N: proved}}
+	if l.joined > 0 {
+		s.Arrived = []crdt.SlotCount{{Second: m * 60, N: l.joined}}
 	}
 	return s
 }
 
-// until steps the chain up to d and returns the allocation of d.
+// until steps the chain up to d, counting the requests made by then on the
+// allocation of their time, and returns the allocation of d.
 func (l *line) until(d time.Duration) *policy.Allocation {
+	reqs := l.requests()
+	m := minuteOf(l.start)
 	for ; l.now <= d; l.now += 250 * time.Millisecond {
 		_, l.chain = l.chain.Allocate(l.room, l.snap(l.now), l.start.Add(l.now))
+		for ; l.done < len(reqs) && reqs[l.done].at < l.now+250*time.Millisecond; l.done++ {
+			r := reqs[l.done]
+			when := l.start.Add(r.at)
+			q := policy.Request{Fresh: true, Before: policy.NewCounting(when), At: when}
+			if r.proof {
+				came := when.Add(-policy.ProofRefresh * time.Second)
+				q = policy.Request{Before: policy.Counting{Bucket: m, Arrived: uint16(came.Sub(l.start) / (100 * time.Millisecond)),
+					LastCheckIn: came.Unix(), RefreshInterval: policy.ProofRefresh}, At: when}
+				l.joined++
+			} else {
+				l.queued++
+			}
+			d := policy.Decision{Request: q, Outcome: policy.Queue}
+			d.Count(nil, l.chain.Last(), l.room, "shop", func() float64 { return 0.5 })
+		}
 	}
 	return l.chain.Last()
 }
@@ -168,5 +210,38 @@ func TestAFirstAnswerCountsThoseStillToProveAtTheShareThatDo(t *testing.T) {
 	// second, half will prove.
 	if e.Position != 5+2 {
 		t.Errorf("a new visitor is told %d ahead, want 7: the 5 counted and half of the 4 still to prove", e.Position)
+	}
+}
+
+func TestTheFirstToComeOfAQueueAreLetInFirst(t *testing.T) {
+	s := time.Second
+	l := newLine(t)
+	// One slot free: two may be active and one is. Five visitors queue
+	// in the current minute, half a second apart, and are counted.
+	l.room.TotalActiveUsers, l.room.NewUsersPerMinute = 2, 10
+	for i := range 5 {
+		l.came = append(l.came, 10*s+time.Duration(i)*s/2)
+	}
+	a := l.until(20 * s)
+	m := minuteOf(l.start)
+	visitor := func(came time.Duration) policy.Visitor {
+		return policy.Visitor{Bucket: m, Queued: true, Arrived: uint16(came / (100 * time.Millisecond))}
+	}
+	tests := []struct {
+		name string
+		v    policy.Visitor
+		want policy.Outcome
+	}{
+		{"the last to come waits", visitor(l.came[4]), policy.Queue},
+		{"the second waits", visitor(l.came[1]), policy.Queue},
+		{"a new visitor waits behind them", policy.Visitor{Bucket: m, Arrived: 200}, policy.Queue},
+		{"the first to come takes the slot", visitor(l.came[0]), policy.Admit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := a.Decide(tt.v, nil); got != tt.want {
+				t.Errorf("%v, want %v", got, tt.want)
+			}
+		})
 	}
 }

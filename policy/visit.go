@@ -210,16 +210,25 @@ func (d Decision) Count(dst []crdt.Inc, a Decider, room Room, name string, draw 
 	if d.Outcome == Queue || d.Outcome == Reject {
 		ev.Refresh = a.RefreshInterval(d.Bucket(), draw())
 	}
+	n := len(dst)
+	dst, after := Count(dst, room, name, d.Before, ev)
 	if p, ok := a.(proofNoter); ok {
+		l := p.proofLedger()
 		switch {
 		case d.Fresh && d.Outcome == Queue:
-			p.proofLedger().noteFirst()
+			l.noteFirst()
 		case !d.Fresh && d.Before.Proving():
 			arrived := time.UnixMilli(d.Before.Bucket*60_000 + int64(d.Before.Arrived)*100)
-			p.proofLedger().noteProof(d.At.Sub(arrived))
+			l.noteProof(d.At.Sub(arrived))
+		}
+		for _, in := range dst[n:] {
+			if in.Key.Kind == crdt.QueuedAt {
+				// Joined a slot: its place in it, to the tenth of a second.
+				l.noteJoin(in.Key.Bucket, int32(int64(after.Arrived)*100-(in.Key.Bucket-after.Bucket*60)*1000), d.At.UnixMilli())
+			}
 		}
 	}
-	return Count(dst, room, name, d.Before, ev)
+	return dst, after
 }
 
 // proofNoter is a Decider that measures how new visitors prove (proof.go):

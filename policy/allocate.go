@@ -319,7 +319,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	if !a.chainStart {
 		prevArr = prev.arr
 	}
-	a.arr = noteArrivals(prevArr, snap, a.led, oldest, now, a.lag)
+	a.arr = noteArrivals(prevArr, snap, a.led, self, oldest, now, a.lag)
 	if room.TotalActiveUsers > 0 && s == Continuous && !a.cut {
 		a.book = a.book.update(room, snap.Now, a.activeEff, snap.Expiring, snap.AdmittedTotals)
 	}

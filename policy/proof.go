@@ -28,9 +28,11 @@ type proofLedger struct {
 	delay         [proofDelays]atomic.Int32 // milliseconds
 	n             atomic.Uint64
 	// own are the node's own visitors who joined a slot since the chain
-	// last took them (joined).
-	mu  sync.Mutex
-	own []ownJoin
+	// last took them (joined), firsts its first answers that queued a
+	// new visitor (firstAnswers).
+	mu     sync.Mutex
+	own    []ownJoin
+	firsts []int64
 }
 
 // ownJoin is one of the node's own visitors who joined an arrival slot: the
@@ -72,8 +74,32 @@ func (p *proofLedger) joined(now int64) []ownJoin {
 	return out
 }
 
-// noteFirst counts a first answer that queued a new visitor.
-func (p *proofLedger) noteFirst() { p.first.Add(1) }
+// noteFirst counts a first answer that queued a new visitor, at unix
+// millisecond at.
+func (p *proofLedger) noteFirst(at int64) {
+	p.first.Add(1)
+	p.mu.Lock()
+	if len(p.firsts) < maxOwnJoins {
+		p.firsts = append(p.firsts, at)
+	}
+	p.mu.Unlock()
+}
+
+// firstAnswers takes the first answers given by unix millisecond now.
+func (p *proofLedger) firstAnswers(now int64) []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out, later []int64
+	for _, at := range p.firsts {
+		if at <= now {
+			out = append(out, at)
+		} else {
+			later = append(later, at)
+		}
+	}
+	p.firsts = later
+	return out
+}
 
 // noteProof counts a proof that came d after its first request.
 func (p *proofLedger) noteProof(d time.Duration) {

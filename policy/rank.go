@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -75,7 +76,11 @@ type arrivalCurves struct {
 	proofRate  float64
 	delays     []int32
 	proofMarks []proofMark
-	lastLook   int64 // unix milliseconds of this look
+	// firsts are when the node gave its own first answers that queued a
+	// new visitor, over the last ProofGrace seconds (unix milliseconds,
+	// sorted); queued marks count the other nodes'.
+	firsts   []int64
+	lastLook int64 // unix milliseconds of this look
 	// heardMean is how much later than its own the node takes the
 	// others' counts to come, on average, in milliseconds (see heard).
 	heardMean int32
@@ -98,14 +103,14 @@ var curveWindow = (time.Duration(crdt.ArrivalSlotSeconds)*time.Second + ProofRef
 // noteArrivals extends the chain's curves (prev, nil at a chain's start)
 // with what the snapshot counts at now: a point for each slot still
 // filling whose count grew, and a mark of the new visitors queued.
-func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, oldest int64, now time.Time, lag time.Duration) *arrivalCurves {
+func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, self crdt.ReplicaID, oldest int64, now time.Time, lag time.Duration) *arrivalCurves {
 	c := &arrivalCurves{lastLook: now.UnixMilli(), heardMean: int32(lag.Milliseconds() / 4)}
 	var old []slotCurve
 	if prev != nil {
 		old = prev.slots
 	}
 	nowMs := now.UnixMilli()
-	c.noteQueued(prev, snap, led, nowMs)
+	c.noteQueued(prev, snap, led, self, nowMs)
 	i := 0
 	for i < len(old) && old[i].start < oldest*60 {
 		i++ // its bucket no longer waits: nobody is placed by it
@@ -240,21 +245,35 @@ func (cv *slotCurve) othersBefore(ms int32, self bool) (float64, bool) {
 // AllocationFollow after the one before at the soonest.
 const maxQueuedMarks = 128
 
-// noteQueued marks the room's count of new visitors queued at this look,
-// keeping the marks of the last ProofGrace seconds and the newest before
-// them, and the node's own first answers and proofs (see proof.go).
-func (c *arrivalCurves) noteQueued(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, nowMs int64) {
-	m := queuedMark{at: nowMs, minute: snap.Minute, cur: snap.QueuedIn(snap.Minute).Total, prev: snap.QueuedIn(snap.Minute - 1).Total}
+// noteQueued marks the other nodes' count of new visitors queued at this
+// look, keeping the marks of the last ProofGrace seconds and the newest
+// before them, and takes the node's own first answers and proofs (see
+// proof.go).
+func (c *arrivalCurves) noteQueued(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, self crdt.ReplicaID, nowMs int64) {
+	others := func(m int64) uint64 {
+		q := snap.QueuedIn(m)
+		return q.Total - min(q.Of(self), q.Total)
+	}
+	m := queuedMark{at: nowMs, minute: snap.Minute, cur: others(snap.Minute), prev: others(snap.Minute - 1)}
+	keep := nowMs - ProofGrace*1000
 	if prev != nil {
 		q := prev.queued
-		keep := nowMs - ProofGrace*1000
 		i := sort.Search(len(q), func(i int) bool { return q[i].at >= keep })
 		q = q[max(i-1, 0):]
 		q = q[max(len(q)-maxQueuedMarks+1, 0):]
 		c.queued = make([]queuedMark, len(q), len(q)+1)
 		copy(c.queued, q)
+		f := prev.firsts
+		f = f[sort.Search(len(f), func(i int) bool { return f[i] >= keep }):]
+		c.firsts = append(c.firsts, f...)
 	}
 	c.queued = append(c.queued, m)
+	for _, at := range led.proofs.firstAnswers(nowMs) {
+		if at >= keep {
+			c.firsts = append(c.firsts, at)
+		}
+	}
+	slices.Sort(c.firsts)
 	c.noteProofs(prev, led, nowMs)
 }
 
@@ -282,13 +301,15 @@ func queuedSince(a, b queuedMark) uint64 {
 
 // unproved is the number of new visitors queued who have not come back
 // with their cookie yet and will: counted as new visitors queued, not yet
-// as waiting. Each node's counts reach this one a gossip delay after its
-// first answers and its proofs alike, so a first answer seen age ago is
-// still to prove with the chance that a proof takes longer than age, which
-// the node's own proofs tell (proofLedger); of those, the share that prove
-// at all will.
+// as waiting. The node knows when it gave its own first answers; another
+// node's counts reach this one a gossip delay after its first answers and
+// its proofs alike, so a first answer of theirs heard age ago is as far
+// from its proof as one of its own given age ago. Either is still to prove
+// with the chance that a proof takes longer than its age, which the node's
+// own proofs tell (proofLedger); of those, the share that prove at all
+// will.
 func (c *arrivalCurves) unproved() float64 {
-	if c == nil || len(c.queued) < 2 || c.proofRate == 0 {
+	if c == nil || len(c.queued) == 0 || c.proofRate == 0 {
 		return 0
 	}
 	now := c.queued[len(c.queued)-1].at
@@ -299,9 +320,12 @@ func (c *arrivalCurves) unproved() float64 {
 		if grew == 0 {
 			continue
 		}
-		// Seen between the two looks: its age is taken from the middle.
+		// Heard between the two looks: its age is taken from the middle.
 		age := now - (a.at+b.at)/2
 		n += float64(grew) * stillToProve(c.delays, age)
+	}
+	for _, at := range c.firsts {
+		n += stillToProve(c.delays, now-at)
 	}
 	return n * c.proofRate
 }

@@ -216,7 +216,7 @@ func (d Decision) Count(dst []crdt.Inc, a Decider, room Room, name string, draw 
 		l := p.proofLedger()
 		switch {
 		case d.Fresh && d.Outcome == Queue:
-			l.noteFirst()
+			l.noteFirst(d.At.UnixMilli())
 		case !d.Fresh && d.Before.Proving():
 			arrived := time.UnixMilli(d.Before.Bucket*60_000 + int64(d.Before.Arrived)*100)
 			l.noteProof(d.At.Sub(arrived))

@@ -36,10 +36,12 @@ type pageVars struct {
 	IsRandomQueue          bool   `json:"isRandomQueue"`
 	// Position is the number of visitors ahead in line (FIFO only), and
 	// PositionKnown whether there is one to show: never under random
-	// queueing, nor before an event's start. waitroom's own, next to the
-	// reference's fields.
-	Position      int64 `json:"position"`
-	PositionKnown bool  `json:"positionKnown"`
+	// queueing, nor before an event's start. PositionFormatted says it in
+	// the page's language, in the form that fits the number ("You are
+	// next." for 0). waitroom's own, next to the reference's fields.
+	Position          int64  `json:"position"`
+	PositionKnown     bool   `json:"positionKnown"`
+	PositionFormatted string `json:"positionFormatted,omitempty"`
 
 	// The event variables (reference event model).
 	IsEventActive                bool   `json:"isEventActive"`
@@ -101,6 +103,7 @@ func (v *pageVars) context() map[string]any {
 		"isRandomQueue":                v.IsRandomQueue,
 		"position":                     v.Position,
 		"positionKnown":                v.PositionKnown,
+		"positionFormatted":            v.PositionFormatted,
 		"isEventActive":                v.IsEventActive,
 		"isEventPrequeueing":           v.IsEventPrequeueing,
 		"timeUntilEventStart":          v.TimeUntilEventStart,

@@ -86,3 +86,40 @@ func TestANewVisitorsFirstAnswerCountsEveryoneAhead(t *testing.T) {
 		t.Errorf("answer after the proof: positionKnown %v, position %v; want true and the 3 ahead", proved["positionKnown"], proved["position"])
 	}
 }
+
+func TestThePlaceInLineIsSaidInWordsThatFitIt(t *testing.T) {
+	tests := []struct {
+		name, lang string
+		ahead      int // visitors queued before the one asked
+		want       string
+	}{
+		{"a visitor with nobody ahead is told it is next", "", 0, "You are next."},
+		{"a visitor with one ahead is told of one person", "", 1, "1 person is ahead of you."},
+		{"a Russian page uses the plural form for two", "ru-RU", 2, "Перед вами примерно 2 человека."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := fullRoom("app")
+			rc.JSONResponseEnabled = true
+			if tt.lang != "" {
+				rc.DefaultTemplateLanguage = tt.lang
+			}
+			f := newFixture(t, rc)
+			newVisitor().Get(f.Server, "http://app.test/") // admitted
+			settle(t, f)
+			for range tt.ahead {
+				newVisitor().Queue(t, f.Server, f.Clock, "http://app.test/")
+			}
+			settle(t, f)
+			f.Clock.Advance(time.Second)
+			last := newVisitor()
+			obj := queueJSON(t, last.Get(f.Server, "http://app.test/api", "Accept", "application/json"))
+			if obj["positionFormatted"] != tt.want {
+				t.Errorf("positionFormatted %q, want %q", obj["positionFormatted"], tt.want)
+			}
+			if page := body(t, newVisitor().Get(f.Server, "http://app.test/")); !strings.Contains(page, tt.want) {
+				t.Errorf("the default page lacks %q", tt.want)
+			}
+		})
+	}
+}

@@ -46,8 +46,11 @@ type Allocation struct {
 	buckets []bucket         // waiting buckets, oldest first
 	slots   []crdt.SlotCount // who joined them, per arrival slot (see order.go)
 	arr     *arrivalCurves   // how the slots filled, along the chain (see rank.go)
-	newOnce sync.Once        // newEst, once asked for (see Estimate.ForNewVisitor)
-	newEst  newcomer
+	newOnce sync.Once        // newBase, once asked for (see Estimate.ForNewVisitor)
+	newBase float64
+	// firstsAt is the node's count of its own first answers that queued
+	// a new visitor when the allocation was made (see newcomerNow).
+	firstsAt int64
 	waiting int64
 	full    bool
 	rate    float64      // admissions per minute, recent average
@@ -320,6 +323,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		prevArr = prev.arr
 	}
 	a.arr = noteArrivals(prevArr, snap, a.led, self, oldest, now, a.lag)
+	a.firstsAt = a.led.proofs.first.Load()
 	if room.TotalActiveUsers > 0 && s == Continuous && !a.cut {
 		a.book = a.book.update(room, snap.Now, a.activeEff, snap.Expiring, snap.AdmittedTotals)
 	}

@@ -97,7 +97,7 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 		return e
 	}
 	if e.PositionKnown {
-		e.newcomer = a.newcomerOnce()
+		e.newcomer = a.newcomerNow()
 	}
 	e.Eligible = a.method == FIFO && a.classify(Visitor{Bucket: bucket, Queued: true}) == classCovered
 	if a.rate <= 0 {
@@ -131,20 +131,23 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	return e
 }
 
-// newcomerOnce is the newcomer's place and wait, computed once per
-// allocation: every new visitor of the allocation's instant is behind the
-// same visitors.
-func (a *Allocation) newcomerOnce() newcomer {
-	a.newOnce.Do(func() {
-		p := a.newcomerPosition()
-		a.newEst.position = int64(p + 0.5)
-		if a.rate > 0 && a.strategy == Continuous {
-			d := a.room.checkIn().Minutes() / 2
-			t := a.admissionAt(p+1) + d
-			a.newEst.wait = spanMinutes(t, t)
-		}
-	})
-	return a.newEst
+// newcomerNow is the place and the wait of a new visitor answered now: the
+// allocation's newcomer place (computed once: every new visitor of the
+// allocation's instant is behind the same visitors) and the node's own new
+// visitors queued since the allocation, the one asking aside (its own first
+// answer is counted before it is answered, see Decision.Count). In a flood
+// a node queues many between two allocations; without them each of those
+// was told the place of the first.
+func (a *Allocation) newcomerNow() newcomer {
+	a.newOnce.Do(func() { a.newBase = a.newcomerPosition() })
+	p := a.newBase + float64(max(a.led.proofs.first.Load()-a.firstsAt-1, 0))*a.arr.proofRate
+	n := newcomer{position: int64(p + 0.5)}
+	if a.rate > 0 && a.strategy == Continuous {
+		d := a.room.checkIn().Minutes() / 2
+		t := a.admissionAt(p+1) + d
+		n.wait = spanMinutes(t, t)
+	}
+	return n
 }
 
 // ahead is the number of visitors waiting in buckets older than bucket.

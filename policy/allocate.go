@@ -51,12 +51,12 @@ type Allocation struct {
 	// firstsAt is the node's count of its own first answers that queued
 	// a new visitor when the allocation was made (see newcomerNow).
 	firstsAt int64
-	waiting int64
-	full    bool
-	rate    float64      // admissions per minute, recent average
-	joining float64      // new visitors queued per minute, recent average (lottery.go)
-	fc      *forecast    // when the slots free up (forecast.go)
-	book    forecastBook // the mean browse, along the chain (forecast.go)
+	waiting  int64
+	full     bool
+	rate     float64      // admissions per minute, recent average
+	joining  float64      // new visitors queued per minute, recent average (lottery.go)
+	fc       *forecast    // when the slots free up (forecast.go)
+	book     forecastBook // the mean browse, along the chain (forecast.go)
 
 	sp    split
 	led   *ledger

@@ -27,10 +27,6 @@ import (
 // it; the first of two, twenty seconds later, was told one ahead, half of
 // the two.
 
-// curveStep is the finest spacing of a curve's points: a token keeps the
-// arrival in tenths of a second.
-const curveStep = 100 * time.Millisecond
-
 // curveTail is how long after its last visitor's proof could have come a
 // slot's curve is still noted: proofs that come late (within ProofGrace)
 // and other nodes' counts, which arrive a gossip delay after their proofs.
@@ -98,7 +94,7 @@ type queuedMark struct {
 // curveWindow is how long after a slot begins its curve is noted: its
 // twenty seconds, the proof interval of its last visitors, and the tail
 // for late proofs and other nodes' counts.
-var curveWindow = (time.Duration(crdt.ArrivalSlotSeconds)*time.Second + ProofRefresh*time.Second + ProofGrace*time.Second + 2*time.Second).Milliseconds()
+var curveWindow = (time.Duration(crdt.ArrivalSlotSeconds)*time.Second + ProofRefresh*time.Second + curveTail).Milliseconds()
 
 // noteArrivals extends the chain's curves (prev, nil at a chain's start)
 // with what the snapshot counts at now: a point for each slot still
@@ -275,16 +271,6 @@ func (c *arrivalCurves) noteQueued(prev *arrivalCurves, snap *crdt.RoomSnapshot,
 	}
 	slices.Sort(c.firsts)
 	c.noteProofs(prev, led, nowMs)
-}
-
-// markAt is the newest mark taken at or before unix millisecond t.
-func (c *arrivalCurves) markAt(t int64) (queuedMark, bool) {
-	for i := len(c.queued) - 1; i >= 0; i-- {
-		if c.queued[i].at <= t {
-			return c.queued[i], true
-		}
-	}
-	return queuedMark{}, false
 }
 
 // queuedSince is the growth of the room's count of new visitors queued from

@@ -62,16 +62,22 @@ func (p *proofLedger) noteJoin(slot int64, ms int32, at int64) {
 func (p *proofLedger) joined(now int64) []ownJoin {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out, later []ownJoin
-	for _, o := range p.own {
-		if o.at <= now {
-			out = append(out, o)
+	var out []ownJoin
+	out, p.own = takeUntil(p.own, now, func(o ownJoin) int64 { return o.at })
+	return out
+}
+
+// takeUntil splits xs into those noted by unix millisecond now (at) and
+// the later ones.
+func takeUntil[T any](xs []T, now int64, at func(T) int64) (taken, later []T) {
+	for _, x := range xs {
+		if at(x) <= now {
+			taken = append(taken, x)
 		} else {
-			later = append(later, o)
+			later = append(later, x)
 		}
 	}
-	p.own = later
-	return out
+	return taken, later
 }
 
 // noteFirst counts a first answer that queued a new visitor, at unix
@@ -89,15 +95,8 @@ func (p *proofLedger) noteFirst(at int64) {
 func (p *proofLedger) firstAnswers(now int64) []int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out, later []int64
-	for _, at := range p.firsts {
-		if at <= now {
-			out = append(out, at)
-		} else {
-			later = append(later, at)
-		}
-	}
-	p.firsts = later
+	var out []int64
+	out, p.firsts = takeUntil(p.firsts, now, func(at int64) int64 { return at })
 	return out
 }
 

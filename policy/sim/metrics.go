@@ -99,42 +99,12 @@ type Figures struct {
 	WaitCorrelation float64 `json:"wait_arrival_correlation"`
 	WaitSlope       float64 `json:"wait_arrival_slope_s_per_min"`
 	// What visitors were shown, judged by the truth (truth.JudgeShown) on
-	// every queue page, the first included. The FIFO estimates against
-	// the wait that then remained, for remaining waits of five minutes or
-	// more (estimates are whole minutes, rounded up): |estimate − actual| /
-	// actual at the median and the 90th percentile, the share within
-	// ±20 %, the median signed error (positive: the estimate was too
-	// long), and the share within ±20 % on first pages alone.
-	EstimateErrorP50      *float64 `json:"estimate_error_p50"`
-	EstimateErrorP90      *float64 `json:"estimate_error_p90"`
-	EstimateWithin20      *float64 `json:"estimate_within_20pct"`
-	EstimateBias          *float64 `json:"estimate_bias_p50"`
-	EstimateSamples       int      `json:"estimate_samples"`
-	FirstEstimateWithin20 *float64 `json:"first_page_estimate_within_20pct"`
-	FirstEstimateSamples  int      `json:"first_page_estimate_samples"`
-	// Under random queueing, the shares admitted within their 25th, 50th
-	// and 75th percentile estimates.
-	RandomBy25    *float64 `json:"random_admitted_by_p25"`
-	RandomBy50    *float64 `json:"random_admitted_by_p50"`
-	RandomBy75    *float64 `json:"random_admitted_by_p75"`
-	RandomSamples int      `json:"random_samples"`
-	// RandomSamplesBy counts, for the 25th, 50th and 75th percentile, the
-	// pages whose percentile ran out before the run ended: the ones each
-	// share is of.
-	RandomSamplesBy [3]int `json:"random_samples_by_percentile"`
-	// Under FIFO, the places in line within ±10 % of the true number
-	// ahead (exact below ten), with the 90th percentile of the relative
-	// error; the same on first pages alone; exact for the first ten in
-	// line; and the share of a visitor with nobody ahead told 0.
-	PositionWithin10      *float64 `json:"position_within_10pct"`
-	PositionErrorP90      *float64 `json:"position_error_p90"`
-	PositionSamples       int      `json:"position_samples"`
-	FirstPositionWithin10 *float64 `json:"first_page_position_within_10pct"`
-	FirstPositionSamples  int      `json:"first_page_position_samples"`
-	FrontPositionExact    *float64 `json:"first_ten_position_exact"`
-	FrontPositionSamples  int      `json:"first_ten_position_samples"`
-	HeadsToldZero         *float64 `json:"first_in_line_told_zero"`
-	Heads                 int      `json:"first_in_line_samples"`
+	// every queue page, the first included: the FIFO estimates against
+	// the wait that then remained (of five minutes or more: estimates are
+	// whole minutes, rounded up), a random queue's shares admitted within
+	// their percentiles, and the places in line against the true number
+	// ahead (see truth.ShownVerdict).
+	truth.Figures
 	// Waits of the admitted visitors, in seconds.
 	WaitP50 float64 `json:"wait_p50_s"`
 	WaitP90 float64 `json:"wait_p90_s"`
@@ -508,26 +478,8 @@ func (c *recorder) waits(res *Result) {
 
 // shownFigures judges what the visitors were shown by the truth.
 func (c *recorder) shownFigures(f *Figures, tr *truth.History) {
-	v := truth.JudgeShown(tr, c.shown, c.r.end)
+	f.Figures = truth.JudgeShown(tr, c.shown, c.r.end).Figures()
 	c.shown = nil
-	some := func(n int, x float64) *float64 {
-		if n == 0 {
-			return nil
-		}
-		return ptr(x)
-	}
-	f.EstimateSamples, f.FirstEstimateSamples = v.Estimates, v.FirstEstimates
-	f.EstimateWithin20, f.FirstEstimateWithin20 = some(v.Estimates, v.EstimateWithin20), some(v.FirstEstimates, v.FirstEstimateWithin20)
-	f.EstimateErrorP50, f.EstimateErrorP90 = some(v.Estimates, v.EstimateErrorP50), some(v.Estimates, v.EstimateErrorP90)
-	f.EstimateBias = some(v.Estimates, v.EstimateBias)
-	f.RandomSamples = v.Random
-	f.RandomSamplesBy = [3]int{v.Random25, v.Random50, v.Random75}
-	f.RandomBy25, f.RandomBy50, f.RandomBy75 = some(v.Random, v.RandomBy25), some(v.Random, v.RandomBy50), some(v.Random, v.RandomBy75)
-	f.PositionSamples, f.FirstPositionSamples, f.FrontPositionSamples, f.Heads = v.Positions, v.FirstPositions, v.FrontPositions, v.Heads
-	f.PositionWithin10, f.PositionErrorP90 = some(v.Positions, v.PositionWithin10), some(v.Positions, v.PositionError90)
-	f.FirstPositionWithin10 = some(v.FirstPositions, v.FirstPositionWithin10)
-	f.FrontPositionExact = some(v.FrontPositions, v.FrontPositionExact)
-	f.HeadsToldZero = some(v.Heads, v.HeadsToldZero)
 }
 
 // series samples the truth and node 0's view every second for the plots,

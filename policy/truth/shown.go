@@ -302,3 +302,56 @@ func Quantile(sorted []float64, q float64) float64 {
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
+
+// Figures are what the visitors were shown as a report gives them: the
+// verdict's shares, each nil where nothing was judged for it, beside the
+// number judged. The simulator's results and the fidelity run's both carry
+// them, so both print the same figures under the same names.
+type Figures struct {
+	EstimateSamples       int      `json:"estimate_samples"`
+	EstimateWithin20      *float64 `json:"estimate_within_20pct"`
+	EstimateErrorP50      *float64 `json:"estimate_error_p50"`
+	EstimateErrorP90      *float64 `json:"estimate_error_p90"`
+	EstimateBias          *float64 `json:"estimate_bias_p50"`
+	FirstEstimateSamples  int      `json:"first_page_estimate_samples"`
+	FirstEstimateWithin20 *float64 `json:"first_page_estimate_within_20pct"`
+	RandomSamples         int      `json:"random_samples"`
+	// RandomSamplesBy counts, for the 25th, 50th and 75th percentile, the
+	// pages whose percentile ran out before the log ended: the ones each
+	// share is of.
+	RandomSamplesBy       [3]int   `json:"random_samples_by_percentile"`
+	RandomBy25            *float64 `json:"random_admitted_by_p25"`
+	RandomBy50            *float64 `json:"random_admitted_by_p50"`
+	RandomBy75            *float64 `json:"random_admitted_by_p75"`
+	PositionSamples       int      `json:"position_samples"`
+	PositionWithin10      *float64 `json:"position_within_10pct"`
+	PositionErrorP90      *float64 `json:"position_error_p90"`
+	FirstPositionSamples  int      `json:"first_page_position_samples"`
+	FirstPositionWithin10 *float64 `json:"first_page_position_within_10pct"`
+	FrontPositionSamples  int      `json:"first_ten_position_samples"`
+	FrontPositionExact    *float64 `json:"first_ten_position_exact"`
+	Heads                 int      `json:"first_in_line_samples"`
+	HeadsToldZero         *float64 `json:"first_in_line_told_zero"`
+}
+
+// Figures are the verdict as a report gives it (see Figures).
+func (v ShownVerdict) Figures() Figures {
+	some := func(n int, x float64) *float64 {
+		if n == 0 {
+			return nil
+		}
+		return &x
+	}
+	return Figures{
+		EstimateSamples: v.Estimates, EstimateWithin20: some(v.Estimates, v.EstimateWithin20),
+		EstimateErrorP50: some(v.Estimates, v.EstimateErrorP50), EstimateErrorP90: some(v.Estimates, v.EstimateErrorP90),
+		EstimateBias:         some(v.Estimates, v.EstimateBias),
+		FirstEstimateSamples: v.FirstEstimates, FirstEstimateWithin20: some(v.FirstEstimates, v.FirstEstimateWithin20),
+		RandomSamples: v.Random, RandomSamplesBy: [3]int{v.Random25, v.Random50, v.Random75},
+		RandomBy25: some(v.Random, v.RandomBy25), RandomBy50: some(v.Random, v.RandomBy50), RandomBy75: some(v.Random, v.RandomBy75),
+		PositionSamples: v.Positions, PositionWithin10: some(v.Positions, v.PositionWithin10), PositionErrorP90: some(v.Positions, v.PositionError90),
+		FirstPositionSamples: v.FirstPositions, FirstPositionWithin10: some(v.FirstPositions, v.FirstPositionWithin10),
+		FrontPositionSamples: v.FrontPositions, FrontPositionExact: some(v.FrontPositions, v.FrontPositionExact),
+		Heads: v.Heads, HeadsToldZero: some(v.Heads, v.HeadsToldZero),
+	}
+}

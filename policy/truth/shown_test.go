@@ -110,3 +110,39 @@ func TestJudgeShown(t *testing.T) {
 		})
 	}
 }
+
+func TestFiguresLeaveOutWhatWasNotJudged(t *testing.T) {
+	tests := []struct {
+		name    string
+		verdict truth.ShownVerdict
+		check   func(f truth.Figures) bool
+	}{
+		{
+			name:    "a share of nothing judged is left out, not reported as 0",
+			verdict: truth.ShownVerdict{Positions: 3, PositionWithin10: 1},
+			check: func(f truth.Figures) bool {
+				return f.EstimateWithin20 == nil && f.RandomBy25 == nil && f.HeadsToldZero == nil &&
+					f.PositionSamples == 3 && f.PositionWithin10 != nil && *f.PositionWithin10 == 1
+			},
+		},
+		{
+			name:    "a share of 0 judged over some pages is reported as 0",
+			verdict: truth.ShownVerdict{Heads: 2, HeadsToldZero: 0},
+			check:   func(f truth.Figures) bool { return f.Heads == 2 && f.HeadsToldZero != nil && *f.HeadsToldZero == 0 },
+		},
+		{
+			name:    "a random queue's samples by percentile are carried over",
+			verdict: truth.ShownVerdict{Random: 4, Random25: 4, Random50: 3, Random75: 1, RandomBy50: 0.5},
+			check: func(f truth.Figures) bool {
+				return f.RandomSamples == 4 && f.RandomSamplesBy == [3]int{4, 3, 1} && *f.RandomBy50 == 0.5
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if f := tt.verdict.Figures(); !tt.check(f) {
+				t.Errorf("%+v.Figures() = %+v", tt.verdict, f)
+			}
+		})
+	}
+}

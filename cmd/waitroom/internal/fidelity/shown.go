@@ -57,39 +57,7 @@ const (
 type ShownTruth struct {
 	// Samples counts the apps that read a queue answer.
 	Samples int `json:"samples"`
-	// Estimates counts the FIFO estimates judged, one per page (of
-	// visitors let in later, at least truth.MinJudgedWait after they were
-	// told); EstimateWithin20 the share within ±20 % of that wait;
-	// FirstEstimates and FirstEstimateWithin20 the same of first pages.
-	Estimates             int      `json:"estimate_samples"`
-	EstimateWithin20      *float64 `json:"estimate_within_20pct,omitempty"`
-	FirstEstimates        int      `json:"first_page_estimate_samples"`
-	FirstEstimateWithin20 *float64 `json:"first_page_estimate_within_20pct,omitempty"`
-	// Random counts a random queue's estimates judged, and RandomBy25,
-	// RandomBy50, RandomBy75 the shares let in within each percentile, of
-	// the RandomN pages (25th, 50th, 75th) whose percentile ran out before
-	// the run ended.
-	Random     int      `json:"random_samples"`
-	RandomN    [3]int   `json:"random_samples_by_percentile"`
-	RandomBy25 *float64 `json:"random_admitted_by_p25,omitempty"`
-	RandomBy50 *float64 `json:"random_admitted_by_p50,omitempty"`
-	RandomBy75 *float64 `json:"random_admitted_by_p75,omitempty"`
-	// Positions counts the places in line judged, one per page,
-	// PositionWithin10 the share within ±10 % of the true number ahead
-	// (exact below ten), PositionErrorP90 the 90th percentile of the
-	// relative error. FirstPositions and FirstPositionWithin10 are the
-	// same of first pages; FrontPositions and FrontPositionExact of the
-	// places shown to the first ten in line; Heads counts the places shown
-	// with nobody truly ahead, and HeadsToldZero the share told 0.
-	Positions             int      `json:"position_samples"`
-	PositionWithin10      *float64 `json:"position_within_10pct,omitempty"`
-	PositionErrorP90      *float64 `json:"position_error_p90,omitempty"`
-	FirstPositions        int      `json:"first_page_position_samples"`
-	FirstPositionWithin10 *float64 `json:"first_page_position_within_10pct,omitempty"`
-	FrontPositions        int      `json:"first_ten_position_samples"`
-	FrontPositionExact    *float64 `json:"first_ten_position_exact,omitempty"`
-	Heads                 int      `json:"first_in_line_samples"`
-	HeadsToldZero         *float64 `json:"first_in_line_told_zero,omitempty"`
+	truth.Figures
 }
 
 // shown judges what the crowd's apps were told against the history; a
@@ -114,24 +82,7 @@ func (j *judging) shown(hist *truth.History, end time.Duration) *ShownTruth {
 	if samples == 0 {
 		return nil
 	}
-	v := truth.JudgeShown(hist, shown, end)
-	some := func(n int, x float64) *float64 {
-		if n == 0 {
-			return nil
-		}
-		return &x
-	}
-	return &ShownTruth{
-		Samples:   samples,
-		Estimates: v.Estimates, EstimateWithin20: some(v.Estimates, v.EstimateWithin20),
-		FirstEstimates: v.FirstEstimates, FirstEstimateWithin20: some(v.FirstEstimates, v.FirstEstimateWithin20),
-		Random: v.Random, RandomN: [3]int{v.Random25, v.Random50, v.Random75},
-		RandomBy25: some(v.Random, v.RandomBy25), RandomBy50: some(v.Random, v.RandomBy50), RandomBy75: some(v.Random, v.RandomBy75),
-		Positions: v.Positions, PositionWithin10: some(v.Positions, v.PositionWithin10), PositionErrorP90: some(v.Positions, v.PositionError90),
-		FirstPositions: v.FirstPositions, FirstPositionWithin10: some(v.FirstPositions, v.FirstPositionWithin10),
-		FrontPositions: v.FrontPositions, FrontPositionExact: some(v.FrontPositions, v.FrontPositionExact),
-		Heads: v.Heads, HeadsToldZero: some(v.Heads, v.HeadsToldZero),
-	}
+	return &ShownTruth{Samples: samples, Figures: truth.JudgeShown(hist, shown, end).Figures()}
 }
 
 // lines are the figures as the table prints them: figure, value, goal and
@@ -160,18 +111,18 @@ func (t *ShownTruth) lines() [][4]string {
 		return [4]string{figure, value, goal[0], goal[1]}
 	}
 	out := [][4]string{
-		row("estimates within ±20% of the wait, every page", pct(t.EstimateWithin20, t.Estimates, fmt.Sprintf("none judged (no FIFO estimate with %v or more left)", truth.MinJudgedWait)),
+		row("estimates within ±20% of the wait, every page", pct(t.EstimateWithin20, t.EstimateSamples, fmt.Sprintf("none judged (no FIFO estimate with %v or more left)", truth.MinJudgedWait)),
 			atLeast(t.EstimateWithin20, EstimateWithin20Goal)),
-		row("  on first pages", pct(t.FirstEstimateWithin20, t.FirstEstimates, "none judged"), [2]string{}),
-		row("places in line within ±10%, every page", pct(t.PositionWithin10, t.Positions, "none shown"), atLeast(t.PositionWithin10, PositionWithin10Goal)),
-		row("  on first pages", pct(t.FirstPositionWithin10, t.FirstPositions, "none shown"), atLeast(t.FirstPositionWithin10, FirstPositionWithin10Goal)),
-		row("  the first ten in line, exact", pct(t.FrontPositionExact, t.FrontPositions, "none shown"), [2]string{}),
+		row("  on first pages", pct(t.FirstEstimateWithin20, t.FirstEstimateSamples, "none judged"), [2]string{}),
+		row("places in line within ±10%, every page", pct(t.PositionWithin10, t.PositionSamples, "none shown"), atLeast(t.PositionWithin10, PositionWithin10Goal)),
+		row("  on first pages", pct(t.FirstPositionWithin10, t.FirstPositionSamples, "none shown"), atLeast(t.FirstPositionWithin10, FirstPositionWithin10Goal)),
+		row("  the first ten in line, exact", pct(t.FrontPositionExact, t.FrontPositionSamples, "none shown"), [2]string{}),
 		row("  nobody ahead, told 0", pct(t.HeadsToldZero, t.Heads, "none shown"), atLeast(t.HeadsToldZero, 1)),
 	}
 	if t.PositionErrorP90 != nil {
 		out = append(out, row("place in line, 90th percentile error", fmt.Sprintf("%.1f%%", *t.PositionErrorP90*100), [2]string{}))
 	}
-	if t.Random > 0 {
+	if t.RandomSamples > 0 {
 		by := [3]float64{*t.RandomBy25, *t.RandomBy50, *t.RandomBy75}
 		met := "met"
 		for i, want := range [3]float64{0.25, 0.5, 0.75} {
@@ -180,7 +131,7 @@ func (t *ShownTruth) lines() [][4]string {
 			}
 		}
 		out = append(out, row("random queue let in by p25/p50/p75",
-			fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% of %d / %d / %d", by[0]*100, by[1]*100, by[2]*100, t.RandomN[0], t.RandomN[1], t.RandomN[2]),
+			fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% of %d / %d / %d", by[0]*100, by[1]*100, by[2]*100, t.RandomSamplesBy[0], t.RandomSamplesBy[1], t.RandomSamplesBy[2]),
 			[2]string{fmt.Sprintf("25/50/75%% ± %.0f points (reported)", RandomShareTolerance*100), met}))
 	}
 	return out

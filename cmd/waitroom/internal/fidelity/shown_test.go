@@ -35,9 +35,9 @@ func TestJudgeShown(t *testing.T) {
 	if got == nil {
 		t.Fatal("no figures for what the apps were told")
 	}
-	if got.Samples != 2 || got.Estimates != 4 || got.FirstEstimates != 2 || got.Positions != 2 || got.Random != 0 {
+	if got.Samples != 2 || got.EstimateSamples != 4 || got.FirstEstimateSamples != 2 || got.PositionSamples != 2 || got.RandomSamples != 0 {
 		t.Fatalf("judged %d told, %d estimates (%d first), %d positions, %d random; want the two apps without a code, every page, no random",
-			got.Samples, got.Estimates, got.FirstEstimates, got.Positions, got.Random)
+			got.Samples, got.EstimateSamples, got.FirstEstimateSamples, got.PositionSamples, got.RandomSamples)
 	}
 	if *got.EstimateWithin20 != 0.75 || *got.FirstEstimateWithin20 != 0.5 || *got.PositionWithin10 != 1 || got.Heads != 1 || *got.HeadsToldZero != 1 {
 		t.Fatalf("estimates within 20%%: %v (first pages %v), positions within 10%%: %v, told 0 with nobody ahead: %v of %d; want 0.75, 0.5, 1 and 1 of 1",

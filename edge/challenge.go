@@ -1,19 +1,12 @@
 package edge
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"html/template"
-	"io"
 	"math"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/challenge"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -27,119 +20,7 @@ import (
 // token and held in an infinite queue that looks exactly like the real one
 // and never admits; one who never solves is never decided on while the room
 // queues. With log, challenges are only counted.
-const challengeParam = "__waitroom_challenge"
-
-// provider is a challenge verifier: its widget script, its siteverify
-// endpoint and the class of the widget's element.
-type provider struct {
-	script, verify, class string
-}
-
-// providers are the verifiers turnstile_provider may name.
-var providers = map[string]provider{
-	"turnstile": {"https://challenges.cloudflare.com/turnstile/v0/api.js", "https://challenges.cloudflare.com/turnstile/v0/siteverify", "cf-turnstile"},
-	"hcaptcha":  {"https://js.hcaptcha.com/1/api.js", "https://api.hcaptcha.com/siteverify", "h-captcha"},
-	"recaptcha": {"https://www.google.com/recaptcha/api.js", "https://www.google.com/recaptcha/api/siteverify", "g-recaptcha"},
-}
-
-// challenge is a room's compiled challenge settings.
-type challenge struct {
-	infinite bool // turnstile_action infinite_queue
-	failOpen bool
-	verify   string
-	secret   string
-	timeout  time.Duration
-	widget   string // the HTML the {{{turnstile}}} variable renders
-	client   *http.Client
-}
-
-var widgetTmpl = template.Must(template.New("w").Parse(`<script src="{{.Script}}" async defer></script>
-<div class="{{.Class}}" data-sitekey="{{.Key}}" data-callback="waitroomChallengeSolved"{{if .Invisible}} data-appearance="interaction-only" data-size="invisible"{{end}}></div>
-<script>function waitroomChallengeSolved(t){var u=new URL(location.href);u.searchParams.set("{{.Param}}",t);location.replace(u.toString());}</script>`))
-
-func newChallenge(c *config.Room) (*challenge, error) {
-	if !c.ChallengeOn() {
-		return nil, nil
-	}
-	name := c.TurnstileProvider
-	if name == "" {
-		name = "turnstile"
-	}
-	prov, ok := providers[name]
-	if !ok {
-		return nil, fmt.Errorf("turnstile_provider %q is not known to this node", name)
-	}
-	ch := &challenge{
-		infinite: c.TurnstileAction == "infinite_queue",
-		failOpen: c.TurnstileOnError != "deny",
-		verify:   firstNonEmpty(c.TurnstileVerifyURL, prov.verify),
-		secret:   c.TurnstileSecret,
-		timeout:  time.Duration(c.TurnstileTimeout),
-	}
-	if ch.timeout <= 0 {
-		ch.timeout = config.DefaultTurnstileTimeout
-	}
-	ch.client = &http.Client{Timeout: ch.timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
-	var b strings.Builder
-	err := widgetTmpl.Execute(&b, map[string]any{
-		"Script": firstNonEmpty(c.TurnstileScriptURL, prov.script), "Class": prov.class, "Key": c.TurnstileSiteKey,
-		"Invisible": c.TurnstileMode == "invisible", "Param": challengeParam,
-	})
-	if err != nil {
-		return nil, err
-	}
-	ch.widget = b.String()
-	return ch, nil
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-type verdict uint8
-
-const (
-	verdictSolved verdict = iota
-	verdictFailed
-	verdictUnavailable // timeout, network error, malformed answer
-)
-
-// check asks the verifier about a widget token.
-func (ch *challenge) check(ctx context.Context, response, remoteIP string) (verdict, error) {
-	ctx, cancel := context.WithTimeout(ctx, ch.timeout)
-	defer cancel()
-	form := url.Values{"secret": {ch.secret}, "response": {response}}
-	if remoteIP != "" {
-		form.Set("remoteip", remoteIP)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ch.verify, strings.NewReader(form.Encode()))
-	if err != nil {
-		return verdictUnavailable, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := ch.client.Do(req)
-	if err != nil {
-		return verdictUnavailable, fmt.Errorf("siteverify: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return verdictUnavailable, fmt.Errorf("siteverify: %s", resp.Status)
-	}
-	var ans struct {
-		Success *bool    `json:"success"`
-		Codes   []string `json:"error-codes"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ans); err != nil || ans.Success == nil {
-		return verdictUnavailable, fmt.Errorf("siteverify: malformed answer: %v", err)
-	}
-	if !*ans.Success {
-		return verdictFailed, nil
-	}
-	return verdictSolved, nil
-}
+const challengeParam = challenge.Param
 
 // challengeStep runs a queued (or new) visitor's challenge before the
 // decision: it checks a solution the visitor sent, updates rq's token and
@@ -153,20 +34,20 @@ func (s *Server) challengeStep(rq *request, a *allocation) (gated bool, verdict 
 		return false, policy.VerdictNone
 	}
 	if sol := rq.solution; sol != "" {
-		v, err := ch.check(r.Context(), sol, clientIP(r))
+		v, err := ch.Check(r.Context(), sol, clientIP(r))
 		switch v {
-		case verdictSolved:
+		case challenge.Solved:
 			tok.Verified = true
 			verdict = policy.VerdictSolved
-		case verdictFailed:
+		case challenge.Failed:
 			verdict = policy.VerdictFailed
-			if ch.infinite {
+			if ch.Infinite {
 				tok.Infinite = true
 			}
 		default:
 			s.metrics.challengeErrors.WithLabelValues(rm.name).Inc()
-			s.log.Warn().Err(err).Str("room", rm.name).Bool("fail_open", ch.failOpen).Msg("challenge verifier unavailable")
-			if ch.failOpen {
+			s.log.Warn().Err(err).Str("room", rm.name).Bool("fail_open", ch.FailOpen).Msg("challenge verifier unavailable")
+			if ch.FailOpen {
 				tok.Verified = true
 			}
 		}
@@ -178,7 +59,7 @@ func (s *Server) challengeStep(rq *request, a *allocation) (gated bool, verdict 
 	}
 	// Only while the room queues: a room with room to spare lets everyone
 	// in, as it would without a challenge.
-	return ch.infinite && queueing(a), verdict
+	return ch.Infinite && queueing(a), verdict
 }
 
 func queueing(a *allocation) bool {

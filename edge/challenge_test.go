@@ -4,78 +4,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
-// siteverify is a fake Turnstile/hCaptcha siteverify endpoint: "human"
-// passes, "bot" fails, "slow" outlasts the timeout the verdict tests set
-// for it, "garbage" gets a malformed answer.
-type siteverify struct {
-	*httptest.Server
-	calls atomic.Int64
-}
-
-func newSiteverify(t *testing.T, secret string) *siteverify {
-	sv := &siteverify{}
-	sv.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sv.calls.Add(1)
-		if err := r.ParseForm(); err != nil || r.Method != http.MethodPost {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if r.PostForm.Get("secret") != secret {
-			_, _ = w.Write([]byte(`{"success":false,"error-codes":["invalid-input-secret"]}`))
-			return
-		}
-		switch r.PostForm.Get("response") {
-		case "human":
-			_, _ = w.Write([]byte(`{"success":true,"hostname":"shop.test"}`))
-		case "slow":
-			select {
-			case <-time.After(2 * time.Second):
-			case <-r.Context().Done():
-			}
-			_, _ = w.Write([]byte(`{"success":true}`))
-		case "garbage":
-			_, _ = w.Write([]byte(`<html>oops`))
-		default:
-			_, _ = w.Write([]byte(`{"success":false,"error-codes":["invalid-input-response"]}`))
-		}
-	}))
-	t.Cleanup(sv.Close)
-	return sv
-}
-
-// challengedRoom is a full room (one slot, taken) with an invisible
-// challenge and the given action, verified against sv.
-func challengedRoom(sv *siteverify, action, onError string) config.Room {
-	rc := room("shop", 1, 1)
-	rc.TurnstileMode = "invisible"
-	rc.TurnstileAction = action
-	rc.TurnstileSiteKey = "0x4AAAAAAA-site-key"
-	rc.TurnstileSecret = "the-secret"
-	rc.TurnstileVerifyURL = sv.URL
-	// Generous: the verifier answers on loopback, but a busy machine under
-	// the race detector can take longer than a real verifier's timeout to
-	// serve it, and a verdict lost to the timeout fails open (or closed)
-	// instead of counting as solved. The tests of the timeout shorten it.
-	rc.TurnstileTimeout = config.Duration(10 * time.Second)
-	rc.TurnstileOnError = onError
-	rc.EnabledOriginCommands = []string{"revoke"}
-	return rc
-}
+// The harness's fake siteverify endpoint, and a room challenged through it.
+var (
+	newSiteverify  = edgetest.NewSiteverify
+	challengedRoom = edgetest.ChallengedRoom
+)
 
 // lineDiff shows the lines of a that b lacks and the other way round.
 func lineDiff(a, b string) string {
@@ -290,9 +236,9 @@ func TestInfiniteQueueKeepsBotsOut(t *testing.T) {
 	}
 
 	t.Run("analytics written on every node add up on any node", func(t *testing.T) {
-		analytics := func(admin http.Handler) edge.Analytics {
+		analytics := func(admin http.Handler) api.Analytics {
 			resp := adminGet(t, admin, "/rooms/shop/analytics?minutes=35")
-			var a edge.Analytics
+			var a api.Analytics
 			if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
 				t.Fatal(err)
 			}
@@ -351,8 +297,8 @@ func TestChallengeOnlyWhileQueueing(t *testing.T) {
 	if resp.Header.Get("X-Origin") != "yes" {
 		t.Fatalf("a room with room to spare challenged instead of admitting: %d", resp.StatusCode)
 	}
-	if sv.calls.Load() != 0 {
-		t.Errorf("the verifier was called %d times for an admitted visitor", sv.calls.Load())
+	if sv.Calls.Load() != 0 {
+		t.Errorf("the verifier was called %d times for an admitted visitor", sv.Calls.Load())
 	}
 	if page := body(t, resp); strings.Contains(page, "cf-turnstile") {
 		t.Error("an admitted visitor saw the challenge")

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -16,7 +16,7 @@ import (
 
 // counts is what a set of nodes together count in room at the clock's now:
 // their states merged, as gossip would.
-func counts(t *testing.T, clock *testkit.Clock, roomName string, nodes ...*edge.Server) crdt.RoomSnapshot {
+func counts(t *testing.T, clock *testkit.Clock, roomName string, nodes ...*agent.Agent) crdt.RoomSnapshot {
 	t.Helper()
 	merged := crdt.New()
 	for _, n := range nodes {
@@ -48,7 +48,7 @@ func replay(t *testing.T, h http.Handler, v *visitor, n int, parallel bool) {
 // twoNodes starts two nodes with the same cookie key and room in front of
 // one origin, both on one fake clock at second 5, so a visitor's cookie from
 // one is good at the other; the tests read their counts together (counts).
-func twoNodes(t *testing.T, rc config.Room) (*testkit.Clock, *edge.Server, *edge.Server) {
+func twoNodes(t *testing.T, rc config.Room) (*testkit.Clock, *agent.Agent, *agent.Agent) {
 	t.Helper()
 	clock := newFakeClock(5)
 	o := edgetest.NewOrigin(t)
@@ -119,7 +119,7 @@ func TestOneCountPerVisitor(t *testing.T) {
 	t.Run("a visitor who moves between nodes with its latest cookie counts once", func(t *testing.T) {
 		clock, a, b := twoNodes(t, open)
 		v := newVisitor()
-		for i, n := range []*edge.Server{a, b, a, b, a} {
+		for i, n := range []*agent.Agent{a, b, a, b, a} {
 			if resp := v.Get(n, "http://shop.test/"); resp.StatusCode != http.StatusOK {
 				t.Fatalf("request %d: %d", i, resp.StatusCode)
 			}

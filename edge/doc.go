@@ -1,26 +1,47 @@
-// Package edge is waitroom's HTTP side: it routes each request to a room by
-// host and path, opens the visitor's sealed token, asks the policy for a
-// decision against the room's cached allocation, and then either proxies the
-// request to the origin or answers with the queue page (or its JSON). It
-// records every visit in the node's replica of the room state so that gossip
-// carries it to the other nodes, and it serves the admin endpoint (/state,
-// /rooms/{name}/status, /metrics, /healthz, the room API). The configuration
-// is read, defaulted and checked here too, in the config_*.go files.
+// Package edge is the node: it routes each request to a room by host and
+// path, opens the visitor's sealed token, takes the request through the
+// policy's steps against the room's cached allocation, counts what the
+// request changed in the node's replica of the room state (which gossip
+// carries to the other nodes), and then either proxies the request to the
+// origin or answers with the queue page (or its JSON). It keeps the rooms
+// in force as replicated registers and recomputes their allocations in its
+// allocation loop, and a room whose allocation fails runs in its failure
+// mode (failsafe.go) rather than taking the node down.
 //
 // In forward-auth mode (forward.go) a proxy the operator already runs asks
 // the node about each request instead, and the node answers "go on" or with
 // the page; the request takes the same steps below, and only the last one,
 // going on to the origin, differs.
 //
-// Beside it, under edge/: adminclient, the one client of the admin endpoint;
-// crowd, the visitor's side of a room; edgetest, the one harness of nodes in
-// one process. The tools that are not the node (the load generator, the
+// edge holds no admission maths of its own: every decision and every count
+// comes from package policy, computed over a crdt snapshot that package
+// gossip keeps merged.
+//
+// # Beside it
+//
+// What runs beside the node uses it through its exported methods (the
+// rooms and their figures, the room registry's writes, priority codes'
+// signer and marks, the metrics registry, AfterEachRound), and edge imports
+// none of it:
+//
+//   - edge/admin, the admin API (the state document, the room, codes and
+//     webhook APIs, the metrics, the console and the guard in front of
+//     them); edge/api, its wire types and the Go client the command line
+//     uses;
+//   - edge/agent, what runs a node as a process (`waitroom serve`): keys,
+//     gossip security, the listeners, TLS, readiness, and the node, its
+//     admin API and its webhooks wired together;
+//   - edge/webhook/deliver, the webhooks' notices and their delivery, signed
+//     with edge/webhook;
+//   - edge/edgetest, the one harness of nodes in one process, and
+//     edge/crowd, the visitor's side of a room.
+//
+// Under it, knowing nothing of a node: edge/config (the configuration, read
+// and checked), edge/canon (the canonical spelling of a path and a host),
+// edge/i18n (the page's languages) and edge/challenge (the bot challenge's
+// verifier). The tools that are not the node (the load generator, the
 // bench, the demo, the fidelity run) are the command's, under
 // cmd/waitroom/internal.
-//
-// edge holds no admission maths of its own: every decision comes from
-// package policy, computed over a crdt snapshot that package gossip keeps
-// merged.
 //
 // # One request
 //
@@ -35,15 +56,18 @@
 //  2. Token: the room's cookie is opened with the node's cookie keys and the
 //     room's name as associated data. A token that does not open, has
 //     expired or belongs to another room is a new visitor, never an error.
-//  3. An admitted token within its session goes to the origin; its active
-//     count moves to the current minute and the session is renewed unless
-//     disable_session_renewal is set.
-//  4. Anyone else is decided by the room's allocation. A queued visitor who
-//     checks in before the refresh interval stored in the token gets the page
-//     again without an attempt, so refresh-spamming gains nothing.
-//  5. The node's own counters are written before the next allocation is
-//     computed (the room's lock orders the two), so within one node the
-//     count is exact; other nodes see it one gossip round later.
+//  3. An admitted token within its session goes to the origin; its session
+//     is renewed unless disable_session_renewal is set, and policy.Count
+//     moves its count to the slice of its renewed expiry.
+//  4. Anyone else is decided by the room's allocation (policy.TurnOf, then
+//     policy.Request). A queued visitor who checks in before the refresh
+//     interval stored in the token gets the page again without an attempt,
+//     so refresh-spamming gains nothing.
+//  5. What the request changed is worked out by policy.Count, the only
+//     writer of the counters, and added to the node's own entries before
+//     the next allocation is computed (the room's lock orders the two), so
+//     within one node the count is exact; other nodes see it one gossip
+//     round later.
 //
 // # The cookie check
 //

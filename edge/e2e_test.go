@@ -1,7 +1,7 @@
 package edge_test
 
 // The end-to-end test of the whole product: three real nodes in one process
-// (edge.New + Serve on loopback, gossiping over memberlist's local profile),
+// (agent.New + Serve on loopback, gossiping over memberlist's local profile),
 // a test origin that counts concurrent sessions, and a crowd of HTTP
 // clients with cookie jars spread over the nodes.
 //
@@ -29,8 +29,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/agent"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/edge/edgetest"
@@ -133,7 +133,7 @@ type crowdVisitor struct {
 // e2eCluster is the three nodes and what the test needs of them.
 type e2eCluster struct {
 	clock *testkit.Clock
-	nodes []*edge.Server
+	nodes []*agent.Agent
 	urls  []string
 }
 
@@ -214,7 +214,7 @@ func (c *e2eCluster) tick(t *testing.T, to time.Time) time.Duration {
 }
 
 // roomOf returns node i's view of the room.
-func (c *e2eCluster) roomOf(t *testing.T, i int) edge.RoomStatus {
+func (c *e2eCluster) roomOf(t *testing.T, i int) api.RoomStatus {
 	t.Helper()
 	c.nodes[i].RefreshAllocations() // as the loop would before an operator looks
 	for _, r := range c.nodes[i].StateDoc().Rooms {
@@ -223,7 +223,7 @@ func (c *e2eCluster) roomOf(t *testing.T, i int) edge.RoomStatus {
 		}
 	}
 	t.Fatalf("node %d has no room %s", i+1, e2eRoom)
-	return edge.RoomStatus{}
+	return api.RoomStatus{}
 }
 
 // request sends the visitor to a node: its home one mostly, another now and
@@ -382,7 +382,7 @@ func TestEndToEnd(t *testing.T) {
 		for i := 1; i < e2eNodes; i++ {
 			var active int64
 			testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("pop-%d no longer counting the revoked session", i+1), Timeout: 5*time.Second - time.Since(revokedAt), Seen: func() string { return fmt.Sprintf("%d active", active) }}, func() bool {
-				doc, _, err := adminclient.FetchState(context.Background(), c.nodes[i].AdminAddr(), "", 2*time.Second)
+				doc, _, err := (&api.Client{URL: c.nodes[i].AdminAddr(), Token: "", Timeout: 2 * time.Second}).State(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}

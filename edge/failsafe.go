@@ -38,12 +38,12 @@ const (
 	panicAllocation = "allocation"      // computing or probing a room's allocation
 	panicRequest    = "request"         // a policy call or any other step of a visitor's request
 	panicLoop       = "allocation_loop" // the rest of a round of the allocation loop
-	panicConsole    = "console"         // sampling the console's charts
-	panicWebhooks   = "webhooks"        // deciding which webhook notices are due
-	panicDelivery   = "webhook_delivery"
-	panicAdmin      = "admin"
-	panicACME       = "acme"
 )
+
+// What runs beside the node counts its panics under names of its own
+// (Panicked, Recover, AfterEachRound): "console" (sampling the console's
+// charts), "webhooks" (deciding which webhook notices are due),
+// "webhook_delivery", "admin" (an admin API request) and "acme".
 
 // panicked counts one recovered panic under where and logs it with its
 // stack, room and what it was ("" for no room). loud is false for a panic of
@@ -58,6 +58,21 @@ func (s *Server) panicked(where, room string, p any, stack []byte, loud bool) {
 		ev = ev.Str("room", room)
 	}
 	ev.Msg("recovered from a panic")
+}
+
+// Panicked counts and logs one panic that what runs beside the node
+// (the admin API, the webhooks, the listeners) recovered, under where.
+func (s *Server) Panicked(where string, p any, stack []byte) {
+	s.panicked(where, "", p, stack, true)
+}
+
+// Recover is recoverAs for what runs beside the node: deferred directly
+// by a goroutine or a step that must not end it, it recovers a panic and
+// counts and logs it under where.
+func (s *Server) Recover(where string) {
+	if p := recover(); p != nil {
+		s.panicked(where, "", p, debug.Stack(), true)
+	}
 }
 
 // recoverAs is deferred by every goroutine of the node and every step that

@@ -22,10 +22,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/memberlist"
-
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
@@ -36,20 +35,9 @@ import (
 // suite.
 func faultLong() bool { return os.Getenv("WAITROOM_LONG") == "1" }
 
-// faultTune shortens memberlist's timings for the fault suite: probes every
-// 200 ms (LAN: 1 s), suspicion over in about a second, push-pull every two
-// seconds (LAN: 30 s). The dead are gossiped to for six seconds, the LAN
-// profile's 30 s scaled like the probe interval.
-func faultTune(mc *memberlist.Config) {
-	mc.ProbeInterval = 200 * time.Millisecond
-	mc.ProbeTimeout = 100 * time.Millisecond
-	mc.SuspicionMult = 2
-	mc.SuspicionMaxTimeoutMult = 3
-	mc.GossipInterval = 50 * time.Millisecond
-	mc.PushPullInterval = 2 * time.Second
-	mc.TCPTimeout = time.Second
-	mc.GossipToTheDeadTime = 6 * time.Second
-}
+// faultTune shortens memberlist's timings for the fault suite (see
+// edgetest.FastGossip).
+var faultTune = edgetest.FastGossip
 
 // faultWindows are snapshot windows wide enough for every count the fault
 // tests make.

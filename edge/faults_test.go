@@ -32,7 +32,6 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge/adminclient"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -630,7 +629,7 @@ func TestFaultClockSkew(t *testing.T) {
 		})
 	})
 
-	t.Run("the node 30 s behind shows its correction in its state, its table and its metrics", func(t *testing.T) {
+	t.Run("the node 30 s behind shows its correction in its state and its metrics", func(t *testing.T) {
 		n := c.Nodes[0]
 		d := n.Server.StateDoc()
 		r := d.Lag.Ring
@@ -638,10 +637,6 @@ func TestFaultClockSkew(t *testing.T) {
 		// with its own) +30 s, its peers' median +45 s.
 		if math.Abs(r.RingOffsetMs-30_000) > 1000 || r.ClockFarOff || math.Abs(r.SkewMs+45_000) > 1000 {
 			t.Errorf("ring %+v: want a correction of +30 s, a skew of -45 s, not far off", r)
-		}
-		var buf bytes.Buffer
-		if err := adminclient.WriteStateTable(&buf, d); err != nil || !strings.Contains(buf.String(), "ring time: ") || strings.Contains(buf.String(), "CLOCK FAR OFF") {
-			t.Errorf("state table (%v):\n%s", err, buf.String())
 		}
 		admin := n.Server.AdminHandler()
 		if g := metric(t, admin, "waitroom_clock_ring_offset_seconds"); math.Abs(g-30) > 1 {

@@ -94,17 +94,13 @@ func newForwardHandler(s *Server) (*forwardHandler, error) {
 }
 
 // ForwardAuthHandler is the forward-auth endpoint's handler (nil when
-// forward_auth is off); Serve serves it on forward_auth.listen.
+// forward_auth is off); edge/agent serves it on forward_auth.listen.
 func (s *Server) ForwardAuthHandler() http.Handler {
 	if s.forward == nil {
 		return nil
 	}
 	return s.forward
 }
-
-// ForwardAuthAddr is the bound forward-auth address once Serve has started
-// it.
-func (s *Server) ForwardAuthAddr() string { return s.forwardAddr }
 
 func (h *forwardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.s.recoverRequest(w, nil)

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/policy"
@@ -28,7 +29,7 @@ const trustedProxyAddr = "127.0.0.1:40000"
 type sendFn func(v *visitor, target string, hdr ...string) *http.Response
 
 // proxyMode sends the request to the node's public handler.
-func proxyMode(srv *edge.Server) sendFn {
+func proxyMode(srv *agent.Agent) sendFn {
 	return func(v *visitor, target string, hdr ...string) *http.Response { return v.Get(srv, target, hdr...) }
 }
 
@@ -160,7 +161,7 @@ func TestForwardAuthDecidesAsTheProxyDoes(t *testing.T) {
 		{"forward-auth as Envoy asks", func(f *fixture) sendFn { return askedVia(f.Server.ForwardAuthHandler(), "/envoy") }},
 	}
 	var want []string
-	var wantStatus edge.RoomStatus
+	var wantStatus api.RoomStatus
 	for mi, m := range modes {
 		t.Run(m.name+" gives every visitor the same answer", func(t *testing.T) {
 			f := newFixtureWith(t, forwardOn, rc)
@@ -280,8 +281,8 @@ func TestForwardAuthAnswers(t *testing.T) {
 		}
 		v.Prove(t, send2handler(send), f.Clock, first)
 		f.Clock.Advance(25 * time.Second) // the page's refresh interval
-		if resp := send(v, "http://shop.test/?__waitroom_challenge=human"); outcome(resp) != "queued" || sv.calls.Load() != 1 {
-			t.Fatalf("with a solution: %s, %d verifier calls; want queued after one call", outcome(resp), sv.calls.Load())
+		if resp := send(v, "http://shop.test/?__waitroom_challenge=human"); outcome(resp) != "queued" || sv.Calls.Load() != 1 {
+			t.Fatalf("with a solution: %s, %d verifier calls; want queued after one call", outcome(resp), sv.Calls.Load())
 		}
 		f.Clock.Advance(time.Minute)
 		f.Server.RefreshAllocations()
@@ -289,8 +290,8 @@ func TestForwardAuthAnswers(t *testing.T) {
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || setCookie(resp, cookieName) == "" {
 			t.Fatalf("admitted on the solution's address: status %d, Location %q; want 303 to / with the cookie", resp.StatusCode, resp.Header.Get("Location"))
 		}
-		if resp := send(v, "http://shop.test/"); resp.StatusCode != http.StatusOK || sv.calls.Load() != 1 {
-			t.Fatalf("at the clean address: status %d, %d verifier calls; want 200, still one", resp.StatusCode, sv.calls.Load())
+		if resp := send(v, "http://shop.test/"); resp.StatusCode != http.StatusOK || sv.Calls.Load() != 1 {
+			t.Fatalf("at the clean address: status %d, %d verifier calls; want 200, still one", resp.StatusCode, sv.Calls.Load())
 		}
 	})
 	t.Run("in proxy mode a solved visitor's reload of the solution's address reaches the origin without it", func(t *testing.T) {
@@ -303,8 +304,8 @@ func TestForwardAuthAnswers(t *testing.T) {
 		v := newVisitor()
 		v.Queue(t, f.Server, f.Clock, "http://shop.test/")
 		f.Clock.Advance(25 * time.Second)
-		if resp := v.Get(f.Server, "http://shop.test/?x=1&__waitroom_challenge=human"); outcome(resp) != "queued" || sv.calls.Load() != 1 {
-			t.Fatalf("with a solution: %s, %d verifier calls", outcome(resp), sv.calls.Load())
+		if resp := v.Get(f.Server, "http://shop.test/?x=1&__waitroom_challenge=human"); outcome(resp) != "queued" || sv.Calls.Load() != 1 {
+			t.Fatalf("with a solution: %s, %d verifier calls", outcome(resp), sv.Calls.Load())
 		}
 		f.Clock.Advance(time.Minute)
 		f.Server.RefreshAllocations()

@@ -94,48 +94,26 @@ func (m *metrics) forRoom(name string) roomMetrics {
 	}
 }
 
-// lagCollector exports the gossip lag the allocations assume and each live
-// peer's measured delay and clock offset, at scrape time.
-type lagCollector struct{ s *Server }
-
-var (
-	descLagInUse   = prometheus.NewDesc("waitroom_gossip_lag_seconds", "The gossip delay the allocations assume (measured, or the configured gossip_lag); measured is 1 when it comes from measurement.", []string{"measured"}, nil)
-	descPeerDelay  = prometheus.NewDesc("waitroom_gossip_peer_delay_seconds", "How late a peer's counts reach this node: the 99th percentile over the last minute.", []string{"peer"}, nil)
-	descPeerOffset = prometheus.NewDesc("waitroom_gossip_peer_clock_offset_seconds", "A peer's clock minus this node's, measured over gossip probes.", []string{"peer"}, nil)
-	descRingOffset = prometheus.NewDesc("waitroom_clock_ring_offset_seconds", "The correction from this node's clock to the ring's time (the median of the ring's clocks), by which buckets and minute budgets are dated.", nil, nil)
-	descClockSkew  = prometheus.NewDesc("waitroom_clock_skew_seconds", "How far this node's clock is ahead of the median of its peers' clocks.", nil, nil)
-	descClockOff   = prometheus.NewDesc("waitroom_clock_far_off", "1 when this node's clock is more than 5 minutes off the median of its peers' clocks.", nil, nil)
-)
-
-func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descLagInUse
-	ch <- descPeerDelay
-	ch <- descPeerOffset
-	ch <- descRingOffset
-	ch <- descClockSkew
-	ch <- descClockOff
+// priorityMetrics count what codes did on this node.
+type priorityMetrics struct {
+	codes      *prometheus.CounterVec
+	admissions *prometheus.CounterVec
 }
 
-func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
-	d := c.s.lagDoc(c.s.clock())
-	measured := "0"
-	if d.Measured {
-		measured = "1"
+func newPriorityMetrics(reg *prometheus.Registry) *priorityMetrics {
+	m := &priorityMetrics{
+		codes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "priority_codes_total",
+			Help: "Priority codes presented, by room and result: accepted (a use recorded), kept (the visitor already held the code's group), used (no use left), revoked, expired, invalid (malformed, forged or for another room), unknown_group (the room has no such group), slowed (the address failed too often and was answered 429 without a check).",
+		}, []string{"room", "result"}),
+		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "priority_admissions_total",
+			Help: "Admissions of priority code holders, by room, group and way: ahead (ahead of the line, within the group's share) or line (in the line like any visitor).",
+		}, []string{"room", "group", "way"}),
 	}
-	ch <- prometheus.MustNewConstMetric(descLagInUse, prometheus.GaugeValue, d.InUseMs/1000, measured)
-	far := 0.0
-	if d.Ring.ClockFarOff {
-		far = 1
-	}
-	ch <- prometheus.MustNewConstMetric(descRingOffset, prometheus.GaugeValue, d.Ring.RingOffsetMs/1000)
-	ch <- prometheus.MustNewConstMetric(descClockSkew, prometheus.GaugeValue, d.Ring.SkewMs/1000)
-	ch <- prometheus.MustNewConstMetric(descClockOff, prometheus.GaugeValue, far)
-	for _, p := range d.Ring.Peers {
-		if p.Samples > 0 {
-			ch <- prometheus.MustNewConstMetric(descPeerDelay, prometheus.GaugeValue, p.DelayMs/1000, p.Name)
-		}
-		if p.OffsetKnown {
-			ch <- prometheus.MustNewConstMetric(descPeerOffset, prometheus.GaugeValue, p.ClockOffsetMs/1000, p.Name)
-		}
-	}
+	reg.MustRegister(m.codes, m.admissions)
+	return m
 }
+
+// priority returns the node's priority metrics.
+func (m *metrics) priority() *priorityMetrics { return m.prio }

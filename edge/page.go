@@ -250,7 +250,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 		// solved; a bot in the infinite queue keeps getting it, as an
 		// unsolved visitor would. A client that keeps no cookie could not
 		// keep a solution either.
-		v.Turnstile = rm.challenge.widget
+		v.Turnstile = rm.challenge.Widget
 	}
 	if e := vw.event; e != nil {
 		v.IsEventActive = vw.phase == config.EventActive

@@ -1,22 +1,14 @@
 package edge
 
 import (
-	crand "crypto/rand"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"html/template"
 	"net/http"
-	"net/url"
 	"strconv"
-	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/i18n"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -48,86 +40,6 @@ import (
 // fails codeFailBurst times in a row is answered 429 without a check for
 // codeFailWindow, then allowed one attempt per codeFailWindow.
 const codeParam = "__waitroom_code"
-
-const (
-	codeFailBurst  = 5
-	codeFailWindow = 30 * time.Second
-	// codeGuardMax bounds the addresses the guard remembers; past it the
-	// oldest half is forgotten.
-	codeGuardMax = 100_000
-)
-
-// codeGuard slows addresses that keep presenting invalid codes.
-type codeGuard struct {
-	mu    sync.Mutex
-	fails map[string]codeFails
-}
-
-type codeFails struct {
-	n    int
-	last time.Time
-}
-
-// slowed reports whether ip must wait before its next attempt.
-func (g *codeGuard) slowed(ip string, now time.Time) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f, ok := g.fails[ip]
-	return ok && f.n >= codeFailBurst && now.Sub(f.last) < codeFailWindow
-}
-
-// failed records a failed attempt by ip.
-func (g *codeGuard) failed(ip string, now time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.fails == nil {
-		g.fails = map[string]codeFails{}
-	}
-	if len(g.fails) >= codeGuardMax {
-		cut := now.Add(-codeFailWindow)
-		for k, f := range g.fails {
-			if f.last.Before(cut) || len(g.fails) >= codeGuardMax/2 {
-				delete(g.fails, k)
-			}
-		}
-	}
-	f := g.fails[ip]
-	if now.Sub(f.last) >= 10*codeFailWindow {
-		f.n = 0 // a failure long after the last starts afresh
-	}
-	g.fails[ip] = codeFails{n: f.n + 1, last: now}
-}
-
-// succeeded forgets ip's failures.
-func (g *codeGuard) succeeded(ip string) {
-	g.mu.Lock()
-	delete(g.fails, ip)
-	g.mu.Unlock()
-}
-
-// priorityMetrics count what codes did on this node.
-type priorityMetrics struct {
-	codes      *prometheus.CounterVec
-	admissions *prometheus.CounterVec
-}
-
-func newPriorityMetrics(reg *prometheus.Registry) *priorityMetrics {
-	m := &priorityMetrics{
-		codes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "waitroom", Name: "priority_codes_total",
-			Help: "Priority codes presented, by room and result: accepted (a use recorded), kept (the visitor already held the code's group), used (no use left), revoked, expired, invalid (malformed, forged or for another room), unknown_group (the room has no such group), slowed (the address failed too often and was answered 429 without a check).",
-		}, []string{"room", "result"}),
-		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "waitroom", Name: "priority_admissions_total",
-			Help: "Admissions of priority code holders, by room, group and way: ahead (ahead of the line, within the group's share) or line (in the line like any visitor).",
-		}, []string{"room", "group", "way"}),
-	}
-	reg.MustRegister(m.codes, m.admissions)
-	return m
-}
-
-// priority returns the node's priority metrics.
-func (m *metrics) priority() *priorityMetrics { return m.prio }
 
 // redeemCode checks a code the request carried and, when it is good and has
 // a use left, records the use and sets the visitor's priority group. It
@@ -186,44 +98,6 @@ func (s *Server) useCode(rq *request, a *allocation, c cookie.Code) string {
 	k, _ := policy.Count(incs[:0], a.view.pol, rm.name, policy.Counting{}, policy.Event{Step: policy.StepCodeUse, Group: c.Group, At: rq.now.Unix()})
 	s.record(rm, k)
 	return "accepted"
-}
-
-// useMark names use k (1-based) of code c in room; a single-use code's one
-// use is k=1.
-func useMark(room string, c cookie.Code, k int) string {
-	if c.Uses == 1 {
-		return "code/" + room + "/" + c.IDString()
-	}
-	return "code/" + room + "/" + c.IDString() + "/" + strconv.Itoa(k)
-}
-
-func revokedMark(room string, c cookie.Code) string {
-	return "revoked/" + room + "/" + c.IDString()
-}
-
-// claimUse claims the first use of c this node does not know to be taken.
-func (s *Server) claimUse(room string, c cookie.Code) bool {
-	for k := 1; k <= int(c.Uses); k++ {
-		id := useMark(room, c, k)
-		if s.node.HasMark(id) {
-			continue
-		}
-		if s.node.Mark(id, c.Expires) {
-			return true
-		}
-	}
-	return false
-}
-
-// usesOf counts the uses of c this node knows of.
-func (s *Server) usesOf(room string, c cookie.Code) int {
-	n := 0
-	for k := 1; k <= int(c.Uses); k++ {
-		if s.node.HasMark(useMark(room, c, k)) {
-			n++
-		}
-	}
-	return n
 }
 
 // priorityGroup is the priority group the visitor holds, as the decision
@@ -307,196 +181,6 @@ func writeCodePage(w http.ResponseWriter, status int, v *view, l *i18n.Lang, msg
 	}
 	_ = codePage.Execute(w, map[string]string{"Title": title, "Message": msg, "Param": codeParam,
 		"Lang": l.Tag, "Dir": l.Dir(), "Label": l.S("invite_label"), "Button": l.S("code_button")})
-}
-
-// The admin API for codes.
-
-// mintRequest is the body of POST /rooms/{name}/codes.
-type mintRequest struct {
-	Group   string          `json:"group"`
-	Count   int             `json:"count"`
-	Uses    int             `json:"uses"`
-	Expires config.Duration `json:"expires"`
-}
-
-// maxMint is the most codes one request mints.
-const maxMint = 100_000
-
-func (s *Server) registerCodeAPI(mux *http.ServeMux) {
-	mux.HandleFunc("POST /rooms/{name}/codes", s.serveMint)
-	mux.HandleFunc("POST /rooms/{name}/codes/revoke", s.serveRevoke)
-	mux.HandleFunc("POST /rooms/{name}/codes/status", s.serveCodeStatus)
-}
-
-// serveMint mints codes and answers with them as CSV: code, id, group,
-// uses, expires (RFC 3339), link.
-func (s *Server) serveMint(w http.ResponseWriter, r *http.Request) {
-	rm := s.room(r.PathValue("name"))
-	if rm == nil {
-		writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
-		return
-	}
-	var req mintRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "body: %v", err)
-		return
-	}
-	if _, _, ok := rm.cfg.PriorityGroup(req.Group); !ok {
-		writeError(w, http.StatusBadRequest, "group: room %q has no priority group %q", rm.name, req.Group)
-		return
-	}
-	if req.Count < 1 || req.Count > maxMint {
-		writeError(w, http.StatusBadRequest, "count: %d must be 1 to %d", req.Count, maxMint)
-		return
-	}
-	if req.Uses < 1 || req.Uses > cookie.MaxCodeUses {
-		writeError(w, http.StatusBadRequest, "uses: %d must be 1 to %d", req.Uses, cookie.MaxCodeUses)
-		return
-	}
-	if d := time.Duration(req.Expires); d < time.Minute || d > 400*24*time.Hour {
-		writeError(w, http.StatusBadRequest, "expires: %v must be 1m to 9600h", d)
-		return
-	}
-	expires := s.ringNow().Add(time.Duration(req.Expires)).Unix()
-	signer := cookie.NewCodeSigner(s.keys)
-	link := roomLink(rm.cfg)
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"code", "id", "group", "uses", "expires", "link"})
-	for range req.Count {
-		text, c, err := signer.Mint(crand.Reader, rm.name, cookie.Code{Group: req.Group, Expires: expires, Uses: uint16(req.Uses)})
-		if err != nil {
-			s.log.Error().Err(err).Msg("mint priority code")
-			return
-		}
-		_ = cw.Write([]string{text, c.IDString(), c.Group, strconv.Itoa(int(c.Uses)), time.Unix(c.Expires, 0).UTC().Format(time.RFC3339), link + url.QueryEscape(text)})
-	}
-	cw.Flush()
-	s.log.Info().Str("room", rm.name).Str("group", req.Group).Int("count", req.Count).Int("uses", req.Uses).Str("by", r.RemoteAddr).Msg("priority codes minted through the admin API")
-}
-
-// roomLink is the start of a code's link: the room's host and path with
-// the code parameter (only the path, for a room without a host of its own).
-func roomLink(c *config.Room) string {
-	path := c.Path
-	if path == "" {
-		path = "/"
-	}
-	if c.Host == "" {
-		return path + "?" + codeParam + "="
-	}
-	return "https://" + c.Host + path + "?" + codeParam + "="
-}
-
-// codesRequest is the body of the revoke and status calls.
-type codesRequest struct {
-	Codes []string `json:"codes"`
-}
-
-// codeStatus is one code as the status call reports it.
-type codeStatus struct {
-	ID      string `json:"id"`
-	Group   string `json:"group,omitempty"`
-	Uses    int    `json:"uses,omitempty"`
-	Used    int    `json:"used"`
-	Expires string `json:"expires,omitempty"`
-	Revoked bool   `json:"revoked"`
-	Error   string `json:"error,omitempty"`
-}
-
-func (s *Server) readCodes(w http.ResponseWriter, r *http.Request) (*room, []string, bool) {
-	rm := s.room(r.PathValue("name"))
-	if rm == nil {
-		writeError(w, http.StatusNotFound, "no room named %q", r.PathValue("name"))
-		return nil, nil, false
-	}
-	var req codesRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "body: %v", err)
-		return nil, nil, false
-	}
-	return rm, req.Codes, true
-}
-
-// serveRevoke revokes codes: each is marked revoked across the ring until
-// its own expiry, and refused from then on (visitors who already hold its
-// group keep it).
-func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
-	rm, n := s.eachCode(w, r, func(rm *room, c cookie.Code, err error, st *codeStatus) {
-		if err != nil {
-			return
-		}
-		s.node.Mark(revokedMark(rm.name, c), c.Expires)
-		st.Revoked = true
-	})
-	if rm != nil {
-		s.log.Info().Str("room", rm.name).Int("codes", n).Str("by", r.RemoteAddr).Msg("priority codes revoked through the admin API")
-	}
-}
-
-// serveCodeStatus reports, for each code, its uses as this node knows them
-// and whether it is revoked.
-func (s *Server) serveCodeStatus(w http.ResponseWriter, r *http.Request) {
-	s.eachCode(w, r, nil)
-}
-
-// eachCode answers a request naming codes with one status per code: what
-// the code says and, when it verifies (or has only expired), its uses as
-// this node knows them and whether it is revoked, after act (when not nil)
-// has had its turn with it. It returns the room and how many codes it
-// answered for, or a nil room when the request was refused.
-func (s *Server) eachCode(w http.ResponseWriter, r *http.Request, act func(*room, cookie.Code, error, *codeStatus)) (*room, int) {
-	rm, codes, ok := s.readCodes(w, r)
-	if !ok {
-		return nil, 0
-	}
-	signer := cookie.NewCodeSigner(s.keys)
-	now := s.ringNow()
-	out := make([]codeStatus, 0, len(codes))
-	for _, text := range codes {
-		c, err := signer.Verify(text, rm.name, now)
-		st := codeStatus{ID: c.IDString(), Group: c.Group, Uses: int(c.Uses)}
-		if err != nil {
-			st.Error = err.Error()
-		}
-		if act != nil {
-			act(rm, c, err, &st)
-		}
-		if err == nil || errors.Is(err, cookie.ErrCodeExpired) {
-			st.Used = s.usesOf(rm.name, c)
-			st.Revoked = st.Revoked || s.node.HasMark(revokedMark(rm.name, c))
-			st.Expires = time.Unix(c.Expires, 0).UTC().Format(time.RFC3339)
-		}
-		out = append(out, st)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return rm, len(codes)
-}
-
-// GroupFigures are a priority group's figures over a span of minutes,
-// merged over the ring: for the state document and the analytics.
-type GroupFigures struct {
-	Admitted uint64 `json:"admitted"`
-	CodeUses uint64 `json:"code_uses"`
-}
-
-// priorityFigures sums the room's priority counters by group over minutes
-// from..to.
-func (s *Server) priorityFigures(rm *room, from, to int64) map[string]GroupFigures {
-	if len(rm.cfg.PriorityGroups) == 0 {
-		return nil
-	}
-	var adm, uses map[int64]uint64
-	s.node.Read(func(st *crdt.State) {
-		adm = st.SumByBucket(rm.name, crdt.PriorityAdmitted, from, to)
-		uses = st.SumByBucket(rm.name, crdt.PriorityCodeUses, from, to)
-	})
-	out := map[string]GroupFigures{}
-	for _, g := range rm.cfg.PriorityGroups {
-		b := crdt.GroupBucket(g.Name)
-		out[g.Name] = GroupFigures{Admitted: adm[b], CodeUses: uses[b]}
-	}
-	return out
 }
 
 // setPriorityVars fills the queue page's priority code variables: the code

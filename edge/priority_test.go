@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 	"github.com/waitroom/waitroom/policy"
@@ -100,7 +100,7 @@ func TestPriorityCodes(t *testing.T) {
 		if got := metric(t, f.Admin, `waitroom_priority_admissions_total{group="vip",room="shop",way="ahead"}`); got != 1 {
 			t.Fatalf("vip admissions ahead of the line %v, want 1", got)
 		}
-		var an edge.Analytics
+		var an api.Analytics
 		if err := json.NewDecoder(adminGet(t, f.Admin, "/rooms/shop/analytics?minutes=5").Body).Decode(&an); err != nil {
 			t.Fatal(err)
 		}

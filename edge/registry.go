@@ -37,6 +37,82 @@ func (s *Server) rooms() []*room {
 // room finds a room by name.
 func (s *Server) room(name string) *room { return s.table.Load().rooms[name] }
 
+// Rooms are the settings of the rooms in force, by name: the room API
+// lists them and the webhooks watch them. A room's settings are never
+// changed in place (a change replaces them whole), so a caller may keep
+// them, and must not change them.
+func (s *Server) Rooms() []*config.Room {
+	rms := s.rooms()
+	out := make([]*config.Room, len(rms))
+	for i, rm := range rms {
+		out[i] = rm.cfg
+	}
+	return out
+}
+
+// Room is the settings of the named room in force (see Rooms), nil for a
+// room the node does not have.
+func (s *Server) Room(name string) *config.Room {
+	if rm := s.room(name); rm != nil {
+		return rm.cfg
+	}
+	return nil
+}
+
+// CheckRoom fills in rc's defaults and checks it as the config would be
+// with rc in place: the room's own rules and the rules across rooms
+// (routes, cookie names). A room that passes can be stored (StoreRoom).
+func (s *Server) CheckRoom(rc *config.Room) error {
+	rc.ApplyDefaults()
+	return s.validateWith(*rc)
+}
+
+// StoreRoom stores rc, checked with CheckRoom, in its room's register,
+// which gossip carries to every node, and applies it on this node before
+// it returns.
+func (s *Server) StoreRoom(rc *config.Room) error {
+	raw, err := json.Marshal(rc)
+	if err != nil {
+		return fmt.Errorf("encode room: %w", err)
+	}
+	s.node.SetRegister(roomRegister(rc.Name), raw)
+	s.applyNow()
+	return nil
+}
+
+// DeleteRoom deletes the named room across the ring, and on this node
+// before it returns; false for a room the node does not have.
+func (s *Server) DeleteRoom(name string) bool {
+	if s.room(name) == nil {
+		return false
+	}
+	s.node.SetRegister(roomRegister(name), nil)
+	s.applyNow()
+	return true
+}
+
+// validateWith checks rc as the config would be with rc in place: the room's
+// own rules and the rules across rooms (routes, cookie names).
+func (s *Server) validateWith(rc config.Room) error {
+	c := *s.cfg
+	c.Rooms = nil
+	for _, rm := range s.rooms() {
+		if rm.name != rc.Name {
+			c.Rooms = append(c.Rooms, *rm.cfg)
+		}
+	}
+	c.Rooms = append(c.Rooms, rc)
+	return c.Validate()
+}
+
+// applyNow rebuilds the room table at once, so that the writer's own node
+// applies its change before answering.
+func (s *Server) applyNow() {
+	s.tableMu.Lock()
+	defer s.tableMu.Unlock()
+	s.syncRoomsLocked(s.ringNow())
+}
+
 // syncRooms rebuilds the room table when any room register changed.
 func (s *Server) syncRooms(now time.Time) {
 	s.tableMu.Lock()
@@ -175,4 +251,39 @@ func (s *Server) decodeRoom(name string, raw []byte) (*config.Room, error) {
 		return nil, fmt.Errorf("room %q: %w", name, err)
 	}
 	return &rc, nil
+}
+
+// checkRoomRegister vets a room register a peer sends before it is merged:
+// the settings are decoded and validated as the admin API and the config
+// file validate theirs (see decodeRoom). A deleted room (empty value) and
+// registers that are not rooms pass.
+func (s *Server) checkRoomRegister(name string, value []byte) error {
+	roomName, ok := strings.CutPrefix(name, roomPrefix)
+	if !ok || len(value) == 0 {
+		return nil
+	}
+	_, err := s.decodeRoom(roomName, value)
+	return err
+}
+
+// stripRoomSecret removes a room's turnstile_secret from its register as it
+// leaves the node: without a gossip key, gossip is plaintext on the wire.
+// Nodes then take the secret from their own config (see decodeRoom).
+func stripRoomSecret(name string, value []byte) []byte {
+	if !strings.HasPrefix(name, roomPrefix) {
+		return value
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(value, &fields) != nil {
+		return value
+	}
+	if _, ok := fields["turnstile_secret"]; !ok {
+		return value
+	}
+	delete(fields, "turnstile_secret")
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return value
+	}
+	return out
 }

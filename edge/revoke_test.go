@@ -1,10 +1,11 @@
 package edge_test
 
 import (
-	"github.com/waitroom/waitroom/gossip/testkit"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // A revoked session's cookie, replayed at any node, is a new visitor there

@@ -12,6 +12,7 @@ import (
 	"github.com/cbroglie/mustache"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/challenge"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -36,7 +37,7 @@ type room struct {
 	tmpl       *mustache.Template            // the room's page
 	eventTmpl  map[string]*mustache.Template // events' custom pages, by event id
 	stopTmpl   *mustache.Template            // the emergency stop page, if given
-	challenge  *challenge                    // the bot challenge, nil when off
+	challenge  *challenge.Challenge          // the bot challenge, nil when off
 	// counted is the node's one count per visitor (see countedTable),
 	// handed on to every later version of the room.
 	counted *countedTable
@@ -138,7 +139,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 			return nil, fmt.Errorf("events[%d].custom_page_html: %w", i, err)
 		}
 	}
-	if rm.challenge, err = newChallenge(c); err != nil {
+	if rm.challenge, err = challenge.New(c); err != nil {
 		return nil, fmt.Errorf("turnstile: %w", err)
 	}
 	if c.StopPageHTML != "" {
@@ -209,7 +210,7 @@ func (rm *room) viewAt(t time.Time) *view {
 	case v.phase == config.Prequeue:
 		// Before the event, everyone waits on the countdown.
 		v.pol.QueueAll = true
-	case rm.s.staleClosed(rm.s.clock()): // timed on the node's own clock, as its gossip
+	case rm.s.StaleClosed(rm.s.clock()): // timed on the node's own clock, as its gossip
 		// Cut off from the cluster and told to fail closed: queue new
 		// visitors rather than admit on a picture that may be far off.
 		v.pol.QueueAll = true

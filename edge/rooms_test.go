@@ -1,10 +1,7 @@
 package edge_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -25,7 +22,7 @@ import (
 // handlers by index.
 type ring struct {
 	c      *cluster
-	nodes  []*edge.Server
+	nodes  []*agent.Agent
 	admins []http.Handler
 	clock  *testkit.Clock
 	origin *edgetest.Origin
@@ -42,23 +39,6 @@ func newRing(t *testing.T, n int, rooms ...config.Room) *ring {
 	return r
 }
 
-// adminSend sends a JSON body to the admin handler, as the CLI does.
-func adminSend(t *testing.T, h http.Handler, method, path string, v any) *http.Response {
-	t.Helper()
-	var b []byte
-	if v != nil {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	req := httptest.NewRequest(method, adminURL+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec.Result()
-}
-
 // withBearer is the admin handler h reached with the bearer token token,
 // as `waitroom rooms --token` reaches it.
 func withBearer(h http.Handler, token string) http.Handler {
@@ -66,23 +46,6 @@ func withBearer(h http.Handler, token string) http.Handler {
 		r.Header.Set("Authorization", "Bearer "+token)
 		h.ServeHTTP(w, r)
 	})
-}
-
-// getRoom reads a room's settings from a node, or nil when it has none.
-func getRoom(t *testing.T, h http.Handler, name string) *config.Room {
-	t.Helper()
-	resp := adminGet(t, h, "/rooms/"+name)
-	if resp.StatusCode == http.StatusNotFound {
-		return nil
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /rooms/%s: %d %s", name, resp.StatusCode, body(t, resp))
-	}
-	var rc config.Room
-	if err := json.NewDecoder(resp.Body).Decode(&rc); err != nil {
-		t.Fatal(err)
-	}
-	return &rc
 }
 
 func TestRoomsAreReplicated(t *testing.T) {

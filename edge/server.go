@@ -1,14 +1,11 @@
 package edge
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
@@ -25,20 +23,26 @@ import (
 	"github.com/waitroom/waitroom/policy"
 )
 
-// RunOptions are what the caller of Run provides besides the config.
-type RunOptions struct {
+// Options are what the caller of New provides besides the config: what
+// runs the node as a process (edge/agent) has read the keys from their
+// files and decided the gossip's security; a harness gives its own.
+type Options struct {
 	Log   zerolog.Logger
 	Clock func() time.Time // time.Now when nil
-	// Ready, when set, is called once every listener is up.
-	Ready func(*Server)
+	// CookieKeys seal and open the visitors' tokens; every node of a ring
+	// has the same ones.
+	CookieKeys *cookie.Keyring
+	// GossipKeys authenticate and encrypt gossip; InsecureGossip runs it
+	// without a key (the operator said so), and then a room's secret stays
+	// out of what the node gossips. GossipBind is the address gossip binds,
+	// cfg.Gossip when "".
+	GossipKeys     [][]byte
+	InsecureGossip bool
+	GossipBind     string
 	// Incarnation overrides the gossip incarnation (tests).
 	Incarnation uint64
 	// GossipTune adjusts gossip (tests, the demo).
 	GossipTune func(*gossip.Config)
-	// GossipKeys are gossip keys held in memory, for a process that starts
-	// a ring itself (the demo, tests); used when the config names none and
-	// does not ask for insecure gossip.
-	GossipKeys [][]byte
 }
 
 // Server is one waitroom node: its rooms, its gossip node, its keys and its
@@ -58,7 +62,6 @@ type Server struct {
 	table    atomic.Pointer[roomTable]
 	tableMu  sync.Mutex                  // one writer of the table at a time
 	seen     map[string]crdt.LWW[[]byte] // room registers the table was built from
-	adminTok []byte
 	wasStale atomic.Bool
 	fallback http.Handler // answers unrouted requests (see unrouted), or nil without a public listener
 	metrics  *metrics
@@ -67,9 +70,6 @@ type Server struct {
 	// shuffleKey orders shuffled pre-queues; derived from the cookie key,
 	// so every node has the same one and visitors cannot learn it.
 	shuffleKey []byte
-
-	ready readiness  // what /readyz answers from (ready.go)
-	tls   *publicTLS // the public listener's HTTPS (tls.go); nil: plain HTTP
 
 	// held is how many requests are held for the next allocation now
 	// (see holding).
@@ -80,15 +80,13 @@ type Server struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
-	publicAddr, adminAddr, redirectAddr string
+	// forward is the forward-auth endpoint (nil when off).
+	forward *forwardHandler
 
-	// forward is the forward-auth endpoint (nil when off) and forwardAddr
-	// its bound address.
-	forward     *forwardHandler
-	forwardAddr string
-
-	console console   // the operator's console (console.go)
-	hooks   *webhooks // the webhooks' notices (webhooks.go)
+	// rounds are what runs after each round of the allocation loop (see
+	// AfterEachRound).
+	roundsMu sync.Mutex
+	rounds   []round
 }
 
 type route struct {
@@ -104,21 +102,25 @@ type roomTable struct {
 	routes []route
 }
 
-// New builds a node from a validated config: it loads keys, starts gossip
-// and prepares the rooms. Call Close when done.
-func New(cfg *config.Config, opts RunOptions) (*Server, error) {
-	s, gsec, err := prepare(cfg, opts, false)
+// New builds a node from a validated config: it prepares the rooms and
+// starts gossip and the allocation loop. Call Close when done.
+func New(cfg *config.Config, opts Options) (*Server, error) {
+	s, err := prepare(cfg, opts)
 	if err != nil {
 		return nil, err
+	}
+	bind := opts.GossipBind
+	if bind == "" {
+		bind = cfg.Gossip
 	}
 	gcfg := gossip.Config{
 		Name:        cfg.Node,
 		Incarnation: opts.Incarnation,
-		Bind:        gsec.bind,
+		Bind:        bind,
 		Advertise:   cfg.Advertise,
 		Seeds:       cfg.Seeds,
-		Keys:        gsec.keys,
-		Insecure:    gsec.insecure,
+		Keys:        opts.GossipKeys,
+		Insecure:    opts.InsecureGossip,
 		Label:       cfg.GossipLabel,
 		Profile:     gossip.Profile(cfg.GossipProfile),
 		Clock:       s.clock,
@@ -131,7 +133,7 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 	// Room settings from peers are validated like the admin API's before
 	// they merge; without a key, secrets stay out of gossip.
 	gcfg.CheckRegister = s.checkRoomRegister
-	if gsec.insecure {
+	if opts.InsecureGossip {
 		gcfg.Redact = stripRoomSecret
 	}
 	if opts.GossipTune != nil {
@@ -162,26 +164,29 @@ func New(cfg *config.Config, opts RunOptions) (*Server, error) {
 	return s, nil
 }
 
-// Check makes every check New makes before a node starts, offline: the
-// rooms (routes, bypass rules, pages and their templates, challenges, origin
-// URLs), the key files, the gossip security, the admin token, the TLS
-// certificate files and the forward-auth and webhook settings, without
-// binding a port, joining a ring or writing a file. It is what `waitroom
-// validate` runs, so that a config that would not start fails before it is
-// deployed; cfg must have passed config.Validate.
-func Check(cfg *config.Config) error {
-	_, _, err := prepare(cfg, RunOptions{Log: zerolog.Nop()}, true)
+// Check makes the checks New makes of the rooms and the node's own
+// settings before a node starts, offline, with the cookie keys the node
+// would seal with: the rooms (routes, bypass rules, pages and their
+// templates, challenges, origin URLs), the default origin and forward-auth,
+// without joining a ring. edge/agent's Check adds what runs the process
+// (key files, gossip security, the admin token, TLS, webhooks).
+func Check(cfg *config.Config, keys *cookie.Keyring) error {
+	_, err := prepare(cfg, Options{Log: zerolog.Nop(), CookieKeys: keys})
 	return err
 }
 
 // prepare builds a node from cfg up to the start of its gossip: every
-// check that can refuse the config is made here. dry (Check) writes
-// nothing: no cookie key kept for a node alone, no ACME cache directory.
-func prepare(cfg *config.Config, opts RunOptions, dry bool) (*Server, gossipSecurity, error) {
+// check of the rooms and the node's settings that can refuse the config is
+// made here.
+func prepare(cfg *config.Config, opts Options) (*Server, error) {
+	if opts.CookieKeys == nil {
+		return nil, errors.New("no cookie keys: a node cannot seal its visitors' tokens")
+	}
 	s := &Server{
 		cfg:   cfg,
 		log:   opts.Log,
 		clock: opts.Clock,
+		keys:  opts.CookieKeys,
 		kick:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 	}
@@ -189,31 +194,13 @@ func prepare(cfg *config.Config, opts RunOptions, dry bool) (*Server, gossipSecu
 	if s.clock == nil {
 		s.clock = time.Now
 	}
-	s.ready.started = s.clock()
 	s.metrics = newMetrics()
-	s.metrics.reg.MustRegister(&stateCollector{s: s}, &lagCollector{s: s})
-	if err := s.initWebhooks(); err != nil {
-		return nil, gossipSecurity{}, err
-	}
-	keys, err := loadCookieKeys(cfg, s.log, dry)
-	if err != nil {
-		return nil, gossipSecurity{}, err
-	}
-	s.keys = keys
-	warnOpenKeyFiles(cfg, s.log)
-	gsec, err := gossipSecurityOf(cfg, opts, s.log)
-	if err != nil {
-		return nil, gossipSecurity{}, err
-	}
-	s.shuffleKey = keys.Derive("waitroom shuffle")
-	if s.adminTok, err = loadAdminToken(cfg.AdminTokenFile); err != nil {
-		return nil, gossipSecurity{}, err
-	}
+	s.shuffleKey = s.keys.Derive("waitroom shuffle")
 	// Build every configured room once before gossip starts, so a bad
 	// room stops start-up with a clear error instead of a log line.
 	for i := range cfg.Rooms {
 		if _, err := newRoom(s, &cfg.Rooms[i]); err != nil {
-			return nil, gossipSecurity{}, fmt.Errorf("room %q: %w", cfg.Rooms[i].Name, err)
+			return nil, fmt.Errorf("room %q: %w", cfg.Rooms[i].Name, err)
 		}
 	}
 	// Requests that match no room: refused unless the operator chose to
@@ -225,73 +212,19 @@ func prepare(cfg *config.Config, opts RunOptions, dry bool) (*Server, gossipSecu
 		if cfg.Unrouted == config.UnroutedPass && cfg.Origin != "" {
 			p, err := newProxy(s, nil, cfg.Origin)
 			if err != nil {
-				return nil, gossipSecurity{}, fmt.Errorf("origin: %w", err)
+				return nil, fmt.Errorf("origin: %w", err)
 			}
 			u.pass = p
 		}
 		s.fallback = u
 	}
-	if s.tls, err = newPublicTLS(s, dry); err != nil {
-		return nil, gossipSecurity{}, err
-	}
 	if cfg.ForwardAuth.On() {
+		var err error
 		if s.forward, err = newForwardHandler(s); err != nil {
-			return nil, gossipSecurity{}, err
-		}
-	}
-	return s, gsec, nil
-}
-
-// loadCookieKeys finds the cookie keys: the key file, then the environment,
-// then (single node only) a key generated once and kept in the user's config
-// directory, so that a restart does not send every visitor to the back of the
-// queue.
-//
-// dry (a config check) keeps no generated key: it only says whether the
-// node would start.
-func loadCookieKeys(cfg *config.Config, log zerolog.Logger, dry bool) (*cookie.Keyring, error) {
-	if cfg.CookieKeyFile != "" || os.Getenv(CookieKeysEnv) != "" {
-		return CookieKeysOf(cfg)
-	}
-	if len(cfg.Rooms) == 0 {
-		// No room, no token to seal; any key will do.
-		k, err := cookie.GenerateKey(nil, 1)
-		if err != nil {
 			return nil, err
 		}
-		return cookie.NewKeyring(k)
 	}
-	if len(cfg.Seeds) > 0 {
-		return nil, errors.New("cookie_key_file: a cluster needs the same cookie key file on every node; create one with 'waitroom keygen > cookie.key' and pass --cookie-key-file")
-	}
-	if dry {
-		k, err := cookie.GenerateKey(nil, 1)
-		if err != nil {
-			return nil, err
-		}
-		return cookie.NewKeyring(k)
-	}
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return nil, fmt.Errorf("cookie_key_file: none given and no config directory to keep a generated one: %w", err)
-	}
-	path := filepath.Join(dir, "waitroom", "cookie.key")
-	if kr, err := LoadCookieKeys(path); err == nil {
-		log.Warn().Str("path", path).Msg("no cookie key file given; using the key generated earlier on this machine")
-		return kr, nil
-	}
-	data, err := cookie.GenerateKeyFile(nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("cookie_key_file: keep generated key: %w", err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return nil, fmt.Errorf("cookie_key_file: keep generated key: %w", err)
-	}
-	log.Warn().Str("path", path).Msg("no cookie key file given; generated one and kept it for restarts (a cluster needs the same file on every node)")
-	return LoadCookieKeys(path)
+	return s, nil
 }
 
 // ringNow is the ring's time (gossip.Node.RingNow), the one every node
@@ -346,43 +279,40 @@ func (s *Server) lagFrom(d time.Duration, measured bool) (time.Duration, bool) {
 	return policy.AssumedLag(d, conf), true
 }
 
-// LagDoc is the lag section of the state document: the gossip delay the
-// allocation assumes and what it was derived from.
-type LagDoc struct {
-	// InUseMs is the lag the policy assumes (policy.Room.Lag), in ms, for
-	// the ring delay shown in Ring: the figure and the lag derived from it
-	// are read together. (Allocations reuse a delay figure for up to a
-	// quarter of a second, so theirs may trail this by that much.)
-	InUseMs float64 `json:"in_use_ms"`
-	// Measured: InUseMs comes from the measured delay, not the config.
-	Measured bool `json:"measured"`
-	// ConfiguredMs is the configured bound (gossip_lag, or the profile's).
-	ConfiguredMs float64 `json:"configured_ms"`
-	// MeasuringOn is false when gossip_lag_measured is false.
-	MeasuringOn bool `json:"measuring_on"`
+// Lag is the gossip delay the allocations assume and what it comes from.
+type Lag struct {
+	// InUse is the lag the policy assumes (policy.Room.Lag) for the ring
+	// delay in Ring. (Allocations reuse a delay figure for up to a quarter
+	// of a second, so theirs may trail this by that much.)
+	InUse time.Duration
+	// Measured: InUse comes from the measured delay, not the config.
+	Measured bool
+	// Configured is the configured bound (gossip_lag, or the profile's),
+	// and MeasuringOn false when gossip_lag_measured is false.
+	Configured  time.Duration
+	MeasuringOn bool
 	// Ring is the measured delay: the ring-wide figure and each live
 	// peer's delay and clock offset.
-	Ring gossip.RingLag `json:"ring"`
+	Ring gossip.RingLag
 }
 
-// lagDoc reports the lag in use at now.
-func (s *Server) lagDoc(now time.Time) *LagDoc {
+// Lag reports the lag in use at now, the node's own time.
+func (s *Server) Lag(now time.Time) Lag {
 	ring := s.node.Lag(now)
 	inUse, measured := s.lagFrom(ring.Delay, ring.Measured)
-	return &LagDoc{
-		InUseMs:      durMs(inUse),
-		Measured:     measured,
-		ConfiguredMs: durMs(s.configuredLag()),
-		MeasuringOn:  s.cfg.GossipLagMeasured == nil || *s.cfg.GossipLagMeasured,
-		Ring:         ring,
+	return Lag{
+		InUse:       inUse,
+		Measured:    measured,
+		Configured:  s.configuredLag(),
+		MeasuringOn: s.cfg.GossipLagMeasured == nil || *s.cfg.GossipLagMeasured,
+		Ring:        ring,
 	}
 }
 
-func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// staleClosed reports whether the node is cut off from its peers and
-// configured to fail closed. Entering and leaving that state is logged.
-func (s *Server) staleClosed(now time.Time) bool {
+// StaleClosed reports whether the node is cut off from its peers and
+// configured to fail closed, when it would queue every new visitor (GET
+// /healthz says so). Entering and leaving that state is logged.
+func (s *Server) StaleClosed(now time.Time) bool {
 	after := time.Duration(s.cfg.StaleAfter)
 	if after <= 0 {
 		after = time.Duration(config.DefaultStaleAfter)
@@ -408,16 +338,35 @@ func (s *Server) staleClosed(now time.Time) bool {
 // Node is the server's gossip node.
 func (s *Server) Node() *gossip.Node { return s.node }
 
-// PublicAddr and AdminAddr are the bound listener addresses once Run has
-// started them.
-func (s *Server) PublicAddr() string { return s.publicAddr }
+// Config is the node's configuration as New was given it; the caller must
+// not change it. Rooms changed at run time are in Rooms.
+func (s *Server) Config() *config.Config { return s.cfg }
 
-// RedirectAddr is the address the plain-HTTP listener that redirects to
-// HTTPS is bound to ("" without one), once Serve has started.
-func (s *Server) RedirectAddr() string { return s.redirectAddr }
+// Log is the node's log.
+func (s *Server) Log() zerolog.Logger { return s.log }
 
-// AdminAddr is the bound admin address.
-func (s *Server) AdminAddr() string { return s.adminAddr }
+// Now is the node's own clock, which times spans on this machine
+// (timeouts, readiness, staleness); RingNow dates what the ring shares.
+func (s *Server) Now() time.Time { return s.clock() }
+
+// RingNow is the ring's time as this node reads it (see ringNow).
+func (s *Server) RingNow() time.Time { return s.ringNow() }
+
+// Registry is the node's Prometheus registry: the request path's counters
+// and the merged rooms' gauges, to which what runs beside the node (the
+// listeners, the webhooks) adds its own; GET /metrics serves it.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// ServesHost reports whether a room in force is routed by host (without a
+// port): the hosts a public certificate may be asked for.
+func (s *Server) ServesHost(host string) bool {
+	for _, rt := range s.table.Load().routes {
+		if rt.host != "" && config.HostWithoutPort(rt.host) == host {
+			return true
+		}
+	}
+	return false
+}
 
 // kickAllocations asks the allocation loop to recompute soon. It never
 // blocks: gossip calls it from its receive path.
@@ -485,8 +434,29 @@ func (s *Server) refreshAllocations(now time.Time) {
 	for _, rm := range s.rooms() {
 		s.safely(panicAllocation, func() { rm.refresh(now) })
 	}
-	s.safely(panicConsole, func() { s.sampleConsole(now) })
-	s.safely(panicWebhooks, func() { s.stepWebhooks(now) })
+	s.roundsMu.Lock()
+	rounds := s.rounds
+	s.roundsMu.Unlock()
+	for _, r := range rounds {
+		s.safely(r.where, func() { r.fn(now) })
+	}
+}
+
+// round is a step that runs after each round of the allocation loop.
+type round struct {
+	where string
+	fn    func(now time.Time)
+}
+
+// AfterEachRound has fn run after each round of the allocation loop, at the
+// round's ring time, once the rooms' allocations are fresh: the console
+// samples its charts there and the webhooks look for changes to tell of. A
+// panic of fn is recovered and counted under where, and fn runs again on
+// the next round. The loop does not wait for anything fn starts.
+func (s *Server) AfterEachRound(where string, fn func(now time.Time)) {
+	s.roundsMu.Lock()
+	defer s.roundsMu.Unlock()
+	s.rounds = append(slices.Clip(s.rounds), round{where, fn})
 }
 
 // Close stops the node: allocation loop, then gossip (leaving the cluster).
@@ -498,178 +468,6 @@ func (s *Server) Close() error {
 		err = s.node.Close()
 	})
 	return err
-}
-
-// Run starts a node and serves until ctx is done, then shuts down
-// gracefully (see Serve): it stops accepting, lets requests in flight finish
-// within shutdown_timeout, hands its last counts to its peers and leaves the
-// ring, so peers need not wait for a failure timeout.
-func Run(ctx context.Context, cfg *config.Config, opts RunOptions) error {
-	s, err := New(cfg, opts)
-	if err != nil {
-		return err
-	}
-	err = s.Serve(ctx, opts.Ready)
-	if cerr := s.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("leave the ring: %w", cerr)
-	}
-	s.log.Info().Msg("waitroom node stopped")
-	return err
-}
-
-// Serve runs the listeners until ctx is done.
-func (s *Server) Serve(ctx context.Context, ready func(*Server)) error {
-	var servers []*http.Server
-	var names []string
-	errc := make(chan error, 2)
-	start := func(addr string, srv *http.Server, what string, wrap func(net.Listener) net.Listener) (string, error) {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return "", fmt.Errorf("%s listener %q: %w", what, addr, err)
-		}
-		if wrap != nil {
-			ln = wrap(ln)
-		}
-		servers, names = append(servers, srv), append(names, what)
-		go func() {
-			serve := srv.Serve
-			if srv.TLSConfig != nil {
-				// The certificate comes from TLSConfig; ServeTLS also
-				// turns on HTTP/2.
-				serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
-			}
-			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("%s listener: %w", what, err)
-			}
-		}()
-		return ln.Addr().String(), nil
-	}
-	var err error
-	if s.servesPublic() {
-		// The public listener faces everyone: every stage of a request
-		// has a deadline and open connections are capped (see listen.go
-		// for why not ReadTimeout and WriteTimeout).
-		cfg := s.cfg
-		orDefault := func(d config.Duration, def time.Duration) time.Duration {
-			if d > 0 {
-				return time.Duration(d)
-			}
-			return def
-		}
-		maxConns := cfg.MaxConnections
-		if maxConns <= 0 {
-			maxConns = config.DefaultMaxConnections
-		}
-		public := &http.Server{
-			Handler:           clientDeadlines(s, orDefault(cfg.ClientTimeout, config.DefaultClientTimeout)),
-			ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, config.DefaultReadHeaderTimeout),
-			IdleTimeout:       orDefault(cfg.IdleTimeout, config.DefaultIdleTimeout),
-			MaxHeaderBytes:    64 << 10,
-			// net/http's own log goes to the node's log: failed TLS
-			// handshakes (mostly scanners) at debug level, the rest as
-			// warnings (see httpErrorLog).
-			ErrorLog: httpErrorLog(s.log),
-		}
-		if s.tls != nil {
-			// The TLS handshake is bounded by read_header_timeout, and
-			// max_connections counts TCP connections, each of which may
-			// carry up to 250 HTTP/2 streams at once.
-			public.TLSConfig = s.tls.config
-		}
-		limit := func(ln net.Listener) net.Listener { return newConnLimiter(ln, maxConns, s.log, s.metrics.reg) }
-		if s.publicAddr, err = start(cfg.Listen, public, "public", limit); err != nil {
-			return err
-		}
-		if s.tls != nil && cfg.TLS.RedirectListen != "" {
-			redirect := &http.Server{
-				Handler:           s.redirectHandler(),
-				ReadHeaderTimeout: public.ReadHeaderTimeout,
-				ReadTimeout:       public.ReadHeaderTimeout,
-				WriteTimeout:      orDefault(cfg.ClientTimeout, config.DefaultClientTimeout),
-				IdleTimeout:       public.IdleTimeout,
-				MaxHeaderBytes:    64 << 10,
-				ErrorLog:          public.ErrorLog,
-			}
-			if s.redirectAddr, err = start(cfg.TLS.RedirectListen, redirect, "redirect", nil); err != nil {
-				return err
-			}
-		}
-	}
-	if s.forward != nil {
-		// The forward-auth endpoint answers proxies, with small answers:
-		// whole-request deadlines fit it, as the admin listener's.
-		fa := &http.Server{
-			Handler:           s.forward,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    64 << 10,
-		}
-		if s.forwardAddr, err = start(s.cfg.ForwardAuth.Listen, fa, "forward-auth", nil); err != nil {
-			return err
-		}
-	}
-	// The admin listener answers small documents only: whole-request
-	// deadlines fit it.
-	admin := &http.Server{
-		Handler:           s.AdminHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
-	admin.RegisterOnShutdown(s.consoleDash().Shutdown)
-	if s.adminAddr, err = start(s.cfg.Admin, admin, "admin", nil); err != nil {
-		return err
-	}
-	s.log.Info().Str("node", s.cfg.Node).Str("public", s.publicAddr).Str("forward_auth", s.forwardAddr).Str("admin", s.adminAddr).Str("gossip", s.node.Addr()).Int("rooms", len(s.rooms())).Msg("waitroom node serving")
-	if ready != nil {
-		ready(s)
-	}
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-	}
-	s.shutdown(servers, names)
-	return err
-}
-
-// servesPublic reports whether the node opens its public listener: it does
-// when it has rooms or a default origin, or the listener was moved from its
-// default address, except in forward-auth mode with no origin anywhere,
-// where every room is served through the endpoint alone.
-func (s *Server) servesPublic() bool {
-	if s.cfg.ForwardAuth.On() && s.cfg.Origin == "" && !slices.ContainsFunc(s.cfg.Rooms, func(r config.Room) bool { return r.Origin != "" }) {
-		return false
-	}
-	return len(s.cfg.Rooms) > 0 || s.fallback != nil || s.cfg.Listen != config.DefaultListen
-}
-
-// shutdown stops the listeners of a node that is stopping: it turns the node
-// not ready at once, then the public listener stops accepting and its
-// requests in flight get up to shutdown_timeout to finish; those still
-// running then are cut. The admin listener closes last, so that /readyz
-// answers "not ready" while the public one drains. Close then hands over
-// the counts and leaves the ring.
-func (s *Server) shutdown(servers []*http.Server, names []string) {
-	s.beginShutdown()
-	timeout := time.Duration(s.cfg.ShutdownTimeout)
-	if timeout <= 0 {
-		timeout = config.DefaultShutdownTimeout
-	}
-	s.log.Info().Dur("shutdown_timeout", timeout).Msg("shutting down: not ready, no new connections, finishing requests in flight")
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for i, srv := range servers { // public first, admin last
-		if err := srv.Shutdown(ctx); err != nil {
-			_ = srv.Close()
-			s.log.Warn().Str("listener", names[i]).Dur("shutdown_timeout", timeout).Msg("requests still in flight at shutdown_timeout were cut")
-		}
-	}
-	s.log.Info().Dur("took", time.Since(start)).Msg("listeners closed")
 }
 
 // route finds the room for a request: the first matching route, most

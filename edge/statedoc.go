@@ -3,75 +3,81 @@ package edge
 import (
 	"time"
 
-	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/policy"
 )
 
-// StateDoc is what GET /state answers: the node, the ring as it sees it and
-// its merged picture of every room.
-type StateDoc struct {
-	Node        string `json:"node"`
-	Replica     string `json:"replica"`
-	Incarnation uint64 `json:"incarnation"`
-	// Time is the node's own clock; RingTime the ring's (see
-	// gossip.Node.RingNow), by which the rooms' figures are dated.
-	Time     time.Time       `json:"time"`
-	RingTime time.Time       `json:"ring_time"`
-	Members  []gossip.Member `json:"members"`
-	Gossip   gossip.Stats    `json:"gossip"`
-	// Lag is the gossip delay the allocations assume, measured or
-	// configured, with each peer's measured delay and clock offset.
-	Lag   *LagDoc      `json:"lag,omitempty"`
-	Rooms []RoomStatus `json:"rooms"`
-	// Webhooks are the webhooks' deliveries as this node made them.
-	Webhooks []WebhookStatus `json:"webhooks,omitempty"`
+// What the admin API, the console, the metrics and the webhooks read of a
+// room: the figures of its allocations, which they lay out for a person or
+// a monitor.
+
+// RoomFigures are a room's figures from one allocation: what its status is
+// made of.
+type RoomFigures struct {
+	// Summary is the allocation's summary (the status, the queue, the
+	// admissions, the estimates), guarded as every policy call is (see
+	// failsafe.go).
+	Summary policy.Summary
+	// Room is the room's settings (see Rooms); Settings are those in force
+	// when the allocation was made: an event's, the pre-queue's, the
+	// emergency stop's.
+	Room, Settings *config.Room
+	// Snapshot is the merged state at the time asked for, over the windows
+	// the allocation reads: who sent how much traffic.
+	Snapshot crdt.RoomSnapshot
+	// Failing is set while the room's allocation cannot be computed (see
+	// failsafe.go).
+	Failing bool
 }
 
-// RoomStatus is one room's merged figures, named after Cloudflare's waiting
-// room status API where it has a name for them.
-type RoomStatus struct {
-	Name                      string         `json:"name"`
-	Host                      string         `json:"host"`
-	Path                      string         `json:"path"`
-	Status                    string         `json:"status"` // not_queueing, queueing, queue_all, suspended
-	QueueingMethod            string         `json:"queueing_method"`
-	TotalActiveUsers          int            `json:"total_active_users"`
-	NewUsersPerMinute         int            `json:"new_users_per_minute"`
-	SessionDuration           int            `json:"session_duration"`
-	EstimatedTotalActiveUsers int64          `json:"estimated_total_active_users"`
-	EstimatedQueuedUsers      int64          `json:"estimated_queued_users"`
-	NewUsersThisMinute        int64          `json:"new_users_this_minute"`
-	MaxEstimatedTimeMinutes   int            `json:"max_estimated_time_minutes"`
-	OpenSlots                 int64          `json:"open_slots"`
-	AdmissionsPerMinute       float64        `json:"admissions_per_minute"`
-	Buckets                   []BucketStatus `json:"buckets"`
-	Nodes                     []NodeShare    `json:"nodes"`
-	// Cut is set while part of the ring is unreachable: the figures above
-	// are then those of the part this node can reach, held to its share of
-	// the limits.
-	Cut *policy.CutSummary `json:"cut,omitempty"`
-	// AllocationFailing is set while the room's allocation cannot be
-	// computed (a panic, counted in waitroom_panics_total): the room then
-	// decides by the node's stale_state until it can again.
-	AllocationFailing bool `json:"allocation_failing,omitempty"`
-	// Last10Minutes are the room's analytics over the last ten minutes.
-	Last10Minutes *Analytics `json:"last_10_minutes,omitempty"`
+// Figures reports the named room from the allocation the loop made last
+// (at most 250 ms old), with the merged state at the ring's time now; false
+// for a room the node does not have. Reading never changes an allocation,
+// so what an operator or a monitor sees is what the request path decides
+// by.
+func (s *Server) Figures(name string, now time.Time) (RoomFigures, bool) {
+	rm := s.room(name)
+	if rm == nil {
+		return RoomFigures{}, false
+	}
+	a := rm.alloc.Load()
+	if a == nil {
+		return RoomFigures{}, false
+	}
+	f := RoomFigures{Summary: a.Summary(), Room: rm.cfg, Settings: &a.view.cfg}
+	f.Snapshot = s.node.Snapshot(rm.name, now.Unix(), a.view.win)
+	f.Failing = rm.failing.Load() // after the summary, whose panic fails the room
+	return f, true
 }
 
-// BucketStatus is one arrival bucket of a room's queue.
-type BucketStatus struct {
-	Bucket        time.Time `json:"bucket"`
-	Waiting       int64     `json:"waiting"`
-	EligibleSlots int64     `json:"eligible_slots"`
+// Current is the named room's allocation in force at the ring's time now,
+// computed first when the minute has turned since the last, as a request
+// would find it: its summary and the settings it was made with; false for
+// a room the node does not have. The metrics' gauges read it.
+func (s *Server) Current(name string, now time.Time) (policy.Summary, *config.Room, bool) {
+	rm := s.room(name)
+	if rm == nil {
+		return policy.Summary{}, nil, false
+	}
+	a := rm.allocation(now)
+	return a.Summary(), &a.view.cfg, true
 }
 
-// NodeShare is one node's part of a room's traffic.
-type NodeShare struct {
-	Node               string  `json:"node"`
-	Replica            string  `json:"replica"`
-	TrafficShare       float64 `json:"traffic_share"`
-	ArrivalsThisMinute uint64  `json:"arrivals_this_minute"`
-	AdmittedThisMinute uint64  `json:"admitted_this_minute"`
+// Summary is the named room's last allocation's summary (the status, the
+// queue, the admissions), as the request path decides by it; false for a
+// room the node does not have. It reads the allocation and computes
+// nothing else, for what looks at the rooms every round.
+func (s *Server) Summary(name string) (policy.Summary, bool) {
+	rm := s.room(name)
+	if rm == nil {
+		return policy.Summary{}, false
+	}
+	a := rm.alloc.Load()
+	if a == nil {
+		return policy.Summary{}, false
+	}
+	return a.Summary(), true
 }
 
 // WaitingNow is the number of visitors waiting in the named room as the
@@ -87,4 +93,16 @@ func (s *Server) WaitingNow(name string) int64 {
 		}
 	}
 	return -1
+}
+
+// CurrentAllocation is the room's allocation as the request path reads it
+// (nil for a room the node does not have), for whoever checks what
+// replaces it: reading the state, for one, must not.
+func (s *Server) CurrentAllocation(room string) *policy.Allocation {
+	for _, rm := range s.rooms() {
+		if rm.name == room {
+			return rm.alloc.Load().Allocation
+		}
+	}
+	return nil
 }

@@ -25,16 +25,10 @@ const cookieName = "__waitroom"
 func fullRoom(name string) config.Room { return room(name, 1, 1) }
 
 // admitFirst sends a first visitor into the room at url and checks that it
-// reached the origin.
+// reached the origin (edgetest.Fixture.AdmitFirst).
 func admitFirst(t *testing.T, f *fixture, url string) *visitor {
 	t.Helper()
-	v := newVisitor()
-	resp := v.Get(f.Server, url)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Origin") != "yes" {
-		t.Fatalf("first visitor: %d, X-Origin %q, want the origin's 200", resp.StatusCode, resp.Header.Get("X-Origin"))
-	}
-	settle(t, f)
-	return v
+	return f.AdmitFirst(t, url)
 }
 
 // settle has the node run a round of its allocation loop now, as the loop

@@ -2,11 +2,18 @@ package policy
 
 // Priority groups: visitors holding a valid priority code go in ahead of the
 // line, each group within a share of the node's admissions. A priority
-// admission takes a slot of the same budget as every other (the pool, then
-// the covered slots), so the room's limits hold whatever mix of priority
-// and ordinary traffic arrives; the edge counts it through Count like any
-// admission. Past its share, or with no slot free, a holder is decided as
-// an ordinary visitor: in the line at its own bucket.
+// admission ahead of the line takes a slot of this node's pool (its share
+// of the partial bucket and the new-user remainder), never a covered slot:
+// the covered slots are the whole room's, kept at every node for the
+// visitors waiting in the covered buckets, each of whom checks in at one
+// node, so a node that gave them to the holders it sees took slots every
+// other node was giving too, and the room went past new_users_per_minute
+// by what the nodes gave together (1.3 × the limit in the simulator, with
+// holders at half the limit). From the pool, the room's limits hold
+// whatever mix of priority and ordinary traffic arrives; the edge counts it
+// through Count like any admission. Past its share, or with no pool slot
+// free, a holder is decided as an ordinary visitor: in the line at its own
+// bucket, where a covered bucket's slot is its own.
 
 // MaxPriorityGroups is the most priority groups a room may have.
 const MaxPriorityGroups = 8
@@ -33,7 +40,7 @@ func (a *Allocation) DecidePriority(v Visitor, g int, share float64) (Outcome, b
 		if !c.CompareAndSwap(n, n+1) {
 			continue
 		}
-		if take(&a.led.pool, a.sp.poolCap) || take(&a.led.covered, a.sp.coveredCap) {
+		if take(&a.led.pool, a.sp.poolCap) {
 			return Admit, true
 		}
 		c.Add(-1) // no slot: nothing taken

@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/api"
 )
 
-func newRoomsCodes(c *adminclient.Client) *cobra.Command {
+func newRoomsCodes(c *api.Client) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "codes",
 		Short: "Mint, revoke and check a room's priority codes",
@@ -27,7 +27,7 @@ checks one without a list, and its uses are counted across the whole ring.`,
 	return cmd
 }
 
-func newCodesMint(c *adminclient.Client) *cobra.Command {
+func newCodesMint(c *api.Client) *cobra.Command {
 	var group string
 	var count, uses int
 	var expires time.Duration
@@ -91,7 +91,7 @@ func readCodes(args []string, file string) ([]string, error) {
 	return codes, nil
 }
 
-func printCodeStatus(w io.Writer, sts []adminclient.CodeStatus) {
+func printCodeStatus(w io.Writer, sts []api.CodeStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tGROUP\tUSED\tUSES\tEXPIRES\tREVOKED\tERROR")
 	for _, s := range sts {
@@ -100,7 +100,7 @@ func printCodeStatus(w io.Writer, sts []adminclient.CodeStatus) {
 	_ = tw.Flush()
 }
 
-func newCodesRevoke(c *adminclient.Client) *cobra.Command {
+func newCodesRevoke(c *api.Client) *cobra.Command {
 	var file string
 	revoke := &cobra.Command{
 		Use:   "revoke ROOM [CODE...]",
@@ -123,7 +123,7 @@ func newCodesRevoke(c *adminclient.Client) *cobra.Command {
 	return revoke
 }
 
-func newCodesStatus(c *adminclient.Client) *cobra.Command {
+func newCodesStatus(c *api.Client) *cobra.Command {
 	var file string
 	status := &cobra.Command{
 		Use:   "status ROOM [CODE...]",

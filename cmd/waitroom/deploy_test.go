@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -126,7 +126,7 @@ func adminServes(t *testing.T, paths ...string) map[string]bool {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop()})
+	srv, err := agent.New(cfg, agent.Options{Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func checkRing(t *testing.T, objs map[string]k8sObject) {
 		for name, e := range env {
 			used := slices.ContainsFunc(c.Args, func(a string) bool { return strings.Contains(a, "$("+name+")") })
 			switch {
-			case name == edge.CookieKeysEnv || name == edge.GossipKeyEnv:
+			case name == agent.CookieKeysEnv || name == agent.GossipKeyEnv:
 				if e.ValueFrom.SecretKeyRef == nil {
 					t.Errorf("%s must come from a Secret", name)
 				}
@@ -360,7 +360,7 @@ func checkRing(t *testing.T, objs map[string]k8sObject) {
 				t.Errorf("env %s is neither read by the node nor used in the arguments", name)
 			}
 		}
-		for name, file := range map[string]string{edge.CookieKeysEnv: cfg.CookieKeyFile, edge.GossipKeyEnv: cfg.GossipKeyFile} {
+		for name, file := range map[string]string{agent.CookieKeysEnv: cfg.CookieKeyFile, agent.GossipKeyEnv: cfg.GossipKeyFile} {
 			if _, ok := env[name]; !ok && file == "" {
 				t.Errorf("neither %s nor a key file: a ring needs the same keys on every node", name)
 			}

@@ -5,11 +5,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/api"
 )
 
 func newHealthcheck() *cobra.Command {
-	c := &adminclient.Client{}
+	c := &api.Client{}
 	var ready bool
 	cmd := &cobra.Command{
 		Use:   "healthcheck",

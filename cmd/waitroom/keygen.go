@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 )
 
 func newKeygen() *cobra.Command {
@@ -57,14 +57,14 @@ output is redirected to a file, that file is made private too.`,
 				data = cookie.FormatKeyFile(k)
 			}
 			if outPath != "" {
-				return edge.WriteKeyFile(outPath, data)
+				return agent.WriteKeyFile(outPath, data)
 			}
 			out := cmd.OutOrStdout()
 			if _, err := out.Write(data); err != nil {
 				return err
 			}
 			if f, ok := out.(*os.File); ok {
-				protected, err := edge.ProtectKeyOutput(f)
+				protected, err := agent.ProtectKeyOutput(f)
 				if err != nil {
 					return err
 				}

@@ -8,12 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/api"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
 func newRooms() *cobra.Command {
-	c := &adminclient.Client{}
+	c := &api.Client{}
 	cmd := &cobra.Command{
 		Use:   "rooms",
 		Short: "List, change, stop and resume rooms on a running cluster",
@@ -27,7 +27,7 @@ seconds; no restart is needed.`,
 	return cmd
 }
 
-func newRoomsList(c *adminclient.Client) *cobra.Command {
+func newRoomsList(c *api.Client) *cobra.Command {
 	return &cobra.Command{
 		Use: "list", Short: "List the rooms", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,7 +65,7 @@ func roomState(r config.Room) string {
 	return "on"
 }
 
-func newRoomsGet(c *adminclient.Client) *cobra.Command {
+func newRoomsGet(c *api.Client) *cobra.Command {
 	return &cobra.Command{
 		Use: "get NAME", Short: "Print a room's settings as JSON", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -78,7 +78,7 @@ func newRoomsGet(c *adminclient.Client) *cobra.Command {
 	}
 }
 
-func newRoomsApply(c *adminclient.Client) *cobra.Command {
+func newRoomsApply(c *api.Client) *cobra.Command {
 	var file string
 	apply := &cobra.Command{
 		Use: "apply -f FILE", Short: "Create or replace rooms from a YAML or JSON file", Args: cobra.NoArgs,
@@ -87,7 +87,7 @@ func newRoomsApply(c *adminclient.Client) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rooms, err := adminclient.ParseRooms(data)
+			rooms, err := api.ParseRooms(data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
@@ -105,7 +105,7 @@ func newRoomsApply(c *adminclient.Client) *cobra.Command {
 	return apply
 }
 
-func newRoomsDelete(c *adminclient.Client) *cobra.Command {
+func newRoomsDelete(c *api.Client) *cobra.Command {
 	return &cobra.Command{
 		Use: "delete NAME", Short: "Delete a room", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -118,7 +118,7 @@ func newRoomsDelete(c *adminclient.Client) *cobra.Command {
 	}
 }
 
-func newRoomsStop(c *adminclient.Client) *cobra.Command {
+func newRoomsStop(c *api.Client) *cobra.Command {
 	var page string
 	stop := &cobra.Command{
 		Use:   "stop NAME",
@@ -147,7 +147,7 @@ Visitors keep their place and their sessions.`,
 	return stop
 }
 
-func newRoomsResume(c *adminclient.Client) *cobra.Command {
+func newRoomsResume(c *api.Client) *cobra.Command {
 	return &cobra.Command{
 		Use: "resume NAME", Short: "End an emergency stop", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

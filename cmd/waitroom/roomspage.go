@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/edge/api"
 )
 
-func newRoomsMessage(c *adminclient.Client) *cobra.Command {
+func newRoomsMessage(c *api.Client) *cobra.Command {
 	var clear bool
 	cmd := &cobra.Command{
 		Use:   `message NAME "TEXT" | message NAME --clear`,
@@ -46,7 +46,7 @@ It reaches every node like any room change. --clear removes it.`,
 	return cmd
 }
 
-func newRoomsClose(c *adminclient.Client) *cobra.Command {
+func newRoomsClose(c *api.Client) *cobra.Command {
 	return &cobra.Command{
 		Use:   "close NAME",
 		Short: "Close a room (sold out): nobody new gets in, the queue is kept",
@@ -64,7 +64,7 @@ hold them too). 'waitroom rooms open' reopens it with the queue in order.`,
 	}
 }
 
-func newRoomsOpen(c *adminclient.Client) *cobra.Command {
+func newRoomsOpen(c *api.Client) *cobra.Command {
 	return &cobra.Command{
 		Use:   "open NAME",
 		Short: "Reopen a closed room, also one closed by an event's end",

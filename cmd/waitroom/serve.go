@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -60,14 +60,14 @@ gossip on loopback.`,
 				return fmt.Errorf("flags: %w", err)
 			}
 			log := newLogger(cfg.LogLevel, o.LogFormat)
-			ro := edge.RunOptions{Log: log}
+			ro := agent.Options{Log: log}
 			if clockOffset != 0 {
 				// Test only: the node reads a clock this far off the
 				// machine's, as a PoP whose clock is wrong would.
 				ro.Clock = func() time.Time { return time.Now().Add(clockOffset) }
 				log.Warn().Dur("offset", clockOffset).Msg("test only: this node's clock is faked to run off the machine's clock (--test-clock-offset)")
 			}
-			return edge.Run(cmd.Context(), cfg, ro)
+			return agent.Run(cmd.Context(), cfg, ro)
 		},
 	}
 	f := cmd.Flags()

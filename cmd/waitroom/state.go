@@ -6,11 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge/adminclient"
+	"github.com/waitroom/waitroom/cmd/waitroom/internal/statetable"
+	"github.com/waitroom/waitroom/edge/api"
 )
 
 func newState() *cobra.Command {
-	c := &adminclient.Client{}
+	c := &api.Client{}
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "state",
@@ -32,7 +33,7 @@ arrival bucket, admissions this minute and each node's traffic share.`,
 				}
 				return writeJSON(out, v)
 			}
-			return adminclient.WriteStateTable(out, doc)
+			return statetable.Write(out, doc)
 		},
 	}
 	clientFlags(cmd, c, 5*time.Second, false)

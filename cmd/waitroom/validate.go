@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -45,7 +45,7 @@ would not. -c - reads the file from standard input.
 			} else if cfg, err = config.Load(path); err != nil {
 				return err // names the file
 			}
-			if err := edge.Check(cfg); err != nil {
+			if err := agent.Check(cfg); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			names := make([]string, len(cfg.Rooms))

@@ -20,7 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 	"github.com/waitroom/waitroom/gossip/testkit"
@@ -128,7 +128,7 @@ func (rec *recorder) pages(path string) []seenRequest {
 // node is one waitroom node with a single room of one slot in front of an
 // origin.
 type node struct {
-	srv   *edge.Server
+	srv   *agent.Agent
 	clock *testkit.Clock
 	keys  *cookie.Keyring
 	cfg   *config.Config
@@ -176,26 +176,26 @@ func newNode(t *testing.T, originURL string, room func(*config.Room), edit ...fu
 	}
 	clock := testkit.NewRunningClock()
 	toNextMinute(clock, 2*time.Second)
-	srv, err := edge.New(cfg, edge.RunOptions{Log: zerolog.Nop(), Clock: clock.Now})
+	srv, err := agent.New(cfg, agent.Options{Log: zerolog.Nop(), Clock: clock.Now})
 	if err != nil {
-		t.Fatalf("edge.New: %v", err)
+		t.Fatalf("agent.New: %v", err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	keys, err := edge.LoadCookieKeys(keyFile)
+	keys, err := agent.LoadCookieKeys(keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &node{srv: srv, clock: clock, keys: keys, cfg: cfg}
 }
 
-// serve runs the node's listeners (edge.Server.Serve) and returns the public
+// serve runs the node's listeners (agent.Agent.Serve) and returns the public
 // base URL.
 func (n *node) serve(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- n.srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
+	go func() { done <- n.srv.Serve(ctx, func(*agent.Agent) { close(ready) }) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

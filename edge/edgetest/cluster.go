@@ -12,13 +12,13 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/rs/zerolog"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
-// Cluster is the one in-process cluster: real nodes (edge.New) in this
+// Cluster is the one in-process cluster: real nodes (agent.New) in this
 // process, on loopback, joined into one gossip ring in front of one
 // origin, sharing one cookie key. Admission minutes run on one fake base
 // clock the caller moves (each node may be offset from it: clock skew), or
@@ -92,8 +92,10 @@ type ClusterOptions struct {
 // Node is one node of a cluster. It keeps its name and gossip address
 // across restarts.
 type Node struct {
-	Name   string
-	Server *edge.Server
+	Name string
+	// Server is the node as `waitroom serve` runs it: the edge.Server
+	// with its admin API, webhooks and listeners.
+	Server *agent.Agent
 	// Admin is the node's admin handler, each request after a round of
 	// the allocation loop (see AdminAfterLoop).
 	Admin http.Handler
@@ -325,7 +327,7 @@ func (n *Node) start() error {
 	if keyring == nil {
 		keyring = GossipKeys
 	}
-	srv, err := edge.New(cfg, edge.RunOptions{
+	srv, err := agent.New(cfg, agent.Options{
 		Log:   n.c.log(),
 		Clock: n.Now,
 		// The incarnation comes from the real clock: the fake clocks stand
@@ -352,7 +354,7 @@ func (n *Node) start() error {
 		if tr != nil {
 			_ = tr.Shutdown()
 		}
-		return fmt.Errorf("%s: edge.New: %w", n.Name, err)
+		return fmt.Errorf("%s: agent.New: %w", n.Name, err)
 	}
 	n.Server, n.Admin, n.Up = srv, AdminAfterLoop(srv), true
 	n.addr = srv.Node().Addr()
@@ -456,9 +458,9 @@ func (c *Cluster) Live() []*Node {
 	return out
 }
 
-// Servers returns the nodes' servers, in order.
-func (c *Cluster) Servers() []*edge.Server {
-	out := make([]*edge.Server, len(c.Nodes))
+// Servers returns the nodes, in order.
+func (c *Cluster) Servers() []*agent.Agent {
+	out := make([]*agent.Agent, len(c.Nodes))
 	for i, n := range c.Nodes {
 		out[i] = n.Server
 	}
@@ -517,4 +519,20 @@ func (c *Cluster) Membership(nodes []*Node) string {
 		fmt.Fprintf(&b, "\n  %s sees %d: %v", n.Name, n.Members(), names)
 	}
 	return b.String()
+}
+
+// FastGossip shortens memberlist's timings for the tests of a ring under
+// faults: probes every
+// 200 ms (LAN: 1 s), suspicion over in about a second, push-pull every two
+// seconds (LAN: 30 s). The dead are gossiped to for six seconds, the LAN
+// profile's 30 s scaled like the probe interval.
+func FastGossip(mc *memberlist.Config) {
+	mc.ProbeInterval = 200 * time.Millisecond
+	mc.ProbeTimeout = 100 * time.Millisecond
+	mc.SuspicionMult = 2
+	mc.SuspicionMaxTimeoutMult = 3
+	mc.GossipInterval = 50 * time.Millisecond
+	mc.PushPullInterval = 2 * time.Second
+	mc.TCPTimeout = time.Second
+	mc.GossipToTheDeadTime = 6 * time.Second
 }

@@ -2,7 +2,7 @@
 // process: the fake origin every harness puts behind its nodes (Origin,
 // which logs what it was asked, when and by whom), a single node in front
 // of it on a fake clock (Fixture), the in-process cluster (Cluster: N real
-// nodes built with edge.New on loopback, on a fake clock the caller moves
+// nodes built as `waitroom serve` builds them (agent.New) on loopback, on a fake clock the caller moves
 // or on the wall clock, gossiping over memberlist or through a
 // gossip.FaultNet, killed, stopped and restarted at will), and a browser
 // that calls a node's handler and keeps its cookies (Visitor).

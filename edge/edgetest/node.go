@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/gossip/testkit"
 )
@@ -80,22 +80,22 @@ func NodeConfig(name, keyPath, origin string, rooms ...config.Room) *config.Conf
 // gossip.
 var GossipKeys = [][]byte{[]byte("waitroom-edge-test-gossip-key-32")}
 
-// StartServer validates cfg and builds a node on clock (the wall clock when
-// nil), with the test rings' gossip key and a silent log; the node is
-// closed when the test ends.
-func StartServer(tb testing.TB, cfg *config.Config, clock *testkit.Clock) *edge.Server {
+// StartServer validates cfg and builds a node as `waitroom serve` builds
+// it (agent.New) on clock (the wall clock when nil), with the test rings'
+// gossip key and a silent log; the node is closed when the test ends.
+func StartServer(tb testing.TB, cfg *config.Config, clock *testkit.Clock) *agent.Agent {
 	tb.Helper()
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		tb.Fatalf("config: %v", err)
 	}
-	opts := edge.RunOptions{Log: zerolog.Nop(), GossipKeys: GossipKeys}
+	opts := agent.Options{Log: zerolog.Nop(), GossipKeys: GossipKeys}
 	if clock != nil {
 		opts.Clock = clock.Now
 	}
-	srv, err := edge.New(cfg, opts)
+	srv, err := agent.New(cfg, opts)
 	if err != nil {
-		tb.Fatalf("edge.New: %v", err)
+		tb.Fatalf("agent.New: %v", err)
 	}
 	tb.Cleanup(func() { _ = srv.Close() })
 	return srv
@@ -105,7 +105,7 @@ func StartServer(tb testing.TB, cfg *config.Config, clock *testkit.Clock) *edge.
 // listeners (loopback, ports chosen by the system) until the test ends, for
 // tests of what only a listener does: Host headers, connection limits and
 // timeouts.
-func ServeNode(tb testing.TB, cfg *config.Config, clock *testkit.Clock) *edge.Server {
+func ServeNode(tb testing.TB, cfg *config.Config, clock *testkit.Clock) *agent.Agent {
 	tb.Helper()
 	srv := StartServer(tb, cfg, clock)
 	stop, err := Serve(srv)
@@ -126,10 +126,10 @@ const serveTimeout = 10 * time.Second
 // Serve serves srv on its listeners and returns once it serves; stop ends
 // the serving and returns how it ended. Closing the node stays the
 // caller's.
-func Serve(srv *edge.Server) (stop func() error, err error) {
+func Serve(srv *agent.Agent) (stop func() error, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, func(*edge.Server) { close(ready) }) }()
+	go func() { done <- srv.Serve(ctx, func(*agent.Agent) { close(ready) }) }()
 	select {
 	case <-ready:
 	case err := <-done:
@@ -154,7 +154,7 @@ func Serve(srv *edge.Server) (stop func() error, err error) {
 // recomputes within 250 ms; a test reads what an operator would see a
 // quarter of a second after the requests it made, without sleeping for the
 // loop.
-func AdminAfterLoop(srv *edge.Server) http.Handler {
+func AdminAfterLoop(srv *agent.Agent) http.Handler {
 	admin := srv.AdminHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		srv.RefreshAllocations()

@@ -30,22 +30,19 @@ visitors:
       - {start: 0s, end: 6m, rate: 120}
       - {start: 0s, end: 6m, rate: 30, group: vip}
 `
-	// The room's own limit is missed today, in both rows: a priority
-	// admission may take a covered slot (policy.Allocation.DecidePriority),
-	// and the covered slots are the whole room's at every node, kept for
-	// the visitors waiting in the covered buckets, each of whom checks in
-	// at one node. Every node hands them to the holders it sees, so the
-	// room overshoots new_users_per_minute by what the nodes give
-	// together. maxPeakNew is a ratchet just past today's figure, to be
-	// brought down to the goal's 1.02 when priority admissions keep to
-	// the pool.
+	// A priority admission ahead of the line takes a pool slot, never a
+	// covered one (policy.Allocation.DecidePriority): the covered slots are
+	// the whole room's at every node, and when the holders took them too the
+	// room went 1.3 × past new_users_per_minute. With the pool only, a
+	// holder who finds this node's pool spent waits in the line, at its own
+	// bucket, like anyone.
 	tests := []struct {
 		name             string
 		group            string
 		minAhead         int // ahead of the line in each full minute of the queue
 		maxAhead         int // in any minute; 0: not bounded
 		wantLineAdmitted bool
-		maxPeakNew       float64 // of new_users_per_minute
+		minAheadShare    float64 // of the holders let in, the part let in ahead of the line
 	}{
 		{
 			name:  "a group capped at 10 a minute takes 10 a minute ahead of the line and waits in it for the rest",
@@ -53,12 +50,12 @@ visitors:
 			// The cap is read from the counts the node has heard: when
 			// the minute turns, the holders at the front check in at
 			// every node before each hears of the others' admissions.
-			minAhead: 9, maxAhead: 14, wantLineAdmitted: true, maxPeakNew: 1.04,
+			minAhead: 9, maxAhead: 14, wantLineAdmitted: true,
 		},
 		{
-			name:       "a group without a cap of its own, whose holders come within its share, takes every holder in ahead of the line",
-			group:      "{name: vip, share: 0.5}",
-			maxPeakNew: 1.31,
+			name:          "a group without a cap of its own, whose holders come within its share, goes in ahead of the line while the pool has slots",
+			group:         "{name: vip, share: 0.5}",
+			minAheadShare: 0.9, wantLineAdmitted: true,
 		},
 	}
 	for _, tt := range tests {
@@ -90,9 +87,14 @@ visitors:
 			if lined := g.Admitted > g.Ahead; lined != tt.wantLineAdmitted {
 				t.Errorf("holders let in from the line: %v, want %v", lined, tt.wantLineAdmitted)
 			}
-			if res.Figures.PeakNewPerMinute > tt.maxPeakNew {
-				t.Errorf("peak new users per minute %.2f of the limit, want at most %.2f", res.Figures.PeakNewPerMinute, tt.maxPeakNew)
+			if share := float64(g.Ahead) / float64(g.Admitted); share < tt.minAheadShare {
+				t.Errorf("%.2f of the holders let in went ahead of the line, want at least %.2f", share, tt.minAheadShare)
 			}
+			// The room's limit holds whatever the mix (the fidelity goal).
+			if res.Figures.PeakNewPerMinute > 1.02 {
+				t.Errorf("peak new users per minute %.2f of the limit, want at most 1.02", res.Figures.PeakNewPerMinute)
+			}
+			t.Logf("peak new users per minute: %.3f of the limit", res.Figures.PeakNewPerMinute)
 		})
 	}
 }

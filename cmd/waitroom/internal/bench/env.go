@@ -15,6 +15,7 @@ import (
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/edge/edgetest"
@@ -40,7 +41,7 @@ type Env struct {
 	// a proxy in front that asks it about every request.
 	ForwardAuthAddr string
 
-	Node *edge.Server
+	Node *agent.Agent
 	// Proxy and Bare are the plain proxy's and the bare server's handlers.
 	Proxy, Bare http.Handler
 	// Keys are the node's cookie keys (benchmarks seal tokens with them).
@@ -145,7 +146,7 @@ func (e *Env) startNode() (err error) {
 	if err := e.ring.Grow(1); err != nil {
 		return fmt.Errorf("waitroom node: %w", err)
 	}
-	if e.Keys, err = edge.LoadCookieKeys(e.ring.KeyFile); err != nil {
+	if e.Keys, err = agent.LoadCookieKeys(e.ring.KeyFile); err != nil {
 		return err
 	}
 	node := e.ring.Nodes[0].Server

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
@@ -25,7 +25,7 @@ func TestMeasureFloodFill(t *testing.T) {
 		t.Run(fmt.Sprintf("gossip_lag_measured %v", measured), func(t *testing.T) {
 			o := edgetest.NewOrigin(t)
 			key := edgetest.KeyFile(t, t.TempDir())
-			var srvs []*edge.Server
+			var srvs []*agent.Agent
 			for i := range nodes {
 				cfg := edgetest.NodeConfig(fmt.Sprintf("pop-%d", i+1), key, o.URL, edgetest.Room("shop", limit, limit))
 				cfg.GossipProfile = profile

@@ -1,7 +1,7 @@
 package bench_test
 
 // TestMeasureProxyThroughput measures the throughput of admitted requests
-// through a real waitroom node (edge.Run on loopback, as `waitroom serve`
+// through a real waitroom node (agent.Run on loopback, as `waitroom serve`
 // runs it, with limits so high that everyone is admitted) against a plain
 // httputil.ReverseProxy with the same transport, in front of the same
 // origin, under the same closed-loop load: N keep-alive clients, each with
@@ -36,7 +36,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
 
@@ -306,18 +306,18 @@ func TestMeasureProxyThroughput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan *edge.Server, 1)
+	ready := make(chan *agent.Agent, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- edge.Run(ctx, cfg, edge.RunOptions{Log: zerolog.Nop(), Ready: func(s *edge.Server) { ready <- s }})
+		done <- agent.Run(ctx, cfg, agent.Options{Log: zerolog.Nop(), Ready: func(s *agent.Agent) { ready <- s }})
 	}()
-	var node *edge.Server
+	var node *agent.Agent
 	select {
 	case node = <-ready:
 	case err := <-done:
-		t.Fatalf("edge.Run: %v", err)
+		t.Fatalf("agent.Run: %v", err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("edge.Run did not start")
+		t.Fatal("agent.Run did not start")
 	}
 	t.Cleanup(func() {
 		cancel()

@@ -19,7 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/cmd/waitroom/internal/bench"
 	"github.com/waitroom/waitroom/cookie"
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/edgetest"
 )
@@ -48,7 +48,7 @@ func plainProxy(tb testing.TB, origin string) *httputil.ReverseProxy {
 
 // benchServer is one node with one room in front of origin, on the real
 // clock.
-func benchServer(tb testing.TB, origin string, total int) (*edge.Server, *cookie.Keyring) {
+func benchServer(tb testing.TB, origin string, total int) (*agent.Agent, *cookie.Keyring) {
 	tb.Helper()
 	dir := tb.TempDir()
 	key := edgetest.KeyFile(tb, dir)
@@ -57,7 +57,7 @@ func benchServer(tb testing.TB, origin string, total int) (*edge.Server, *cookie
 	cfg := edgetest.NodeConfig("bench", key, origin, rc)
 	cfg.LogLevel = "error"
 	srv := edgetest.StartServer(tb, cfg, nil)
-	ring, err := edge.LoadCookieKeys(filepath.Join(dir, "cookie.key"))
+	ring, err := agent.LoadCookieKeys(filepath.Join(dir, "cookie.key"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/waitroom/waitroom/edge"
+	"github.com/waitroom/waitroom/edge/agent"
 	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/crowd"
 	"github.com/waitroom/waitroom/edge/edgetest"
@@ -144,14 +144,14 @@ func demoRoom(o Options) config.Room {
 }
 
 // writeIntro tells the person running the demo what runs and where to look.
-func writeIntro(out io.Writer, o Options, nodes []*edge.Server, originURL string) {
+func writeIntro(out io.Writer, o Options, nodes []*agent.Agent, originURL string) {
 	fmt.Fprintf(out, "waitroom demo: %d nodes in front of %s\n", len(nodes), originURL)
 	fmt.Fprintf(out, "room \"demo\": total_active_users %d, new_users_per_minute %d, session_duration 1 min, %s\n", o.TotalActiveUsers, o.NewUsersPerMinute, o.QueueingMethod)
 	fmt.Fprintf(out, "join the queue yourself: open %s in a browser\n", "http://"+nodes[0].PublicAddr()+"/")
 	fmt.Fprintf(out, "admin of the first node: http://%s/state  (or: waitroom state --addr %s)\n\n", nodes[0].AdminAddr(), nodes[0].AdminAddr())
 }
 
-func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*edge.Server, c *demoCrowd, site *demoSite) {
+func writeDemoLine(out io.Writer, elapsed time.Duration, nodes []*agent.Agent, c *demoCrowd, site *demoSite) {
 	doc := nodes[0].StateDoc()
 	if len(doc.Rooms) == 0 {
 		return

@@ -2,6 +2,7 @@ package edge_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -99,25 +100,30 @@ func TestThePlaceInLineIsSaidInWordsThatFitIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rc := fullRoom("app")
-			rc.JSONResponseEnabled = true
-			if tt.lang != "" {
-				rc.DefaultTemplateLanguage = tt.lang
+			// lastAsks builds the line afresh and returns the answer to a
+			// new visitor behind it, asked with hdr: an app's JSON and a
+			// browser's page each behind the same line.
+			lastAsks := func(url string, hdr ...string) *http.Response {
+				rc := fullRoom("app")
+				rc.JSONResponseEnabled = true
+				if tt.lang != "" {
+					rc.DefaultTemplateLanguage = tt.lang
+				}
+				f := newFixture(t, rc)
+				newVisitor().Get(f.Server, "http://app.test/") // admitted
+				settle(t, f)
+				for range tt.ahead {
+					newVisitor().Queue(t, f.Server, f.Clock, "http://app.test/")
+				}
+				settle(t, f)
+				f.Clock.Advance(time.Second)
+				return newVisitor().Get(f.Server, url, hdr...)
 			}
-			f := newFixture(t, rc)
-			newVisitor().Get(f.Server, "http://app.test/") // admitted
-			settle(t, f)
-			for range tt.ahead {
-				newVisitor().Queue(t, f.Server, f.Clock, "http://app.test/")
-			}
-			settle(t, f)
-			f.Clock.Advance(time.Second)
-			last := newVisitor()
-			obj := queueJSON(t, last.Get(f.Server, "http://app.test/api", "Accept", "application/json"))
+			obj := queueJSON(t, lastAsks("http://app.test/api", "Accept", "application/json"))
 			if obj["positionFormatted"] != tt.want {
 				t.Errorf("positionFormatted %q, want %q", obj["positionFormatted"], tt.want)
 			}
-			if page := body(t, newVisitor().Get(f.Server, "http://app.test/")); !strings.Contains(page, tt.want) {
+			if page := body(t, lastAsks("http://app.test/")); !strings.Contains(page, tt.want) {
 				t.Errorf("the default page lacks %q", tt.want)
 			}
 		})

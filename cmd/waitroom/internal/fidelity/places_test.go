@@ -1,7 +1,6 @@
 package fidelity
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -16,23 +15,13 @@ import (
 // is told, on its first answer and after its proof, exactly how many are
 // ahead of it: nobody ahead of the first, the first ahead of the second.
 func TestTheFrontOfTheLineIsToldTheTruth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs a process: not with -short")
-	}
-	bin := buildBinary(t)
 	org, err := startOrigin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer org.Close()
 	s := Scenario{Name: "places", Nodes: 1, Limits: Limits{TotalActiveUsers: 1, NewUsersPerMinute: 1, SessionDuration: 5 * time.Minute}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := startCluster(ctx, bin, t.TempDir(), s, org.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.stop()
+	c, ctx := startRing(t, s, org.URL)
 	target := c.url(0)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()

@@ -819,7 +819,8 @@ func ownTraffic(snap *crdt.RoomSnapshot, m int64, self crdt.ReplicaID) float64 {
 
 // admissionRate is the admissions per minute of the last five full minutes,
 // averaged over those since the first one with any admission (a surge that
-// began two minutes ago has a rate of two minutes, not of five). The current
+// began two minutes ago has a rate of two minutes, not of five), less that
+// first one where admissions began within it (see begunWithin). The current
 // minute is left out: admissions come in bursts at the start of a minute
 // when the per-minute limit binds, so a part of it says little about the
 // whole. Without a full minute of admissions the rate is what the current
@@ -829,7 +830,7 @@ func admissionRate(snap *crdt.RoomSnapshot) float64 {
 	n := 0
 	for m := snap.Minute - 5; m < snap.Minute; m++ {
 		c := snap.AdmittedIn(m).Total
-		if n == 0 && c == 0 {
+		if n == 0 && (c == 0 || begunWithin(snap, m)) {
 			continue
 		}
 		sum += float64(c)
@@ -839,6 +840,17 @@ func admissionRate(snap *crdt.RoomSnapshot) float64 {
 		return float64(snap.AdmittedIn(snap.Minute).Total)
 	}
 	return sum / float64(n)
+}
+
+// begunWithin reports whether admissions began within full minute m, the
+// first with any: none in the minute before, and fewer than half the next
+// full minute's. Such a minute holds the seconds since the room first
+// queued, not a minute's admissions: a room that began queueing at :57 let
+// in 4 in it and 39 in the next, and a rate of their average told the
+// visitors of the first five minutes waits 1.6 times too long.
+func begunWithin(snap *crdt.RoomSnapshot, m int64) bool {
+	return m+1 < snap.Minute && snap.AdmittedIn(m-1).Total == 0 &&
+		2*snap.AdmittedIn(m).Total < snap.AdmittedIn(m+1).Total
 }
 
 // referenceRate is the admission rate as the reference strategy reads it:

@@ -249,7 +249,7 @@ func (b *forecastBook) pace(snap *crdt.RoomSnapshot, limit float64) float64 {
 	n := 0
 	for m := snap.Minute - 5; m < snap.Minute; m++ {
 		c := snap.AdmittedIn(m).Total
-		if b.wasFull(m) || (n == 0 && c == 0) {
+		if b.wasFull(m) || (n == 0 && (c == 0 || begunWithin(snap, m))) {
 			continue
 		}
 		sum += float64(c)

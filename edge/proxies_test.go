@@ -559,13 +559,15 @@ func rawResponse(t *testing.T, base, request string) (*http.Response, string) {
 }
 
 // TestBehindRealProxiesOneRequestOneHost puts two rooms by host behind one
-// server block of the real nginx and Caddy: shop lets everyone in, vip
+// server block of the real nginx, Caddy and Traefik: shop lets everyone in, vip
 // queues everyone. Requests whose request line, Host and X-Forwarded-Host
 // name different sites, in odd spellings, must never bring vip's content
 // from the origin: the room is decided on exactly the host the origin is
 // sent, or the request is refused.
 func TestBehindRealProxiesOneRequestOneHost(t *testing.T) {
-	for _, p := range realProxies {
+	proxies := append(realProxies[:len(realProxies):len(realProxies)], realProxies[0])
+	proxies[len(proxies)-1].name, proxies[len(proxies)-1].start = "traefik", startTraefik
+	for _, p := range proxies {
 		t.Run("behind "+p.name, func(t *testing.T) {
 			t.Parallel()
 			// The origin notes the X-Forwarded-Host it gets: a site may

@@ -48,7 +48,7 @@ const traefikNodes = `http:
 func startTraefik(t *testing.T, nodes []string, origin string) string {
 	bin := findBinary(t, "WAITROOM_TRAEFIK_BIN", "traefik", "", "WAITROOM_REQUIRE_TRAEFIK", "bash .ci/install-traefik.sh builds it")
 	dir := t.TempDir()
-	port, nodesPort := freePort(t), freePort(t)
+	port, nodesPort := testkit.FreePort(t), testkit.FreePort(t)
 	site := shippedConfig(t, "traefik.yaml",
 		`address: "http://127.0.0.1:9091/auth"`, fmt.Sprintf(`address: "http://127.0.0.1:%d/auth"`, nodesPort),
 		`url: "http://127.0.0.1:8000"`, `url: "http://`+origin+`"`,

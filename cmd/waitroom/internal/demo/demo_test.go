@@ -134,7 +134,10 @@ func TestAVisitorCanBeFollowedThroughTheRingsAccessLogs(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Listen: "127.0.0.1:0", Nodes: 3, TotalActiveUsers: 2, NewUsersPerMinute: 2, Visitors: 6,
+		// new_users_per_minute is the limit that binds: the crowd's first
+		// two go in at once and the next two at the next minute, whether or
+		// not the first ones' sessions have ended.
+		done <- Run(ctx, Options{Listen: "127.0.0.1:0", Nodes: 3, TotalActiveUsers: 10, NewUsersPerMinute: 2, Visitors: 6,
 			QueueingMethod: "fifo", AccessLogDir: dir, Rush: time.Second}, out, zerolog.Nop())
 	}()
 	var waited, travelled []demoLine

@@ -38,12 +38,10 @@ type pageVars struct {
 	IsRandomQueue          bool   `json:"isRandomQueue"`
 	// Position is the number of visitors ahead in line (FIFO only), and
 	// PositionKnown whether there is one to show: never under random
-	// queueing, nor before an event's start. PositionFormatted says it in
-	// the page's language, in the form that fits the number ("You are
-	// next." for 0). waitroom's own, next to the reference's fields.
-	Position          int64  `json:"position"`
-	PositionKnown     bool   `json:"positionKnown"`
-	PositionFormatted string `json:"positionFormatted,omitempty"`
+	// queueing, nor before an event's start. waitroom's own, next to the
+	// reference's fields.
+	Position      int64 `json:"position"`
+	PositionKnown bool  `json:"positionKnown"`
 
 	// The event variables (reference event model).
 	IsEventActive                bool   `json:"isEventActive"`
@@ -105,7 +103,6 @@ func (v *pageVars) context() map[string]any {
 		"isRandomQueue":                v.IsRandomQueue,
 		"position":                     v.Position,
 		"positionKnown":                v.PositionKnown,
-		"positionFormatted":            v.PositionFormatted,
 		"isEventActive":                v.IsEventActive,
 		"isEventPrequeueing":           v.IsEventPrequeueing,
 		"timeUntilEventStart":          v.TimeUntilEventStart,
@@ -254,15 +251,9 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 	if tok.Infinite {
 		est = infiniteEstimate(a, tok.Bucket, now)
 	}
-	switch ans {
-	case answerFirst:
-		// Not counted in the line until its cookie is back: behind
-		// everyone counted and those of the last seconds still to prove.
+	if ans == answerFirst || ans == answerNoCookie {
+		// Not counted in the line yet (or never, without a cookie).
 		est = est.ForNewVisitor()
-	case answerNoCookie:
-		// Never counted without a cookie: no place to hold.
-		est = est.ForNewVisitor()
-		est.Position, est.PositionKnown = 0, false
 	}
 	refresh := int(tok.RefreshInterval)
 	switch ans {

@@ -11,8 +11,7 @@ import (
 // fillPage sets the page variables that follow from the others and from
 // the room's page settings: the wait in hours and minutes, the queueing
 // method's remaining flags, the operator's message, the closed state, and
-// the language, in which it writes the place in line and the formatted
-// waits out again.
+// the language, in which it writes the formatted waits out again.
 func (v *pageVars) fillPage(rq *request, vw *view) {
 	v.WaitTimeHours, v.WaitTimeHourMinutes = v.WaitTime/60, v.WaitTime%60
 	v.IsPassthroughQueue = v.QueueingMethod == string(policy.Passthrough)
@@ -21,9 +20,6 @@ func (v *pageVars) fillPage(rq *request, vw *view) {
 	v.IsClosed = vw.closed
 	l := visitorLanguage(rq, vw)
 	v.Lang = l.Tag
-	if v.PositionKnown {
-		v.PositionFormatted = l.Position(v.Position)
-	}
 	if l == i18n.English() {
 		return // the policy writes the waits in English already
 	}

@@ -38,7 +38,9 @@ type short struct {
 	// just past today's value (above it for a ceiling, below it for the
 	// utilisation at the first queueing), so a change that makes fidelity
 	// worse still fails; tighten it when the policy improves.
-	// The estimate's is the least share of pages within ±20 %.
+	// The estimate needs waits of five minutes or more in the steady
+	// state, which no short version has: its entry only marks the
+	// scenarios whose full run misses the goal.
 	limits map[string]float64
 }
 
@@ -57,7 +59,7 @@ var shorts = []short{
 	{name: "step-10x", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(2 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFirstQueue: 0.55, sim.GoalEstimate: 0.66}},
+	}, limits: map[string]float64{sim.GoalFirstQueue: 0.55}},
 	{name: "steady-uniform", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
@@ -173,7 +175,7 @@ var shorts = []short{
 		sc.Visitors.Arrival.End = dur(6 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
 	}, limits: map[string]float64{sim.GoalFirstQueue: 0.93, sim.GoalFIFOInversions: 0.026}},
-	{name: "reference-fifo", shrink: shortReference, limits: map[string]float64{sim.GoalFIFOInversions: 0.5, sim.GoalEstimate: 0.89}},
+	{name: "reference-fifo", shrink: shortReference, limits: map[string]float64{sim.GoalFIFOInversions: 0.5}},
 	{name: "reference-random", shrink: shortReference},
 }
 
@@ -238,6 +240,7 @@ func shortReference(sc *sim.Scenario) {
 	sc.Visitors.Arrival.Visitors = 1500
 	sc.Visitors.Arrival.End = dur(10 * time.Minute)
 	sc.Duration = dur(8 * time.Minute)
+	sc.SteadyAfter = dur(2 * time.Minute)
 }
 
 // TestGoalsOnShortScenarios runs our policy on the short version of every
@@ -378,6 +381,8 @@ func (s short) assertGoals(t *testing.T, sc *sim.Scenario, res *sim.Result) {
 		case !ratchet && !c.Passed:
 			t.Errorf("goal %s missed: %s (want %s)", c.Goal, c.Got, c.Want)
 		case ratchet && c.Goal == sim.GoalEstimate:
+			// The estimate misses by far (see RESULTS.md); only its
+			// presence is pinned here.
 			if f.EstimateWithin20 != nil && *f.EstimateWithin20 < limit {
 				t.Errorf("estimate: %s, ratchet %.2f", c.Got, limit)
 			}

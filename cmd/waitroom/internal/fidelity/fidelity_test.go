@@ -63,25 +63,6 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// startRing builds the waitroom command and starts s's ring of real
-// processes in front of the origin at originURL, for a test of at most a
-// minute: the ring, stopped when the test ends, and the test's context.
-func startRing(t *testing.T, s Scenario, originURL string) (*cluster, context.Context) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary and runs real processes: not with -short")
-	}
-	bin := buildBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	c, err := startCluster(ctx, bin, t.TempDir(), s, originURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.stop)
-	return c, ctx
-}
-
 func TestPlans(t *testing.T) {
 	t.Run("the same seed draws the same crowd", func(t *testing.T) {
 		s := Scenarios(true, 3)[0]

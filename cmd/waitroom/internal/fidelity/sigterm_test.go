@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,10 @@ import (
 // connections, finishes the request, hands its last admission to its peer
 // and exits with code 0.
 func TestSIGTERMStopsANodeGracefully(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs two processes: not with -short")
+	}
+	bin := buildBinary(t)
 	// The origin holds a request to /slow until the test releases it: a
 	// request in flight when SIGTERM comes.
 	started, release := make(chan struct{}, 1), make(chan struct{})
@@ -38,7 +43,13 @@ func TestSIGTERMStopsANodeGracefully(t *testing.T) {
 		}
 	}()
 	s := Scenario{Name: "sigterm", Nodes: 2, Limits: Limits{TotalActiveUsers: 100, NewUsersPerMinute: 100, SessionDuration: time.Minute}}
-	c, _ := startRing(t, s, org.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := startCluster(ctx, bin, t.TempDir(), s, org.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.stop()
 	peer, stopping := c.nodes[0], c.nodes[1]
 	probe := &http.Client{Timeout: 2 * time.Second}
 	readyz := func(n *node) int {

@@ -132,6 +132,9 @@ func startRing(o Options, origin *edgetest.Origin, log zerolog.Logger) (*edgetes
 			cfg.Listen = o.Listen
 		}
 		cfg.AccessLog = AccessLogPath(o.AccessLogDir, n.Name)
+		// Each node keeps its data directory beside its access log, as a
+		// node that serves should.
+		cfg.DataDir = filepath.Join(o.AccessLogDir, n.Name+".data")
 	}
 	if err := ring.Grow(o.Nodes); err != nil {
 		_ = ring.Close()

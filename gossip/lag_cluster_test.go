@@ -9,6 +9,7 @@ import (
 
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/gossip"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // lagTune probes often (so clock offsets are known within a second or two)
@@ -139,5 +140,31 @@ func TestAnIdleRingIsMeasured(t *testing.T) {
 			t.Fatalf("an idle ring was not measured within 20 s: %+v %+v", la, lb)
 		}
 		time.Sleep(beat)
+	}
+}
+
+// TestTheRingsTimeFollowsAClockThatSteps moves the nodes' clock forward in
+// big steps while they probe each other every few milliseconds: probes
+// span steps, and none of them may pull the ring's time off the clock (a
+// node whose ring time lagged its clock dated its counts in the wrong
+// minute and refused its peers' cells as from the future).
+func TestTheRingsTimeFollowsAClockThatSteps(t *testing.T) {
+	fake := testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	c := newCluster(t, 3, clusterOpts{
+		clock: fake.Now,
+		tune: func(mc *memberlist.Config) {
+			mc.ProbeInterval = 5 * time.Millisecond
+			mc.ProbeTimeout = 50 * time.Millisecond
+		},
+	})
+	c.waitMembers(3, 10*time.Second)
+	for range 400 {
+		fake.Advance(time.Minute)
+		for i, n := range c.nodes {
+			if d := n.RingNow().Sub(fake.Now()); d < -time.Second || d > time.Second {
+				t.Fatalf("node %d's ring time is %v off its clock", i, d)
+			}
+		}
+		time.Sleep(time.Millisecond) // real time for probes to span the next step
 	}
 }

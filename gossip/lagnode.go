@@ -48,14 +48,15 @@ func (p *pinger) AckPayload() []byte {
 func (p *pinger) NotifyPingComplete(other *memberlist.Node, rtt time.Duration, payload []byte) {
 	n := (*Node)(p)
 	defer n.recoverAs(PanicPing)
+	now, steady := n.steps.steady(rtt)
 	if other != nil && other.Name != n.cfg.Name {
-		n.noteHeard(other.Name, n.clock())
+		n.noteHeard(other.Name, now)
 	}
-	off, ok := offsetFromAck(payload, rtt, n.clock())
-	if !ok || other == nil || other.Name == n.cfg.Name {
-		return
+	off, ok := offsetFromAck(payload, rtt, now)
+	if !ok || !steady || other == nil || other.Name == n.cfg.Name {
+		return // no offset, or one read across a step of this node's clock (clockstep.go)
 	}
-	n.lag.addOffset(other.Name, n.clock(), off, rtt)
+	n.lag.addOffset(other.Name, now, off, rtt)
 }
 
 // offsetFromAck is the responder's clock minus ours, from an ack payload
@@ -95,7 +96,11 @@ func (n *Node) noteDelayOf(r crdt.ReplicaID, at int64, now time.Time) {
 	if !ok {
 		return
 	}
-	n.lag.addDelay(name, now, delayOf(at, now, off))
+	d := delayOf(at, now, off)
+	if _, steady := n.steps.steady(d); !steady {
+		return // the delay spans a step of this node's clock (clockstep.go)
+	}
+	n.lag.addDelay(name, now, d)
 }
 
 // nameOf is the name of the node of replica r, when it announced itself.

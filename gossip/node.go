@@ -158,6 +158,7 @@ type Node struct {
 	ml      *memberlist.Memberlist
 	queue   *memberlist.TransmitLimitedQueue
 	clock   func() time.Time
+	steps   *stepWatch // steps of clock, which no offset or delay sample may span
 	log     zerolog.Logger
 
 	mu        sync.Mutex
@@ -285,6 +286,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg:       cfg,
 		replica:   crdt.NewReplicaID(cfg.Name, cfg.Incarnation),
 		clock:     cfg.Clock,
+		steps:     newStepWatch(cfg.Clock),
 		log:       cfg.Log.With().Str("component", "gossip").Str("node", cfg.Name).Logger(),
 		state:     crdt.New(),
 		dirty:     map[cellID]struct{}{},

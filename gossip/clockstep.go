@@ -1,0 +1,62 @@
+package gossip
+
+import (
+	"sync"
+	"time"
+)
+
+// clockStepTolerance is how far the node's clock may move against real
+// elapsed time between two checks before it counts as a step. NTP slews a
+// clock by at most 500 ppm (half a millisecond between probes a second
+// apart); a step (NTP stepping a clock far off, an operator setting it, a
+// test moving a fake clock) is far larger.
+const clockStepTolerance = 20 * time.Millisecond
+
+// stepWatch notices steps of the node's own clock, so that no measurement
+// spans one. A probe's clock offset is the peer's clock read at one instant
+// against this node's clock read at another; a change's delay is the
+// origin's clock when it was made against this node's when it arrived. When
+// this node's clock steps between the two readings, the sample is off by the
+// whole step: a clock set forward by a minute in the middle of a probe
+// measured the peer a minute behind, and the ring's time (the median of such
+// offsets) held still for that minute, dating counts in the wrong minute and
+// refusing the peers' cells as from the future.
+//
+// The watch compares the clock's reading with real (monotonic) time elapsed
+// at each check; a step is noticed at the first check after it. A sample
+// that began before the last noticed step may span it and is not used; the
+// samples after it are good again.
+type stepWatch struct {
+	clock   func() time.Time
+	elapsed func() time.Duration // real (monotonic) time since the watch began
+
+	mu      sync.Mutex
+	checked bool
+	base    time.Duration // clock reading minus real time since start, at the last check
+	step    time.Duration // real time since start when a step was last noticed
+	stepped bool
+}
+
+func newStepWatch(clock func() time.Time) *stepWatch {
+	start := time.Now()
+	return &stepWatch{clock: clock, elapsed: func() time.Duration { return time.Since(start) }}
+}
+
+// steady reads the clock and reports whether a measurement that ends now and
+// lasted span (real time) spans no step of it: false when a step has been
+// noticed, at this check or an earlier one, after the measurement began.
+// now is the clock's reading at this check.
+func (w *stepWatch) steady(span time.Duration) (now time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now = w.clock()
+	real := w.elapsed()
+	base := time.Duration(now.UnixNano()) - real
+	if w.checked {
+		if d := base - w.base; d > clockStepTolerance || d < -clockStepTolerance {
+			w.step, w.stepped = real, true
+		}
+	}
+	w.base, w.checked = base, true
+	return now, !w.stepped || real-max(span, 0) > w.step
+}

@@ -22,19 +22,23 @@ const clockStepTolerance = 20 * time.Millisecond
 // offsets) held still for that minute, dating counts in the wrong minute and
 // refusing the peers' cells as from the future.
 //
-// The watch compares the clock's reading with real (monotonic) time elapsed
-// at each check; a step is noticed at the first check after it. A sample
-// that began before the last noticed step may span it and is not used; the
-// samples after it are good again.
+// At each check the watch compares how far the clock moved since the last
+// one with the real (monotonic) time elapsed: a clock that moved further
+// forward than real time, or back, stepped. A clock that moved less than real
+// time is taken as slow, not stepped (a test's fake clock stands still
+// between its steps). A step is noticed at the first check after it; a
+// sample that began before the last noticed step may span it and is not
+// used, and the samples after it are good again.
 type stepWatch struct {
 	clock   func() time.Time
 	elapsed func() time.Duration // real (monotonic) time since the watch began
 
-	mu      sync.Mutex
-	checked bool
-	base    time.Duration // clock reading minus real time since start, at the last check
-	step    time.Duration // real time since start when a step was last noticed
-	stepped bool
+	mu        sync.Mutex
+	checked   bool
+	lastClock time.Time     // the clock at the last check
+	lastReal  time.Duration // real time at the last check
+	step      time.Duration // real time when a step was last noticed
+	stepped   bool
 }
 
 func newStepWatch(clock func() time.Time) *stepWatch {
@@ -51,12 +55,12 @@ func (w *stepWatch) steady(span time.Duration) (now time.Time, ok bool) {
 	defer w.mu.Unlock()
 	now = w.clock()
 	real := w.elapsed()
-	base := time.Duration(now.UnixNano()) - real
 	if w.checked {
-		if d := base - w.base; d > clockStepTolerance || d < -clockStepTolerance {
+		moved := now.Sub(w.lastClock)
+		if moved > real-w.lastReal+clockStepTolerance || moved < -clockStepTolerance {
 			w.step, w.stepped = real, true
 		}
 	}
-	w.base, w.checked = base, true
+	w.lastClock, w.lastReal, w.checked = now, real, true
 	return now, !w.stepped || real-max(span, 0) > w.step
 }

@@ -18,6 +18,9 @@ func TestAStepOfTheClockIsSpannedByNoSample(t *testing.T) {
 		{"a clock that keeps step with real time gives every sample", []check{
 			{0, 0, 0, true}, {time.Second, time.Second, 5 * time.Millisecond, true}, {time.Second, time.Second, 900 * time.Millisecond, true},
 		}},
+		{"a clock that stands still (a test's fake clock between its steps) is no step", []check{
+			{0, 0, 0, true}, {0, time.Second, 5 * time.Millisecond, true}, {0, time.Minute, 5 * time.Millisecond, true},
+		}},
 		{"a clock slewed by NTP is no step", []check{
 			{0, 0, 0, true}, {time.Second + time.Millisecond, time.Second, 5 * time.Millisecond, true},
 		}},

@@ -167,4 +167,20 @@ func TestTheRingsTimeFollowsAClockThatSteps(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // real time for probes to span the next step
 	}
+	// The probes that span no step still measure: every node knows its
+	// peers' clocks, and they read the same.
+	testkit.Eventually(t, testkit.Wait{What: "every node measuring its peers' clocks the same as its own", Timeout: 10 * time.Second}, func() bool {
+		for _, n := range c.nodes {
+			l := n.Lag(fake.Now())
+			if len(l.Peers) != 2 {
+				return false
+			}
+			for _, p := range l.Peers {
+				if off := p.Offset(); !p.OffsetKnown || off < -time.Second || off > time.Second {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }

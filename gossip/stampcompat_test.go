@@ -17,6 +17,7 @@ func bareNode(name string, clock func() time.Time) *Node {
 		cfg:       Config{Name: name, Clock: clock},
 		replica:   crdt.NewReplicaID(name, 1),
 		clock:     clock,
+		steps:     newStepWatch(clock),
 		log:       zerolog.Nop(),
 		state:     crdt.New(),
 		dirty:     map[cellID]struct{}{},

@@ -32,6 +32,7 @@ import (
 // TestAKilledNodeComesBackAsItWas is the single node of the README's first
 // example, killed mid-sale.
 func TestAKilledNodeComesBackAsItWas(t *testing.T) {
+	t.Parallel() // real processes, mostly waiting on them: side by side
 	testRestartLosesNothing(t, 1)
 }
 
@@ -39,6 +40,7 @@ func TestAKilledNodeComesBackAsItWas(t *testing.T) {
 // once (a bad rollout, a power cut): no peer is left to hand anything
 // back.
 func TestAWholeRingKilledAtOnceComesBackAsItWas(t *testing.T) {
+	t.Parallel()
 	testRestartLosesNothing(t, 3)
 }
 
@@ -313,6 +315,7 @@ func testRestartLosesNothing(t *testing.T, nodes int) {
 // there, told so by a hidden test flag), again and again: every start
 // takes back the whole file of the save before, and none is set aside.
 func TestAKillDuringAWriteLeavesAReadableFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and runs a real process: not with -short")
 	}

@@ -21,6 +21,7 @@ import (
 // connections, finishes the request, hands its last admission to its peer
 // and exits with code 0.
 func TestSIGTERMStopsANodeGracefully(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and runs two processes: not with -short")
 	}

@@ -12,9 +12,16 @@ import (
 // (no key opens it, another label) goes to refuse instead, when set, which
 // counts every such line and logs a few: a stranger's flood must not flood
 // the log.
+//
+// While the node stops, memberlist closes its sockets before it stops its
+// own gossip and probe timers, so a round that fires in between fails with
+// "use of closed network connection": that line says nothing an operator
+// must act on, and goes to debug when stopping (when set) says the node is
+// stopping.
 type logWriter struct {
-	log    zerolog.Logger
-	refuse func(reason string, err error)
+	log      zerolog.Logger
+	refuse   func(reason string, err error)
+	stopping func() bool
 }
 
 func (w logWriter) Write(p []byte) (int, error) {
@@ -39,6 +46,9 @@ func (w logWriter) Write(p []byte) (int, error) {
 			w.refuse(reason, errors.New(string(line)))
 			return len(p), nil
 		}
+	}
+	if level > zerolog.DebugLevel && w.stopping != nil && bytes.Contains(line, []byte("use of closed network connection")) && w.stopping() {
+		level = zerolog.DebugLevel
 	}
 	w.log.WithLevel(level).Str("component", "memberlist").Msg(string(line))
 	return len(p), nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"log"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -71,4 +72,23 @@ func TestMemberlistLogLinesGoThroughZerolog(t *testing.T) {
 			t.Fatalf("logged %q", buf.String())
 		}
 	})
+
+	closed := "[ERR] memberlist: Failed to send gossip to 127.0.0.1:7946: write udp 127.0.0.1:7946->127.0.0.1:7947: use of closed network connection"
+	for _, tc := range []struct {
+		name     string
+		stopping bool
+		want     string
+	}{
+		{"a socket closed under a stopping node's last gossip round is no error", true, ""},
+		{"a socket closed while the node runs is an error", false, `"level":"error"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			lg := log.New(logWriter{log: zerolog.New(&buf).Level(zerolog.InfoLevel), stopping: func() bool { return tc.stopping }}, "", 0)
+			lg.Println(closed)
+			if got := buf.String(); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("logged %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

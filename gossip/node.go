@@ -459,7 +459,7 @@ func (n *Node) poolConfig(p pool) (*memberlist.Config, error) {
 		}
 		mc.AdvertiseAddr, mc.AdvertisePort = ah, ap
 	}
-	mc.Logger = log.New(logWriter{log: p.log, refuse: n.refuse}, "", 0)
+	mc.Logger = log.New(logWriter{log: p.log, refuse: n.refuse, stopping: n.stopping}, "", 0)
 	mc.Label = p.label
 	if len(n.cfg.Keys) > 0 {
 		kr, err := memberlist.NewKeyring(n.cfg.Keys, n.cfg.Keys[0])
@@ -959,6 +959,16 @@ func (n *Node) Close() error {
 		n.log.Info().Msg("gossip node stopped")
 	})
 	return err
+}
+
+// stopping reports whether Close or Kill has begun.
+func (n *Node) stopping() bool {
+	select {
+	case <-n.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // Kill stops the node without telling peers, as a crash would.

@@ -11,6 +11,7 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/i18n"
+	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -40,9 +41,9 @@ import (
 // (waitroom_priority_codes_total{result="invalid"}) against the client's
 // address and, for a visitor with a cookie, against its token too (an
 // address shared by a whole office, or a proxy that names none, must not be
-// the only handle on a guesser who keeps its cookie). After codeFailBurst
+// the only handle on a guesser who keeps its cookie). After visitors.GuessBurst
 // failures in a row on either, a further invalid code is answered 429 for
-// codeFailWindow, then one attempt per codeFailWindow. A valid code is
+// visitors.GuessWindow, then one attempt per GuessWindow. A valid code is
 // always checked and taken: another visitor's failures from the same
 // address never lock out a code holder.
 const codeParam = "__waitroom_code"
@@ -63,10 +64,10 @@ func (s *Server) redeemCode(rq *request, a *allocation, text string) bool {
 	switch {
 	case errors.Is(err, cookie.ErrCodeExpired):
 		result = "expired"
-	case err != nil && (rm.codes.slowed(guessers[0], now) || guessers[1] != "" && rm.codes.slowed(guessers[1], now)):
+	case err != nil && (rm.codes.Slowed(guessers[0], now) || guessers[1] != "" && rm.codes.Slowed(guessers[1], now)):
 		pm.codes.WithLabelValues(rm.name, "slowed").Inc()
 		rq.decided(accesslog.Refused)
-		rq.w.Header().Set("Retry-After", strconv.Itoa(int(codeFailWindow/time.Second)))
+		rq.w.Header().Set("Retry-After", strconv.Itoa(int(visitors.GuessWindow/time.Second)))
 		l := visitorLanguage(rq, a.view)
 		writeCodePage(rq.w, http.StatusTooManyRequests, a.view, l, l.S("code_too_many"))
 		return true
@@ -74,14 +75,14 @@ func (s *Server) redeemCode(rq *request, a *allocation, text string) bool {
 		result = "invalid"
 		for _, g := range guessers {
 			if g != "" {
-				rm.codes.failed(g, now)
+				rm.codes.Failed(g, now)
 			}
 		}
 	default:
 		// Only the visitor's own record is cleared: a code holder at a
 		// shared address does not wipe a guesser's failures there.
 		if guessers[1] != "" {
-			rm.codes.succeeded(guessers[1])
+			rm.codes.Succeeded(guessers[1])
 		}
 		result = s.useCode(rq, a, c)
 	}

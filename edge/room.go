@@ -46,7 +46,7 @@ type room struct {
 	counted *visitors.Counted
 	// codes slows addresses that keep presenting bad priority codes,
 	// handed on like counted.
-	codes *codeGuard
+	codes *visitors.Guessers
 
 	// mu orders admissions against allocation: requests hold it shared while
 	// they decide and record, the allocator exclusively while it snapshots,
@@ -116,7 +116,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		m:          s.metrics.forRoom(c.Name),
 		eventTmpl:  map[string]*mustache.Template{},
 		counted:    &visitors.Counted{},
-		codes:      &codeGuard{},
+		codes:      &visitors.Guessers{},
 		cells:      cellLimits(c),
 	}
 	for _, cmd := range c.EnabledOriginCommands {

@@ -124,8 +124,9 @@ var layers = []layer{
 	// reads the answers as a visitor does.
 	{prefix: "cmd/waitroom/internal/loadtest", may: []string{"edge/crowd"}},
 	// The bench starts a node (with the harness) and drives it, and the
-	// proxies it is compared with, with the load generator.
-	{prefix: "cmd/waitroom/internal/bench", may: []string{"cookie", "edge/...", "cmd/waitroom/internal/loadtest"}},
+	// proxies it is compared with (on ports found as the tests find
+	// theirs), with the load generator.
+	{prefix: "cmd/waitroom/internal/bench", may: []string{"cookie", "edge/...", "gossip/testkit", "cmd/waitroom/internal/loadtest"}},
 	// The demo starts a ring (with the harness) and a crowd in front of it.
 	{prefix: "cmd/waitroom/internal/demo", may: []string{"edge/..."}},
 	// The fidelity run judges real serve processes from the outside, as a

@@ -1,45 +1,76 @@
 package testkit
 
 import (
-	"fmt"
+	"errors"
+	"math/rand/v2"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 )
 
+// Ports are drawn below the kernel's usual ephemeral range (32768 and up),
+// so that an outgoing connection (a crowd's, a proxy's) cannot take a port
+// between the check and the bind, or while a killed process is down.
+const (
+	portLow  = 20000
+	portHigh = 32000
+)
+
 var (
-	portsMu    sync.Mutex
+	portsMu sync.Mutex
+	// portsGiven are the ports this process handed out already: a port
+	// closed a moment ago is free again, and two callers (two tests, two
+	// runs side by side) must not be given the same one.
 	portsGiven = map[int]bool{}
 )
 
-// FreePort finds a loopback port free for both TCP and UDP, for a server
-// that must be started later at an address known now: a gossip node (which
-// binds both), or a program that is told its ports in a config file. The
-// kernel may hand a port closed a moment ago out again, so a port given to
-// one caller is never given to another in the same test binary: two ports
-// asked for one test are always two.
-func FreePort(tb testing.TB) int {
-	tb.Helper()
+// FreePorts finds n distinct loopback ports free for both TCP and UDP, for
+// servers that must be started later at addresses known now: gossip nodes
+// (which bind both), or programs told their ports in a config file or on
+// their command line. A port given once is never given again in the same
+// process.
+func FreePorts(n int) ([]int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	for i := 0; i < 50; i++ {
-		tl, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
+	var out []int
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 2000 {
+			return nil, errors.New("no free loopback port for TCP and UDP found between 20000 and 32000")
 		}
-		port := tl.Addr().(*net.TCPAddr).Port
-		if portsGiven[port] {
-			_ = tl.Close()
+		p := portLow + rand.IntN(portHigh-portLow)
+		if portsGiven[p] || !portFree(p) {
 			continue
 		}
-		ul, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		_ = tl.Close()
-		if err == nil {
-			_ = ul.Close()
-			portsGiven[port] = true
-			return port
-		}
+		portsGiven[p] = true
+		out = append(out, p)
 	}
-	tb.Fatal("no loopback port free for TCP and UDP after 50 tries")
-	return 0
+	return out, nil
+}
+
+// FreePort is FreePorts of one, for a test: it fails the test when no port
+// is found.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	ports, err := FreePorts(1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ports[0]
+}
+
+// portFree reports whether p can be bound on loopback for TCP and UDP.
+func portFree(p int) bool {
+	addr := "127.0.0.1:" + strconv.Itoa(p)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer l.Close()
+	u, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return false
+	}
+	u.Close()
+	return true
 }

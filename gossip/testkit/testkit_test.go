@@ -2,6 +2,7 @@ package testkit_test
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,6 +155,40 @@ func TestBuffer(t *testing.T) {
 			if got := b.Tail(tc.n); got != tc.want {
 				t.Fatalf("Tail(%d) = %q, want %q", tc.n, got, tc.want)
 			}
+		})
+	}
+}
+
+func TestFreePorts(t *testing.T) {
+	ports, err := testkit.FreePorts(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := testkit.FreePorts(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range append(ports, more...) {
+		t.Run(fmt.Sprintf("port %d is given once, below the ephemeral range, and binds for TCP and UDP", p), func(t *testing.T) {
+			if seen[p] {
+				t.Fatal("given twice")
+			}
+			seen[p] = true
+			if p < 1024 || p >= 32768 {
+				t.Fatal("not below the ephemeral range (32768 and up)")
+			}
+			addr := fmt.Sprintf("127.0.0.1:%d", p)
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			u, err := net.ListenPacket("udp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Close()
 		})
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // External is a reverse proxy operators already run (nginx, HAProxy,
@@ -88,7 +90,7 @@ func StartExternal(env *Env, p ExternalProxy, bin string) (_ *External, err erro
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := testkit.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -230,20 +232,6 @@ func hostPort(u string) (string, error) {
 		return "", err
 	}
 	return p.Host, nil
-}
-
-// freePorts are n loopback ports free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // pageHeaders are the captured queue page's headers a proxy must add

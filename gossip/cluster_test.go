@@ -73,6 +73,8 @@ type clusterOpts struct {
 	// wanSeeds its Config.WANSeeds.
 	wanTransport func(t testing.TB, name string) func() (memberlist.Transport, error)
 	wanSeeds     []string
+	// wanFaults is Config.WANFaults of each node.
+	wanFaults gossip.LinkFaults
 }
 
 func newCluster(t testing.TB, n int, o clusterOpts) *cluster {
@@ -150,6 +152,7 @@ func (c *cluster) add(t testing.TB, name string, o clusterOpts) *gossip.Node {
 		WANProfile:     o.wanProfile,
 		WANTune:        o.wanTune,
 		WANSeeds:       o.wanSeeds,
+		WANFaults:      o.wanFaults,
 		Clock:          o.clock,
 		CheckRegister:  o.checkRegister,
 		Redact:         o.redact,

@@ -390,7 +390,7 @@ func (n *Node) wanConfig() (*memberlist.Config, error) {
 		}
 	}
 	mc, err := n.poolConfig(pool{what: "gossip between data centers", profile: n.cfg.WANProfile, defaultProfile: WAN, name: n.dc.wanName, label: wanLabel(n.cfg.Label),
-		bind: n.cfg.WANBind, advertise: n.cfg.WANAdvertise, transport: tr, log: n.log.With().Str("pool", "wan").Logger()})
+		bind: n.cfg.WANBind, advertise: n.cfg.WANAdvertise, transport: tr, faults: n.cfg.WANFaults, log: n.log.With().Str("pool", "wan").Logger()})
 	if err != nil {
 		return nil, err
 	}

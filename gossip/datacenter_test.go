@@ -274,6 +274,26 @@ func TestDatacenterSplit(t *testing.T) {
 	})
 }
 
+// The distances between data centers, injected for real processes on one
+// machine (Config.WANFaults): the pool between data centers forms across a
+// delayed and lossy link, a count still reaches every node, and the
+// pool's nodes still keep their cells in their data centers.
+func TestDatacentersOverADelayedLink(t *testing.T) {
+	faults := gossip.LinkFaults{Delay: 50 * time.Millisecond, Jitter: 100 * time.Millisecond, Loss: 0.01}
+	c := newCluster(t, 6, clusterOpts{datacenter: twoDatacenters, carriers: 1, wanFaults: faults})
+	c.waitMembers(3, 10*time.Second)
+	c.waitCarriers(30 * time.Second)
+
+	t.Run("a count at each node reaches every node of both data centers", func(t *testing.T) {
+		k := minuteKey("shop", crdt.Admitted, nowMinute())
+		for i, n := range c.nodes {
+			n.Add(gossip.Inc{Key: k, N: uint64(i + 1)})
+		}
+		c.requireValue(t, k, 21, 30*time.Second, "every node's count, across the delayed link")
+		c.requireOwnCellsOnly(t)
+	})
+}
+
 func TestDatacenterConfig(t *testing.T) {
 	cases := []struct {
 		name, datacenter, label string

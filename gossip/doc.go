@@ -151,5 +151,9 @@
 // FaultNet is a memberlist transport for tests that loses, delays,
 // duplicates and partitions packets between nodes of one process, and
 // MemNet one that holds hundreds of nodes in memory with a modelled delay
-// between every pair, for the scale harness (scale_test.go).
+// between every pair, for the scale harness (scale_test.go). LinkFaults
+// (Config.WANFaults) instead delays and loses what a node's own pool
+// between data centers sends on its real transport, for real processes on
+// one machine that should stand as far apart as data centers (serve's
+// hidden test flags, the fidelity run's data-center scenario).
 package gossip

@@ -128,6 +128,11 @@ type Config struct {
 	// harness); WANTune adjusts that pool's configuration last.
 	WANTransport func() (memberlist.Transport, error)
 	WANTune      func(*memberlist.Config)
+	// WANFaults, for tests only, delays (and loses) what the pool between
+	// data centers sends, on whatever transport it has: the distances
+	// between data centers for a ring of real processes on one machine
+	// (see LinkFaults). The zero value injects nothing.
+	WANFaults LinkFaults
 
 	// Transport replaces memberlist's UDP/TCP transport, for fault
 	// injection in tests.
@@ -282,6 +287,9 @@ func Start(cfg Config) (*Node, error) {
 	if err := CheckDatacenter(cfg.Datacenter, cfg.Label); err != nil {
 		return nil, err
 	}
+	if err := cfg.WANFaults.Check(); err != nil {
+		return nil, fmt.Errorf("gossip between data centers: %w", err)
+	}
 	n := &Node{
 		cfg:       cfg,
 		replica:   crdt.NewReplicaID(cfg.Name, cfg.Incarnation),
@@ -411,6 +419,7 @@ type pool struct {
 	name, label             string
 	bind, advertise         string
 	transport               memberlist.Transport // nil: a counted network transport at bind
+	faults                  LinkFaults           // injected into the transport, whichever it is (tests)
 	log                     zerolog.Logger
 }
 
@@ -470,23 +479,25 @@ func (n *Node) poolConfig(p pool) (*memberlist.Config, error) {
 		mc.GossipVerifyIncoming = true
 		mc.GossipVerifyOutgoing = true
 	}
-	if p.transport != nil {
-		mc.Transport = p.transport
-		return mc, nil
-	}
-	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("%s listen on %q: %w", p.what, p.bind, err)
-	}
-	if port == 0 {
-		// memberlist advertises the configured port; with port 0 it must
-		// learn the one the transport picked.
-		mc.BindPort = nt.GetAutoBindPort()
-		if p.advertise == "" {
-			mc.AdvertisePort = mc.BindPort
+	mc.Transport = p.transport
+	if mc.Transport == nil {
+		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("%s listen on %q: %w", p.what, p.bind, err)
 		}
+		if port == 0 {
+			// memberlist advertises the configured port; with port 0 it
+			// must learn the one the transport picked.
+			mc.BindPort = nt.GetAutoBindPort()
+			if p.advertise == "" {
+				mc.AdvertisePort = mc.BindPort
+			}
+		}
+		mc.Transport = &countingTransport{NetTransport: nt, stats: &n.stats}
 	}
-	mc.Transport = &countingTransport{NetTransport: nt, stats: &n.stats}
+	if !p.faults.None() {
+		mc.Transport = p.faults.wrap(mc.Transport)
+	}
 	return mc, nil
 }
 

@@ -16,6 +16,9 @@ func newServe() *cobra.Command {
 		o           config.Overrides
 		clockOffset time.Duration
 		writePause  time.Duration
+		wanDelay    time.Duration
+		wanJitter   time.Duration
+		wanLoss     float64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -81,6 +84,10 @@ gossip on loopback.`,
 				ro.DataWritePause = writePause
 				log.Warn().Dur("pause", writePause).Msg("test only: every save of the data directory pauses halfway through its file (--test-data-write-pause)")
 			}
+			if wanDelay != 0 || wanJitter != 0 || wanLoss != 0 {
+				ro.WANDelay, ro.WANJitter, ro.WANLoss = wanDelay, wanJitter, wanLoss
+				log.Warn().Dur("delay", wanDelay).Dur("jitter", wanJitter).Float64("loss", wanLoss).Msg("test only: what this node sends between data centers is delayed and lost on purpose (--test-wan-delay, --test-wan-jitter, --test-wan-loss)")
+			}
 			return agent.Run(cmd.Context(), cfg, ro)
 		},
 	}
@@ -135,5 +142,13 @@ gossip on loopback.`,
 	// inside a save of its data directory.
 	f.DurationVar(&writePause, "test-data-write-pause", 0, "TEST ONLY, hidden: pause every save of the data directory this long halfway through its file, so a test can kill the node inside a write")
 	_ = f.MarkHidden("test-data-write-pause")
+	// Hidden and for tests only: the real-process fidelity run puts its
+	// data centers a WAN apart on one machine's loopback.
+	f.DurationVar(&wanDelay, "test-wan-delay", 0, "TEST ONLY, hidden: with --datacenter, send every packet and stream write between data centers this much late (one way), as if the data centers were far apart; never use it in production")
+	f.DurationVar(&wanJitter, "test-wan-jitter", 0, "TEST ONLY, hidden: with --test-wan-delay, add a uniform draw in [0, this) to each delay")
+	f.Float64Var(&wanLoss, "test-wan-loss", 0, "TEST ONLY, hidden: lose this share (0 to below 1) of the packets sent between data centers")
+	for _, name := range []string{"test-wan-delay", "test-wan-jitter", "test-wan-loss"} {
+		_ = f.MarkHidden(name)
+	}
 	return cmd
 }

@@ -32,6 +32,13 @@ type Options struct {
 	// DataWritePause, for tests only, pauses every save halfway through
 	// writing the file (datadir.Dir.WritePause).
 	DataWritePause time.Duration
+	// WANDelay, WANJitter and WANLoss, for tests only, delay what the node
+	// sends between data centers by WANDelay plus a uniform draw in
+	// [0, WANJitter) and lose WANLoss of its packets (gossip.LinkFaults),
+	// so that real processes on one machine stand as far apart as data
+	// centers. Zero: nothing injected.
+	WANDelay, WANJitter time.Duration
+	WANLoss             float64
 	// GossipKeys are gossip keys held in memory, for a process that starts
 	// a ring itself (the demo, tests); used when the config names none and
 	// does not ask for insecure gossip.
@@ -90,10 +97,14 @@ func prepare(cfg *config.Config, opts Options, dry bool) (*Agent, prepared, erro
 	if p.adminTok, err = loadAdminToken(cfg.AdminTokenFile); err != nil {
 		return nil, p, err
 	}
+	tune, err := wanFaults(opts)
+	if err != nil {
+		return nil, p, err
+	}
 	p.edge = edge.Options{
 		Log: opts.Log, Clock: opts.Clock, CookieKeys: keys,
 		GossipKeys: gsec.keys, InsecureGossip: gsec.insecure, GossipBind: gsec.bind,
-		Incarnation: opts.Incarnation, GossipTune: opts.GossipTune,
+		Incarnation: opts.Incarnation, GossipTune: tune,
 	}
 	if err := edge.Check(cfg, keys); err != nil {
 		return nil, p, err
@@ -102,6 +113,24 @@ func prepare(cfg *config.Config, opts Options, dry bool) (*Agent, prepared, erro
 		return nil, p, err
 	}
 	return a, p, nil
+}
+
+// wanFaults is opts.GossipTune with the faults between data centers that
+// opts asks for (tests only), checked.
+func wanFaults(opts Options) (func(*gossip.Config), error) {
+	f := gossip.LinkFaults{Delay: opts.WANDelay, Jitter: opts.WANJitter, Loss: opts.WANLoss}
+	if f.None() {
+		return opts.GossipTune, nil
+	}
+	if err := f.Check(); err != nil {
+		return nil, fmt.Errorf("faults between data centers (test only): %w", err)
+	}
+	return func(g *gossip.Config) {
+		if opts.GossipTune != nil {
+			opts.GossipTune(g)
+		}
+		g.WANFaults = f
+	}, nil
 }
 
 // Check makes every check New makes before a node starts, offline: the

@@ -31,8 +31,11 @@ const startTimeout = 45 * time.Second
 type node struct {
 	name                  string
 	listen, admin, gossip string
-	args                  []string
-	logPath               string
+	// datacenter is the node's data center and wan its address between
+	// data centers ("" both when the ring names none).
+	datacenter, wan string
+	args            []string
+	logPath         string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -75,32 +78,11 @@ func startCluster(ctx context.Context, binary, dir string, s Scenario, originURL
 	if err := os.WriteFile(config, roomConfig(s, originURL), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the room config: %w", err)
 	}
-	ports, err := freePorts(3 * s.Nodes)
+	ports, err := freePorts(portsPerNode(s) * s.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	for i := range s.Nodes {
-		n := &node{
-			name:    fmt.Sprintf("pop-%d", i+1),
-			listen:  "127.0.0.1:" + strconv.Itoa(ports[3*i]),
-			admin:   "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
-			gossip:  "127.0.0.1:" + strconv.Itoa(ports[3*i+2]),
-			logPath: filepath.Join(dir, fmt.Sprintf("pop-%d.log", i+1)),
-		}
-		n.args = []string{"serve", "--config", config, "--node", n.name,
-			"--listen", n.listen, "--admin", n.admin, "--gossip", n.gossip,
-			"--gossip-profile", "local",
-			"--cookie-key-file", cookieKey, "--gossip-key-file", gossipKey,
-			"--data-dir", filepath.Join(dir, fmt.Sprintf("pop-%d.data", i+1)),
-			"--log-format", "json"}
-		if i > 0 {
-			n.args = append(n.args, "--seed", c.nodes[0].gossip)
-		}
-		if i < len(s.ClockOffsets) && s.ClockOffsets[i] != 0 {
-			n.args = append(n.args, "--test-clock-offset", s.ClockOffsets[i].String())
-		}
-		c.nodes = append(c.nodes, n)
-	}
+	c.nodes = layout(s, dir, ringFiles{config: config, cookieKey: cookieKey, gossipKey: gossipKey}, ports)
 	for _, n := range c.nodes {
 		if err := n.start(binary); err != nil {
 			c.stop()
@@ -113,6 +95,113 @@ func startCluster(ctx context.Context, binary, dir string, s Scenario, originURL
 	}
 	return c, nil
 }
+
+// ringFiles are the files every node of a ring reads.
+type ringFiles struct{ config, cookieKey, gossipKey string }
+
+// portsPerNode is how many ports each node of s binds: public, admin and
+// gossip, and gossip between data centers when s names data centers.
+func portsPerNode(s Scenario) int {
+	if s.Datacenters != nil {
+		return 4
+	}
+	return 3
+}
+
+// layout lays out the ring of s in dir on ports (portsPerNode of them per
+// node): each node's name, addresses and `waitroom serve` arguments.
+// Without data centers, the first node is every other's seed. With them,
+// the first node of each data center is its members' seed, and every node
+// names the addresses between data centers of the other data centers'
+// nodes (any of which may carry), as an operator would list them.
+func layout(s Scenario, dir string, f ringFiles, ports []int) []*node {
+	per := portsPerNode(s)
+	addr := func(i, k int) string { return "127.0.0.1:" + strconv.Itoa(ports[per*i+k]) }
+	nodes := make([]*node, s.Nodes)
+	for i := range s.Nodes {
+		name := fmt.Sprintf("pop-%d", i+1)
+		n := &node{
+			name:    name,
+			listen:  addr(i, 0),
+			admin:   addr(i, 1),
+			gossip:  addr(i, 2),
+			logPath: filepath.Join(dir, name+".log"),
+		}
+		if s.Datacenters != nil {
+			n.datacenter, n.wan = s.Datacenters[i], addr(i, 3)
+		}
+		nodes[i] = n
+	}
+	for i, n := range nodes {
+		n.args = []string{"serve", "--config", f.config, "--node", n.name,
+			"--listen", n.listen, "--admin", n.admin, "--gossip", n.gossip,
+			"--gossip-profile", "local",
+			"--cookie-key-file", f.cookieKey, "--gossip-key-file", f.gossipKey,
+			"--data-dir", filepath.Join(dir, n.name+".data"),
+			"--log-format", "json"}
+		if seed := nodes[firstOfDatacenter(nodes, i)]; seed != n {
+			n.args = append(n.args, "--seed", seed.gossip)
+		}
+		if n.datacenter != "" {
+			n.args = append(n.args, "--datacenter", n.datacenter, "--wan-gossip", n.wan)
+			for _, o := range nodes {
+				if o.datacenter != n.datacenter {
+					n.args = append(n.args, "--wan-seed", o.wan)
+				}
+			}
+		}
+		if w := s.WAN; w != nil {
+			n.args = append(n.args, "--test-wan-delay", w.Delay.String(), "--test-wan-jitter", w.Jitter.String(),
+				"--test-wan-loss", strconv.FormatFloat(w.Loss, 'g', -1, 64))
+		}
+		if i < len(s.ClockOffsets) && s.ClockOffsets[i] != 0 {
+			n.args = append(n.args, "--test-clock-offset", s.ClockOffsets[i].String())
+		}
+	}
+	return nodes
+}
+
+// firstOfDatacenter is the index of the first node of node i's data center
+// (of the ring, when it names none).
+func firstOfDatacenter(nodes []*node, i int) int {
+	for j, o := range nodes {
+		if o.datacenter == nodes[i].datacenter {
+			return j
+		}
+	}
+	return i
+}
+
+// datacenterSize is how many nodes the ring has in data center dc (all of
+// them when it names none, dc "").
+func (c *cluster) datacenterSize(dc string) int {
+	k := 0
+	for _, o := range c.nodes {
+		if o.datacenter == dc {
+			k++
+		}
+	}
+	return k
+}
+
+// carriersWanted is how many nodes carry figures between data centers in
+// a ring of whole data centers: serve's default of two per data center,
+// or all of a smaller one's nodes.
+func (c *cluster) carriersWanted() int {
+	size := map[string]int{}
+	for _, o := range c.nodes {
+		size[o.datacenter]++
+	}
+	k := 0
+	for _, n := range size {
+		k += min(n, defaultCarriers)
+	}
+	return k
+}
+
+// defaultCarriers is serve's carriers per data center when the config
+// names none.
+const defaultCarriers = 2
 
 // roomConfig is the config file every node reads: the origin and the
 // scenario's room.
@@ -154,21 +243,42 @@ func (c *cluster) keygen(ctx context.Context, path string, args ...string) error
 // url is the public address of node i.
 func (c *cluster) url(i int) string { return "http://" + c.nodes[i].listen + "/" }
 
-// waitReady polls until every node of want lists every node of the ring as
-// alive and answers /readyz (it heard from the ring and knows its time), or
-// a process exits, or startTimeout passes.
+// waitReady polls until every node of want lists every node of its data
+// center (of the ring, when it names none) as alive and answers /readyz (it
+// heard from the ring and knows its time), and, with data centers, until
+// the pool between data centers has formed: each of want that carries
+// meets every carrier of the ring there, and a data center wholly in want
+// has its carriers; or until a process exits, or startTimeout passes.
 func (c *cluster) waitReady(ctx context.Context, want []*node) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	var last []string
 	for {
 		ready := true
+		last = last[:0]
+		carrying := map[string]int{}
+		inWant := map[string]int{}
 		for _, n := range want {
 			if n.hasExited() {
 				return fmt.Errorf("node %s exited while starting: %s", n.name, n.logTail())
 			}
-			if alive, err := c.aliveMembers(ctx, n); err != nil || alive < len(c.nodes) || !c.isReady(ctx, n) {
+			inWant[n.datacenter]++
+			v, err := c.view(ctx, n)
+			last = append(last, fmt.Sprintf("%s: %d alive, carrier %v, %d between data centers (%v)", n.name, v.alive, v.carrier, v.wanMembers, err))
+			if err != nil || v.alive < c.datacenterSize(n.datacenter) || !c.isReady(ctx, n) {
+				ready = false
+			}
+			if n.datacenter != "" && v.carrier {
+				carrying[n.datacenter]++
+				if v.wanMembers < c.carriersWanted() {
+					ready = false
+				}
+			}
+		}
+		for dc, k := range inWant {
+			if dc != "" && k == c.datacenterSize(dc) && carrying[dc] < min(k, defaultCarriers) {
 				ready = false
 			}
 		}
@@ -181,7 +291,7 @@ func (c *cluster) waitReady(ctx context.Context, want []*node) error {
 			for _, n := range want {
 				tails = append(tails, n.name+": "+n.logTail())
 			}
-			return fmt.Errorf("the ring did not come up within %v: %s", startTimeout, strings.Join(tails, "; "))
+			return fmt.Errorf("the ring did not come up within %v (%s): %s", startTimeout, strings.Join(last, "; "), strings.Join(tails, "; "))
 		case <-tick.C:
 		}
 	}
@@ -201,35 +311,53 @@ func (c *cluster) isReady(ctx context.Context, n *node) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// aliveMembers asks a node's admin endpoint how many members it sees alive.
-func (c *cluster) aliveMembers(ctx context.Context, n *node) (int, error) {
+// nodeView is what waitReady reads of a node's /state.
+type nodeView struct {
+	alive      int  // members of its pool alive, itself included
+	carrier    bool // it carries its data center's figures
+	wanMembers int  // members of the pool between data centers it meets
+}
+
+// view asks a node's admin endpoint how many members it sees alive and
+// whether it carries, and meets whom, between data centers.
+func (c *cluster) view(ctx context.Context, n *node) (nodeView, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.admin+"/state", nil)
 	if err != nil {
-		return 0, err
+		return nodeView{}, err
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return 0, err
+		return nodeView{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s/state: %s", n.admin, resp.Status)
+		return nodeView{}, fmt.Errorf("%s/state: %s", n.admin, resp.Status)
 	}
 	var doc struct {
 		Members []struct {
 			Alive bool `json:"alive"`
 		} `json:"members"`
+		Gossip struct {
+			Carrier bool `json:"carrier"`
+			WAN     *struct {
+				Members int `json:"members"`
+			} `json:"wan"`
+		} `json:"gossip"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return 0, fmt.Errorf("%s/state: %w", n.admin, err)
+		return nodeView{}, fmt.Errorf("%s/state: %w", n.admin, err)
 	}
-	alive := 0
+	var v nodeView
 	for _, m := range doc.Members {
 		if m.Alive {
-			alive++
+			v.alive++
 		}
 	}
-	return alive, nil
+	v.carrier = doc.Gossip.Carrier
+	if doc.Gossip.WAN != nil {
+		v.wanMembers = doc.Gossip.WAN.Members
+	}
+	return v, nil
 }
 
 // stop ends every node cleanly (SIGTERM), killing those that do not stop

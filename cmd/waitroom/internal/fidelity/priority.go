@@ -70,7 +70,11 @@ func OptionalScenarios(short bool, nodes int) []Scenario {
 	if short {
 		long = 7 * time.Minute
 	}
-	return []Scenario{s, randomQueue(length, w), longQueue(long, w)}
+	out := []Scenario{s, randomQueue(length, w), longQueue(long, w)}
+	if short {
+		out = append(out, datacenters(true))
+	}
+	return out
 }
 
 // holds reports whether visitor k (0-based, in arrival order of its wave)

@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -44,6 +45,14 @@ type Scenario struct {
 	// Switches change the room's queueing method mid-run through the admin
 	// API, as an operator would (see switch.go).
 	Switches []Switch `json:"switches,omitempty"`
+	// Datacenters, when set (one per node), names each node's data center
+	// (serve's --datacenter): the nodes of one share its pool, and two of
+	// them carry its figures to the other data centers' over the pool
+	// between data centers (see datacenters.go).
+	Datacenters []string `json:"datacenters,omitempty"`
+	// WAN, when set, is what every node's pool between data centers goes
+	// through, as if the data centers were far apart.
+	WAN *WANLink `json:"wan,omitempty"`
 }
 
 // Wave is a stream of new visitors over all the nodes together.
@@ -210,6 +219,11 @@ func Scenarios(short bool, nodes int) []Scenario {
 	s.Switches = []Switch{{At: s.Length / 3, Method: "random"}, {At: s.Length * 2 / 3, Method: "fifo"}}
 	browse(&s, 20*time.Second, 60*time.Second, 3*time.Second, 8*time.Second)
 	out = append(out, s)
+	if !short {
+		// Nine processes for ten minutes: in the full run only, not in
+		// CI's short one (a short variant runs when named).
+		out = append(out, datacenters(false))
+	}
 	return out
 }
 
@@ -284,6 +298,14 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("scenario %s: %d clock offsets for %d nodes", s.Name, len(s.ClockOffsets), s.Nodes)
 	case s.Restart != nil && (s.Restart.Node < 0 || s.Restart.Node >= s.Nodes):
 		return fmt.Errorf("scenario %s: restart node %d: must be 0–%d", s.Name, s.Restart.Node, s.Nodes-1)
+	case s.Datacenters != nil && len(s.Datacenters) != s.Nodes:
+		return fmt.Errorf("scenario %s: %d data centers named for %d nodes", s.Name, len(s.Datacenters), s.Nodes)
+	case s.Datacenters != nil && slices.Contains(s.Datacenters, ""):
+		return fmt.Errorf("scenario %s: a node's data center is empty: name one for each node, or none", s.Name)
+	case s.WAN != nil && s.Datacenters == nil:
+		return fmt.Errorf("scenario %s: a WAN link without data centers: name each node's data center", s.Name)
+	case s.WAN != nil && (s.WAN.Delay < 0 || s.WAN.Jitter < 0 || s.WAN.Loss < 0 || s.WAN.Loss >= 1):
+		return fmt.Errorf("scenario %s: WAN delay %v, jitter %v, loss %v: need delay, jitter ≥ 0 and 0 ≤ loss < 1", s.Name, s.WAN.Delay, s.WAN.Jitter, s.WAN.Loss)
 	}
 	return s.validateSwitches()
 }

@@ -66,14 +66,19 @@ a random queue's crowd arriving 4:1:1 over two minutes, until it has drained;
 method-switch switches the room FIFO → random → FIFO through a node's admin
 API mid-run, and holds the limits across the switches; where a room queues
 at random, FIFO inversions and the longest free slot are shown but not held
-to their goals); the
-optional priority-mix, random-queue and long-queue (waits long enough to
-judge the estimates) run only when named. --short runs each in three to five
-minutes (what CI runs); the full lengths take 5 to 15 minutes each. By
-default every scenario chosen runs side by side.
+to their goals); the full run adds datacenters-3x3: nine nodes in three data
+centers whose gossip between data centers is delayed 50–150 ms one way and
+loses 1% of its packets (serve's hidden, test-only --test-wan-delay,
+--test-wan-jitter and --test-wan-loss), half the crowd at one data center's
+nodes, a third and a sixth at the others'. The optional priority-mix,
+random-queue and long-queue (waits long enough to judge the estimates) run
+only when named, and so does datacenters-3x3 with --short. --short runs each
+in three to five minutes (what CI runs); the full lengths take 5 to 15
+minutes each. By default every scenario chosen runs side by side.
 
   waitroom fidelity --short
   waitroom fidelity --scenario fresh-flood,steady-95 --json
+  waitroom fidelity --scenario datacenters-3x3     # 9 processes, 10 minutes
   waitroom fidelity --short --check     # exit status 1 when a goal is missed`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -111,7 +116,7 @@ default every scenario chosen runs side by side.
 	f := cmd.Flags()
 	f.BoolVar(&short, "short", false, "run the short versions (three to five minutes each)")
 	f.StringSliceVar(&names, "scenario", nil, "scenarios to run, comma-separated (default: all)")
-	f.IntVar(&nodes, "nodes", 3, "waitroom serve processes per scenario")
+	f.IntVar(&nodes, "nodes", 3, "waitroom serve processes per scenario (datacenters-3x3 has nine whatever this says)")
 	f.IntVar(&o.Parallel, "parallel", 0, "scenarios run side by side, each with its own ring, origin and crowd (0: all of them)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the crowds' arrivals")
 	f.StringVar(&o.Dir, "keep", "", "keep each scenario's keys, config and node logs under this folder")

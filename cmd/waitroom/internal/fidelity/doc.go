@@ -27,7 +27,11 @@
 // did (see health.go). Every node runs the same policy over the same merged
 // state, so one panic is the whole ring down at once. Where a scenario
 // switches the room's queueing method mid-run, it does so through a node's
-// admin API, as an operator would (see switch.go).
+// admin API, as an operator would (see switch.go). Where a scenario groups
+// its nodes in data centers, each data center's first node is its members'
+// seed, every node seeds the pool between data centers with the other data
+// centers' nodes, and serve's hidden, test-only flags put the data centers
+// a WAN apart on loopback (see datacenters.go).
 //
 // The package drives the processes over HTTP and signals only: of the
 // room's own code it imports only that judge, which knows nothing of how

@@ -170,6 +170,7 @@ func TestDatacentersRingForms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs nine processes: not with -short")
 	}
+	t.Parallel() // real processes, mostly waiting on them: side by side
 	bin := buildBinary(t)
 	org := edgetest.NewOrigin(t)
 	s := datacenters(true)

@@ -30,8 +30,8 @@ import (
 //
 // Unlike FaultNet and MemNet, which the tests and the scale harness build
 // around transports of their own, LinkFaults wraps whatever transport the
-// pool has, the node's counted network transport included, so bytes sent
-// count as they would.
+// pool has, the node's counted network transport included: bytes count in
+// the node's stats when they leave, so a packet lost here is not counted.
 type LinkFaults struct {
 	// Delay is the least one-way delay; Jitter the spread above it.
 	Delay, Jitter time.Duration

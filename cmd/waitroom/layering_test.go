@@ -133,7 +133,7 @@ var layers = []layer{
 	// visitor and an origin see them: it drives them over HTTP and signals
 	// behind the one test origin, and of the room's own code imports only
 	// the judge, which knows nothing of how the room decides.
-	{prefix: "cmd/waitroom/internal/fidelity", may: []string{"edge/crowd", "edge/edgetest", "policy/truth"}},
+	{prefix: "cmd/waitroom/internal/fidelity", may: []string{"edge/crowd", "edge/edgetest", "gossip/testkit", "policy/truth"}},
 	// The state document laid out for a person, as `waitroom state` prints
 	// it: it reads the admin API's wire types and knows no node.
 	{prefix: "cmd/waitroom/internal/statetable", may: []string{"edge/api"}},

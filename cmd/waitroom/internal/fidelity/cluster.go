@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // roomName is the one room every fidelity ring serves.
@@ -78,7 +77,7 @@ func startCluster(ctx context.Context, binary, dir string, s Scenario, originURL
 	if err := os.WriteFile(config, roomConfig(s, originURL), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the room config: %w", err)
 	}
-	ports, err := freePorts(portsPerNode(s) * s.Nodes)
+	ports, err := testkit.FreePorts(portsPerNode(s) * s.Nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -493,52 +492,3 @@ func (n *node) logTail() string {
 	return s
 }
 
-// Ports are drawn below the kernel's usual ephemeral range (32768 and up),
-// so an outgoing connection of the crowd cannot take a node's port between
-// the check and the bind, or while a killed node is down.
-const (
-	portLow  = 20000
-	portHigh = 32000
-)
-
-var (
-	portsMu sync.Mutex
-	// portsTaken are the ports this process handed out already: runs side
-	// by side must not be given the same one.
-	portsTaken = map[int]bool{}
-)
-
-// freePorts finds n distinct loopback ports free for TCP and UDP both
-// (gossip binds both on one port).
-func freePorts(n int) ([]int, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	var out []int
-	for tries := 0; len(out) < n; tries++ {
-		if tries > 2000 {
-			return nil, errors.New("no free loopback ports found between 20000 and 32000")
-		}
-		p := portLow + rand.IntN(portHigh-portLow)
-		if portsTaken[p] || !portFree(p) {
-			continue
-		}
-		portsTaken[p] = true
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func portFree(p int) bool {
-	addr := "127.0.0.1:" + strconv.Itoa(p)
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return false
-	}
-	defer l.Close()
-	u, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return false
-	}
-	u.Close()
-	return true
-}

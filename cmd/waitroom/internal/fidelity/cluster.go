@@ -491,4 +491,3 @@ func (n *node) logTail() string {
 	}
 	return s
 }
-

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/edge/accesslog"
+	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -115,12 +116,12 @@ func (s *Server) ReopenAccessLog() error {
 }
 
 // beginAccess starts the line of a request: what it asked for, from whom
-// (clientIP, the one reading of a request's client address) and when.
+// (clientaddr.Of, the one reading of a request's client address) and when.
 func (s *Server) beginAccess(w http.ResponseWriter, r *http.Request) *accessWriter {
 	a := accessWriters.Get().(*accessWriter)
 	a.ResponseWriter = w
 	a.e = accesslog.Entry{
-		Time: s.clock(), Node: s.cfg.Node, Client: clientIP(r),
+		Time: s.clock(), Node: s.cfg.Node, Client: clientaddr.Of(r),
 		// The path alone: a query may carry a code or a token.
 		Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), Proto: r.Proto,
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -127,15 +127,7 @@ func (h *forwardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // fromTrusted reports whether r comes from an address the endpoint trusts.
 func (h *forwardHandler) fromTrusted(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	return trustedAddr(a.Unmap(), h.trusted)
+	return clientaddr.PeerTrusted(r, h.trusted)
 }
 
 // refuse answers a request the endpoint will not serve, counted by reason
@@ -208,7 +200,7 @@ func (s *Server) endForwardAccess(a *accessWriter, ans http.ResponseWriter, fa *
 // set (Envoy: its own method and Host, the address after the path prefix),
 // its cookies and other headers as they are, no body. The client's address
 // (for bypass rules by cidr, the code guard and the challenge's verifier)
-// is the right-most untrusted hop of X-Forwarded-For (forwardedClient);
+// is the right-most untrusted hop of X-Forwarded-For (clientaddr.Forwarded);
 // none without one.
 func originalRequest(r *http.Request, envoy bool, trusted []netip.Prefix) (*http.Request, error) {
 	method := r.Header.Get("X-Forwarded-Method")
@@ -246,7 +238,7 @@ func originalRequest(r *http.Request, envoy bool, trusted []netip.Prefix) (*http
 	// Without the proxy's word for it the visitor's address is unknown,
 	// never the proxy's own: a bypass rule for the proxy's network must not
 	// let every visitor through.
-	or.RemoteAddr = forwardedClient(r.Header.Values("X-Forwarded-For"), trusted)
+	or.RemoteAddr = clientaddr.Forwarded(r.Header.Values("X-Forwarded-For"), trusted)
 	for _, k := range []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host"} {
 		or.Header.Del(k)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/accesslog"
+	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/i18n"
 	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
@@ -56,7 +57,7 @@ func (s *Server) redeemCode(rq *request, a *allocation, text string) bool {
 	rm, now := rq.rm, rq.now
 	pm := s.metrics.priority()
 	c, err := cookie.NewCodeSigner(s.keys).Verify(text, rm.name, now)
-	guessers := [2]string{"addr " + clientIP(rq.r)}
+	guessers := [2]string{"addr " + clientaddr.Of(rq.r)}
 	if !rq.fresh {
 		guessers[1] = "visitor " + strconv.FormatUint(rq.tok.ID, 16)
 	}

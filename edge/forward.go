@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/config"
 )
@@ -162,7 +163,7 @@ func (h *forwardHandler) decide(w http.ResponseWriter, r *http.Request, envoy, n
 	logged = ans
 	if s.access != nil {
 		a := s.beginAccess(ans, or)
-		a.e.ForwardAuth = true
+		a.Entry.ForwardAuth = true
 		defer s.endForwardAccess(a, ans, fa)
 		logged = a
 	}
@@ -185,12 +186,12 @@ func (h *forwardHandler) decide(w http.ResponseWriter, r *http.Request, envoy, n
 // the answer the visitor gets: "go on" (the origin's answer follows,
 // through the proxy) or the node's own answer, with the status the proxy
 // is given for it.
-func (s *Server) endForwardAccess(a *accessWriter, ans http.ResponseWriter, fa *forwardAuth) {
+func (s *Server) endForwardAccess(a *accesslog.Recorder, ans http.ResponseWriter, fa *forwardAuth) {
 	switch d, _ := ans.(*deniedAnswer); {
 	case fa.passed:
-		a.e.Status, a.e.Bytes = http.StatusOK, 0
+		a.Entry.Status, a.Entry.Bytes = http.StatusOK, 0
 	case d != nil && d.status != 0:
-		a.e.Status = d.status
+		a.Entry.Status = d.status
 	}
 	s.endAccess(a)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/queuepage"
 )
 
 // The access log (access_log): one line per request the node answers, with
@@ -92,7 +93,7 @@ func (rq *request) decided(o accesslog.Outcome) { decided(rq.w, rq.rm, o, rq.tok
 
 // placed records a waiting visitor's arrival bucket and its place in line
 // as its page shows them, for its access-log line.
-func placed(w http.ResponseWriter, bucket int64, v *pageVars) {
+func placed(w http.ResponseWriter, bucket int64, v *queuepage.Vars) {
 	if a, ok := w.(*accesslog.Recorder); ok {
 		a.Entry.Bucket, a.Entry.Position, a.Entry.PositionKnown = bucket, v.Position, v.PositionKnown
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/queuepage"
 )
 
 // Forward-auth mode. A reverse proxy the operator already runs asks the
@@ -122,7 +123,7 @@ func (h *forwardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == forwardRevokePath:
 		h.revoke(w, r)
 	default:
-		writeStatusPage(w, http.StatusNotFound, "Not found", "The forward-auth endpoint answers /auth, /envoy/…, /nginx/auth and /revoke.")
+		queuepage.WriteStatus(w, http.StatusNotFound, "Not found", "The forward-auth endpoint answers /auth, /envoy/…, /nginx/auth and /revoke.")
 	}
 }
 
@@ -140,7 +141,7 @@ func (h *forwardHandler) refuse(w http.ResponseWriter, reason string, status int
 		h.s.log.Warn().Str("reason", reason).Str("detail", detail).Msg("forward-auth request refused (further refusals this minute are only counted)")
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeStatusPage(w, status, title, text)
+	queuepage.WriteStatus(w, status, title, text)
 }
 
 // decide answers a proxy's question about one request: the request is
@@ -380,7 +381,7 @@ func (h *forwardHandler) answer(w http.ResponseWriter, id string) {
 		h.refused.WithLabelValues("answer_missing").Inc()
 		w.Header().Set("Refresh", "5")
 		w.Header().Set("Cache-Control", "no-store")
-		writeStatusPage(w, http.StatusServiceUnavailable, "One moment", "The waiting room is busy. This page tries again in a few seconds.")
+		queuepage.WriteStatus(w, http.StatusServiceUnavailable, "One moment", "The waiting room is busy. This page tries again in a few seconds.")
 		return
 	}
 	for k, v := range a.header {
@@ -474,7 +475,7 @@ func (h *forwardHandler) revoke(w http.ResponseWriter, r *http.Request) {
 	s := h.s
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeStatusPage(w, http.StatusMethodNotAllowed, "POST only", "Revoke sessions with POST /revoke and the visitor's Cookie header.")
+		queuepage.WriteStatus(w, http.StatusMethodNotAllowed, "POST only", "Revoke sessions with POST /revoke and the visitor's Cookie header.")
 		return
 	}
 	only := r.URL.Query().Get("room")

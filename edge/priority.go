@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/i18n"
+	"github.com/waitroom/waitroom/edge/queuepage"
 	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -205,7 +206,7 @@ func writeCodePage(w http.ResponseWriter, status int, v *view, l *i18n.Lang, msg
 
 // setPriorityVars fills the queue page's priority code variables: the code
 // form shows in a room with priority groups, to visitors without a group.
-func setPriorityVars(v *pageVars, rq *request, vw *view, tok cookie.Token) {
+func setPriorityVars(v *queuepage.Vars, rq *request, vw *view, tok cookie.Token) {
 	if len(vw.cfg.PriorityGroups) == 0 || tok.Priority != "" || v.CookiesRequired {
 		return
 	}

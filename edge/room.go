@@ -118,7 +118,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		eventTmpl:  map[string]*mustache.Template{},
 		counted:    &visitors.Counted{},
 		codes:      &visitors.Guessers{},
-		cells:      cellLimits(c),
+		cells:      c.CellLimits(),
 	}
 	for _, cmd := range c.EnabledOriginCommands {
 		if cmd == "revoke" {

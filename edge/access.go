@@ -3,12 +3,11 @@ package edge
 import (
 	"fmt"
 	"net/http"
-	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/edge/accesslog"
+	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/queuepage"
 )
 
 // The access log (access_log): one line per request the node answers, with
@@ -20,51 +19,9 @@ import (
 // the log's writer goroutine's (package accesslog): a request never waits
 // for the disk.
 
-// accessWriter is a request's ResponseWriter while the access log is on:
-// it counts what the answer's status and size are and carries the line the
-// request path fills in.
-type accessWriter struct {
-	http.ResponseWriter
-	e accesslog.Entry
-}
-
-func (a *accessWriter) WriteHeader(code int) {
-	if a.e.Status == 0 && code >= 200 {
-		a.e.Status = code
-	}
-	a.ResponseWriter.WriteHeader(code)
-}
-
-func (a *accessWriter) Write(b []byte) (int, error) {
-	if a.e.Status == 0 {
-		a.e.Status = http.StatusOK
-	}
-	n, err := a.ResponseWriter.Write(b)
-	a.e.Bytes += int64(n)
-	return n, err
-}
-
-// Unwrap lets http.ResponseController (the reverse proxy's flushes and a
-// WebSocket's hijack) reach the connection's writer.
-func (a *accessWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
-
-// Flush passes a flush on (the reverse proxy flushes the origin's answer
-// as it comes).
-func (a *accessWriter) Flush() {
-	if f, ok := a.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-		return
-	}
-	_ = http.NewResponseController(a.ResponseWriter).Flush()
-}
-
-// accessWriters are reused from request to request: the log costs the
-// request path no allocation.
-var accessWriters = sync.Pool{New: func() any { return new(accessWriter) }}
-
 // openAccessLog opens the access log cfg names, if any, with its metrics:
 // lines dropped because the buffer was full, and lines lost because the
-// file could not be written.
+// file could not be written (accesslog.Log.Collectors).
 func (s *Server) openAccessLog(cfg *config.Config) error {
 	if cfg.AccessLog == "" {
 		return nil
@@ -84,16 +41,7 @@ func (s *Server) openAccessLog(cfg *config.Config) error {
 		return fmt.Errorf("access_log %q: %w", cfg.AccessLog, err)
 	}
 	s.access = l
-	s.metrics.reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Namespace: "waitroom", Name: "access_log_dropped_total",
-			Help: "Access log lines dropped because the writer had fallen behind (its buffer was full): the requests were answered, their lines not written.",
-		}, func() float64 { return float64(l.Dropped()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Namespace: "waitroom", Name: "access_log_failed_total",
-			Help: "Access log lines lost because writing them failed (a full disk, a file that could not be opened again after SIGHUP).",
-		}, func() float64 { return float64(l.Failed()) }),
-	)
+	s.metrics.reg.MustRegister(l.Collectors()...)
 	return nil
 }
 
@@ -115,39 +63,27 @@ func (s *Server) ReopenAccessLog() error {
 }
 
 // beginAccess starts the line of a request: what it asked for, from whom
-// (clientIP, the one reading of a request's client address) and when.
-func (s *Server) beginAccess(w http.ResponseWriter, r *http.Request) *accessWriter {
-	a := accessWriters.Get().(*accessWriter)
-	a.ResponseWriter = w
-	a.e = accesslog.Entry{
-		Time: s.clock(), Node: s.cfg.Node, Client: clientIP(r),
+// (clientaddr.Of, the one reading of a request's client address) and when.
+func (s *Server) beginAccess(w http.ResponseWriter, r *http.Request) *accesslog.Recorder {
+	return s.access.Begin(w, accesslog.Entry{
+		Time: s.clock(), Node: s.cfg.Node, Client: clientaddr.Of(r),
 		// The path alone: a query may carry a code or a token.
 		Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), Proto: r.Proto,
-	}
-	return a
+	})
 }
 
 // endAccess hands a request's line to the log once it is answered; the
 // request path is done with a then.
-func (s *Server) endAccess(a *accessWriter) {
-	a.e.Duration = s.clock().Sub(a.e.Time)
-	if a.e.Status == 0 {
-		// Nothing written: net/http answers 200 with no body.
-		a.e.Status = http.StatusOK
-	}
-	s.access.Write(&a.e)
-	*a = accessWriter{}
-	accessWriters.Put(a)
-}
+func (s *Server) endAccess(a *accesslog.Recorder) { s.access.End(a, s.clock()) }
 
 // decided names the outcome of the request w answers, in room rm (nil for
 // none) for visitor (a token's id, 0 for none), for its access-log line.
 // It does nothing while the access log is off.
 func decided(w http.ResponseWriter, rm *room, o accesslog.Outcome, visitor uint64) {
-	if a, ok := w.(*accessWriter); ok {
-		a.e.Outcome, a.e.Visitor = o, visitor
+	if a, ok := w.(*accesslog.Recorder); ok {
+		a.Entry.Outcome, a.Entry.Visitor = o, visitor
 		if rm != nil {
-			a.e.Room = rm.name
+			a.Entry.Room = rm.name
 		}
 	}
 }
@@ -157,8 +93,8 @@ func (rq *request) decided(o accesslog.Outcome) { decided(rq.w, rq.rm, o, rq.tok
 
 // placed records a waiting visitor's arrival bucket and its place in line
 // as its page shows them, for its access-log line.
-func placed(w http.ResponseWriter, bucket int64, v *pageVars) {
-	if a, ok := w.(*accessWriter); ok {
-		a.e.Bucket, a.e.Position, a.e.PositionKnown = bucket, v.Position, v.PositionKnown
+func placed(w http.ResponseWriter, bucket int64, v *queuepage.Vars) {
+	if a, ok := w.(*accesslog.Recorder); ok {
+		a.Entry.Bucket, a.Entry.Position, a.Entry.PositionKnown = bucket, v.Position, v.PositionKnown
 	}
 }

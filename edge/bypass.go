@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/waitroom/waitroom/edge/canon"
+	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/config"
 )
 
@@ -20,7 +21,7 @@ type bypassRule struct {
 // routing key is key.
 func (b *bypassRule) matches(r *http.Request, key string) bool {
 	if b.CIDR != "" {
-		a, err := netip.ParseAddr(clientIP(r))
+		a, err := netip.ParseAddr(clientaddr.Of(r))
 		if err != nil || !b.match.Network.Contains(a.Unmap()) {
 			return false
 		}

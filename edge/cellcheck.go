@@ -4,30 +4,7 @@ import (
 	"fmt"
 
 	"github.com/waitroom/waitroom/crdt"
-	"github.com/waitroom/waitroom/edge/config"
-	"github.com/waitroom/waitroom/policy"
 )
-
-// cellLimits are the largest limits room c has in force at any time, its
-// events' included, as policy.CellLimits bounds a peer's counts by them.
-func cellLimits(c *config.Room) policy.CellLimits {
-	l := policy.CellLimits{
-		TotalActiveUsers:  c.TotalActiveUsers,
-		NewUsersPerMinute: c.NewUsersPerMinute,
-		MaxQueue:          c.MaxQueue,
-		Unbounded:         c.QueueingMethod == string(policy.Passthrough),
-	}
-	for _, e := range c.Events {
-		if e.TotalActiveUsers != nil {
-			l.TotalActiveUsers = max(l.TotalActiveUsers, *e.TotalActiveUsers)
-		}
-		if e.NewUsersPerMinute != nil {
-			l.NewUsersPerMinute = max(l.NewUsersPerMinute, *e.NewUsersPerMinute)
-		}
-		l.Unbounded = l.Unbounded || e.QueueingMethod == string(policy.Passthrough)
-	}
-	return l
-}
 
 // checkCell refuses a peer's count beyond what its room's limits make
 // possible (policy.CellLimits.Ceiling); gossip counts and logs it. A cell

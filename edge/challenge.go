@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/edge/challenge"
+	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) challengeStep(rq *request, a *allocation) (gated bool, verdict 
 		return false, policy.VerdictNone
 	}
 	if sol := rq.solution; sol != "" {
-		v, err := ch.Check(r.Context(), sol, clientIP(r))
+		v, err := ch.Check(r.Context(), sol, clientaddr.Of(r))
 		switch v {
 		case challenge.Solved:
 			tok.Verified = true

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cbroglie/mustache"
 )
 
 // The cookie check. A visitor's place in the queue lives only in its cookie,
@@ -169,29 +167,4 @@ func queryByte(c byte) bool {
 		return true
 	}
 	return strings.IndexByte("-._~!$&'()*+,;=:@/?%", c) >= 0
-}
-
-// cookiesRequiredVar is the page variable that is true on the
-// cookies-required answer.
-const cookiesRequiredVar = "cookiesRequired"
-
-// handlesCookiesRequired reports whether a page template shows the
-// cookies-required answer itself, that is, uses cookiesRequired anywhere. A
-// template that does not (one written for Cloudflare, or before the check
-// existed) would show that answer as an ordinary queue page, and its own
-// meta refresh would loop; the built-in page is shown instead.
-func handlesCookiesRequired(t *mustache.Template) bool {
-	stack := t.Tags()
-	for len(stack) > 0 {
-		tag := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if tag.Name() == cookiesRequiredVar {
-			return true
-		}
-		switch tag.Type() {
-		case mustache.Section, mustache.InvertedSection:
-			stack = append(stack, tag.Tags()...)
-		}
-	}
-	return false
 }

@@ -49,10 +49,13 @@
 // Under it, knowing nothing of a node: edge/config (the configuration, read
 // and checked), edge/canon (the canonical spelling of a path and a host),
 // edge/i18n (the page's languages), edge/visitors (what the node remembers
-// of its visitors between requests) and edge/challenge (the bot challenge's
-// verifier). The tools that are not the node (the load generator, the
-// bench, the demo, the fidelity run) are the command's, under
-// cmd/waitroom/internal.
+// of its visitors between requests), edge/challenge (the bot challenge's
+// verifier), edge/accesslog (the access log's lines, its writer and the
+// recorder of an answer), edge/clientaddr (the visitor's address),
+// edge/queuepage (the queue page rendered from its variables) and
+// edge/roomreg (a room's settings as a replicated register's bytes). The
+// tools that are not the node (the load generator, the bench, the demo,
+// the fidelity run) are the command's, under cmd/waitroom/internal.
 //
 // # One request
 //

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/queuepage"
 	"github.com/waitroom/waitroom/policy"
 )
 
@@ -112,7 +113,7 @@ func (s *Server) recoverRequest(w http.ResponseWriter, rm *room) {
 	h.Set("Refresh", strconv.Itoa(policy.RefreshBase))
 	h.Set("Retry-After", strconv.Itoa(policy.RefreshBase))
 	h.Set("Cache-Control", "no-store")
-	writeStatusPage(w, http.StatusServiceUnavailable, "Please wait", "The waiting room is busy. This page will try again shortly.")
+	queuepage.WriteStatus(w, http.StatusServiceUnavailable, "Please wait", "The waiting room is busy. This page will try again shortly.")
 }
 
 // fail puts room rm in its failure mode after a panic of where in

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -18,7 +17,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waitroom/waitroom/edge/accesslog"
+	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/queuepage"
 )
 
 // Forward-auth mode. A reverse proxy the operator already runs asks the
@@ -121,21 +123,13 @@ func (h *forwardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == forwardRevokePath:
 		h.revoke(w, r)
 	default:
-		writeStatusPage(w, http.StatusNotFound, "Not found", "The forward-auth endpoint answers /auth, /envoy/…, /nginx/auth and /revoke.")
+		queuepage.WriteStatus(w, http.StatusNotFound, "Not found", "The forward-auth endpoint answers /auth, /envoy/…, /nginx/auth and /revoke.")
 	}
 }
 
 // fromTrusted reports whether r comes from an address the endpoint trusts.
 func (h *forwardHandler) fromTrusted(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	return trustedAddr(a.Unmap(), h.trusted)
+	return clientaddr.PeerTrusted(r, h.trusted)
 }
 
 // refuse answers a request the endpoint will not serve, counted by reason
@@ -147,7 +141,7 @@ func (h *forwardHandler) refuse(w http.ResponseWriter, reason string, status int
 		h.s.log.Warn().Str("reason", reason).Str("detail", detail).Msg("forward-auth request refused (further refusals this minute are only counted)")
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeStatusPage(w, status, title, text)
+	queuepage.WriteStatus(w, status, title, text)
 }
 
 // decide answers a proxy's question about one request: the request is
@@ -170,7 +164,7 @@ func (h *forwardHandler) decide(w http.ResponseWriter, r *http.Request, envoy, n
 	logged = ans
 	if s.access != nil {
 		a := s.beginAccess(ans, or)
-		a.e.ForwardAuth = true
+		a.Entry.ForwardAuth = true
 		defer s.endForwardAccess(a, ans, fa)
 		logged = a
 	}
@@ -193,12 +187,12 @@ func (h *forwardHandler) decide(w http.ResponseWriter, r *http.Request, envoy, n
 // the answer the visitor gets: "go on" (the origin's answer follows,
 // through the proxy) or the node's own answer, with the status the proxy
 // is given for it.
-func (s *Server) endForwardAccess(a *accessWriter, ans http.ResponseWriter, fa *forwardAuth) {
+func (s *Server) endForwardAccess(a *accesslog.Recorder, ans http.ResponseWriter, fa *forwardAuth) {
 	switch d, _ := ans.(*deniedAnswer); {
 	case fa.passed:
-		a.e.Status, a.e.Bytes = http.StatusOK, 0
+		a.Entry.Status, a.Entry.Bytes = http.StatusOK, 0
 	case d != nil && d.status != 0:
-		a.e.Status = d.status
+		a.Entry.Status = d.status
 	}
 	s.endAccess(a)
 }
@@ -208,7 +202,7 @@ func (s *Server) endForwardAccess(a *accessWriter, ans http.ResponseWriter, fa *
 // set (Envoy: its own method and Host, the address after the path prefix),
 // its cookies and other headers as they are, no body. The client's address
 // (for bypass rules by cidr, the code guard and the challenge's verifier)
-// is the right-most untrusted hop of X-Forwarded-For (forwardedClient);
+// is the right-most untrusted hop of X-Forwarded-For (clientaddr.Forwarded);
 // none without one.
 func originalRequest(r *http.Request, envoy bool, trusted []netip.Prefix) (*http.Request, error) {
 	method := r.Header.Get("X-Forwarded-Method")
@@ -246,7 +240,7 @@ func originalRequest(r *http.Request, envoy bool, trusted []netip.Prefix) (*http
 	// Without the proxy's word for it the visitor's address is unknown,
 	// never the proxy's own: a bypass rule for the proxy's network must not
 	// let every visitor through.
-	or.RemoteAddr = forwardedClient(r.Header.Values("X-Forwarded-For"), trusted)
+	or.RemoteAddr = clientaddr.Forwarded(r.Header.Values("X-Forwarded-For"), trusted)
 	for _, k := range []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host"} {
 		or.Header.Del(k)
 	}
@@ -387,7 +381,7 @@ func (h *forwardHandler) answer(w http.ResponseWriter, id string) {
 		h.refused.WithLabelValues("answer_missing").Inc()
 		w.Header().Set("Refresh", "5")
 		w.Header().Set("Cache-Control", "no-store")
-		writeStatusPage(w, http.StatusServiceUnavailable, "One moment", "The waiting room is busy. This page tries again in a few seconds.")
+		queuepage.WriteStatus(w, http.StatusServiceUnavailable, "One moment", "The waiting room is busy. This page tries again in a few seconds.")
 		return
 	}
 	for k, v := range a.header {
@@ -481,7 +475,7 @@ func (h *forwardHandler) revoke(w http.ResponseWriter, r *http.Request) {
 	s := h.s
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeStatusPage(w, http.StatusMethodNotAllowed, "POST only", "Revoke sessions with POST /revoke and the visitor's Cookie header.")
+		queuepage.WriteStatus(w, http.StatusMethodNotAllowed, "POST only", "Revoke sessions with POST /revoke and the visitor's Cookie header.")
 		return
 	}
 	only := r.URL.Query().Get("room")

@@ -1,129 +1,18 @@
 package edge
 
 import (
-	"bytes"
 	"encoding/json"
 	"html/template"
 	"net/http"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/cbroglie/mustache"
 
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/queuepage"
 	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
 )
-
-// pageVars are the queue page's template variables, named as in the
-// reference so that a Cloudflare template or app works unchanged. The same
-// struct is the JSON response's cfWaitingRoom object.
-type pageVars struct {
-	InWaitingRoom          bool   `json:"inWaitingRoom"`
-	WaitTimeKnown          bool   `json:"waitTimeKnown"`
-	WaitTime               int    `json:"waitTime"`
-	WaitTime25Percentile   int    `json:"waitTime25Percentile"`
-	WaitTime50Percentile   int    `json:"waitTime50Percentile"`
-	WaitTime75Percentile   int    `json:"waitTime75Percentile"`
-	WaitTimeFormatted      string `json:"waitTimeFormatted"`
-	QueueIsFull            bool   `json:"queueIsFull"`
-	QueueAll               bool   `json:"queueAll"`
-	LastUpdated            string `json:"lastUpdated"`
-	RefreshIntervalSeconds int    `json:"refreshIntervalSeconds"`
-	QueueingMethod         string `json:"queueingMethod"`
-	IsFIFOQueue            bool   `json:"isFIFOQueue"`
-	IsRandomQueue          bool   `json:"isRandomQueue"`
-	// Position is the number of visitors ahead in line (FIFO only), and
-	// PositionKnown whether there is one to show: never under random
-	// queueing, nor before an event's start. waitroom's own, next to the
-	// reference's fields.
-	Position      int64 `json:"position"`
-	PositionKnown bool  `json:"positionKnown"`
-
-	// The event variables (reference event model).
-	IsEventActive                bool   `json:"isEventActive"`
-	IsEventPrequeueing           bool   `json:"isEventPrequeueing"`
-	TimeUntilEventStart          int    `json:"timeUntilEventStart"` // minutes
-	TimeUntilEventStartFormatted string `json:"timeUntilEventStartFormatted"`
-	TimeUntilEventEnd            int    `json:"timeUntilEventEnd"` // minutes
-	TimeUntilEventEndFormatted   string `json:"timeUntilEventEndFormatted"`
-	ShuffleAtEventStart          bool   `json:"shuffleAtEventStart"`
-	Turnstile                    string `json:"-"`
-
-	// waitroom's own: the cookie check (see cookieCheckParam).
-	// CookiesRequired is true on the answer to a client that did not keep
-	// its cookie: no place in line, no automatic refresh.
-	CookiesRequired bool `json:"cookiesRequired"`
-	// The rest of the reference's variables, and waitroom's own page
-	// variables (pagevars.go).
-	WaitTimeHours       int    `json:"waitTimeHours"`
-	WaitTimeHourMinutes int    `json:"waitTimeHourMinutes"`
-	IsPassthroughQueue  bool   `json:"isPassthroughQueue"`
-	IsRejectQueue       bool   `json:"isRejectQueue"`
-	Message             string `json:"message"`
-	IsClosed            bool   `json:"isClosed"`
-	// Lang is the page's language (a tag of package i18n): the formatted
-	// waits are written in it and the built-in page is shown in it.
-	Lang string `json:"-"`
-
-	// RefreshURL is the address the page should load next, when it is not
-	// the page's own: the marked address on a new visitor's first page,
-	// the clean one after a marked request, and on the cookies-required
-	// answer the clean address to try again at. In the page it is
-	// refreshURLSlot (see writeQueue).
-	RefreshURL string `json:"-"`
-
-	// waitroom's own: priority codes (see priority.go). PriorityCodes is
-	// true in a room with priority groups, whose page may offer a field
-	// named PriorityCodeParam; PriorityCodeMessage says what became of a
-	// code the request carried that did not work.
-	PriorityCodes       bool   `json:"priorityCodes"`
-	PriorityCodeParam   string `json:"-"`
-	PriorityCodeMessage string `json:"priorityCodeMessage,omitempty"`
-}
-
-func (v *pageVars) context() map[string]any {
-	return map[string]any{
-		"inWaitingRoom":                v.InWaitingRoom,
-		"waitTimeKnown":                v.WaitTimeKnown,
-		"waitTime":                     v.WaitTime,
-		"waitTime25Percentile":         v.WaitTime25Percentile,
-		"waitTime50Percentile":         v.WaitTime50Percentile,
-		"waitTime75Percentile":         v.WaitTime75Percentile,
-		"waitTimeFormatted":            v.WaitTimeFormatted,
-		"queueIsFull":                  v.QueueIsFull,
-		"queueAll":                     v.QueueAll,
-		"lastUpdated":                  v.LastUpdated,
-		"refreshIntervalSeconds":       v.RefreshIntervalSeconds,
-		"queueingMethod":               v.QueueingMethod,
-		"isFIFOQueue":                  v.IsFIFOQueue,
-		"isRandomQueue":                v.IsRandomQueue,
-		"position":                     v.Position,
-		"positionKnown":                v.PositionKnown,
-		"isEventActive":                v.IsEventActive,
-		"isEventPrequeueing":           v.IsEventPrequeueing,
-		"timeUntilEventStart":          v.TimeUntilEventStart,
-		"timeUntilEventStartFormatted": v.TimeUntilEventStartFormatted,
-		"timeUntilEventEnd":            v.TimeUntilEventEnd,
-		"timeUntilEventEndFormatted":   v.TimeUntilEventEndFormatted,
-		"shuffleAtEventStart":          v.ShuffleAtEventStart,
-		"turnstile":                    v.Turnstile,
-		cookiesRequiredVar:             v.CookiesRequired,
-		"refreshURL":                   v.RefreshURL,
-		"priorityCodes":                v.PriorityCodes,
-		"priorityCodeParam":            v.PriorityCodeParam,
-		"priorityCodeMessage":          v.PriorityCodeMessage,
-		"waitTimeHours":                v.WaitTimeHours,
-		"waitTimeHourMinutes":          v.WaitTimeHourMinutes,
-		"isPassthroughQueue":           v.IsPassthroughQueue,
-		"isRejectQueue":                v.IsRejectQueue,
-		"message":                      v.Message,
-		closedVar:                      v.IsClosed,
-	}
-}
 
 // queueAnswer is which answer writeQueue gives.
 type queueAnswer uint8
@@ -142,14 +31,6 @@ const (
 	// cookies are required: no token, no automatic refresh.
 	answerNoCookie
 )
-
-// refreshURLSlot stands for the refresh URL in a rendered page: the URL is
-// different for nearly every new visitor (its path, the second), so pages
-// are rendered and cached with this in its place and it is replaced on the
-// way out; rendering afresh for every new visitor would cost the queued
-// path most of its speed again. It holds no character HTML escaping
-// changes.
-const refreshURLSlot = "__waitroom_refresh_url__"
 
 // maxRefreshHeaderURL is the longest address the Refresh header carries.
 // The address is the visitor's, and a proxy in front holds an answer's
@@ -207,7 +88,7 @@ func (s *Server) writeQueue(rq *request, a *allocation, tok cookie.Token, ans qu
 		w.WriteHeader(status)
 		jv := v // only the JSON answer's copy of the fields goes to the heap
 		_ = json.NewEncoder(w).Encode(struct {
-			V *pageVars `json:"cfWaitingRoom"`
+			V *queuepage.Vars `json:"cfWaitingRoom"`
 		}{&jv})
 		return
 	}
@@ -244,7 +125,7 @@ func refreshValue(n int) []string {
 
 // queueVars are the fields of a waiting visitor's page (and its JSON), and
 // the refresh interval it is given, in seconds.
-func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (pageVars, int) {
+func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (queuepage.Vars, int) {
 	rm, now := rq.rm, rq.now
 	vw := a.view
 	est := a.EstimateAt(tok.Bucket, tok.Arrived)
@@ -269,7 +150,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 	if method == "" {
 		method = string(policy.FIFO)
 	}
-	v := pageVars{
+	v := queuepage.Vars{
 		InWaitingRoom:          true,
 		WaitTimeKnown:          est.WaitTimeKnown,
 		WaitTime:               est.WaitTime,
@@ -279,7 +160,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 		WaitTimeFormatted:      est.WaitTimeFormatted,
 		QueueIsFull:            est.QueueIsFull,
 		QueueAll:               vw.pol.QueueAll && vw.phase != config.Prequeue,
-		LastUpdated:            lastUpdated(now),
+		LastUpdated:            queuepage.LastUpdated(now),
 		RefreshIntervalSeconds: refresh,
 		QueueingMethod:         method,
 		IsFIFOQueue:            method == string(policy.FIFO),
@@ -322,7 +203,7 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (p
 			}
 		}
 	}
-	v.fillPage(rq, vw)
+	fillPage(&v, rq, vw)
 	return v, refresh
 }
 
@@ -350,137 +231,29 @@ func appendNextAddress(b []byte, rq *request, ans queueAnswer, asJSON bool) ([]b
 // writePage renders the queue page (cached per room, template and fields)
 // and writes it with status, the refresh address filled in when there is
 // one.
-func (s *Server) writePage(rq *request, vw *view, v pageVars, status int, next string) {
+func (s *Server) writePage(rq *request, vw *view, v queuepage.Vars, status int, next string) {
 	w, rm := rq.w, rq.rm
 	w.Header()["Content-Type"] = htmlType
-	tmpl := vw.tmpl
-	if v.CookiesRequired && !handlesCookiesRequired(tmpl) {
-		tmpl = defaultPage
-	}
-	if v.IsClosed && !usesVar(tmpl, closedVar) {
-		tmpl = defaultPage // a page that cannot say the room is closed
-	}
-	if tmpl == defaultPage {
-		tmpl = defaultPageIn(v.Lang)
-	}
+	tmpl := queuepage.Template(vw.tmpl, &v)
 	if next != "" {
-		v.RefreshURL = refreshURLSlot
+		v.RefreshURL = queuepage.RefreshURLSlot
 	}
-	body := rm.pages.get(tmpl, v, func() []byte {
-		body, err := tmpl.Render(v.context())
+	body := rm.pages.Get(tmpl, v, func() []byte {
+		body, err := tmpl.Render(v.Context())
 		if err != nil {
 			// A template that parsed but fails to render must not cost
 			// the visitor their place: fall back to the built-in page.
 			s.log.Warn().Err(err).Str("room", rm.name).Msg("custom page failed to render; serving the default page")
-			body, _ = defaultPageIn(v.Lang).Render(v.context())
+			body, _ = queuepage.DefaultIn(v.Lang).Render(v.Context())
 		}
 		return []byte(body)
 	})
 	if next != "" {
-		writeFilled(w, status, body, template.HTMLEscapeString(next))
+		queuepage.WriteFilled(w, status, body, template.HTMLEscapeString(next))
 		return
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// lastUpdated is the pages' lastUpdated at now: the second, formatted once
-// a second rather than for every answer.
-func lastUpdated(now time.Time) string {
-	sec := now.Unix()
-	if st := lastStamp.Load(); st != nil && st.sec == sec {
-		return st.text
-	}
-	text := now.UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z")
-	lastStamp.Store(&stamp{sec: sec, text: text})
-	return text
-}
-
-// stamp is a second and its text as lastUpdated writes it.
-type stamp struct {
-	sec  int64
-	text string
-}
-
-var lastStamp atomic.Pointer[stamp]
-
-var refreshURLSlotBytes = []byte(refreshURLSlot)
-
-// filledPages are the buffers writeFilled fills pages in.
-var filledPages = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
-
-// writeFilled writes a cached page with every refreshURLSlot replaced by u.
-// The cached bytes are shared, so the page is filled in a pooled buffer and
-// written at once: a fresh copy of the page for every new visitor would
-// cost about as much as the rest of its answer.
-func writeFilled(w http.ResponseWriter, status int, page []byte, u string) {
-	bp := filledPages.Get().(*[]byte)
-	b := (*bp)[:0]
-	for {
-		i := bytes.Index(page, refreshURLSlotBytes)
-		if i < 0 {
-			break
-		}
-		b = append(b, page[:i]...)
-		b = append(b, u...)
-		page = page[i+len(refreshURLSlot):]
-	}
-	b = append(b, page...)
-	w.WriteHeader(status)
-	_, _ = w.Write(b) // a Writer does not keep what it is given
-	if cap(b) <= 64<<10 {
-		// A custom page can be large; the pool keeps buffers of
-		// ordinary pages only.
-		*bp = b
-		filledPages.Put(bp)
-	}
-}
-
-// pageCache keeps a room's rendered queue pages by template and variables.
-// The variables take a handful of values at a time (the estimate moves with
-// the allocation, the refresh interval is one of ten jittered values,
-// lastUpdated changes once a second), so nearly every queued visitor gets
-// bytes rendered before; rendering Mustache on every response cost 60% of
-// the queued path.
-type pageCache struct {
-	mu sync.RWMutex
-	m  map[pageKey][]byte
-	// last is the page rendered last, looked at before the map: in a
-	// flood every new visitor of a second gets the same page, and
-	// comparing its variables costs less than hashing them.
-	last atomic.Pointer[pageEntry]
-}
-
-type pageKey struct {
-	t *mustache.Template
-	v pageVars
-}
-
-type pageEntry struct {
-	k pageKey
-	b []byte
-}
-
-func (c *pageCache) get(t *mustache.Template, v pageVars, render func() []byte) []byte {
-	k := pageKey{t, v}
-	if e := c.last.Load(); e != nil && e.k == k {
-		return e.b
-	}
-	c.mu.RLock()
-	b, ok := c.m[k]
-	c.mu.RUnlock()
-	if ok {
-		return b
-	}
-	b = render()
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= 256 {
-		c.m = make(map[pageKey][]byte, 64)
-	}
-	c.m[k] = b
-	c.mu.Unlock()
-	c.last.Store(&pageEntry{k, b})
-	return b
 }
 
 // writeRejectPage answers a room whose queueing method is reject: a static
@@ -491,20 +264,5 @@ func writeRejectPage(w http.ResponseWriter, vw *view) {
 		status = http.StatusServiceUnavailable
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeStatusPage(w, status, "Not available right now", "This site is not accepting visitors at the moment. Please come back later.")
-}
-
-var statusPage = template.Must(template.New("status").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;background:#f5f6f8;color:#1d2330;margin:0;display:flex;min-height:100vh;align-items:center;justify-content:center}
-main{background:#fff;border-radius:14px;box-shadow:0 6px 30px rgba(20,30,60,.08);padding:40px 44px;max-width:520px;margin:24px}
-h1{font-size:1.5rem;margin:0 0 12px}p{line-height:1.55;color:#4a5366;margin:0}</style></head>
-<body><main><h1>{{.Title}}</h1><p>{{.Text}}</p></main></body></html>
-`))
-
-func writeStatusPage(w http.ResponseWriter, status int, title, text string) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_ = statusPage.Execute(w, struct{ Title, Text string }{title, text})
+	queuepage.WriteStatus(w, status, "Not available right now", "This site is not accepting visitors at the moment. Please come back later.")
 }

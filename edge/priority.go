@@ -10,7 +10,9 @@ import (
 	"github.com/waitroom/waitroom/cookie"
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/accesslog"
+	"github.com/waitroom/waitroom/edge/clientaddr"
 	"github.com/waitroom/waitroom/edge/i18n"
+	"github.com/waitroom/waitroom/edge/queuepage"
 	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -56,7 +58,7 @@ func (s *Server) redeemCode(rq *request, a *allocation, text string) bool {
 	rm, now := rq.rm, rq.now
 	pm := s.metrics.priority()
 	c, err := cookie.NewCodeSigner(s.keys).Verify(text, rm.name, now)
-	guessers := [2]string{"addr " + clientIP(rq.r)}
+	guessers := [2]string{"addr " + clientaddr.Of(rq.r)}
 	if !rq.fresh {
 		guessers[1] = "visitor " + strconv.FormatUint(rq.tok.ID, 16)
 	}
@@ -204,7 +206,7 @@ func writeCodePage(w http.ResponseWriter, status int, v *view, l *i18n.Lang, msg
 
 // setPriorityVars fills the queue page's priority code variables: the code
 // form shows in a room with priority groups, to visitors without a group.
-func setPriorityVars(v *pageVars, rq *request, vw *view, tok cookie.Token) {
+func setPriorityVars(v *queuepage.Vars, rq *request, vw *view, tok cookie.Token) {
 	if len(vw.cfg.PriorityGroups) == 0 || tok.Priority != "" || v.CookiesRequired {
 		return
 	}

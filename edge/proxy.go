@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/edge/queuepage"
 )
 
 // Origin command headers: Cloudflare's name, so an origin written for it
@@ -117,12 +119,12 @@ func newProxy(s *Server, rm *room, origin string) (*httputil.ReverseProxy, error
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 			s.metrics.originErrors.WithLabelValues(name, "timeout").Inc()
 			s.log.Debug().Err(err).Str("room", name).Msg("origin timed out")
-			writeStatusPage(w, http.StatusGatewayTimeout, "The site is taking too long", "The web site behind this waiting room did not answer in time. Please try again in a moment; your place is kept.")
+			queuepage.WriteStatus(w, http.StatusGatewayTimeout, "The site is taking too long", "The web site behind this waiting room did not answer in time. Please try again in a moment; your place is kept.")
 			return
 		}
 		s.metrics.originErrors.WithLabelValues(name, "unreachable").Inc()
 		s.log.Debug().Err(err).Str("room", name).Msg("origin unreachable")
-		writeStatusPage(w, http.StatusBadGateway, "The site is not reachable", "The web site behind this waiting room could not be reached. Please try again in a moment; your place is kept.")
+		queuepage.WriteStatus(w, http.StatusBadGateway, "The site is not reachable", "The web site behind this waiting room could not be reached. Please try again in a moment; your place is kept.")
 	}
 	return p, nil
 }

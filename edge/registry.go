@@ -9,19 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/canon"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/roomreg"
 )
 
-// Room settings are replicated state: each room is an LWW register named
-// "room/<name>" holding its config.Room as JSON, and an empty value is a
-// deleted room. A change made through any node's admin API is gossiped like
-// any other register and every node rebuilds its room table from the
-// registers within one gossip round and one allocation tick (250 ms).
-const roomPrefix = "room/"
-
-func roomRegister(name string) string { return roomPrefix + name }
+// Room settings are replicated registers (package roomreg): every node
+// rebuilds its room table from them within one gossip round and one
+// allocation tick (250 ms).
 
 // rooms lists the rooms in force, by name.
 func (s *Server) rooms() []*room {
@@ -75,7 +70,7 @@ func (s *Server) StoreRoom(rc *config.Room) error {
 	if err != nil {
 		return fmt.Errorf("encode room: %w", err)
 	}
-	s.node.SetRegister(roomRegister(rc.Name), raw)
+	s.node.SetRegister(roomreg.Name(rc.Name), raw)
 	s.noteSource(rc.Name, SourceAPI)
 	s.applyNow()
 	return nil
@@ -87,7 +82,7 @@ func (s *Server) DeleteRoom(name string) bool {
 	if s.room(name) == nil {
 		return false
 	}
-	s.node.SetRegister(roomRegister(name), nil)
+	s.node.SetRegister(roomreg.Name(name), nil)
 	s.applyNow()
 	return true
 }
@@ -122,8 +117,8 @@ func (s *Server) syncRooms(now time.Time) {
 }
 
 func (s *Server) syncRoomsLocked(now time.Time) {
-	regs := s.node.Registers(roomPrefix)
-	if s.seen != nil && sameRegisters(s.seen, regs) {
+	regs := s.node.Registers(roomreg.Prefix)
+	if s.seen != nil && roomreg.Same(s.seen, regs) {
 		return
 	}
 	old := s.table.Load()
@@ -131,7 +126,7 @@ func (s *Server) syncRoomsLocked(now time.Time) {
 	taken := map[route]string{}
 	for _, name := range slices.Sorted(maps.Keys(regs)) {
 		reg := regs[name]
-		roomName := strings.TrimPrefix(name, roomPrefix)
+		roomName := strings.TrimPrefix(name, roomreg.Prefix)
 		if len(reg.Value) == 0 {
 			continue // deleted
 		}
@@ -193,23 +188,6 @@ func (s *Server) syncRoomsLocked(now time.Time) {
 	s.seen = regs
 }
 
-// sameRegisters reports whether two sets of room registers are the same,
-// values included: a node whose clock stands still (or repeats a
-// millisecond) can write new settings under the stamp and replica of its
-// earlier ones, after an overwrite of a register stamped in the far future.
-func sameRegisters(a, b map[string]crdt.LWW[[]byte]) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, x := range a {
-		y, ok := b[k]
-		if !ok || x.Stamp != y.Stamp || x.Replica != y.Replica || !bytes.Equal(x.Value, y.Value) {
-			return false
-		}
-	}
-	return true
-}
-
 // buildRoom decodes and validates a room register and builds the room.
 func (s *Server) buildRoom(name string, raw []byte) (*room, error) {
 	rc, err := s.decodeRoom(name, raw)
@@ -224,20 +202,16 @@ func (s *Server) buildRoom(name string, raw []byte) (*room, error) {
 	return rm, nil
 }
 
-// decodeRoom decodes a room register and validates it as the admin API and
-// the config file validate rooms. A room without an origin takes the
-// node's; one without a turnstile_secret takes the secret of the room of
-// the same name in the node's own config (registers gossiped without a key
-// leave the secret out).
+// decodeRoom decodes a room register (roomreg.Decode) and validates it as
+// the admin API and the config file validate rooms. A room without an
+// origin takes the node's; one without a turnstile_secret takes the secret
+// of the room of the same name in the node's own config (registers
+// gossiped without a key leave the secret out).
 func (s *Server) decodeRoom(name string, raw []byte) (*config.Room, error) {
-	var rc config.Room
-	if err := json.Unmarshal(raw, &rc); err != nil {
-		return nil, fmt.Errorf("decode room %q: %w", name, err)
+	rc, err := roomreg.Decode(name, raw)
+	if err != nil {
+		return nil, err
 	}
-	if rc.Name != name {
-		return nil, fmt.Errorf("room register %q holds room %q", name, rc.Name)
-	}
-	rc.ApplyDefaults()
 	if rc.Origin == "" {
 		rc.Origin = s.cfg.Origin
 	}
@@ -251,7 +225,7 @@ func (s *Server) decodeRoom(name string, raw []byte) (*config.Room, error) {
 	if err := rc.Validate(); err != nil {
 		return nil, fmt.Errorf("room %q: %w", name, err)
 	}
-	return &rc, nil
+	return rc, nil
 }
 
 // checkRoomRegister vets a room register a peer sends before it is merged:
@@ -259,36 +233,10 @@ func (s *Server) decodeRoom(name string, raw []byte) (*config.Room, error) {
 // file validate theirs (see decodeRoom). A deleted room (empty value) and
 // registers that are not rooms pass.
 func (s *Server) checkRoomRegister(name string, value []byte) error {
-	roomName, ok := strings.CutPrefix(name, roomPrefix)
+	roomName, ok := strings.CutPrefix(name, roomreg.Prefix)
 	if !ok || len(value) == 0 {
 		return nil
 	}
 	_, err := s.decodeRoom(roomName, value)
 	return err
-}
-
-// stripSecrets removes the secrets from a register as it leaves the node
-// without a gossip key, when gossip is plaintext on the wire: a room's
-// turnstile_secret (nodes take it from their own config, see decodeRoom)
-// and the secret of any other register that holds one (a webhook
-// registered through the admin API: nodes without it leave the webhook to
-// the node that has it).
-func stripSecrets(name string, value []byte) []byte {
-	field := "secret"
-	if strings.HasPrefix(name, roomPrefix) {
-		field = "turnstile_secret"
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(value, &fields) != nil {
-		return value
-	}
-	if _, ok := fields[field]; !ok {
-		return value
-	}
-	delete(fields, field)
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return value
-	}
-	return out
 }

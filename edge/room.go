@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/challenge"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/queuepage"
 	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -61,7 +62,7 @@ type room struct {
 	failing    atomic.Bool
 	failedCall atomic.Pointer[estimateCall]
 	m          roomMetrics
-	pages      pageCache
+	pages      queuepage.Cache
 }
 
 // allocation is the room's current policy allocation, the minute it was
@@ -117,7 +118,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		eventTmpl:  map[string]*mustache.Template{},
 		counted:    &visitors.Counted{},
 		codes:      &visitors.Guessers{},
-		cells:      cellLimits(c),
+		cells:      c.CellLimits(),
 	}
 	for _, cmd := range c.EnabledOriginCommands {
 		if cmd == "revoke" {
@@ -131,7 +132,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		}
 		rm.bypass = append(rm.bypass, bypassRule{BypassRule: b, match: m})
 	}
-	if rm.tmpl, err = parsePage(c.CustomPageHTML); err != nil {
+	if rm.tmpl, err = queuepage.Parse(c.CustomPageHTML); err != nil {
 		return nil, fmt.Errorf("custom_page_html: %w", err)
 	}
 	for i := range c.Events {
@@ -139,7 +140,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		if e.CustomPageHTML == "" {
 			continue
 		}
-		if rm.eventTmpl[e.ID], err = parsePage(e.CustomPageHTML); err != nil {
+		if rm.eventTmpl[e.ID], err = queuepage.Parse(e.CustomPageHTML); err != nil {
 			return nil, fmt.Errorf("events[%d].custom_page_html: %w", i, err)
 		}
 	}
@@ -147,7 +148,7 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 		return nil, fmt.Errorf("turnstile: %w", err)
 	}
 	if c.StopPageHTML != "" {
-		if rm.stopTmpl, err = parsePage(c.StopPageHTML); err != nil {
+		if rm.stopTmpl, err = queuepage.Parse(c.StopPageHTML); err != nil {
 			return nil, fmt.Errorf("stop_page_html: %w", err)
 		}
 	}
@@ -170,15 +171,6 @@ func newRoom(s *Server, c *config.Room) (*room, error) {
 	}
 	rm.proxy = p
 	return rm, nil
-}
-
-// parsePage parses a queue page template; empty means the built-in page.
-// Partials are never read from disk.
-func parsePage(src string) (*mustache.Template, error) {
-	if src == "" {
-		return defaultPage, nil
-	}
-	return mustache.ParseStringPartials(src, &mustache.StaticProvider{})
 }
 
 // viewAt works out the settings in force at t.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/canon"
+	"github.com/waitroom/waitroom/edge/queuepage"
 )
 
 // Routing sees a request the way the origin will: canonicalise puts its
@@ -81,7 +82,7 @@ func (u *unrouted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u.s.metrics.unrouted.Inc()
 	decided(w, nil, accesslog.Unrouted, 0)
-	writeStatusPage(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
+	queuepage.WriteStatus(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
 }
 
 // refuseMalformed answers 400 to a request whose path or host has no
@@ -94,5 +95,5 @@ func refuseMalformed(s *Server, w http.ResponseWriter, err error) {
 	s.metrics.malformed.WithLabelValues(reason).Inc()
 	decided(w, nil, accesslog.Refused, 0)
 	s.log.Debug().Err(err).Msg("request refused: ambiguous path or host")
-	writeStatusPage(w, http.StatusBadRequest, "Bad address", "This address has no single meaning ("+err.Error()+"), so it is refused.")
+	queuepage.WriteStatus(w, http.StatusBadRequest, "Bad address", "This address has no single meaning ("+err.Error()+"), so it is refused.")
 }

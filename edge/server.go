@@ -22,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/roomreg"
 	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/gossip"
 	"github.com/waitroom/waitroom/policy"
@@ -164,7 +165,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	gcfg.CheckRegister = s.checkRoomRegister
 	gcfg.CheckEntry = s.checkCell
 	if opts.InsecureGossip {
-		gcfg.Redact = stripSecrets
+		gcfg.Redact = roomreg.StripSecrets
 	}
 	if opts.GossipTune != nil {
 		opts.GossipTune(&gcfg)
@@ -180,8 +181,8 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s.node = node
 	s.ring = node.RingNow
 	if opts.Restore != nil {
-		for name := range opts.Restore.RegisterNames(roomPrefix) {
-			s.noteSource(strings.TrimPrefix(name, roomPrefix), SourceRestored)
+		for name := range opts.Restore.RegisterNames(roomreg.Prefix) {
+			s.noteSource(strings.TrimPrefix(name, roomreg.Prefix), SourceRestored)
 		}
 	}
 	// The config file seeds the rooms' registers; a newer runtime change,
@@ -197,10 +198,10 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 			return nil, err
 		}
 		name := cfg.Rooms[i].Name
-		s.node.SeedRegister(roomRegister(name), raw, seedAt.UnixMilli())
+		s.node.SeedRegister(roomreg.Name(name), raw, seedAt.UnixMilli())
 		// The file's settings in force, seeded now or restored as they
 		// were seeded before the restart, are the file's.
-		if reg, ok := s.node.Register(roomRegister(name)); ok && bytes.Equal(reg.Value, raw) {
+		if reg, ok := s.node.Register(roomreg.Name(name)); ok && bytes.Equal(reg.Value, raw) {
 			s.noteSource(name, SourceFile)
 		}
 	}

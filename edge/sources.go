@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/edge/roomreg"
 )
 
 // Where a room's settings in force came from, as the room API and the
@@ -37,7 +38,7 @@ type roomOrigin struct {
 // noteSource records that the room register name holds what from wrote,
 // when the register holds it now.
 func (s *Server) noteSource(name, from string) {
-	reg, ok := s.node.Register(roomRegister(name))
+	reg, ok := s.node.Register(roomreg.Name(name))
 	if !ok {
 		return
 	}
@@ -53,7 +54,7 @@ func (s *Server) noteSource(name, from string) {
 // SourceFile, SourceAPI, SourceRestored or SourceRing; "" for a room the
 // node does not have.
 func (s *Server) RoomSource(name string) string {
-	reg, ok := s.node.Register(roomRegister(name))
+	reg, ok := s.node.Register(roomreg.Name(name))
 	if !ok || len(reg.Value) == 0 {
 		return ""
 	}

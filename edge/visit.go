@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/crdt"
 	"github.com/waitroom/waitroom/edge/accesslog"
 	"github.com/waitroom/waitroom/edge/config"
+	"github.com/waitroom/waitroom/edge/queuepage"
 	"github.com/waitroom/waitroom/edge/visitors"
 	"github.com/waitroom/waitroom/policy"
 )
@@ -172,7 +173,7 @@ func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.unrouted.Inc()
 	decided(w, nil, accesslog.Unrouted, 0)
-	writeStatusPage(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
+	queuepage.WriteStatus(w, http.StatusNotFound, "No waiting room here", "This address is not protected by any waiting room on this node.")
 }
 
 // passCookieCheck settles the cookie check's marker: it reports false when it

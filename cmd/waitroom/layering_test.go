@@ -58,10 +58,12 @@ var layers = []layer{
 	// wires the pure core and gossip together, with the pieces under it
 	// that know nothing of a node (the configuration, the canonical
 	// spelling, the page's languages, the challenge's verifier, what it
-	// remembers of its visitors, the access log's writer). What runs
+	// remembers of its visitors, the access log's writer, the reading of
+	// a client's address, the queue page's rendering, the room registers'
+	// bytes). What runs
 	// beside it (the admin API, the agent, webhook delivery) uses it
 	// through its exported methods, and it imports none of them.
-	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge/config", "edge/canon", "edge/i18n", "edge/challenge", "edge/visitors", "edge/accesslog"}},
+	{prefix: "edge", may: []string{"cookie", "crdt", "gossip", "policy", "edge/config", "edge/canon", "edge/i18n", "edge/challenge", "edge/visitors", "edge/accesslog", "edge/clientaddr", "edge/queuepage", "edge/roomreg"}},
 	// The configuration is data and pure checks: the edge compiles it into
 	// rooms, and the commands read and write it without a node. Its routes
 	// are checked in the canonical spelling the router matches requests
@@ -75,10 +77,20 @@ var layers = []layer{
 	{prefix: "edge/i18n"},
 	// The access log's lines and its writer: the node hands it entries.
 	{prefix: "edge/accesslog"},
+	// The visitor's address read from a request and the trusted proxies'
+	// X-Forwarded-For: pure, a request's fields in, an address out.
+	{prefix: "edge/clientaddr"},
 	// What a node remembers of its visitors between requests (the state each
 	// token was last counted in, the revoked sessions): tables over the
 	// cookie's token and the counter rule's state, knowing nothing of a node.
 	{prefix: "edge/visitors", may: []string{"cookie", "crdt", "policy"}},
+	// The queue page rendered from its variables (the built-in page in
+	// every language, a room's template, the cache, the status page): the
+	// room's language setting is the configuration's, the text i18n's.
+	{prefix: "edge/queuepage", may: []string{"edge/config", "edge/i18n"}},
+	// A room's settings as a replicated register's bytes: the register's
+	// name, its value in the configuration's schema, its secrets.
+	{prefix: "edge/roomreg", may: []string{"crdt", "edge/config"}},
 	// The bot challenge's verifier: a room's settings in, a verdict out.
 	{prefix: "edge/challenge", may: []string{"edge/config"}},
 	// The console's page and event stream: the admin API hands it frames.

@@ -16,5 +16,11 @@
 // it on SIGHUP, after logrotate has moved the file away), and Close writes
 // what is buffered before it returns.
 //
+// The request path's side is a Recorder: the request's ResponseWriter
+// while the log is on, which records the answer's status and size in the
+// line the node fills in, from Begin to End (pooled: the log costs a
+// request no allocation). Collectors are its metrics, lines dropped and
+// lines failed, for the node's registry.
+//
 // It imports nothing of waitroom's: the node hands it entries.
 package accesslog

@@ -1,4 +1,4 @@
-package edge
+package queuepage
 
 import (
 	"testing"
@@ -22,15 +22,15 @@ func FuzzQueueTemplate(f *testing.F) {
 		if err := config.CheckPage(page); err != nil {
 			return
 		}
-		tmpl, err := parsePage(page)
+		tmpl, err := Parse(page)
 		if err != nil {
-			t.Fatalf("CheckPage accepted a page parsePage refuses: %v", err)
+			t.Fatalf("CheckPage accepted a page Parse refuses: %v", err)
 		}
-		v := pageVars{
+		v := Vars{
 			InWaitingRoom: true, WaitTimeKnown: true, WaitTime: 5, WaitTimeFormatted: formatted,
 			LastUpdated: time.Unix(0, 0).UTC().Format(time.RFC3339), RefreshIntervalSeconds: 20,
 			QueueingMethod: "fifo", IsFIFOQueue: true, Turnstile: formatted, RefreshURL: formatted, CookiesRequired: formatted == "",
 		}
-		_, _ = tmpl.Render(v.context())
+		_, _ = tmpl.Render(v.Context())
 	})
 }

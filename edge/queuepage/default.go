@@ -1,4 +1,4 @@
-package edge
+package queuepage
 
 import (
 	_ "embed"
@@ -7,11 +7,12 @@ import (
 
 	"github.com/cbroglie/mustache"
 
+	"github.com/waitroom/waitroom/edge/config"
 	"github.com/waitroom/waitroom/edge/i18n"
 )
 
 // defaultPageHTML is the queue page a room shows without custom_page_html,
-// kept as HTML in defaultpage.html. It uses the same Mustache variables a
+// kept as HTML in default.html. It uses the same Mustache variables a
 // custom page can, and refreshes by itself (the Refresh header does too; the meta tag covers clients that
 // ignore the header, and names the same address, refreshURL, since a
 // browser may follow whichever of the two comes last). With cookiesRequired
@@ -24,7 +25,7 @@ import (
 // announces it when it changes without a reload; lastUpdated keeps its ISO
 // value in the datetime attribute and is shown in the visitor's own time.
 //
-//go:embed defaultpage.html
+//go:embed default.html
 var defaultPageHTML string
 
 // defaultPages are the built-in page in every language, by tag.
@@ -54,7 +55,38 @@ func defaultPageSource(l *i18n.Lang) string {
 	return strings.NewReplacer(pairs...).Replace(defaultPageHTML)
 }
 
-// defaultPage is the built-in page in English: what parsePage gives a room
+// Default is the built-in page in English: what Parse gives a room
 // without a custom page, and what the page's language replaces (see
-// pageTemplate).
-var defaultPage = defaultPages["en-US"]
+// DefaultIn and Template).
+var Default = defaultPages["en-US"]
+
+// DefaultIn is the built-in page in the language tag names (English
+// when it names none).
+func DefaultIn(tag string) *mustache.Template {
+	if t := defaultPages[tag]; t != nil {
+		return t
+	}
+	return Default
+}
+
+// Language is the language of a visitor's page: the room's
+// default_template_language, or with "auto" the best match for the
+// browser's Accept-Language, English when it asks for none of them.
+func Language(setting, acceptLanguage string) *i18n.Lang {
+	if setting == config.AutoLanguage {
+		return i18n.Match(acceptLanguage, i18n.English())
+	}
+	if l := i18n.Get(setting); l != nil {
+		return l
+	}
+	return i18n.English()
+}
+
+// Parse parses a queue page template; empty means the built-in page.
+// Partials are never read from disk.
+func Parse(src string) (*mustache.Template, error) {
+	if src == "" {
+		return Default, nil
+	}
+	return mustache.ParseStringPartials(src, &mustache.StaticProvider{})
+}

@@ -148,8 +148,10 @@
 // sum), from which the edge counts the nodes a room's limits are divided
 // between; a data center is known to the others from its first figures.
 //
-// FaultNet is a memberlist transport for tests that loses, delays,
-// duplicates and partitions packets between nodes of one process, and
-// MemNet one that holds hundreds of nodes in memory with a modelled delay
-// between every pair, for the scale harness (scale_test.go).
+// MemNet is test and measurement support: a network of memberlist
+// transports in memory, without sockets, between nodes of one process. It
+// models a one-way delay for every pair of addresses and loses, duplicates,
+// reorders and partitions packets, and counts the bytes each address sends:
+// the fault tests here and in the edge use it with a few nodes, the scale
+// harness (scale_test.go) with hundreds grouped in data centers.
 package gossip

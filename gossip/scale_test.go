@@ -139,11 +139,22 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// perNodeRates are each node's bytes sent per second between two readings
-// of the network's counters.
-// (A node's pool counts under its name, its pool between data centers
-// under its name and "/wan".)
-func perNodeRates(mn *gossip.MemNet, names []string, before []uint64, elapsed time.Duration) []float64 {
+// scaleNode is a node of the harness's network: its address in its data
+// center's pool and in the pool between data centers.
+type scaleNode struct{ lan, wan string }
+
+// scaleNodes are the n nodes of data centers of perDC nodes each.
+func scaleNodes(n, perDC int) []scaleNode {
+	out := make([]scaleNode, n)
+	for i := range out {
+		out[i] = scaleNode{lan: scaleAddr(i/perDC, i%perDC, 7946), wan: scaleAddr(i/perDC, i%perDC, 7947)}
+	}
+	return out
+}
+
+// perNodeRates are each node's bytes sent per second, over both its pools,
+// between two readings of the network's counters.
+func perNodeRates(mn *gossip.MemNet, names []scaleNode, before []uint64, elapsed time.Duration) []float64 {
 	now := sentNow(mn, names)
 	out := make([]float64, len(names))
 	for i := range names {
@@ -152,22 +163,22 @@ func perNodeRates(mn *gossip.MemNet, names []string, before []uint64, elapsed ti
 	return out
 }
 
-func sentNow(mn *gossip.MemNet, names []string) []uint64 {
+func sentNow(mn *gossip.MemNet, names []scaleNode) []uint64 {
 	out := make([]uint64, len(names))
 	for i, name := range names {
-		out[i] = mn.Sent(name) + mn.Sent(name+"/wan")
+		out[i] = mn.Sent(name.lan, name.wan)
 	}
 	return out
 }
 
 // wanShare is the part of the bytes sent between two readings that went
 // between data centers, over every node.
-func wanShare(mn *gossip.MemNet, names []string, before, beforeWAN []uint64) float64 {
+func wanShare(mn *gossip.MemNet, names []scaleNode, before, beforeWAN []uint64) float64 {
 	var all, wan uint64
 	now := sentNow(mn, names)
 	for i, name := range names {
 		all += now[i] - before[i]
-		wan += mn.Sent(name+"/wan") - beforeWAN[i]
+		wan += mn.Sent(name.wan) - beforeWAN[i]
 	}
 	if all == 0 {
 		return 0
@@ -175,10 +186,10 @@ func wanShare(mn *gossip.MemNet, names []string, before, beforeWAN []uint64) flo
 	return float64(wan) / float64(all)
 }
 
-func wanSentNow(mn *gossip.MemNet, names []string) []uint64 {
+func wanSentNow(mn *gossip.MemNet, names []scaleNode) []uint64 {
 	out := make([]uint64, len(names))
 	for i, name := range names {
-		out[i] = mn.Sent(name + "/wan")
+		out[i] = mn.Sent(name.wan)
 	}
 	return out
 }
@@ -211,7 +222,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 	n := sc.dcs * sc.perDC
 	mn := gossip.NewMemNet(1)
 	mn.SetLoss(sc.loss)
-	mn.SetDelay(func(from, to string) time.Duration {
+	mn.SetPairDelay(func(from, to string) time.Duration {
 		a, b := scaleDC(from), scaleDC(to)
 		if a == b {
 			return sc.lan
@@ -233,10 +244,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 	}
 	tune, _ := tuneFrom("WAITROOM_SCALE_WAN_TUNE")
 	probe := newConvergenceProbe(n)
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("node-%02d", i)
-	}
+	names := scaleNodes(n, sc.perDC)
 	start := time.Now()
 	cpu0 := cpuTime()
 	c := newCluster(t, n, clusterOpts{
@@ -249,7 +257,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 		datacenter: func(i int) string { return fmt.Sprintf("dc%03d", i/sc.perDC) },
 		transport: func(t testing.TB, name string) memberlist.Transport {
 			i := index(name)
-			tr, err := mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7946), name)
+			tr, err := mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7946))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +266,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 		wanTransport: func(t testing.TB, name string) func() (memberlist.Transport, error) {
 			i := index(name)
 			return func() (memberlist.Transport, error) {
-				return mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7947), name+"/wan")
+				return mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7947))
 			}
 		},
 		wanSeeds: wanSeeds,

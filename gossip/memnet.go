@@ -3,6 +3,7 @@ package gossip
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -37,10 +38,28 @@ import (
 // that fails can be rerun with the same sequence of draws (the order in
 // which memberlist's goroutines draw still varies).
 type MemNet struct {
-	mu      sync.Mutex
-	eps     map[string]*MemTransport
-	sent    map[string]*atomic.Uint64
-	rng     *rand.Rand
+	// cfg is the faults in force, replaced whole by each setter, so that
+	// a packet reads them without a lock: hundreds of nodes send through
+	// one network, and a lock taken for every packet would make the
+	// harness, not the protocol, what a measurement measures.
+	cfg  atomic.Pointer[memConfig]
+	seed uint64
+
+	mu       sync.RWMutex // guards eps, sent, nextPort and the setters
+	eps      map[string]*MemTransport
+	sent     map[string]*atomic.Uint64
+	nextPort int
+
+	stats struct {
+		sent, lost, duplicated, delayed, blocked, overflow, refusedDials atomic.Int64
+		// lateNanos and lateMaxNanos: how much later than due delayed
+		// packets reached their receiver's queue, summed and at most.
+		lateNanos, lateMaxNanos atomic.Int64
+	}
+}
+
+// memConfig is the faults of a MemNet at one moment.
+type memConfig struct {
 	delay   func(from, to string) time.Duration
 	jitter  time.Duration
 	loss    float64
@@ -52,14 +71,6 @@ type MemNet struct {
 	lateCopy float64
 	lateMax  time.Duration
 	dialFail float64
-	nextPort int
-
-	stats struct {
-		sent, lost, duplicated, delayed, blocked, overflow, refusedDials atomic.Int64
-		// lateNanos and lateMaxNanos: how much later than due delayed
-		// packets reached their receiver's queue, summed and at most.
-		lateNanos, lateMaxNanos atomic.Int64
-	}
 }
 
 // NetStats counts what a MemNet did to the traffic it carried.
@@ -81,81 +92,73 @@ type NetStats struct {
 // NewMemNet returns a network with no faults yet; seed fixes its random
 // draws.
 func NewMemNet(seed uint64) *MemNet {
-	return &MemNet{
+	m := &MemNet{
+		seed:     seed,
 		eps:      map[string]*MemTransport{},
 		sent:     map[string]*atomic.Uint64{},
-		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		nextPort: memFirstPort,
 	}
+	m.cfg.Store(&memConfig{})
+	return m
 }
 
 // memFirstPort is the first port handed out for an address asked with
 // port 0.
 const memFirstPort = 20000
 
-// SetLoss makes each packet lost with probability p (0 to 1).
-func (m *MemNet) SetLoss(p float64) {
+// set changes the faults in force.
+func (m *MemNet) set(change func(c *memConfig)) {
 	m.mu.Lock()
-	m.loss = p
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	c := *m.cfg.Load()
+	change(&c)
+	m.cfg.Store(&c)
 }
+
+// SetLoss makes each packet lost with probability p (0 to 1).
+func (m *MemNet) SetLoss(p float64) { m.set(func(c *memConfig) { c.loss = p }) }
 
 // SetDuplication makes each packet that is not lost arrive twice with
 // probability p; the copy follows the delay like the original, with its own
 // jitter, so it may arrive after later packets.
-func (m *MemNet) SetDuplication(p float64) {
-	m.mu.Lock()
-	m.dup = p
-	m.mu.Unlock()
-}
+func (m *MemNet) SetDuplication(p float64) { m.set(func(c *memConfig) { c.dup = p }) }
 
 // SetLateCopies makes the second copy of a duplicated packet come late with
 // probability p, by a uniform draw in [0, max) on top of the delay: behind
 // packets sent after it, as a copy that took a slower path does.
 func (m *MemNet) SetLateCopies(p float64, max time.Duration) {
-	m.mu.Lock()
-	m.lateCopy, m.lateMax = p, max
-	m.mu.Unlock()
+	m.set(func(c *memConfig) { c.lateCopy, c.lateMax = p, max })
 }
 
 // SetDialFailure makes each stream dial (push-pull, join, reliable message)
 // refused with probability p, as a connection reset or a full backlog would.
-func (m *MemNet) SetDialFailure(p float64) {
-	m.mu.Lock()
-	m.dialFail = p
-	m.mu.Unlock()
-}
+func (m *MemNet) SetDialFailure(p float64) { m.set(func(c *memConfig) { c.dialFail = p }) }
 
 // SetDelay holds every packet back by d plus a uniform draw in [0, jitter),
 // which reorders packets when jitter is larger than the gap between them;
 // streams take d each way.
 func (m *MemNet) SetDelay(d, jitter time.Duration) {
-	m.SetPairDelay(func(string, string) time.Duration { return d })
-	m.mu.Lock()
-	m.jitter = jitter
-	m.mu.Unlock()
+	m.set(func(c *memConfig) {
+		c.delay = func(string, string) time.Duration { return d }
+		c.jitter = jitter
+	})
 }
 
 // SetPairDelay models the one-way delay from address from to address to,
 // for packets (plus the jitter SetDelay set) and streams alike. delay runs
-// on memberlist's goroutines, outside the network's lock, and must be safe
-// to call from many at once.
+// on memberlist's goroutines and must be safe to call from many at once.
 func (m *MemNet) SetPairDelay(delay func(from, to string) time.Duration) {
-	m.mu.Lock()
-	m.delay = delay
-	m.mu.Unlock()
+	m.set(func(c *memConfig) { c.delay = delay })
 }
 
 // SetBlocked installs a partition: a packet from address from to address to
 // is dropped when blocked(from, to) holds, and a stream dial is refused when
 // it holds in either direction (a stream is a conversation both ways).
 // Addresses are memberlist's "host:port", as MemTransport.Addr and
-// Node.Addr give them. blocked runs under the network's lock and must not
-// call it. nil removes the partition.
+// Node.Addr give them. blocked runs on memberlist's goroutines and must be
+// safe to call from many at once. nil removes the partition.
 func (m *MemNet) SetBlocked(blocked func(from, to string) bool) {
-	m.mu.Lock()
-	m.blocked = blocked
-	m.mu.Unlock()
+	m.set(func(c *memConfig) { c.blocked = blocked })
 }
 
 // Partition splits the network into the given groups of addresses: traffic
@@ -182,9 +185,7 @@ func (m *MemNet) Heal() { m.SetBlocked(nil) }
 // says to whom. trace runs on memberlist's goroutines and must not keep
 // packet or block.
 func (m *MemNet) SetTrace(trace func(from, to string, packet []byte)) {
-	m.mu.Lock()
-	m.trace = trace
-	m.mu.Unlock()
+	m.set(func(c *memConfig) { c.trace = trace })
 }
 
 // Stats returns what the network has done so far.
@@ -215,6 +216,12 @@ func (m *MemNet) Sent(addrs ...string) uint64 {
 }
 
 func (m *MemNet) counter(addr string) *atomic.Uint64 {
+	m.mu.RLock()
+	c := m.sent[addr]
+	m.mu.RUnlock()
+	if c != nil {
+		return c
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.counterLocked(addr)
@@ -262,7 +269,13 @@ func (m *MemNet) Transport(addr string) (*MemTransport, error) {
 	if _, taken := m.eps[addr]; taken {
 		return nil, fmt.Errorf("memory transport %q: address in use", addr)
 	}
+	// Each transport draws from a generator of its own, seeded from the
+	// network's seed and its address: the draws stay reproducible without
+	// every packet of the network waiting for one generator.
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(addr))
 	t := &MemTransport{net: m, addr: addr, ip: ip, port: p, sent: m.counterLocked(addr),
+		rng:     rand.New(rand.NewPCG(m.seed, h.Sum64()^0x9e3779b97f4a7c15)),
 		packets: make(chan *memberlist.Packet, memQueue), streams: make(chan net.Conn, 64), done: make(chan struct{})}
 	m.eps[addr] = t
 	return t, nil
@@ -276,70 +289,74 @@ type packetFate struct {
 	copies int
 }
 
-func (m *MemNet) fate(from, to string) packetFate {
-	m.mu.Lock()
-	delay := m.delay
-	m.mu.Unlock()
-	var base time.Duration
-	if delay != nil {
-		base = delay(from, to)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// fate draws what happens to a packet from t to address to under the
+// faults c.
+func (t *MemTransport) fate(c *memConfig, to string) packetFate {
+	m := t.net
 	m.stats.sent.Add(1)
-	if m.blocked != nil && m.blocked(from, to) {
+	if c.blocked != nil && c.blocked(t.addr, to) {
 		m.stats.blocked.Add(1)
 		return packetFate{drop: true}
 	}
-	if m.loss > 0 && m.rng.Float64() < m.loss {
+	var base time.Duration
+	if c.delay != nil {
+		base = c.delay(t.addr, to)
+	}
+	if c.loss == 0 && c.dup == 0 && c.jitter == 0 {
+		return packetFate{copies: 1, delays: [2]time.Duration{base}}
+	}
+	t.rngMu.Lock()
+	defer t.rngMu.Unlock()
+	if c.loss > 0 && t.rng.Float64() < c.loss {
 		m.stats.lost.Add(1)
 		return packetFate{drop: true}
 	}
 	pf := packetFate{copies: 1}
-	if m.dup > 0 && m.rng.Float64() < m.dup {
+	if c.dup > 0 && t.rng.Float64() < c.dup {
 		m.stats.duplicated.Add(1)
 		pf.copies = 2
 	}
 	for i := 0; i < pf.copies; i++ {
 		d := base
-		if m.jitter > 0 {
-			d += time.Duration(m.rng.Int64N(int64(m.jitter)))
+		if c.jitter > 0 {
+			d += time.Duration(t.rng.Int64N(int64(c.jitter)))
 		}
-		if i == 1 && m.lateCopy > 0 && m.lateMax > 0 && m.rng.Float64() < m.lateCopy {
-			d += time.Duration(m.rng.Int64N(int64(m.lateMax)))
+		if i == 1 && c.lateCopy > 0 && c.lateMax > 0 && t.rng.Float64() < c.lateCopy {
+			d += time.Duration(t.rng.Int64N(int64(c.lateMax)))
 		}
 		pf.delays[i] = d
 	}
 	return pf
 }
 
-// dialFate is the one-way delay between the two ends of a stream, or why
-// it is refused ("" when it is not).
-func (m *MemNet) dialFate(from, to string) (time.Duration, string) {
-	m.mu.Lock()
-	delay := m.delay
-	m.mu.Unlock()
-	var d time.Duration
-	if delay != nil {
-		d = delay(from, to)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.blocked != nil && (m.blocked(from, to) || m.blocked(to, from)) {
-		m.stats.refusedDials.Add(1)
+// dialFate is the one-way delay between the two ends of a stream from t to
+// address to, or why it is refused ("" when it is not).
+func (t *MemTransport) dialFate(to string) (time.Duration, string) {
+	c := t.net.cfg.Load()
+	if c.blocked != nil && (c.blocked(t.addr, to) || c.blocked(to, t.addr)) {
+		t.net.stats.refusedDials.Add(1)
 		return 0, "partitioned"
 	}
-	if m.dialFail > 0 && m.rng.Float64() < m.dialFail {
-		m.stats.refusedDials.Add(1)
-		return 0, "dial refused by injected failure"
+	if c.dialFail > 0 {
+		t.rngMu.Lock()
+		refused := t.rng.Float64() < c.dialFail
+		t.rngMu.Unlock()
+		if refused {
+			t.net.stats.refusedDials.Add(1)
+			return 0, "dial refused by injected failure"
+		}
+	}
+	var d time.Duration
+	if c.delay != nil {
+		d = c.delay(t.addr, to)
 	}
 	return d, ""
 }
 
 // endpoint is the transport that holds addr now, nil when none does.
 func (m *MemNet) endpoint(addr string) *MemTransport {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	return m.eps[addr]
 }
 
@@ -391,6 +408,8 @@ type MemTransport struct {
 	ip      net.IP
 	port    int
 	sent    *atomic.Uint64
+	rngMu   sync.Mutex
+	rng     *rand.Rand
 	packets chan *memberlist.Packet
 	streams chan net.Conn
 	done    chan struct{}
@@ -428,13 +447,11 @@ func (t *MemTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time
 	now := time.Now()
 	t.sent.Add(uint64(len(b)))
 	m := t.net
-	m.mu.Lock()
-	trace := m.trace
-	m.mu.Unlock()
-	if trace != nil {
-		trace(t.addr, a.Addr, b)
+	c := m.cfg.Load()
+	if c.trace != nil {
+		c.trace(t.addr, a.Addr, b)
 	}
-	pf := m.fate(t.addr, a.Addr)
+	pf := t.fate(c, a.Addr)
 	if pf.drop {
 		return now, nil // lost on the way: the sender cannot tell
 	}
@@ -469,7 +486,7 @@ var errRefused = errors.New("connection refused")
 // when the partition or an injected failure refuses it or nothing listens
 // at the address.
 func (t *MemTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
-	d, refused := t.net.dialFate(t.addr, a.Addr)
+	d, refused := t.dialFate(a.Addr)
 	if refused != "" {
 		return nil, fmt.Errorf("memory dial %s from %s: %s", a.Addr, t.addr, refused)
 	}

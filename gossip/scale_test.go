@@ -459,7 +459,7 @@ func (c *cluster) missing(k crdt.Key) string {
 		if v > 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n  node %d (%s, carrying %v) reads 0", i, c.dcs[i], node.Carrying())
+		fmt.Fprintf(&b, "\n  node %d (%s, carrying %v, dropped %v) reads 0", i, c.dcs[i], node.Carrying(), node.Stats().Dropped)
 		node.Read(func(s *crdt.State) {
 			for _, e := range s.Full().Aggregates {
 				if e.Key == k {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -45,8 +46,10 @@ type MemNet struct {
 	cfg  atomic.Pointer[memConfig]
 	seed uint64
 
-	mu       sync.RWMutex // guards eps, sent, nextPort and the setters
-	eps      map[string]*MemTransport
+	mu sync.RWMutex // guards sent, nextPort, the setters and replacing eps
+	// eps is the transports by address, replaced whole when one comes or
+	// goes (rare), so that a packet finds its receiver without a lock.
+	eps      atomic.Pointer[map[string]*MemTransport]
 	sent     map[string]*atomic.Uint64
 	nextPort int
 
@@ -94,11 +97,11 @@ type NetStats struct {
 func NewMemNet(seed uint64) *MemNet {
 	m := &MemNet{
 		seed:     seed,
-		eps:      map[string]*MemTransport{},
 		sent:     map[string]*atomic.Uint64{},
 		nextPort: memFirstPort,
 	}
 	m.cfg.Store(&memConfig{})
+	m.eps.Store(&map[string]*MemTransport{})
 	return m
 }
 
@@ -253,6 +256,7 @@ func (m *MemNet) Transport(addr string) (*MemTransport, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	eps := *m.eps.Load()
 	if p == 0 {
 		for {
 			p = m.nextPort
@@ -260,13 +264,13 @@ func (m *MemNet) Transport(addr string) (*MemTransport, error) {
 			if m.nextPort > 65535 {
 				m.nextPort = memFirstPort
 			}
-			if _, taken := m.eps[net.JoinHostPort(host, strconv.Itoa(p))]; !taken {
+			if _, taken := eps[net.JoinHostPort(host, strconv.Itoa(p))]; !taken {
 				break
 			}
 		}
 	}
 	addr = net.JoinHostPort(host, strconv.Itoa(p))
-	if _, taken := m.eps[addr]; taken {
+	if _, taken := eps[addr]; taken {
 		return nil, fmt.Errorf("memory transport %q: address in use", addr)
 	}
 	// Each transport draws from a generator of its own, seeded from the
@@ -277,7 +281,9 @@ func (m *MemNet) Transport(addr string) (*MemTransport, error) {
 	t := &MemTransport{net: m, addr: addr, ip: ip, port: p, sent: m.counterLocked(addr),
 		rng:     rand.New(rand.NewPCG(m.seed, h.Sum64()^0x9e3779b97f4a7c15)),
 		packets: make(chan *memberlist.Packet, memQueue), streams: make(chan net.Conn, 64), done: make(chan struct{})}
-	m.eps[addr] = t
+	next := maps.Clone(eps)
+	next[addr] = t
+	m.eps.Store(&next)
 	return t, nil
 }
 
@@ -354,11 +360,7 @@ func (t *MemTransport) dialFate(to string) (time.Duration, string) {
 }
 
 // endpoint is the transport that holds addr now, nil when none does.
-func (m *MemNet) endpoint(addr string) *MemTransport {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.eps[addr]
-}
+func (m *MemNet) endpoint(addr string) *MemTransport { return (*m.eps.Load())[addr] }
 
 // deliver hands a packet to whichever transport holds address to when it
 // arrives (a node restarted at its old address hears what was sent to the
@@ -523,11 +525,14 @@ func (t *MemTransport) DialAddressTimeout(a memberlist.Address, timeout time.Dur
 // to its address are lost, unless a new transport takes the address first.
 func (t *MemTransport) Shutdown() error {
 	t.once.Do(func() {
-		t.net.mu.Lock()
-		if t.net.eps[t.addr] == t {
-			delete(t.net.eps, t.addr)
+		m := t.net
+		m.mu.Lock()
+		if eps := *m.eps.Load(); eps[t.addr] == t {
+			next := maps.Clone(eps)
+			delete(next, t.addr)
+			m.eps.Store(&next)
 		}
-		t.net.mu.Unlock()
+		m.mu.Unlock()
 		close(t.done)
 		// Streams queued and never taken are closed, so their dialers'
 		// writes fail as on a connection reset.

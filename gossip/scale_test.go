@@ -28,8 +28,13 @@ import (
 // between every pair (LAN within a data center, 50-150 ms one way between
 // two) and packet loss. It reports how long a count added at one node takes
 // to reach every node, and what gossip each node sends while the ring is
-// idle and while it admits 1,000 visitors a second. It takes minutes, so it
-// runs only on request:
+// idle and while it admits 1,000 visitors a second. Beside each figure it
+// reports the process's share of the delays (how long goroutines waited for
+// a CPU, how late the network delivered what was due, packets lost to full
+// queues), and splits each count's time into its own data center, the
+// crossing to the first node of each other one and the relay within it: a
+// starved harness and a slow protocol look alike otherwise. It takes
+// minutes, so it runs only on request:
 //
 //	WAITROOM_SCALE=1 go test -run '^TestScale$' -v -timeout 60m ./gossip/
 //

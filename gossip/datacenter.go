@@ -43,9 +43,10 @@ import (
 // The first carrier in rank sums the data center's cells when they change
 // (its own adds and what it merges from its pool) and sends the figures
 // that grew between data centers at the next gossip round there, as
-// compact batches (msgFigures), within a budget (figureBudget) that keeps
-// what every carrier sends about the same however many data centers there
-// are: a data center that counts little sends each change at once, a busy
+// compact batches (msgFigures), straight to every other data center's
+// carriers (sendFiguresDirect) and on the gossip queue, within a budget
+// (figureBudget) that keeps what every carrier sends about the same
+// however many data centers there are: a data center that counts little sends each change at once, a busy
 // one sends larger batches less often. The other carriers stand by; the
 // one that becomes first sums every cell, so nothing a carrier that died
 // had not sent is lost once its cells reached another member. Every carrier relays between data centers the

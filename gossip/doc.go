@@ -138,7 +138,8 @@
 // entry per cell, crdt.State.Carry) in compact batches within a byte
 // budget, the registers that are not node facts, and marks. A carrier
 // relays what it hears from other data centers into its own. The first
-// carrier in rank sends the data center's figures; the others stand by.
+// carrier in rank sends the data center's figures, straight to every other
+// data center's carriers as well as by gossip; the others stand by.
 // Per-node cells never leave their data center; a carrier that dies is
 // replaced by the next in rank, which sums every cell afresh; the two sides of a data
 // center cut in two each carry their own side, and the other data centers

@@ -1,9 +1,9 @@
 package edge_test
 
 // The fault suite's use of the harness's cluster (faults_test.go): real
-// edge nodes in this process, each gossiping over memberlist on loopback
-// through a gossip.FaultNet transport that the test can make lose, delay,
-// duplicate and partition packets while the nodes run; and what the suite
+// edge nodes in this process, each gossiping over memberlist through a
+// gossip.MemNet transport (in memory, no sockets) that the test can make
+// lose, delay, duplicate and partition packets while the nodes run; and what the suite
 // compares them by (cells, totals, a crowd of visitors).
 //
 // Gossip runs on real time with memberlist timings shortened about five
@@ -43,7 +43,7 @@ var faultTune = edgetest.FastGossip
 // tests make.
 var faultWindows = crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 10}
 
-// newFaultCluster starts n nodes on a FaultNet seeded with seed (skews, if
+// newFaultCluster starts n nodes on a MemNet seeded with seed (skews, if
 // given, offset their clocks) and waits until they form one ring.
 func newFaultCluster(t *testing.T, seed uint64, n int, skews []time.Duration, rooms ...config.Room) *cluster {
 	t.Helper()
@@ -60,11 +60,11 @@ func newFaultCluster(t *testing.T, seed uint64, n int, skews []time.Duration, ro
 }
 
 // faultClusterOf makes an empty cluster of the fault suite: gossip over a
-// FaultNet seeded with seed, memberlist's timings shortened (faultTune).
+// MemNet seeded with seed, memberlist's timings shortened (faultTune).
 // Add nodes with Add.
 func faultClusterOf(t *testing.T, seed uint64, rooms ...config.Room) *cluster {
 	t.Helper()
-	return clusterOf(t, clusterOpts{Rooms: rooms, Faults: gossip.NewFaultNet(seed), Tune: faultTune})
+	return clusterOf(t, clusterOpts{Rooms: rooms, Faults: gossip.NewMemNet(seed), Tune: faultTune})
 }
 
 // faultCells returns the node's counter cells of room, sorted: the
@@ -260,13 +260,12 @@ func (v *faultVisitor) visit(t *testing.T, n *clusterNode) faultOutcome {
 	}
 }
 
-// faultPair is two transports on one FaultNet, with b's packets counted.
-// memberlist's NetTransport hands packets and streams over unbuffered
-// channels, so something must read them for as long as it runs, shutdown
-// included.
+// faultPair is two transports on one MemNet, with b's packets counted.
+// Something reads both transports' packets and streams for as long as they
+// run, as memberlist would: a packet that finds a full queue is lost.
 type faultPair struct {
-	net  *gossip.FaultNet
-	a, b *gossip.FaultTransport
+	net  *gossip.MemNet
+	a, b *gossip.MemTransport
 
 	mu    sync.Mutex
 	got   int
@@ -275,7 +274,7 @@ type faultPair struct {
 
 func newFaultPair(t *testing.T, seed uint64) *faultPair {
 	t.Helper()
-	p := &faultPair{net: gossip.NewFaultNet(seed)}
+	p := &faultPair{net: gossip.NewMemNet(seed)}
 	var err error
 	if p.a, err = p.net.Transport("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
@@ -285,7 +284,7 @@ func newFaultPair(t *testing.T, seed uint64) *faultPair {
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, tr := range []*gossip.FaultTransport{p.a, p.b} {
+	for _, tr := range []*gossip.MemTransport{p.a, p.b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -371,13 +370,45 @@ func TestFaultNet(t *testing.T) {
 		}
 	})
 
+	t.Run("a pair's own delay holds its packets back", func(t *testing.T) {
+		p := newFaultPair(t, 5)
+		to := p.b.Addr()
+		p.net.SetPairDelay(func(from, dst string) time.Duration {
+			if dst == to {
+				return 120 * time.Millisecond
+			}
+			return 0
+		})
+		got, first := p.send(t, 20, 400*time.Millisecond)
+		if got != 20 || first < 120*time.Millisecond {
+			t.Errorf("received %d of 20, the first after %s; want all, none before 120 ms", got, first)
+		}
+	})
+
+	t.Run("the bytes a transport sends are counted at its address, lost packets included", func(t *testing.T) {
+		p := newFaultPair(t, 6)
+		p.net.SetLoss(0.5)
+		const n = 50
+		p.send(t, n, 50*time.Millisecond)
+		want := uint64(0)
+		for i := 0; i < n; i++ {
+			want += uint64(len(fmt.Sprintf("packet %d", i)))
+		}
+		if got := p.net.Sent(p.a.Addr()); got != want {
+			t.Errorf("a sent %d bytes by the count, want %d", got, want)
+		}
+		if got := p.net.Sent(p.b.Addr()); got != 0 {
+			t.Errorf("b sent %d bytes by the count, want 0", got)
+		}
+	})
+
 	t.Run("a partition drops packets and refuses streams both ways until healed", func(t *testing.T) {
 		p := newFaultPair(t, 4)
 		p.net.Partition([]string{p.a.Addr()}, []string{p.b.Addr()})
 		if got, _ := p.send(t, 20, 200*time.Millisecond); got != 0 {
 			t.Errorf("received %d packets across the partition", got)
 		}
-		for _, d := range [][2]*gossip.FaultTransport{{p.a, p.b}, {p.b, p.a}} {
+		for _, d := range [][2]*gossip.MemTransport{{p.a, p.b}, {p.b, p.a}} {
 			if conn, err := d[0].DialTimeout(d[1].Addr(), time.Second); err == nil {
 				conn.Close()
 				t.Errorf("dial from %s to %s crossed the partition", d[0].Addr(), d[1].Addr())

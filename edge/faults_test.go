@@ -279,7 +279,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 		// And b cannot reach a for its first 300 ms: its first join fails,
 		// as it does when a seed is briefly unreachable, and by its retry
 		// half a second later those duplicates have shown it a member.
-		b.Bound = func(tr *gossip.FaultTransport) {
+		b.Bound = func(tr *gossip.MemTransport) {
 			self, seed := tr.Addr(), a.GossipAddr()
 			c.Net.SetBlocked(func(from, to string) bool { return from == self && to == seed })
 			time.AfterFunc(300*time.Millisecond, c.Net.Heal)
@@ -291,7 +291,7 @@ func TestFaultRestartHearsGossipFirst(t *testing.T) {
 			}
 			defer sender.Shutdown()
 			for _, p := range early {
-				_, _ = sender.NetTransport.WriteTo(p, tr.Addr())
+				_, _ = sender.WriteTo(p, tr.Addr())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

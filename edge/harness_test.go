@@ -4,7 +4,7 @@ package edge_test
 // (testkit.Clock), one node built as `waitroom serve` builds it on loopback
 // (startServer, newFixture), the one in-process cluster
 // (newCluster: N nodes, fake or wall clock, optionally gossiping through a
-// gossip.FaultNet) in front of the one test origin (edgetest.Origin), a
+// gossip.MemNet) in front of the one test origin (edgetest.Origin), a
 // visitor that keeps its cookies, and the harness's readers of bodies,
 // cookies, the admin endpoint and a config's outcome. Waiting is done with
 // testkit.Eventually; the allocation loop is run with

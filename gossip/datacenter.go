@@ -43,9 +43,10 @@ import (
 // The first carrier in rank sums the data center's cells when they change
 // (its own adds and what it merges from its pool) and sends the figures
 // that grew between data centers at the next gossip round there, as
-// compact batches (msgFigures), within a budget (figureBudget) that keeps
-// what every carrier sends about the same however many data centers there
-// are: a data center that counts little sends each change at once, a busy
+// compact batches (msgFigures), straight to every other data center's
+// carriers (sendFiguresDirect) and on the gossip queue, within a budget
+// (figureBudget) that keeps what every carrier sends about the same
+// however many data centers there are: a data center that counts little sends each change at once, a busy
 // one sends larger batches less often. The other carriers stand by; the
 // one that becomes first sums every cell, so nothing a carrier that died
 // had not sent is lost once its cells reached another member. Every carrier relays between data centers the
@@ -552,16 +553,59 @@ func (n *Node) flushWAN() {
 		spent += len(msg)
 	}
 	n.spendFigureBudget(spent)
+	n.sendFiguresDirect(msgs)
+}
+
+// sendFiguresDirect sends the data center's new figures straight to every
+// carrier of every other data center, as well as queueing them for the
+// gossip between data centers. Gossip alone takes a figure a few rounds
+// and hops to reach every data center (log of the carriers, in rounds of
+// the WAN pool and crossings of 50-150 ms each), and its slowest data
+// center sets how long a count takes to be seen everywhere; sent straight,
+// a figure reaches nearly every data center in one crossing, and the
+// gossip reaches the few whose copies were lost. The budget counts these
+// copies (figureBudget).
+func (n *Node) sendFiguresDirect(msgs [][]byte) {
+	ml := n.dc.ml.Load()
+	if ml == nil || len(msgs) == 0 {
+		return
+	}
+	peers := n.otherDatacenterCarriers()
+	for i := range peers {
+		for _, msg := range msgs {
+			if err := ml.SendBestEffort(&peers[i], msg); err != nil {
+				n.log.Debug().Err(err).Str("peer", peers[i].Name).Msg("send figures between data centers")
+				continue
+			}
+			n.dc.msgsOut.Add(1)
+		}
+	}
+}
+
+// otherDatacenterCarriers are the members of the pool between data centers
+// that carry another data center's figures.
+func (n *Node) otherDatacenterCarriers() []memberlist.Node {
+	d := n.dc
+	d.peersMu.Lock()
+	defer d.peersMu.Unlock()
+	out := make([]memberlist.Node, 0, len(d.peers))
+	for _, p := range d.peers {
+		if p.datacenter != d.name {
+			out = append(out, p.node)
+		}
+	}
+	return out
 }
 
 // The budget of a carrier's figures. Each figure a carrier sends between
 // data centers is relayed by every carrier about retransmitLimit times, so
 // the bytes every carrier sends grow with the data centers times what each
-// sends. A carrier therefore sends its data center's changed figures at
-// most at wanBudget / (data centers × retransmissions) bytes a second,
-// its changes gathered meanwhile: when every data center does, each
-// carrier sends about wanBudget between data centers however many there
-// are. The budget fills for figureBurst, so a data center that counts
+// sends; and the first carrier sends its own figures straight to every
+// other carrier as well (sendFiguresDirect). A carrier therefore sends its
+// data center's changed figures at most at wanBudget / (data centers ×
+// retransmissions + other carriers) bytes a second, its changes gathered
+// meanwhile: when every data center does, each carrier sends about
+// wanBudget between data centers however many there are. The budget fills for figureBurst, so a data center that counts
 // little sends each change at the next round (a count crosses within the
 // goal of two seconds), and one that counts a lot sends its changes in
 // larger, rarer batches (its figures lag by the time between them).
@@ -577,7 +621,8 @@ func (n *Node) figureBudget() bool {
 	d.budgetMu.Lock()
 	defer d.budgetMu.Unlock()
 	now := time.Now()
-	rate := float64(wanBudget) / float64(n.wanDatacenters()*retransmitLimit(wanRetransmitMult, d.numNodes()))
+	dcs, others := n.wanDatacenters()
+	rate := float64(wanBudget) / float64(dcs*retransmitLimit(wanRetransmitMult, d.numNodes())+others)
 	if d.budgetAt.IsZero() {
 		d.tokens = rate * figureBurst.Seconds()
 	} else {
@@ -608,16 +653,20 @@ func retransmitLimit(mult, members int) int {
 }
 
 // wanDatacenters is how many data centers the pool between data centers
-// holds, as this carrier sees it (at least one: its own).
-func (n *Node) wanDatacenters() int {
+// holds, as this carrier sees it (at least one: its own), and how many of
+// its members carry another data center's figures.
+func (n *Node) wanDatacenters() (dcs, others int) {
 	d := n.dc
 	d.peersMu.Lock()
 	defer d.peersMu.Unlock()
 	seen := map[string]bool{d.name: true}
 	for _, p := range d.peers {
 		seen[p.datacenter] = true
+		if p.datacenter != d.name {
+			others++
+		}
 	}
-	return len(seen)
+	return len(seen), others
 }
 
 // figureGroupsFor is how long a carrier sends a group's replicas with the

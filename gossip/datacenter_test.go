@@ -233,7 +233,7 @@ func eastOfFour(i int) string {
 
 func TestDatacenterSplit(t *testing.T) {
 	t.Run("the two sides of a data center cut in half both reach the other data center, and add up", func(t *testing.T) {
-		fn := gossip.NewFaultNet(3)
+		fn := gossip.NewMemNet(3)
 		addrs := map[string]string{}
 		c := newCluster(t, 6, clusterOpts{datacenter: eastOfFour, carriers: 1,
 			transport: func(t testing.TB, name string) memberlist.Transport {

@@ -138,7 +138,8 @@
 // entry per cell, crdt.State.Carry) in compact batches within a byte
 // budget, the registers that are not node facts, and marks. A carrier
 // relays what it hears from other data centers into its own. The first
-// carrier in rank sends the data center's figures; the others stand by.
+// carrier in rank sends the data center's figures, straight to every other
+// data center's carriers as well as by gossip; the others stand by.
 // Per-node cells never leave their data center; a carrier that dies is
 // replaced by the next in rank, which sums every cell afresh; the two sides of a data
 // center cut in two each carry their own side, and the other data centers
@@ -148,12 +149,14 @@
 // sum), from which the edge counts the nodes a room's limits are divided
 // between; a data center is known to the others from its first figures.
 //
-// FaultNet is a memberlist transport for tests that loses, delays,
-// duplicates and partitions packets between nodes of one process, and
-// MemNet one that holds hundreds of nodes in memory with a modelled delay
-// between every pair, for the scale harness (scale_test.go). LinkFaults
-// (Config.WANFaults) instead delays and loses what a node's own pool
-// between data centers sends on its real transport, for real processes on
-// one machine that should stand as far apart as data centers (serve's
+// MemNet is test and measurement support: a network of memberlist
+// transports in memory, without sockets, between nodes of one process. It
+// models a one-way delay for every pair of addresses and loses, duplicates,
+// reorders and partitions packets, and counts the bytes each address sends:
+// the fault tests here and in the edge use it with a few nodes, the scale
+// harness (scale_test.go) with hundreds grouped in data centers.
+// LinkFaults (Config.WANFaults) instead delays and loses what a node's own
+// pool between data centers sends on its real transport, for real processes
+// on one machine that should stand as far apart as data centers (serve's
 // hidden test flags, the fidelity run's data-center scenario).
 package gossip

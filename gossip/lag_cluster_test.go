@@ -58,7 +58,7 @@ func TestMeasuredDelay(t *testing.T) {
 		{"three nodes on a network that holds every packet back 150 ms measure at least 150 ms", 3, 150 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fn := gossip.NewFaultNet(11)
+			fn := gossip.NewMemNet(11)
 			c := newCluster(t, tc.nodes, clusterOpts{
 				tune: lagTune,
 				transport: func(t testing.TB, name string) memberlist.Transport {

@@ -133,7 +133,7 @@ func TestLeaving(t *testing.T) {
 // packet: only TCP streams (a clean leave's hand-over) still carry counts.
 func losingEveryPacket(t *testing.T, seed uint64) *cluster {
 	t.Helper()
-	fn := gossip.NewFaultNet(seed)
+	fn := gossip.NewMemNet(seed)
 	c := newCluster(t, 3, clusterOpts{
 		transport: func(t testing.TB, name string) memberlist.Transport {
 			tr, err := fn.Transport("127.0.0.1:0")
@@ -193,7 +193,7 @@ func TestExpectedMembersRemembersTheRing(t *testing.T) {
 func TestALongPartitionHeals(t *testing.T) {
 	fake := testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	clock := fake.Now
-	fn := gossip.NewFaultNet(7)
+	fn := gossip.NewMemNet(7)
 	c := newCluster(t, 3, clusterOpts{
 		clock:  clock,
 		search: 200 * time.Millisecond,

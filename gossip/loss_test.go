@@ -19,9 +19,9 @@ type faults struct {
 	drop, dup, late, dialFail float64
 }
 
-// faultNet is a gossip.FaultNet with f's faults.
-func (f faults) faultNet(seed uint64) *gossip.FaultNet {
-	fn := gossip.NewFaultNet(seed)
+// faultNet is a gossip.MemNet with f's faults.
+func (f faults) faultNet(seed uint64) *gossip.MemNet {
+	fn := gossip.NewMemNet(seed)
 	fn.SetLoss(f.drop)
 	fn.SetDuplication(f.dup)
 	fn.SetLateCopies(f.late, 300*time.Millisecond)

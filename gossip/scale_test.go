@@ -3,9 +3,11 @@ package gossip_test
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,8 +28,13 @@ import (
 // between every pair (LAN within a data center, 50-150 ms one way between
 // two) and packet loss. It reports how long a count added at one node takes
 // to reach every node, and what gossip each node sends while the ring is
-// idle and while it admits 1,000 visitors a second. It takes minutes, so it
-// runs only on request:
+// idle and while it admits 1,000 visitors a second. Beside each figure it
+// reports the process's share of the delays (how long goroutines waited for
+// a CPU, how late the network delivered what was due, packets lost to full
+// queues), and splits each count's time into its own data center, the
+// crossing to the first node of each other one and the relay within it: a
+// starved harness and a slow protocol look alike otherwise. It takes
+// minutes, so it runs only on request:
 //
 //	WAITROOM_SCALE=1 go test -run '^TestScale$' -v -timeout 60m ./gossip/
 //
@@ -139,11 +146,22 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// perNodeRates are each node's bytes sent per second between two readings
-// of the network's counters.
-// (A node's pool counts under its name, its pool between data centers
-// under its name and "/wan".)
-func perNodeRates(mn *gossip.MemNet, names []string, before []uint64, elapsed time.Duration) []float64 {
+// scaleNode is a node of the harness's network: its address in its data
+// center's pool and in the pool between data centers.
+type scaleNode struct{ lan, wan string }
+
+// scaleNodes are the n nodes of data centers of perDC nodes each.
+func scaleNodes(n, perDC int) []scaleNode {
+	out := make([]scaleNode, n)
+	for i := range out {
+		out[i] = scaleNode{lan: scaleAddr(i/perDC, i%perDC, 7946), wan: scaleAddr(i/perDC, i%perDC, 7947)}
+	}
+	return out
+}
+
+// perNodeRates are each node's bytes sent per second, over both its pools,
+// between two readings of the network's counters.
+func perNodeRates(mn *gossip.MemNet, names []scaleNode, before []uint64, elapsed time.Duration) []float64 {
 	now := sentNow(mn, names)
 	out := make([]float64, len(names))
 	for i := range names {
@@ -152,22 +170,22 @@ func perNodeRates(mn *gossip.MemNet, names []string, before []uint64, elapsed ti
 	return out
 }
 
-func sentNow(mn *gossip.MemNet, names []string) []uint64 {
+func sentNow(mn *gossip.MemNet, names []scaleNode) []uint64 {
 	out := make([]uint64, len(names))
 	for i, name := range names {
-		out[i] = mn.Sent(name) + mn.Sent(name+"/wan")
+		out[i] = mn.Sent(name.lan, name.wan)
 	}
 	return out
 }
 
 // wanShare is the part of the bytes sent between two readings that went
 // between data centers, over every node.
-func wanShare(mn *gossip.MemNet, names []string, before, beforeWAN []uint64) float64 {
+func wanShare(mn *gossip.MemNet, names []scaleNode, before, beforeWAN []uint64) float64 {
 	var all, wan uint64
 	now := sentNow(mn, names)
 	for i, name := range names {
 		all += now[i] - before[i]
-		wan += mn.Sent(name+"/wan") - beforeWAN[i]
+		wan += mn.Sent(name.wan) - beforeWAN[i]
 	}
 	if all == 0 {
 		return 0
@@ -175,10 +193,10 @@ func wanShare(mn *gossip.MemNet, names []string, before, beforeWAN []uint64) flo
 	return float64(wan) / float64(all)
 }
 
-func wanSentNow(mn *gossip.MemNet, names []string) []uint64 {
+func wanSentNow(mn *gossip.MemNet, names []scaleNode) []uint64 {
 	out := make([]uint64, len(names))
 	for i, name := range names {
-		out[i] = mn.Sent(name + "/wan")
+		out[i] = mn.Sent(name.wan)
 	}
 	return out
 }
@@ -211,7 +229,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 	n := sc.dcs * sc.perDC
 	mn := gossip.NewMemNet(1)
 	mn.SetLoss(sc.loss)
-	mn.SetDelay(func(from, to string) time.Duration {
+	mn.SetPairDelay(func(from, to string) time.Duration {
 		a, b := scaleDC(from), scaleDC(to)
 		if a == b {
 			return sc.lan
@@ -233,10 +251,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 	}
 	tune, _ := tuneFrom("WAITROOM_SCALE_WAN_TUNE")
 	probe := newConvergenceProbe(n)
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("node-%02d", i)
-	}
+	names := scaleNodes(n, sc.perDC)
 	start := time.Now()
 	cpu0 := cpuTime()
 	c := newCluster(t, n, clusterOpts{
@@ -249,7 +264,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 		datacenter: func(i int) string { return fmt.Sprintf("dc%03d", i/sc.perDC) },
 		transport: func(t testing.TB, name string) memberlist.Transport {
 			i := index(name)
-			tr, err := mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7946), name)
+			tr, err := mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7946))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +273,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 		wanTransport: func(t testing.TB, name string) func() (memberlist.Transport, error) {
 			i := index(name)
 			return func() (memberlist.Transport, error) {
-				return mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7947), name+"/wan")
+				return mn.Transport(scaleAddr(i/sc.perDC, i%sc.perDC, 7947))
 			}
 		},
 		wanSeeds: wanSeeds,
@@ -300,23 +315,28 @@ func runScale(t *testing.T, sc scaleConfig) {
 
 	// Idle: nothing is counted; what flows is membership, probes, beats and
 	// push-pull.
-	before, at, cpu := sentNow(mn, names), time.Now(), cpuTime()
+	before, at, cpu, sched := sentNow(mn, names), time.Now(), cpuTime(), sampleSched(mn)
 	idleWAN := wanSentNow(mn, names)
 	time.Sleep(sc.idle) // the window measured
 	elapsed := time.Since(at)
 	idle := perNodeRates(mn, names, before, elapsed)
 	t.Logf("idle, %v: gossip sent per node: %s; %.0f%% of it between data centers (CPU %.0f%% of one core, load %s)", elapsed.Round(time.Second), rateSummary(idle, carriers()), 100*wanShare(mn, names, before, idleWAN), 100*(cpuTime()-cpu).Seconds()/elapsed.Seconds(), loadAvg())
+	t.Logf("idle, the process: %s", starvation(sched, sampleSched(mn)))
 
 	// Convergence: one count at a time at a random node, timed until every
 	// node's merged state holds it.
-	var all, perNode []time.Duration
+	var all, perNode, locals, crossings, relays []time.Duration
 	timeouts := 0
 	m := nowMinute()
+	sched = sampleSched(mn)
+	cpu, at = cpuTime(), time.Now()
 	for j := range sc.writes {
 		time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond) // writes at a random phase of the rounds
 		key := crdt.Key{Room: "conv", Kind: crdt.AnalyticsBase, Bucket: int64(j), Minute: m}
 		w := rand.IntN(n)
 		d, per, ok := probe.write(w, key, envDuration("WAITROOM_SCALE_TIMEOUT", 30*time.Second))
+		local, crossing, relay := hops(probe.sightings(), w, sc.perDC)
+		locals, crossings, relays = append(locals, local), append(crossings, crossing...), append(relays, relay...)
 		if !ok {
 			timeouts++
 			t.Logf("count %d at node %d (%s) missed: %s", j, w, c.dcs[w], c.missing(key))
@@ -328,6 +348,11 @@ func runScale(t *testing.T, sc scaleConfig) {
 	t.Logf("convergence, %d counts: every node p50 %v, p99 %v, max %v; one node p50 %v, p99 %v; %d timed out (30 s)",
 		sc.writes, percentile(all, .5).Round(time.Millisecond), percentile(all, .99).Round(time.Millisecond), slices.Max(append(all, 0)).Round(time.Millisecond),
 		percentile(perNode, .5).Round(time.Millisecond), percentile(perNode, .99).Round(time.Millisecond), timeouts)
+	t.Logf("convergence by stage: own data center's last p50 %v, p99 %v; first node of another data center p50 %v, p99 %v; from there to its last p50 %v, p99 %v",
+		percentile(locals, .5).Round(time.Millisecond), percentile(locals, .99).Round(time.Millisecond),
+		percentile(crossings, .5).Round(time.Millisecond), percentile(crossings, .99).Round(time.Millisecond),
+		percentile(relays, .5).Round(time.Millisecond), percentile(relays, .99).Round(time.Millisecond))
+	t.Logf("convergence, the process: %s (CPU %.0f%% of one core, load %s)", starvation(sched, sampleSched(mn)), 100*(cpuTime()-cpu).Seconds()/time.Since(at).Seconds(), loadAvg())
 
 	// Load: sc.rate admissions a second at random nodes, each with what the
 	// counter rule moves for an admission of a waiting visitor and for a
@@ -350,11 +375,15 @@ func runScale(t *testing.T, sc scaleConfig) {
 	// timed as before: the figures of a busy data center wait for its
 	// budget.
 	var underLoad, underLoadPer []time.Duration
+	locals, crossings, relays = nil, nil, nil
+	sched = sampleSched(mn)
 	lost := 0
 	for j := range max(sc.writes/4, 3) {
 		key := crdt.Key{Room: "conv", Kind: crdt.AnalyticsBase, Bucket: int64(1000 + j), Minute: nowMinute()}
 		w := rand.IntN(n)
 		d, per, ok := probe.write(w, key, 60*time.Second)
+		local, crossing, relay := hops(probe.sightings(), w, sc.perDC)
+		locals, crossings, relays = append(locals, local), append(crossings, crossing...), append(relays, relay...)
 		if !ok {
 			lost++
 			t.Logf("count at node %d (%s) under load missed: %s", w, c.dcs[w], c.missing(key))
@@ -363,6 +392,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 		underLoad = append(underLoad, d)
 		underLoadPer = append(underLoadPer, per...)
 	}
+	loadSched := starvation(sched, sampleSched(mn))
 	close(stop)
 	<-done
 	t.Logf("%d admissions a second over the ring, %v: gossip sent per node: %s; %.0f%% of it between data centers (CPU %.0f%% of one core, load %s)", sc.rate, elapsed.Round(time.Second), rateSummary(loaded, carriers()), 100*loadWAN, loadCPU, loadAvg())
@@ -379,6 +409,11 @@ func runScale(t *testing.T, sc scaleConfig) {
 
 	t.Logf("convergence under that load, %d counts: every node p50 %v, max %v; one node p50 %v, p90 %v; %d timed out (60 s)", len(underLoad)+lost, percentile(underLoad, .5).Round(time.Millisecond), slices.Max(append(underLoad, 0)).Round(time.Millisecond),
 		percentile(underLoadPer, .5).Round(time.Millisecond), percentile(underLoadPer, .9).Round(time.Millisecond), lost)
+	t.Logf("under load by stage: own data center's last p50 %v, p99 %v; first node of another data center p50 %v, p99 %v; from there to its last p50 %v, p99 %v",
+		percentile(locals, .5).Round(time.Millisecond), percentile(locals, .99).Round(time.Millisecond),
+		percentile(crossings, .5).Round(time.Millisecond), percentile(crossings, .99).Round(time.Millisecond),
+		percentile(relays, .5).Round(time.Millisecond), percentile(relays, .99).Round(time.Millisecond))
+	t.Logf("under load, the process: %s", loadSched)
 	st := c.nodes[0].Stats()
 	var full int
 	c.nodes[0].Read(func(s *crdt.State) {
@@ -429,7 +464,7 @@ func (c *cluster) missing(k crdt.Key) string {
 		if v > 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n  node %d (%s, carrying %v) reads 0", i, c.dcs[i], node.Carrying())
+		fmt.Fprintf(&b, "\n  node %d (%s, carrying %v, dropped %v) reads 0", i, c.dcs[i], node.Carrying(), node.Stats().Dropped)
 		node.Read(func(s *crdt.State) {
 			for _, e := range s.Full().Aggregates {
 				if e.Key == k {
@@ -483,4 +518,98 @@ func wanWhole(c *cluster) bool {
 		}
 	}
 	return carrying > 0
+}
+
+// schedSample is the Go scheduler's histogram of how long goroutines
+// waited, runnable, for a processor: a count the harness reads before and
+// after a window to tell a process starved of CPU from a slow protocol.
+type schedSample struct {
+	counts  []uint64
+	buckets []float64
+	net     gossip.NetStats
+}
+
+func sampleSched(mn *gossip.MemNet) schedSample {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	h := s[0].Value.Float64Histogram()
+	return schedSample{counts: slices.Clone(h.Counts), buckets: h.Buckets, net: mn.Stats()}
+}
+
+// starvation says, between two samples, how long goroutines waited for a
+// processor (median, 99th percentile) and how late the network's delayed
+// packets reached their receivers (mean, largest), and how many packets a
+// full receive queue lost: the process's share of the blame for slow
+// convergence.
+func starvation(a, b schedSample) string {
+	var total uint64
+	d := make([]uint64, len(b.counts))
+	for i := range b.counts {
+		d[i] = b.counts[i] - a.counts[i]
+		total += d[i]
+	}
+	q := func(p float64) time.Duration {
+		if total == 0 {
+			return 0
+		}
+		want := uint64(math.Ceil(p * float64(total)))
+		var c uint64
+		for i, n := range d {
+			c += n
+			if c >= want {
+				up := b.buckets[i+1]
+				if math.IsInf(up, 1) {
+					up = b.buckets[i]
+				}
+				return time.Duration(up * float64(time.Second))
+			}
+		}
+		return 0
+	}
+	delayed := b.net.Delayed - a.net.Delayed
+	mean := time.Duration(0)
+	if delayed > 0 {
+		mean = (b.net.LateTotal - a.net.LateTotal) / time.Duration(delayed)
+	}
+	return fmt.Sprintf("goroutines waited for a CPU p50 %v, p99 %v; delayed packets late by mean %v (largest so far %v); %d packets lost to full queues, %d to modelled loss",
+		q(.5).Round(time.Microsecond), q(.99).Round(time.Microsecond), mean.Round(time.Microsecond), b.net.LateMax.Round(time.Millisecond),
+		b.net.Overflow-a.net.Overflow, b.net.Lost-a.net.Lost)
+}
+
+// hops splits the sightings of one count written at node w into its
+// stages: the last node of w's own data center to see it (the pool's
+// spread), the first node of each other data center (the crossing between
+// data centers, the carriers' wait for their round and budget included),
+// and in each other data center the time from its first node to its last
+// (the relay into the data center). A node that never saw it is left out.
+func hops(seen []time.Duration, w, perDC int) (local time.Duration, crossing, relay []time.Duration) {
+	for dc := 0; dc*perDC < len(seen); dc++ {
+		first, last := time.Duration(0), time.Duration(0)
+		for i := dc * perDC; i < min((dc+1)*perDC, len(seen)); i++ {
+			if i == w || seen[i] == 0 {
+				continue
+			}
+			if first == 0 || seen[i] < first {
+				first = seen[i]
+			}
+			last = max(last, seen[i])
+		}
+		if first == 0 {
+			continue
+		}
+		if dc == w/perDC {
+			local = last
+			continue
+		}
+		crossing = append(crossing, first)
+		relay = append(relay, last-first)
+	}
+	return local, crossing, relay
+}
+
+// sightings is a copy of when each node saw the last count written.
+func (p *convergenceProbe) sightings() []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.seen)
 }

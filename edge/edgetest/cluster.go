@@ -24,7 +24,7 @@ import (
 // origin, sharing one cookie key. Admission minutes run on one fake base
 // clock the caller moves (each node may be offset from it: clock skew), or
 // on the wall clock. Gossip runs on real time, over memberlist's own
-// transport or, when the options give one, through a gossip.FaultNet that
+// transport or, when the options give one, through a gossip.MemNet that
 // the caller makes lose, delay, duplicate and partition packets while the
 // nodes run. Nodes can be killed, stopped and restarted at their old
 // address.
@@ -39,7 +39,7 @@ type Cluster struct {
 	Clock *testkit.Clock
 	// Net carries the nodes' gossip with its faults; nil: gossip without
 	// injected faults.
-	Net    *gossip.FaultNet
+	Net    *gossip.MemNet
 	Origin *Origin
 	// KeyFile is the cookie key file every node shares.
 	KeyFile string
@@ -65,7 +65,7 @@ type Cluster struct {
 type ClusterOptions struct {
 	Rooms []config.Room // every node's rooms, seeded from its config
 	// Faults, when set, carries the nodes' gossip with its faults.
-	Faults *gossip.FaultNet
+	Faults *gossip.MemNet
 	// Tune adjusts memberlist's timings (the fault suite shortens them).
 	Tune func(mc *memberlist.Config)
 	// Clock is the fake base clock; a new one at 5 s into a minute when
@@ -113,9 +113,9 @@ type Node struct {
 	// Starts counts the node's incarnations.
 	Starts int
 	// Bound, when set, runs once the node's gossip address is bound and
-	// before the node starts: packets sent to it then wait in its socket.
-	// Only with faults (the FaultNet binds the address).
-	Bound func(tr *gossip.FaultTransport)
+	// before the node starts: packets sent to it then wait in its queue.
+	// Only with faults (the MemNet holds the address).
+	Bound func(tr *gossip.MemTransport)
 
 	c    *Cluster
 	addr string // gossip address, "" until first started
@@ -354,16 +354,12 @@ func (n *Node) start() error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%s config: %w", n.Name, err)
 	}
-	var tr *gossip.FaultTransport
+	var tr *gossip.MemTransport
 	if n.c.Net != nil {
-		// A restarted node may need its old port back while the kernel
-		// still holds it for a moment; retry briefly.
+		// A restarted node takes its old address back: the one before it
+		// gave it up when its memberlist shut down.
 		var err error
-		testkit.Poll(time.Second, 20*time.Millisecond, func() bool {
-			tr, err = n.c.Net.Transport(bind)
-			return err == nil
-		})
-		if err != nil {
+		if tr, err = n.c.Net.Transport(bind); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 		if n.Bound != nil {
@@ -514,7 +510,7 @@ func (c *Cluster) Servers() []*agent.Agent {
 	return out
 }
 
-// GossipAddrs returns the gossip addresses of nodes: what a FaultNet's
+// GossipAddrs returns the gossip addresses of nodes: what a MemNet's
 // partitions are drawn between.
 func GossipAddrs(nodes []*Node) []string {
 	var out []string

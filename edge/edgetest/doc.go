@@ -4,7 +4,7 @@
 // of it on a fake clock (Fixture), the in-process cluster (Cluster: N real
 // nodes built as `waitroom serve` builds them (agent.New) on loopback, on a fake clock the caller moves
 // or on the wall clock, gossiping over memberlist or through a
-// gossip.FaultNet, killed, stopped and restarted at will), and a browser
+// gossip.MemNet, killed, stopped and restarted at will), and a browser
 // that calls a node's handler and keeps its cookies (Visitor).
 //
 // The edge tests use it, and so do the tools that run nodes in one process:

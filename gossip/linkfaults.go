@@ -28,7 +28,7 @@ import (
 // each direction of each link between data centers is delayed once, by the
 // side that sends.
 //
-// Unlike FaultNet and MemNet, which the tests and the scale harness build
+// Unlike MemNet, the network of memory that the tests and the scale harness build
 // around transports of their own, LinkFaults wraps whatever transport the
 // pool has, the node's counted network transport included: bytes count in
 // the node's stats when they leave, so a packet lost here is not counted.

@@ -12,6 +12,14 @@ import (
 // test moving a fake clock) is far larger.
 const clockStepTolerance = 20 * time.Millisecond
 
+// stepGrace widens every sample's span back in time: a measurement is read
+// some time after it ended (memberlist measures a probe's round trip when
+// the ack arrives, and hands it over once its goroutine runs again, which
+// on a loaded machine can be much later), so a step noticed by another
+// check in between must still count against it. The cost is a second's
+// samples dropped after each step.
+const stepGrace = time.Second
+
 // stepWatch notices steps of the node's own clock, so that no measurement
 // spans one. A probe's clock offset is the peer's clock read at one instant
 // against this node's clock read at another; a change's delay is the
@@ -41,14 +49,18 @@ type stepWatch struct {
 	stepped   bool
 }
 
+// newStepWatch starts a watch of clock, read once now: the first sample's
+// check is against the clock as it read when the node began, so a step
+// before the node's first probe completes is noticed too.
 func newStepWatch(clock func() time.Time) *stepWatch {
 	start := time.Now()
-	return &stepWatch{clock: clock, elapsed: func() time.Duration { return time.Since(start) }}
+	return &stepWatch{clock: clock, elapsed: func() time.Duration { return time.Since(start) }, lastClock: clock(), checked: true}
 }
 
 // steady reads the clock and reports whether a measurement that ends now and
 // lasted span (real time) spans no step of it: false when a step has been
-// noticed, at this check or an earlier one, after the measurement began.
+// noticed, at this check or an earlier one, after the measurement began (or
+// within stepGrace before).
 // now is the clock's reading at this check.
 func (w *stepWatch) steady(span time.Duration) (now time.Time, ok bool) {
 	w.mu.Lock()
@@ -62,5 +74,5 @@ func (w *stepWatch) steady(span time.Duration) (now time.Time, ok bool) {
 		}
 	}
 	w.lastClock, w.lastReal, w.checked = now, real, true
-	return now, !w.stepped || real-max(span, 0) > w.step
+	return now, !w.stepped || real-max(span, 0)-stepGrace > w.step
 }

@@ -30,8 +30,11 @@ func TestAStepOfTheClockIsSpannedByNoSample(t *testing.T) {
 		{"a sample that ends after the clock was set back is dropped", []check{
 			{0, 0, 0, true}, {time.Second - 30*time.Second, time.Second, 5 * time.Millisecond, false},
 		}},
-		{"the samples begun after a step are good again", []check{
-			{0, 0, 0, true}, {time.Minute, time.Second, time.Millisecond, false}, {time.Second, time.Second, 5 * time.Millisecond, true},
+		{"the samples begun a second after a step are good again", []check{
+			{0, 0, 0, true}, {time.Minute, time.Second, time.Millisecond, false}, {2 * time.Second, 2 * time.Second, 5 * time.Millisecond, true},
+		}},
+		{"a sample read late, after another check noticed a step it spans, is dropped", []check{
+			{0, 0, 0, true}, {time.Minute, time.Second, time.Millisecond, false}, {0, 300 * time.Millisecond, 5 * time.Millisecond, false},
 		}},
 		{"a sample begun before the step was noticed is dropped, even from a later check", []check{
 			{0, 0, 0, true}, {time.Minute, time.Second, time.Millisecond, false}, {time.Second, time.Second, 1500 * time.Millisecond, false},
@@ -57,5 +60,14 @@ func TestAStepOfTheClockIsSpannedByNoSample(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestAStepBeforeTheFirstSampleIsNoticed(t *testing.T) {
+	clock := lagT0
+	w := newStepWatch(func() time.Time { return clock })
+	clock = clock.Add(3 * time.Minute) // the node's clock steps before its first probe completes
+	if _, ok := w.steady(10 * time.Millisecond); ok {
+		t.Fatal("the first sample, read across a step after the node began, was taken as steady")
 	}
 }

@@ -2,6 +2,7 @@ package gossip_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,8 +154,12 @@ func TestTheRingsTimeFollowsAClockThatSteps(t *testing.T) {
 	c := newCluster(t, 3, clusterOpts{
 		clock: fake.Now,
 		tune: func(mc *memberlist.Config) {
+			// Probes every few milliseconds, so that many span a step;
+			// suspicion slow, so that a loaded machine's late acks do
+			// not take members out of the ring.
 			mc.ProbeInterval = 5 * time.Millisecond
 			mc.ProbeTimeout = 50 * time.Millisecond
+			mc.SuspicionMult = 400
 		},
 	})
 	c.waitMembers(3, 10*time.Second)
@@ -169,7 +174,15 @@ func TestTheRingsTimeFollowsAClockThatSteps(t *testing.T) {
 	}
 	// The probes that span no step still measure: every node knows its
 	// peers' clocks, and they read the same.
-	testkit.Eventually(t, testkit.Wait{What: "every node measuring its peers' clocks the same as its own", Timeout: 10 * time.Second}, func() bool {
+	testkit.Eventually(t, testkit.Wait{What: "every node measuring its peers' clocks the same as its own", Timeout: 10 * time.Second, Seen: func() string {
+		var b strings.Builder
+		for i, n := range c.nodes {
+			for _, p := range n.Lag(fake.Now()).Peers {
+				fmt.Fprintf(&b, "node %d: %s %v (known %v); ", i, p.Name, p.Offset(), p.OffsetKnown)
+			}
+		}
+		return b.String()
+	}}, func() bool {
 		for _, n := range c.nodes {
 			l := n.Lag(fake.Now())
 			if len(l.Peers) != 2 {

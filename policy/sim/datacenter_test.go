@@ -1,8 +1,8 @@
 package sim
 
 import (
-	"slices"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/waitroom/waitroom/crdt"

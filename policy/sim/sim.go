@@ -457,7 +457,8 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 		}
 	}
 	for i := range sc.Nodes.Count {
-		// The ring is formed at t = 0: every node sees every other.
+		// The ring is formed at t = 0: every node sees every other (of its
+		// data center, with data centers).
 		n := &node{
 			id: i, replica: crdt.NewReplicaID(fmt.Sprintf("node-%d", i), 1),
 			state: crdt.New(), skew: skews[i], up: true,

@@ -194,6 +194,37 @@ func (s *State) Datacenters() []string {
 	return out
 }
 
+// DatacenterNodes returns, for each data center other than this state's
+// whose groups it holds, how many nodes it has: the replicas of its
+// largest group. A carrier sums the members it reaches under one group, so
+// the largest group is the data center as its carrier last saw it whole;
+// a member lost or a split only adds smaller groups.
+func (s *State) DatacenterNodes() map[string]int {
+	out := map[string]int{}
+	for _, r := range s.agg.recs {
+		if r.g != nil && r.g.Datacenter != s.local {
+			out[r.g.Datacenter] = max(out[r.g.Datacenter], len(r.g.Replicas))
+		}
+	}
+	return out
+}
+
+// OtherDatacenterNodes is how many nodes the other data centers have, by
+// DatacenterNodes: with the members of its own data center, the nodes a
+// ring's limits are divided between (the admission policy's Room.Nodes).
+// Another data center's figures stand as last heard, so its nodes count as
+// reachable. Zero for a state that names no data center.
+func (s *State) OtherDatacenterNodes() int {
+	if s.local == "" {
+		return 0
+	}
+	k := 0
+	for _, v := range s.DatacenterNodes() {
+		k += v
+	}
+	return k
+}
+
 // ApplyAggregate merges one aggregate entry (Replica is its group's id) and
 // reports whether the state changed. An entry whose group is not held yet
 // is kept all the same and counts once its group arrives.

@@ -2,6 +2,7 @@ package crdt_test
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -292,4 +293,38 @@ func TestPackingOfOneDatacentersGroups(t *testing.T) {
 			t.Fatalf("read %d once the group arrived, want 9", got)
 		}
 	})
+}
+
+func TestOtherDatacenterNodes(t *testing.T) {
+	east3 := crdt.NewGroup("east", []crdt.ReplicaID{1, 2, 3})
+	east1 := crdt.NewGroup("east", []crdt.ReplicaID{4})
+	west2 := crdt.NewGroup("west", []crdt.ReplicaID{5, 6})
+	home := crdt.NewGroup("home", []crdt.ReplicaID{7, 8, 9, 10})
+	cases := []struct {
+		name   string
+		local  string
+		groups []crdt.Group
+		nodes  map[string]int
+		others int
+	}{
+		{"a node that names no data center counts none", "", []crdt.Group{east3, west2}, map[string]int{"east": 3, "west": 2}, 0},
+		{"each other data center counts the replicas of its largest group", "home", []crdt.Group{east3, east1, west2}, map[string]int{"east": 3, "west": 2}, 5},
+		{"the node's own data center is not another", "home", []crdt.Group{home, west2}, map[string]int{"west": 2}, 2},
+		{"no groups held, no other nodes", "home", nil, map[string]int{}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := crdt.New()
+			s.SetDatacenter(c.local)
+			for _, g := range c.groups {
+				s.AddGroup(g)
+			}
+			if got := s.DatacenterNodes(); !maps.Equal(got, c.nodes) {
+				t.Fatalf("DatacenterNodes() = %v, want %v", got, c.nodes)
+			}
+			if got := s.OtherDatacenterNodes(); got != c.others {
+				t.Fatalf("OtherDatacenterNodes() = %d, want %d", got, c.others)
+			}
+		})
+	}
 }

@@ -1140,7 +1140,8 @@ func (n *Node) Datacenters() []DatacenterView {
 }
 
 // OtherDatacenterNodes is how many nodes the other data centers have, as
-// Datacenters counts them: with the members of the node's own pool, the
+// Datacenters counts them (crdt.State.OtherDatacenterNodes, the rule the
+// simulator counts by too): with the members of the node's own pool, the
 // nodes the ring's limits are divided between. Another data center's
 // figures stand as last heard, so its nodes count as reachable.
 func (n *Node) OtherDatacenterNodes() int {
@@ -1148,27 +1149,18 @@ func (n *Node) OtherDatacenterNodes() int {
 		return 0
 	}
 	k := 0
-	for _, v := range n.otherDatacenters() {
-		k += v.Nodes
-	}
+	n.Read(func(st *crdt.State) { k = st.OtherDatacenterNodes() })
 	return k
 }
 
 // otherDatacenters are the other data centers whose groups the node
-// holds, each with the replicas of its largest group as its nodes.
+// holds, each with the replicas of its largest group as its nodes
+// (crdt.State.DatacenterNodes).
 func (n *Node) otherDatacenters() map[string]*DatacenterView {
 	others := map[string]*DatacenterView{}
 	n.Read(func(st *crdt.State) {
-		for _, g := range st.Groups() {
-			if g.Datacenter == n.dc.name {
-				continue
-			}
-			v := others[g.Datacenter]
-			if v == nil {
-				v = &DatacenterView{Name: g.Datacenter}
-				others[g.Datacenter] = v
-			}
-			v.Nodes = max(v.Nodes, len(g.Replicas))
+		for dc, k := range st.DatacenterNodes() {
+			others[dc] = &DatacenterView{Name: dc, Nodes: k}
 		}
 	})
 	return others

@@ -171,6 +171,10 @@ func (sc *Scenario) weightsAt(t time.Duration) []float64 {
 	w := make([]float64, n)
 	if len(sc.Visitors.NodeWeights) == n {
 		copy(w, sc.Visitors.NodeWeights)
+	} else if dw := sc.Visitors.DatacenterWeights; len(dw) > 0 && len(dw) == sc.Nodes.Datacenters {
+		for i := range w {
+			w[i] = dw[sc.datacenterOf(i)]
+		}
 	} else {
 		for i := range w {
 			w[i] = 1

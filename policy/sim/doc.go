@@ -47,6 +47,18 @@
 //     and lost with probability gossip.loss; every gossip.push_pull (30 s)
 //     each node exchanges its whole state with a random peer it counts
 //     live, so loss heals.
+//   - Data centers (nodes.datacenters): each gossips within itself as
+//     above, so a node measures its lag and its ring's time among its data
+//     center's members; between data centers only figures travel. Every
+//     gossip.wan.round each data center's carrier (its first member) sums
+//     the cells that changed at it (crdt.State.Carry) and sends the
+//     aggregate entries that grew to every other data center's carrier,
+//     each copy delayed by the WAN's delay ± jitter and, when lost, sent
+//     again a round later; that carrier merges them (crdt.State.MergeAt)
+//     and relays what was new to its members. Room.Nodes adds the other
+//     data centers' nodes (crdt.State.OtherDatacenterNodes) to the
+//     expected members, as the edge does. Only shift events are modelled
+//     with data centers.
 //   - Visitors: arrivals follow the scenario's curve (uniform, step, spike
 //     or phases, Poisson or evenly spaced) and its per-node split, which
 //     shift events move over time. The token is the visitor's state

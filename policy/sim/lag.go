@@ -42,8 +42,8 @@ func (r *run) lagFor(n *node) time.Duration {
 	now := n.local(r.now)
 	if !n.lagSet || !crdt.ReuseDelay(n.lagAt, now) {
 		peers := r.peerDelays[:0]
-		for j := range r.nodes {
-			if j != n.id && n.sees[j] {
+		for _, j := range n.peers {
+			if n.sees[j] {
 				p := n.delays[j].At(now)
 				p.OffsetKnown = true
 				peers = append(peers, p)
@@ -94,8 +94,9 @@ func (r *run) beatIfIdle(n *node) {
 	}
 	n.lastOwn, n.ownSet = now, true
 	m := &message{from: int32(n.id), at: now.UnixMilli(), beat: true}
-	for _, o := range r.nodes {
-		if o == n || !o.up || !n.sees[o.id] {
+	for _, j := range n.peers {
+		o := r.nodes[j]
+		if !o.up || !n.sees[o.id] {
 			continue
 		}
 		r.counts.Beats++

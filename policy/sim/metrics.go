@@ -166,6 +166,10 @@ type Counts struct {
 	// configured one; Beats: beat messages sent (not in Messages).
 	MeasuredLag int `json:"allocations_measured_lag,omitempty"`
 	Beats       int `json:"beats,omitempty"`
+	// Figures: copies of a data center's figures sent between data
+	// centers (not in Messages), and those lost and sent again.
+	Figures     int `json:"figures,omitempty"`
+	FiguresLost int `json:"figures_lost,omitempty"`
 }
 
 // MinuteStat is one wall-clock minute.

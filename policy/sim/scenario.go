@@ -76,6 +76,15 @@ type Nodes struct {
 	// policy.AllocationFollow (50ms). 0 means those.
 	RecomputeEvery    Duration `yaml:"recompute_every" json:"recompute_every,omitempty"`
 	RecomputeThrottle Duration `yaml:"recompute_throttle" json:"recompute_throttle,omitempty"`
+	// Datacenters groups the nodes in this many data centers of
+	// count / datacenters nodes each (node i in data center i / that,
+	// named "dc-K"), as nodes that name a data center are: within one,
+	// everything travels as gossip describes (the LAN), and each node
+	// measures its lag and its ring's time among its own data center's
+	// members; between data centers only data-center figures travel
+	// (gossip.wan). 0, the default, is a ring that names none: every node
+	// a data center of its own, every node's cells everywhere.
+	Datacenters int `yaml:"datacenters" json:"datacenters,omitempty"`
 }
 
 // The values of nodes.cut_handling.
@@ -118,7 +127,47 @@ type Gossip struct {
 	// by default each node measures the delay of what it hears, idle beats
 	// included, and assumes policy.AssumedLag of it.
 	LagMeasured *bool `yaml:"lag_measured" json:"lag_measured,omitempty"`
+	// WAN is how figures travel between data centers (nodes.datacenters);
+	// Delay, Jitter, Loss and PushPull above are then those within a data
+	// center.
+	WAN *WAN `yaml:"wan" json:"wan,omitempty"`
 }
+
+// WAN describes the pool between data centers. Each data center's carrier
+// (its first live member: which member carries changes who sends, not
+// what) sums the data center's changed cells every Round
+// (crdt.State.Carry) and sends the figures that grew to every other data
+// center's carrier, each copy delayed by Delay ± Jitter and lost with
+// probability Loss; a lost copy is sent again at the next round (the pool
+// retransmits what it queued). The receiving carrier merges the figures
+// (crdt.State.MergeAt) and relays what was new to its data center's
+// members over the LAN.
+type WAN struct {
+	Delay  Duration `yaml:"delay" json:"delay,omitempty"`
+	Jitter Duration `yaml:"jitter" json:"jitter,omitempty"`
+	Loss   float64  `yaml:"loss" json:"loss,omitempty"`
+	// Round is how often a carrier sends its data center's changed
+	// figures: a gossip round between data centers (200ms), or longer for
+	// a carrier whose byte budget makes it gather changes. 0 means 200ms.
+	Round Duration `yaml:"round" json:"round,omitempty"`
+}
+
+// wan is the pool between data centers as configured, its round
+// defaulted.
+func (g Gossip) wan() WAN {
+	var w WAN
+	if g.WAN != nil {
+		w = *g.WAN
+	}
+	if w.Round == 0 {
+		w.Round = Duration(wanRound)
+	}
+	return w
+}
+
+// wanRound is the default WAN.Round: the gossip interval of the pool
+// between data centers.
+const wanRound = 200 * time.Millisecond
 
 func (g Gossip) lagMeasured() bool { return g.LagMeasured == nil || *g.LagMeasured }
 
@@ -158,6 +207,10 @@ type Visitors struct {
 	// NodeWeights splits arrivals between nodes (default: evenly); shift
 	// events change it over time.
 	NodeWeights []float64 `yaml:"node_weights" json:"node_weights,omitempty"`
+	// DatacenterWeights, instead of NodeWeights, splits arrivals between
+	// data centers (nodes.datacenters), each data center's share evenly
+	// over its nodes, as a round-robin balancer in front of them does.
+	DatacenterWeights []float64 `yaml:"datacenter_weights" json:"datacenter_weights,omitempty"`
 	// TimeOnOrigin is how long an admitted visitor keeps browsing; during
 	// it they make a request every RequestInterval. Their session then
 	// lasts session_duration after the last request.
@@ -513,6 +566,7 @@ func (sc *Scenario) Validate() error {
 	if sc.Nodes.RecomputeEvery < 0 || sc.Nodes.RecomputeThrottle < 0 {
 		p.add("nodes.recompute_every", "and recompute_throttle must not be negative")
 	}
+	sc.validateDatacenters(&p)
 	g := sc.Gossip
 	if g.Delay < 0 {
 		p.add("gossip.delay", "must not be negative")
@@ -601,6 +655,53 @@ func (sc *Scenario) Validate() error {
 	}
 	return nil
 }
+
+// validateDatacenters checks nodes.datacenters, gossip.wan and
+// visitors.datacenter_weights.
+func (sc *Scenario) validateDatacenters(p *problems) {
+	n, d := sc.Nodes.Count, sc.Nodes.Datacenters
+	if d == 0 {
+		if sc.Gossip.WAN != nil {
+			p.add("gossip.wan", "needs nodes.datacenters")
+		}
+		if len(sc.Visitors.DatacenterWeights) > 0 {
+			p.add("visitors.datacenter_weights", "needs nodes.datacenters")
+		}
+		return
+	}
+	if d < 0 || d > n || (n >= 1 && n%d != 0) {
+		p.add("nodes.datacenters", "%d must be from 1 to nodes.count (%d) and divide it: every data center has as many nodes", d, n)
+		return
+	}
+	w := sc.Gossip.wan()
+	if w.Delay < 0 || w.Jitter < 0 || w.Round < 0 {
+		p.add("gossip.wan", "delay, jitter and round must not be negative")
+	}
+	if w.Loss < 0 || w.Loss >= 1 || math.IsNaN(w.Loss) {
+		p.add("gossip.wan.loss", "%v must be from 0 to below 1", w.Loss)
+	}
+	if len(sc.Visitors.DatacenterWeights) > 0 {
+		if len(sc.Visitors.NodeWeights) > 0 {
+			p.add("visitors.datacenter_weights", "give node_weights or datacenter_weights, not both")
+		}
+		checkWeights(p, "visitors.datacenter_weights", sc.Visitors.DatacenterWeights, d, true)
+	}
+	if sc.Visitors.Arrival.SpoofBuckets {
+		p.add("visitors.arrival.spoof_buckets", "is not modelled with nodes.datacenters")
+	}
+	for i, e := range sc.Events {
+		if e.Shift == nil {
+			// A crash, leave, restart or cut with data centers would need
+			// carriers to hand over and data centers to split: not
+			// modelled yet.
+			p.add(fmt.Sprintf("events[%d]", i), "only shift events are modelled with nodes.datacenters")
+		}
+	}
+}
+
+// datacenterOf is node i's data center (0 .. datacenters-1), when the
+// scenario has data centers.
+func (sc *Scenario) datacenterOf(i int) int { return i / (sc.Nodes.Count / sc.Nodes.Datacenters) }
 
 func (sc *Scenario) validateVisitors(p *problems) {
 	v := &sc.Visitors

@@ -64,6 +64,8 @@ const (
 	evRejoin                   // a node rejoins peer after a heal
 	evRestart                  // a node that crashed or left starts again
 	evBeat                     // a node checks whether it is idle enough to beat
+	evCarry                    // a data center's carrier sends its changed figures
+	evFigures                  // another data center's figures reach a data center's carrier
 )
 
 type event struct {
@@ -137,6 +139,9 @@ type message struct {
 	// message carries was made, or the beat's time (0: not stamped).
 	at   int64
 	beat bool // a beat: no state, a delay sample only
+	// figs are aggregate entries and the groups they name: another data
+	// center's figures, or the aggregates of a whole state's push-pull.
+	figs *crdt.Delta
 }
 
 // node is one virtual waitroom node: its own replica of the state, its own
@@ -144,9 +149,12 @@ type message struct {
 type node struct {
 	id      int
 	replica crdt.ReplicaID
-	state   *crdt.State
-	skew    time.Duration
-	up      bool
+	// peers are the nodes this one can count live, itself excluded: every
+	// other node, or its data center's other members.
+	peers []int
+	state *crdt.State
+	skew  time.Duration
+	up    bool
 
 	// Membership as this node's gossip layer sees it: sees[j] while it
 	// counts node j a live member (itself always), live how many it does,
@@ -188,6 +196,12 @@ type node struct {
 	lastOwn   time.Time
 	ownSet    bool
 	beatLoop  int32 // the beat loop's generation: one per process
+
+	// dirty are the cells that changed here since this node, its data
+	// center's carrier, last summed them (gossip's markCarry), in the
+	// order they first changed.
+	dirty    []crdt.Key
+	dirtySet map[crdt.Key]struct{}
 }
 
 // clock is node n's time at virtual time t, its gossip.Node.RingNow:
@@ -201,9 +215,9 @@ func (r *run) clock(n *node, t time.Duration) time.Time {
 		return local
 	}
 	offs := r.offs[:0]
-	for j, o := range r.nodes {
-		if j != n.id && n.sees[j] {
-			offs = append(offs, o.skew-n.skew)
+	for _, j := range n.peers {
+		if n.sees[j] {
+			offs = append(offs, r.nodes[j].skew-n.skew)
 		}
 	}
 	r.offs = offs
@@ -364,11 +378,17 @@ type run struct {
 	// peerDelays is scratch for lagFor.
 	peerDelays []crdt.PeerDelay
 	parts      []*Partition
-	arr        []arrival
-	vis        []visitor
-	next       int // next arrival to inject
-	rec        *recorder
-	counts     Counts
+	// Data centers (nodes.datacenters; nil without): each one's name, its
+	// nodes, and the replicas other data centers appear as.
+	dcNames   []string
+	dcMembers [][]int
+	dcReplica map[crdt.ReplicaID]bool
+	wan       WAN
+	arr       []arrival
+	vis       []visitor
+	next      int // next arrival to inject
+	rec       *recorder
+	counts    Counts
 
 	// debug, when set, sees every decision (tests and investigations).
 	debug func(r *run, n *node, v *visitor, out policy.Outcome, bucket int64, fresh bool)
@@ -422,8 +442,23 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 	skews := sc.skews()
 	r.live = make([]bool, sc.Nodes.Count)
 	r.byReplica = make(map[crdt.ReplicaID]int, sc.Nodes.Count)
+	if d := sc.Nodes.Datacenters; d > 0 {
+		r.wan = sc.Gossip.wan()
+		r.dcMembers = make([][]int, d)
+		r.dcReplica = map[crdt.ReplicaID]bool{}
+		for k := range d {
+			name := fmt.Sprintf("dc-%d", k)
+			r.dcNames = append(r.dcNames, name)
+			r.dcReplica[crdt.DatacenterReplica(name)] = true
+		}
+		for i := range sc.Nodes.Count {
+			k := sc.datacenterOf(i)
+			r.dcMembers[k] = append(r.dcMembers[k], i)
+		}
+	}
 	for i := range sc.Nodes.Count {
-		// The ring is formed at t = 0: every node sees every other.
+		// The ring is formed at t = 0: every node sees every other (of its
+		// data center, with data centers).
 		n := &node{
 			id: i, replica: crdt.NewReplicaID(fmt.Sprintf("node-%d", i), 1),
 			state: crdt.New(), skew: skews[i], up: true,
@@ -431,11 +466,37 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 			expUntil: -1, outIdx: map[crdt.Key]int{},
 			delays: make([]crdt.Delays, sc.Nodes.Count), beats: make([]int64, sc.Nodes.Count),
 		}
-		for j := range n.sees {
+		ring := make([]int, sc.Nodes.Count)
+		for j := range ring {
+			ring[j] = j
+		}
+		if r.dcMembers != nil {
+			// A node that names a data center: its pool is its data
+			// center's members, its state sums their entries and reads
+			// the other data centers' figures.
+			ring = r.dcMembers[sc.datacenterOf(i)]
+			n.live = len(ring)
+			n.state.SetDatacenter(r.dcNames[sc.datacenterOf(i)])
+			if ring[0] == i {
+				// Its carrier notes the cells to sum (markCarry).
+				n.dirtySet = map[crdt.Key]struct{}{}
+			}
+		}
+		for _, j := range ring {
 			n.sees[j] = true
+			if j != i {
+				n.peers = append(n.peers, j)
+			}
 		}
 		n.chain = policy.NewChain(n.replica, r.strategy)
-		n.reach = func(rep crdt.ReplicaID) bool { j := r.nodeOf(rep); return j >= 0 && n.sees[j] }
+		n.reach = func(rep crdt.ReplicaID) bool {
+			if j := r.nodeOf(rep); j >= 0 {
+				return n.sees[j]
+			}
+			// Another data center's figures stand as last heard
+			// (gossip.Node.Reachable).
+			return r.dcReplica[rep]
+		}
 		r.nodes = append(r.nodes, n)
 		r.live[i] = true
 		r.byReplica[n.replica] = i
@@ -450,6 +511,12 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 			r.schedule(event{at: pp * time.Duration(n.id+1) / time.Duration(len(r.nodes)), kind: evPushPull, node: int32(n.id)})
 		}
 		r.startBeats(n)
+	}
+	for k, members := range r.dcMembers {
+		if len(r.dcMembers) > 1 {
+			// Each carrier's rounds start at their own phase.
+			r.schedule(event{at: r.wan.Round.D() * time.Duration(k+1) / time.Duration(len(r.dcMembers)), kind: evCarry, node: int32(members[0])})
+		}
 	}
 	for _, e := range sc.Events {
 		switch {
@@ -579,6 +646,11 @@ func (r *run) handle(e event) {
 		if e.vis == n.beatLoop {
 			r.beatIfIdle(n)
 		}
+	case evCarry:
+		r.carry(n)
+		r.schedule(event{at: r.now + r.wan.Round.D(), kind: evCarry, node: e.node})
+	case evFigures:
+		r.figures(n, e.msg)
 	}
 }
 
@@ -598,13 +670,18 @@ func (r *run) recompute(n *node) {
 		n.horizon = h
 	}
 	pol := r.room
-	pol.Nodes = n.expectedMembers(r.now)
+	// The nodes the Anywhere part is divided between: the node's expected
+	// members and the other data centers' nodes (crdt's count, the one a
+	// gossip node gives), each of those data centers one replica of the
+	// snapshot.
+	others := n.state.OtherDatacenterNodes()
+	pol.Nodes = n.expectedMembers(r.now) + others
 	pol.Lag = r.lagFor(n)
 	if pol.Lag < r.configuredLag() {
 		r.counts.MeasuredLag++
 	}
 	n.alloc, n.chain = n.chain.Step(pol, policy.Sight{
-		Live:      n.live,
+		Live:      n.live + others,
 		Reachable: func() func(crdt.ReplicaID) bool { return n.reach },
 		Snapshot: func(keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
 			if keep == nil {
@@ -626,6 +703,7 @@ func (r *run) add(n *node, k crdt.Key) {
 	if !ok {
 		return
 	}
+	n.markCarry(k)
 	if len(n.outbox) == 0 {
 		// The stamp of the message: its oldest change (gossip.Node.Add).
 		n.outAt = n.local(r.now).UnixMilli()
@@ -663,8 +741,9 @@ func (r *run) flush(n *node) {
 	m := &message{entries: n.outbox, from: int32(n.id), at: n.outAt}
 	n.outbox, n.outIdx = nil, map[crdt.Key]int{}
 	n.lastOwn, n.ownSet = n.local(r.now), true
-	for _, o := range r.nodes {
-		if o == n || !o.up || !n.sees[o.id] {
+	for _, j := range n.peers {
+		o := r.nodes[j]
+		if !o.up || !n.sees[o.id] {
 			continue
 		}
 		r.counts.Messages++
@@ -695,7 +774,11 @@ func (r *run) deliver(n *node, m *message) {
 	for _, e := range m.entries {
 		if n.state.Apply(e) {
 			changed = true
+			n.markCarry(e.Key)
 		}
+	}
+	if m.figs != nil && !n.state.MergeAt(*m.figs, r.clock(n, r.now).UnixMilli()).Empty() {
+		changed = true
 	}
 	if changed && !m.pushPull && !m.rejoin {
 		r.noteDelay(n, int(m.from), m.at)
@@ -722,14 +805,24 @@ func (r *run) deliver(n *node, m *message) {
 	if m.pushPull {
 		// The answer of push-pull: our whole state back to the initiator.
 		r.counts.PushPulls++
-		r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: m.from,
-			msg: &message{entries: n.state.Full().Entries, from: int32(n.id), rejoin: m.rejoin}})
+		back := r.fullMessage(n)
+		back.rejoin = m.rejoin
+		r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: m.from, msg: back})
 	}
-	if changed && !n.kicked {
-		n.kicked = true
-		at := max(r.now, n.lastAlloc+r.sc.Nodes.RecomputeThrottle.D())
-		r.schedule(event{at: at, kind: evKick, node: int32(n.id)})
+	if changed {
+		r.kick(n)
 	}
+}
+
+// kick asks node n's allocation loop to recompute after a change: at once,
+// or within the throttle as soon as it may.
+func (r *run) kick(n *node) {
+	if n.kicked {
+		return
+	}
+	n.kicked = true
+	at := max(r.now, n.lastAlloc+r.sc.Nodes.RecomputeThrottle.D())
+	r.schedule(event{at: at, kind: evKick, node: int32(n.id)})
 }
 
 // pushPull starts a full-state exchange with one random peer among those
@@ -737,17 +830,18 @@ func (r *run) deliver(n *node, m *message) {
 // (but fails across a partition, or with a peer that crashed).
 func (r *run) pushPull(n *node) {
 	var peers []int
-	for _, o := range r.nodes {
-		if o != n && n.sees[o.id] {
-			peers = append(peers, o.id)
+	for _, j := range n.peers {
+		if n.sees[j] {
+			peers = append(peers, j)
 		}
 	}
 	if len(peers) == 0 {
 		return
 	}
 	p := peers[r.rng.IntN(len(peers))]
-	r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: int32(p),
-		msg: &message{entries: n.state.Full().Entries, from: int32(n.id), pushPull: true}})
+	m := r.fullMessage(n)
+	m.pushPull = true
+	r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: int32(p), msg: m})
 }
 
 func (r *run) crash(n *node) {

@@ -310,15 +310,24 @@ func (c *cluster) isReady(ctx context.Context, n *node) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// nodeView is what waitReady reads of a node's /state.
+// nodeView is what the run reads of a node's /state: waitReady, and the
+// test that the ring forms its data centers.
 type nodeView struct {
-	alive      int  // members of its pool alive, itself included
-	carrier    bool // it carries its data center's figures
-	wanMembers int  // members of the pool between data centers it meets
+	datacenter string       // the node's own data center
+	members    []memberView // the members of its pool, itself included
+	alive      int          // of them alive
+	carrier    bool         // it carries its data center's figures
+	wanMembers int          // members of the pool between data centers it meets
 }
 
-// view asks a node's admin endpoint how many members it sees alive and
-// whether it carries, and meets whom, between data centers.
+// memberView is one member of a node's pool, as the node sees it.
+type memberView struct {
+	name, datacenter string
+	alive            bool
+}
+
+// view asks a node's admin endpoint whom it sees in its pool and whether it
+// carries, and meets whom, between data centers.
 func (c *cluster) view(ctx context.Context, n *node) (nodeView, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.admin+"/state", nil)
 	if err != nil {
@@ -333,8 +342,11 @@ func (c *cluster) view(ctx context.Context, n *node) (nodeView, error) {
 		return nodeView{}, fmt.Errorf("%s/state: %s", n.admin, resp.Status)
 	}
 	var doc struct {
-		Members []struct {
-			Alive bool `json:"alive"`
+		Datacenter string `json:"datacenter"`
+		Members    []struct {
+			Name       string `json:"name"`
+			Alive      bool   `json:"alive"`
+			Datacenter string `json:"datacenter"`
 		} `json:"members"`
 		Gossip struct {
 			Carrier bool `json:"carrier"`
@@ -346,13 +358,13 @@ func (c *cluster) view(ctx context.Context, n *node) (nodeView, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 		return nodeView{}, fmt.Errorf("%s/state: %w", n.admin, err)
 	}
-	var v nodeView
+	v := nodeView{datacenter: doc.Datacenter, carrier: doc.Gossip.Carrier}
 	for _, m := range doc.Members {
+		v.members = append(v.members, memberView{name: m.Name, datacenter: m.Datacenter, alive: m.Alive})
 		if m.Alive {
 			v.alive++
 		}
 	}
-	v.carrier = doc.Gossip.Carrier
 	if doc.Gossip.WAN != nil {
 		v.wanMembers = doc.Gossip.WAN.Members
 	}

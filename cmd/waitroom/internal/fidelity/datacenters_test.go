@@ -2,9 +2,6 @@ package fidelity
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -187,40 +184,25 @@ func TestDatacentersRingForms(t *testing.T) {
 	}
 	carriers := map[string]int{}
 	for _, n := range c.nodes {
-		var doc struct {
-			Datacenter string `json:"datacenter"`
-			Members    []struct {
-				Name       string `json:"name"`
-				Alive      bool   `json:"alive"`
-				Datacenter string `json:"datacenter"`
-			} `json:"members"`
-			Gossip struct {
-				Carrier bool `json:"carrier"`
-				WAN     *struct {
-					Members int `json:"members"`
-				} `json:"wan"`
-			} `json:"gossip"`
+		doc, err := c.view(ctx, n)
+		if err != nil {
+			t.Fatal(err)
 		}
-		getJSON(t, "http://"+n.admin+"/state", &doc)
-		if doc.Datacenter != n.datacenter {
-			t.Errorf("%s says it is in %q, want %q", n.name, doc.Datacenter, n.datacenter)
+		if doc.datacenter != n.datacenter {
+			t.Errorf("%s says it is in %q, want %q", n.name, doc.datacenter, n.datacenter)
 		}
-		alive := 0
-		for _, m := range doc.Members {
-			if dcOf[m.Name] != n.datacenter || m.Datacenter != n.datacenter {
-				t.Errorf("%s (%s) counts %s (%s, says %s) a member", n.name, n.datacenter, m.Name, dcOf[m.Name], m.Datacenter)
-			}
-			if m.Alive {
-				alive++
+		for _, m := range doc.members {
+			if dcOf[m.name] != n.datacenter || m.datacenter != n.datacenter {
+				t.Errorf("%s (%s) counts %s (%s, says %s) a member", n.name, n.datacenter, m.name, dcOf[m.name], m.datacenter)
 			}
 		}
-		if alive != 3 {
-			t.Errorf("%s sees %d members alive, want its data center's 3", n.name, alive)
+		if doc.alive != 3 {
+			t.Errorf("%s sees %d members alive, want its data center's 3", n.name, doc.alive)
 		}
-		if doc.Gossip.Carrier {
+		if doc.carrier {
 			carriers[n.datacenter]++
-			if doc.Gossip.WAN == nil || doc.Gossip.WAN.Members < 6 {
-				t.Errorf("%s carries but meets %+v between data centers, want the 6 carriers", n.name, doc.Gossip.WAN)
+			if doc.wanMembers < 6 {
+				t.Errorf("%s carries but meets %d members between data centers, want the 6 carriers", n.name, doc.wanMembers)
 			}
 		}
 	}
@@ -228,21 +210,5 @@ func TestDatacentersRingForms(t *testing.T) {
 		if carriers[dc] < 2 {
 			t.Errorf("%s has %d carriers, want 2 (carriers by data center: %v)", dc, carriers[dc], carriers)
 		}
-	}
-}
-
-// getJSON decodes the JSON answer of a GET of url into v.
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatal(fmt.Errorf("GET %s: %w", url, err))
 	}
 }

@@ -173,11 +173,7 @@ func TestDatacentersRingForms(t *testing.T) {
 	s := datacenters(true)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := startCluster(ctx, bin, t.TempDir(), s, org.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.stop()
+	c := startTestCluster(t, ctx, bin, t.TempDir(), s, org.URL)
 	dcOf := map[string]string{}
 	for _, n := range c.nodes {
 		dcOf[n.name] = n.datacenter

@@ -63,6 +63,18 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// startTestCluster starts the ring of scenario s for a test, behind the
+// origin at originURL, and stops it when the test ends.
+func startTestCluster(t *testing.T, ctx context.Context, bin, dir string, s Scenario, originURL string) *cluster {
+	t.Helper()
+	c, err := startCluster(ctx, bin, dir, s, originURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stop)
+	return c
+}
+
 func TestPlans(t *testing.T) {
 	t.Run("the same seed draws the same crowd", func(t *testing.T) {
 		s := Scenarios(true, 3)[0]

@@ -129,11 +129,7 @@ func testRestartLosesNothing(t *testing.T, nodes int) {
 		Priority: &PriorityMix{Share: 0.5}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := startCluster(ctx, bin, t.TempDir(), s, org.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.stop()
+	c := startTestCluster(t, ctx, bin, t.TempDir(), s, org.URL)
 	first := adminClient(c.nodes[0])
 	var was told
 
@@ -325,11 +321,7 @@ func TestAKillDuringAWriteLeavesAReadableFile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := startCluster(ctx, bin, dir, s, org.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.stop()
+	c := startTestCluster(t, ctx, bin, dir, s, org.URL)
 	n, cl := c.nodes[0], adminClient(c.nodes[0])
 	data := filepath.Join(dir, "pop-1.data")
 	n.kill()

@@ -46,11 +46,7 @@ func TestSIGTERMStopsANodeGracefully(t *testing.T) {
 	s := Scenario{Name: "sigterm", Nodes: 2, Limits: Limits{TotalActiveUsers: 100, NewUsersPerMinute: 100, SessionDuration: time.Minute}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := startCluster(ctx, bin, t.TempDir(), s, org.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.stop()
+	c := startTestCluster(t, ctx, bin, t.TempDir(), s, org.URL)
 	peer, stopping := c.nodes[0], c.nodes[1]
 	probe := &http.Client{Timeout: 2 * time.Second}
 	readyz := func(n *node) int {

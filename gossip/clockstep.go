@@ -42,8 +42,7 @@ type stepWatch struct {
 	elapsed func() time.Duration // real (monotonic) time since the watch began
 
 	mu        sync.Mutex
-	checked   bool
-	lastClock time.Time     // the clock at the last check
+	lastClock time.Time     // the clock at the last check; zero before the first
 	lastReal  time.Duration // real time at the last check
 	step      time.Duration // real time when a step was last noticed
 	stepped   bool
@@ -54,7 +53,7 @@ type stepWatch struct {
 // before the node's first probe completes is noticed too.
 func newStepWatch(clock func() time.Time) *stepWatch {
 	start := time.Now()
-	return &stepWatch{clock: clock, elapsed: func() time.Duration { return time.Since(start) }, lastClock: clock(), checked: true}
+	return &stepWatch{clock: clock, elapsed: func() time.Duration { return time.Since(start) }, lastClock: clock()}
 }
 
 // steady reads the clock and reports whether a measurement that ends now and
@@ -67,12 +66,12 @@ func (w *stepWatch) steady(span time.Duration) (now time.Time, ok bool) {
 	defer w.mu.Unlock()
 	now = w.clock()
 	real := w.elapsed()
-	if w.checked {
+	if !w.lastClock.IsZero() {
 		moved := now.Sub(w.lastClock)
 		if moved > real-w.lastReal+clockStepTolerance || moved < -clockStepTolerance {
 			w.step, w.stepped = real, true
 		}
 	}
-	w.lastClock, w.lastReal, w.checked = now, real, true
+	w.lastClock, w.lastReal = now, real
 	return now, !w.stepped || real-max(span, 0)-stepGrace > w.step
 }

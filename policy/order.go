@@ -131,19 +131,38 @@ func (a *Allocation) inOrder(v Visitor) bool {
 // reached reports whether a queued visitor of the frontier bucket may take
 // a pool slot when the order goes down to the visitor (see orderFrontier):
 // it came in an earlier slot than the last the pool reaches, or in that one
-// with a place the pool reaches. Another node's visitor who came up to a
-// gossip delay earlier shows in this node's counts after it, so the place
-// is taken as if those shown within that much after it came after it: of
-// two who came within a gossip delay at different nodes, either may go
-// first.
+// with a place the pool reaches, or none of this node's own visitors who
+// came before it in that slot still waits. Another node's visitor who came
+// up to a gossip delay earlier shows in this node's counts after it, so the
+// place is taken as if those shown within that much after it came after
+// it: of two who came within a gossip delay at different nodes, either may
+// go first.
+//
+// The pool's slots go by the nodes' shares, and a lone slot is one node's
+// for a second at a time (see roundedPart), so the place alone would hold a
+// node's slot for visitors who wait at another node, which has no slot to
+// give them then: the slot stayed free while those this node could let in
+// waited. With 1-minute sessions at twice the per-minute limit, the first
+// node taking four times the traffic of each other, three real processes
+// left a slot free for 20 to 30 s from a minute's start (a refresh interval is
+// 23 s at most) while the first in line, at a node of a sixth of the
+// traffic, checked in every few seconds and found its node's share empty.
+// So a node gives its slot to the first of its own in the slot's line: the
+// order holds among each node's visitors, and between nodes the slots go by
+// their shares, as they did before the order went down to the visitor.
 func (a *Allocation) reached(v Visitor) bool {
-	switch s := slotIndex(v.Arrived); {
+	s := slotIndex(v.Arrived)
+	switch {
 	case s < a.sp.lastSlot:
 		return true
 	case s > a.sp.lastSlot:
 		return false
+	case a.rankInSlot(v.Bucket, v.Arrived, true, -a.heard()) < a.sp.reach:
+		return true
 	}
-	return a.rankInSlot(v.Bucket, v.Arrived, true, -a.heard()) < a.sp.reach
+	start := v.Bucket*60 + int64(s*crdt.ArrivalSlotSeconds)
+	ahead, ok := a.arr.ownAhead(start, int32(v.Arrived)*100-int32(s*crdt.ArrivalSlotSeconds)*1000)
+	return ok && ahead == 0
 }
 
 // Position is the number of visitors ahead of one of bucket who came

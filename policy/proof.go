@@ -28,16 +28,18 @@ type proofLedger struct {
 	delay         [proofDelays]atomic.Int32 // milliseconds
 	n             atomic.Uint64
 	// own are the node's own visitors who joined a slot since the chain
-	// last took them (joined), firsts its first answers that queued a
-	// new visitor (firstAnswers).
+	// last took them (joined), left those it let in out of a slot's line
+	// since (letIn), firsts its first answers that queued a new visitor
+	// (firstAnswers).
 	mu     sync.Mutex
 	own    []ownJoin
+	left   []ownJoin
 	firsts []int64
 }
 
-// ownJoin is one of the node's own visitors who joined an arrival slot: the
-// slot's unix second, when in it the visitor came (milliseconds) and when
-// it was counted (unix milliseconds).
+// ownJoin is one of the node's own visitors who joined an arrival slot, or
+// was let in out of its line: the slot's unix second, when in it the
+// visitor came (milliseconds) and when it was counted (unix milliseconds).
 type ownJoin struct {
 	slot int64
 	ms   int32
@@ -78,6 +80,26 @@ func takeUntil[T any](xs []T, now int64, at func(T) int64) (taken, later []T) {
 		}
 	}
 	return taken, later
+}
+
+// noteLeft notes one of the node's visitors let in out of the line of the
+// slot of unix second slot, having come ms into it, at unix millisecond at.
+func (p *proofLedger) noteLeft(slot int64, ms int32, at int64) {
+	p.mu.Lock()
+	if len(p.left) < maxOwnJoins {
+		p.left = append(p.left, ownJoin{slot: slot, ms: ms, at: at})
+	}
+	p.mu.Unlock()
+}
+
+// letIn takes the visitors let in out of a slot's line by unix millisecond
+// now, leaving the later ones for the next allocation.
+func (p *proofLedger) letIn(now int64) []ownJoin {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []ownJoin
+	out, p.left = takeUntil(p.left, now, func(o ownJoin) int64 { return o.at })
+	return out
 }
 
 // noteFirst counts a first answer that queued a new visitor, at unix

@@ -56,7 +56,8 @@ type slotCurve struct {
 	// own are the arrivals, in milliseconds into the slot, of this node's
 	// own visitors who joined it, sorted: the node knows them to the
 	// tenth of a second (see proofLedger.joined). pts count the others'.
-	own []int32
+	// gone are those of them the node let in since (proofLedger.letIn).
+	own, gone []int32
 }
 
 // arrivalCurves are the curves of the slots whose buckets still wait, in
@@ -136,6 +137,12 @@ func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, sel
 		cv := find(o.slot, int32(nowMs-o.slot*1000-ProofRefresh*1000))
 		cv.addOwn(o.ms)
 	}
+	for _, o := range led.proofs.letIn(nowMs) {
+		j := sort.Search(len(kept), func(j int) bool { return kept[j].start >= o.slot })
+		if j < len(kept) && kept[j].start == o.slot {
+			kept[j].gone = insertSorted(kept[j].gone, o.ms)
+		}
+	}
 	lead := int64(ProofRefresh*1000) + int64(c.heardMean)
 	if n := len(c.delays); n > 0 {
 		lead = int64(c.delays[n/2]) + int64(c.heardMean)
@@ -154,12 +161,33 @@ func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, sel
 }
 
 // addOwn places one of the node's own visitors, who came ms into the slot.
-func (cv *slotCurve) addOwn(ms int32) {
-	i := sort.Search(len(cv.own), func(i int) bool { return cv.own[i] > ms })
-	own := make([]int32, 0, len(cv.own)+1)
-	own = append(own, cv.own[:i]...)
-	own = append(own, ms)
-	cv.own = append(own, cv.own[i:]...)
+func (cv *slotCurve) addOwn(ms int32) { cv.own = insertSorted(cv.own, ms) }
+
+// insertSorted is xs, sorted, with ms in its place: a new slice, as
+// allocations along the chain may hold xs.
+func insertSorted(xs []int32, ms int32) []int32 {
+	i := sort.Search(len(xs), func(i int) bool { return xs[i] > ms })
+	out := make([]int32, 0, len(xs)+1)
+	out = append(out, xs[:i]...)
+	out = append(out, ms)
+	return append(out, xs[i:]...)
+}
+
+// ownAhead is how many of the node's own visitors of the slot that begins
+// at start came before one who came ms into it and still wait: joined and
+// not let in by the node. ok is false where the node does not follow the
+// slot.
+func (c *arrivalCurves) ownAhead(start int64, ms int32) (n int, ok bool) {
+	if c == nil {
+		return 0, false
+	}
+	j := sort.Search(len(c.slots), func(j int) bool { return c.slots[j].start >= start })
+	if j == len(c.slots) || c.slots[j].start != start {
+		return 0, false
+	}
+	cv := &c.slots[j]
+	before := func(xs []int32) int { return sort.Search(len(xs), func(i int) bool { return xs[i] >= ms }) }
+	return max(before(cv.own)-before(cv.gone), 0), true
 }
 
 // grow notes the slot's count n at a look at at.

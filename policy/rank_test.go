@@ -245,3 +245,84 @@ func TestTheFirstToComeOfAQueueAreLetInFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestASlotTheFirstInLineCannotTakeHereGoesToThisNodesFirst: a room of
+// three nodes with one slot free, which this node's share of the traffic
+// makes all its own. The first in line came six seconds earlier at another
+// node, which has no slot to give; this node's own two visitors come after
+// it. The slot goes to the first of this node's own, not to nobody, and
+// once that one is in, to the next.
+func TestASlotTheFirstInLineCannotTakeHereGoesToThisNodesFirst(t *testing.T) {
+	s := time.Second
+	start := at(t, "2026-11-21T12:00:00Z")
+	m := minuteOf(start)
+	room := policy.Room{TotalActiveUsers: 2, NewUsersPerMinute: 10, Nodes: 3}
+	elsewhere := 4 * s                         // the first in line, at dublin
+	heard := elsewhere + 2200*time.Millisecond // its proof, and a gossip delay
+	own := []time.Duration{10 * s, 11 * s}     // this node's, in line behind it
+	tenths := func(d time.Duration) uint16 { return uint16(d / (100 * time.Millisecond)) }
+	chain := policy.NewChain(nairobi, policy.Continuous)
+	active := int64(1)
+	var queued uint64
+	var proved int64
+	snap := func(d time.Duration) *crdt.RoomSnapshot {
+		n := proved
+		if d >= heard {
+			n++
+		}
+		w := world{now: start.Add(d), active: active,
+			arrivals: map[int64]perNode{m: {nairobi: 30}},
+			admitted: map[int64]perNode{m: {nairobi: 1}},
+			queued:   map[int64]perNode{m: {nairobi: queued, dublin: 1}}}
+		w.waiting = []crdt.BucketCount{{Bucket: m, N: n}}
+		sn := w.snap()
+		if n > 0 {
+			sn.Arrived = []crdt.SlotCount{{Second: m * 60, N: n}}
+		}
+		return sn
+	}
+	count := func(a *policy.Allocation, q policy.Request, o policy.Outcome) {
+		d := policy.Decision{Request: q, Outcome: o}
+		d.Count(nil, a, room, "shop", func() float64 { return 0.5 })
+	}
+	counting := func(came time.Duration) policy.Counting {
+		when := start.Add(came)
+		return policy.Counting{Bucket: m, Arrived: tenths(came), LastCheckIn: when.Unix(), RefreshInterval: policy.ProofRefresh}
+	}
+	var a *policy.Allocation
+	step := func(from, to time.Duration) {
+		for d := from; d <= to; d += 250 * time.Millisecond {
+			a, chain = chain.Allocate(room, snap(d), start.Add(d))
+			for _, c := range own {
+				switch {
+				case c >= d && c < d+250*time.Millisecond:
+					when := start.Add(c)
+					count(a, policy.Request{Fresh: true, Before: policy.NewCounting(when), At: when}, policy.Queue)
+					queued++
+				case c+policy.ProofRefresh*s >= d && c+policy.ProofRefresh*s < d+250*time.Millisecond:
+					count(a, policy.Request{Before: counting(c), At: start.Add(c + policy.ProofRefresh*s)}, policy.Queue)
+					proved++
+				}
+			}
+		}
+	}
+	step(0, 20*s)
+	visitor := func(came time.Duration) policy.Visitor {
+		return policy.Visitor{Bucket: m, Queued: true, Arrived: tenths(came)}
+	}
+	if got := a.Decide(visitor(own[1]), nil); got != policy.Queue {
+		t.Errorf("this node's second, with its first still waiting: %v, want queue", got)
+	}
+	if got := a.Decide(visitor(own[0]), nil); got != policy.Admit {
+		t.Fatalf("this node's first, behind another node's visitor who cannot take the slot there: %v, want admit", got)
+	}
+	// The first is let in; a session ends, and the slot is free again.
+	checked := counting(own[0])
+	checked.Counted, checked.RefreshInterval = m, 20
+	count(a, policy.Request{Before: checked, At: start.Add(20 * s)}, policy.Admit)
+	proved--
+	step(20*s+250*time.Millisecond, 21*s)
+	if got := a.Decide(visitor(own[1]), nil); got != policy.Admit {
+		t.Errorf("this node's second, once its first is in: %v, want admit", got)
+	}
+}

@@ -22,9 +22,20 @@ import (
 // roomName is the one room every fidelity ring serves.
 const roomName = "fidelity"
 
-// startTimeout bounds how long a ring may take to come up (every node
-// healthy and seeing all the others).
-const startTimeout = 45 * time.Second
+// startTimeout bounds how long a ring of up to startNodes nodes may take
+// to come up (every node healthy and seeing all the others); each node
+// more adds startPerNode: on one machine's few cores, a hundred processes
+// start and form their pools one after another.
+const (
+	startTimeout = 45 * time.Second
+	startNodes   = 10
+	startPerNode = time.Second
+)
+
+// startTimeoutFor is how long a ring of n nodes may take to come up.
+func startTimeoutFor(n int) time.Duration {
+	return startTimeout + time.Duration(max(0, n-startNodes))*startPerNode
+}
 
 // node is one `waitroom serve` process.
 type node struct {
@@ -249,7 +260,8 @@ func (c *cluster) url(i int) string { return "http://" + c.nodes[i].listen + "/"
 // meets every carrier of the ring there, and a data center wholly in want
 // has its carriers; or until a process exits, or startTimeout passes.
 func (c *cluster) waitReady(ctx context.Context, want []*node) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	timeout := startTimeoutFor(len(c.nodes))
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -290,7 +302,7 @@ func (c *cluster) waitReady(ctx context.Context, want []*node) error {
 			for _, n := range want {
 				tails = append(tails, n.name+": "+n.logTail())
 			}
-			return fmt.Errorf("the ring did not come up within %v (%s): %s", startTimeout, strings.Join(last, "; "), strings.Join(tails, "; "))
+			return fmt.Errorf("the ring did not come up within %v (%s): %s", timeout, strings.Join(last, "; "), strings.Join(tails, "; "))
 		case <-tick.C:
 		}
 	}
@@ -369,6 +381,31 @@ func (c *cluster) view(ctx context.Context, n *node) (nodeView, error) {
 		v.wanMembers = doc.Gossip.WAN.Members
 	}
 	return v, nil
+}
+
+// newUsersThisMinute asks a node's admin endpoint for the room's status:
+// its new users this minute, the whole ring's as the node counts them (a
+// count made anywhere shows once it reached the node).
+func (c *cluster) newUsersThisMinute(ctx context.Context, n *node) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.admin+"/rooms/"+roomName+"/status", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s/rooms/%s/status: %s", n.admin, roomName, resp.Status)
+	}
+	var doc struct {
+		NewUsersThisMinute int64 `json:"new_users_this_minute"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return 0, fmt.Errorf("%s/rooms/%s/status: %w", n.admin, roomName, err)
+	}
+	return doc.NewUsersThisMinute, nil
 }
 
 // stop ends every node cleanly (SIGTERM), killing those that do not stop

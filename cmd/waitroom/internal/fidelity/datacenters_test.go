@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -8,6 +9,8 @@ import (
 	"net/http/cookiejar"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -255,6 +258,9 @@ func TestAHundredProcessesConverge(t *testing.T) {
 	began := time.Now()
 	c := startTestCluster(t, ctx, bin, t.TempDir(), s, org.URL)
 	t.Logf("%d processes in %d data centers up in %v (load %s)", s.Nodes, dcs, time.Since(began).Round(time.Second), testkit.LoadAverage())
+	if used, ok := cpuSeconds(c.nodes, 10*time.Second); ok {
+		t.Logf("idle, the ring used %.2f cores over 10 s, %.1f %% of a core a process (load %s)", used/10, used/10/float64(len(c.nodes))*100, testkit.LoadAverage())
+	}
 
 	// counts reads the count of new users this minute of each node of
 	// which (every node when nil), 16 at a time, each with when its request
@@ -367,3 +373,44 @@ func TestAHundredProcessesConverge(t *testing.T) {
 		t.Errorf("p99 %v, goal ≤ %v", p99, goal)
 	}
 }
+
+// cpuSeconds is the CPU time the processes of nodes used over the next
+// span, from /proc (false where there is none).
+func cpuSeconds(nodes []*node, span time.Duration) (float64, bool) {
+	read := func() (float64, bool) {
+		total := 0.0
+		for _, n := range nodes {
+			n.mu.Lock()
+			pid := n.cmd.Process.Pid
+			n.mu.Unlock()
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				return 0, false
+			}
+			// The fields after the command's name, which ends the last ")":
+			// utime and stime are the 14th and 15th of the line.
+			f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+			if len(f) < 13 {
+				return 0, false
+			}
+			u, err1 := strconv.ParseFloat(f[11], 64)
+			st, err2 := strconv.ParseFloat(f[12], 64)
+			if err1 != nil || err2 != nil {
+				return 0, false
+			}
+			total += u + st
+		}
+		return total / clockTicks, true
+	}
+	before, ok := read()
+	if !ok {
+		return 0, false
+	}
+	time.Sleep(span)
+	after, ok := read()
+	return after - before, ok
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times: 100
+// on every Linux architecture Go runs on.
+const clockTicks = 100

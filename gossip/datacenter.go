@@ -67,7 +67,7 @@ import (
 
 // DefaultCarriers is how many members of a data center carry its figures
 // to the others when Config.Carriers is 0.
-const DefaultCarriers = 2
+const DefaultCarriers = crdt.DefaultCarriers
 
 // carrierHold is how long a member that is no longer among its data
 // center's carriers goes on carrying; carrierCheck is how often a member
@@ -148,8 +148,10 @@ type dcSide struct {
 	// Node.mu.
 	dirtySince time.Time
 
-	// delays are the other data centers' figures' delays (dclag.go).
-	delays dcDelays
+	// delays are the other data centers' figures' delays (dclag.go), and
+	// farCache their figure as DatacenterDelay last read it.
+	delays   dcDelays
+	farCache atomic.Pointer[cachedLag]
 
 	// peers are the members of the pool between data centers, by their
 	// name there, and lost the addresses of those that failed; guarded by

@@ -108,14 +108,21 @@ func (n *Node) DatacenterLags(now time.Time) []DatacenterLag {
 // node (crdt.DatacenterDelay: the slowest data center that gave enough
 // samples within the window), and whether any did; false when the node
 // names no data center.
+// The figure is reused for crdt.DelayReuse, as RingDelay's is: the edge
+// asks on every allocation.
 func (n *Node) DatacenterDelay(now time.Time) (time.Duration, bool) {
 	if n.dc == nil {
 		return 0, false
+	}
+	if c := n.dc.farCache.Load(); c != nil && crdt.ReuseDelay(c.at, now) {
+		return c.delay, c.measured
 	}
 	by := n.dc.delays.at(now)
 	ds := make([]crdt.PeerDelay, 0, len(by))
 	for _, p := range by {
 		ds = append(ds, p)
 	}
-	return crdt.DatacenterDelay(ds)
+	d, ok := crdt.DatacenterDelay(ds)
+	n.dc.farCache.Store(&cachedLag{at: now, delay: d, measured: ok})
+	return d, ok
 }

@@ -15,7 +15,13 @@ import (
 // (crdt.State.Carry, over the replicas of the members it counts live) and
 // sends the aggregate entries that grew, with the groups they name, to
 // every other data center's carrier; that one merges them
-// (crdt.State.MergeAt) and relays what was new to its members over the LAN.
+// (crdt.State.MergeAt) and relays what was new to its members over the LAN,
+// a copy for each of the data center's carriers (crdt.DefaultCarriers), as
+// every carrier of a gossip node's data center relays it. The carrier
+// stamps its figures with its ring time when the first cell it sums
+// changed, and a node that merges them first takes their age as a sample
+// of their data center, from which it assumes the far lag (lag.go's
+// farLagFor, as the edge does).
 // A node's snapshot then sums its own data center's replicas and one
 // figure per other data center (crdt), and its Room.Nodes adds the other
 // data centers' nodes (crdt.State.OtherDatacenterNodes) to its expected

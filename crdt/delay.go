@@ -178,25 +178,6 @@ func RingDelay(peers []PeerDelay) (delay time.Duration, measured bool) {
 	return delay, measured
 }
 
-// DatacenterDelay is how late the other data centers' figures reach a node
-// whose measured delay per other data center is dcs (each a PeerDelay of
-// the figures' ages on arrival, stamped on the ring's time by the carrier
-// that sums them, so OffsetKnown): the highest Trusted delay, and whether
-// there is one. Unlike RingDelay, a data center not yet Trusted does not
-// void the figure: figures cross only when counts change, so a quiet data
-// center gives no samples, and its admissions, when it has any, are the
-// same path's. Without any, a node assumes its data center's lag for all
-// (the policy's Room.FarLag left zero), as a ring without data centers
-// does.
-func DatacenterDelay(dcs []PeerDelay) (delay time.Duration, measured bool) {
-	for _, p := range dcs {
-		if p.Trusted() {
-			delay, measured = max(delay, p.Delay), true
-		}
-	}
-	return delay, measured
-}
-
 // ReuseDelay reports whether a ring delay figure taken at may still be used
 // at now: for less than DelayReuse, and never by a clock that went back.
 func ReuseDelay(at, now time.Time) bool {

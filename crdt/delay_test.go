@@ -206,28 +206,3 @@ func TestReuseDelay(t *testing.T) {
 		})
 	}
 }
-
-func TestDatacenterDelay(t *testing.T) {
-	trusted := func(d time.Duration) crdt.PeerDelay {
-		return crdt.PeerDelay{Delay: d, Samples: crdt.DelayMinSamples, OffsetKnown: true}
-	}
-	cases := []struct {
-		name     string
-		dcs      []crdt.PeerDelay
-		want     time.Duration
-		measured bool
-	}{
-		{name: "no other data center gives no figure", dcs: nil},
-		{name: "a data center with too few samples gives no figure", dcs: []crdt.PeerDelay{{Delay: time.Second, Samples: crdt.DelayMinSamples - 1, OffsetKnown: true}}},
-		{name: "the slowest trusted data center sets the figure", dcs: []crdt.PeerDelay{trusted(200 * time.Millisecond), trusted(700 * time.Millisecond), trusted(300 * time.Millisecond)}, want: 700 * time.Millisecond, measured: true},
-		{name: "a quiet data center does not void the others' figure", dcs: []crdt.PeerDelay{trusted(200 * time.Millisecond), {Delay: 5 * time.Second, Samples: 2, OffsetKnown: true}}, want: 200 * time.Millisecond, measured: true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			d, ok := crdt.DatacenterDelay(c.dcs)
-			if d != c.want || ok != c.measured {
-				t.Errorf("DatacenterDelay = %s, %v; want %s, %v", d, ok, c.want, c.measured)
-			}
-		})
-	}
-}

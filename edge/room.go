@@ -286,9 +286,6 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) (cur *allocatio
 	// nodes, each of those data centers one replica of the snapshot.
 	pol.Nodes = rm.s.node.ExpectedMembers(now) + rm.s.node.OtherDatacenterNodes()
 	pol.Lag = rm.s.gossipLag()
-	// Another data center's admissions reach this node later than its
-	// own data center's, by the path its figures take.
-	pol.FarLag = rm.s.farLag()
 	// While part of the ring is unreachable, this part runs on its own
 	// columns and its part of the limits (policy.Sight).
 	pol, snap := rm.sight(now, v.win).Take(pol)

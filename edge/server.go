@@ -295,23 +295,6 @@ func (s *Server) gossipLag() time.Duration {
 	return l
 }
 
-// farLag is the lag the policy assumes for the other data centers' share of
-// the admissions (policy.Room.FarLag): policy.AssumedLag of how late their
-// figures reach this node (gossip.Node.DatacenterDelay), within the
-// configured bound; 0 (its data center's lag for all) while it has
-// measured none, when it names no data center, or with
-// gossip_lag_measured: false.
-func (s *Server) farLag() time.Duration {
-	if s.cfg.GossipLagMeasured != nil && !*s.cfg.GossipLagMeasured {
-		return 0
-	}
-	d, ok := s.node.DatacenterDelay(s.clock())
-	if !ok {
-		return 0
-	}
-	return policy.AssumedLag(d, s.configuredLag())
-}
-
 // configuredLag is the config's bound on gossip delay, or the profile's
 // typical worst case.
 func (s *Server) configuredLag() time.Duration {

@@ -67,7 +67,7 @@ import (
 
 // DefaultCarriers is how many members of a data center carry its figures
 // to the others when Config.Carriers is 0.
-const DefaultCarriers = crdt.DefaultCarriers
+const DefaultCarriers = 2
 
 // carrierHold is how long a member that is no longer among its data
 // center's carriers goes on carrying; carrierCheck is how often a member
@@ -143,15 +143,6 @@ type dcSide struct {
 	// were last summed, and all asks for every cell; guarded by Node.mu.
 	dirty map[crdt.Key]struct{}
 	all   bool
-	// dirtySince is when (the node's clock) the first of dirty was marked:
-	// the stamp of the figures that sum them (see dclag.go); guarded by
-	// Node.mu.
-	dirtySince time.Time
-
-	// delays are the other data centers' figures' delays (dclag.go), and
-	// farCache their figure as DatacenterDelay last read it.
-	delays   dcDelays
-	farCache atomic.Pointer[cachedLag]
 
 	// peers are the members of the pool between data centers, by their
 	// name there, and lost the addresses of those that failed; guarded by
@@ -485,9 +476,6 @@ func (n *Node) wanSeeds(self string) []string {
 // between data centers. n.mu must be held.
 func (n *Node) markCarry(k crdt.Key) {
 	if n.dc != nil && n.dc.carrying.Load() {
-		if len(n.dc.dirty) == 0 {
-			n.dc.dirtySince = n.clock()
-		}
 		n.dc.dirty[k] = struct{}{}
 	}
 }
@@ -518,30 +506,25 @@ func (n *Node) carriedReplicasLocked(live []string) []crdt.ReplicaID {
 }
 
 // carry sums the data center's changed cells (every cell when the node
-// just started carrying) and returns what to send between data centers,
-// with its stamp: the ring's time (unix ms) when the first of the changed
-// cells was marked, 0 for every cell.
-func (n *Node) carry() (crdt.Delta, int64) {
+// just started carrying) and returns what to send between data centers.
+func (n *Node) carry() crdt.Delta {
 	live := n.liveNames()
-	off := n.ringOffset(n.clock())
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	d := n.dc
 	var keys []crdt.Key
-	var at int64
 	if !d.all {
 		if len(d.dirty) == 0 {
-			return crdt.Delta{}, 0
+			return crdt.Delta{}
 		}
 		keys = make([]crdt.Key, 0, len(d.dirty))
 		for k := range d.dirty {
 			keys = append(keys, k)
 		}
-		at = d.dirtySince.Add(off).UnixMilli()
 	}
 	clear(d.dirty)
 	d.all = false
-	return n.state.Carry(d.name, n.carriedReplicasLocked(live), keys), at
+	return n.state.Carry(d.name, n.carriedReplicasLocked(live), keys)
 }
 
 // flushWAN sums the changed cells and queues the figures that grew for the
@@ -692,10 +675,9 @@ func (n *Node) wanDatacenters() (dcs, others int) {
 const figureGroupsFor = time.Minute
 
 // figureMessages encodes the data center's figures of d as msgFigures
-// messages stamped at (see carry), a room at a time in packet-sized
-// chunks, with the groups they name that the carrier started naming within
-// figureGroupsFor.
-func (n *Node) figureMessages(d crdt.Delta, at int64) [][]byte {
+// messages, a room at a time in packet-sized chunks, with the groups they
+// name that the carrier started naming within figureGroupsFor.
+func (n *Node) figureMessages(d crdt.Delta) [][]byte {
 	if len(d.Aggregates) == 0 {
 		return nil
 	}
@@ -734,7 +716,7 @@ func (n *Node) figureMessages(d crdt.Delta, at int64) [][]byte {
 				}
 			}
 			dc.budgetMu.Unlock()
-			msg, err := EncodeFigures(dc.name, room, at, gs, chunk)
+			msg, err := EncodeFigures(dc.name, room, gs, chunk)
 			if err != nil {
 				n.log.Error().Err(err).Msg("encode figures")
 				continue
@@ -743,8 +725,8 @@ func (n *Node) figureMessages(d crdt.Delta, at int64) [][]byte {
 				// Halve a chunk that does not fit a packet (a room with long
 				// names, groups of many replicas).
 				half := len(chunk) / 2
-				msgs = append(msgs, n.figureMessages(crdt.Delta{Aggregates: chunk[:half], Groups: d.Groups}, at)...)
-				msgs = append(msgs, n.figureMessages(crdt.Delta{Aggregates: chunk[half:], Groups: d.Groups}, at)...)
+				msgs = append(msgs, n.figureMessages(crdt.Delta{Aggregates: chunk[:half], Groups: d.Groups})...)
+				msgs = append(msgs, n.figureMessages(crdt.Delta{Aggregates: chunk[half:], Groups: d.Groups})...)
 				continue
 			}
 			msgs = append(msgs, msg)
@@ -811,7 +793,6 @@ func (n *Node) onFigures(msg []byte, m Message, fromWAN bool) {
 	}
 	k := uint64(len(changed.Aggregates) + len(changed.Groups))
 	n.stats.merged.Add(k)
-	n.noteFigureDelay(m.Datacenter, m.At, now)
 	name := figuresName(msg)
 	if fromWAN || n.dc.carrying.Load() {
 		// Every carrier relays between data centers what is new to it,

@@ -148,10 +148,6 @@
 // a node knows (its own by its members, another by the nodes its figures
 // sum), from which the edge counts the nodes a room's limits are divided
 // between; a data center is known to the others from its first figures.
-// The carrier stamps each batch with the ring's time of the first change
-// it sums, and a node measures from the stamps how late each other data
-// center's figures reach it (DatacenterLags, DatacenterDelay; see
-// dclag.go), the lag the edge assumes for their admissions.
 //
 // MemNet is test and measurement support: a network of memberlist
 // transports in memory, without sockets, between nodes of one process. It

@@ -28,11 +28,6 @@ const (
 	// minute are the differences from the entry before it (from zero for
 	// the first), which keeps a batch of a busy minute's cells to a few
 	// bytes a cell.
-	//
-	// A batch may carry a sixth field: the ring's time (unix ms) when the
-	// carrier first held a change it sums, from which every node that
-	// merges it first measures how late that data center's figures reach
-	// it (see noteFigureDelay).
 	msgFigures = 7
 	// msgFullDC is the whole state of a node that names a data center,
 	// for push-pull: msgFull's four fields, then its groups, the ids
@@ -199,7 +194,6 @@ func (r *reader) fullDC() (w wireFullDC, err error) {
 // wireFigures is a msgFigures body.
 type wireFigures struct {
 	datacenter, room string
-	at               int64 // the carrier's stamp, ring ms (0: none)
 	groups           [][]uint64
 	ids              []uint64
 	entries          []wireFigure
@@ -216,10 +210,8 @@ type wireFigure struct {
 
 // EncodeFigures encodes the aggregate entries es of data center dc in room
 // (all of that room, in crdt.State.Full's order), with the groups gs of dc
-// a receiver may not hold yet, as one msgFigures message stamped at (the
-// ring's time in unix ms when the carrier first held a change of them; 0
-// sends no stamp).
-func EncodeFigures(dc, room string, at int64, gs []crdt.Group, es []crdt.Entry) ([]byte, error) {
+// a receiver may not hold yet, as one msgFigures message.
+func EncodeFigures(dc, room string, gs []crdt.Group, es []crdt.Entry) ([]byte, error) {
 	groups := make([][]uint64, len(gs))
 	for i, g := range gs {
 		groups[i] = toWireGroup(g).Replicas
@@ -237,9 +229,6 @@ func EncodeFigures(dc, room string, at int64, gs []crdt.Group, es []crdt.Entry) 
 		}
 		rows[i] = [5]any{uint8(e.Key.Kind), e.Key.Bucket - pb, e.Key.Minute - pm, j, e.Value}
 		pb, pm = e.Key.Bucket, e.Key.Minute
-	}
-	if at > 0 {
-		return encodeCompact(msgFigures, []any{dc, room, groups, ids, rows, at})
 	}
 	return encodeCompact(msgFigures, []any{dc, room, groups, ids, rows})
 }
@@ -268,7 +257,7 @@ func (m *Message) decodeFigures(body []byte) error {
 	if w.datacenter == "" || len(w.datacenter) > crdt.MaxDatacenterName || w.room == "" || len(w.room) > maxRoomName {
 		return fmt.Errorf("%w: figures of data center %q, room %q", errValidation, w.datacenter, w.room)
 	}
-	m.Datacenter, m.At = w.datacenter, w.at
+	m.Datacenter = w.datacenter
 	for i, rs := range w.groups {
 		g := crdt.Group{Datacenter: w.datacenter, Replicas: make([]crdt.ReplicaID, len(rs))}
 		for j, r := range rs {
@@ -296,14 +285,10 @@ func (m *Message) decodeFigures(body []byte) error {
 }
 
 // figures reads [datacenter, room, [[replica...]...], [id...], [[kind,
-// bucket, minute, id index, value]...]], and the stamp when there is one.
+// bucket, minute, id index, value]...]].
 func (r *reader) figures() (w wireFigures, err error) {
-	fields, err := r.dec.DecodeArrayLen()
-	if err != nil {
+	if err = r.array(5); err != nil {
 		return w, err
-	}
-	if fields != 5 && fields != 6 {
-		return w, fmt.Errorf("array of %d fields, want 5 or 6", fields)
 	}
 	if w.datacenter, err = r.str(); err != nil {
 		return w, err
@@ -320,12 +305,6 @@ func (r *reader) figures() (w wireFigures, err error) {
 	w.entries, err = list(r, 6, r.figure)
 	if err == nil && len(w.entries) == 0 {
 		err = fmt.Errorf("no figure")
-	}
-	if err != nil || fields == 5 {
-		return w, err
-	}
-	if w.at, err = r.dec.DecodeInt64(); err == nil && w.at <= 0 {
-		err = fmt.Errorf("stamp %d", w.at)
 	}
 	return w, err
 }

@@ -33,7 +33,7 @@ func TestFiguresRoundTrip(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msg, err := EncodeFigures("east", "shop", 0, tc.groups, tc.es)
+			msg, err := EncodeFigures("east", "shop", tc.groups, tc.es)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func TestFiguresRoundTrip(t *testing.T) {
 		for i := range 20 {
 			es = append(es, entry(crdt.Key{Room: "shop", Kind: crdt.WaitingMinus, Bucket: testMinute - int64(i), Minute: testMinute}, east.ID(), uint64(100+i)))
 		}
-		batch := must(EncodeFigures("east", "shop", 0, nil, es))
+		batch := must(EncodeFigures("east", "shop", nil, es))
 		one := must(EncodeEntries(es[:1]))
 		if per := (len(batch) - 20) / len(es); per > 10 || len(one) < 40 {
 			t.Fatalf("%d bytes for %d figures (%d each), an entry message %d bytes", len(batch), len(es), per, len(one))

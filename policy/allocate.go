@@ -25,9 +25,6 @@ type Allocation struct {
 	method   Method
 	mode     mode
 	lag      time.Duration
-	// far is the lag assumed for the other data centers' admissions
-	// (Room.FarLag) when it is longer than lag, else 0.
-	far time.Duration
 
 	now       time.Time
 	minute    int64
@@ -57,11 +54,8 @@ type Allocation struct {
 	sp    split
 	led   *ledger
 	marks marks
-	// farMarks are marks over the far lag, kept only while there is one
-	// (see farAllowance).
-	farMarks marks
-	cov      coverage
-	held     holds
+	cov   coverage
+	held  holds
 	// nearSeen, nearThrough and nearAll: which buckets are near the front
 	// of the line, and since when (see RefreshInterval).
 	nearSeen    nears
@@ -262,7 +256,6 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		method: room.method(), mode: room.mode(), lag: room.lag(),
 		now: now, minute: snap.Minute,
 	}
-	a.far = room.farLag(a.lag)
 	start := time.Unix(snap.Minute*60, 0)
 	a.frac = min(max(now.Sub(start).Seconds()/60, 0), 1)
 	a.activeEff = float64(snap.Active)
@@ -297,9 +290,6 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 
 	if prev != nil && prev.led != nil && prev.roomName == snap.Room && prev.self == self {
 		a.led, a.marks, a.held, a.nearSeen = prev.led, prev.marks, prev.held, prev.nearSeen
-		if a.far > 0 {
-			a.farMarks = prev.farMarks
-		}
 		a.book = prev.book
 		if prev.cov.minute == snap.Minute && sameLimits(prev.room, room) {
 			a.cov = prev.cov
@@ -331,15 +321,11 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	a.orderFrontier(&a.sp)
 
 	a.calm = a.waiting == 0 && !a.queuedNew(snap)
-	m := mark{
+	a.marks.record(mark{
 		at: now.UnixNano(), pool: pool, minute: snap.Minute,
 		cur: ownTraffic(snap, snap.Minute, self), prv: ownTraffic(snap, snap.Minute-1, self),
 		others: othersAdmitted(snap, snap.Minute, self),
-	}
-	a.marks.record(m, a.lag)
-	if a.far > 0 {
-		a.farMarks.record(m, a.far)
-	}
+	}, a.lag)
 	return a
 }
 
@@ -604,9 +590,6 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 	// with the same offset, so the rounded parts add up to at most v.
 	total := roundedPart(a.roomName, v, lo, hi, a.now)
 	sp.allowance = max(0, total-k)
-	if a.far > 0 {
-		sp.allowance = min(sp.allowance, a.farAllowance(sp.pool, pool, lo, hi))
-	}
 	sp.burst = a.burstAllowance(snap, sp.pool, k, a.othersSince(snap, m, ok))
 	sp.allowance = max(sp.allowance, sp.burst)
 	sp.shareSlots = sp.share * float64(sp.pool)
@@ -615,27 +598,6 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 	sp.coveredCap = covered + sp.covered
 	sp.poolAt = pool
 	return sp
-}
-
-// farAllowance is the most pool admissions this node may make now by the
-// far lag (Room.FarLag): its part [lo, hi) of the pool as it stood one far
-// lag ago, less its own pool admissions since, given the pool u it sees and
-// its ledger's pool count. The other data centers' admissions reach this
-// node a far lag late, so the pool it sees may still hold what they took
-// within the far lag; each of their nodes keeps within its part of the pool
-// as it stood a far lag ago too, so the parts of every node of the ring
-// add up to at most that pool within any span of one far lag, whatever
-// crossed between data centers late. Within its own data center a node
-// keeps the shorter lag's bound as well (continuousSplit), so the far lag
-// only caps: it reserves, for the other data centers' share, what they may
-// have admitted unheard.
-func (a *Allocation) farAllowance(u, pool int64, lo, hi float64) int64 {
-	m, ok := a.farMarks.at(a.now.UnixNano() - a.far.Nanoseconds())
-	k := pool + a.led.baseK // no mark that old: every admission of the chain is recent
-	if ok {
-		k = pool - m.pool
-	}
-	return max(0, roundedPart(a.roomName, float64(u+k), lo, hi, a.now)-k)
 }
 
 // burstAllowance is how many pool admissions this node may make within the

@@ -293,17 +293,6 @@
 // 1.11 × the active one; the same traffic with Room.Lag = 10 s stays within
 // 1.01.
 //
-// With data centers (see the README's "Many PoPs"), a node hears its own
-// data center's admissions within its pool's lag but the other data
-// centers' only by their figures, a WAN crossing and a carrier's round
-// later. Room.FarLag is the lag for that path: a node keeps, besides its
-// part of the pool per lag, within its part of the pool as it stood one
-// far lag ago, so that the other data centers' unheard admissions, each
-// within its own part, cannot add up beyond the pool. In the simulator's
-// short run of thirty data centers it took the new-user limit from 1.016
-// to 1.002 × but the first queueing from 0.994 to 0.848 of it: a node's
-// visitors per far lag vary more than per lag.
-//
 // Clocks must agree across nodes to well within L; the policy cannot make
 // them. Each node counts the minute budget, and stamps buckets, by its own
 // clock: with offsets of ±30 s a true minute overlaps two node-minutes, and

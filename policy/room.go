@@ -95,13 +95,6 @@ type Room struct {
 	// bound of the package doc is void (gossip at 5 s under the default 2 s
 	// lag: twice the per-minute limit in the simulator).
 	Lag time.Duration
-	// FarLag bounds how stale another data center's figures in the
-	// snapshot can be: the lag assumed for the other data centers' share of
-	// the admissions, which reach a node over the path between data
-	// centers (AssumedLag of the delay measured on it), while its own data
-	// center's keep Lag. 0, or not above Lag, means Lag for all: a ring
-	// that names no data center.
-	FarLag time.Duration
 	// CheckIn is the longest interval between two check-ins of a queued
 	// visitor (the refresh interval the edge gives, with its jitter); 0
 	// means DefaultCheckIn. A covered bucket holds newer ones back for this
@@ -200,15 +193,6 @@ func (r Room) lag() time.Duration {
 		return r.Lag
 	}
 	return DefaultLag
-}
-
-// farLag is the far lag when it is longer than lag (the room's lag), else
-// 0: no separate bound.
-func (r Room) farLag(lag time.Duration) time.Duration {
-	if r.FarLag > lag {
-		return r.FarLag
-	}
-	return 0
 }
 
 // mode is what Decide does with every visitor, fixed when allocating.

@@ -15,13 +15,7 @@ import (
 // (crdt.State.Carry, over the replicas of the members it counts live) and
 // sends the aggregate entries that grew, with the groups they name, to
 // every other data center's carrier; that one merges them
-// (crdt.State.MergeAt) and relays what was new to its members over the LAN,
-// a copy for each of the data center's carriers (crdt.DefaultCarriers), as
-// every carrier of a gossip node's data center relays it. The carrier
-// stamps its figures with its ring time when the first cell it sums
-// changed, and a node that merges them first takes their age as a sample
-// of their data center, from which it assumes the far lag (lag.go's
-// farLagFor, as the edge does).
+// (crdt.State.MergeAt) and relays what was new to its members over the LAN.
 // A node's snapshot then sums its own data center's replicas and one
 // figure per other data center (crdt), and its Room.Nodes adds the other
 // data centers' nodes (crdt.State.OtherDatacenterNodes) to its expected
@@ -35,17 +29,13 @@ func (r *run) isCarrier(n *node) bool {
 }
 
 // markCarry records that cell k changed at node n, to be summed at its
-// next round between data centers when n carries (gossip's markCarry),
-// and when the first of them changed.
-func (r *run) markCarry(n *node, k crdt.Key) {
+// next round between data centers when n carries (gossip's markCarry).
+func (n *node) markCarry(k crdt.Key) {
 	if n.dirtySet == nil {
 		return
 	}
 	if _, ok := n.dirtySet[k]; ok {
 		return
-	}
-	if len(n.dirty) == 0 {
-		n.dirtyAt = r.clock(n, r.now).UnixMilli()
 	}
 	n.dirtySet[k] = struct{}{}
 	n.dirty = append(n.dirty, k)
@@ -72,8 +62,8 @@ func (r *run) carry(n *node) {
 	if len(d.Aggregates) == 0 {
 		return
 	}
+	m := &message{from: int32(n.id), figs: &d}
 	own := r.sc.datacenterOf(n.id)
-	m := &message{from: int32(n.id), figs: &d, figsDC: int32(own), figsAt: n.dirtyAt}
 	for k, members := range r.dcMembers {
 		if k == own {
 			continue
@@ -105,41 +95,23 @@ func (r *run) figures(n *node, m *message) {
 	if !n.up {
 		return
 	}
-	now := r.clock(n, r.now).UnixMilli()
-	changed := n.state.MergeAt(*m.figs, now)
+	changed := n.state.MergeAt(*m.figs, r.clock(n, r.now).UnixMilli())
 	if changed.Empty() {
 		return
 	}
-	r.noteFigureDelay(n, m, now)
 	r.kick(n)
-	relay := &message{from: int32(n.id), figs: &changed, figsDC: m.figsDC, figsAt: m.figsAt}
-	copies := min(crdt.DefaultCarriers, len(n.peers)+1)
+	relay := &message{from: int32(n.id), figs: &changed}
 	for _, j := range n.peers {
 		if !n.sees[j] || !r.nodes[j].up {
 			continue
 		}
-		for range copies {
-			r.counts.Messages++
-			if r.sc.Gossip.Loss > 0 && r.rng.Float64() < r.sc.Gossip.Loss {
-				r.counts.MessagesLost++
-				continue
-			}
-			r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: int32(j), msg: relay})
+		r.counts.Messages++
+		if r.sc.Gossip.Loss > 0 && r.rng.Float64() < r.sc.Gossip.Loss {
+			r.counts.MessagesLost++
+			continue
 		}
+		r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: int32(j), msg: relay})
 	}
-}
-
-// noteFigureDelay records, at node n, the delay of another data center's
-// figures m that changed its state at now (its ring time, unix ms), as
-// gossip.Node.noteFigureDelay does: the age of the carrier's stamp.
-func (r *run) noteFigureDelay(n *node, m *message, now int64) {
-	if m.figsAt <= 0 || int(m.figsDC) == r.sc.datacenterOf(n.id) {
-		return
-	}
-	if n.dcDelays == nil {
-		n.dcDelays = make([]crdt.Delays, len(r.dcMembers))
-	}
-	n.dcDelays[m.figsDC].Add(n.local(r.now), time.Duration(now-m.figsAt)*time.Millisecond)
 }
 
 // fullMessage is node n's whole state for a push-pull: its cells, and with

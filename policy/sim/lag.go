@@ -59,33 +59,6 @@ func (r *run) lagFor(n *node) time.Duration {
 	return policy.AssumedLag(n.ringDelay, conf)
 }
 
-// farLagFor is the lag node n assumes for the other data centers'
-// admissions (Room.FarLag), as the edge assumes it: policy.AssumedLag of
-// the other data centers' delay (crdt.DatacenterDelay of what it measured
-// from their figures' stamps, reused for crdt.DelayReuse), or 0 while it
-// measured none, or without data centers.
-func (r *run) farLagFor(n *node) time.Duration {
-	if r.dcMembers == nil || !r.sc.Gossip.lagMeasured() {
-		return 0
-	}
-	now := n.local(r.now)
-	if !n.farSet || !crdt.ReuseDelay(n.farAt, now) {
-		dcs := r.peerDelays[:0]
-		for k := range n.dcDelays {
-			p := n.dcDelays[k].At(now)
-			p.OffsetKnown = true // stamped on the ring's time
-			dcs = append(dcs, p)
-		}
-		r.peerDelays = dcs
-		n.farDelay, n.farMeasured = crdt.DatacenterDelay(dcs)
-		n.farAt, n.farSet = now, true
-	}
-	if !n.farMeasured {
-		return 0
-	}
-	return policy.AssumedLag(n.farDelay, r.configuredLag())
-}
-
 // noteDelay records, at node n, the delay of a message from node from that
 // changed its state, stamped at (the origin's clock, unix ms; 0: none), as
 // gossip.Node.noteDelayOf does: only from a peer it counts live, whose

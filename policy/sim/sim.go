@@ -142,10 +142,6 @@ type message struct {
 	// figs are aggregate entries and the groups they name: another data
 	// center's figures, or the aggregates of a whole state's push-pull.
 	figs *crdt.Delta
-	// figsDC is the data center whose figures figs are, and figsAt their
-	// carrier's stamp (ring ms, 0: none), kept as they are relayed.
-	figsDC int32
-	figsAt int64
 }
 
 // node is one virtual waitroom node: its own replica of the state, its own
@@ -206,18 +202,6 @@ type node struct {
 	// order they first changed.
 	dirty    []crdt.Key
 	dirtySet map[crdt.Key]struct{}
-	// dirtyAt is the ring's time (unix ms) when the first of dirty changed:
-	// the stamp of the figures that sum them (gossip's carry).
-	dirtyAt int64
-
-	// The other data centers' figures' delays (lag.go): dcDelays[k] are
-	// the samples of data center k, read as farDelay at farAt (its own
-	// clock) when farMeasured.
-	dcDelays    []crdt.Delays
-	farAt       time.Time
-	farSet      bool
-	farDelay    time.Duration
-	farMeasured bool
 }
 
 // clock is node n's time at virtual time t, its gossip.Node.RingNow:
@@ -693,7 +677,6 @@ func (r *run) recompute(n *node) {
 	others := n.state.OtherDatacenterNodes()
 	pol.Nodes = n.expectedMembers(r.now) + others
 	pol.Lag = r.lagFor(n)
-	pol.FarLag = r.farLagFor(n)
 	if pol.Lag < r.configuredLag() {
 		r.counts.MeasuredLag++
 	}
@@ -720,7 +703,7 @@ func (r *run) add(n *node, k crdt.Key) {
 	if !ok {
 		return
 	}
-	r.markCarry(n, k)
+	n.markCarry(k)
 	if len(n.outbox) == 0 {
 		// The stamp of the message: its oldest change (gossip.Node.Add).
 		n.outAt = n.local(r.now).UnixMilli()
@@ -791,15 +774,11 @@ func (r *run) deliver(n *node, m *message) {
 	for _, e := range m.entries {
 		if n.state.Apply(e) {
 			changed = true
-			r.markCarry(n, e.Key)
+			n.markCarry(e.Key)
 		}
 	}
-	if m.figs != nil {
-		now := r.clock(n, r.now).UnixMilli()
-		if !n.state.MergeAt(*m.figs, now).Empty() {
-			changed = true
-			r.noteFigureDelay(n, m, now)
-		}
+	if m.figs != nil && !n.state.MergeAt(*m.figs, r.clock(n, r.now).UnixMilli()).Empty() {
+		changed = true
 	}
 	if changed && !m.pushPull && !m.rejoin {
 		r.noteDelay(n, int(m.from), m.at)

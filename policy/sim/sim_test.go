@@ -178,26 +178,19 @@ var shorts = []short{
 	// Rings of data centers, at ten data centers of three nodes each (a
 	// short run of thirty or three hundred would take minutes): the same
 	// LAN and WAN, the same uneven split between data centers, and the
-	// data centers' carriers' rounds of each file. Another data center's
-	// admissions reach a node a WAN delay (50–150 ms) plus up to one
-	// carrier round plus a relay later than its own data center's, so a
-	// node assumes for the other data centers' share the far lag it
-	// measures from their figures' stamps (policy.Room.FarLag; 347 ms of
-	// delay at the 200 ms round of thirty, 1.14 s at the 1 s round of
-	// three hundred). Without it the short run of thirty admitted 1.116 ×
-	// the new-user limit and three hundred 1.220 ×; most of thirty's was
-	// figures a member lost on the relay and heard again only by push-pull
-	// once their data center stopped admitting, which each of a data
-	// center's two carriers relaying (as gossip's do) repairs: that alone
-	// 1.016 × for thirty (queueing at 0.994), 1.234 × for three hundred.
-	// With the far lag: thirty 1.002 ×, but queueing first at 0.848 of the
-	// limit (a ratchet: a node keeps within its part of the pool per far
-	// lag, and a node's visitors per far lag vary more than per lag);
-	// three hundred 1.080 ×, all of it the first minute of the flood, when
-	// no figures had crossed yet to measure the delay by (a ring idle until
-	// the step), and within 1.006 × after it (a ratchet).
-	{name: "datacenters-30", shrink: shortDatacenters, limits: map[string]float64{sim.GoalFirstQueue: 0.84}},
-	{name: "datacenters-300", shrink: shortDatacenters, limits: map[string]float64{sim.GoalPeakNew: 1.09}},
+	// data centers' carriers' rounds of each file. The new-user limit is
+	// overshot at the step: a node assumes the lag it measures within its
+	// data center (the 150 ms floor), but another data center's admissions
+	// reach it a WAN delay (50–150 ms) plus up to one carrier round later,
+	// so it leaves too little room for them. With figures that cross at
+	// once (no WAN delay, a 10 ms round) the short run of thirty keeps to
+	// 1.004 ×; with every node assuming 500 ms, 1.042 × (first queueing at
+	// 0.988), and 2 s, 1.012 × (but queueing at 0.442). The longer the
+	// round (200 ms for
+	// thirty data centers, 1 s for three hundred), the larger the
+	// overshoot. Ratchets just above today's values.
+	{name: "datacenters-30", shrink: shortDatacenters, limits: map[string]float64{sim.GoalPeakNew: 1.13}},
+	{name: "datacenters-300", shrink: shortDatacenters, limits: map[string]float64{sim.GoalPeakNew: 1.23}},
 	{name: "reference-fifo", shrink: shortReference, limits: map[string]float64{sim.GoalFIFOInversions: 0.5}},
 	{name: "reference-random", shrink: shortReference},
 }

@@ -1,7 +1,6 @@
 package fidelity
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -9,8 +8,6 @@ import (
 	"net/http/cookiejar"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -375,32 +372,21 @@ func TestAHundredProcessesConverge(t *testing.T) {
 }
 
 // cpuSeconds is the CPU time the processes of nodes used over the next
-// span, from /proc (false where there is none).
+// span, in seconds (false where /proc cannot tell).
 func cpuSeconds(nodes []*node, span time.Duration) (float64, bool) {
-	read := func() (float64, bool) {
-		total := 0.0
+	read := func() (time.Duration, bool) {
+		var total time.Duration
 		for _, n := range nodes {
 			n.mu.Lock()
 			pid := n.cmd.Process.Pid
 			n.mu.Unlock()
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
+			cpu, ok := testkit.ProcessCPU(pid)
+			if !ok {
 				return 0, false
 			}
-			// The fields after the command's name, which ends the last ")":
-			// utime and stime are the 14th and 15th of the line.
-			f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-			if len(f) < 13 {
-				return 0, false
-			}
-			u, err1 := strconv.ParseFloat(f[11], 64)
-			st, err2 := strconv.ParseFloat(f[12], 64)
-			if err1 != nil || err2 != nil {
-				return 0, false
-			}
-			total += u + st
+			total += cpu
 		}
-		return total / clockTicks, true
+		return total, true
 	}
 	before, ok := read()
 	if !ok {
@@ -408,9 +394,5 @@ func cpuSeconds(nodes []*node, span time.Duration) (float64, bool) {
 	}
 	time.Sleep(span)
 	after, ok := read()
-	return after - before, ok
+	return (after - before).Seconds(), ok
 }
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times: 100
-// on every Linux architecture Go runs on.
-const clockTicks = 100

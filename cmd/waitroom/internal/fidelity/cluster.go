@@ -383,31 +383,6 @@ func (c *cluster) view(ctx context.Context, n *node) (nodeView, error) {
 	return v, nil
 }
 
-// newUsersThisMinute asks a node's admin endpoint for the room's status:
-// its new users this minute, the whole ring's as the node counts them (a
-// count made anywhere shows once it reached the node).
-func (c *cluster) newUsersThisMinute(ctx context.Context, n *node) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.admin+"/rooms/"+roomName+"/status", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s/rooms/%s/status: %s", n.admin, roomName, resp.Status)
-	}
-	var doc struct {
-		NewUsersThisMinute int64 `json:"new_users_this_minute"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return 0, fmt.Errorf("%s/rooms/%s/status: %w", n.admin, roomName, err)
-	}
-	return doc.NewUsersThisMinute, nil
-}
-
 // stop ends every node cleanly (SIGTERM), killing those that do not stop
 // within ten seconds.
 func (c *cluster) stop() {

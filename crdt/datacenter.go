@@ -81,6 +81,13 @@ func (g Group) ID() ReplicaID {
 	return id
 }
 
+// DefaultCarriers is how many members of a data center carry its figures
+// to the others unless configured otherwise: each relays the other data
+// centers' figures into its data center, so a member gets every batch
+// that many times (the gossip node's Config.Carriers, which the simulator
+// models).
+const DefaultCarriers = 2
+
 // DatacenterReplica is the replica a data center other than this node's
 // appears as in a snapshot's per-replica counts (MinuteCounts.ByReplica):
 // the admission policy splits the slots between data centers by their

@@ -67,7 +67,7 @@ import (
 
 // DefaultCarriers is how many members of a data center carry its figures
 // to the others when Config.Carriers is 0.
-const DefaultCarriers = 2
+const DefaultCarriers = crdt.DefaultCarriers
 
 // carrierHold is how long a member that is no longer among its data
 // center's carriers goes on carrying; carrierCheck is how often a member

@@ -85,6 +85,7 @@ func (f LinkFaults) wrap(t memberlist.Transport) *faultyTransport {
 		rng:                rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		streams:            make(chan net.Conn),
 		done:               make(chan struct{}),
+		innerDown:          make(chan struct{}),
 	}
 	ft.pending.Add(1)
 	go ft.acceptStreams()
@@ -115,9 +116,11 @@ type faultyTransport struct {
 	rngMu sync.Mutex
 	rng   *rand.Rand
 
-	// streams are the accepted streams, wrapped; done closes at Shutdown.
-	streams chan net.Conn
-	done    chan struct{}
+	// streams are the accepted streams, wrapped; done closes as Shutdown
+	// begins, innerDown once the wrapped transport has shut down.
+	streams   chan net.Conn
+	done      chan struct{}
+	innerDown chan struct{}
 
 	mu      sync.Mutex
 	closed  bool
@@ -202,25 +205,33 @@ func (t *faultyTransport) acceptStreams() {
 			case t.streams <- &faultyConn{Conn: c, t: t}:
 			case <-t.done:
 				c.Close()
-				return
 			}
-		case <-t.done:
+		case <-t.innerDown:
 			return
 		}
 	}
 }
 
-// Shutdown stops accepting, waits for late packets still in flight, then
-// shuts the transport down.
+// Shutdown stops handing over streams, shuts the wrapped transport down,
+// then waits for late packets still in flight. Streams the wrapped
+// transport accepts meanwhile are taken and closed: memberlist's network
+// transport hands each over on a channel without a buffer and waits for
+// its listener at shutdown, so a stream nobody took would hold its
+// Shutdown, and the node's, for ever.
 func (t *faultyTransport) Shutdown() error {
 	t.mu.Lock()
-	if !t.closed {
+	first := !t.closed
+	if first {
 		t.closed = true
 		close(t.done)
 	}
 	t.mu.Unlock()
+	err := t.NodeAwareTransport.Shutdown()
+	if first {
+		close(t.innerDown)
+	}
 	t.pending.Wait()
-	return t.NodeAwareTransport.Shutdown()
+	return err
 }
 
 // faultyConn is a stream whose writes leave a draw of the link's delay

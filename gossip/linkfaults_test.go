@@ -7,10 +7,13 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 func TestLinkFaultsCheck(t *testing.T) {
@@ -160,6 +163,60 @@ func TestLinkFaultsOnARealTransport(t *testing.T) {
 		}
 		if p := <-to.PacketCh(); string(p.Buf) != "kept" {
 			t.Fatalf("received %q first, want the packet sent after the lost one", p.Buf)
+		}
+	})
+}
+
+// handingListener stands for memberlist's network transport where its
+// shutdown matters: its listener hands each stream it accepts over on a
+// channel without a buffer, whoever reads it, and Shutdown waits for the
+// listener to end.
+type handingListener struct {
+	memberlist.NodeAwareTransport // nothing else is called
+	streams                       chan net.Conn
+	stopped                       atomic.Bool
+	handed                        atomic.Int64
+	listener                      sync.WaitGroup
+}
+
+func newHandingListener() *handingListener {
+	l := &handingListener{streams: make(chan net.Conn)}
+	l.listener.Add(1)
+	go func() {
+		defer l.listener.Done()
+		for !l.stopped.Load() {
+			c, _ := net.Pipe()
+			l.streams <- c
+			l.handed.Add(1)
+		}
+	}()
+	return l
+}
+
+func (l *handingListener) StreamCh() <-chan net.Conn { return l.streams }
+
+func (l *handingListener) Shutdown() error {
+	l.stopped.Store(true)
+	l.listener.Wait()
+	return nil
+}
+
+func TestLinkFaultsShutDownWhileStreamsArrive(t *testing.T) {
+	t.Run("a stream the wrapped transport accepts while shutting down is taken and closed, so the shutdown ends", func(t *testing.T) {
+		inner := newHandingListener()
+		ft := LinkFaults{Delay: time.Millisecond}.wrap(inner)
+		// Nobody reads the pool's streams: the first stream waits to be
+		// handed over, and the listener waits with the next.
+		testkit.Eventually(t, testkit.Wait{What: "a stream taken from the listener", Timeout: 10 * time.Second}, func() bool { return inner.handed.Load() >= 1 })
+		done := make(chan error, 1)
+		go func() { done <- ft.Shutdown() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Shutdown did not return within 10 s: the listener still waits to hand over a stream")
 		}
 	})
 }

@@ -109,16 +109,6 @@ func tuneFrom(env string) (func(*memberlist.Config), string) {
 	}, v
 }
 
-// loadAvg is the machine's 1-minute load average, for context: the nodes
-// share the CPUs with whatever else runs.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(b))[0]
-}
-
 // convergenceProbe times one write at a time: from the Add on the writer
 // until every other node's OnChange found the value in its state.
 type convergenceProbe struct {
@@ -257,7 +247,7 @@ func TestMeasureConvergence(t *testing.T) {
 				}
 				r := row{profile: profile, n: n, p50: percentile(all, .5), p99: percentile(all, .99), worst: slices.Max(append(all, 0)), nodeP50: percentile(perNode, .5), timeouts: timeouts}
 				rows = append(rows, r)
-				t.Logf("%s (%s) N=%d, load %s: all nodes p50 %v p99 %v max %v; one node p50 %v; %d/%d timed out", profile, tuned, n, loadAvg(), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.worst.Round(time.Millisecond), r.nodeP50.Round(time.Millisecond), timeouts, writes)
+				t.Logf("%s (%s) N=%d, load %s: all nodes p50 %v p99 %v max %v; one node p50 %v; %d/%d timed out", profile, tuned, n, testkit.LoadAverage(), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.worst.Round(time.Millisecond), r.nodeP50.Round(time.Millisecond), timeouts, writes)
 				if profile == gossip.LAN && n == 50 && r.p99 > time.Second {
 					t.Errorf("goal missed: p99 %v > 1s at N=50 (LAN)", r.p99)
 				}
@@ -429,7 +419,7 @@ func TestMeasureGossipCost(t *testing.T) {
 			pushPullBytes := c.nodes[0].Stats().BytesOut - b0
 			pushPullRate := 2 * float64(pushPullBytes) / 30
 			t.Logf("gossip cost, LAN (%s), %d nodes, %d admissions/s/node, %d bucket(s), %v, load %s, state %d cells/%d entries, %d push-pulls merged in the window: bytes out per node per second median %.0f B/s, max %.0f B/s (min %.0f); user messages out per node per second median %.0f; all nodes agreed %v after the load stopped",
-				tuned, nodes, perNode, buckets, elapsed.Round(time.Millisecond), loadAvg(), full.Cells, full.Entries, pushPulls, med, rates[nodes-1], rates[0], msgRates[nodes/2], settle.Round(time.Millisecond))
+				tuned, nodes, perNode, buckets, elapsed.Round(time.Millisecond), testkit.LoadAverage(), full.Cells, full.Entries, pushPulls, med, rates[nodes-1], rates[0], msgRates[nodes/2], settle.Round(time.Millisecond))
 			for i, n := range c.nodes {
 				st := n.Stats()
 				t.Logf("  node %d: bytes out %d, msgs out %d, msgs in %d, merged %d, push-pulls %d, queued %d, dropped %v", i, st.BytesOut-before[i].BytesOut, st.MessagesOut-before[i].MessagesOut, st.MessagesIn-before[i].MessagesIn, st.EntriesMerged-before[i].EntriesMerged, st.PushPulls-before[i].PushPulls, st.Queued, st.Dropped)

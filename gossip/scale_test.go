@@ -284,7 +284,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 	c.waitMembers(sc.perDC, 5*time.Minute)
 	c.waitCarriers(10 * time.Minute)
 	t.Logf("%d data centers × %d nodes (%d carriers each), loss %.1f%%, LAN %v, WAN 50-150 ms: every pool whole and every carrier seeing every data center after %v (CPU %.1f s), load %s",
-		sc.dcs, sc.perDC, sc.carriers, 100*sc.loss, sc.lan, time.Since(start).Round(time.Second), (cpuTime() - cpu0).Seconds(), loadAvg())
+		sc.dcs, sc.perDC, sc.carriers, 100*sc.loss, sc.lan, time.Since(start).Round(time.Second), (cpuTime() - cpu0).Seconds(), testkit.LoadAverage())
 	// Let the joins' push-pulls and the first carriers' handovers settle:
 	// the members that carried before their data centers' pools were whole
 	// stop after the hold, and every carrier learns of every other.
@@ -320,7 +320,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 	time.Sleep(sc.idle) // the window measured
 	elapsed := time.Since(at)
 	idle := perNodeRates(mn, names, before, elapsed)
-	t.Logf("idle, %v: gossip sent per node: %s; %.0f%% of it between data centers (CPU %.0f%% of one core, load %s)", elapsed.Round(time.Second), rateSummary(idle, carriers()), 100*wanShare(mn, names, before, idleWAN), 100*(cpuTime()-cpu).Seconds()/elapsed.Seconds(), loadAvg())
+	t.Logf("idle, %v: gossip sent per node: %s; %.0f%% of it between data centers (CPU %.0f%% of one core, load %s)", elapsed.Round(time.Second), rateSummary(idle, carriers()), 100*wanShare(mn, names, before, idleWAN), 100*(cpuTime()-cpu).Seconds()/elapsed.Seconds(), testkit.LoadAverage())
 	t.Logf("idle, the process: %s", starvation(sched, sampleSched(mn)))
 
 	// Convergence: one count at a time at a random node, timed until every
@@ -352,7 +352,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 		percentile(locals, .5).Round(time.Millisecond), percentile(locals, .99).Round(time.Millisecond),
 		percentile(crossings, .5).Round(time.Millisecond), percentile(crossings, .99).Round(time.Millisecond),
 		percentile(relays, .5).Round(time.Millisecond), percentile(relays, .99).Round(time.Millisecond))
-	t.Logf("convergence, the process: %s (CPU %.0f%% of one core, load %s)", starvation(sched, sampleSched(mn)), 100*(cpuTime()-cpu).Seconds()/time.Since(at).Seconds(), loadAvg())
+	t.Logf("convergence, the process: %s (CPU %.0f%% of one core, load %s)", starvation(sched, sampleSched(mn)), 100*(cpuTime()-cpu).Seconds()/time.Since(at).Seconds(), testkit.LoadAverage())
 
 	// Load: sc.rate admissions a second at random nodes, each with what the
 	// counter rule moves for an admission of a waiting visitor and for a
@@ -395,7 +395,7 @@ func runScale(t *testing.T, sc scaleConfig) {
 	loadSched := starvation(sched, sampleSched(mn))
 	close(stop)
 	<-done
-	t.Logf("%d admissions a second over the ring, %v: gossip sent per node: %s; %.0f%% of it between data centers (CPU %.0f%% of one core, load %s)", sc.rate, elapsed.Round(time.Second), rateSummary(loaded, carriers()), 100*loadWAN, loadCPU, loadAvg())
+	t.Logf("%d admissions a second over the ring, %v: gossip sent per node: %s; %.0f%% of it between data centers (CPU %.0f%% of one core, load %s)", sc.rate, elapsed.Round(time.Second), rateSummary(loaded, carriers()), 100*loadWAN, loadCPU, testkit.LoadAverage())
 	var every []float64
 	for _, node := range c.nodes {
 		if st := node.Stats(); st.Carrier && st.WAN != nil {

@@ -212,6 +212,12 @@ func TestAdminListener(t *testing.T) {
 		if err != nil || len(rooms) != 2 {
 			t.Fatalf("rooms: %d, %v", len(rooms), err)
 		}
+		if st, err := c.RoomStatus(ctx, "sale"); err != nil || st.Name != "sale" || st.TotalActiveUsers != 5 {
+			t.Fatalf("room status: %+v, %v", st, err)
+		}
+		if _, err := c.RoomStatus(ctx, "nope"); err == nil {
+			t.Fatal("the status of a room that does not exist was read")
+		}
 		if err := c.Delete(ctx, "sale"); err != nil {
 			t.Fatalf("delete: %v", err)
 		}

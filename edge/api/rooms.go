@@ -87,6 +87,13 @@ func (c *Client) Room(ctx context.Context, name string) (*config.Room, error) {
 	return &out, c.do(ctx, http.MethodGet, "/rooms/"+url.PathEscape(name), nil, &out)
 }
 
+// RoomStatus reads one room's live figures as the node counts them: the
+// whole ring's active, queued and new users this minute, and its limits.
+func (c *Client) RoomStatus(ctx context.Context, name string) (*RoomStatus, error) {
+	var out RoomStatus
+	return &out, c.do(ctx, http.MethodGet, "/rooms/"+url.PathEscape(name)+"/status", nil, &out)
+}
+
 // Apply creates or replaces a room.
 func (c *Client) Apply(ctx context.Context, rc config.Room) (*config.Room, error) {
 	var out config.Room

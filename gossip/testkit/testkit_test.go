@@ -3,6 +3,7 @@ package testkit_test
 import (
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -191,4 +192,26 @@ func TestFreePorts(t *testing.T) {
 			u.Close()
 		})
 	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	t.Run("this process's CPU time is read and grows as it works", func(t *testing.T) {
+		before, ok := testkit.ProcessCPU(os.Getpid())
+		if !ok {
+			t.Skip("no /proc here")
+		}
+		x := 0
+		for i := 0; i < 200_000_000; i++ {
+			x += i
+		}
+		after, ok := testkit.ProcessCPU(os.Getpid())
+		if !ok || after <= before {
+			t.Fatalf("CPU %v then %v (ok %v) after a loop to %d", before, after, ok, x)
+		}
+	})
+	t.Run("a process that does not exist has none", func(t *testing.T) {
+		if cpu, ok := testkit.ProcessCPU(-1); ok {
+			t.Fatalf("pid -1 read %v", cpu)
+		}
+	})
 }

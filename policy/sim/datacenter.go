@@ -90,7 +90,12 @@ func (r *run) wanDelay() time.Duration {
 // figures merges another data center's figures at carrier n and relays
 // what was new to its data center's members, each copy delayed and
 // possibly lost like any gossip message within the data center (a member
-// that lost one gets it by push-pull).
+// that lost every copy gets it by push-pull). A member gets a copy from
+// each of its data center's carriers (crdt.DefaultCarriers), as a gossip
+// node does: with one copy, a batch lost on the relay was heard again
+// only at the next push-pull once its data center stopped admitting, and
+// the short run of thirty data centers admitted 1.116 × the new-user
+// limit (1.016 × with the copies).
 func (r *run) figures(n *node, m *message) {
 	if !n.up {
 		return
@@ -101,16 +106,19 @@ func (r *run) figures(n *node, m *message) {
 	}
 	r.kick(n)
 	relay := &message{from: int32(n.id), figs: &changed}
+	copies := min(crdt.DefaultCarriers, len(n.peers)+1)
 	for _, j := range n.peers {
 		if !n.sees[j] || !r.nodes[j].up {
 			continue
 		}
-		r.counts.Messages++
-		if r.sc.Gossip.Loss > 0 && r.rng.Float64() < r.sc.Gossip.Loss {
-			r.counts.MessagesLost++
-			continue
+		for range copies {
+			r.counts.Messages++
+			if r.sc.Gossip.Loss > 0 && r.rng.Float64() < r.sc.Gossip.Loss {
+				r.counts.MessagesLost++
+				continue
+			}
+			r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: int32(j), msg: relay})
 		}
-		r.schedule(event{at: r.now + r.gossipDelay(), kind: evDeliver, node: int32(j), msg: relay})
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -176,7 +175,8 @@ func (x *External) CPU() time.Duration {
 	if x.cmd == nil || x.cmd.Process == nil {
 		return 0
 	}
-	return procCPU(x.cmd.Process.Pid)
+	cpu, _ := testkit.ProcessCPU(x.cmd.Process.Pid)
+	return cpu
 }
 
 // Close stops the proxy and removes its directory.
@@ -188,28 +188,6 @@ func (x *External) Close() {
 	if x.dir != "" {
 		_ = os.RemoveAll(x.dir)
 	}
-}
-
-// procCPU reads utime+stime of a process from /proc/PID/stat.
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// After the name: state is field 3, utime 14 and stime 15.
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
-	return time.Duration(ut+st) * tick
 }
 
 func versionOf(bin, flag string) string {

@@ -3,23 +3,16 @@ package bench
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/waitroom/waitroom/gossip/testkit"
 )
 
 // addLoad records the machine's load average now (see Report.Load).
 func (rep *Report) addLoad() {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return
-	}
-	if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+	if v, err := strconv.ParseFloat(testkit.LoadAverage(), 64); err == nil {
 		rep.Load = append(rep.Load, v)
 	}
 }

@@ -22,9 +22,20 @@ import (
 // roomName is the one room every fidelity ring serves.
 const roomName = "fidelity"
 
-// startTimeout bounds how long a ring may take to come up (every node
-// healthy and seeing all the others).
-const startTimeout = 45 * time.Second
+// startTimeout bounds how long a ring of up to startNodes nodes may take
+// to come up (every node healthy and seeing all the others); each node
+// more adds startPerNode: on one machine's few cores, a hundred processes
+// start and form their pools one after another.
+const (
+	startTimeout = 45 * time.Second
+	startNodes   = 10
+	startPerNode = time.Second
+)
+
+// startTimeoutFor is how long a ring of n nodes may take to come up.
+func startTimeoutFor(n int) time.Duration {
+	return startTimeout + time.Duration(max(0, n-startNodes))*startPerNode
+}
 
 // node is one `waitroom serve` process.
 type node struct {
@@ -249,7 +260,8 @@ func (c *cluster) url(i int) string { return "http://" + c.nodes[i].listen + "/"
 // meets every carrier of the ring there, and a data center wholly in want
 // has its carriers; or until a process exits, or startTimeout passes.
 func (c *cluster) waitReady(ctx context.Context, want []*node) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	timeout := startTimeoutFor(len(c.nodes))
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -290,7 +302,7 @@ func (c *cluster) waitReady(ctx context.Context, want []*node) error {
 			for _, n := range want {
 				tails = append(tails, n.name+": "+n.logTail())
 			}
-			return fmt.Errorf("the ring did not come up within %v (%s): %s", startTimeout, strings.Join(last, "; "), strings.Join(tails, "; "))
+			return fmt.Errorf("the ring did not come up within %v (%s): %s", timeout, strings.Join(last, "; "), strings.Join(tails, "; "))
 		case <-tick.C:
 		}
 	}

@@ -242,7 +242,7 @@ func (ms *marks) record(m mark, lag time.Duration) {
 // reference's; call Next on the previous allocation instead to get the
 // continuous re-division.
 func Allocate(room Room, snap *crdt.RoomSnapshot, self crdt.ReplicaID, now time.Time, s Strategy) *Allocation {
-	return build(nil, room, snap, now, maker{self, s})
+	return build(nil, room, snap, now, maker{self: self, strategy: s})
 }
 
 // Next computes the allocation that follows a, for the same node and
@@ -252,7 +252,7 @@ func Allocate(room Room, snap *crdt.RoomSnapshot, self crdt.ReplicaID, now time.
 // count against the new allocation too, and the record of the node's recent
 // admissions that the continuous split needs.
 func (a *Allocation) Next(room Room, snap *crdt.RoomSnapshot, now time.Time) *Allocation {
-	return build(a, room, snap, now, maker{a.self, a.strategy})
+	return build(a, room, snap, now, maker{self: a.self, strategy: a.strategy})
 }
 
 // maker is the node an allocation is computed for and the strategy it
@@ -260,6 +260,9 @@ func (a *Allocation) Next(room Room, snap *crdt.RoomSnapshot, now time.Time) *Al
 type maker struct {
 	self     crdt.ReplicaID
 	strategy Strategy
+	// resume is the order inside the arrival slots that a chain starting
+	// again takes back (ResumeChain); nil for a fresh start.
+	resume *arrivalCurves
 }
 
 func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, by maker) *Allocation {
@@ -318,7 +321,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	if len(a.buckets) > 0 {
 		oldest = min(oldest, a.buckets[0].bucket)
 	}
-	var prevArr *arrivalCurves
+	prevArr := by.resume
 	if !a.chainStart {
 		prevArr = prev.arr
 	}

@@ -145,6 +145,33 @@ func TestAPlaceInLineCountsNeitherTheVisitorNorThoseAfterIt(t *testing.T) {
 	}
 }
 
+// TestVisitorsOfOneTenthOfASecondArePlacedInTheirMiddle: a token keeps
+// when its visitor came to the tenth of a second, so the order of three
+// who came within one tenth cannot be told. Each is told the middle of
+// them (truly 0, 1 and 2 ahead: each told 1), never all the first place;
+// one who came before them is still told 0, and one after them 4.
+func TestVisitorsOfOneTenthOfASecondArePlacedInTheirMiddle(t *testing.T) {
+	s, tenth := time.Second, 100*time.Millisecond
+	l := newLine(t)
+	l.came = []time.Duration{5 * s, 10*s + tenth, 10*s + tenth + tenth/4, 10*s + tenth + tenth/2, 12 * s}
+	tests := []struct {
+		name string
+		who  time.Duration
+		want int64
+	}{
+		{"the one who came before them is told 0", l.came[0], 0},
+		{"each of the three of one tenth is told the middle of them", l.came[2], 2},
+		{"the one who came after them is told 4", l.came[4], 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := l.place(tt.who, 40*s, false); got != tt.want {
+				t.Errorf("told %d ahead, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestAFirstAnswerCountsThoseStillToProveAtTheShareThatDo(t *testing.T) {
 	s := time.Second
 	l := newLine(t)

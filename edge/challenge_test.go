@@ -66,6 +66,9 @@ func shape(t *testing.T, resp *http.Response) string {
 	digits := regexp.MustCompile(`[0-9]+`)
 	page := digits.ReplaceAllString(body(t, resp), "N")
 	page = regexp.MustCompile(`N (minutes?|hours?)( N minutes?)?( to N (minutes?|hours?)( N minutes?)?)?`).ReplaceAllString(page, "WAIT")
+	// The place in line, like the wait, is said in the words that fit its
+	// number ("You are next." for none).
+	page = regexp.MustCompile(`<p class="ahead">[^<]*</p>`).ReplaceAllString(page, `<p class="ahead">PLACE</p>`)
 	return resp.Status + "|" + strings.Join(hdr, ",") + "|" + digits.ReplaceAllString(ck, "N") + "|" + page
 }
 

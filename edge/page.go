@@ -132,9 +132,15 @@ func queueVars(rq *request, a *allocation, tok cookie.Token, ans queueAnswer) (q
 	if tok.Infinite {
 		est = infiniteEstimate(a, tok.Bucket, now)
 	}
-	if ans == answerFirst || ans == answerNoCookie {
-		// Not counted in the line yet (or never, without a cookie).
+	switch ans {
+	case answerFirst:
+		// Not counted in the line until its cookie is back: behind
+		// everyone counted and those of the last seconds still to prove.
 		est = est.ForNewVisitor()
+	case answerNoCookie:
+		// Never counted without a cookie: no place to hold.
+		est = est.ForNewVisitor()
+		est.Position, est.PositionKnown = 0, false
 	}
 	refresh := int(tok.RefreshInterval)
 	switch ans {

@@ -295,9 +295,11 @@ func (rm *room) recomputeLocked(now time.Time, prev *allocation) (cur *allocatio
 			panic("a poisoned state (test)")
 		}
 	}
-	chain := policy.NewChain(rm.s.node.Replica(), policy.Continuous)
+	var chain policy.Chain
 	if prev != nil {
 		chain = prev.chain
+	} else {
+		chain = rm.s.resumeChain(rm.name)
 	}
 	a, chain := chain.Allocate(pol, &snap, now)
 	cur = &allocation{Allocation: a, chain: chain, rm: rm, minute: minute, at: now, view: v, next: make(chan struct{}), fault: fault}

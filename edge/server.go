@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -51,6 +52,10 @@ type Options struct {
 	// Restore is the replica the node saved in its data directory, taken
 	// back before it joins (gossip.Config.Restore); nil on a first start.
 	Restore *gossip.Saved
+	// RestorePlaces is the order inside each room's arrival slots that the
+	// node saved in its data directory (see places.go), by room; nil on a
+	// first start.
+	RestorePlaces map[string][]byte
 }
 
 // Server is one waitroom node: its rooms, its gossip node, its keys and its
@@ -107,6 +112,11 @@ type Server struct {
 	// knows (see RoomSource).
 	sourcesMu sync.Mutex
 	sources   map[string]roomOrigin
+
+	// places are the rooms' places taken back from the data directory and
+	// not yet resumed (see resumeChain).
+	placesMu sync.Mutex
+	places   map[string][]byte
 }
 
 type route struct {
@@ -129,6 +139,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.places = maps.Clone(opts.RestorePlaces)
 	bind := opts.GossipBind
 	if bind == "" {
 		bind = cfg.Gossip

@@ -231,8 +231,7 @@ func TestCustomPageRendersEveryVariable(t *testing.T) {
 		extra  string // a line the page must also hold
 	}{
 		{
-			// The visitor's first page: not counted in the line until its
-			// cookie comes back, it is shown no place yet.
+			// The visitor's first page: alone in line, nobody is ahead.
 			name:   "a FIFO room fills every variable with the FIFO estimate",
 			method: "fifo",
 			limit:  1,
@@ -241,7 +240,7 @@ func TestCustomPageRendersEveryVariable(t *testing.T) {
 				"waitTime25Percentile": "1", "waitTime50Percentile": "1", "waitTime75Percentile": "1",
 				"queueIsFull": "false", "queueAll": "false", "lastUpdated": "2030-06-01T12:00:05.000Z",
 				"queueingMethod": "fifo", "isFIFOQueue": "true", "isRandomQueue": "false",
-				"inWaitingRoom": "true", "turnstile": "[]", "position": "0", "positionKnown": "false",
+				"inWaitingRoom": "true", "turnstile": "[]", "position": "0", "positionKnown": "true",
 			},
 			extra: "section:fifo",
 		},

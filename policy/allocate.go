@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,12 +45,18 @@ type Allocation struct {
 
 	buckets []bucket         // waiting buckets, oldest first
 	slots   []crdt.SlotCount // who joined them, per arrival slot (see order.go)
-	waiting int64
-	full    bool
-	rate    float64      // admissions per minute, recent average
-	joining float64      // new visitors queued per minute, recent average (lottery.go)
-	fc      *forecast    // when the slots free up (forecast.go)
-	book    forecastBook // the mean browse, along the chain (forecast.go)
+	arr     *arrivalCurves   // how the slots filled, along the chain (see rank.go)
+	newOnce sync.Once        // newBase, once asked for (see Estimate.ForNewVisitor)
+	newBase float64
+	// firstsAt is the node's count of its own first answers that queued
+	// a new visitor when the allocation was made (see newcomerNow).
+	firstsAt int64
+	waiting  int64
+	full     bool
+	rate     float64      // admissions per minute, recent average
+	joining  float64      // new visitors queued per minute, recent average (lottery.go)
+	fc       *forecast    // when the slots free up (forecast.go)
+	book     forecastBook // the mean browse, along the chain (forecast.go)
 
 	sp    split
 	led   *ledger
@@ -124,12 +131,16 @@ type bucket struct {
 // makes a new one at every allocation; ReferencePerMinute keeps the first one
 // of each minute.
 type split struct {
-	minute      int64
-	open        int64 // S the split was made from
-	covered     int64 // C: visitors in fully covered buckets
-	pool        int64 // U = S − C: the partial bucket's slots or the new-user remainder
-	frontier    int64 // oldest bucket not fully covered
-	lastSlot    int   // the frontier's last arrival slot the pool reaches (order.go)
+	minute   int64
+	open     int64 // S the split was made from
+	covered  int64 // C: visitors in fully covered buckets
+	pool     int64 // U = S − C: the partial bucket's slots or the new-user remainder
+	frontier int64 // oldest bucket not fully covered
+	lastSlot int   // the frontier's last arrival slot the pool reaches (order.go)
+	// fine: the order goes down to the visitor (order.go); reach is how
+	// many of the last slot's visitors the pool reaches.
+	fine        bool
+	reach       float64
 	hasFrontier bool
 	newest      int64 // newest waiting bucket
 	hasWaiting  bool
@@ -160,6 +171,8 @@ type ledger struct {
 	// prio counts the admissions each priority group took ahead of the
 	// line (see DecidePriority).
 	prio [MaxPriorityGroups]atomic.Int64
+	// proofs counts the node's first answers and proofs (see proof.go).
+	proofs proofLedger
 }
 
 // mark records, at one allocation, what the node had done and counted, so a
@@ -229,7 +242,7 @@ func (ms *marks) record(m mark, lag time.Duration) {
 // reference's; call Next on the previous allocation instead to get the
 // continuous re-division.
 func Allocate(room Room, snap *crdt.RoomSnapshot, self crdt.ReplicaID, now time.Time, s Strategy) *Allocation {
-	return build(nil, room, snap, now, maker{self, s})
+	return build(nil, room, snap, now, maker{self: self, strategy: s})
 }
 
 // Next computes the allocation that follows a, for the same node and
@@ -239,7 +252,7 @@ func Allocate(room Room, snap *crdt.RoomSnapshot, self crdt.ReplicaID, now time.
 // count against the new allocation too, and the record of the node's recent
 // admissions that the continuous split needs.
 func (a *Allocation) Next(room Room, snap *crdt.RoomSnapshot, now time.Time) *Allocation {
-	return build(a, room, snap, now, maker{a.self, a.strategy})
+	return build(a, room, snap, now, maker{self: a.self, strategy: a.strategy})
 }
 
 // maker is the node an allocation is computed for and the strategy it
@@ -247,6 +260,9 @@ func (a *Allocation) Next(room Room, snap *crdt.RoomSnapshot, now time.Time) *Al
 type maker struct {
 	self     crdt.ReplicaID
 	strategy Strategy
+	// resume is the order inside the arrival slots that a chain starting
+	// again takes back (ResumeChain); nil for a fresh start.
+	resume *arrivalCurves
 }
 
 func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, by maker) *Allocation {
@@ -301,6 +317,16 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 			a.led.baseK += int64(snap.AdmittedIn(snap.Minute - 1).Of(self))
 		}
 	}
+	oldest := snap.Minute
+	if len(a.buckets) > 0 {
+		oldest = min(oldest, a.buckets[0].bucket)
+	}
+	prevArr := by.resume
+	if !a.chainStart {
+		prevArr = prev.arr
+	}
+	a.arr = noteArrivals(prevArr, snap, a.led, self, oldest, now, a.lag)
+	a.firstsAt = a.led.proofs.first.Load()
 	if room.TotalActiveUsers > 0 && s == Continuous && !a.cut {
 		a.book = a.book.update(room, snap.Now, a.activeEff, snap.Expiring, snap.AdmittedTotals)
 	}
@@ -318,7 +344,6 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	default:
 		a.sp = a.continuousSplit(snap, now.Sub(start), pool, covered)
 	}
-	a.orderFrontier(&a.sp)
 
 	a.calm = a.waiting == 0 && !a.queuedNew(snap)
 	a.marks.record(mark{
@@ -423,6 +448,7 @@ func (a *Allocation) reserve(sp *split, s int64, sticky bool) {
 		}
 	}
 	sp.covered, sp.pool = c, max(0, s-c)
+	a.orderFrontier(sp)
 	a.holdBack(sp, last, byOpen)
 	if !sticky {
 		return
@@ -796,7 +822,8 @@ func ownTraffic(snap *crdt.RoomSnapshot, m int64, self crdt.ReplicaID) float64 {
 
 // admissionRate is the admissions per minute of the last five full minutes,
 // averaged over those since the first one with any admission (a surge that
-// began two minutes ago has a rate of two minutes, not of five). The current
+// began two minutes ago has a rate of two minutes, not of five), less that
+// first one where admissions began within it (see begunWithin). The current
 // minute is left out: admissions come in bursts at the start of a minute
 // when the per-minute limit binds, so a part of it says little about the
 // whole. Without a full minute of admissions the rate is what the current
@@ -806,7 +833,7 @@ func admissionRate(snap *crdt.RoomSnapshot) float64 {
 	n := 0
 	for m := snap.Minute - 5; m < snap.Minute; m++ {
 		c := snap.AdmittedIn(m).Total
-		if n == 0 && c == 0 {
+		if n == 0 && (c == 0 || begunWithin(snap, m)) {
 			continue
 		}
 		sum += float64(c)
@@ -816,6 +843,17 @@ func admissionRate(snap *crdt.RoomSnapshot) float64 {
 		return float64(snap.AdmittedIn(snap.Minute).Total)
 	}
 	return sum / float64(n)
+}
+
+// begunWithin reports whether admissions began within full minute m, the
+// first with any: none in the minute before, and fewer than half the next
+// full minute's. Such a minute holds the seconds since the room first
+// queued, not a minute's admissions: a room that began queueing at :57 let
+// in 4 in it and 39 in the next, and a rate of their average told the
+// visitors of the first five minutes waits 1.6 times too long.
+func begunWithin(snap *crdt.RoomSnapshot, m int64) bool {
+	return m+1 < snap.Minute && snap.AdmittedIn(m-1).Total == 0 &&
+		2*snap.AdmittedIn(m).Total < snap.AdmittedIn(m+1).Total
 }
 
 // referenceRate is the admission rate as the reference strategy reads it:

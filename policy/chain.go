@@ -31,6 +31,9 @@ type Chain struct {
 	strategy Strategy
 	last     *Allocation
 	at       time.Time
+	// resume is what an earlier chain knew of the order inside the
+	// arrival slots, for the first allocation (ResumeChain).
+	resume *arrivalCurves
 }
 
 // NewChain starts the chain of node self, dividing the slots by strategy s.
@@ -52,9 +55,13 @@ func (c Chain) Last() *Allocation { return c.last }
 // so the chain starts afresh with Allocate.
 func (c Chain) Allocate(room Room, snap *crdt.RoomSnapshot, now time.Time) (*Allocation, Chain) {
 	var a *Allocation
-	if c.last == nil || c.at.After(now) {
+	switch {
+	case c.last == nil:
+		a = build(nil, room, snap, now, maker{c.self, c.strategy, c.resume.resumed(now)})
+		c.resume = nil
+	case c.at.After(now):
 		a = Allocate(room, snap, c.self, now, c.strategy)
-	} else {
+	default:
 		a = c.last.Next(room, snap, now)
 	}
 	c.last, c.at = a, now

@@ -118,13 +118,13 @@ func (a *Allocation) classify(v Visitor) class {
 	}
 	if !v.Queued {
 		// A first request comes after everyone already waiting in older
-		// buckets; within the current minute's bucket the order is whoever
-		// comes first once slots open, so it competes with those queued in
-		// it (which is no inversion: they came in the same minute).
-		// (The reference strategy keeps the reference's rule: behind any
-		// partial bucket.)
+		// buckets; within the current minute's bucket it comes after those
+		// the order reaches down to (see order.go), and without that order
+		// it competes with those queued in it (which is no inversion: they
+		// came in the same minute). (The reference strategy keeps the
+		// reference's rule: behind any partial bucket.)
 		newer := a.minute
-		if a.strategy != Continuous {
+		if a.strategy != Continuous || sp.fine {
 			newer = math.MaxInt64
 		}
 		if (sp.hasHold && newer > sp.holdAfter) || (sp.hasFrontier && sp.frontier < newer) {
@@ -142,6 +142,10 @@ func (a *Allocation) classify(v Visitor) class {
 		// while an older bucket's visitors have not yet had their
 		// check-in since it was covered (see holdBack). Covered buckets
 		// are not held: their slots are reserved whatever the order.
+		return classWait
+	case sp.fine && v.Bucket == sp.frontier && !a.reached(v):
+		// Later than the pool reaches, down to the visitor: those who
+		// came before it go first (see order.go).
 		return classWait
 	case sp.hasFrontier && v.Bucket == sp.frontier && !a.inOrder(v):
 		// Later in the bucket than the pool reaches: those who came

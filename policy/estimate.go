@@ -26,18 +26,38 @@ type Estimate struct {
 	// reserved slots (FIFO), so its next check-in at any node goes in. The
 	// edge may shorten the refresh interval for it.
 	Eligible bool
+
+	// newcomer is the place and the wait of a new visitor at its first
+	// answer (see ForNewVisitor).
+	newcomer newcomer
+}
+
+// newcomer is what a new visitor's first answer shows under FIFO: its place
+// and, under the continuous strategy, its wait (0: the visitor's own).
+type newcomer struct {
+	position int64
+	wait     int
 }
 
 // ForNewVisitor is the estimate as a new visitor's first answer shows it,
-// before its cookie has come back: without a place in line. The ring counts
-// a visitor only once it proves its cookie (two seconds later), so nobody
-// who came in the last two seconds is counted yet: in a flood, where
-// everyone came in those seconds, the first answers said "nobody ahead of
-// you" to visitors with hundreds ahead. The answer after the proof shows
-// the place, with everyone counted. The wait is kept: its span covers the
-// visitor's whole arrival slot, which a few uncounted visitors move little.
+// before its cookie has come back: the ring counts a visitor only once it
+// proves its cookie (two seconds later), so the visitor is not counted yet,
+// nor are the others who came in the last two seconds. Its place is behind
+// everyone counted and behind those of the last two seconds who will prove
+// (at the share of new visitors who do, as the ring measures it), and its
+// wait runs to that place. In a flood, where everyone came in those
+// seconds, first answers that counted only the visitors counted said
+// "nobody ahead of you" to visitors with hundreds ahead.
 func (e Estimate) ForNewVisitor() Estimate {
-	e.Position, e.PositionKnown = 0, false
+	if !e.PositionKnown {
+		return e
+	}
+	e.Position = e.newcomer.position
+	e.Eligible = false
+	if w := e.newcomer.wait; w > 0 && e.WaitTimeKnown {
+		e.WaitTime, e.WaitTime25, e.WaitTime50, e.WaitTime75 = w, w, w, w
+		e.WaitTimeFormatted = FormatWait(w)
+	}
 	return e
 }
 
@@ -76,6 +96,9 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	if a.mode != modeDecide {
 		return e
 	}
+	if e.PositionKnown {
+		e.newcomer = a.newcomerNow()
+	}
 	e.Eligible = a.method == FIFO && a.classify(Visitor{Bucket: bucket, Queued: true}) == classCovered
 	if a.rate <= 0 {
 		return e
@@ -106,6 +129,25 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	e.WaitTime, e.WaitTime25, e.WaitTime50, e.WaitTime75 = w, w, w, w
 	e.WaitTimeFormatted = FormatWait(w)
 	return e
+}
+
+// newcomerNow is the place and the wait of a new visitor answered now: the
+// allocation's newcomer place (computed once: every new visitor of the
+// allocation's instant is behind the same visitors) and the node's own new
+// visitors queued since the allocation, the one asking aside (its own first
+// answer is counted before it is answered, see Decision.Count). In a flood
+// a node queues many between two allocations; without them each of those
+// was told the place of the first.
+func (a *Allocation) newcomerNow() newcomer {
+	a.newOnce.Do(func() { a.newBase = a.newcomerPosition() })
+	p := a.newBase + float64(max(a.led.proofs.first.Load()-a.firstsAt-1, 0))*a.arr.proofRate
+	n := newcomer{position: int64(p + 0.5)}
+	if a.rate > 0 && a.strategy == Continuous {
+		d := a.room.checkIn().Minutes() / 2
+		t := a.admissionAt(p+1) + d
+		n.wait = spanMinutes(t, t)
+	}
+	return n
 }
 
 // ahead is the number of visitors waiting in buckets older than bucket.

@@ -168,6 +168,9 @@ func TestTheAdmissionRateCountsFullMinutesSinceAdmissionsBegan(t *testing.T) {
 		{"a quiet minute between busy ones counts: 300", map[int64]perNode{m - 3: {nairobi: 500}, m - 2: {nairobi: 0}, m - 1: {nairobi: 400}}, 300},
 		{"the current minute's burst at :00 does not count once a full minute does", map[int64]perNode{m - 1: {nairobi: 200}, m: {nairobi: 500}}, 200},
 		{"before a full minute, what the current one admitted so far", map[int64]perNode{m: {nairobi: 450}}, 450},
+		{"a first minute whose admissions began in its last seconds is left out: 500", map[int64]perNode{m - 3: {nairobi: 40}, m - 2: {nairobi: 500}, m - 1: {nairobi: 500}}, 500},
+		{"a first minute with half the next one's admissions or more counts: 475", map[int64]perNode{m - 2: {nairobi: 450}, m - 1: {nairobi: 500}}, 475},
+		{"a first minute followed by the current one alone counts: 40", map[int64]perNode{m - 1: {nairobi: 40}, m: {nairobi: 500}}, 40},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -249,7 +249,7 @@ func (b *forecastBook) pace(snap *crdt.RoomSnapshot, limit float64) float64 {
 	n := 0
 	for m := snap.Minute - 5; m < snap.Minute; m++ {
 		c := snap.AdmittedIn(m).Total
-		if b.wasFull(m) || (n == 0 && c == 0) {
+		if b.wasFull(m) || (n == 0 && (c == 0 || begunWithin(snap, m))) {
 			continue
 		}
 		sum += float64(c)
@@ -377,7 +377,7 @@ func (a *Allocation) admissionAt(k float64) float64 {
 // join in the next hour too, since they compete for the same slots.
 func (a *Allocation) forecastOnce() {
 	a.fc.once.Do(func() {
-		need := float64(a.waiting) + 1
+		need := a.newcomerPosition() + 1
 		if a.method == Random {
 			need += a.joining * 60
 		}

@@ -106,3 +106,13 @@ func decideN(a *policy.Allocation, v policy.Visitor, n int) int {
 }
 
 var strategies = []policy.Strategy{policy.Continuous, policy.ReferencePerMinute}
+
+// shownOf is what an estimate shows a visitor who is counted: its exported
+// fields, without what a new visitor's first answer would show instead.
+func shownOf(e policy.Estimate) policy.Estimate {
+	return policy.Estimate{
+		WaitTime: e.WaitTime, WaitTimeKnown: e.WaitTimeKnown, WaitTimeFormatted: e.WaitTimeFormatted,
+		WaitTime25: e.WaitTime25, WaitTime50: e.WaitTime50, WaitTime75: e.WaitTime75,
+		QueueIsFull: e.QueueIsFull, VisitorsAhead: e.VisitorsAhead, Position: e.Position, PositionKnown: e.PositionKnown, Eligible: e.Eligible,
+	}
+}

@@ -25,9 +25,9 @@ import (
 // slotsPerBucket is how many arrival slots a minute bucket has.
 const slotsPerBucket = 60 / crdt.ArrivalSlotSeconds
 
-// slotsOf returns the estimated number still waiting in each arrival slot
-// of bucket, which has n waiting, and whether the ring counted its slots.
-func (a *Allocation) slotsOf(bucket, n int64) ([slotsPerBucket]int64, bool) {
+// slotsJoined returns how many joined each arrival slot of bucket, and
+// whether the ring counted its slots.
+func (a *Allocation) slotsJoined(bucket int64) ([slotsPerBucket]int64, bool) {
 	var arrived [slotsPerBucket]int64
 	i := sort.Search(len(a.slots), func(i int) bool { return a.slots[i].Bucket() >= bucket })
 	known := false
@@ -35,6 +35,13 @@ func (a *Allocation) slotsOf(bucket, n int64) ([slotsPerBucket]int64, bool) {
 		arrived[(a.slots[i].Second-bucket*60)/crdt.ArrivalSlotSeconds] += a.slots[i].N
 		known = true
 	}
+	return arrived, known
+}
+
+// slotsOf returns the estimated number still waiting in each arrival slot
+// of bucket, which has n waiting, and whether the ring counted its slots.
+func (a *Allocation) slotsOf(bucket, n int64) ([slotsPerBucket]int64, bool) {
+	arrived, known := a.slotsJoined(bucket)
 	return slotWaiting(arrived, n), known
 }
 
@@ -66,12 +73,22 @@ func slotIndex(arrived uint16) int {
 
 // orderFrontier fills sp's last slot of the frontier bucket that the pool
 // reaches, so that visitors of later slots wait while earlier ones may still
-// check in (see inOrder). Only a bucket of an earlier minute is ordered:
-// the current minute's still grows, and its new visitors, who come last,
-// compete with it for the pool.
+// check in (see inOrder).
+//
+// Under the continuous strategy the order goes down to the visitor where
+// the node saw the last slot fill: of its visitors, only those whose place
+// in it (rankInSlot) the pool reaches may take a pool slot, and new
+// visitors wait behind the bucket even in the current minute. A slot's
+// visitors were once let in in whatever order their check-ins fell, which
+// put a visitor's true place anywhere within its slot: a third of a
+// minute of arrivals, where a place in line a tenth off is two or three
+// people. The slots go by the nodes' shares of the pool as before, so the
+// limits hold as they did whoever checks in; the order only says who may.
+// Without the slot's fill, an earlier minute's bucket is ordered by slot,
+// the current minute's not at all, and its new visitors compete with it.
 func (a *Allocation) orderFrontier(sp *split) {
 	sp.lastSlot = slotsPerBucket - 1
-	if a.method != FIFO || a.strategy != Continuous || !sp.hasFrontier || sp.frontier >= a.minute {
+	if a.method != FIFO || a.strategy != Continuous || !sp.hasFrontier {
 		return
 	}
 	i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= sp.frontier })
@@ -83,19 +100,69 @@ func (a *Allocation) orderFrontier(sp *split) {
 		return
 	}
 	var before int64
+	last := slotsPerBucket - 1
 	for j := range slotsPerBucket {
 		if before+w[j] >= sp.pool && w[j] > 0 {
-			sp.lastSlot = j
-			return
+			last = j
+			break
 		}
 		before += w[j]
 	}
+	if !a.arr.follows(sp.frontier*60 + int64(last*crdt.ArrivalSlotSeconds)) {
+		if sp.frontier < a.minute {
+			sp.lastSlot = last
+		}
+		return
+	}
+	sp.fine, sp.lastSlot, sp.reach = true, last, float64(sp.pool-before)
 }
+
+// heard is how much later than its own a node may hear another node's
+// counts, in milliseconds: half the lag the room assumes (twice the gossip
+// delay, see Room.Lag).
+func (a *Allocation) heard() int32 { return int32(a.lag.Milliseconds() / 2) }
 
 // inOrder reports whether a visitor of the frontier bucket may take a pool
 // slot: it came in a slot the pool reaches.
 func (a *Allocation) inOrder(v Visitor) bool {
 	return slotIndex(v.Arrived) <= a.sp.lastSlot
+}
+
+// reached reports whether a queued visitor of the frontier bucket may take
+// a pool slot when the order goes down to the visitor (see orderFrontier):
+// it came in an earlier slot than the last the pool reaches, or in that one
+// with a place the pool reaches, or none of this node's own visitors who
+// came before it in that slot still waits. Another node's visitor who came
+// up to a gossip delay earlier shows in this node's counts after it, so the
+// place is taken as if those shown within that much after it came after
+// it: of two who came within a gossip delay at different nodes, either may
+// go first.
+//
+// The pool's slots go by the nodes' shares, and a lone slot is one node's
+// for a second at a time (see roundedPart), so the place alone would hold a
+// node's slot for visitors who wait at another node, which has no slot to
+// give them then: the slot stayed free while those this node could let in
+// waited. With 1-minute sessions at twice the per-minute limit, the first
+// node taking four times the traffic of each other, three real processes
+// left a slot free for 20 to 30 s from a minute's start (a refresh interval is
+// 23 s at most) while the first in line, at a node of a sixth of the
+// traffic, checked in every few seconds and found its node's share empty.
+// So a node gives its slot to the first of its own in the slot's line: the
+// order holds among each node's visitors, and between nodes the slots go by
+// their shares, as they did before the order went down to the visitor.
+func (a *Allocation) reached(v Visitor) bool {
+	s := slotIndex(v.Arrived)
+	switch {
+	case s < a.sp.lastSlot:
+		return true
+	case s > a.sp.lastSlot:
+		return false
+	case a.rankInSlot(v.Bucket, v.Arrived, true, -a.heard()) < a.sp.reach:
+		return true
+	}
+	start := v.Bucket*60 + int64(s*crdt.ArrivalSlotSeconds)
+	ahead, ok := a.arr.ownAhead(start, int32(v.Arrived)*100-int32(s*crdt.ArrivalSlotSeconds)*1000)
+	return ok && ahead == 0
 }
 
 // Position is the number of visitors ahead of one of bucket who came
@@ -112,8 +179,11 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 }
 
 // positionAt is Position before rounding. Inside the visitor's slot those
-// ahead are the share of the slot that had come by its arrival, of the
-// part of the slot that had come by now (all of it, for a slot over).
+// ahead are those of its slot who came before it (joinedBefore), less the
+// slot's visitors gone, who are taken to be its earliest; where the node did
+// not see the slot fill, the share of the slot that had come by its
+// arrival, of the part of the slot that had come by now (all of it, for a
+// slot over). Either way at most the others of its slot still waiting.
 func (a *Allocation) positionAt(bucket int64, arrived uint16) float64 {
 	i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket })
 	if i == len(a.buckets) {
@@ -125,18 +195,71 @@ func (a *Allocation) positionAt(bucket int64, arrived uint16) float64 {
 		return ahead
 	}
 	s := slotIndex(arrived)
-	w, known := a.slotsOf(bucket, b.n)
+	x, known := a.slotsJoined(bucket)
 	if !known {
 		// Without the slot counts, the bucket as if spread evenly over
 		// the part of its minute the ring has counted.
 		return ahead + float64(b.n)*shareBefore(float64(arrived)/600, a.countedIn(bucket*60, 60))
 	}
+	w := slotWaiting(x, b.n)
 	for j := range s {
 		ahead += float64(w[j])
 	}
+	return ahead + a.inSlot(bucket, arrived)
+}
+
+// inSlot is the number of those still waiting in a visitor's arrival slot
+// who came before it: see positionAt. Once the visitor is counted itself it
+// is one of those waiting, and the others are at most one fewer.
+func (a *Allocation) inSlot(bucket int64, arrived uint16) float64 {
+	return a.rankInSlot(bucket, arrived, a.counts(bucket, arrived), 0)
+}
+
+// rankInSlot is the number of those still waiting in a visitor's arrival
+// slot who came before it, self saying whether the visitor is counted
+// itself: those of its slot who came before it (joinedBefore) less those
+// of the slot gone, who are its earliest; where the node did not see the
+// slot fill, the share of the slot that had come by the visitor's arrival,
+// of the part of the slot that had come by now (all of it, for a slot
+// over). shift reads the other nodes' counts that many milliseconds later,
+// for those heard late (see reached).
+func (a *Allocation) rankInSlot(bucket int64, arrived uint16, self bool, shift int32) float64 {
+	s := slotIndex(arrived)
+	x, _ := a.slotsJoined(bucket)
+	var waiting int64
+	if i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket }); i < len(a.buckets) && a.buckets[i].bucket == bucket {
+		waiting = slotWaiting(x, a.buckets[i].n)[s]
+	}
+	joined := x[s]
 	start := bucket*60 + int64(s*crdt.ArrivalSlotSeconds)
+	ms := int32(arrived)*100 - int32(s*crdt.ArrivalSlotSeconds)*1000
+	others := float64(waiting)
+	if self {
+		others = float64(max(waiting-1, 0))
+	}
+	if r, ok := a.arr.joinedBefore(start, ms, self, shift); ok {
+		return min(max(r-float64(joined-waiting), 0), others)
+	}
 	into := (float64(arrived)/10 - float64(s*crdt.ArrivalSlotSeconds)) / crdt.ArrivalSlotSeconds
-	return ahead + float64(w[s])*shareBefore(into, a.countedIn(start, crdt.ArrivalSlotSeconds))
+	return min(float64(waiting)*shareBefore(into, a.countedIn(start, crdt.ArrivalSlotSeconds)), others)
+}
+
+// counts reports whether the allocation counts a visitor of bucket who came
+// arrived tenths of a second into it: whether its proof, which comes
+// ProofRefresh after its first request and is counted at the next
+// allocation, can have come by the allocation's time. A visitor is shown
+// its proof's page on the allocation before.
+func (a *Allocation) counts(bucket int64, arrived uint16) bool {
+	came := bucket*60_000 + int64(arrived)*100
+	return a.now.UnixMilli() > came+ProofGrace*1000
+}
+
+// newcomerPosition is the place in line of a new visitor at its first
+// answer: behind everyone counted as waiting, and behind the new visitors
+// of the last proof interval who will be counted once their cookie is back
+// (see arrivalCurves.unproved).
+func (a *Allocation) newcomerPosition() float64 {
+	return float64(a.waiting) + a.arr.unproved()
 }
 
 // countedIn is the part of the span of width seconds from unix second

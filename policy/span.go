@@ -3,6 +3,8 @@ package policy
 import (
 	"math"
 	"sort"
+
+	"github.com/waitroom/waitroom/crdt"
 )
 
 // The span of a FIFO wait. The ring keeps the order inside a bucket to its
@@ -33,12 +35,15 @@ func (a *Allocation) slotSpan(bucket int64, arrived uint16) (lo, hi float64) {
 	}
 	b := a.buckets[i]
 	w, known := a.slotsOf(bucket, b.n)
-	if !known {
+	s := slotIndex(arrived)
+	if !known || a.arr.follows(bucket*60+int64(s*crdt.ArrivalSlotSeconds)) {
+		// Without the slot counts, or where the node saw the slot fill
+		// and its visitors go in in the order they came: the visitor's
+		// own place.
 		p := a.positionAt(bucket, arrived)
 		return p, p
 	}
 	lo = float64(b.before)
-	s := slotIndex(arrived)
 	for j := range s {
 		lo += float64(w[j])
 	}

@@ -191,7 +191,9 @@ func (q Request) Decide(a Decider) Decision {
 }
 
 // Count counts decision d by the counter rule into dst (see Count) and
-// returns the increments with the visitor's counting after it. A visitor
+// returns the increments with the visitor's counting after it. A new
+// visitor queued, and a proof, are noted in a's chain too: how new
+// visitors prove, for the places of the first answers (proof.go). A visitor
 // shown the queue page, or turned away by a full queue, is given the
 // refresh interval a gives its bucket (Allocation.RefreshInterval): short
 // near the front of the line, so that the slots that open there are taken
@@ -208,5 +210,35 @@ func (d Decision) Count(dst []crdt.Inc, a Decider, room Room, name string, draw 
 	if d.Outcome == Queue || d.Outcome == Reject {
 		ev.Refresh = a.RefreshInterval(d.Bucket(), draw())
 	}
-	return Count(dst, room, name, d.Before, ev)
+	n := len(dst)
+	dst, after := Count(dst, room, name, d.Before, ev)
+	if p, ok := a.(proofNoter); ok {
+		l := p.proofLedger()
+		switch {
+		case d.Fresh && d.Outcome == Queue:
+			l.noteFirst(d.At.UnixMilli())
+		case !d.Fresh && d.Before.Proving():
+			arrived := time.UnixMilli(d.Before.Bucket*60_000 + int64(d.Before.Arrived)*100)
+			l.noteProof(d.At.Sub(arrived))
+		}
+		for _, in := range dst[n:] {
+			switch {
+			case in.Key.Kind == crdt.QueuedAt:
+				// Joined a slot: its place in it, to the tenth of a second.
+				l.noteJoin(in.Key.Bucket, int32(int64(after.Arrived)*100-(in.Key.Bucket-after.Bucket*60)*1000), d.At.UnixMilli())
+			case in.Key.Kind == crdt.WaitingMinus && d.Outcome == Admit:
+				// Let in out of the line of the slot it had joined.
+				slot := crdt.ArrivalSlot(d.Before.Bucket, d.Before.Arrived)
+				l.noteLeft(slot, int32(int64(d.Before.Arrived)*100-(slot-d.Before.Bucket*60)*1000), d.At.UnixMilli())
+			}
+		}
+	}
+	return dst, after
 }
+
+// proofNoter is a Decider that measures how new visitors prove (proof.go):
+// an *Allocation, or a node's guard around one.
+type proofNoter interface{ proofLedger() *proofLedger }
+
+// proofLedger is the chain's count of first answers and proofs.
+func (a *Allocation) proofLedger() *proofLedger { return &a.led.proofs }

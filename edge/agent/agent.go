@@ -161,6 +161,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 		}
 		a.data.dir.WritePause = opts.DataWritePause
 		p.edge.Restore = a.data.restored
+		p.edge.RestorePlaces = a.data.places
 	} else if cfg.DataDir != config.DataDirOff {
 		a.log.Warn().Msg("no data directory (--data-dir, data_dir): what the ring is told at run time is lost when every node stops at once")
 	}

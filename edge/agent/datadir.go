@@ -37,11 +37,15 @@ const (
 type dataDir struct {
 	dir *datadir.Dir
 	// restored is the state taken back, nil on a first start or after a
-	// bad file; setAside is the reason the file was set aside, if it was.
+	// bad file; setAside are the reasons files were set aside, if any were.
 	restored *gossip.Saved
-	setAside string
+	setAside []string
 	saver    *datadir.Saver
 	metrics  *dataMetrics
+	// places are the rooms' order inside their arrival slots, taken back
+	// from the places file (nil: none), and placesSaver keeps that file.
+	places      map[string][]byte
+	placesSaver *datadir.Saver
 }
 
 // openDataDir opens the data directory at path with keys derived from the
@@ -56,6 +60,7 @@ func (a *Agent) openDataDir(path string, keys *cookie.Keyring) (*dataDir, error)
 	if err := dir.ClearTemporary(stateFile); err != nil {
 		a.log.Warn().Err(err).Str("data_dir", path).Msg("data directory: the temporary files of writes cut short cannot be removed")
 	}
+	d.readPlaces(a)
 	b, err := dir.Read(stateFile)
 	var bad *datadir.BadFile
 	switch {
@@ -63,19 +68,19 @@ func (a *Agent) openDataDir(path string, keys *cookie.Keyring) (*dataDir, error)
 		a.log.Info().Str("data_dir", path).Msg("data directory: nothing saved yet, starting from the config")
 		return d, nil
 	case errors.As(err, &bad):
-		d.setAsideFile(a, bad.Reason, bad.Detail)
+		d.setAsideFile(a, stateFile, bad.Reason, bad.Detail)
 		return d, nil
 	case err != nil:
 		// Not readable (permissions, an I/O error): nothing to set aside
 		// safely; the node starts from its config and the saver's writes
 		// say whether the directory works.
-		d.setAside = badUnreadable
+		d.setAside = append(d.setAside, badUnreadable)
 		a.log.Error().Err(err).Str("data_dir", path).Msg("data directory: the saved state cannot be read; starting from the config")
 		return d, nil
 	}
 	saved, err := gossip.DecodeSaved(b)
 	if err != nil {
-		d.setAsideFile(a, badMalformed, err.Error())
+		d.setAsideFile(a, stateFile, badMalformed, err.Error())
 		return d, nil
 	}
 	d.restored = saved
@@ -84,24 +89,55 @@ func (a *Agent) openDataDir(path string, keys *cookie.Keyring) (*dataDir, error)
 	return d, nil
 }
 
-// setAsideFile moves the state file out of the way, with the reason in its
-// name, and logs it.
-func (d *dataDir) setAsideFile(a *Agent, reason, detail string) {
-	d.setAside = reason
-	to, err := d.dir.SetAside(stateFile, reason, a.clock())
-	if err != nil {
-		a.log.Error().Err(err).Str("reason", reason).Str("detail", detail).Msg("data directory: the saved state cannot be trusted nor set aside; starting from the config")
+// readPlaces takes back the places file: the order inside the rooms'
+// arrival slots (edge/places.go). One that cannot be trusted is set aside,
+// and the visitors of the slots that filled before the restart are placed
+// by their slots' shares.
+func (d *dataDir) readPlaces(a *Agent) {
+	if err := d.dir.ClearTemporary(datadir.PlacesFile); err != nil {
+		a.log.Warn().Err(err).Str("data_dir", d.dir.Path()).Msg("data directory: the temporary files of writes cut short cannot be removed")
+	}
+	b, err := d.dir.Read(datadir.PlacesFile)
+	var bad *datadir.BadFile
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case errors.As(err, &bad):
+		d.setAsideFile(a, datadir.PlacesFile, bad.Reason, bad.Detail)
+		return
+	case err != nil:
+		d.setAside = append(d.setAside, badUnreadable)
+		a.log.Error().Err(err).Str("data_dir", d.dir.Path()).Msg("data directory: the places in line cannot be read; visitors are placed by their slots' shares")
 		return
 	}
-	a.log.Error().Str("file", to).Str("reason", reason).Str("detail", detail).Msg("data directory: the saved state cannot be trusted and was set aside; starting from the config")
+	if d.places, err = datadir.DecodePlaces(b); err != nil {
+		d.setAsideFile(a, datadir.PlacesFile, badMalformed, err.Error())
+	}
+}
+
+// setAsideFile moves a file of the directory out of the way, with the
+// reason in its name, and logs it.
+func (d *dataDir) setAsideFile(a *Agent, name, reason, detail string) {
+	d.setAside = append(d.setAside, reason)
+	what := "the saved state"
+	then := "starting from the config"
+	if name == datadir.PlacesFile {
+		what, then = "the saved places in line", "visitors are placed by their slots' shares"
+	}
+	to, err := d.dir.SetAside(name, reason, a.clock())
+	if err != nil {
+		a.log.Error().Err(err).Str("reason", reason).Str("detail", detail).Msgf("data directory: %s cannot be trusted nor set aside; %s", what, then)
+		return
+	}
+	a.log.Error().Str("file", to).Str("reason", reason).Str("detail", detail).Msgf("data directory: %s cannot be trusted and was set aside; %s", what, then)
 }
 
 // startSaving registers the data directory's metrics and starts the saver
 // of the node's state.
 func (a *Agent) startSaving(d *dataDir) {
 	d.metrics = newDataMetrics(a.Registry())
-	if d.setAside != "" {
-		d.metrics.setAside.WithLabelValues(d.setAside).Inc()
+	for _, reason := range d.setAside {
+		d.metrics.setAside.WithLabelValues(reason).Inc()
 	}
 	var lastErr string
 	d.saver = datadir.NewSaver(d.dir, stateFile, a.Node().Save, datadir.SaverOptions{
@@ -129,6 +165,25 @@ func (a *Agent) startSaving(d *dataDir) {
 			fn()
 		},
 	})
+	var lastPlacesErr string
+	d.placesSaver = datadir.NewSaver(d.dir, datadir.PlacesFile, a.Server.SavePlaces, datadir.SaverOptions{
+		Report: func(_ int, _ time.Duration, err error) {
+			if err != nil {
+				d.metrics.writes.WithLabelValues("error").Inc()
+				if err.Error() != lastPlacesErr {
+					lastPlacesErr = err.Error()
+					a.log.Error().Err(err).Str("data_dir", d.dir.Path()).Msg("data directory: the places in line cannot be saved; a restart would place visitors by their slots' shares")
+				}
+				return
+			}
+			lastPlacesErr = ""
+			d.metrics.writes.WithLabelValues("ok").Inc()
+		},
+		Guard: func(fn func()) {
+			defer a.Recover(panicDataDir)
+			fn()
+		},
+	})
 }
 
 // stopSaving saves the state a last time, at a graceful stop.
@@ -137,6 +192,9 @@ func (d *dataDir) stopSaving() {
 		return
 	}
 	_ = d.saver.Close() // reported, and logged, by the saver
+	if d.placesSaver != nil {
+		_ = d.placesSaver.Close()
+	}
 }
 
 // dataMetrics are the data directory's metrics.

@@ -29,7 +29,7 @@ func withDataDir(dir, key string) func(*config.Config) {
 // setAside lists the files of dir set aside for reason.
 func setAside(t *testing.T, dir, reason string) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(dir, "state."+reason+".*"))
+	m, err := filepath.Glob(filepath.Join(dir, "*."+reason+".*"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +71,27 @@ func TestABadDataFileNeverStopsNorFoolsANode(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestAPlacesFileThatCannotBeTrustedIsSetAside(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, datadir.PlacesFile), []byte("not the node's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := edgetest.NewFixtureWith(t, withDataDir(dir, ""), edgetest.Room("shop", 10, 10))
+	t.Run("the node starts, with its config's room", func(t *testing.T) {
+		if f.Server.Room("shop") == nil {
+			t.Fatal("the config's room is not in force")
+		}
+	})
+	t.Run("the file is set aside and counted", func(t *testing.T) {
+		if got := setAside(t, dir, datadir.BadNotOurs); len(got) != 1 || !strings.HasPrefix(filepath.Base(got[0]), datadir.PlacesFile+".") {
+			t.Fatalf("set aside as %s: %v", datadir.BadNotOurs, got)
+		}
+		if got := edgetest.Metric(t, f.Admin, `waitroom_data_dir_set_aside_total{reason="`+datadir.BadNotOurs+`"}`); got != 1 {
+			t.Fatalf("set-aside metric %v, want 1", got)
+		}
+	})
 }
 
 func TestADataDirectoryThatCannotBeWrittenIsCountedNotFatal(t *testing.T) {

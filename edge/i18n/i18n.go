@@ -27,7 +27,7 @@ var Keys = []string{
 	"title_queue", "lede_busy", "order_fifo", "order_random", "keep_open",
 	"title_full", "lede_full", "title_paused", "lede_paused",
 	"title_prequeue", "lede_prequeue", "prequeue_shuffle", "label_starts",
-	"label_wait", "calculating", "position", "title_cookies", "lede_cookies",
+	"label_wait", "calculating", "position", "position_next", "title_cookies", "lede_cookies",
 	"allow_cookies", "try_again", "nocookies", "refresh_note", "last_updated",
 	"title_closed", "lede_closed", "message_label", "less_minute", "unknown",
 	"range", "minute", "hour", "sentence_gap",
@@ -37,12 +37,13 @@ var Keys = []string{
 
 // Lang is one language of the page.
 type Lang struct {
-	Tag     string // as Cloudflare writes it: "pt-BR"
-	RTL     bool   // written right to left
-	strings map[string]string
-	minute  plural
-	hour    plural
-	rule    func(n int) string
+	Tag      string // as Cloudflare writes it: "pt-BR"
+	RTL      bool   // written right to left
+	strings  map[string]string
+	minute   plural
+	hour     plural
+	position plural
+	rule     func(n int) string
 }
 
 var langs = func() map[string]*Lang {
@@ -52,6 +53,7 @@ var langs = func() map[string]*Lang {
 		l := &Lang{Tag: t, RTL: t == "ar-EG" || t == "fa-IR", strings: s, rule: ruleFor(t)}
 		l.minute = parsePlural(s["minute"])
 		l.hour = parsePlural(s["hour"])
+		l.position = parsePlural(s["position"])
 		m[t] = l
 	}
 	return m
@@ -104,6 +106,16 @@ func (l *Lang) Range(lo, hi int) string {
 		return l.Wait(lo)
 	}
 	return strings.NewReplacer("{lo}", l.Wait(lo), "{hi}", l.Wait(hi)).Replace(l.S("range"))
+}
+
+// Position writes out a place in line: "You are next." with nobody ahead,
+// and the sentence in the plural form that fits n otherwise ("1 person is
+// ahead of you.", "About 3 people are ahead of you.").
+func (l *Lang) Position(n int64) string {
+	if n <= 0 {
+		return l.S("position_next")
+	}
+	return l.count(l.position, int(min(n, 1<<31-1)))
 }
 
 // Unknown is the formatted wait when none is known.

@@ -30,7 +30,7 @@ func TestEveryLanguageHasEveryString(t *testing.T) {
 					t.Errorf("%s: markup in %q", k, s)
 				}
 			}
-			for _, want := range []struct{ key, slot string }{{"position", "{position}"}, {"range", "{lo}"}, {"range", "{hi}"}} {
+			for _, want := range []struct{ key, slot string }{{"position", "{n}"}, {"range", "{lo}"}, {"range", "{hi}"}} {
 				if !strings.Contains(l.S(want.key), want.slot) {
 					t.Errorf("%s lacks %s: %q", want.key, want.slot, l.S(want.key))
 				}
@@ -40,6 +40,15 @@ func TestEveryLanguageHasEveryString(t *testing.T) {
 				if w == "" || strings.ContainsAny(w, "{}") {
 					t.Errorf("Wait(%d) = %q", n, w)
 				}
+			}
+			for _, n := range []int64{1, 2, 3, 5, 11, 21, 22, 25, 101, 1234} {
+				p := l.Position(n)
+				if p == "" || strings.ContainsAny(p, "{}") || p == l.Position(0) {
+					t.Errorf("Position(%d) = %q", n, p)
+				}
+			}
+			if l.Position(0) != l.S("position_next") {
+				t.Errorf("Position(0) = %q, want %q", l.Position(0), l.S("position_next"))
 			}
 			if r := l.Range(2, 5); !strings.Contains(r, l.Wait(2)) || !strings.Contains(r, l.Wait(5)) {
 				t.Errorf("Range(2, 5) = %q", r)
@@ -78,6 +87,32 @@ func TestPluralForms(t *testing.T) {
 		t.Run(tt.tag+" writes "+tt.want, func(t *testing.T) {
 			if got := i18n.Get(tt.tag).Wait(tt.minutes); got != tt.want {
 				t.Errorf("Wait(%d) = %q, want %q", tt.minutes, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlacesInLineSayTheNumberInItsForm(t *testing.T) {
+	tests := []struct {
+		tag  string
+		n    int64
+		want string
+	}{
+		{"en-US", 0, "You are next."}, {"en-US", 1, "1 person is ahead of you."}, {"en-US", 2, "About 2 people are ahead of you."},
+		{"fr-FR", 1, "1 personne est devant vous."}, {"fr-FR", 2, "Environ 2 personnes sont devant vous."},
+		{"de-DE", 1, "Vor Ihnen ist 1 Person."}, {"de-DE", 0, "Sie sind als Nächstes an der Reihe."},
+		{"ru-RU", 1, "Перед вами 1 человек."}, {"ru-RU", 3, "Перед вами примерно 3 человека."}, {"ru-RU", 5, "Перед вами примерно 5 человек."},
+		{"ru-RU", 11, "Перед вами примерно 11 человек."}, {"ru-RU", 22, "Перед вами примерно 22 человека."},
+		{"pl-PL", 1, "Przed Tobą jest 1 osoba."}, {"pl-PL", 3, "Przed Tobą są 3 osoby."}, {"pl-PL", 12, "Przed Tobą jest około 12 osób."},
+		{"pl-PL", 22, "Przed Tobą są 22 osoby."}, {"pl-PL", 25, "Przed Tobą jest około 25 osób."},
+		{"ar-EG", 1, "أمامك شخص واحد."}, {"ar-EG", 2, "أمامك شخصان."}, {"ar-EG", 5, "أمامك نحو 5 أشخاص."},
+		{"ar-EG", 15, "أمامك نحو 15 شخصًا."}, {"ar-EG", 100, "أمامك نحو 100 شخص."},
+		{"ja-JP", 3, "あなたの前に約3人が並んでいます。"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tag+" writes "+tt.want, func(t *testing.T) {
+			if got := i18n.Get(tt.tag).Position(tt.n); got != tt.want {
+				t.Errorf("Position(%d) = %q, want %q", tt.n, got, tt.want)
 			}
 		})
 	}

@@ -42,15 +42,11 @@ var defaultPages = func() map[string]*mustache.Template {
 }()
 
 // defaultPageSource fills the page's [[key]] slots with l's text, escaped
-// for HTML; the position sentence's {position} becomes the variable.
+// for HTML.
 func defaultPageSource(l *i18n.Lang) string {
 	pairs := []string{"[[lang]]", l.Tag, "[[dir]]", l.Dir()}
 	for _, k := range i18n.Keys {
-		text := html.EscapeString(l.S(k))
-		if k == "position" {
-			text = strings.ReplaceAll(text, "{position}", "{{position}}")
-		}
-		pairs = append(pairs, "[["+k+"]]", text)
+		pairs = append(pairs, "[["+k+"]]", html.EscapeString(l.S(k)))
 	}
 	return strings.NewReplacer(pairs...).Replace(defaultPageHTML)
 }

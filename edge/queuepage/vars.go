@@ -26,10 +26,12 @@ type Vars struct {
 	IsRandomQueue          bool   `json:"isRandomQueue"`
 	// Position is the number of visitors ahead in line (FIFO only), and
 	// PositionKnown whether there is one to show: never under random
-	// queueing, nor before an event's start. waitroom's own, next to the
-	// reference's fields.
-	Position      int64 `json:"position"`
-	PositionKnown bool  `json:"positionKnown"`
+	// queueing, nor before an event's start. PositionFormatted says it in
+	// the page's language, in the form that fits the number ("You are
+	// next." for 0). waitroom's own, next to the reference's fields.
+	Position          int64  `json:"position"`
+	PositionKnown     bool   `json:"positionKnown"`
+	PositionFormatted string `json:"positionFormatted,omitempty"`
 
 	// The event variables (reference event model).
 	IsEventActive                bool   `json:"isEventActive"`
@@ -46,15 +48,15 @@ type Vars struct {
 	// its cookie: no place in line, no automatic refresh.
 	CookiesRequired bool `json:"cookiesRequired"`
 	// The rest of the reference's variables, and waitroom's own page
-	// variables (the node fills them in, and WriteWaitsIn).
+	// variables (the node fills them in, and WriteIn).
 	WaitTimeHours       int    `json:"waitTimeHours"`
 	WaitTimeHourMinutes int    `json:"waitTimeHourMinutes"`
 	IsPassthroughQueue  bool   `json:"isPassthroughQueue"`
 	IsRejectQueue       bool   `json:"isRejectQueue"`
 	Message             string `json:"message"`
 	IsClosed            bool   `json:"isClosed"`
-	// Lang is the page's language (a tag of package i18n): the formatted
-	// waits are written in it and the built-in page is shown in it.
+	// Lang is the page's language (a tag of package i18n): the place in
+	// line and the formatted waits are written in it and the built-in page is shown in it.
 	Lang string `json:"-"`
 
 	// RefreshURL is the address the page should load next, when it is not
@@ -93,6 +95,7 @@ func (v *Vars) Context() map[string]any {
 		"isRandomQueue":                v.IsRandomQueue,
 		"position":                     v.Position,
 		"positionKnown":                v.PositionKnown,
+		"positionFormatted":            v.PositionFormatted,
 		"isEventActive":                v.IsEventActive,
 		"isEventPrequeueing":           v.IsEventPrequeueing,
 		"timeUntilEventStart":          v.TimeUntilEventStart,
@@ -150,10 +153,13 @@ func UsesVar(t *mustache.Template, name string) bool {
 	return false
 }
 
-// WriteWaitsIn writes v's formatted waits out again in language l, whose
-// tag becomes the page's language.
-func (v *Vars) WriteWaitsIn(l *i18n.Lang) {
+// WriteIn writes v's place in line, and its formatted waits out again, in
+// language l, whose tag becomes the page's language.
+func (v *Vars) WriteIn(l *i18n.Lang) {
 	v.Lang = l.Tag
+	if v.PositionKnown {
+		v.PositionFormatted = l.Position(v.Position)
+	}
 	if l == i18n.English() {
 		return // the policy writes the waits in English already
 	}

@@ -98,41 +98,13 @@ type Figures struct {
 	// of wait per arrival minute.
 	WaitCorrelation float64 `json:"wait_arrival_correlation"`
 	WaitSlope       float64 `json:"wait_arrival_slope_s_per_min"`
-	// The estimate a visitor was shown at their first check-in in the
-	// steady state (steady_after after the first visitor was queued)
-	// against the wait that then remained, for remaining waits of five
-	// minutes or more (estimates are whole minutes, rounded up):
-	// |estimate − actual| / actual at the median and the 90th percentile,
-	// the share within ±20%, and the median signed error (positive: the
-	// estimate was too long).
-	EstimateErrorP50 *float64 `json:"estimate_error_p50"`
-	EstimateErrorP90 *float64 `json:"estimate_error_p90"`
-	EstimateWithin20 *float64 `json:"estimate_within_20pct"`
-	EstimateBias     *float64 `json:"estimate_bias_p50"`
-	EstimateSamples  int      `json:"estimate_samples"`
-	// EstimateWithin20HalfBucket is a what-if for the policy: the share
-	// within ±20% had the estimate counted half of the visitor's own
-	// bucket as ahead of them.
-	EstimateWithin20HalfBucket *float64 `json:"estimate_within_20pct_if_half_own_bucket"`
-	// What the truth makes of what visitors were shown (truth.JudgeShown),
-	// at the same first steady-state check-in: the FIFO estimates within
-	// ±20 %; under random queueing the shares admitted within their 25th,
-	// 50th and 75th percentile estimates; under FIFO the places in line
-	// within ±10 % of the true number ahead, and the 90th percentile of
-	// the relative error.
-	TruthEstimateWithin20 *float64 `json:"truth_estimate_within_20pct"`
-	TruthEstimates        int      `json:"truth_estimate_samples"`
-	RandomBy25            *float64 `json:"random_admitted_by_p25"`
-	RandomBy50            *float64 `json:"random_admitted_by_p50"`
-	RandomBy75            *float64 `json:"random_admitted_by_p75"`
-	RandomSamples         int      `json:"random_samples"`
-	// RandomSamplesBy counts, for the 25th, 50th and 75th percentile, the
-	// visitors whose percentile ran out before the run ended: the ones
-	// each share is of.
-	RandomSamplesBy  [3]int   `json:"random_samples_by_percentile"`
-	PositionWithin10 *float64 `json:"position_within_10pct"`
-	PositionErrorP90 *float64 `json:"position_error_p90"`
-	PositionSamples  int      `json:"position_samples"`
+	// What visitors were shown, judged by the truth (truth.JudgeShown) on
+	// every queue page, the first included: the FIFO estimates against
+	// the wait that then remained (of five minutes or more: estimates are
+	// whole minutes, rounded up), a random queue's shares admitted within
+	// their percentiles, and the places in line against the true number
+	// ahead (see truth.ShownVerdict).
+	truth.Figures
 	// Waits of the admitted visitors, in seconds.
 	WaitP50 float64 `json:"wait_p50_s"`
 	WaitP90 float64 `json:"wait_p90_s"`
@@ -243,7 +215,6 @@ type recorder struct {
 	waiting    []bool
 	newQueued  []time.Duration
 	firstQueue time.Duration
-	steadyFrom time.Duration // firstQueue + steady_after
 	crashes    []time.Duration
 	leaves     []time.Duration
 	restarts   []time.Duration
@@ -254,7 +225,7 @@ type recorder struct {
 }
 
 func newRecorder(r *run) *recorder {
-	c := &recorder{r: r, firstQueue: -1, steadyFrom: time.Duration(math.MaxInt64),
+	c := &recorder{r: r, firstQueue: -1,
 		try: make([]time.Duration, len(r.vis)), waiting: make([]bool, len(r.vis))}
 	for i := range c.try {
 		c.try[i] = -1
@@ -314,7 +285,6 @@ func (c *recorder) queue(i int, bucket int64, fresh bool) {
 	c.waiting[i] = true
 	if c.firstQueue < 0 {
 		c.firstQueue = c.r.now
-		c.steadyFrom = c.firstQueue + c.r.sc.SteadyAfter.D()
 	}
 	if fresh {
 		c.newQueued = append(c.newQueued, c.r.now)
@@ -348,9 +318,6 @@ func (c *recorder) sample() {
 	c.views = append(c.views, s)
 }
 
-// minEstimateWait is the shortest remaining wait whose estimate is scored.
-const minEstimateWait = 5 * time.Minute
-
 // bin is the time step of the mean utilisation while queueing.
 const bin = 100 * time.Millisecond
 
@@ -372,7 +339,6 @@ func (c *recorder) result() *Result {
 	c.minutes(res, j)
 	c.utilisation(&res.Figures, j)
 	c.waits(res)
-	c.estimates(&res.Figures)
 	c.shownFigures(&res.Figures, tr)
 	for _, cs := range c.cuts {
 		res.Partitions = append(res.Partitions, c.partitionStat(tr, cs, j.active, res.Minutes))
@@ -500,7 +466,7 @@ func (c *recorder) waits(res *Result) {
 	f.WaitCorrelation, f.WaitSlope = pearson(xs, ys)
 	sorted := slices.Clone(ys)
 	slices.Sort(sorted)
-	f.WaitP50, f.WaitP90 = quantile(sorted, 0.5), quantile(sorted, 0.9)
+	f.WaitP50, f.WaitP90 = truth.Quantile(sorted, 0.5), truth.Quantile(sorted, 0.9)
 	if len(sorted) > 0 {
 		f.WaitMax = sorted[len(sorted)-1]
 	}
@@ -514,60 +480,10 @@ func (c *recorder) waits(res *Result) {
 	res.Heatmap = heatmap(xs, ys, nx, 30)
 }
 
-// estimates scores the first estimate each visitor saw in the steady state
-// against the wait that remained. Estimates are whole minutes rounded up,
-// so only remaining waits of at least minEstimateWait are scored: below
-// that the rounding alone can exceed 20%.
-func (c *recorder) estimates(f *Figures) {
-	r := c.r
-	var errs, signed []float64
-	within, withinHalf := 0, 0
-	for i := range r.vis {
-		v := &r.vis[i]
-		if !v.estKnown || v.admitted < 0 || v.estAt < 0 {
-			continue
-		}
-		actual := (v.admitted - v.estAt).Seconds()
-		if actual < minEstimateWait.Seconds() {
-			continue
-		}
-		e := (float64(v.est.WaitTime)*60 - actual) / actual
-		signed = append(signed, e)
-		errs = append(errs, math.Abs(e))
-		if math.Abs(e) <= 0.2 {
-			within++
-		}
-		if h := (v.estHalf*60 - actual) / actual; math.Abs(h) <= 0.2 {
-			withinHalf++
-		}
-	}
-	f.EstimateSamples = len(errs)
-	if len(errs) > 0 {
-		f.EstimateWithin20HalfBucket = ptr(float64(withinHalf) / float64(len(errs)))
-		slices.Sort(errs)
-		slices.Sort(signed)
-		f.EstimateErrorP50 = ptr(quantile(errs, 0.5))
-		f.EstimateErrorP90 = ptr(quantile(errs, 0.9))
-		f.EstimateWithin20 = ptr(float64(within) / float64(len(errs)))
-		f.EstimateBias = ptr(quantile(signed, 0.5))
-	}
-}
-
 // shownFigures judges what the visitors were shown by the truth.
 func (c *recorder) shownFigures(f *Figures, tr *truth.History) {
-	v := truth.JudgeShown(tr, c.shown, c.r.end)
+	f.Figures = truth.JudgeShown(tr, c.shown, c.r.end).Figures()
 	c.shown = nil
-	f.TruthEstimates, f.RandomSamples, f.PositionSamples = v.Estimates, v.Random, v.Positions
-	f.RandomSamplesBy = [3]int{v.Random25, v.Random50, v.Random75}
-	if v.Estimates > 0 {
-		f.TruthEstimateWithin20 = ptr(v.EstimateWithin20)
-	}
-	if v.Random > 0 {
-		f.RandomBy25, f.RandomBy50, f.RandomBy75 = ptr(v.RandomBy25), ptr(v.RandomBy50), ptr(v.RandomBy75)
-	}
-	if v.Positions > 0 {
-		f.PositionWithin10, f.PositionErrorP90 = ptr(v.PositionWithin10), ptr(v.PositionError90)
-	}
 }
 
 // series samples the truth and node 0's view every second for the plots,
@@ -610,15 +526,6 @@ func pearson(xs, ys []float64) (r, slope float64) {
 	return sxy / math.Sqrt(sxx*syy), sxy / sxx
 }
 
-// quantile of sorted values, nearest rank.
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
 func heatmap(xs, ys []float64, nx, ny int) Heatmap {
 	h := Heatmap{XBins: nx, YBins: ny, Counts: make([][]int, nx)}
 	for i := range h.Counts {
@@ -649,7 +556,8 @@ func roundFigures(f *Figures) {
 	for _, p := range []*float64{&f.PeakActive, &f.TimeAboveLimit, &f.PeakNewPerMinute, &f.FIFOInversions, &f.WaitCorrelation, &f.WaitSlope, &f.WaitP50, &f.WaitP90, &f.WaitMax} {
 		*p = round6(*p)
 	}
-	for _, p := range []*float64{f.FirstQueueUtilisation, f.UtilisationWhileQueueing, f.EstimateErrorP50, f.EstimateErrorP90, f.EstimateWithin20, f.EstimateBias, f.EstimateWithin20HalfBucket} {
+	for _, p := range []*float64{f.FirstQueueUtilisation, f.UtilisationWhileQueueing, f.EstimateErrorP50, f.EstimateErrorP90, f.EstimateWithin20, f.EstimateBias, f.FirstEstimateWithin20,
+		f.RandomBy25, f.RandomBy50, f.RandomBy75, f.PositionWithin10, f.PositionErrorP90, f.FirstPositionWithin10, f.FrontPositionExact, f.HeadsToldZero} {
 		if p != nil {
 			*p = round6(*p)
 		}

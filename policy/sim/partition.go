@@ -223,7 +223,7 @@ func (p *cutStat) sidesVisitors() {
 	}
 	for g := range waits {
 		slices.Sort(waits[g])
-		p.ps.Sides[g].WaitP50 = round6(quantile(waits[g], 0.5))
-		p.ps.Sides[g].WaitP90 = round6(quantile(waits[g], 0.9))
+		p.ps.Sides[g].WaitP50 = round6(truth.Quantile(waits[g], 0.5))
+		p.ps.Sides[g].WaitP90 = round6(truth.Quantile(waits[g], 0.9))
 	}
 }

@@ -37,11 +37,6 @@ type Scenario struct {
 	// checked against (see GoalNames); empty means the defaults for the
 	// queueing method.
 	Goals []string `yaml:"goals" json:"goals,omitempty"`
-	// SteadyAfter is when, counted from the first visitor queued, the queue
-	// is taken to be in a steady state for the estimate-error figure: the
-	// admission rate the estimate divides by is a five-minute average. 0
-	// means 5m.
-	SteadyAfter Duration `yaml:"steady_after" json:"steady_after,omitempty"`
 }
 
 // Nodes describes the cluster.
@@ -507,9 +502,6 @@ func (sc *Scenario) defaults() {
 	if v.Arrival.SpoofBuckets && v.Arrival.JoinOver == 0 {
 		v.Arrival.JoinOver = Duration(10 * time.Second)
 	}
-	if sc.SteadyAfter == 0 {
-		sc.SteadyAfter = Duration(5 * time.Minute)
-	}
 	if len(sc.Goals) == 0 {
 		sc.Goals = []string{GoalPeakActive, GoalPeakNew}
 		switch sc.Room.QueueingMethod {
@@ -646,9 +638,6 @@ func (sc *Scenario) Validate() error {
 		if !containsStr(GoalNames, gname) {
 			p.add(fmt.Sprintf("goals[%d]", i), "%q must be one of %s", gname, strings.Join(GoalNames, ", "))
 		}
-	}
-	if sc.SteadyAfter < 0 {
-		p.add("steady_after", "must not be negative")
 	}
 	if len(p) > 0 {
 		return errors.New("invalid scenario: " + strings.Join(p, "; "))

@@ -320,14 +320,9 @@ type visitor struct {
 	hasTok bool
 	st     vstate
 
-	firstQueued time.Duration   // -1 until queued
-	admitted    time.Duration   // first admission, -1 until then
-	abandoned   time.Duration   // -1 unless they gave up
-	est         policy.Estimate // the first estimate shown in the steady state
-	estKnown    bool
-	estAt       time.Duration // when it was shown, -1 for none
-	estHalf     float64       // what-if: minutes with half the own bucket counted as ahead
-	placed      bool          // a place in line was shown in the steady state
+	firstQueued time.Duration // -1 until queued
+	admitted    time.Duration // first admission, -1 until then
+	abandoned   time.Duration // -1 unless they gave up
 	bucket      int64         // arrival bucket of the first token
 
 	sessionStart time.Duration
@@ -436,7 +431,7 @@ func newRun(sc *Scenario, strategy string, debug func(r *run, n *node, v *visito
 	r.arr = sc.arrivals(r.rng)
 	r.vis = make([]visitor, len(r.arr))
 	for i := range r.vis {
-		r.vis[i] = visitor{arr: &r.arr[i], node: -1, firstQueued: -1, admitted: -1, abandoned: -1, estAt: -1}
+		r.vis[i] = visitor{arr: &r.arr[i], node: -1, firstQueued: -1, admitted: -1, abandoned: -1}
 	}
 	r.rec = newRecorder(r)
 	skews := sc.skews()
@@ -1229,8 +1224,8 @@ func (r *run) admitted(i int, tok policy.Counting, fresh bool) {
 }
 
 // queued queues visitor i at node n with cookie tok until its next
-// check-in, noting the first estimate and the first place in line it sees
-// in the steady state.
+// check-in, noting what its page shows: the estimate and the place in line,
+// on every page, the first included, as truth.JudgeShown judges them.
 func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 	v := &r.vis[i]
 	v.tok, v.hasTok = tok, true
@@ -1240,33 +1235,16 @@ func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 	}
 	v.st = vsQueued
 	r.rec.queue(i, tok.Bucket, fresh)
-	if v.admitted < 0 && r.now >= r.rec.steadyFrom && (v.estAt < 0 || !v.placed) {
-		// What the queue page shows: the first estimate this visitor sees
-		// in the steady state, and the first place in line, which a new
-		// visitor's first page does not show yet (ForNewVisitor).
-		est := n.alloc.EstimateAt(tok.Bucket, tok.Arrived)
-		if fresh {
-			est = est.ForNewVisitor()
-		}
-		s := truth.Shown{At: r.now, Visitor: i, Arrived: r.rec.try[i]}
-		first := v.estAt < 0
-		if first {
-			v.est, v.estKnown, v.estAt = est, est.WaitTimeKnown, r.now
-			v.estHalf = halfBucketEstimate(n.alloc, tok.Bucket)
-			s.WaitKnown, s.Wait, s.Wait25, s.Wait75 = est.WaitTimeKnown, est.WaitTime, est.WaitTime25, est.WaitTime75
-			s.Random = r.room.QueueingMethod == policy.Random
-		}
-		switch {
-		case est.PositionKnown:
-			v.placed = true
-			s.PositionKnown, s.Position = true, est.Position
-		case !fresh:
-			v.placed = true // the room shows no place (random queueing)
-		}
-		if first || s.PositionKnown {
-			r.rec.shown = append(r.rec.shown, s)
-		}
+	est := n.alloc.EstimateAt(tok.Bucket, tok.Arrived)
+	if fresh {
+		est = est.ForNewVisitor()
 	}
+	r.rec.shown = append(r.rec.shown, truth.Shown{
+		At: r.now, Visitor: i, Arrived: r.rec.try[i], First: fresh,
+		WaitKnown: est.WaitTimeKnown, Wait: est.WaitTime, Wait25: est.WaitTime25, Wait75: est.WaitTime75,
+		Random:        r.room.QueueingMethod == policy.Random,
+		PositionKnown: est.PositionKnown, Position: est.Position,
+	})
 	r.checkInAfter(i, time.Duration(tok.RefreshInterval)*time.Second)
 }
 
@@ -1326,25 +1304,4 @@ func (r *run) browse(i int) {
 		return
 	}
 	r.schedule(event{at: next, kind: evRequest, vis: int32(i)})
-}
-
-// halfBucketEstimate is a what-if for the policy owner, computed from the
-// allocation's public figures: the FIFO estimate if half of the visitor's
-// own bucket counted as ahead of them (their expected place in it), in
-// minutes rounded up as policy.Estimate rounds.
-func halfBucketEstimate(a *policy.Allocation, bucket int64) float64 {
-	s := a.Summary()
-	if !s.RateKnown || s.AdmissionRate <= 0 {
-		return 0
-	}
-	var ahead float64
-	for _, b := range s.Buckets {
-		switch {
-		case b.Bucket < bucket:
-			ahead += float64(b.Waiting)
-		case b.Bucket == bucket:
-			ahead += float64(b.Waiting) / 2
-		}
-	}
-	return max(1, math.Ceil(ahead/s.AdmissionRate-1e-9))
 }

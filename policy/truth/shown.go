@@ -2,30 +2,42 @@ package truth
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sort"
 	"time"
 )
 
-// Shown is what a waiting visitor was told at one instant: the estimated
-// wait and, under FIFO, its place in line. The simulator and the fidelity
-// run's crowd record one per visitor (the first it saw in the steady
-// state), and ShownVerdict judges them against the history.
+// Shown is what a waiting visitor was told at one instant, on one queue
+// page: the estimated wait and, under FIFO, its place in line. The
+// simulator and the fidelity run's crowd record one for every page a
+// visitor is shown, its first included, and JudgeShown judges them all
+// against the history: a visitor reads every page, and the first is the
+// one it reads most closely.
+//
+// A run shows millions of pages (the simulator's 10× step: two million),
+// so the booleans sit together at the end, where they share one word.
 type Shown struct {
 	At      time.Duration
 	Visitor int
 	// Arrived is when the visitor's try began, as in its events.
 	Arrived time.Duration
-	// WaitKnown: an estimate was shown. Wait is it (the median under
-	// random queueing), Wait25 and Wait75 the range of a random queue's
-	// page, all whole minutes. Random says the room queued at random, so
-	// the three are percentiles (they can all be one minute alike).
-	WaitKnown            bool
+	// Wait is the estimate shown, when WaitKnown (the median under random
+	// queueing), Wait25 and Wait75 the range of a random queue's page,
+	// all whole minutes.
 	Wait, Wait25, Wait75 int
-	Random               bool
-	// PositionKnown: a place in line was shown, Position.
+	// Position is the place in line shown, when PositionKnown.
+	Position int64
+	// First: the page answered the try's first request, before the
+	// visitor's cookie came back (the ring counts a visitor in the line
+	// from then on).
+	First bool
+	// WaitKnown: an estimate was shown. Random says the room queued at
+	// random, so the three waits are percentiles (they can all be one
+	// minute alike).
+	WaitKnown, Random bool
+	// PositionKnown: a place in line was shown.
 	PositionKnown bool
-	Position      int64
 }
 
 // MinJudgedWait is the shortest remaining wait an estimate is judged on:
@@ -33,13 +45,23 @@ type Shown struct {
 // rounding alone can exceed 20 %.
 const MinJudgedWait = 5 * time.Minute
 
-// ShownVerdict is how true what the visitors were shown came out.
+// ShownVerdict is how true what the visitors were shown came out, page by
+// page.
 type ShownVerdict struct {
-	// Estimates counts the FIFO estimates judged: of visitors later
-	// admitted, with a remaining wait of at least MinJudgedWait;
+	// Estimates counts the FIFO estimates judged: the pages of visitors
+	// later admitted, with a remaining wait of at least MinJudgedWait;
 	// EstimateWithin20 is the share within ±20 % of the remaining wait.
-	Estimates        int
-	EstimateWithin20 float64
+	// EstimateErrorP50 and EstimateErrorP90 are the median and the 90th
+	// percentile of |estimate − remaining| / remaining, and EstimateBias
+	// the median of the signed error (positive: the estimate was long).
+	Estimates                          int
+	EstimateWithin20                   float64
+	EstimateErrorP50, EstimateErrorP90 float64
+	EstimateBias                       float64
+	// FirstEstimates and FirstEstimateWithin20 are the same of the first
+	// pages alone.
+	FirstEstimates        int
+	FirstEstimateWithin20 float64
 	// Random counts the random queue's estimates judged: every visitor
 	// shown one who did not give up, and whose 25th percentile ran out
 	// before the log ended. RandomBy25, RandomBy50, RandomBy75 are the
@@ -56,11 +78,24 @@ type ShownVerdict struct {
 	// Positions counts the places in line judged (every one shown);
 	// PositionWithin10 is the share within ±10 % of the true number ahead:
 	// the visitors who arrived earlier and were still waiting then, as
-	// the history has them. PositionError90 is the 90th percentile of
-	// |shown − true| / max(true, 1).
+	// the history has them. Below ten ahead a tenth is less than one
+	// visitor, so there the place must be exact. PositionError90 is the
+	// 90th percentile of |shown − true| / max(true, 1).
 	Positions        int
 	PositionWithin10 float64
 	PositionError90  float64
+	// FirstPositions and FirstPositionWithin10 are the same of the first
+	// pages alone; FrontPositions and FrontPositionExact of the places
+	// shown to the first ten in line (fewer than ten truly ahead), where
+	// within a tenth is exact.
+	FirstPositions        int
+	FirstPositionWithin10 float64
+	FrontPositions        int
+	FrontPositionExact    float64
+	// Heads counts the places shown to a visitor with nobody truly ahead,
+	// and HeadsToldZero the share of them told so.
+	Heads         int
+	HeadsToldZero float64
 }
 
 // JudgeShown judges what the visitors were shown against the history,
@@ -81,11 +116,12 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 		}
 		return Wait{}, false
 	}
-	var within, by25, by50, by75 int
-	var posQ []Shown
-	for _, s := range shown {
+	var within, firstWithin, by25, by50, by75 int
+	var errs, signed []float64
+	var posQ []int32 // the pages that showed a place, by index
+	for i, s := range shown {
 		if s.PositionKnown {
-			posQ = append(posQ, s)
+			posQ = append(posQ, int32(i))
 		}
 		if !s.WaitKnown {
 			continue
@@ -122,12 +158,30 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 			continue
 		}
 		v.Estimates++
-		if d := time.Duration(s.Wait)*time.Minute - left; d <= left/5 && -d <= left/5 {
+		d := time.Duration(s.Wait)*time.Minute - left
+		in := d <= left/5 && -d <= left/5
+		if in {
 			within++
 		}
+		if s.First {
+			v.FirstEstimates++
+			if in {
+				firstWithin++
+			}
+		}
+		e := d.Seconds() / left.Seconds()
+		signed = append(signed, e)
+		errs = append(errs, math.Abs(e))
 	}
 	if v.Estimates > 0 {
 		v.EstimateWithin20 = float64(within) / float64(v.Estimates)
+		slices.Sort(errs)
+		slices.Sort(signed)
+		v.EstimateErrorP50, v.EstimateErrorP90 = Quantile(errs, 0.5), Quantile(errs, 0.9)
+		v.EstimateBias = Quantile(signed, 0.5)
+	}
+	if v.FirstEstimates > 0 {
+		v.FirstEstimateWithin20 = float64(firstWithin) / float64(v.FirstEstimates)
 	}
 	v.Random = v.Random25 // the 25th runs out first
 	share := func(by, n int) float64 {
@@ -137,36 +191,68 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 		return float64(by) / float64(n)
 	}
 	v.RandomBy25, v.RandomBy50, v.RandomBy75 = share(by25, v.Random25), share(by50, v.Random50), share(by75, v.Random75)
-	truths := h.aheadOf(posQ)
-	var errs []float64
-	ok := 0
-	for i, s := range posQ {
-		t := float64(truths[i])
-		d := float64(s.Position) - t
-		if d < 0 {
-			d = -d
-		}
-		if d <= 0.1*t || d < 0.5 {
-			ok++
-		}
-		errs = append(errs, d/max(t, 1))
-	}
-	if v.Positions = len(posQ); v.Positions > 0 {
-		v.PositionWithin10 = float64(ok) / float64(v.Positions)
-		slices.Sort(errs)
-		v.PositionError90 = errs[min(len(errs)-1, int(0.9*float64(len(errs))))]
-	}
+	v.judgePlaces(h, shown, posQ)
 	return v
 }
 
-// aheadOf is, for each of shown, the number of waits under way at its At
-// whose visitor arrived before its Arrived: waits with Arrived earlier,
-// From ≤ At and To > At. It counts those begun by At, less those also
-// ended by At, each by a sweep over time with a Fenwick tree over the
-// arrival order.
-func (h *History) aheadOf(shown []Shown) []int {
-	out := make([]int, len(shown))
-	if len(shown) == 0 {
+// judgePlaces judges the places in line shown on the pages posQ of shown
+// against the true number ahead of each.
+func (v *ShownVerdict) judgePlaces(h *History, shown []Shown, posQ []int32) {
+	truths := h.aheadOf(shown, posQ)
+	var errs []float64
+	var ok, firstOK, front, frontOK, heads, headsOK int
+	for i, k := range posQ {
+		s := &shown[k]
+		t := float64(truths[i])
+		d := math.Abs(float64(s.Position) - t)
+		within := d <= 0.1*t || d < 0.5
+		if within {
+			ok++
+		}
+		if s.First {
+			v.FirstPositions++
+			if within {
+				firstOK++
+			}
+		}
+		if truths[i] < 10 {
+			front++
+			if within {
+				frontOK++
+			}
+		}
+		if truths[i] == 0 {
+			heads++
+			if s.Position == 0 {
+				headsOK++
+			}
+		}
+		errs = append(errs, d/max(t, 1))
+	}
+	share := func(n, of int) float64 {
+		if of == 0 {
+			return 0
+		}
+		return float64(n) / float64(of)
+	}
+	if v.Positions = len(posQ); v.Positions > 0 {
+		v.PositionWithin10 = share(ok, v.Positions)
+		slices.Sort(errs)
+		v.PositionError90 = Quantile(errs, 0.9)
+	}
+	v.FirstPositionWithin10 = share(firstOK, v.FirstPositions)
+	v.FrontPositions, v.FrontPositionExact = front, share(frontOK, front)
+	v.Heads, v.HeadsToldZero = heads, share(headsOK, heads)
+}
+
+// aheadOf is, for each of the pages idx of shown, the number of waits under
+// way at its At whose visitor arrived before its Arrived: waits with
+// Arrived earlier, From ≤ At and To > At. It counts those begun by At, less
+// those also ended by At, each by a sweep over time with a Fenwick tree over
+// the arrival order.
+func (h *History) aheadOf(shown []Shown, idx []int32) []int {
+	out := make([]int, len(idx))
+	if len(idx) == 0 {
 		return out
 	}
 	arr := make([]time.Duration, len(h.waits))
@@ -175,18 +261,19 @@ func (h *History) aheadOf(shown []Shown) []int {
 	}
 	slices.Sort(arr)
 	rank := func(a time.Duration) int { return sort.Search(len(arr), func(i int) bool { return arr[i] >= a }) }
-	order := make([]int, len(shown))
+	order := make([]int32, len(idx))
 	for i := range order {
-		order[i] = i
+		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(shown[a].At, shown[b].At) })
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(shown[idx[a]].At, shown[idx[b]].At) })
 	sweep := func(at func(Wait) time.Duration, sign int) {
 		ws := slices.Clone(h.waits)
 		slices.SortFunc(ws, func(a, b Wait) int { return cmp.Compare(at(a), at(b)) })
 		tree := make([]int, len(arr)+1)
 		j := 0
 		for _, q := range order {
-			for j < len(ws) && at(ws[j]) <= shown[q].At {
+			s := &shown[idx[q]]
+			for j < len(ws) && at(ws[j]) <= s.At {
 				if at(ws[j]) != Never {
 					for k := rank(ws[j].Arrived) + 1; k < len(tree); k += k & -k {
 						tree[k]++
@@ -195,7 +282,7 @@ func (h *History) aheadOf(shown []Shown) []int {
 				j++
 			}
 			n := 0
-			for k := rank(shown[q].Arrived); k > 0; k -= k & -k {
+			for k := rank(s.Arrived); k > 0; k -= k & -k {
 				n += tree[k]
 			}
 			out[q] += sign * n
@@ -204,4 +291,67 @@ func (h *History) aheadOf(shown []Shown) []int {
 	sweep(func(w Wait) time.Duration { return w.From }, 1)
 	sweep(func(w Wait) time.Duration { return w.To }, -1)
 	return out
+}
+
+// Quantile is the q-quantile of sorted values by nearest rank (0 for none):
+// the value at or below which a share q of them lie.
+func Quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// Figures are what the visitors were shown as a report gives them: the
+// verdict's shares, each nil where nothing was judged for it, beside the
+// number judged. The simulator's results and the fidelity run's both carry
+// them, so both print the same figures under the same names.
+type Figures struct {
+	EstimateSamples       int      `json:"estimate_samples"`
+	EstimateWithin20      *float64 `json:"estimate_within_20pct"`
+	EstimateErrorP50      *float64 `json:"estimate_error_p50"`
+	EstimateErrorP90      *float64 `json:"estimate_error_p90"`
+	EstimateBias          *float64 `json:"estimate_bias_p50"`
+	FirstEstimateSamples  int      `json:"first_page_estimate_samples"`
+	FirstEstimateWithin20 *float64 `json:"first_page_estimate_within_20pct"`
+	RandomSamples         int      `json:"random_samples"`
+	// RandomSamplesBy counts, for the 25th, 50th and 75th percentile, the
+	// pages whose percentile ran out before the log ended: the ones each
+	// share is of.
+	RandomSamplesBy       [3]int   `json:"random_samples_by_percentile"`
+	RandomBy25            *float64 `json:"random_admitted_by_p25"`
+	RandomBy50            *float64 `json:"random_admitted_by_p50"`
+	RandomBy75            *float64 `json:"random_admitted_by_p75"`
+	PositionSamples       int      `json:"position_samples"`
+	PositionWithin10      *float64 `json:"position_within_10pct"`
+	PositionErrorP90      *float64 `json:"position_error_p90"`
+	FirstPositionSamples  int      `json:"first_page_position_samples"`
+	FirstPositionWithin10 *float64 `json:"first_page_position_within_10pct"`
+	FrontPositionSamples  int      `json:"first_ten_position_samples"`
+	FrontPositionExact    *float64 `json:"first_ten_position_exact"`
+	Heads                 int      `json:"first_in_line_samples"`
+	HeadsToldZero         *float64 `json:"first_in_line_told_zero"`
+}
+
+// Figures are the verdict as a report gives it (see Figures).
+func (v ShownVerdict) Figures() Figures {
+	some := func(n int, x float64) *float64 {
+		if n == 0 {
+			return nil
+		}
+		return &x
+	}
+	return Figures{
+		EstimateSamples: v.Estimates, EstimateWithin20: some(v.Estimates, v.EstimateWithin20),
+		EstimateErrorP50: some(v.Estimates, v.EstimateErrorP50), EstimateErrorP90: some(v.Estimates, v.EstimateErrorP90),
+		EstimateBias:         some(v.Estimates, v.EstimateBias),
+		FirstEstimateSamples: v.FirstEstimates, FirstEstimateWithin20: some(v.FirstEstimates, v.FirstEstimateWithin20),
+		RandomSamples: v.Random, RandomSamplesBy: [3]int{v.Random25, v.Random50, v.Random75},
+		RandomBy25: some(v.Random, v.RandomBy25), RandomBy50: some(v.Random, v.RandomBy50), RandomBy75: some(v.Random, v.RandomBy75),
+		PositionSamples: v.Positions, PositionWithin10: some(v.Positions, v.PositionWithin10), PositionErrorP90: some(v.Positions, v.PositionError90),
+		FirstPositionSamples: v.FirstPositions, FirstPositionWithin10: some(v.FirstPositions, v.FirstPositionWithin10),
+		FrontPositionSamples: v.FrontPositions, FrontPositionExact: some(v.FrontPositions, v.FrontPositionExact),
+		Heads: v.Heads, HeadsToldZero: some(v.Heads, v.HeadsToldZero),
+	}
 }

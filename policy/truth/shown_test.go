@@ -34,7 +34,18 @@ func TestJudgeShown(t *testing.T) {
 				{At: 10 * s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait: 6, Wait25: 6, Wait75: 6},
 				{At: 10 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait: 10, Wait25: 10, Wait75: 10},
 			},
-			want: truth.ShownVerdict{Estimates: 2, EstimateWithin20: 0.5},
+			// Errors: 10 s long of 350 s left, 190 s long of 410 s.
+			want: truth.ShownVerdict{Estimates: 2, EstimateWithin20: 0.5,
+				EstimateErrorP50: 10.0 / 350, EstimateErrorP90: 190.0 / 410, EstimateBias: 10.0 / 350},
+		},
+		{
+			name: "a first page's estimate counts among every page's and apart",
+			shown: []truth.Shown{
+				{At: 0, Visitor: 0, Arrived: 0, First: true, WaitKnown: true, Wait: 6, Wait25: 6, Wait75: 6},
+				{At: 10 * s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait: 9, Wait25: 9, Wait75: 9},
+			},
+			want: truth.ShownVerdict{Estimates: 2, EstimateWithin20: 0.5, FirstEstimates: 1, FirstEstimateWithin20: 1,
+				EstimateErrorP50: 0, EstimateErrorP90: 190.0 / 350, EstimateBias: 0},
 		},
 		{
 			name: "the true place in line is those who arrived earlier and still wait",
@@ -43,7 +54,20 @@ func TestJudgeShown(t *testing.T) {
 				{At: 6*time.Minute + 30*s, Visitor: 2, Arrived: 2 * s, PositionKnown: true, Position: 1},
 				{At: 10 * s, Visitor: 3, Arrived: 3 * s, PositionKnown: true, Position: 1},
 			},
-			want: truth.ShownVerdict{Positions: 3, PositionWithin10: 2.0 / 3, PositionError90: 2.0 / 3},
+			want: truth.ShownVerdict{Positions: 3, PositionWithin10: 2.0 / 3, PositionError90: 2.0 / 3,
+				FrontPositions: 3, FrontPositionExact: 2.0 / 3},
+		},
+		{
+			name: "first pages, the first ten in line and the head of the line are judged apart",
+			shown: []truth.Shown{
+				{At: 10 * s, Visitor: 0, Arrived: 0, First: true, PositionKnown: true, Position: 0},
+				{At: 10 * s, Visitor: 1, Arrived: s, First: true, PositionKnown: true, Position: 2},
+				{At: 6*time.Minute + 30*s, Visitor: 1, Arrived: s, PositionKnown: true, Position: 1},
+				{At: 10 * s, Visitor: 2, Arrived: 2 * s, PositionKnown: true, Position: 2},
+			},
+			want: truth.ShownVerdict{Positions: 4, PositionWithin10: 0.5, PositionError90: 1,
+				FirstPositions: 2, FirstPositionWithin10: 0.5, FrontPositions: 4, FrontPositionExact: 0.5,
+				Heads: 2, HeadsToldZero: 0.5},
 		},
 		{
 			name: "a random queue's range counts who got in within each percentile",
@@ -82,6 +106,42 @@ func TestJudgeShown(t *testing.T) {
 			}
 			if got := truth.JudgeShown(h, tt.shown, end); got != tt.want {
 				t.Errorf("truth.JudgeShown = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFiguresLeaveOutWhatWasNotJudged(t *testing.T) {
+	tests := []struct {
+		name    string
+		verdict truth.ShownVerdict
+		check   func(f truth.Figures) bool
+	}{
+		{
+			name:    "a share of nothing judged is left out, not reported as 0",
+			verdict: truth.ShownVerdict{Positions: 3, PositionWithin10: 1},
+			check: func(f truth.Figures) bool {
+				return f.EstimateWithin20 == nil && f.RandomBy25 == nil && f.HeadsToldZero == nil &&
+					f.PositionSamples == 3 && f.PositionWithin10 != nil && *f.PositionWithin10 == 1
+			},
+		},
+		{
+			name:    "a share of 0 judged over some pages is reported as 0",
+			verdict: truth.ShownVerdict{Heads: 2, HeadsToldZero: 0},
+			check:   func(f truth.Figures) bool { return f.Heads == 2 && f.HeadsToldZero != nil && *f.HeadsToldZero == 0 },
+		},
+		{
+			name:    "a random queue's samples by percentile are carried over",
+			verdict: truth.ShownVerdict{Random: 4, Random25: 4, Random50: 3, Random75: 1, RandomBy50: 0.5},
+			check: func(f truth.Figures) bool {
+				return f.RandomSamples == 4 && f.RandomSamplesBy == [3]int{4, 3, 1} && *f.RandomBy50 == 0.5
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if f := tt.verdict.Figures(); !tt.check(f) {
+				t.Errorf("%+v.Figures() = %+v", tt.verdict, f)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,9 @@ func TestBenchSmoke(t *testing.T) {
 	}
 }
 
+// aheadLine is the default queue page's place in line.
+var aheadLine = regexp.MustCompile(`<p class="ahead">[^<]*</p>`)
+
 // TestEnvQueuePage checks the bench's premise: the bare server answers the
 // very bytes the full room answers a new visitor, and the open room admits.
 func TestEnvQueuePage(t *testing.T) {
@@ -74,7 +78,11 @@ func TestEnvQueuePage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bare.Status != room.Status || len(bare.Body) != len(room.Body) || bare.Header.Get("Refresh") == "" {
+	// A new visitor's place in line counts the new visitors answered just
+	// before it, the capture the bare server answers among them, so the
+	// two pages may differ in that sentence alone.
+	withoutPlace := func(b []byte) []byte { return aheadLine.ReplaceAll(b, nil) }
+	if bare.Status != room.Status || len(withoutPlace(bare.Body)) != len(withoutPlace(room.Body)) || bare.Header.Get("Refresh") == "" {
 		t.Errorf("bare server: %d, %d bytes; room: %d, %d bytes", bare.Status, len(bare.Body), room.Status, len(room.Body))
 	}
 	for _, h := range []string{"Content-Type", "Cache-Control", "Set-Cookie"} {

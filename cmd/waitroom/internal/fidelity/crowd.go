@@ -182,11 +182,8 @@ func (cr *crowdRun) visit(ctx context.Context, p plan, target string) {
 		if arr.Arrived.IsZero() {
 			arr.Arrived = a.Sent
 		}
-		if a.Wait != nil && arr.Shown == nil {
-			arr.Shown = &Shown{At: a.At, Wait: *a.Wait}
-		}
-		if a.Wait != nil && a.Wait.PositionKnown && arr.Placed == nil {
-			arr.Placed = &Shown{At: a.At, Wait: *a.Wait}
+		if a.Wait != nil {
+			arr.Pages = append(arr.Pages, Shown{At: a.At, First: len(arr.Pages) == 0, Wait: *a.Wait})
 		}
 		if a.Outcome == crowd.Queued {
 			if arr.Queued.IsZero() {

@@ -131,7 +131,7 @@ func WriteText(w io.Writer, results []Result) error {
 		}
 		fmt.Fprintf(tw, "  median wait\t%s\t\t\n", wait)
 		for _, l := range t.Shown.lines() {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", l[0], l[1], l[2])
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", l[0], l[1], l[2], l[3])
 		}
 		if p := t.Priority; p != nil {
 			fmt.Fprintf(tw, "  code holders\t%d of %d let in, %d after a wait (median %v; others' %v); FIFO judged over the others\t\t\n",

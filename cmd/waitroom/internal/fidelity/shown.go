@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/waitroom/waitroom/edge/crowd"
@@ -14,27 +15,36 @@ import (
 // who got in within them, by package truth as the simulator judges them.
 // Browsers cannot be asked what they read, so one visitor in two is an app
 // that asks for the queue answer's JSON form (the room allows it) and notes
-// its first one; the others load the page and follow its cookie check, as
-// people do. The figures are reported beside the goals, not held to them.
+// every one it gets, its first page included; the others load the page and
+// follow its cookie check, as people do. Every page is judged, and the
+// first pages and the first ten in line apart: a visitor reads its first
+// page most closely, and the front of the line is where a place of one too
+// many shows. The figures are reported beside the goals, not held to them.
 
 // isApp reports whether visitor k (0-based, in arrival order of its wave)
 // is an app that reads the JSON form.
 func isApp(k int) bool { return k%2 == 1 }
 
 // Shown is what a queue answer told a visitor, and when the visitor got it.
+// First: it answered the visitor's first request (before its cookie came
+// back).
 type Shown struct {
-	At time.Time `json:"at"`
+	At    time.Time `json:"at"`
+	First bool      `json:"first,omitempty"`
 	crowd.Wait
 }
 
 // The goals the figures are compared with in the table (reported, not held).
 const (
-	// EstimateWithin20Goal is the share of FIFO estimates that should be
-	// within ±20 % of the wait that followed.
+	// EstimateWithin20Goal is the share of FIFO estimates, on every page,
+	// that should be within ±20 % of the wait that followed.
 	EstimateWithin20Goal = 0.9
-	// PositionWithin10Goal is the share of places in line that should be
-	// within ±10 % of the true number ahead.
-	PositionWithin10Goal = 0.9
+	// PositionWithin10Goal is the share of places in line, on every page,
+	// that should be within ±10 % of the true number ahead (exact below
+	// ten ahead), and FirstPositionWithin10Goal the same of first pages.
+	// A visitor with nobody ahead is told 0, always.
+	PositionWithin10Goal      = 0.95
+	FirstPositionWithin10Goal = 0.9
 	// RandomShareTolerance is how far (in share) a random queue's
 	// shares admitted within the 25th, 50th and 75th percentile estimates
 	// should be from 25, 50 and 75 %.
@@ -47,26 +57,7 @@ const (
 type ShownTruth struct {
 	// Samples counts the apps that read a queue answer.
 	Samples int `json:"samples"`
-	// Estimates counts the FIFO estimates judged (visitors let in later,
-	// at least truth.MinJudgedWait after they were told);
-	// EstimateWithin20 the share within ±20 % of that wait.
-	Estimates        int      `json:"estimate_samples"`
-	EstimateWithin20 *float64 `json:"estimate_within_20pct,omitempty"`
-	// Random counts a random queue's estimates judged, and RandomBy25,
-	// RandomBy50, RandomBy75 the shares let in within each percentile, of
-	// the RandomN visitors (25th, 50th, 75th) whose percentile ran out
-	// before the run ended.
-	Random     int      `json:"random_samples"`
-	RandomN    [3]int   `json:"random_samples_by_percentile"`
-	RandomBy25 *float64 `json:"random_admitted_by_p25,omitempty"`
-	RandomBy50 *float64 `json:"random_admitted_by_p50,omitempty"`
-	RandomBy75 *float64 `json:"random_admitted_by_p75,omitempty"`
-	// Positions counts the places in line judged, PositionWithin10 the
-	// share within ±10 % of the true number ahead, PositionErrorP90 the
-	// 90th percentile of the relative error.
-	Positions        int      `json:"position_samples"`
-	PositionWithin10 *float64 `json:"position_within_10pct,omitempty"`
-	PositionErrorP90 *float64 `json:"position_error_p90,omitempty"`
+	truth.Figures
 }
 
 // shown judges what the crowd's apps were told against the history; a
@@ -76,44 +67,29 @@ func (j *judging) shown(hist *truth.History, end time.Duration) *ShownTruth {
 	var shown []truth.Shown
 	samples := 0
 	for _, a := range j.log.Arrivals {
-		if a.Shown == nil || a.Priority {
+		if len(a.Pages) == 0 || a.Priority {
 			continue
 		}
 		samples++
-		s := a.Shown
-		shown = append(shown, truth.Shown{
-			At: j.since(s.At), Visitor: j.id(a.Visitor), Arrived: j.since(a.Arrived),
-			WaitKnown: s.WaitTimeKnown, Wait: s.WaitTime, Wait25: s.WaitTime25, Wait75: s.WaitTime75, Random: s.IsRandomQueue,
-		})
-		if p := a.Placed; p != nil {
+		for _, p := range a.Pages {
 			shown = append(shown, truth.Shown{
-				At: j.since(p.At), Visitor: j.id(a.Visitor), Arrived: j.since(a.Arrived),
-				PositionKnown: true, Position: p.Position,
+				At: j.since(p.At), Visitor: j.id(a.Visitor), Arrived: j.since(a.Arrived), First: p.First,
+				WaitKnown: p.WaitTimeKnown, Wait: p.WaitTime, Wait25: p.WaitTime25, Wait75: p.WaitTime75, Random: p.IsRandomQueue,
+				PositionKnown: p.PositionKnown, Position: p.Position,
 			})
 		}
 	}
 	if samples == 0 {
 		return nil
 	}
-	v := truth.JudgeShown(hist, shown, end)
-	t := &ShownTruth{Samples: samples, Estimates: v.Estimates, Random: v.Random, Positions: v.Positions,
-		RandomN: [3]int{v.Random25, v.Random50, v.Random75}}
-	if v.Estimates > 0 {
-		t.EstimateWithin20 = &v.EstimateWithin20
-	}
-	if v.Random > 0 {
-		t.RandomBy25, t.RandomBy50, t.RandomBy75 = &v.RandomBy25, &v.RandomBy50, &v.RandomBy75
-	}
-	if v.Positions > 0 {
-		t.PositionWithin10, t.PositionErrorP90 = &v.PositionWithin10, &v.PositionError90
-	}
-	return t
+	return &ShownTruth{Samples: samples, Figures: truth.JudgeShown(hist, shown, end).Figures()}
 }
 
-// lines are the figures as the table prints them: figure, value, goal.
-func (t *ShownTruth) lines() [][3]string {
+// lines are the figures as the table prints them: figure, value, goal and
+// whether it was met ("" where there is no goal or nothing to judge).
+func (t *ShownTruth) lines() [][4]string {
 	if t == nil {
-		return [][3]string{{"what the apps were told", "no app was queued", ""}}
+		return [][4]string{{"what the apps were told", "no app was queued", "", ""}}
 	}
 	pct := func(p *float64, n int, none string) string {
 		if p == nil {
@@ -121,18 +97,42 @@ func (t *ShownTruth) lines() [][3]string {
 		}
 		return fmt.Sprintf("%.1f%% of %d", *p*100, n)
 	}
-	out := [][3]string{
-		{"estimates within ±20% of the wait", pct(t.EstimateWithin20, t.Estimates, fmt.Sprintf("none judged (no FIFO estimate with %v or more left)", truth.MinJudgedWait)),
-			fmt.Sprintf("≥ %.0f%% (reported)", EstimateWithin20Goal*100)},
-		{"places in line within ±10%", pct(t.PositionWithin10, t.Positions, "none shown"), fmt.Sprintf("≥ %.0f%% (reported)", PositionWithin10Goal*100)},
+	atLeast := func(p *float64, goal float64) [2]string {
+		g := fmt.Sprintf("≥ %.0f%% (reported)", goal*100)
+		switch {
+		case p == nil:
+			return [2]string{g, ""}
+		case *p >= goal:
+			return [2]string{g, "met"}
+		}
+		return [2]string{g, "MISSED"}
+	}
+	row := func(figure, value string, goal [2]string) [4]string {
+		return [4]string{figure, value, goal[0], goal[1]}
+	}
+	out := [][4]string{
+		row("estimates within ±20% of the wait, every page", pct(t.EstimateWithin20, t.EstimateSamples, fmt.Sprintf("none judged (no FIFO estimate with %v or more left)", truth.MinJudgedWait)),
+			atLeast(t.EstimateWithin20, EstimateWithin20Goal)),
+		row("  on first pages", pct(t.FirstEstimateWithin20, t.FirstEstimateSamples, "none judged"), [2]string{}),
+		row("places in line within ±10%, every page", pct(t.PositionWithin10, t.PositionSamples, "none shown"), atLeast(t.PositionWithin10, PositionWithin10Goal)),
+		row("  on first pages", pct(t.FirstPositionWithin10, t.FirstPositionSamples, "none shown"), atLeast(t.FirstPositionWithin10, FirstPositionWithin10Goal)),
+		row("  the first ten in line, exact", pct(t.FrontPositionExact, t.FrontPositionSamples, "none shown"), [2]string{}),
+		row("  nobody ahead, told 0", pct(t.HeadsToldZero, t.Heads, "none shown"), atLeast(t.HeadsToldZero, 1)),
 	}
 	if t.PositionErrorP90 != nil {
-		out = append(out, [3]string{"place in line, 90th percentile error", fmt.Sprintf("%.1f%%", *t.PositionErrorP90*100), ""})
+		out = append(out, row("place in line, 90th percentile error", fmt.Sprintf("%.1f%%", *t.PositionErrorP90*100), [2]string{}))
 	}
-	if t.Random > 0 {
-		out = append(out, [3]string{"random queue let in by p25/p50/p75",
-			fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% of %d / %d / %d", *t.RandomBy25*100, *t.RandomBy50*100, *t.RandomBy75*100, t.RandomN[0], t.RandomN[1], t.RandomN[2]),
-			fmt.Sprintf("25/50/75%% ± %.0f points (reported)", RandomShareTolerance*100)})
+	if t.RandomSamples > 0 {
+		by := [3]float64{*t.RandomBy25, *t.RandomBy50, *t.RandomBy75}
+		met := "met"
+		for i, want := range [3]float64{0.25, 0.5, 0.75} {
+			if math.Abs(by[i]-want) > RandomShareTolerance+1e-9 {
+				met = "MISSED"
+			}
+		}
+		out = append(out, row("random queue let in by p25/p50/p75",
+			fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% of %d / %d / %d", by[0]*100, by[1]*100, by[2]*100, t.RandomSamplesBy[0], t.RandomSamplesBy[1], t.RandomSamplesBy[2]),
+			[2]string{fmt.Sprintf("25/50/75%% ± %.0f points (reported)", RandomShareTolerance*100), met}))
 	}
 	return out
 }

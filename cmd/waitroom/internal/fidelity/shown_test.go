@@ -13,20 +13,20 @@ import (
 )
 
 func TestJudgeShown(t *testing.T) {
-	told := func(s float64, wait int) *Shown {
-		return &Shown{At: at(s), Wait: crowd.Wait{WaitTimeKnown: true, WaitTime: wait, WaitTime25: wait, WaitTime50: wait, WaitTime75: wait}}
+	told := func(s float64, wait int) Shown {
+		return Shown{At: at(s), First: true, Wait: crowd.Wait{WaitTimeKnown: true, WaitTime: wait, WaitTime25: wait, WaitTime50: wait, WaitTime75: wait}}
 	}
-	placed := func(s float64, pos int64) *Shown {
-		return &Shown{At: at(s), Wait: crowd.Wait{WaitTimeKnown: true, WaitTime: 6, WaitTime25: 6, WaitTime50: 6, WaitTime75: 6, PositionKnown: true, Position: pos}}
+	placed := func(s float64, pos int64) Shown {
+		return Shown{At: at(s), Wait: crowd.Wait{WaitTimeKnown: true, WaitTime: 6, WaitTime25: 6, WaitTime50: 6, WaitTime75: 6, PositionKnown: true, Position: pos}}
 	}
 	// Three visitors queued 10, 11 and 12 s into the run and let in at 6,
-	// 7 and 8 minutes; the third held a priority code. Each was given its
-	// place in line at its second answer, 2 s after its first.
+	// 7 and 8 minutes; the third held a priority code. Each read its wait
+	// on its first page and its place in line on its second, 2 s later.
 	log := Log{End: at(900),
 		Arrivals: []Arrival{
-			{Visitor: "q1", Arrived: at(10), Queued: at(10), Shown: told(10, 6), Placed: placed(12, 0)},  // 5:50 left: 6 min is within a fifth
-			{Visitor: "q2", Arrived: at(11), Queued: at(11), Shown: told(11, 10), Placed: placed(13, 1)}, // 6:49 left: 10 min is not; q1 is ahead
-			{Visitor: "q3", Arrived: at(12), Queued: at(12), Shown: told(12, 1), Placed: placed(14, 0), Priority: true},
+			{Visitor: "q1", Arrived: at(10), Queued: at(10), Pages: []Shown{told(10, 6), placed(12, 0)}},  // 5:50 left: 6 min is within a fifth, and so at 5:48
+			{Visitor: "q2", Arrived: at(11), Queued: at(11), Pages: []Shown{told(11, 10), placed(13, 1)}}, // 6:49 left: 10 min is not, but 6 at 6:47 is; q1 is ahead
+			{Visitor: "q3", Arrived: at(12), Queued: at(12), Pages: []Shown{told(12, 1), placed(14, 0)}, Priority: true},
 			{Visitor: "b", Arrived: at(13), Queued: at(13)}, // a browser: nothing read
 		},
 		Hits: join(hits("q1", 360), hits("q2", 420), hits("q3", 480), hits("b", 540)),
@@ -35,17 +35,19 @@ func TestJudgeShown(t *testing.T) {
 	if got == nil {
 		t.Fatal("no figures for what the apps were told")
 	}
-	if got.Samples != 2 || got.Estimates != 2 || got.Positions != 2 || got.Random != 0 {
-		t.Fatalf("judged %d told, %d estimates, %d positions, %d random; want the two apps without a code, no random", got.Samples, got.Estimates, got.Positions, got.Random)
+	if got.Samples != 2 || got.EstimateSamples != 4 || got.FirstEstimateSamples != 2 || got.PositionSamples != 2 || got.RandomSamples != 0 {
+		t.Fatalf("judged %d told, %d estimates (%d first), %d positions, %d random; want the two apps without a code, every page, no random",
+			got.Samples, got.EstimateSamples, got.FirstEstimateSamples, got.PositionSamples, got.RandomSamples)
 	}
-	if *got.EstimateWithin20 != 0.5 || *got.PositionWithin10 != 1 {
-		t.Fatalf("estimates within 20%%: %v, positions within 10%%: %v; want 0.5 and 1", *got.EstimateWithin20, *got.PositionWithin10)
+	if *got.EstimateWithin20 != 0.75 || *got.FirstEstimateWithin20 != 0.5 || *got.PositionWithin10 != 1 || got.Heads != 1 || *got.HeadsToldZero != 1 {
+		t.Fatalf("estimates within 20%%: %v (first pages %v), positions within 10%%: %v, told 0 with nobody ahead: %v of %d; want 0.75, 0.5, 1 and 1 of 1",
+			*got.EstimateWithin20, *got.FirstEstimateWithin20, *got.PositionWithin10, *got.HeadsToldZero, got.Heads)
 	}
 	var b bytes.Buffer
 	if err := WriteText(&b, []Result{{Scenario: Scenario{Name: "s"}, Truth: Truth{Shown: got}}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"estimates within ±20% of the wait", "50.0% of 2", "places in line within ±10%", "100.0% of 2"} {
+	for _, want := range []string{"estimates within ±20% of the wait, every page", "75.0% of 4", "places in line within ±10%, every page", "100.0% of 2", "nobody ahead, told 0"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, b.String())
 		}
@@ -83,12 +85,10 @@ func TestTheCrowdsAppsNoteWhatTheyWereTold(t *testing.T) {
 		switch {
 		case a.Queued.IsZero():
 			t.Errorf("%s was never queued", a.Visitor)
-		case a.Visitor == "v1" && a.Shown != nil:
-			t.Errorf("the browser noted %+v; a page is not read", a.Shown)
-		case a.Visitor == "v2" && (a.Shown == nil || a.Shown.WaitTime != 4 || !a.Shown.At.Equal(a.Queued)):
-			t.Errorf("the app noted %+v; want its first answer's wait 4 at %v", a.Shown, a.Queued)
-		case a.Visitor == "v2" && (a.Placed == nil || a.Placed.Position != 17 || !a.Placed.At.Equal(a.Queued)):
-			t.Errorf("the app noted the place %+v; want its first answer's place 17 at %v", a.Placed, a.Queued)
+		case a.Visitor == "v1" && a.Pages != nil:
+			t.Errorf("the browser noted %+v; a page is not read", a.Pages)
+		case a.Visitor == "v2" && (len(a.Pages) != 1 || !a.Pages[0].First || a.Pages[0].WaitTime != 4 || a.Pages[0].Position != 17 || !a.Pages[0].At.Equal(a.Queued)):
+			t.Errorf("the app noted %+v; want its one page, the first, with the wait 4 and the place 17 at %v", a.Pages, a.Queued)
 		}
 	}
 }

@@ -34,12 +34,10 @@ type Arrival struct {
 	// Priority: the visitor held a priority code, and was meant to pass
 	// the line.
 	Priority bool `json:",omitempty"`
-	// Shown is what its first queue answer told it about its wait, when
-	// it was an app that read it (see shown.go); Placed is its first
-	// answer that gave it a place in line (a new visitor's first answer
-	// gives none: it is not counted in the line until its cookie is back).
-	Shown  *Shown `json:",omitempty"`
-	Placed *Shown `json:",omitempty"`
+	// Pages are what its queue answers told it about its wait and its
+	// place in line, every one of them in order, its first page first,
+	// when it was an app that read them (see shown.go).
+	Pages []Shown `json:",omitempty"`
 }
 
 // Log is what a run recorded: the crowd's arrivals and the origin's hits.

@@ -1,0 +1,194 @@
+package policy
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// How new visitors prove. A new visitor queued at its first request is
+// counted as waiting only when it comes back with the cookie that answer set
+// (its proof, ProofRefresh later), and some never do: a client that keeps no
+// cookie, a bot. A place in line shown on a first answer counts those of
+// the last seconds who will prove (arrivalCurves.unproved), so the node
+// measures, from its own visitors, how long proofs take and how many come:
+// every first answer that queues a new visitor and every proof pass through
+// Decision.Count, which notes them here, along the chain.
+
+// proofDelays is how many of the latest proofs' delays a node keeps.
+const proofDelays = 64
+
+// proofLedger counts a node's own first answers that queued a new visitor
+// and the proofs that came back, with the delays of the latest proofs. It
+// is shared along a chain (see ledger) and written by every request.
+type proofLedger struct {
+	first, proved atomic.Int64
+	delay         [proofDelays]atomic.Int32 // milliseconds
+	n             atomic.Uint64
+	// own are the node's own visitors who joined a slot since the chain
+	// last took them (joined), left those it let in out of a slot's line
+	// since (letIn), firsts its first answers that queued a new visitor
+	// (firstAnswers).
+	mu     sync.Mutex
+	own    []ownJoin
+	left   []ownJoin
+	firsts []int64
+}
+
+// ownJoin is one of the node's own visitors who joined an arrival slot, or
+// was let in out of its line: the slot's unix second, when in it the
+// visitor came (milliseconds) and when it was counted (unix milliseconds).
+type ownJoin struct {
+	slot int64
+	ms   int32
+	at   int64
+}
+
+// maxOwnJoins bounds the joins kept for the chain between two allocations.
+const maxOwnJoins = 1 << 14
+
+// noteJoin notes one of the node's own visitors who joined the slot of unix
+// second slot, having come ms into it, counted at unix millisecond at.
+func (p *proofLedger) noteJoin(slot int64, ms int32, at int64) {
+	p.mu.Lock()
+	if len(p.own) < maxOwnJoins {
+		p.own = append(p.own, ownJoin{slot: slot, ms: ms, at: at})
+	}
+	p.mu.Unlock()
+}
+
+// joined takes the joins counted by unix millisecond now, which the
+// snapshot of now counts, leaving the later ones for the next allocation.
+func (p *proofLedger) joined(now int64) []ownJoin {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []ownJoin
+	out, p.own = takeUntil(p.own, now, func(o ownJoin) int64 { return o.at })
+	return out
+}
+
+// takeUntil splits xs into those noted by unix millisecond now (at) and
+// the later ones.
+func takeUntil[T any](xs []T, now int64, at func(T) int64) (taken, later []T) {
+	for _, x := range xs {
+		if at(x) <= now {
+			taken = append(taken, x)
+		} else {
+			later = append(later, x)
+		}
+	}
+	return taken, later
+}
+
+// noteLeft notes one of the node's visitors let in out of the line of the
+// slot of unix second slot, having come ms into it, at unix millisecond at.
+func (p *proofLedger) noteLeft(slot int64, ms int32, at int64) {
+	p.mu.Lock()
+	if len(p.left) < maxOwnJoins {
+		p.left = append(p.left, ownJoin{slot: slot, ms: ms, at: at})
+	}
+	p.mu.Unlock()
+}
+
+// letIn takes the visitors let in out of a slot's line by unix millisecond
+// now, leaving the later ones for the next allocation.
+func (p *proofLedger) letIn(now int64) []ownJoin {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []ownJoin
+	out, p.left = takeUntil(p.left, now, func(o ownJoin) int64 { return o.at })
+	return out
+}
+
+// noteFirst counts a first answer that queued a new visitor, at unix
+// millisecond at.
+func (p *proofLedger) noteFirst(at int64) {
+	p.first.Add(1)
+	p.mu.Lock()
+	if len(p.firsts) < maxOwnJoins {
+		p.firsts = append(p.firsts, at)
+	}
+	p.mu.Unlock()
+}
+
+// firstAnswers takes the first answers given by unix millisecond now.
+func (p *proofLedger) firstAnswers(now int64) []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int64
+	out, p.firsts = takeUntil(p.firsts, now, func(at int64) int64 { return at })
+	return out
+}
+
+// noteProof counts a proof that came d after its first request.
+func (p *proofLedger) noteProof(d time.Duration) {
+	p.proved.Add(1)
+	ms := min(max(d.Milliseconds(), 0), ProofGrace*1000)
+	i := p.n.Add(1) - 1
+	p.delay[i%proofDelays].Store(int32(ms))
+}
+
+// delays are the latest proofs' delays, sorted (none before the first).
+func (p *proofLedger) delays() []int32 {
+	n := min(p.n.Load(), proofDelays)
+	if n == 0 {
+		return nil
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = p.delay[i].Load()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// proofMark is the node's counts of first answers and proofs at one
+// allocation, for the share that prove.
+type proofMark struct {
+	at            int64 // unix milliseconds
+	first, proved int64
+}
+
+// minProofSample is the fewest first answers whose proofs measure the
+// share that prove: fewer say little of it.
+const minProofSample = 5
+
+// proofRateSpan is the span over which the share of new visitors who prove
+// is measured.
+const proofRateSpan = 30 * time.Second
+
+// noteProofs marks the node's counts at this look, one mark a second over
+// the last proofRateSpan and a proof's longest delay, and measures the
+// share of the first answers of that span, each a proof's longest delay
+// before, that proved: 1 until enough were queued.
+func (c *arrivalCurves) noteProofs(prev *arrivalCurves, led *ledger, nowMs int64) {
+	c.delays = led.proofs.delays()
+	c.proofRate = 1
+	var marks []proofMark
+	if prev != nil {
+		c.proofRate, marks = prev.proofRate, prev.proofMarks
+	}
+	m := proofMark{at: nowMs, first: led.proofs.first.Load(), proved: led.proofs.proved.Load()}
+	keep := nowMs - (proofRateSpan + ProofGrace*time.Second).Milliseconds()
+	i := sort.Search(len(marks), func(i int) bool { return marks[i].at >= keep })
+	marks = marks[max(i-1, 0):]
+	if n := len(marks); n == 0 || nowMs-marks[n-1].at >= 1000 {
+		marks = append(slices.Clip(marks), m)
+	}
+	c.proofMarks = marks
+	longest := int64(ProofRefresh * 1000)
+	if n := len(c.delays); n > 0 {
+		longest = int64(c.delays[n-1])
+	}
+	at := func(t int64) proofMark {
+		j := sort.Search(len(marks), func(j int) bool { return marks[j].at > t })
+		return marks[max(j-1, 0)]
+	}
+	then := at(nowMs - proofRateSpan.Milliseconds())
+	queued := at(nowMs-longest).first - at(then.at-longest).first
+	if queued >= minProofSample {
+		c.proofRate = min(float64(m.proved-then.proved)/float64(queued), 1)
+	}
+}

@@ -1,0 +1,367 @@
+package policy
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+)
+
+// The order inside an arrival slot. The ring counts a bucket's visitors per
+// slot of twenty seconds (crdt.QueuedAt), not which of a slot's visitors
+// came first; but a node sees the counts grow. A visitor is counted at its
+// proof, ProofRefresh after its first request, so a slot's count as the
+// node saw it at an instant is the number of its visitors who came up to
+// ProofRefresh before that instant. Along its chain of allocations a node
+// notes the count of every slot still filling whenever it grew
+// (arrivalCurves), and a visitor's place in its slot is the count the node
+// had seen by the time the visitor's proof came (joinedBefore): the
+// visitors of its slot who came before it, to within one allocation's
+// step, without a cell more in the ring's state.
+//
+// Counted twice over a slot (every twenty seconds a node's slots move on),
+// a visitor one second after another of a busy slot was once placed by
+// their share of the slot's twenty seconds: a visitor alone in line, at its
+// proof, was the whole of its slot so far and was told it had one ahead of
+// it; the first of two, twenty seconds later, was told one ahead, half of
+// the two.
+
+// curveTail is how long after its last visitor's proof could have come a
+// slot's curve is still noted: proofs that come late (within ProofGrace)
+// and other nodes' counts, which arrive a gossip delay after their proofs.
+const curveTail = ProofGrace*time.Second + 2*time.Second
+
+// curvePoint is one stretch of a slot's curve: its count grew to n between
+// from and at, in milliseconds after the slot began (when the node looked,
+// less ProofRefresh: the arrival instants of the visitors counted then).
+type curvePoint struct {
+	from, at, n int32
+}
+
+// slotCurve is the curve of one arrival slot: how its count grew. An
+// allocation's curves are never changed once it holds them: a later
+// allocation appends points only past the ones any allocation holds (tip),
+// and copies them otherwise.
+type slotCurve struct {
+	start int64 // the unix second the slot begins
+	// partial: the chain began after the slot had begun to fill, so the
+	// first point's count came in at times unknown.
+	partial bool
+	// seen is when the node last looked (as the points' at), the count
+	// then being the last point's.
+	seen int32
+	pts  []curvePoint
+	tip  *int // how many points the shared array holds
+	// own are the arrivals, in milliseconds into the slot, of this node's
+	// own visitors who joined it, sorted: the node knows them to the
+	// tenth of a second (see proofLedger.joined). pts count the others'.
+	// gone are those of them the node let in since (proofLedger.letIn).
+	own, gone []int32
+}
+
+// arrivalCurves are the curves of the slots whose buckets still wait, in
+// the order of their starts, the marks of the room's count of new visitors
+// queued (see unproved) and the share of those who prove.
+type arrivalCurves struct {
+	slots  []slotCurve
+	queued []queuedMark
+	// proofRate is the share of the new visitors queued who came back
+	// with their cookie, as last measured (1 until measured), and delays
+	// the node's latest proofs' delays after their first answers, in
+	// milliseconds, sorted.
+	proofRate  float64
+	delays     []int32
+	proofMarks []proofMark
+	// firsts are when the node gave its own first answers that queued a
+	// new visitor, over the last ProofGrace seconds (unix milliseconds,
+	// sorted); queued marks count the other nodes'.
+	firsts   []int64
+	lastLook int64 // unix milliseconds of this look
+	// heardMean is how much later than its own the node takes the
+	// others' counts to come, on average, in milliseconds (see heard).
+	heardMean int32
+}
+
+// queuedMark is the room's count of new visitors queued (VisitorsQueued)
+// as an allocation saw it, in the minute it was taken in and the one
+// before.
+type queuedMark struct {
+	at        int64 // unix milliseconds
+	minute    int64
+	cur, prev uint64
+}
+
+// curveWindow is how long after a slot begins its curve is noted: its
+// twenty seconds, the proof interval of its last visitors, and the tail
+// for late proofs and other nodes' counts.
+var curveWindow = (time.Duration(crdt.ArrivalSlotSeconds)*time.Second + ProofRefresh*time.Second + curveTail).Milliseconds()
+
+// noteArrivals extends the chain's curves (prev, nil at a chain's start)
+// with what the snapshot counts at now: a point for each slot still
+// filling whose count grew, and a mark of the new visitors queued.
+func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, self crdt.ReplicaID, oldest int64, now time.Time, lag time.Duration) *arrivalCurves {
+	c := &arrivalCurves{lastLook: now.UnixMilli(), heardMean: int32(lag.Milliseconds() / 4)}
+	var old []slotCurve
+	if prev != nil {
+		old = prev.slots
+	}
+	nowMs := now.UnixMilli()
+	c.noteQueued(prev, snap, led, self, nowMs)
+	i := 0
+	for i < len(old) && old[i].start < oldest*60 {
+		i++ // its bucket no longer waits: nobody is placed by it
+	}
+	kept := make([]slotCurve, len(old)-i, len(old)-i+2)
+	copy(kept, old[i:])
+	find := func(start int64, at int32) *slotCurve {
+		j := sort.Search(len(kept), func(j int) bool { return kept[j].start >= start })
+		if j == len(kept) || kept[j].start != start {
+			kept = append(kept, slotCurve{})
+			copy(kept[j+1:], kept[j:])
+			kept[j] = slotCurve{start: start, partial: prev == nil, seen: at, tip: new(int)}
+			if prev != nil {
+				// A slot not listed at the last look counted nobody then.
+				kept[j].seen = min(at, int32(max(prev.lastLook-start*1000-ProofRefresh*1000, -ProofRefresh*1000)))
+			}
+		}
+		return &kept[j]
+	}
+	// The node's own visitors who joined a slot are placed where they
+	// came; the others as their counts are heard, less how long a proof
+	// takes (the node's own tell) and how late the others' counts come.
+	for _, o := range led.proofs.joined(nowMs) {
+		if o.slot < oldest*60 {
+			continue
+		}
+		cv := find(o.slot, int32(nowMs-o.slot*1000-ProofRefresh*1000))
+		cv.addOwn(o.ms)
+	}
+	for _, o := range led.proofs.letIn(nowMs) {
+		j := sort.Search(len(kept), func(j int) bool { return kept[j].start >= o.slot })
+		if j < len(kept) && kept[j].start == o.slot {
+			kept[j].gone = insertSorted(kept[j].gone, o.ms)
+		}
+	}
+	lead := int64(ProofRefresh*1000) + int64(c.heardMean)
+	if n := len(c.delays); n > 0 {
+		lead = int64(c.delays[n/2]) + int64(c.heardMean)
+	}
+	for _, sl := range snap.Arrived {
+		since := nowMs - sl.Second*1000
+		if sl.Second < oldest*60 || since < 0 || since > curveWindow {
+			continue // no longer placed by, or not filling
+		}
+		cv := find(sl.Second, int32(since-lead))
+		others := int32(min(max(sl.N-int64(len(cv.own)), 0), 1<<30))
+		cv.grow(others, int32(since-lead))
+	}
+	c.slots = kept
+	return c
+}
+
+// addOwn places one of the node's own visitors, who came ms into the slot.
+func (cv *slotCurve) addOwn(ms int32) { cv.own = insertSorted(cv.own, ms) }
+
+// insertSorted is xs, sorted, with ms in its place: a new slice, as
+// allocations along the chain may hold xs.
+func insertSorted(xs []int32, ms int32) []int32 {
+	i := sort.Search(len(xs), func(i int) bool { return xs[i] > ms })
+	out := make([]int32, 0, len(xs)+1)
+	out = append(out, xs[:i]...)
+	out = append(out, ms)
+	return append(out, xs[i:]...)
+}
+
+// ownAhead is how many of the node's own visitors of the slot that begins
+// at start came before one who came ms into it and still wait: joined and
+// not let in by the node. ok is false where the node does not follow the
+// slot.
+func (c *arrivalCurves) ownAhead(start int64, ms int32) (n int, ok bool) {
+	if c == nil {
+		return 0, false
+	}
+	j := sort.Search(len(c.slots), func(j int) bool { return c.slots[j].start >= start })
+	if j == len(c.slots) || c.slots[j].start != start {
+		return 0, false
+	}
+	cv := &c.slots[j]
+	before := func(xs []int32) int { return sort.Search(len(xs), func(i int) bool { return xs[i] >= ms }) }
+	return max(before(cv.own)-before(cv.gone), 0), true
+}
+
+// grow notes the slot's count n at a look at at.
+func (cv *slotCurve) grow(n, at int32) {
+	last := int32(0)
+	if k := len(cv.pts); k > 0 {
+		last = cv.pts[k-1].n
+	}
+	if n > last {
+		p := curvePoint{from: min(cv.seen, at), at: at, n: n}
+		if len(cv.pts) == *cv.tip && len(cv.pts) < cap(cv.pts) {
+			cv.pts = append(cv.pts, p) // in place, past every holder's points
+		} else {
+			pts := make([]curvePoint, len(cv.pts), 2*len(cv.pts)+8)
+			copy(pts, cv.pts)
+			cv.pts = append(pts, p)
+			cv.tip = new(int)
+		}
+		*cv.tip = len(cv.pts)
+	}
+	cv.seen = max(cv.seen, at)
+}
+
+// follows reports whether the node saw the slot that begins at start fill
+// from its first visitor on.
+func (c *arrivalCurves) follows(start int64) bool {
+	if c == nil {
+		return false
+	}
+	j := sort.Search(len(c.slots), func(j int) bool { return c.slots[j].start >= start })
+	return j < len(c.slots) && c.slots[j].start == start && !c.slots[j].partial
+}
+
+// joinedBefore is how many visitors of the slot that begins at start came
+// before one who came at ms milliseconds into it, the visitor itself left
+// out when self (it is counted already), and the others' counts read shift
+// milliseconds later. ok is false where the node did not see them come: a
+// chain that began after, or a slot it never followed.
+func (c *arrivalCurves) joinedBefore(start int64, ms int32, self bool, shift int32) (n float64, ok bool) {
+	if c == nil {
+		return 0, false
+	}
+	j := sort.Search(len(c.slots), func(j int) bool { return c.slots[j].start >= start })
+	if j == len(c.slots) || c.slots[j].start != start {
+		return 0, false
+	}
+	cv := &c.slots[j]
+	own := sort.Search(len(cv.own), func(i int) bool { return cv.own[i] >= ms })
+	ahead := float64(own)
+	if tied := sort.Search(len(cv.own), func(i int) bool { return cv.own[i] > ms }) - own; tied > 0 {
+		// One of the node's own: it is not before itself. Those who came
+		// in the same tenth of a second, which is all a token keeps, are
+		// in an order nobody can tell: each is placed in their middle,
+		// where it is on average. Counting none of them told four
+		// visitors of one tenth that none was ahead, three of them
+		// wrongly, and the slot's share after a restart told them two.
+		self = false
+		ahead += float64(tied-1) / 2
+	}
+	others, ok := cv.othersBefore(ms+shift, self)
+	return ahead + others, ok
+}
+
+// othersBefore is how many of the others' visitors came before ms, as the
+// node heard them, self one of them.
+func (cv *slotCurve) othersBefore(ms int32, self bool) (float64, bool) {
+	k := sort.Search(len(cv.pts), func(k int) bool { return cv.pts[k].at >= ms })
+	if cv.partial && k == 0 && len(cv.pts) > 0 {
+		return 0, false
+	}
+	before := int32(0)
+	if k > 0 {
+		before = cv.pts[k-1].n
+	}
+	if k == len(cv.pts) || ms <= cv.pts[k].from {
+		return float64(before), true
+	}
+	p := cv.pts[k]
+	grew := float64(p.n - before)
+	if self {
+		grew = max(grew-1, 0)
+	}
+	return float64(before) + grew*float64(ms-p.from)/float64(p.at-p.from), true
+}
+
+// maxQueuedMarks bounds the marks kept: an allocation comes
+// AllocationFollow after the one before at the soonest.
+const maxQueuedMarks = 128
+
+// noteQueued marks the other nodes' count of new visitors queued at this
+// look, keeping the marks of the last ProofGrace seconds and the newest
+// before them, and takes the node's own first answers and proofs (see
+// proof.go).
+func (c *arrivalCurves) noteQueued(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, self crdt.ReplicaID, nowMs int64) {
+	others := func(m int64) uint64 {
+		q := snap.QueuedIn(m)
+		return q.Total - min(q.Of(self), q.Total)
+	}
+	m := queuedMark{at: nowMs, minute: snap.Minute, cur: others(snap.Minute), prev: others(snap.Minute - 1)}
+	keep := nowMs - ProofGrace*1000
+	if prev != nil {
+		q := prev.queued
+		i := sort.Search(len(q), func(i int) bool { return q[i].at >= keep })
+		q = q[max(i-1, 0):]
+		q = q[max(len(q)-maxQueuedMarks+1, 0):]
+		c.queued = make([]queuedMark, len(q), len(q)+1)
+		copy(c.queued, q)
+		f := prev.firsts
+		f = f[sort.Search(len(f), func(i int) bool { return f[i] >= keep }):]
+		c.firsts = append(c.firsts, f...)
+	}
+	c.queued = append(c.queued, m)
+	for _, at := range led.proofs.firstAnswers(nowMs) {
+		if at >= keep {
+			c.firsts = append(c.firsts, at)
+		}
+	}
+	slices.Sort(c.firsts)
+	c.noteProofs(prev, led, nowMs)
+}
+
+// queuedSince is the growth of the room's count of new visitors queued from
+// mark a to mark b (b the later).
+func queuedSince(a, b queuedMark) uint64 {
+	switch a.minute {
+	case b.minute:
+		return b.cur - min(a.cur, b.cur) + b.prev - min(a.prev, b.prev)
+	case b.minute - 1:
+		return b.prev - min(a.cur, b.prev) + b.cur
+	}
+	return b.cur
+}
+
+// unproved is the number of new visitors queued who have not come back
+// with their cookie yet and will: counted as new visitors queued, not yet
+// as waiting. The node knows when it gave its own first answers; another
+// node's counts reach this one a gossip delay after its first answers and
+// its proofs alike, so a first answer of theirs heard age ago is as far
+// from its proof as one of its own given age ago. Either is still to prove
+// with the chance that a proof takes longer than its age, which the node's
+// own proofs tell (proofLedger); of those, the share that prove at all
+// will.
+func (c *arrivalCurves) unproved() float64 {
+	if c == nil || len(c.queued) == 0 || c.proofRate == 0 {
+		return 0
+	}
+	now := c.queued[len(c.queued)-1].at
+	var n float64
+	for i := len(c.queued) - 1; i > 0; i-- {
+		a, b := c.queued[i-1], c.queued[i]
+		grew := queuedSince(a, b)
+		if grew == 0 {
+			continue
+		}
+		// Heard between the two looks: its age is taken from the middle.
+		age := now - (a.at+b.at)/2
+		n += float64(grew) * stillToProve(c.delays, age)
+	}
+	for _, at := range c.firsts {
+		n += stillToProve(c.delays, now-at)
+	}
+	return n * c.proofRate
+}
+
+// stillToProve is the share of proofs that take longer than age
+// milliseconds after their first answer, of the delays measured (sorted);
+// without any, proofs are taken to come ProofRefresh after.
+func stillToProve(delays []int32, age int64) float64 {
+	if len(delays) == 0 {
+		if age < ProofRefresh*1000 {
+			return 1
+		}
+		return 0
+	}
+	i := sort.Search(len(delays), func(i int) bool { return int64(delays[i]) > age })
+	return float64(len(delays)-i) / float64(len(delays))
+}

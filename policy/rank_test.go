@@ -1,0 +1,355 @@
+package policy_test
+
+import (
+	"cmp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+	"github.com/waitroom/waitroom/policy"
+)
+
+// line is a room of one node whose one slot is taken, and new visitors who
+// come to it and prove ProofRefresh later, as browsers do, each request
+// counted as the node counts it (policy.Decision.Count). Its chain steps
+// every quarter of a second over the counts those visitors leave.
+type line struct {
+	room   policy.Room
+	start  time.Time // a minute boundary
+	came   []time.Duration
+	chain  policy.Chain
+	now    time.Duration
+	done   int // requests counted, of the first answers and proofs in time order
+	queued uint64
+	joined int64
+}
+
+func newLine(t *testing.T) *line {
+	return &line{
+		room:  policy.Room{TotalActiveUsers: 1, NewUsersPerMinute: 1, Nodes: 1},
+		start: at(t, "2026-11-21T12:00:00Z"),
+		chain: policy.NewChain(nairobi, policy.Continuous),
+	}
+}
+
+// requests are the visitors' first answers and proofs, in time order: when,
+// and whether a proof.
+func (l *line) requests() []struct {
+	at    time.Duration
+	proof bool
+} {
+	var out []struct {
+		at    time.Duration
+		proof bool
+	}
+	for _, c := range l.came {
+		out = append(out, struct {
+			at    time.Duration
+			proof bool
+		}{c, false}, struct {
+			at    time.Duration
+			proof bool
+		}{c + policy.ProofRefresh*time.Second, true})
+	}
+	slices.SortStableFunc(out, func(a, b struct {
+		at    time.Duration
+		proof bool
+	}) int {
+		return cmp.Compare(a.at, b.at)
+	})
+	return out
+}
+
+// snap is what the ring counts at d: the visitor let in, the first answers
+// and the proofs counted so far.
+func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
+	now := l.start.Add(d)
+	m := minuteOf(now)
+	w := world{now: now, active: 1, admitted: map[int64]perNode{m: {nairobi: 1}}, queued: map[int64]perNode{m: {nairobi: l.queued}}}
+	if l.joined > 0 {
+		w.waiting = []crdt.BucketCount{{Bucket: m, N: l.joined}}
+	}
+	s := w.snap()
+	if l.joined > 0 {
+		s.Arrived = []crdt.SlotCount{{Second: m * 60, N: l.joined}}
+	}
+	return s
+}
+
+// until steps the chain up to d, counting the requests made by then on the
+// allocation of their time, and returns the allocation of d.
+func (l *line) until(d time.Duration) *policy.Allocation {
+	reqs := l.requests()
+	m := minuteOf(l.start)
+	for ; l.now <= d; l.now += 250 * time.Millisecond {
+		_, l.chain = l.chain.Allocate(l.room, l.snap(l.now), l.start.Add(l.now))
+		for ; l.done < len(reqs) && reqs[l.done].at < l.now+250*time.Millisecond; l.done++ {
+			r := reqs[l.done]
+			when := l.start.Add(r.at)
+			q := policy.Request{Fresh: true, Before: policy.NewCounting(when), At: when}
+			if r.proof {
+				came := when.Add(-policy.ProofRefresh * time.Second)
+				q = policy.Request{Before: policy.Counting{Bucket: m, Arrived: uint16(came.Sub(l.start) / (100 * time.Millisecond)),
+					LastCheckIn: came.Unix(), RefreshInterval: policy.ProofRefresh}, At: when}
+				l.joined++
+			} else {
+				l.queued++
+			}
+			d := policy.Decision{Request: q, Outcome: policy.Queue}
+			d.Count(nil, l.chain.Last(), l.room, "shop", func() float64 { return 0.5 })
+		}
+	}
+	return l.chain.Last()
+}
+
+// place is the place in line shown to the visitor who came at came, at d:
+// on its first answer (first) or later.
+func (l *line) place(came, d time.Duration, first bool) int64 {
+	a := l.until(d)
+	e := a.EstimateAt(minuteOf(l.start), uint16(came/(100*time.Millisecond)))
+	if first {
+		e = e.ForNewVisitor()
+	}
+	if !e.PositionKnown {
+		return -1
+	}
+	return e.Position
+}
+
+func TestAPlaceInLineCountsNeitherTheVisitorNorThoseAfterIt(t *testing.T) {
+	s := time.Second
+	a, b := 10*s, 11*s // two visitors, a second apart, in one arrival slot
+	l := newLine(t)
+	l.came = []time.Duration{a, b}
+	tests := []struct {
+		name  string
+		who   time.Duration
+		at    time.Duration
+		first bool
+		want  int64
+	}{
+		{"the first, alone in line, is told 0 on its first answer", a, a, true, 0},
+		{"the second's first answer counts the first, who has not proved yet", b, b, true, 1},
+		{"the first is told 0 at its proof", a, a + 2*s, false, 0},
+		{"the second is told 1 at its proof", b, b + 2*s, false, 1},
+		{"the first is told 0 at its next check-in, with both counted", a, a + 22*s, false, 0},
+		{"the second is told 1 at its next check-in", b, b + 22*s, false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := l.place(tt.who, tt.at, tt.first); got != tt.want {
+				t.Errorf("told %d ahead, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestVisitorsOfOneTenthOfASecondArePlacedInTheirMiddle: a token keeps
+// when its visitor came to the tenth of a second, so the order of three
+// who came within one tenth cannot be told. Each is told the middle of
+// them (truly 0, 1 and 2 ahead: each told 1), never all the first place;
+// one who came before them is still told 0, and one after them 4.
+func TestVisitorsOfOneTenthOfASecondArePlacedInTheirMiddle(t *testing.T) {
+	s, tenth := time.Second, 100*time.Millisecond
+	l := newLine(t)
+	l.came = []time.Duration{5 * s, 10*s + tenth, 10*s + tenth + tenth/4, 10*s + tenth + tenth/2, 12 * s}
+	tests := []struct {
+		name string
+		who  time.Duration
+		want int64
+	}{
+		{"the one who came before them is told 0", l.came[0], 0},
+		{"each of the three of one tenth is told the middle of them", l.came[2], 2},
+		{"the one who came after them is told 4", l.came[4], 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := l.place(tt.who, 40*s, false); got != tt.want {
+				t.Errorf("told %d ahead, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAFirstAnswerCountsThoseStillToProveAtTheShareThatDo(t *testing.T) {
+	s := time.Second
+	l := newLine(t)
+	room, m := l.room, minuteOf(l.start)
+	// Ten new visitors, one a second; every other one proves 2.2 s after
+	// its first answer, the others keep no cookie. Then, at 30 s, four
+	// more within a second.
+	var first, proofs []time.Duration
+	for i := range 10 {
+		first = append(first, time.Duration(i+1)*s)
+		if i%2 == 0 {
+			proofs = append(proofs, time.Duration(i+1)*s+2200*time.Millisecond)
+		}
+	}
+	for i := range 4 {
+		first = append(first, 30*s+time.Duration(i)*250*time.Millisecond)
+	}
+	count := func(a *policy.Allocation, at time.Duration, proof bool) {
+		when := l.start.Add(at)
+		q := policy.Request{Fresh: true, Before: policy.NewCounting(when), At: when}
+		if proof {
+			came := when.Add(-2200 * time.Millisecond)
+			q = policy.Request{Before: policy.Counting{Bucket: m, Arrived: uint16(came.Sub(l.start) / (100 * time.Millisecond)), LastCheckIn: came.Unix(), RefreshInterval: policy.ProofRefresh}, At: when}
+		}
+		d := policy.Decision{Request: q, Outcome: policy.Queue}
+		d.Count(nil, a, room, "shop", func() float64 { return 0.5 })
+	}
+	l.came = nil // the snapshot below counts what the ring would
+	snapAt := func(d time.Duration) *crdt.RoomSnapshot {
+		now := l.start.Add(d)
+		var queued uint64
+		var proved int64
+		for _, f := range first {
+			if f < d {
+				queued++
+			}
+		}
+		for _, p := range proofs {
+			if p < d {
+				proved++
+			}
+		}
+		w := world{now: now, active: 1, admitted: map[int64]perNode{m: {nairobi: 1}}, queued: map[int64]perNode{m: {nairobi: queued}}}
+		w.waiting = []crdt.BucketCount{{Bucket: m, N: proved}}
+		snap := w.snap()
+		snap.Arrived = []crdt.SlotCount{{Second: m * 60, N: proved}}
+		return snap
+	}
+	fi, pi := 0, 0
+	var a *policy.Allocation
+	end := 31 * s
+	for d := time.Duration(0); d <= end; d += 250 * time.Millisecond {
+		a, l.chain = l.chain.Allocate(room, snapAt(d), l.start.Add(d))
+		for ; fi < len(first) && first[fi] <= d; fi++ {
+			count(a, first[fi], false)
+		}
+		for ; pi < len(proofs) && proofs[pi] <= d; pi++ {
+			count(a, proofs[pi], true)
+		}
+	}
+	e := a.EstimateAt(m, 310).ForNewVisitor()
+	// The five who proved wait; of the four first answers of the last
+	// second, half will prove.
+	if e.Position != 5+2 {
+		t.Errorf("a new visitor is told %d ahead, want 7: the 5 counted and half of the 4 still to prove", e.Position)
+	}
+}
+
+func TestTheFirstToComeOfAQueueAreLetInFirst(t *testing.T) {
+	s := time.Second
+	l := newLine(t)
+	// One slot free: two may be active and one is. Five visitors queue
+	// in the current minute, half a second apart, and are counted.
+	l.room.TotalActiveUsers, l.room.NewUsersPerMinute = 2, 10
+	for i := range 5 {
+		l.came = append(l.came, 10*s+time.Duration(i)*s/2)
+	}
+	a := l.until(20 * s)
+	m := minuteOf(l.start)
+	visitor := func(came time.Duration) policy.Visitor {
+		return policy.Visitor{Bucket: m, Queued: true, Arrived: uint16(came / (100 * time.Millisecond))}
+	}
+	tests := []struct {
+		name string
+		v    policy.Visitor
+		want policy.Outcome
+	}{
+		{"the last to come waits", visitor(l.came[4]), policy.Queue},
+		{"the second waits", visitor(l.came[1]), policy.Queue},
+		{"a new visitor waits behind them", policy.Visitor{Bucket: m, Arrived: 200}, policy.Queue},
+		{"the first to come takes the slot", visitor(l.came[0]), policy.Admit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := a.Decide(tt.v, nil); got != tt.want {
+				t.Errorf("%v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestASlotTheFirstInLineCannotTakeHereGoesToThisNodesFirst: a room of
+// three nodes with one slot free, which this node's share of the traffic
+// makes all its own. The first in line came six seconds earlier at another
+// node, which has no slot to give; this node's own two visitors come after
+// it. The slot goes to the first of this node's own, not to nobody, and
+// once that one is in, to the next.
+func TestASlotTheFirstInLineCannotTakeHereGoesToThisNodesFirst(t *testing.T) {
+	s := time.Second
+	start := at(t, "2026-11-21T12:00:00Z")
+	m := minuteOf(start)
+	room := policy.Room{TotalActiveUsers: 2, NewUsersPerMinute: 10, Nodes: 3}
+	elsewhere := 4 * s                         // the first in line, at dublin
+	heard := elsewhere + 2200*time.Millisecond // its proof, and a gossip delay
+	own := []time.Duration{10 * s, 11 * s}     // this node's, in line behind it
+	tenths := func(d time.Duration) uint16 { return uint16(d / (100 * time.Millisecond)) }
+	chain := policy.NewChain(nairobi, policy.Continuous)
+	active := int64(1)
+	var queued uint64
+	var proved int64
+	snap := func(d time.Duration) *crdt.RoomSnapshot {
+		n := proved
+		if d >= heard {
+			n++
+		}
+		w := world{now: start.Add(d), active: active,
+			arrivals: map[int64]perNode{m: {nairobi: 30}},
+			admitted: map[int64]perNode{m: {nairobi: 1}},
+			queued:   map[int64]perNode{m: {nairobi: queued, dublin: 1}}}
+		w.waiting = []crdt.BucketCount{{Bucket: m, N: n}}
+		sn := w.snap()
+		if n > 0 {
+			sn.Arrived = []crdt.SlotCount{{Second: m * 60, N: n}}
+		}
+		return sn
+	}
+	count := func(a *policy.Allocation, q policy.Request, o policy.Outcome) {
+		d := policy.Decision{Request: q, Outcome: o}
+		d.Count(nil, a, room, "shop", func() float64 { return 0.5 })
+	}
+	counting := func(came time.Duration) policy.Counting {
+		when := start.Add(came)
+		return policy.Counting{Bucket: m, Arrived: tenths(came), LastCheckIn: when.Unix(), RefreshInterval: policy.ProofRefresh}
+	}
+	var a *policy.Allocation
+	step := func(from, to time.Duration) {
+		for d := from; d <= to; d += 250 * time.Millisecond {
+			a, chain = chain.Allocate(room, snap(d), start.Add(d))
+			for _, c := range own {
+				switch {
+				case c >= d && c < d+250*time.Millisecond:
+					when := start.Add(c)
+					count(a, policy.Request{Fresh: true, Before: policy.NewCounting(when), At: when}, policy.Queue)
+					queued++
+				case c+policy.ProofRefresh*s >= d && c+policy.ProofRefresh*s < d+250*time.Millisecond:
+					count(a, policy.Request{Before: counting(c), At: start.Add(c + policy.ProofRefresh*s)}, policy.Queue)
+					proved++
+				}
+			}
+		}
+	}
+	step(0, 20*s)
+	visitor := func(came time.Duration) policy.Visitor {
+		return policy.Visitor{Bucket: m, Queued: true, Arrived: tenths(came)}
+	}
+	if got := a.Decide(visitor(own[1]), nil); got != policy.Queue {
+		t.Errorf("this node's second, with its first still waiting: %v, want queue", got)
+	}
+	if got := a.Decide(visitor(own[0]), nil); got != policy.Admit {
+		t.Fatalf("this node's first, behind another node's visitor who cannot take the slot there: %v, want admit", got)
+	}
+	// The first is let in; a session ends, and the slot is free again.
+	checked := counting(own[0])
+	checked.Counted, checked.RefreshInterval = m, 20
+	count(a, policy.Request{Before: checked, At: start.Add(20 * s)}, policy.Admit)
+	proved--
+	step(20*s+250*time.Millisecond, 21*s)
+	if got := a.Decide(visitor(own[1]), nil); got != policy.Admit {
+		t.Errorf("this node's second, once its first is in: %v, want admit", got)
+	}
+}

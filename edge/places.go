@@ -1,9 +1,6 @@
 package edge
 
-import (
-	"github.com/waitroom/waitroom/edge/datadir"
-	"github.com/waitroom/waitroom/policy"
-)
+import "github.com/waitroom/waitroom/policy"
 
 // Places across a restart: the ring's state, saved in the data directory,
 // holds how many visitors joined each arrival slot, not in what order; the
@@ -26,10 +23,10 @@ func (s *Server) resumeChain(name string) policy.Chain {
 	return c
 }
 
-// SavePlaces is the data directory's places file: each room's order inside
-// its arrival slots as its latest allocation knows it, and the places taken
-// back for a room that has not allocated yet.
-func (s *Server) SavePlaces() ([]byte, error) {
+// Places are the rooms' places to save in the data directory, by room:
+// each room's order inside its arrival slots as its latest allocation knows
+// it, and the places taken back for a room that has not allocated yet.
+func (s *Server) Places() map[string][]byte {
 	rooms := map[string][]byte{}
 	s.placesMu.Lock()
 	for name, b := range s.places {
@@ -43,5 +40,5 @@ func (s *Server) SavePlaces() ([]byte, error) {
 			}
 		}
 	}
-	return datadir.EncodePlaces(rooms), nil
+	return rooms
 }

@@ -166,7 +166,8 @@ func (a *Agent) startSaving(d *dataDir) {
 		},
 	})
 	var lastPlacesErr string
-	d.placesSaver = datadir.NewSaver(d.dir, datadir.PlacesFile, a.Server.SavePlaces, datadir.SaverOptions{
+	places := func() ([]byte, error) { return datadir.EncodePlaces(a.Server.Places()), nil }
+	d.placesSaver = datadir.NewSaver(d.dir, datadir.PlacesFile, places, datadir.SaverOptions{
 		Report: func(_ int, _ time.Duration, err error) {
 			if err != nil {
 				d.metrics.writes.WithLabelValues("error").Inc()

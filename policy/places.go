@@ -121,18 +121,13 @@ func (r *placesReader) fail(what string) {
 	}
 }
 
-func (r *placesReader) varint(what string) int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail(what)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *placesReader) varint(what string) int64 { return readVarint(r, what, binary.Varint) }
 
-func (r *placesReader) uvarint(what string) uint64 {
-	v, n := binary.Uvarint(r.b)
+func (r *placesReader) uvarint(what string) uint64 { return readVarint(r, what, binary.Uvarint) }
+
+// readVarint reads one value with dec (binary.Varint or binary.Uvarint).
+func readVarint[T int64 | uint64](r *placesReader, what string, dec func([]byte) (T, int)) T {
+	v, n := dec(r.b)
 	if n <= 0 {
 		r.fail(what)
 		return 0

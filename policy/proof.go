@@ -52,20 +52,30 @@ const maxOwnJoins = 1 << 14
 // noteJoin notes one of the node's own visitors who joined the slot of unix
 // second slot, having come ms into it, counted at unix millisecond at.
 func (p *proofLedger) noteJoin(slot int64, ms int32, at int64) {
-	p.mu.Lock()
-	if len(p.own) < maxOwnJoins {
-		p.own = append(p.own, ownJoin{slot: slot, ms: ms, at: at})
-	}
-	p.mu.Unlock()
+	p.note(&p.own, ownJoin{slot: slot, ms: ms, at: at})
 }
 
 // joined takes the joins counted by unix millisecond now, which the
 // snapshot of now counts, leaving the later ones for the next allocation.
-func (p *proofLedger) joined(now int64) []ownJoin {
+func (p *proofLedger) joined(now int64) []ownJoin { return p.take(&p.own, now) }
+
+// note appends o to the list xs under the ledger's lock, up to
+// maxOwnJoins: more between two allocations are dropped, not kept without
+// bound.
+func (p *proofLedger) note(xs *[]ownJoin, o ownJoin) {
+	p.mu.Lock()
+	if len(*xs) < maxOwnJoins {
+		*xs = append(*xs, o)
+	}
+	p.mu.Unlock()
+}
+
+// take takes from the list xs those noted by unix millisecond now.
+func (p *proofLedger) take(xs *[]ownJoin, now int64) []ownJoin {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []ownJoin
-	out, p.own = takeUntil(p.own, now, func(o ownJoin) int64 { return o.at })
+	out, *xs = takeUntil(*xs, now, func(o ownJoin) int64 { return o.at })
 	return out
 }
 
@@ -85,22 +95,12 @@ func takeUntil[T any](xs []T, now int64, at func(T) int64) (taken, later []T) {
 // noteLeft notes one of the node's visitors let in out of the line of the
 // slot of unix second slot, having come ms into it, at unix millisecond at.
 func (p *proofLedger) noteLeft(slot int64, ms int32, at int64) {
-	p.mu.Lock()
-	if len(p.left) < maxOwnJoins {
-		p.left = append(p.left, ownJoin{slot: slot, ms: ms, at: at})
-	}
-	p.mu.Unlock()
+	p.note(&p.left, ownJoin{slot: slot, ms: ms, at: at})
 }
 
 // letIn takes the visitors let in out of a slot's line by unix millisecond
 // now, leaving the later ones for the next allocation.
-func (p *proofLedger) letIn(now int64) []ownJoin {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []ownJoin
-	out, p.left = takeUntil(p.left, now, func(o ownJoin) int64 { return o.at })
-	return out
-}
+func (p *proofLedger) letIn(now int64) []ownJoin { return p.take(&p.left, now) }
 
 // noteFirst counts a first answer that queued a new visitor, at unix
 // millisecond at.

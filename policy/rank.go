@@ -178,14 +178,10 @@ func insertSorted(xs []int32, ms int32) []int32 {
 // not let in by the node. ok is false where the node does not follow the
 // slot.
 func (c *arrivalCurves) ownAhead(start int64, ms int32) (n int, ok bool) {
-	if c == nil {
+	cv := c.slot(start)
+	if cv == nil {
 		return 0, false
 	}
-	j := sort.Search(len(c.slots), func(j int) bool { return c.slots[j].start >= start })
-	if j == len(c.slots) || c.slots[j].start != start {
-		return 0, false
-	}
-	cv := &c.slots[j]
 	before := func(xs []int32) int { return sort.Search(len(xs), func(i int) bool { return xs[i] >= ms }) }
 	return max(before(cv.own)-before(cv.gone), 0), true
 }
@@ -214,11 +210,21 @@ func (cv *slotCurve) grow(n, at int32) {
 // follows reports whether the node saw the slot that begins at start fill
 // from its first visitor on.
 func (c *arrivalCurves) follows(start int64) bool {
+	cv := c.slot(start)
+	return cv != nil && !cv.partial
+}
+
+// slot is the curve of the slot that begins at start, nil where the node
+// does not follow it.
+func (c *arrivalCurves) slot(start int64) *slotCurve {
 	if c == nil {
-		return false
+		return nil
 	}
 	j := sort.Search(len(c.slots), func(j int) bool { return c.slots[j].start >= start })
-	return j < len(c.slots) && c.slots[j].start == start && !c.slots[j].partial
+	if j == len(c.slots) || c.slots[j].start != start {
+		return nil
+	}
+	return &c.slots[j]
 }
 
 // joinedBefore is how many visitors of the slot that begins at start came
@@ -227,14 +233,10 @@ func (c *arrivalCurves) follows(start int64) bool {
 // milliseconds later. ok is false where the node did not see them come: a
 // chain that began after, or a slot it never followed.
 func (c *arrivalCurves) joinedBefore(start int64, ms int32, self bool, shift int32) (n float64, ok bool) {
-	if c == nil {
+	cv := c.slot(start)
+	if cv == nil {
 		return 0, false
 	}
-	j := sort.Search(len(c.slots), func(j int) bool { return c.slots[j].start >= start })
-	if j == len(c.slots) || c.slots[j].start != start {
-		return 0, false
-	}
-	cv := &c.slots[j]
 	own := sort.Search(len(cv.own), func(i int) bool { return cv.own[i] >= ms })
 	ahead := float64(own)
 	if tied := sort.Search(len(cv.own), func(i int) bool { return cv.own[i] > ms }) - own; tied > 0 {

@@ -139,52 +139,49 @@ func (a *Agent) startSaving(d *dataDir) {
 	for _, reason := range d.setAside {
 		d.metrics.setAside.WithLabelValues(reason).Inc()
 	}
-	var lastErr string
+	guard := func(fn func()) {
+		defer a.Recover(panicDataDir)
+		fn()
+	}
 	d.saver = datadir.NewSaver(d.dir, stateFile, a.Node().Save, datadir.SaverOptions{
-		Report: func(size int, took time.Duration, err error) {
-			if err != nil {
-				d.metrics.writes.WithLabelValues("error").Inc()
-				// One line per kind of failure, not one a second.
-				if err.Error() != lastErr {
-					lastErr = err.Error()
-					a.log.Error().Err(err).Str("data_dir", d.dir.Path()).Msg("data directory: the state cannot be saved; the node goes on serving, and a restart would lose what changed since the last save")
-				}
-				return
-			}
-			if lastErr != "" {
-				lastErr = ""
-				a.log.Info().Str("data_dir", d.dir.Path()).Msg("data directory: saving again")
-			}
-			d.metrics.writes.WithLabelValues("ok").Inc()
-			d.metrics.bytes.Set(float64(size))
-			d.metrics.seconds.Set(took.Seconds())
-			d.metrics.last.Set(float64(a.clock().Unix()))
-		},
-		Guard: func(fn func()) {
-			defer a.Recover(panicDataDir)
-			fn()
-		},
+		Report: d.saveReport(a, "data directory: the state cannot be saved; the node goes on serving, and a restart would lose what changed since the last save",
+			func(size int, took time.Duration) {
+				d.metrics.bytes.Set(float64(size))
+				d.metrics.seconds.Set(took.Seconds())
+				d.metrics.last.Set(float64(a.clock().Unix()))
+			}),
+		Guard: guard,
 	})
-	var lastPlacesErr string
 	places := func() ([]byte, error) { return datadir.EncodePlaces(a.Server.Places()), nil }
 	d.placesSaver = datadir.NewSaver(d.dir, datadir.PlacesFile, places, datadir.SaverOptions{
-		Report: func(_ int, _ time.Duration, err error) {
-			if err != nil {
-				d.metrics.writes.WithLabelValues("error").Inc()
-				if err.Error() != lastPlacesErr {
-					lastPlacesErr = err.Error()
-					a.log.Error().Err(err).Str("data_dir", d.dir.Path()).Msg("data directory: the places in line cannot be saved; a restart would place visitors by their slots' shares")
-				}
-				return
-			}
-			lastPlacesErr = ""
-			d.metrics.writes.WithLabelValues("ok").Inc()
-		},
-		Guard: func(fn func()) {
-			defer a.Recover(panicDataDir)
-			fn()
-		},
+		Report: d.saveReport(a, "data directory: the places in line cannot be saved; a restart would place visitors by their slots' shares", nil),
+		Guard:  guard,
 	})
+}
+
+// saveReport is a saver's report of its writes: each counted, one log
+// line (failed) per kind of failure rather than one a second, and one when
+// the saves work again; ok is told of each good write.
+func (d *dataDir) saveReport(a *Agent, failed string, ok func(size int, took time.Duration)) func(int, time.Duration, error) {
+	var lastErr string
+	return func(size int, took time.Duration, err error) {
+		if err != nil {
+			d.metrics.writes.WithLabelValues("error").Inc()
+			if err.Error() != lastErr {
+				lastErr = err.Error()
+				a.log.Error().Err(err).Str("data_dir", d.dir.Path()).Msg(failed)
+			}
+			return
+		}
+		if lastErr != "" {
+			lastErr = ""
+			a.log.Info().Str("data_dir", d.dir.Path()).Msg("data directory: saving again")
+		}
+		d.metrics.writes.WithLabelValues("ok").Inc()
+		if ok != nil {
+			ok(size, took)
+		}
+	}
 }
 
 // stopSaving saves the state a last time, at a graceful stop.

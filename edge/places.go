@@ -25,12 +25,15 @@ func (s *Server) resumeChain(name string) policy.Chain {
 
 // Places are the rooms' places to save in the data directory, by room:
 // each room's order inside its arrival slots as its latest allocation knows
-// it, and the places taken back for a room that has not allocated yet.
+// it, and the places taken back for a room in force that has not
+// allocated yet.
 func (s *Server) Places() map[string][]byte {
 	rooms := map[string][]byte{}
 	s.placesMu.Lock()
 	for name, b := range s.places {
-		rooms[name] = b
+		if s.room(name) != nil { // a room deleted meanwhile keeps nothing
+			rooms[name] = b
+		}
 	}
 	s.placesMu.Unlock()
 	for _, rm := range s.rooms() {

@@ -291,7 +291,8 @@ again:
 		sh.Unlock()
 		if hold.wait(rq, a) {
 			if rq.fresh {
-				rq.arrive()
+				rq.before = policy.HeldArrival(hold.first(), rq.now)
+				visitors.SetCounting(&rq.tok, rq.before)
 			}
 			goto again
 		}

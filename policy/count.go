@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/waitroom/waitroom/crdt"
+import (
+	"time"
+
+	"github.com/waitroom/waitroom/crdt"
+)
 
 // The counter rule: what one request moves in a room's replicated counters.
 // It is the only place that says so. The edge calls it for every counted
@@ -411,13 +415,20 @@ func (k *counter) revoke(ev Event) {
 	c.Counted = 0
 }
 
+// heldSeconds is how many seconds before its decision a new visitor's
+// arrival may be dated: a hold lasts MaxHold at most, and its start and
+// end may fall in different seconds.
+const heldSeconds = uint16(MaxHold/time.Second) + 1
+
 // decided counts a request Decide decided on, by its outcome. Bypass (a
 // suspended room) is uncounted and leaves the state as it was.
 func (k *counter) decided(ev Event) {
 	if ev.Fresh {
 		arrived := arrivedAt(k.nowMin, k.now*1000)
-		if k.c.Bucket == k.nowMin && k.c.Arrived/10 == arrived/10 {
-			arrived = k.c.Arrived // the caller's tenths of the same second
+		if k.c.Bucket == k.nowMin && k.c.Arrived/10 <= arrived/10 && arrived/10-k.c.Arrived/10 <= heldSeconds {
+			// The caller's tenths of the same second, or of its first
+			// request before a hold (HeldArrival).
+			arrived = k.c.Arrived
 		}
 		k.c = Counting{Bucket: k.nowMin, Arrived: arrived}
 		k.waiting, k.seen = false, true

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -429,13 +430,43 @@ func TestCountArrivalOrder(t *testing.T) {
 	}{
 		{"a first request without the caller's tenths arrives at its whole second", policy.Counting{}, 100},
 		{"a first request keeps the caller's tenths of the same second", policy.Counting{Bucket: m, Arrived: 107}, 107},
-		{"the caller's tenths of another second are not taken", policy.Counting{Bucket: m, Arrived: 420}, 100},
+		{"a later second's tenths are not taken", policy.Counting{Bucket: m, Arrived: 420}, 100},
+		{"a first request held for an allocation keeps its arrival of the second before", policy.Counting{Bucket: m, Arrived: 93}, 93},
+		{"and of two seconds before, a hold that crossed a second's turn", policy.Counting{Bucket: m, Arrived: 81}, 81},
+		{"an arrival three seconds before is no hold's: the request's second", policy.Counting{Bucket: m, Arrived: 75}, 100},
+		{"an arrival of the minute before is not taken", policy.Counting{Bucket: m - 1, Arrived: 599}, 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, c := policy.Count(nil, five, "shop", tt.before, fresh)
 			if c.Arrived != tt.want || c.Bucket != m {
 				t.Errorf("bucket %d, arrived %d; want %d and %d", c.Bucket-m, c.Arrived, 0, tt.want)
+			}
+		})
+	}
+}
+
+func TestAHeldNewVisitorKeepsItsFirstRequestsArrival(t *testing.T) {
+	start := time.Unix(countNow-countNow%60, 0) // a minute's turn
+	tests := []struct {
+		name      string
+		first     time.Duration // into the minute
+		held      time.Duration
+		wantFirst bool
+	}{
+		{"held within a second, it arrived at its first request", 10*time.Second + 200*time.Millisecond, 500 * time.Millisecond, true},
+		{"held across a second's turn, it arrived at its first request", 10*time.Second + 800*time.Millisecond, 700 * time.Millisecond, true},
+		{"held across the minute's turn, it arrived in the new minute", 59*time.Second + 700*time.Millisecond, 600 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first, now := start.Add(tt.first), start.Add(tt.first+tt.held)
+			want := policy.NewCounting(now)
+			if tt.wantFirst {
+				want = policy.NewCounting(first)
+			}
+			if got := policy.HeldArrival(first, now); got != want {
+				t.Errorf("%+v, want %+v", got, want)
 			}
 		})
 	}

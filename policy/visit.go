@@ -26,6 +26,23 @@ func NewCounting(at time.Time) Counting {
 	return Counting{Bucket: bucket, Arrived: arrivedAt(bucket, at.UnixMilli())}
 }
 
+// HeldArrival is the counting of a new visitor whose first request, made
+// at first, is decided at now after being held for an allocation (see
+// Allocation.Held): it keeps the arrival of that request, so that the hold
+// does not put it behind those who came while it was held. Dated by its
+// wake instead, five visitors of a flood held for one allocation came out
+// as arrived in the same tenth of a second, half a second after the first
+// of them, and another node's visitor of that half second ahead of them.
+// Across a minute's turn it is dated by now: the new minute's bucket is the
+// one it joins (an older one may be reserved in full already).
+func HeldArrival(first, now time.Time) Counting {
+	c := NewCounting(first)
+	if now.Before(first) || c.Bucket != floorMinute(now.Unix()) {
+		return NewCounting(now)
+	}
+	return c
+}
+
 // arrivedAt is Counting.Arrived for a visitor given bucket at unix
 // millisecond ms: its offset into the bucket's minute in tenths of a
 // second, held to the minute.

@@ -1167,6 +1167,9 @@ func (r *run) decide(i int, n *node, fresh bool, now time.Time) (tok policy.Coun
 	tok = v.tok
 	if fresh {
 		tok = policy.NewCounting(now)
+		if v.held {
+			tok = policy.HeldArrival(v.heldSince, now)
+		}
 	}
 	if !v.held {
 		r.counts.Attempts++

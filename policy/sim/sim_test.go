@@ -54,10 +54,13 @@ type short struct {
 //   - Peak active with one-minute sessions and floods: the room counts a
 //     session to the end of its minute bucket, not to its real expiry.
 var shorts = []short{
+	// step-10x's estimates: 65.7 % within ±20 % since a new visitor held
+	// for an allocation keeps its first request's arrival (67.3 % when it
+	// was dated by its wake, which tied a flood's held visitors).
 	{name: "step-10x", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(2 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFirstQueue: 0.55, sim.GoalEstimate: 0.66}},
+	}, limits: map[string]float64{sim.GoalFirstQueue: 0.55, sim.GoalEstimate: 0.65}},
 	{name: "steady-uniform", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)

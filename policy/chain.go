@@ -52,7 +52,8 @@ func (c Chain) Last() *Allocation { return c.last }
 // When the ring's time stepped back since the last allocation (by the
 // node's first clock correction after it joined, or as the peer that made
 // the median left), the ledger is dated in a time that has not come yet,
-// so the chain starts afresh with Allocate.
+// so the chain starts afresh, keeping only the order inside the arrival
+// slots.
 func (c Chain) Allocate(room Room, snap *crdt.RoomSnapshot, now time.Time) (*Allocation, Chain) {
 	var a *Allocation
 	switch {
@@ -60,7 +61,11 @@ func (c Chain) Allocate(room Room, snap *crdt.RoomSnapshot, now time.Time) (*All
 		a = build(nil, room, snap, now, maker{c.self, c.strategy, c.resume.resumed(now)})
 		c.resume = nil
 	case c.at.After(now):
-		a = Allocate(room, snap, c.self, now, c.strategy)
+		// The order inside the arrival slots is dated by the slots, not
+		// by the ledger: it carries on. Started afresh, a ring restarted
+		// whole placed its visitors by their slots' shares after the
+		// first clock correction stepped its time back.
+		a = build(nil, room, snap, now, maker{c.self, c.strategy, c.last.arr.resumed(now)})
 	default:
 		a = c.last.Next(room, snap, now)
 	}

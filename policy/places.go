@@ -238,12 +238,25 @@ func decodePlaces(b []byte) (*arrivalCurves, error) {
 	return c, nil
 }
 
-// resumedCurves is the curves a chain that starts again begins from: the
-// saved ones, whatever their age (noteArrivals drops the slots whose
-// buckets no longer wait), looked at last when they were saved.
+// maxResumeAhead is how far ahead of now the curves a chain starts again
+// from may have been looked at last: a clock correction steps the ring's
+// time back by milliseconds, or by seconds while it converges.
+const maxResumeAhead = time.Minute
+
+// resumed is the curves a chain that starts again begins from: the saved
+// ones, or the chain's own when the ring's time stepped back, whatever their
+// age (noteArrivals drops the slots whose buckets no longer wait), looked at
+// last when they were saved, or now if that is later. Curves looked at more
+// than maxResumeAhead ahead of now are not this ring's time.
 func (c *arrivalCurves) resumed(now time.Time) *arrivalCurves {
-	if c == nil || c.lastLook > now.UnixMilli() {
-		return nil // saved in a time that has not come: not this ring's
+	ms := now.UnixMilli()
+	if c == nil || c.lastLook > ms+maxResumeAhead.Milliseconds() {
+		return nil
+	}
+	if c.lastLook > ms {
+		cp := *c // an allocation's curves are never changed
+		cp.lastLook = ms
+		return &cp
 	}
 	return c
 }

@@ -161,3 +161,17 @@ func FuzzResumeChain(f *testing.F) {
 		}
 	})
 }
+
+func TestAClockStepBackKeepsThePlaces(t *testing.T) {
+	s := time.Second
+	l := newLine(t)
+	// Three who came early in their slot: its share would tell the third 0.
+	l.came = []time.Duration{2 * s, 2*s + 300*time.Millisecond, 2*s + 600*time.Millisecond}
+	before := l.place(l.came[2], 40*s, false)
+	// The ring's time steps back by 300 ms, as a node's first clock
+	// correction after it joins may: the chain starts afresh.
+	_, l.chain = l.chain.Allocate(l.room, l.snap(l.now-300*time.Millisecond), l.start.Add(l.now-300*time.Millisecond))
+	if got := l.place(l.came[2], 41*s, false); got != before || before != 2 {
+		t.Errorf("the third told %d ahead after the step, %d before; want 2 both times", got, before)
+	}
+}

@@ -166,7 +166,7 @@ func (cv *slotCurve) addOwn(ms int32) { cv.own = insertSorted(cv.own, ms) }
 // insertSorted is xs, sorted, with ms in its place: a new slice, as
 // allocations along the chain may hold xs.
 func insertSorted(xs []int32, ms int32) []int32 {
-	i := sort.Search(len(xs), func(i int) bool { return xs[i] > ms })
+	i := countBefore(xs, ms+1)
 	out := make([]int32, 0, len(xs)+1)
 	out = append(out, xs[:i]...)
 	out = append(out, ms)
@@ -182,8 +182,12 @@ func (c *arrivalCurves) ownAhead(start int64, ms int32) (n int, ok bool) {
 	if cv == nil {
 		return 0, false
 	}
-	before := func(xs []int32) int { return sort.Search(len(xs), func(i int) bool { return xs[i] >= ms }) }
-	return max(before(cv.own)-before(cv.gone), 0), true
+	return max(countBefore(cv.own, ms)-countBefore(cv.gone, ms), 0), true
+}
+
+// countBefore is how many of xs, sorted, are below ms.
+func countBefore(xs []int32, ms int32) int {
+	return sort.Search(len(xs), func(i int) bool { return xs[i] >= ms })
 }
 
 // grow notes the slot's count n at a look at at.
@@ -237,9 +241,9 @@ func (c *arrivalCurves) joinedBefore(start int64, ms int32, self bool, shift int
 	if cv == nil {
 		return 0, false
 	}
-	own := sort.Search(len(cv.own), func(i int) bool { return cv.own[i] >= ms })
+	own := countBefore(cv.own, ms)
 	ahead := float64(own)
-	if tied := sort.Search(len(cv.own), func(i int) bool { return cv.own[i] > ms }) - own; tied > 0 {
+	if tied := countBefore(cv.own, ms+1) - own; tied > 0 {
 		// One of the node's own: it is not before itself. Those who came
 		// in the same tenth of a second, which is all a token keeps, are
 		// in an order nobody can tell: each is placed in their middle,

@@ -56,7 +56,16 @@ const (
 	// taken from: enough for one with a short round trip among them, few
 	// enough that a stepped clock (an NTP step, a restart) is followed
 	// after that many probes rather than after OffsetWindow.
-	offsetRecent = 4
+	offsetRecent = 5
+	// spikeTolerance is how far a probe's offset may lie from the median
+	// of the peer's recent probes and still give the offset. A probe read
+	// across a step of either clock is off by the whole step: the step
+	// watch (clockstep.go) drops those it can tell, but not one whose ack
+	// was handed over more than its grace after it arrived, as on a loaded
+	// machine. Honest probes differ by their round trips' asymmetry:
+	// milliseconds on a LAN, tens across regions. NTP's clock filter
+	// discards such outliers ("popcorn spikes") alike.
+	spikeTolerance = 250 * time.Millisecond
 )
 
 type offsetSample struct {
@@ -136,10 +145,30 @@ func (b *lagBook) offset(peer string, now time.Time) (off, rtt time.Duration, ok
 func (p *peerSamples) offsetAt(now time.Time) (off, rtt time.Duration, ok bool) {
 	// The samples in the order they were taken: the ring buffer's oldest
 	// is at onext once it is full.
+	var recent [offsetRecent]offsetSample
+	k := 0
 	n := len(p.offsets)
-	for k := max(n-offsetRecent, 0); k < n; k++ {
-		s := p.offsets[(p.onext+k)%n]
+	for i := max(n-offsetRecent, 0); i < n; i++ {
+		s := p.offsets[(p.onext+i)%n]
 		if now.Sub(s.at) > OffsetWindow || s.at.After(now) {
+			continue
+		}
+		recent[k] = s
+		k++
+	}
+	// From three probes on, one that lies far from their median is a
+	// spike (see spikeTolerance): the rest outvote it.
+	var med time.Duration
+	if k >= 3 {
+		var offs [offsetRecent]time.Duration
+		for i, s := range recent[:k] {
+			offs[i] = s.off
+		}
+		slices.Sort(offs[:k])
+		med = offs[(k-1)/2]
+	}
+	for _, s := range recent[:k] {
+		if k >= 3 && (s.off-med > spikeTolerance || med-s.off > spikeTolerance) {
 			continue
 		}
 		if !ok || s.rtt < rtt {

@@ -209,6 +209,30 @@ func TestLagOffsets(t *testing.T) {
 			t.Fatalf("offset %v (%v), want the stepped clock's 30s", off, ok)
 		}
 	})
+	t.Run("a probe read across a clock step is outvoted by the others, however short its round trip", func(t *testing.T) {
+		// The fake clock moved a minute between the peer's reading and
+		// ours, and the ack was handed over too late for the step watch.
+		for _, tc := range []struct {
+			name  string
+			spike int // which of the probes
+		}{{"first", 0}, {"middle", 2}, {"last", offsetRecent - 1}} {
+			t.Run("as the "+tc.name+" probe", func(t *testing.T) {
+				var b lagBook
+				at := lagT0
+				for i := range offsetRecent {
+					off, rtt := 3*ms+time.Duration(i)*ms, 5*ms
+					if i == tc.spike {
+						off, rtt = -time.Minute, ms/2
+					}
+					b.addOffset("a", at, off, rtt)
+					at = at.Add(time.Second)
+				}
+				if off, _, ok := b.offset("a", at); !ok || off < 0 || off > 10*ms {
+					t.Fatalf("offset %v (%v), want one of the honest probes' few milliseconds", off, ok)
+				}
+			})
+		}
+	})
 	t.Run("an offset older than its window is forgotten", func(t *testing.T) {
 		var b lagBook
 		b.addOffset("a", lagT0, time.Second, ms)

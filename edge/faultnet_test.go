@@ -67,13 +67,19 @@ func faultClusterOf(t *testing.T, seed uint64, rooms ...config.Room) *cluster {
 	return clusterOf(t, clusterOpts{Rooms: rooms, Faults: gossip.NewMemNet(seed), Tune: faultTune})
 }
 
-// faultCells returns the node's counter cells of room, sorted: the
-// replicated state itself, to compare nodes by.
-func faultCells(n *clusterNode, room string) []crdt.Entry {
+// faultCells returns the node's counter cells of room, sorted (roomCells).
+func faultCells(n *clusterNode, room string) []crdt.Entry { return roomCells(n.Server.Node(), room) }
+
+// roomCells returns a gossip node's counter cells of room, sorted, only
+// those of kinds when any are given: two nodes hold the same state of the
+// room when these are equal. Their snapshots may agree while their states
+// do not, as when each of three nodes has counted its own visitor's end
+// and not yet heard of the other two.
+func roomCells(n *gossip.Node, room string, kinds ...crdt.Kind) []crdt.Entry {
 	var out []crdt.Entry
-	n.Server.Node().Read(func(s *crdt.State) {
+	n.Read(func(s *crdt.State) {
 		for _, e := range s.Full().Entries {
-			if e.Key.Room == room {
+			if e.Key.Room == room && (len(kinds) == 0 || slices.Contains(kinds, e.Key.Kind)) {
 				out = append(out, e)
 			}
 		}

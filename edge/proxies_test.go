@@ -452,6 +452,13 @@ func behindProxy(t *testing.T, start func(t *testing.T, nodes []string, origin s
 				t.Errorf("minute %d: %d admitted, limit %d", m, n, perMinute)
 			}
 		}
+		if t.Failed() {
+			// The nodes date admissions by the ring's time: one off the
+			// test's clock dates them in another minute.
+			for _, n := range c.Nodes {
+				t.Logf("%s: ring time %v from the test's clock", n.Name, n.Server.RingNow().Sub(c.Clock.Now()))
+			}
+		}
 	})
 	t.Run("those who came in an earlier minute were admitted first", func(t *testing.T) {
 		for _, a := range early {

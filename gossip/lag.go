@@ -20,8 +20,9 @@ import (
 //   - the clock offset to each peer is measured over memberlist's probes, NTP
 //     style: the ack carries the responder's clock, and the offset is their
 //     time + rtt/2 − our time, taken from the probe with the shortest round
-//     trip among the last offsetRecent (a clock stepped since older probes
-//     is followed within a few probes);
+//     trip among the last offsetRecent, less any far from their median
+//     (spikeTolerance); a clock stepped since older probes is followed
+//     within a few probes;
 //   - when a broadcast changes the state here (its first arrival), the delay
 //     is receive time − stamp + offset, kept per origin for LagWindow.
 //
@@ -131,7 +132,8 @@ func (b *lagBook) forget(peer string) {
 }
 
 // offset is peer's clock minus ours at now, from the recent probe with the
-// shortest round trip (the one whose rtt/2 guess errs least).
+// shortest round trip (the one whose rtt/2 guess errs least) among those
+// near the recent probes' median.
 func (b *lagBook) offset(peer string, now time.Time) (off, rtt time.Duration, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -26,7 +26,9 @@
 // live peer with memberlist's SendBestEffort, in the same stamped entries
 // message a broadcast carries (peers decode, screen and time it alike). The
 // cells are queued for gossip as before, for relays and for the peers a
-// lost packet missed. The push costs a packet per peer, so it is bounded:
+// lost packet missed; a gossip round that flushes them first leaves them
+// owed to the push, since the broadcast queue picks each transmission's
+// peer at random and may miss one. The push costs a packet per peer, so it is bounded:
 // only in rings of at most 16 members, and within 6 kB/s per node (a token
 // bucket; when it is spent, the next push waits for it), which keeps the
 // gossip of 1,000 admissions a second over 10 nodes under 20 kB/s per node.

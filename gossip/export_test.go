@@ -10,3 +10,8 @@ func SetTestHook(cfg *Config, hook func(where string)) { cfg.testHook = hook }
 // CarrierRank is how many live members of its data center rank above n as
 // carrier: the first (0) sends the data center's figures.
 func CarrierRank(n *Node) int { return n.rank() }
+
+// TakeBroadcasts is a gossip round's ask for broadcasts (it flushes the
+// dirty cells first), whose messages then go nowhere: a round whose
+// packets were all lost.
+func TakeBroadcasts(n *Node) int { return len((*delegate)(n).GetBroadcasts(0, 64*1024)) }

@@ -187,6 +187,10 @@ type Node struct {
 	recentOwn map[cellID]int64
 	// recentSwept is when (unix ns) recentOwn was last swept of old cells.
 	recentSwept int64
+	// unpushed holds the node's own cells that a gossip round flushed while
+	// a push was armed, with their stamps: the push still owes them to
+	// every peer (push.go). Guarded by flushMu.
+	unpushed map[cellID]stampedEntry
 	// pushMu guards push, the push of own changes to every peer (push.go).
 	pushMu sync.Mutex
 	push   pusher
@@ -1008,10 +1012,15 @@ func (n *Node) flushWith(each func(crdt.Entry, int64)) {
 			n.sendReliableToAll(msg)
 		}
 	}()
+	// A gossip round's flush may take own cells before the push armed for
+	// them runs: the push still sends them (unpushed), or a peer the
+	// broadcast queue's few transmissions happened to miss (it picks the
+	// peer of each at random) would wait for push-pull.
+	owed := each == nil && n.pushArmed()
 	n.flushMu.Lock()
 	defer n.flushMu.Unlock()
 	entries, stamps, regs := n.takeDirty()
-	if len(entries) == 0 && len(regs) == 0 {
+	if len(entries) == 0 && len(regs) == 0 && (each == nil || len(n.unpushed) == 0) {
 		return
 	}
 
@@ -1038,8 +1047,23 @@ func (n *Node) flushWith(each func(crdt.Entry, int64)) {
 			continue
 		}
 		n.queue.QueueBroadcast(&broadcast{name: entryName(e), msg: msg})
-		if each != nil {
+		switch {
+		case each != nil:
+			if e.Replica == n.replica {
+				delete(n.unpushed, cellID{e.Key, e.Replica}) // this value is newer
+			}
 			each(e, stamps[i])
+		case e.Replica == n.replica && owed:
+			if n.unpushed == nil {
+				n.unpushed = map[cellID]stampedEntry{}
+			}
+			n.unpushed[cellID{e.Key, e.Replica}] = stampedEntry{e, stamps[i]}
+		}
+	}
+	if each != nil {
+		for id, u := range n.unpushed {
+			each(u.e, u.stamp)
+			delete(n.unpushed, id)
 		}
 	}
 	for _, r := range regs {

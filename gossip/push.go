@@ -80,14 +80,15 @@ func (n *Node) pushOwn() {
 	peers := n.otherPeers()
 	if ml == nil || len(peers) == 0 || len(peers)+1 > pushMaxRing {
 		n.disarmPush()
+		n.dropUnpushed()
 		return
 	}
 	// A cell's message is about 60 bytes; guess the cost of the push from
-	// what is dirty and wait for the budget if it is spent.
-	own := n.ownDirty()
+	// what is dirty or owed and wait for the budget if it is spent.
+	own := n.ownDirty() + n.unpushedCells()
 	if own == 0 {
 		n.disarmPush()
-		return // a gossip round took them meanwhile
+		return // pushed meanwhile
 	}
 	msgs := (own + pushChunk - 1) / pushChunk
 	guess := float64(len(peers) * (msgs*pushOverhead + own*60))
@@ -111,6 +112,35 @@ func (n *Node) pushOwn() {
 	n.pushMu.Lock()
 	defer n.pushMu.Unlock()
 	n.push.tokens -= float64(spent)
+}
+
+// stampedEntry is an own cell a gossip round flushed before the push, and
+// the stamp it was queued with.
+type stampedEntry struct {
+	e     crdt.Entry
+	stamp int64
+}
+
+// pushArmed reports whether a push is scheduled.
+func (n *Node) pushArmed() bool {
+	n.pushMu.Lock()
+	defer n.pushMu.Unlock()
+	return n.push.armed
+}
+
+// unpushedCells counts the own cells the push owes (see Node.unpushed).
+func (n *Node) unpushedCells() int {
+	n.flushMu.Lock()
+	defer n.flushMu.Unlock()
+	return len(n.unpushed)
+}
+
+// dropUnpushed forgets the cells the push owes, when it will not run: the
+// broadcast queue carries them.
+func (n *Node) dropUnpushed() {
+	n.flushMu.Lock()
+	defer n.flushMu.Unlock()
+	clear(n.unpushed)
 }
 
 func (n *Node) disarmPush() {

@@ -450,8 +450,10 @@ func TestWebhooksReachOnlyWhatTheOperatorAllowed(t *testing.T) {
 			}
 			defer conn.Close()
 			// The reason phrase and body are the receiver's to choose,
-			// and must not reach the operator's screens.
-			_, _ = buf.WriteString("HTTP/1.1 307 ami-id i-0123456789\r\nLocation: " + target.url + "\r\nContent-Length: 9\r\n\r\nsecret=42")
+			// and must not reach the operator's screens. The connection
+			// closes after the answer, and says so: a retry must not try
+			// it again and fail on its close instead.
+			_, _ = buf.WriteString("HTTP/1.1 307 ami-id i-0123456789\r\nLocation: " + target.url + "\r\nConnection: close\r\nContent-Length: 9\r\n\r\nsecret=42")
 			_ = buf.Flush()
 		}))
 		t.Cleanup(redirect.Close)

@@ -61,6 +61,9 @@ type CutSummary struct {
 	NewUsersPerMinute int64   `json:"part_new_users_per_minute"` // this part's share of the limit
 	ElsewhereActive   float64 `json:"elsewhere_active_users"`    // as last heard
 	ElsewhereAdmitted int64   `json:"elsewhere_admitted_this_minute"`
+	// ElsewhereWaiting is how many waited at the unreachable nodes, as
+	// last heard: still in line, and counted in the places told here.
+	ElsewhereWaiting int64 `json:"elsewhere_waiting"`
 }
 
 // OpenSlots is S = min(total − active, new per minute − admitted this
@@ -102,6 +105,7 @@ func (a *Allocation) Summary() Summary {
 			TotalActiveUsers:  a.partOf(int64(a.room.TotalActiveUsers)),
 			NewUsersPerMinute: a.partOf(int64(a.room.NewUsersPerMinute)),
 			ElsewhereActive:   a.elseActive, ElsewhereAdmitted: a.elseAdm,
+			ElsewhereWaiting: a.room.Side.Waiting.Total(),
 		}
 	}
 	return Summary{

@@ -337,7 +337,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 
 	switch {
 	case s == ReferencePerMinute && prev != nil && prev.led == a.led && prev.strategy == s &&
-		prev.sp.minute == snap.Minute && prev.room == room:
+		prev.sp.minute == snap.Minute && sameRoom(prev.room, room):
 		a.sp = prev.sp // the reference never revisits a minute's split
 	case s == ReferencePerMinute:
 		a.sp = a.referenceSplit(snap, pool, covered)
@@ -352,6 +352,14 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		others: othersAdmitted(snap, snap.Minute, self),
 	}, a.lag)
 	return a
+}
+
+// sameRoom reports whether rooms a and b are the same but for what a cut
+// ring last heard of the others' line, which is read again at every
+// allocation.
+func sameRoom(a, b Room) bool {
+	a.Side.Waiting, b.Side.Waiting = nil, nil
+	return a == b
 }
 
 // sameLimits reports whether a promise made under room a holds under room

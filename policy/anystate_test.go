@@ -229,7 +229,7 @@ func exercise(t fataler, room policy.Room, snap *crdt.RoomSnapshot, a *policy.Al
 				t.Fatalf("%d ahead of bucket %d with %d waiting", e.VisitorsAhead, b, waiting)
 			}
 			n, known := a.Position(b, arrived)
-			if n < 0 || n > waiting || (!known && n != 0) {
+			if n < 0 || n > waiting+room.Side.Waiting.Total() || (!known && n != 0) {
 				t.Fatalf("position %d (known %v) for bucket %d with %d waiting", n, known, b, waiting)
 			}
 			if e.Position != n || e.PositionKnown != known {
@@ -290,6 +290,10 @@ func TestPropertyAnyMergedStateIsSafeForEveryAllocationCall(t *testing.T) {
 			if room.Side.Nodes > 0 {
 				keep := func(r crdt.ReplicaID) bool { return r == self }
 				snap = state.SnapshotOf(name, now.Unix(), room.Windows(), keep)
+				if rapid.Bool().Draw(t, "the line elsewhere as heard") {
+					rest := state.SnapshotOf(name, now.Unix(), room.Windows(), func(r crdt.ReplicaID) bool { return r != self })
+					room.Side.Waiting = room.CutOff(room.Side.Nodes, &rest).Side.Waiting
+				}
 			}
 			if step == 0 || rapid.IntRange(0, 5).Draw(t, "fresh chain") == 0 {
 				a = policy.Allocate(room, &snap, self, now, strategy)

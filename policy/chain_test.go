@@ -90,3 +90,84 @@ func TestASightReadsOnlyTheReachablePartWhileCut(t *testing.T) {
 		})
 	}
 }
+
+// TestACutRingStillCountsTheLineItCannotReach: while a node is down, its
+// visitors keep trying and are let in first when it is back, so the places
+// the others tell count them; they take none of this part's slots
+// meanwhile, so the waits do not.
+func TestACutRingStillCountsTheLineItCannotReach(t *testing.T) {
+	room := policy.Room{TotalActiveUsers: 10, NewUsersPerMinute: 10, Nodes: 3}
+	now := at(t, "2026-11-21T12:05:30Z")
+	m := minuteOf(now)
+	old := m - 3 // a bucket whose slots filled long ago: placed by the slots' counts
+	// Each node's waiting visitors: nairobi and dublin 4 each in the old
+	// bucket's first slot; delhi, down, 6 in its first slot and 2 in its
+	// last, and 5 of an older bucket still.
+	type line struct {
+		waiting []crdt.BucketCount
+		slots   []crdt.SlotCount
+	}
+	lines := map[crdt.ReplicaID]line{
+		nairobi: {[]crdt.BucketCount{{Bucket: old, N: 4}}, []crdt.SlotCount{{Second: old * 60, N: 4}}},
+		dublin:  {[]crdt.BucketCount{{Bucket: old, N: 4}}, []crdt.SlotCount{{Second: old * 60, N: 4}}},
+		delhi: {[]crdt.BucketCount{{Bucket: old - 1, N: 5}, {Bucket: old, N: 8}},
+			[]crdt.SlotCount{{Second: (old - 1) * 60, N: 5}, {Second: old * 60, N: 6}, {Second: old*60 + 40, N: 2}}},
+	}
+	snapshot := func(keep func(crdt.ReplicaID) bool) crdt.RoomSnapshot {
+		w := world{now: now, active: 10}
+		byBucket, bySlot := map[int64]int64{}, map[int64]int64{}
+		for r, l := range lines {
+			if keep != nil && !keep(r) {
+				continue
+			}
+			for _, b := range l.waiting {
+				byBucket[b.Bucket] += b.N
+			}
+			for _, s := range l.slots {
+				bySlot[s.Second] += s.N
+			}
+		}
+		for _, b := range []int64{old - 1, old} {
+			if byBucket[b] > 0 {
+				w.waiting = append(w.waiting, crdt.BucketCount{Bucket: b, N: byBucket[b]})
+			}
+		}
+		s := w.snap()
+		for _, sec := range []int64{(old - 1) * 60, old * 60, old*60 + 40} {
+			if bySlot[sec] > 0 {
+				s.Arrived = append(s.Arrived, crdt.SlotCount{Second: sec, N: bySlot[sec]})
+			}
+		}
+		return *s
+	}
+	reach := func() func(crdt.ReplicaID) bool { return func(r crdt.ReplicaID) bool { return r != delhi } }
+	whole := policy.Sight{Live: 3, Reachable: reach, Snapshot: snapshot}
+	cut := policy.Sight{Live: 2, Reachable: reach, Snapshot: snapshot}
+
+	tests := []struct {
+		name    string
+		sight   policy.Sight
+		arrived uint16 // tenths of a second into the old bucket's minute
+		want    int64
+	}{
+		{"the whole ring places a visitor of the old bucket's second slot behind its first slot and the older bucket", whole, 250, 19},
+		{"cut off from the node that is down, the ring still counts its visitors ahead", cut, 250, 19},
+		{"cut off, a visitor halfway through the last slot has half of the down node's visitors of that slot ahead", cut, 500, 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _ := policy.NewChain(nairobi, policy.Continuous).Step(room, tt.sight, now)
+			if got, known := a.Position(old, tt.arrived); !known || got != tt.want {
+				t.Errorf("place %d (known %v), want %d", got, known, tt.want)
+			}
+		})
+	}
+
+	t.Run("the first answer of a new visitor counts the line it cannot reach", func(t *testing.T) {
+		a, _ := policy.NewChain(nairobi, policy.Continuous).Step(room, cut, now)
+		e := a.EstimateAt(m, 300).ForNewVisitor()
+		if e.Position != 8+13 {
+			t.Errorf("a new visitor is told %d ahead, want %d", e.Position, 8+13)
+		}
+	})
+}

@@ -144,7 +144,9 @@ func (a *Allocation) newcomerNow() newcomer {
 	n := newcomer{position: int64(p + 0.5)}
 	if a.rate > 0 && a.strategy == Continuous {
 		d := a.room.checkIn().Minutes() / 2
-		t := a.admissionAt(p+1) + d
+		// Those waiting at nodes a cut ring cannot reach take none of
+		// this part's slots meanwhile.
+		t := a.admissionAt(p-float64(a.room.Side.Waiting.Total())+1) + d
 		n.wait = spanMinutes(t, t)
 	}
 	return n

@@ -28,11 +28,17 @@ const slotsPerBucket = 60 / crdt.ArrivalSlotSeconds
 // slotsJoined returns how many joined each arrival slot of bucket, and
 // whether the ring counted its slots.
 func (a *Allocation) slotsJoined(bucket int64) ([slotsPerBucket]int64, bool) {
+	return joinedIn(a.slots, bucket)
+}
+
+// joinedIn returns how many of slots (sorted, as a snapshot lists them)
+// joined each arrival slot of bucket, and whether any is listed.
+func joinedIn(slots []crdt.SlotCount, bucket int64) ([slotsPerBucket]int64, bool) {
 	var arrived [slotsPerBucket]int64
-	i := sort.Search(len(a.slots), func(i int) bool { return a.slots[i].Bucket() >= bucket })
+	i := sort.Search(len(slots), func(i int) bool { return slots[i].Bucket() >= bucket })
 	known := false
-	for ; i < len(a.slots) && a.slots[i].Bucket() == bucket; i++ {
-		arrived[(a.slots[i].Second-bucket*60)/crdt.ArrivalSlotSeconds] += a.slots[i].N
+	for ; i < len(slots) && slots[i].Bucket() == bucket; i++ {
+		arrived[(slots[i].Second-bucket*60)/crdt.ArrivalSlotSeconds] += slots[i].N
 		known = true
 	}
 	return arrived, known
@@ -184,7 +190,15 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 // not see the slot fill, the share of the slot that had come by its
 // arrival, of the part of the slot that had come by now (all of it, for a
 // slot over). Either way at most the others of its slot still waiting.
+//
+// While part of the ring is cut off, those waiting at the nodes it cannot
+// reach who came before the visitor are ahead too (Elsewhere).
 func (a *Allocation) positionAt(bucket int64, arrived uint16) float64 {
+	return a.placeHere(bucket, arrived) + a.room.Side.Waiting.ahead(bucket, arrived)
+}
+
+// placeHere is positionAt among the visitors of the nodes this one reaches.
+func (a *Allocation) placeHere(bucket int64, arrived uint16) float64 {
 	i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket })
 	if i == len(a.buckets) {
 		return float64(a.waiting)
@@ -255,11 +269,55 @@ func (a *Allocation) counts(bucket int64, arrived uint16) bool {
 }
 
 // newcomerPosition is the place in line of a new visitor at its first
-// answer: behind everyone counted as waiting, and behind the new visitors
-// of the last proof interval who will be counted once their cookie is back
-// (see arrivalCurves.unproved).
+// answer: behind everyone counted as waiting (at the nodes a cut ring
+// cannot reach too), and behind the new visitors of the last proof
+// interval who will be counted once their cookie is back (see
+// arrivalCurves.unproved).
 func (a *Allocation) newcomerPosition() float64 {
-	return float64(a.waiting) + a.arr.unproved()
+	return float64(a.waiting) + float64(a.room.Side.Waiting.Total()) + a.arr.unproved()
+}
+
+// ahead is how many of those waiting elsewhere came before a visitor of
+// bucket who came arrived tenths of a second into its minute: everyone of
+// the older buckets, and of its own the earlier slots' and the share of
+// its slot that came before it (the slots as last heard, their gone taken
+// from the earliest as at the node's own: slotWaiting). 0 for nil.
+func (e *Elsewhere) ahead(bucket int64, arrived uint16) float64 {
+	if e == nil {
+		return 0
+	}
+	var n float64
+	for _, b := range e.waiting {
+		switch {
+		case b.Bucket < bucket:
+			n += float64(b.N)
+		case b.Bucket == bucket:
+			x, known := joinedIn(e.slots, bucket)
+			if !known {
+				return n + float64(b.N)*shareBefore(float64(arrived)/600, 1)
+			}
+			w := slotWaiting(x, b.N)
+			s := slotIndex(arrived)
+			for j := range s {
+				n += float64(w[j])
+			}
+			into := (float64(arrived)/10 - float64(s*crdt.ArrivalSlotSeconds)) / crdt.ArrivalSlotSeconds
+			return n + float64(w[s])*shareBefore(into, 1)
+		}
+	}
+	return n
+}
+
+// Total is how many wait elsewhere, as last heard; 0 for nil.
+func (e *Elsewhere) Total() int64 {
+	if e == nil {
+		return 0
+	}
+	var n int64
+	for _, b := range e.waiting {
+		n += b.N
+	}
+	return n
 }
 
 // countedIn is the part of the span of width seconds from unix second

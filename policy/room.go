@@ -126,6 +126,24 @@ type Side struct {
 	// in the current minute and their active sessions, as in
 	// crdt.RoomSnapshot.
 	Admitted, Active int64
+	// Waiting is what this node last heard of the visitors waiting at the
+	// unreachable nodes; nil when none did. They take no slot of this
+	// part, but they are still in line: a node that died keeps its
+	// visitors' places, and they are let in when it is back (see
+	// Elsewhere).
+	Waiting *Elsewhere
+}
+
+// Elsewhere is the line at the nodes a cut ring cannot reach, as last
+// heard: the waiting buckets and who joined them per arrival slot, as in
+// crdt.RoomSnapshot. A place in line counts those of them who came before
+// the visitor. Left out, the survivors of a killed node told their
+// visitors ten to nineteen fewer ahead than there were while it was down
+// (three real processes, the node-restart scenario): its visitors kept
+// trying and were let in first when it came back.
+type Elsewhere struct {
+	waiting []crdt.BucketCount
+	slots   []crdt.SlotCount
 }
 
 // CutOff returns r for a node that can reach reachable of the r.Nodes
@@ -141,6 +159,9 @@ func (r Room) CutOff(reachable int, rest *crdt.RoomSnapshot) Room {
 		Nodes:    reachable,
 		Admitted: int64(rest.AdmittedIn(rest.Minute).Total),
 		Active:   rest.Active,
+	}
+	if rest.TotalWaiting > 0 {
+		r.Side.Waiting = &Elsewhere{waiting: rest.Waiting, slots: rest.Arrived}
 	}
 	return r
 }

@@ -30,7 +30,7 @@ import (
 func (a *Allocation) slotSpan(bucket int64, arrived uint16) (lo, hi float64) {
 	i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket })
 	if i == len(a.buckets) || a.buckets[i].bucket != bucket {
-		p := a.positionAt(bucket, arrived)
+		p := a.placeHere(bucket, arrived)
 		return p, p
 	}
 	b := a.buckets[i]
@@ -40,7 +40,7 @@ func (a *Allocation) slotSpan(bucket int64, arrived uint16) (lo, hi float64) {
 		// Without the slot counts, or where the node saw the slot fill
 		// and its visitors go in in the order they came: the visitor's
 		// own place.
-		p := a.positionAt(bucket, arrived)
+		p := a.placeHere(bucket, arrived)
 		return p, p
 	}
 	lo = float64(b.before)

@@ -179,7 +179,7 @@ func (cr *crowdRun) visit(ctx context.Context, p plan, target string) {
 	v := crowd.NewVisitor(cr.tr, h, 10*time.Second)
 	arr := Arrival{Visitor: p.id, Node: p.node, Priority: p.code != ""}
 	seen := func(a crowd.Answer) {
-		if arr.Arrived.IsZero() {
+		if arr.Arrived.IsZero() && a.Err == nil {
 			arr.Arrived = a.Sent
 		}
 		if a.Wait != nil {

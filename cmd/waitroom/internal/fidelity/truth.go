@@ -21,7 +21,13 @@ type Arrival struct {
 	Visitor string
 	// Node is the node (0 is the first) the visitor sends its requests to.
 	Node int
-	// Arrived is the visitor's first request to the waiting room.
+	// Arrived is when the visitor sent its first request that the waiting
+	// room answered. A request to a node that is down reached no waiting
+	// room, and nobody could have placed its visitor by it: dated from it,
+	// the node-restart scenario's visitors refused while their node was
+	// down were ahead of everyone who came at the other nodes meanwhile,
+	// and those were told too few (in front of real points of presence,
+	// anycast takes such a request to another).
 	Arrived time.Time
 	// Queued is when it first got a queue page; zero if it never did.
 	Queued time.Time

@@ -85,8 +85,8 @@ func Write(w io.Writer, d *api.StateDoc) error {
 		fmt.Fprintf(tw, "  admissions per minute\t%.1f\n", r.AdmissionsPerMinute)
 		fmt.Fprintf(tw, "  longest estimated wait\t%d min\n", r.MaxEstimatedTimeMinutes)
 		if c := r.Cut; c != nil {
-			fmt.Fprintf(tw, "  CUT OFF\t%d of %d nodes reachable: figures are this part's, held to %d active / %d per minute; the others last said %.0f active, %d admitted this minute\n",
-				c.ReachableNodes, c.ExpectedNodes, c.TotalActiveUsers, c.NewUsersPerMinute, c.ElsewhereActive, c.ElsewhereAdmitted)
+			fmt.Fprintf(tw, "  CUT OFF\t%d of %d nodes reachable: figures are this part's, held to %d active / %d per minute; the others last said %.0f active, %d admitted this minute, %d waiting\n",
+				c.ReachableNodes, c.ExpectedNodes, c.TotalActiveUsers, c.NewUsersPerMinute, c.ElsewhereActive, c.ElsewhereAdmitted, c.ElsewhereWaiting)
 		}
 		if len(r.Buckets) > 0 {
 			fmt.Fprintln(tw, "  BUCKET\tWAITING\tELIGIBLE SLOTS")

@@ -80,8 +80,8 @@ func TestWrite(t *testing.T) {
 	t.Run("a node cut off from part of the ring says so under the room", func(t *testing.T) {
 		cut := *doc
 		cut.Rooms = append([]api.RoomStatus(nil), doc.Rooms...)
-		cut.Rooms[0].Cut = &policy.CutSummary{ReachableNodes: 2, ExpectedNodes: 5, TotalActiveUsers: 400, NewUsersPerMinute: 24, ElsewhereActive: 31.6, ElsewhereAdmitted: 7}
-		want := regexp.MustCompile(`(?m)^\s+CUT OFF\s+2 of 5 nodes reachable: figures are this part's, held to 400 active / 24 per minute; the others last said 32 active, 7 admitted this minute$`)
+		cut.Rooms[0].Cut = &policy.CutSummary{ReachableNodes: 2, ExpectedNodes: 5, TotalActiveUsers: 400, NewUsersPerMinute: 24, ElsewhereActive: 31.6, ElsewhereAdmitted: 7, ElsewhereWaiting: 12}
+		want := regexp.MustCompile(`(?m)^\s+CUT OFF\s+2 of 5 nodes reachable: figures are this part's, held to 400 active / 24 per minute; the others last said 32 active, 7 admitted this minute, 12 waiting$`)
 		if got := write(t, &cut); !want.MatchString(got) {
 			t.Errorf("no cut line in:\n%s", got)
 		}

@@ -181,7 +181,12 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 	if a.mode != modeDecide || a.method != FIFO {
 		return 0, false
 	}
-	return int64(a.positionAt(bucket, arrived) + 0.5), true
+	// The node's own visitors let in since the allocation are no longer
+	// ahead, though its snapshot still counts them: a visitor whose page
+	// came 30 ms after the node let in the one before it was told it had
+	// one ahead, nobody being (three real processes, node-restart).
+	p := a.positionAt(bucket, arrived) - float64(a.led.proofs.leftBefore(bucket*60_000+int64(arrived)*100))
+	return int64(max(p, 0) + 0.5), true
 }
 
 // positionAt is Position before rounding. Inside the visitor's slot those

@@ -102,6 +102,21 @@ func (p *proofLedger) noteLeft(slot int64, ms int32, at int64) {
 // now, leaving the later ones for the next allocation.
 func (p *proofLedger) letIn(now int64) []ownJoin { return p.take(&p.left, now) }
 
+// leftBefore is how many of the node's own visitors it let in since the
+// chain's latest allocation took them (letIn) came before unix millisecond
+// came: the allocation still counts them as waiting.
+func (p *proofLedger) leftBefore(came int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, o := range p.left {
+		if o.slot*1000+int64(o.ms) < came {
+			n++
+		}
+	}
+	return n
+}
+
 // noteFirst counts a first answer that queued a new visitor, at unix
 // millisecond at.
 func (p *proofLedger) noteFirst(at int64) {

@@ -145,6 +145,40 @@ func TestAPlaceInLineCountsNeitherTheVisitorNorThoseAfterIt(t *testing.T) {
 	}
 }
 
+// TestOneLetInSinceTheAllocationIsNoLongerAhead: the node lets in the first
+// of two in line between two allocations; the second, checking in before
+// the next allocation, is told 0 at once, on its page and as a new visitor
+// would be counted behind one fewer.
+func TestOneLetInSinceTheAllocationIsNoLongerAhead(t *testing.T) {
+	s := time.Second
+	l := newLine(t)
+	l.came = []time.Duration{10 * s, 11 * s}
+	a := l.until(20 * s)
+	m := minuteOf(l.start)
+	placeOfSecond := func() int64 { return a.EstimateAt(m, 110).Position }
+	newcomer := func() int64 { return a.EstimateAt(m, 595).ForNewVisitor().Position }
+	if got := placeOfSecond(); got != 1 {
+		t.Fatalf("before anyone is let in, the second is told %d ahead, want 1", got)
+	}
+	before := newcomer()
+
+	// The first, at its proof, as the node counts it; then let in.
+	proof := policy.Counting{Bucket: m, Arrived: 100, LastCheckIn: l.start.Add(10 * s).Unix(), RefreshInterval: policy.ProofRefresh}
+	_, waiting := policy.Decision{Request: policy.Request{Before: proof, At: l.start.Add(12 * s)}, Outcome: policy.Queue}.Count(nil, a, l.room, "shop", func() float64 { return 0.5 })
+	policy.Decision{Request: policy.Request{Before: waiting, At: l.start.Add(20*s + 100*time.Millisecond)}, Outcome: policy.Admit}.Count(nil, a, l.room, "shop", nil)
+
+	t.Run("the second is told 0 before the next allocation", func(t *testing.T) {
+		if got := placeOfSecond(); got != 0 {
+			t.Errorf("told %d ahead, want 0", got)
+		}
+	})
+	t.Run("a new visitor is counted behind one fewer", func(t *testing.T) {
+		if got := newcomer(); got != before-1 {
+			t.Errorf("a new visitor is told %d ahead, want %d", got, before-1)
+		}
+	})
+}
+
 // TestVisitorsOfOneTenthOfASecondArePlacedInTheirMiddle: a token keeps
 // when its visitor came to the tenth of a second, so the order of three
 // who came within one tenth cannot be told. Each is told the middle of

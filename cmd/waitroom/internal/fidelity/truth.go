@@ -277,7 +277,7 @@ func (j *judging) events() (events []truth.Event, unidentified int) {
 		if a.Queued.IsZero() {
 			continue
 		}
-		// It waited from its first request, answered or not.
+		// It waited from its first request the room answered (Arrived).
 		ev := truth.Event{At: j.since(a.Arrived), Kind: truth.Arrive, Visitor: v, Arrived: j.since(a.Arrived), Node: a.Node}
 		events = append(events, ev)
 		ev.At, ev.Kind = j.since(a.Queued), truth.Queue

@@ -325,7 +325,8 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	if !a.chainStart {
 		prevArr = prev.arr
 	}
-	a.arr = noteArrivals(prevArr, snap, a.led, self, oldest, now, a.lag)
+	resettle := a.chainStart || prev.room.Nodes != room.Nodes || prev.room.Side.Nodes != room.Side.Nodes
+	a.arr = noteArrivals(prevArr, snap, a.led, self, oldest, now, a.lag, resettle)
 	a.firstsAt = a.led.proofs.first.Load()
 	if room.TotalActiveUsers > 0 && s == Continuous && !a.cut {
 		a.book = a.book.update(room, snap.Now, a.activeEff, snap.Expiring, snap.AdmittedTotals)

@@ -171,3 +171,47 @@ func TestACutRingStillCountsTheLineItCannotReach(t *testing.T) {
 		}
 	})
 }
+
+// TestARingWholeAgainDoesNotTakeTheOthersCountsForANewCrowd: while cut off,
+// a node sums the queued counts of the replicas it reaches; whole again, the
+// others' counts come back with every visitor they queued meanwhile, which
+// is no crowd of the last seconds still to prove.
+func TestARingWholeAgainDoesNotTakeTheOthersCountsForANewCrowd(t *testing.T) {
+	start := at(t, "2026-11-21T12:00:10Z")
+	m := minuteOf(start)
+	snap := func(d time.Duration, queued perNode) *crdt.RoomSnapshot {
+		return world{now: start.Add(d), active: 10, queued: map[int64]perNode{m: queued}}.snap()
+	}
+	room := policy.Room{TotalActiveUsers: 10, NewUsersPerMinute: 10, Nodes: 3}
+	cut := room
+	cut.Side = policy.Side{Nodes: 2}
+	newcomer := func(a *policy.Allocation) int64 { return a.EstimateAt(m, 300).ForNewVisitor().Position }
+
+	tests := []struct {
+		name  string
+		first policy.Room
+		want  int64
+	}{
+		{"a whole ring that hears thirty more queued since its last look counts them ahead", room, 30},
+		{"a ring whole again does not count the thirty the node it could not reach queued meanwhile", cut, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chain := policy.NewChain(nairobi, policy.Continuous)
+			for i, d := range []time.Duration{0, 3 * time.Second, 5 * time.Second} {
+				r := tt.first
+				if i == 2 {
+					r = room
+				}
+				q := perNode{dublin: 10}
+				if i == 2 {
+					q = perNode{dublin: 10, delhi: 30}
+				}
+				_, chain = chain.Allocate(r, snap(d, q), start.Add(d))
+			}
+			if got := newcomer(chain.Last()); got != tt.want {
+				t.Errorf("a new visitor is told %d ahead, want %d", got, tt.want)
+			}
+		})
+	}
+}

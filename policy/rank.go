@@ -78,6 +78,9 @@ type arrivalCurves struct {
 	// sorted); queued marks count the other nodes'.
 	firsts   []int64
 	lastLook int64 // unix milliseconds of this look
+	// settle is when the room's count of new visitors queued may again be
+	// read as new visitors (unix milliseconds; see noteArrivals).
+	settle int64
 	// heardMean is how much later than its own the node takes the
 	// others' counts to come, on average, in milliseconds (see heard).
 	heardMean int32
@@ -100,13 +103,27 @@ var curveWindow = (time.Duration(crdt.ArrivalSlotSeconds)*time.Second + ProofRef
 // noteArrivals extends the chain's curves (prev, nil at a chain's start)
 // with what the snapshot counts at now: a point for each slot still
 // filling whose count grew, and a mark of the new visitors queued.
-func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, self crdt.ReplicaID, oldest int64, now time.Time, lag time.Duration) *arrivalCurves {
-	c := &arrivalCurves{lastLook: now.UnixMilli(), heardMean: int32(lag.Milliseconds() / 4)}
+//
+// resettle says that the replicas the snapshot sums may have changed since
+// the last look: the chain starts (a node's state taken back from its data
+// directory is stale until its peers' merges in), or the ring's members or
+// the part of it this node reaches changed. The others' count of new
+// visitors queued then jumps by visitors who came while they were not
+// heard, and read as new visitors of the last seconds, it told the first
+// visitor of a node that had just come back 193 ahead where there were 122,
+// and one at a survivor 157 for 124 (three real processes, node-restart).
+// For a proof interval after, only the count's growth from there on is read.
+func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, self crdt.ReplicaID, oldest int64, now time.Time, lag time.Duration, resettle bool) *arrivalCurves {
+	nowMs := now.UnixMilli()
+	c := &arrivalCurves{lastLook: nowMs, heardMean: int32(lag.Milliseconds() / 4)}
 	var old []slotCurve
 	if prev != nil {
 		old = prev.slots
+		c.settle = prev.settle
 	}
-	nowMs := now.UnixMilli()
+	if resettle {
+		c.settle = nowMs + ProofRefresh*1000
+	}
 	c.noteQueued(prev, snap, led, self, nowMs)
 	i := 0
 	for i < len(old) && old[i].start < oldest*60 {
@@ -304,6 +321,9 @@ func (c *arrivalCurves) noteQueued(prev *arrivalCurves, snap *crdt.RoomSnapshot,
 		f := prev.firsts
 		f = f[sort.Search(len(f), func(i int) bool { return f[i] >= keep }):]
 		c.firsts = append(c.firsts, f...)
+	}
+	if nowMs < c.settle {
+		c.queued = c.queued[:0] // growth up to now is not new visitors
 	}
 	c.queued = append(c.queued, m)
 	for _, at := range led.proofs.firstAnswers(nowMs) {

@@ -25,12 +25,6 @@ import (
 // slotsPerBucket is how many arrival slots a minute bucket has.
 const slotsPerBucket = 60 / crdt.ArrivalSlotSeconds
 
-// slotsJoined returns how many joined each arrival slot of bucket, and
-// whether the ring counted its slots.
-func (a *Allocation) slotsJoined(bucket int64) ([slotsPerBucket]int64, bool) {
-	return joinedIn(a.slots, bucket)
-}
-
 // joinedIn returns how many of slots (sorted, as a snapshot lists them)
 // joined each arrival slot of bucket, and whether any is listed.
 func joinedIn(slots []crdt.SlotCount, bucket int64) ([slotsPerBucket]int64, bool) {
@@ -47,7 +41,7 @@ func joinedIn(slots []crdt.SlotCount, bucket int64) ([slotsPerBucket]int64, bool
 // slotsOf returns the estimated number still waiting in each arrival slot
 // of bucket, which has n waiting, and whether the ring counted its slots.
 func (a *Allocation) slotsOf(bucket, n int64) ([slotsPerBucket]int64, bool) {
-	arrived, known := a.slotsJoined(bucket)
+	arrived, known := joinedIn(a.slots, bucket)
 	return slotWaiting(arrived, n), known
 }
 
@@ -75,6 +69,13 @@ func slotWaiting(arrived [slotsPerBucket]int64, n int64) [slotsPerBucket]int64 {
 // second into its minute.
 func slotIndex(arrived uint16) int {
 	return int(min(int64(arrived)/10, 59) / crdt.ArrivalSlotSeconds)
+}
+
+// intoSlot is how far into its arrival slot, 0..1, a visitor who came
+// arrived tenths of a second into its minute came.
+func intoSlot(arrived uint16) float64 {
+	s := slotIndex(arrived)
+	return (float64(arrived)/10 - float64(s*crdt.ArrivalSlotSeconds)) / crdt.ArrivalSlotSeconds
 }
 
 // orderFrontier fills sp's last slot of the frontier bucket that the pool
@@ -214,7 +215,7 @@ func (a *Allocation) placeHere(bucket int64, arrived uint16) float64 {
 		return ahead
 	}
 	s := slotIndex(arrived)
-	x, known := a.slotsJoined(bucket)
+	x, known := joinedIn(a.slots, bucket)
 	if !known {
 		// Without the slot counts, the bucket as if spread evenly over
 		// the part of its minute the ring has counted.
@@ -244,7 +245,7 @@ func (a *Allocation) inSlot(bucket int64, arrived uint16) float64 {
 // for those heard late (see reached).
 func (a *Allocation) rankInSlot(bucket int64, arrived uint16, self bool, shift int32) float64 {
 	s := slotIndex(arrived)
-	x, _ := a.slotsJoined(bucket)
+	x, _ := joinedIn(a.slots, bucket)
 	var waiting int64
 	if i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket }); i < len(a.buckets) && a.buckets[i].bucket == bucket {
 		waiting = slotWaiting(x, a.buckets[i].n)[s]
@@ -259,8 +260,7 @@ func (a *Allocation) rankInSlot(bucket int64, arrived uint16, self bool, shift i
 	if r, ok := a.arr.joinedBefore(start, ms, self, shift); ok {
 		return min(max(r-float64(joined-waiting), 0), others)
 	}
-	into := (float64(arrived)/10 - float64(s*crdt.ArrivalSlotSeconds)) / crdt.ArrivalSlotSeconds
-	return min(float64(waiting)*shareBefore(into, a.countedIn(start, crdt.ArrivalSlotSeconds)), others)
+	return min(float64(waiting)*shareBefore(intoSlot(arrived), a.countedIn(start, crdt.ArrivalSlotSeconds)), others)
 }
 
 // counts reports whether the allocation counts a visitor of bucket who came
@@ -306,8 +306,7 @@ func (e *Elsewhere) ahead(bucket int64, arrived uint16) float64 {
 			for j := range s {
 				n += float64(w[j])
 			}
-			into := (float64(arrived)/10 - float64(s*crdt.ArrivalSlotSeconds)) / crdt.ArrivalSlotSeconds
-			return n + float64(w[s])*shareBefore(into, 1)
+			return n + float64(w[s])*shareBefore(intoSlot(arrived), 1)
 		}
 	}
 	return n

@@ -207,9 +207,6 @@ func testRestartLosesNothing(t *testing.T, nodes int) {
 		waitActive(t, ctx, n, "sale", int64(len(was.admitted)))
 		waitStopped(t, ctx, adminClient(n), roomName)
 	}
-	for i, v := range was.queued {
-		was.positions = append(was.positions, placeOf(t, ctx, v, was.targets[i]))
-	}
 	for _, n := range c.nodes {
 		testkit.Eventually(t, testkit.Wait{What: fmt.Sprintf("the %d queued in line on %s", len(was.queued), n.name), Timeout: 10 * time.Second,
 			Seen: func() string { return strconv.FormatInt(waitingIn(ctx, n, "sale"), 10) }}, func() bool {
@@ -217,7 +214,11 @@ func testRestartLosesNothing(t *testing.T, nodes int) {
 		})
 	}
 	was.waiting = int64(len(was.queued))
-	// What each node was told is on its disk.
+	// The places the visitors are shown once every node has heard them
+	// all; then what each node was told is on its disk.
+	for i, v := range was.queued {
+		was.positions = append(was.positions, placeOf(t, ctx, v, was.targets[i]))
+	}
 	for _, n := range c.nodes {
 		waitSaved(t, ctx, n)
 	}
@@ -290,12 +291,16 @@ func testRestartLosesNothing(t *testing.T, nodes int) {
 		}
 	})
 	t.Run("the visitors in line keep their places", func(t *testing.T) {
+		after := make([]int64, len(was.queued))
 		for i, v := range was.queued {
 			// The order inside an arrival slot, which only the nodes saw,
 			// is saved in each node's data directory too: the same place.
-			if got := placeOf(t, ctx, v, was.targets[i]); got != was.positions[i] {
-				t.Errorf("queued visitor %d: %d ahead after the restart, %d before", i, got, was.positions[i])
+			if after[i] = placeOf(t, ctx, v, was.targets[i]); after[i] != was.positions[i] {
+				t.Errorf("queued visitor %d: %d ahead after the restart, %d before", i, after[i], was.positions[i])
 			}
+		}
+		if t.Failed() {
+			t.Logf("places before the restart %v, after %v; queued at %v", was.positions, after, was.targets)
 		}
 	})
 	t.Run("a newcomer is not let into the full room", func(t *testing.T) {

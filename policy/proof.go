@@ -30,11 +30,21 @@ type proofLedger struct {
 	// own are the node's own visitors who joined a slot since the chain
 	// last took them (joined), left those it let in out of a slot's line
 	// since (letIn), firsts its first answers that queued a new visitor
-	// (firstAnswers).
+	// (firstAnswers), back the proofs since (proofsBy).
 	mu     sync.Mutex
 	own    []ownJoin
 	left   []ownJoin
 	firsts []int64
+	back   []ownProof
+}
+
+// ownProof is a proof the node counted: when its visitor's first request
+// came (unix milliseconds, to the tenth of a second a token keeps), when
+// the proof was counted (unix milliseconds), and whether the visitor was
+// let in at it rather than joining the line.
+type ownProof struct {
+	came, at int64
+	in       bool
 }
 
 // ownJoin is one of the node's own visitors who joined an arrival slot, or
@@ -137,8 +147,42 @@ func (p *proofLedger) firstAnswers(now int64) []int64 {
 	return out
 }
 
-// noteProof counts a proof that came d after its first request.
-func (p *proofLedger) noteProof(d time.Duration) {
+// noteProof counts a proof counted at unix millisecond at, of a visitor
+// whose first request came at unix millisecond came, let in at it when in.
+// A first answer of the node's own is still to prove until its proof
+// (arrivalCurves.unproved), so the proof is kept to close it: taken by the
+// time it took alone, a visitor let in straight from its proof 90 ms
+// before the next one came was still counted ahead of it, and the next,
+// first in line, was told 1 (three real processes, long-queue).
+func (p *proofLedger) noteProof(came, at int64, in bool) {
+	p.noteDelay(time.Duration(at-came) * time.Millisecond)
+	p.mu.Lock()
+	if len(p.back) < maxOwnJoins {
+		p.back = append(p.back, ownProof{came: came, at: at, in: in})
+	}
+	p.mu.Unlock()
+}
+
+// proofsBy takes the proofs counted by unix millisecond now.
+func (p *proofLedger) proofsBy(now int64) []ownProof {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []ownProof
+	out, p.back = takeUntil(p.back, now, func(o ownProof) int64 { return o.at })
+	return out
+}
+
+// proofsSince calls f for each proof not yet taken by an allocation.
+func (p *proofLedger) proofsSince(f func(ownProof)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, o := range p.back {
+		f(o)
+	}
+}
+
+// noteDelay counts a proof that came d after its first request.
+func (p *proofLedger) noteDelay(d time.Duration) {
 	p.proved.Add(1)
 	ms := min(max(d.Milliseconds(), 0), ProofGrace*1000)
 	i := p.n.Add(1) - 1

@@ -332,7 +332,53 @@ func (c *arrivalCurves) noteQueued(prev *arrivalCurves, snap *crdt.RoomSnapshot,
 		}
 	}
 	slices.Sort(c.firsts)
+	for _, o := range led.proofs.proofsBy(nowMs) {
+		if i := c.firstOf(o.came); i >= 0 {
+			c.firsts = slices.Delete(c.firsts, i, i+1) // proved: no longer to prove
+		}
+	}
 	c.noteProofs(prev, led, nowMs)
+}
+
+// firstOf is the index in c.firsts of a first answer given in the tenth of
+// a second from unix millisecond came, -1 for none.
+func (c *arrivalCurves) firstOf(came int64) int {
+	i := sort.Search(len(c.firsts), func(i int) bool { return c.firsts[i] >= came })
+	if i == len(c.firsts) || c.firsts[i] >= came+100 {
+		return -1
+	}
+	return i
+}
+
+// provedSince is how far the proofs the node counted since the allocation
+// move a new visitor's place: one let in at its proof is ahead no more,
+// where the allocation counted it as still to prove (its first answer by
+// the share of proofs that take longer than its age, one given since by
+// the share that prove); one that joined the line is ahead whole, the
+// allocation's count of those waiting being older than it.
+func (a *Allocation) provedSince() float64 {
+	c := a.arr
+	if c == nil {
+		return 0
+	}
+	var n float64
+	a.led.proofs.proofsSince(func(o ownProof) {
+		if o.at <= c.lastLook {
+			return // the allocation's count of those waiting has it
+		}
+		var w float64
+		if i := c.firstOf(o.came); i >= 0 {
+			w = stillToProve(c.delays, c.lastLook-c.firsts[i]) * c.proofRate
+		} else if o.came+100 > c.lastLook {
+			w = c.proofRate
+		}
+		if o.in {
+			n -= w
+		} else {
+			n += 1 - w
+		}
+	})
+	return n
 }
 
 // queuedSince is the growth of the room's count of new visitors queued from

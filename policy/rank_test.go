@@ -179,6 +179,54 @@ func TestOneLetInSinceTheAllocationIsNoLongerAhead(t *testing.T) {
 	})
 }
 
+// TestOneLetInAtItsProofIsNoLongerStillToProve: a first answer is counted
+// ahead of newer visitors until its proof may have come; once the proof
+// came and let its visitor in, nobody is ahead of the next one.
+func TestOneLetInAtItsProofIsNoLongerStillToProve(t *testing.T) {
+	s, tenth := time.Second, 100*time.Millisecond
+	l := newLine(t)
+	m := minuteOf(l.start)
+	// Two earlier visitors, let in at their proofs 3 s after their first
+	// answers: proofs take 3 s here, as the node measures them.
+	count := func(a *policy.Allocation, came, at time.Duration, proof bool, out policy.Outcome) {
+		when := l.start.Add(at)
+		q := policy.Request{Fresh: true, Before: policy.NewCounting(when), At: when}
+		if proof {
+			q = policy.Request{Before: policy.Counting{Bucket: m, Arrived: uint16(came / tenth),
+				LastCheckIn: l.start.Add(came).Unix(), RefreshInterval: policy.ProofRefresh}, At: when}
+		} else {
+			l.queued++
+		}
+		policy.Decision{Request: q, Outcome: out}.Count(nil, a, l.room, "shop", func() float64 { return 0.5 })
+	}
+	for _, came := range []time.Duration{1 * s, 2 * s} {
+		count(l.until(came), came, came, false, policy.Queue)
+		count(l.until(came+3*s), came, came+3*s, true, policy.Admit)
+	}
+	// The third comes at 10.1 s and is let in at its proof, 2 s later.
+	came := 10*s + tenth
+	count(l.until(came), came, came, false, policy.Queue)
+	a := l.until(12 * s)
+	newcomer := func(a *policy.Allocation) int64 { return a.EstimateAt(m, 125).ForNewVisitor().Position }
+	if got := newcomer(a); got != 1 {
+		t.Fatalf("before its proof, a new visitor is told %d ahead, want 1: the third, still to prove", got)
+	}
+	count(a, came, came+2*s, true, policy.Admit)
+
+	t.Run("a new visitor of the same allocation is told 0", func(t *testing.T) {
+		if got := newcomer(a); got != 0 {
+			t.Errorf("told %d ahead, want 0", got)
+		}
+	})
+	t.Run("a new visitor of the next allocations is told 0", func(t *testing.T) {
+		for _, d := range []time.Duration{12*s + 250*time.Millisecond, 12*s + 750*time.Millisecond} {
+			if got := newcomer(l.until(d)); got != 0 {
+				t.Errorf("at %v: told %d ahead, want 0", d, got)
+			}
+		}
+	})
+}
+
 // TestVisitorsOfOneTenthOfASecondArePlacedInTheirMiddle: a token keeps
 // when its visitor came to the tenth of a second, so the order of three
 // who came within one tenth cannot be told. Each is told the middle of

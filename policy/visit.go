@@ -235,8 +235,7 @@ func (d Decision) Count(dst []crdt.Inc, a Decider, room Room, name string, draw 
 		case d.Fresh && d.Outcome == Queue:
 			l.noteFirst(d.At.UnixMilli())
 		case !d.Fresh && d.Before.Proving():
-			arrived := time.UnixMilli(d.Before.Bucket*60_000 + int64(d.Before.Arrived)*100)
-			l.noteProof(d.At.Sub(arrived))
+			l.noteProof(d.Before.Bucket*60_000+int64(d.Before.Arrived)*100, d.At.UnixMilli(), d.Outcome == Admit)
 		}
 		for _, in := range dst[n:] {
 			switch {

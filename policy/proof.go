@@ -153,7 +153,7 @@ func (p *proofLedger) firstAnswers(now int64) []int64 {
 // (arrivalCurves.unproved), so the proof is kept to close it: taken by the
 // time it took alone, a visitor let in straight from its proof 90 ms
 // before the next one came was still counted ahead of it, and the next,
-// first in line, was told 1 (three real processes, long-queue).
+// first in line, was told 1 (three real processes, sessions-1min).
 func (p *proofLedger) noteProof(came, at int64, in bool) {
 	p.noteDelay(time.Duration(at-came) * time.Millisecond)
 	p.mu.Lock()

@@ -25,8 +25,10 @@ const proofDelays = 64
 // is shared along a chain (see ledger) and written by every request.
 type proofLedger struct {
 	first, proved atomic.Int64
-	delay         [proofDelays]atomic.Int32 // milliseconds
-	n             atomic.Uint64
+	// delay are the latest proofs' delays after their first answers,
+	// sinceCame after their visitors came (a hold longer), in milliseconds.
+	delay, sinceCame [proofDelays]atomic.Int32
+	n                atomic.Uint64
 	// own are the node's own visitors who joined a slot since the chain
 	// last took them (joined), left those it let in out of a slot's line
 	// since (letIn), firsts its first answers that queued a new visitor
@@ -34,8 +36,16 @@ type proofLedger struct {
 	mu     sync.Mutex
 	own    []ownJoin
 	left   []ownJoin
-	firsts []int64
+	firsts []firstAnswer
 	back   []ownProof
+}
+
+// firstAnswer is a first answer the node gave that queued a new visitor:
+// when the visitor came, as its token keeps it (unix milliseconds, to the
+// tenth of a second; a visitor held for an allocation keeps the arrival of
+// its first request, see HeldArrival), and when it was answered.
+type firstAnswer struct {
+	came, at int64
 }
 
 // ownProof is a proof the node counted: when its visitor's first request
@@ -127,23 +137,23 @@ func (p *proofLedger) leftBefore(came int64) int64 {
 	return n
 }
 
-// noteFirst counts a first answer that queued a new visitor, at unix
-// millisecond at.
-func (p *proofLedger) noteFirst(at int64) {
+// noteFirst counts a first answer that queued a new visitor who came at
+// unix millisecond came, given at unix millisecond at.
+func (p *proofLedger) noteFirst(came, at int64) {
 	p.first.Add(1)
 	p.mu.Lock()
 	if len(p.firsts) < maxOwnJoins {
-		p.firsts = append(p.firsts, at)
+		p.firsts = append(p.firsts, firstAnswer{came: came, at: at})
 	}
 	p.mu.Unlock()
 }
 
 // firstAnswers takes the first answers given by unix millisecond now.
-func (p *proofLedger) firstAnswers(now int64) []int64 {
+func (p *proofLedger) firstAnswers(now int64) []firstAnswer {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []int64
-	out, p.firsts = takeUntil(p.firsts, now, func(at int64) int64 { return at })
+	var out []firstAnswer
+	out, p.firsts = takeUntil(p.firsts, now, func(f firstAnswer) int64 { return f.at })
 	return out
 }
 
@@ -155,7 +165,7 @@ func (p *proofLedger) firstAnswers(now int64) []int64 {
 // before the next one came was still counted ahead of it, and the next,
 // first in line, was told 1 (three real processes, sessions-1min).
 func (p *proofLedger) noteProof(came, at int64, in bool) {
-	p.noteDelay(time.Duration(at-came) * time.Millisecond)
+	p.proved.Add(1)
 	p.mu.Lock()
 	if len(p.back) < maxOwnJoins {
 		p.back = append(p.back, ownProof{came: came, at: at, in: in})
@@ -172,32 +182,35 @@ func (p *proofLedger) proofsBy(now int64) []ownProof {
 	return out
 }
 
-// proofsSince calls f for each proof not yet taken by an allocation.
-func (p *proofLedger) proofsSince(f func(ownProof)) {
+// proofsSince calls f for each proof not yet taken by an allocation, with
+// whether its first answer is not yet taken either.
+func (p *proofLedger) proofsSince(f func(o ownProof, firstSince bool)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, o := range p.back {
-		f(o)
+		f(o, slices.ContainsFunc(p.firsts, func(fa firstAnswer) bool { return fa.came == o.came }))
 	}
 }
 
-// noteDelay counts a proof that came d after its first request.
-func (p *proofLedger) noteDelay(d time.Duration) {
-	p.proved.Add(1)
-	ms := min(max(d.Milliseconds(), 0), ProofGrace*1000)
-	i := p.n.Add(1) - 1
-	p.delay[i%proofDelays].Store(int32(ms))
+// noteDelay notes a proof that came answered after its first answer and
+// came after its visitor came.
+func (p *proofLedger) noteDelay(answered, came time.Duration) {
+	ms := func(d time.Duration) int32 { return int32(min(max(d.Milliseconds(), 0), ProofGrace*1000)) }
+	i := (p.n.Add(1) - 1) % proofDelays
+	p.delay[i].Store(ms(answered))
+	p.sinceCame[i].Store(ms(came))
 }
 
-// delays are the latest proofs' delays, sorted (none before the first).
-func (p *proofLedger) delays() []int32 {
+// delays are the latest proofs' delays of ring (delay or sinceCame),
+// sorted (none before the first).
+func (p *proofLedger) delays(ring *[proofDelays]atomic.Int32) []int32 {
 	n := min(p.n.Load(), proofDelays)
 	if n == 0 {
 		return nil
 	}
 	out := make([]int32, n)
 	for i := range out {
-		out[i] = p.delay[i].Load()
+		out[i] = ring[i].Load()
 	}
 	slices.Sort(out)
 	return out
@@ -223,7 +236,10 @@ const proofRateSpan = 30 * time.Second
 // share of the first answers of that span, each a proof's longest delay
 // before, that proved: 1 until enough were queued.
 func (c *arrivalCurves) noteProofs(prev *arrivalCurves, led *ledger, nowMs int64) {
-	c.delays = led.proofs.delays()
+	c.delays = led.proofs.delays(&led.proofs.delay)
+	if d := led.proofs.delays(&led.proofs.sinceCame); len(d) > 0 {
+		c.lead = d[len(d)/2]
+	}
 	c.proofRate = 1
 	var marks []proofMark
 	if prev != nil {

@@ -227,6 +227,38 @@ func TestOneLetInAtItsProofIsNoLongerStillToProve(t *testing.T) {
 	})
 }
 
+// TestAProofIsTimedFromItsAnswerAfterAHold: a visitor held for an
+// allocation comes back as long after its answer as any other, so the time
+// its proof took is counted from the answer; counted from its arrival,
+// the hold made proofs seem slower, and a first answer older than a proof
+// takes was still counted ahead of the next visitor.
+func TestAProofIsTimedFromItsAnswerAfterAHold(t *testing.T) {
+	s, ms := time.Second, time.Millisecond
+	l := newLine(t)
+	m := minuteOf(l.start)
+	count := func(a *policy.Allocation, q policy.Request) {
+		policy.Decision{Request: q, Outcome: policy.Queue}.Count(nil, a, l.room, "shop", func() float64 { return 0.5 })
+	}
+	// The first comes at 10 s, is held 600 ms, and proves 2 s after its
+	// answer.
+	came, answered := l.start.Add(10*s), l.start.Add(10*s+600*ms)
+	count(l.until(10*s+500*ms), policy.Request{Fresh: true, Before: policy.HeldArrival(came, answered), At: answered, HeldSince: came})
+	l.queued++
+	proof := policy.Counting{Bucket: m, Arrived: 100, LastCheckIn: answered.Unix(), RefreshInterval: policy.ProofRefresh}
+	count(l.until(12*s+500*ms), policy.Request{Before: proof, At: answered.Add(2 * s)})
+	l.joined++
+	// The second comes at 20 s and never comes back (a client that keeps
+	// no cookie).
+	second := l.start.Add(20 * s)
+	count(l.until(19*s+750*ms), policy.Request{Fresh: true, Before: policy.NewCounting(second), At: second})
+	l.queued++
+	// 2.25 s after the second's answer, past the 2 s proofs take here, a
+	// new visitor has only the first ahead.
+	if got := l.until(22*s+250*ms).EstimateAt(m, 223).ForNewVisitor().Position; got != 1 {
+		t.Errorf("a new visitor is told %d ahead, want 1: the first, in line", got)
+	}
+}
+
 // TestVisitorsOfOneTenthOfASecondArePlacedInTheirMiddle: a token keeps
 // when its visitor came to the tenth of a second, so the order of three
 // who came within one tenth cannot be told. Each is told the middle of

@@ -233,7 +233,7 @@ func (d Decision) Count(dst []crdt.Inc, a Decider, room Room, name string, draw 
 		l := p.proofLedger()
 		switch {
 		case d.Fresh && d.Outcome == Queue:
-			l.noteFirst(d.At.UnixMilli())
+			l.noteFirst(after.Bucket*60_000+int64(after.Arrived)*100, d.At.UnixMilli())
 		case !d.Fresh && d.Before.Proving():
 			l.noteProof(d.Before.Bucket*60_000+int64(d.Before.Arrived)*100, d.At.UnixMilli(), d.Outcome == Admit)
 		}

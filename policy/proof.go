@@ -72,30 +72,34 @@ const maxOwnJoins = 1 << 14
 // noteJoin notes one of the node's own visitors who joined the slot of unix
 // second slot, having come ms into it, counted at unix millisecond at.
 func (p *proofLedger) noteJoin(slot int64, ms int32, at int64) {
-	p.note(&p.own, ownJoin{slot: slot, ms: ms, at: at})
+	noteIn(p, &p.own, ownJoin{slot: slot, ms: ms, at: at})
 }
 
 // joined takes the joins counted by unix millisecond now, which the
 // snapshot of now counts, leaving the later ones for the next allocation.
-func (p *proofLedger) joined(now int64) []ownJoin { return p.take(&p.own, now) }
+func (p *proofLedger) joined(now int64) []ownJoin { return takeFrom(p, &p.own, now, ownJoin.noted) }
 
-// note appends o to the list xs under the ledger's lock, up to
+// noted is when o was counted.
+func (o ownJoin) noted() int64 { return o.at }
+
+// noteIn appends x to the ledger's list xs under its lock, up to
 // maxOwnJoins: more between two allocations are dropped, not kept without
 // bound.
-func (p *proofLedger) note(xs *[]ownJoin, o ownJoin) {
+func noteIn[T any](p *proofLedger, xs *[]T, x T) {
 	p.mu.Lock()
 	if len(*xs) < maxOwnJoins {
-		*xs = append(*xs, o)
+		*xs = append(*xs, x)
 	}
 	p.mu.Unlock()
 }
 
-// take takes from the list xs those noted by unix millisecond now.
-func (p *proofLedger) take(xs *[]ownJoin, now int64) []ownJoin {
+// takeFrom takes from the ledger's list xs, under its lock, those noted
+// (at) by unix millisecond now.
+func takeFrom[T any](p *proofLedger, xs *[]T, now int64, at func(T) int64) []T {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []ownJoin
-	out, *xs = takeUntil(*xs, now, func(o ownJoin) int64 { return o.at })
+	var out []T
+	out, *xs = takeUntil(*xs, now, at)
 	return out
 }
 
@@ -115,12 +119,12 @@ func takeUntil[T any](xs []T, now int64, at func(T) int64) (taken, later []T) {
 // noteLeft notes one of the node's visitors let in out of the line of the
 // slot of unix second slot, having come ms into it, at unix millisecond at.
 func (p *proofLedger) noteLeft(slot int64, ms int32, at int64) {
-	p.note(&p.left, ownJoin{slot: slot, ms: ms, at: at})
+	noteIn(p, &p.left, ownJoin{slot: slot, ms: ms, at: at})
 }
 
 // letIn takes the visitors let in out of a slot's line by unix millisecond
 // now, leaving the later ones for the next allocation.
-func (p *proofLedger) letIn(now int64) []ownJoin { return p.take(&p.left, now) }
+func (p *proofLedger) letIn(now int64) []ownJoin { return takeFrom(p, &p.left, now, ownJoin.noted) }
 
 // leftBefore is how many of the node's own visitors it let in since the
 // chain's latest allocation took them (letIn) came before unix millisecond
@@ -141,20 +145,12 @@ func (p *proofLedger) leftBefore(came int64) int64 {
 // unix millisecond came, given at unix millisecond at.
 func (p *proofLedger) noteFirst(came, at int64) {
 	p.first.Add(1)
-	p.mu.Lock()
-	if len(p.firsts) < maxOwnJoins {
-		p.firsts = append(p.firsts, firstAnswer{came: came, at: at})
-	}
-	p.mu.Unlock()
+	noteIn(p, &p.firsts, firstAnswer{came: came, at: at})
 }
 
 // firstAnswers takes the first answers given by unix millisecond now.
 func (p *proofLedger) firstAnswers(now int64) []firstAnswer {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []firstAnswer
-	out, p.firsts = takeUntil(p.firsts, now, func(f firstAnswer) int64 { return f.at })
-	return out
+	return takeFrom(p, &p.firsts, now, func(f firstAnswer) int64 { return f.at })
 }
 
 // noteProof counts a proof counted at unix millisecond at, of a visitor
@@ -166,20 +162,12 @@ func (p *proofLedger) firstAnswers(now int64) []firstAnswer {
 // first in line, was told 1 (three real processes, sessions-1min).
 func (p *proofLedger) noteProof(came, at int64, in bool) {
 	p.proved.Add(1)
-	p.mu.Lock()
-	if len(p.back) < maxOwnJoins {
-		p.back = append(p.back, ownProof{came: came, at: at, in: in})
-	}
-	p.mu.Unlock()
+	noteIn(p, &p.back, ownProof{came: came, at: at, in: in})
 }
 
 // proofsBy takes the proofs counted by unix millisecond now.
 func (p *proofLedger) proofsBy(now int64) []ownProof {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []ownProof
-	out, p.back = takeUntil(p.back, now, func(o ownProof) int64 { return o.at })
-	return out
+	return takeFrom(p, &p.back, now, func(o ownProof) int64 { return o.at })
 }
 
 // proofsSince calls f for each proof not yet taken by an allocation, with

@@ -25,10 +25,8 @@ const proofDelays = 64
 // is shared along a chain (see ledger) and written by every request.
 type proofLedger struct {
 	first, proved atomic.Int64
-	// delay are the latest proofs' delays after their first answers,
-	// sinceCame after their visitors came (a hold longer), in milliseconds.
-	delay, sinceCame [proofDelays]atomic.Int32
-	n                atomic.Uint64
+	delay         [proofDelays]atomic.Int32 // after their first answers, milliseconds
+	n             atomic.Uint64
 	// own are the node's own visitors who joined a slot since the chain
 	// last took them (joined), left those it let in out of a slot's line
 	// since (letIn), firsts its first answers that queued a new visitor
@@ -180,25 +178,22 @@ func (p *proofLedger) proofsSince(f func(o ownProof, firstSince bool)) {
 	}
 }
 
-// noteDelay notes a proof that came answered after its first answer and
-// came after its visitor came.
-func (p *proofLedger) noteDelay(answered, came time.Duration) {
-	ms := func(d time.Duration) int32 { return int32(min(max(d.Milliseconds(), 0), ProofGrace*1000)) }
-	i := (p.n.Add(1) - 1) % proofDelays
-	p.delay[i].Store(ms(answered))
-	p.sinceCame[i].Store(ms(came))
+// noteDelay notes a proof that came d after its first answer.
+func (p *proofLedger) noteDelay(d time.Duration) {
+	ms := min(max(d.Milliseconds(), 0), ProofGrace*1000)
+	i := p.n.Add(1) - 1
+	p.delay[i%proofDelays].Store(int32(ms))
 }
 
-// delays are the latest proofs' delays of ring (delay or sinceCame),
-// sorted (none before the first).
-func (p *proofLedger) delays(ring *[proofDelays]atomic.Int32) []int32 {
+// delays are the latest proofs' delays, sorted (none before the first).
+func (p *proofLedger) delays() []int32 {
 	n := min(p.n.Load(), proofDelays)
 	if n == 0 {
 		return nil
 	}
 	out := make([]int32, n)
 	for i := range out {
-		out[i] = ring[i].Load()
+		out[i] = p.delay[i].Load()
 	}
 	slices.Sort(out)
 	return out
@@ -224,10 +219,7 @@ const proofRateSpan = 30 * time.Second
 // share of the first answers of that span, each a proof's longest delay
 // before, that proved: 1 until enough were queued.
 func (c *arrivalCurves) noteProofs(prev *arrivalCurves, led *ledger, nowMs int64) {
-	c.delays = led.proofs.delays(&led.proofs.delay)
-	if d := led.proofs.delays(&led.proofs.sinceCame); len(d) > 0 {
-		c.lead = d[len(d)/2]
-	}
+	c.delays = led.proofs.delays()
 	c.proofRate = 1
 	var marks []proofMark
 	if prev != nil {

@@ -56,11 +56,18 @@ type short struct {
 var shorts = []short{
 	// step-10x's estimates: 65.7 % within ±20 % since a new visitor held
 	// for an allocation keeps its first request's arrival (67.3 % when it
-	// was dated by its wake, which tied a flood's held visitors).
+	// was dated by its wake, which tied a flood's held visitors); 64.4 %
+	// since proofs are timed from their first answers, not from a held
+	// visitor's arrival. Here every node holds alike when the step comes,
+	// and placing the others' visitors as if none had held costs this
+	// short version 1.3 points; the whole scenario reads 90.7 to 91.0 %
+	// over seeds 1 to 4 either way. On real processes, where the flood
+	// reaches one node first and only it holds, the fresh flood's places
+	// went from 87.4 and 90.6 % to 92.9 and 93.4 % side by side.
 	{name: "step-10x", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(2 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)
-	}, limits: map[string]float64{sim.GoalFirstQueue: 0.55, sim.GoalEstimate: 0.65}},
+	}, limits: map[string]float64{sim.GoalFirstQueue: 0.55, sim.GoalEstimate: 0.64}},
 	{name: "steady-uniform", shrink: func(sc *sim.Scenario) {
 		sc.Visitors.Arrival.End = dur(7 * time.Minute)
 		sc.Duration = dur(8 * time.Minute)

@@ -186,7 +186,7 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 	// ahead, though its snapshot still counts them: a visitor whose page
 	// came 30 ms after the node let in the one before it was told it had
 	// one ahead, nobody being (three real processes, node-restart).
-	p := a.positionAt(bucket, arrived) - float64(a.led.proofs.leftBefore(bucket*60_000+int64(arrived)*100))
+	p := a.positionAt(bucket, arrived) - float64(a.led.proofs.leftBefore(cameAt(bucket, arrived)))
 	return int64(max(p, 0) + 0.5), true
 }
 
@@ -269,7 +269,7 @@ func (a *Allocation) rankInSlot(bucket int64, arrived uint16, self bool, shift i
 // allocation, can have come by the allocation's time. A visitor is shown
 // its proof's page on the allocation before.
 func (a *Allocation) counts(bucket int64, arrived uint16) bool {
-	came := bucket*60_000 + int64(arrived)*100
+	came := cameAt(bucket, arrived)
 	return a.now.UnixMilli() > came+ProofGrace*1000
 }
 

@@ -50,6 +50,11 @@ func arrivedAt(bucket, ms int64) uint16 {
 	return uint16(min(max((ms-bucket*60_000)/100, 0), 599))
 }
 
+// cameAt is the unix millisecond a visitor of bucket who came arrived
+// tenths of a second into its minute came, to the tenth its token keeps:
+// arrivedAt the other way.
+func cameAt(bucket int64, arrived uint16) int64 { return bucket*60_000 + int64(arrived)*100 }
+
 // Turn is what a request is, by where its visitor is counted.
 type Turn uint8
 
@@ -233,9 +238,9 @@ func (d Decision) Count(dst []crdt.Inc, a Decider, room Room, name string, draw 
 		l := p.proofLedger()
 		switch {
 		case d.Fresh && d.Outcome == Queue:
-			l.noteFirst(after.Bucket*60_000+int64(after.Arrived)*100, d.At.UnixMilli())
+			l.noteFirst(cameAt(after.Bucket, after.Arrived), d.At.UnixMilli())
 		case !d.Fresh && d.Before.Proving():
-			l.noteProof(d.Before.Bucket*60_000+int64(d.Before.Arrived)*100, d.At.UnixMilli(), d.Outcome == Admit)
+			l.noteProof(cameAt(d.Before.Bucket, d.Before.Arrived), d.At.UnixMilli(), d.Outcome == Admit)
 		}
 		for _, in := range dst[n:] {
 			switch {

@@ -148,8 +148,11 @@ func (p *proofLedger) noteFirst(came, at int64) {
 
 // firstAnswers takes the first answers given by unix millisecond now.
 func (p *proofLedger) firstAnswers(now int64) []firstAnswer {
-	return takeFrom(p, &p.firsts, now, func(f firstAnswer) int64 { return f.at })
+	return takeFrom(p, &p.firsts, now, firstAnswer.noted)
 }
+
+// noted is when f was given.
+func (f firstAnswer) noted() int64 { return f.at }
 
 // noteProof counts a proof counted at unix millisecond at, of a visitor
 // whose first request came at unix millisecond came, let in at it when in.
@@ -165,8 +168,11 @@ func (p *proofLedger) noteProof(came, at int64, in bool) {
 
 // proofsBy takes the proofs counted by unix millisecond now.
 func (p *proofLedger) proofsBy(now int64) []ownProof {
-	return takeFrom(p, &p.back, now, func(o ownProof) int64 { return o.at })
+	return takeFrom(p, &p.back, now, ownProof.noted)
 }
+
+// noted is when o was counted.
+func (o ownProof) noted() int64 { return o.at }
 
 // proofsSince calls f for each proof not yet taken by an allocation, with
 // whether its first answer is not yet taken either.

@@ -142,7 +142,7 @@ func (a *Allocation) newcomerNow() newcomer {
 	a.newOnce.Do(func() { a.newBase = a.newcomerPosition() })
 	p := a.newBase + float64(max(a.led.proofs.first.Load()-a.firstsAt-1, 0))*a.arr.proofRate
 	p += a.provedSince()
-	p = max(p-float64(a.led.proofs.leftBefore(math.MaxInt64)), 0) // let in since: ahead no more
+	p = max(p-a.led.proofs.leftBefore(math.MaxInt64), 0) // let in since: ahead no more
 	n := newcomer{position: int64(p + 0.5)}
 	if a.rate > 0 && a.strategy == Continuous {
 		d := a.room.checkIn().Minutes() / 2

@@ -186,7 +186,7 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 	// ahead, though its snapshot still counts them: a visitor whose page
 	// came 30 ms after the node let in the one before it was told it had
 	// one ahead, nobody being (three real processes, node-restart).
-	p := a.positionAt(bucket, arrived) - float64(a.led.proofs.leftBefore(cameAt(bucket, arrived)))
+	p := a.positionAt(bucket, arrived) - a.led.proofs.leftBefore(cameAt(bucket, arrived))
 	return int64(max(p, 0) + 0.5), true
 }
 

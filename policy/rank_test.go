@@ -259,6 +259,24 @@ func TestAProofIsTimedFromItsAnswerAfterAHold(t *testing.T) {
 	}
 }
 
+// TestOneOfTheSameTenthLetInSinceLeavesTheOtherFirst: two who came in one
+// tenth of a second are each placed in their middle, half a place; once
+// the node lets one of them in, the other is first in line, before the
+// next allocation too.
+func TestOneOfTheSameTenthLetInSinceLeavesTheOtherFirst(t *testing.T) {
+	s, ms := time.Second, time.Millisecond
+	l := newLine(t)
+	l.came = []time.Duration{10*s + 110*ms, 10*s + 130*ms}
+	a := l.until(20 * s)
+	m := minuteOf(l.start)
+	proof := policy.Counting{Bucket: m, Arrived: 101, LastCheckIn: l.start.Add(10 * s).Unix(), RefreshInterval: policy.ProofRefresh}
+	_, waiting := policy.Decision{Request: policy.Request{Before: proof, At: l.start.Add(12 * s)}, Outcome: policy.Queue}.Count(nil, a, l.room, "shop", func() float64 { return 0.5 })
+	policy.Decision{Request: policy.Request{Before: waiting, At: l.start.Add(20*s + 100*ms)}, Outcome: policy.Admit}.Count(nil, a, l.room, "shop", nil)
+	if got := a.EstimateAt(m, 101).Position; got != 0 {
+		t.Errorf("the one left of the tenth is told %d ahead, want 0", got)
+	}
+}
+
 // TestVisitorsOfOneTenthOfASecondArePlacedInTheirMiddle: a token keeps
 // when its visitor came to the tenth of a second, so the order of three
 // who came within one tenth cannot be told. Each is told the middle of

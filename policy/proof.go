@@ -184,12 +184,17 @@ func (p *proofLedger) proofsBy(now int64) []ownProof {
 func (o ownProof) noted() int64 { return o.at }
 
 // proofsSince calls f for each proof not yet taken by an allocation, with
-// whether its first answer is not yet taken either.
-func (p *proofLedger) proofsSince(f func(o ownProof, firstSince bool)) {
+// a way to ask whether its first answer is not yet taken either: a look
+// through those first answers, which a new visitor's place (every new
+// visitor's, in a flood) asks for only where the allocation does not have
+// the answer.
+func (p *proofLedger) proofsSince(f func(o ownProof, firstSince func() bool)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, o := range p.back {
-		f(o, slices.ContainsFunc(p.firsts, func(fa firstAnswer) bool { return fa.came == o.came }))
+		f(o, func() bool {
+			return slices.ContainsFunc(p.firsts, func(fa firstAnswer) bool { return fa.came == o.came })
+		})
 	}
 }
 

@@ -383,14 +383,14 @@ func (a *Allocation) provedSince() float64 {
 		return 0
 	}
 	var n float64
-	a.led.proofs.proofsSince(func(o ownProof, firstSince bool) {
+	a.led.proofs.proofsSince(func(o ownProof, firstSince func() bool) {
 		if o.at <= c.lastLook {
 			return // the allocation's count of those waiting has it
 		}
 		var w float64
 		if i := c.firstOf(o.came); i >= 0 {
 			w = stillToProve(c.delays, c.lastLook-c.firsts[i].at) * c.proofRate
-		} else if firstSince {
+		} else if firstSince() {
 			w = c.proofRate
 		}
 		if o.in {

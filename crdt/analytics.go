@@ -123,11 +123,11 @@ func (s *State) Analytics(roomName string, from, to int64) Analytics {
 			a.Histograms[kind] = h
 		}
 	}()
-	s.eachCell(r, func(ck cellKey, c []Count) {
+	s.eachCell(r, func(ck cellKey, c cellCounts) {
 		if ck.Kind < AnalyticsBase || ck.Kind >= analyticsEnd || ck.Minute < from || ck.Minute > to {
 			return
 		}
-		v := sum(c)
+		v := c.sum()
 		if ck.Kind.IsHistogram() {
 			if ck.Bucket < 0 || ck.Bucket >= HistogramBins {
 				return

@@ -353,13 +353,14 @@ func (s *State) Carry(dc string, members []ReplicaID, keys []Key) Delta {
 			return
 		}
 		var sum uint64
-		for _, e := range c.c {
-			if inM(e.Replica) {
-				sum += e.N
+		for i, r := range c.ids {
+			n := uint64(c.ns[i])
+			if inM(r) {
+				sum += n
 				continue
 			}
-			g := Group{Datacenter: dc, Replicas: []ReplicaID{e.Replica}}
-			write(k, g, g.ID(), e.N)
+			g := Group{Datacenter: dc, Replicas: []ReplicaID{r}}
+			write(k, g, g.ID(), n)
 		}
 		if len(m.Replicas) > 0 {
 			write(k, m, mid, sum)

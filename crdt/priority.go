@@ -28,9 +28,9 @@ func (s *State) SumByBucket(roomName string, k Kind, from, to int64) map[int64]u
 	if r == nil {
 		return out
 	}
-	s.eachCell(r, func(ck cellKey, c []Count) {
+	s.eachCell(r, func(ck cellKey, c cellCounts) {
 		if ck.Kind == k && ck.Minute >= from && ck.Minute <= to {
-			out[ck.Bucket] += sum(c)
+			out[ck.Bucket] += c.sum()
 		}
 	})
 	return out

@@ -182,9 +182,9 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 	if keep != nil {
 		t.queued = map[waitingCell]int64{}
 	}
-	s.eachCell(r, func(ck cellKey, counts []Count) {
-		c := t.kept(counts)
-		if keep != nil && len(c) == 0 {
+	s.eachCell(r, func(ck cellKey, counts cellCounts) {
+		c, any := t.kept(counts)
+		if !any {
 			return
 		}
 		t.add(ck, c)
@@ -196,33 +196,65 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 // eachCell calls fn with every cell of room r and its counts as this node
 // reads them (cellReader.combine), sorted by replica. The counts are valid
 // until fn returns.
-func (s *State) eachCell(r *room, fn func(ck cellKey, c []Count)) {
+func (s *State) eachCell(r *room, fn func(ck cellKey, c cellCounts)) {
+	var rd cellReader
 	if len(r.aggs) == 0 {
 		for ck, g := range r.cells {
-			fn(ck, g.c)
+			fn(ck, cellCounts{g: g, buf: &rd.own})
 		}
 		return
 	}
-	var rd cellReader
 	for ck, g := range r.cells {
-		a := r.aggs[ck]
-		fn(ck, rd.combine(s, g.c, &a))
+		a, ok := r.aggs[ck]
+		if !ok || len(a.b) == 0 {
+			fn(ck, cellCounts{g: g, buf: &rd.own})
+			continue
+		}
+		rd.own = g.appendTo(rd.own[:0])
+		fn(ck, cellCounts{c: rd.combine(s, rd.own, &a)})
 	}
 	for ck, a := range r.aggs {
 		if _, ok := r.cells[ck]; !ok {
-			fn(ck, rd.combine(s, nil, &a))
+			fn(ck, cellCounts{c: rd.combine(s, nil, &a)})
 		}
 	}
+}
+
+// cellCounts is one cell's counts as eachCell hands them: the cell's own
+// entries read in place (g) where it has no other data center's, since
+// most readers only sum them, or else the combined counts (c).
+type cellCounts struct {
+	g   *GCounter
+	c   []Count
+	buf *[]Count // where list writes g's entries
+}
+
+// sum is the cell's total.
+func (c cellCounts) sum() uint64 {
+	if c.g != nil {
+		return c.g.Value()
+	}
+	return sum(c.c)
+}
+
+// list is the cell's counts, sorted by replica, valid until the reader's
+// next cell.
+func (c cellCounts) list() []Count {
+	if c.g != nil {
+		*c.buf = c.g.appendTo((*c.buf)[:0])
+		return *c.buf
+	}
+	return c.c
 }
 
 // cellReader combines the two halves of a cell with buffers reused from
 // cell to cell: counts, and sums per data center (remoteCounts).
 type cellReader struct {
-	remote, merged []Count
-	pack           []packItem
-	sum            []uint64
-	cnt            []int32
-	touched        []int32
+	own, remote, merged []Count
+	pack                []packItem
+	sum                 []uint64
+	cnt                 []int32
+	touched             []int32
 }
 
 // combine is the cell whose replicas' own entries are own (this data
@@ -265,22 +297,31 @@ type snapshotSum struct {
 }
 
 // kept returns the entries of c that keep accepts (all of them when keep is
-// nil), in a scratch slice reused from cell to cell.
-func (t *snapshotSum) kept(c []Count) []Count {
+// nil), in a scratch slice reused from cell to cell, and whether there are
+// any.
+func (t *snapshotSum) kept(c cellCounts) (cellCounts, bool) {
 	if t.keep == nil {
-		return c
+		return c, true
 	}
 	t.scratch = t.scratch[:0]
-	for _, e := range c {
+	if g := c.g; g != nil {
+		for i, r := range g.ids {
+			if t.keep(r) {
+				t.scratch = append(t.scratch, Count{Replica: r, N: uint64(g.ns[i])})
+			}
+		}
+		return cellCounts{c: t.scratch}, len(t.scratch) > 0
+	}
+	for _, e := range c.c {
 		if t.keep(e.Replica) {
 			t.scratch = append(t.scratch, e)
 		}
 	}
-	return t.scratch
+	return cellCounts{c: t.scratch}, len(t.scratch) > 0
 }
 
 // add counts one cell's entries c into the sums its kind feeds.
-func (t *snapshotSum) add(ck cellKey, c []Count) {
+func (t *snapshotSum) add(ck cellKey, c cellCounts) {
 	if ck.Kind == SessionPlus || ck.Kind == SessionMinus {
 		t.addSession(ck, c)
 		return
@@ -294,19 +335,19 @@ func (t *snapshotSum) add(ck cellKey, c []Count) {
 	case WaitingPlus, WaitingMinus:
 		t.addWaiting(ck, c)
 	case QueuedAt:
-		t.arrived[ck.Bucket] += int64(sum(c))
+		t.arrived[ck.Bucket] += int64(c.sum())
 	case Admitted, Arrivals, VisitorsQueued:
 		t.addMinute(ck, c)
 	}
 }
 
 // addSession counts a session cell while its expiry second is ahead.
-func (t *snapshotSum) addSession(ck cellKey, c []Count) {
+func (t *snapshotSum) addSession(ck cellKey, c cellCounts) {
 	// Dated by expiry: counted while the expiry second is ahead.
 	if ck.Bucket <= t.now || ck.Bucket > t.lastExpiry {
 		return
 	}
-	v := int64(sum(c))
+	v := int64(c.sum())
 	if ck.Kind == SessionMinus {
 		v = -v
 	}
@@ -314,11 +355,11 @@ func (t *snapshotSum) addSession(ck cellKey, c []Count) {
 }
 
 // addWaiting counts a waiting cell dated within the waiting window.
-func (t *snapshotSum) addWaiting(ck cellKey, c []Count) {
+func (t *snapshotSum) addWaiting(ck cellKey, c cellCounts) {
 	if ck.Minute < t.waitFirst {
 		return
 	}
-	v := int64(sum(c))
+	v := int64(c.sum())
 	if ck.Kind == WaitingMinus {
 		v = -v
 	}
@@ -332,10 +373,10 @@ func (t *snapshotSum) addWaiting(ck cellKey, c []Count) {
 // addMinute adds a per-replica minute counter dated within the history into
 // its minute of Admitted, Arrivals or Queued, and an admission counter dated
 // within the admissions window into AdmittedTotals.
-func (t *snapshotSum) addMinute(ck cellKey, c []Count) {
+func (t *snapshotSum) addMinute(ck cellKey, c cellCounts) {
 	if n := int64(len(t.snap.AdmittedTotals)); ck.Kind == Admitted && n > 0 {
 		if j := ck.Minute - t.minute + n - 1; j >= 0 {
-			t.snap.AdmittedTotals[j] += sum(c)
+			t.snap.AdmittedTotals[j] += c.sum()
 		}
 	}
 	i := ck.Minute - t.first
@@ -349,8 +390,8 @@ func (t *snapshotSum) addMinute(ck cellKey, c []Count) {
 	case VisitorsQueued:
 		dst = &t.snap.Queued[i]
 	}
-	dst.Total += sum(c)
-	dst.ByReplica = mergeCounts(dst.ByReplica, c)
+	dst.Total += c.sum()
+	dst.ByReplica = mergeCounts(dst.ByReplica, c.list())
 }
 
 // finish sums the cells, taken as at least zero with keep set, then sets

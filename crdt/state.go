@@ -383,8 +383,9 @@ func (s *State) Full() Delta {
 // appendCells appends the entries of a room's cells, in Full's order.
 func appendCells(dst []Entry, name string, cells map[cellKey]*GCounter) []Entry {
 	for _, ck := range sortedKeys(cells) {
-		for _, c := range cells[ck].c {
-			dst = append(dst, Entry{Key{name, ck.Kind, ck.Bucket, ck.Minute}, c.Replica, c.N})
+		g := cells[ck]
+		for i, r := range g.ids {
+			dst = append(dst, Entry{Key{name, ck.Kind, ck.Bucket, ck.Minute}, r, uint64(g.ns[i])})
 		}
 	}
 	return dst

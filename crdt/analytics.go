@@ -163,6 +163,7 @@ var kindNames = map[Kind]string{
 	WaitingMinus:           "waiting_minus",
 	Revocations:            "revocations",
 	QueuedAt:               "queued_at",
+	LeftAt:                 "left_at",
 	ChallengesIssued:       "challenges_issued",
 	ChallengesSolved:       "challenges_solved",
 	ChallengesFailed:       "challenges_failed",

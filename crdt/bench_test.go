@@ -56,10 +56,13 @@ func roomEntries(ids []crdt.ReplicaID, seed uint64) []crdt.Entry {
 			}
 		}
 		// The arrival slots of the buckets still within the retention
-		// window (the gossip layer's, 35 minutes), one cell per slot.
+		// window (the gossip layer's, 35 minutes), one cell per slot for
+		// those who joined its line and one for those who left it.
 		for b := roomNow - min(queueMinutes, retentionMinutes) + 1; b <= roomNow; b++ {
 			for sec := int64(0); sec < 60; sec += crdt.ArrivalSlotSeconds {
-				out = append(out, crdt.Entry{Key: crdt.Key{Room: busyRoom, Kind: crdt.QueuedAt, Bucket: b*60 + sec, Minute: b}, Replica: r, Value: 1 + rng.Uint64N(200)})
+				for _, k := range []crdt.Kind{crdt.QueuedAt, crdt.LeftAt} {
+					out = append(out, crdt.Entry{Key: crdt.Key{Room: busyRoom, Kind: k, Bucket: b*60 + sec, Minute: b}, Replica: r, Value: 1 + rng.Uint64N(200)})
+				}
 			}
 		}
 		for m := roomNow - activeMinutes + 1; m <= roomNow; m++ {
@@ -114,7 +117,7 @@ func TestMemoryPerRoom(t *testing.T) {
 	st := s.Stats()
 	runtime.KeepAlive(s)
 
-	wantCells := queueMinutes*crdt.DefaultWaitingWindow*2 + activeMinutes*2 + activeMinutes*60/sessionSlice*2 + retentionMinutes*arrivalSlots
+	wantCells := queueMinutes*crdt.DefaultWaitingWindow*2 + activeMinutes*2 + activeMinutes*60/sessionSlice*2 + retentionMinutes*arrivalSlots*2
 	if st.Cells != wantCells || st.Entries != len(entries) {
 		t.Fatalf("room holds %d cells and %d entries, want %d and %d", st.Cells, st.Entries, wantCells, len(entries))
 	}

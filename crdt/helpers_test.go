@@ -62,7 +62,7 @@ var (
 	testKinds = []crdt.Kind{
 		crdt.Arrivals, crdt.Admitted, crdt.ActivePlus, crdt.ActiveMinus,
 		crdt.WaitingPlus, crdt.WaitingMinus, crdt.SessionPlus, crdt.SessionMinus,
-		crdt.QueuedAt, crdt.AnalyticsBase + 1,
+		crdt.QueuedAt, crdt.LeftAt, crdt.AnalyticsBase + 1,
 	}
 	testRegisters = []string{"room/tickets", "room/vaccine", "node/1"}
 )
@@ -82,7 +82,7 @@ func drawKey(t *rapid.T) crdt.Key {
 	if isWaiting(k.Kind) {
 		k.Bucket = k.Minute - rapid.Int64Range(0, 2).Draw(t, "queued for")
 	}
-	if k.Kind == crdt.QueuedAt {
+	if k.Kind == crdt.QueuedAt || k.Kind == crdt.LeftAt {
 		// An arrival slot of the minute's bucket.
 		k.Bucket = crdt.ArrivalSlot(k.Minute, uint16(rapid.IntRange(0, 599).Draw(t, "arrived")))
 	}

@@ -92,6 +92,9 @@ type RoomSnapshot struct {
 	// bucket's queue per arrival slot (QueuedAt), for the buckets in
 	// Waiting: the order inside a bucket.
 	Arrived []SlotCount
+	// Left lists, like Arrived, how many of those who joined each slot
+	// left its line since (LeftAt): let in, turned away, held or moved on.
+	Left []SlotCount
 
 	// AdmittedTotals holds, oldest first, the room's admissions in each of
 	// the Windows.Admissions minutes ending with Minute, every one present
@@ -177,6 +180,7 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 		lastExpiry: now + MaxSessionLead*60,
 		waiting:    map[int64]int64{},
 		arrived:    map[int64]int64{},
+		left:       map[int64]int64{},
 		sessions:   map[int64]int64{},
 	}
 	if keep != nil {
@@ -291,6 +295,7 @@ type snapshotSum struct {
 	active   int64
 	waiting  map[int64]int64 // by arrival bucket
 	arrived  map[int64]int64 // by arrival slot
+	left     map[int64]int64 // by arrival slot
 	sessions map[int64]int64 // by expiry second
 	queued   map[waitingCell]int64
 	scratch  []Count
@@ -336,6 +341,8 @@ func (t *snapshotSum) add(ck cellKey, c cellCounts) {
 		t.addWaiting(ck, c)
 	case QueuedAt:
 		t.arrived[ck.Bucket] += int64(c.sum())
+	case LeftAt:
+		t.left[ck.Bucket] += int64(c.sum())
 	case Admitted, Arrivals, VisitorsQueued:
 		t.addMinute(ck, c)
 	}
@@ -419,12 +426,21 @@ func (t *snapshotSum) finish() {
 		}
 	}
 	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
-	for sec, n := range t.arrived {
+	snap.Arrived = t.slots(t.arrived)
+	snap.Left = t.slots(t.left)
+}
+
+// slots lists the slot counts of the buckets someone waits in, oldest
+// first.
+func (t *snapshotSum) slots(by map[int64]int64) []SlotCount {
+	var out []SlotCount
+	for sec, n := range by {
 		if n > 0 && t.waiting[floorDiv(sec, 60)] > 0 {
-			snap.Arrived = append(snap.Arrived, SlotCount{Second: sec, N: n})
+			out = append(out, SlotCount{Second: sec, N: n})
 		}
 	}
-	slices.SortFunc(snap.Arrived, func(a, b SlotCount) int { return cmp.Compare(a.Second, b.Second) })
+	slices.SortFunc(out, func(a, b SlotCount) int { return cmp.Compare(a.Second, b.Second) })
+	return out
 }
 
 // floorDiv divides rounding towards minus infinity, so second -1 is in

@@ -299,7 +299,8 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 			side := m.SnapshotOf(room, sec, w, keep)
 			want := model.Snapshot(room, sec, w)
 			want.Active, want.Waiting, want.TotalWaiting = cellwise(es, room, sec, w)
-			want.Arrived = arrivedIn(es, room, want.Waiting)
+			want.Arrived = slotsIn(es, room, crdt.QueuedAt, want.Waiting)
+			want.Left = slotsIn(es, room, crdt.LeftAt, want.Waiting)
 			if !reflect.DeepEqual(side, want) {
 				t.Fatalf("SnapshotOf(kept) = %+v, want %+v", side, want)
 			}
@@ -314,20 +315,17 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 	})
 }
 
-// cellwise is the model of SnapshotOf's session and waiting sums: net per
-// cell, each at least zero, then summed: sessions whose expiry second is
-// after sec, waiting cells within the window.
-// arrivedIn is the arrival slots a snapshot lists, from the entries es: the
-// QueuedAt counts of the room's buckets that have someone waiting, oldest
-// first (nil when none).
-func arrivedIn(es []crdt.Entry, room string, waiting []crdt.BucketCount) []crdt.SlotCount {
+// slotsIn is the arrival slots a snapshot lists, from the entries es: the
+// counts of kind (QueuedAt or LeftAt) of the room's buckets that have
+// someone waiting, oldest first (nil when none).
+func slotsIn(es []crdt.Entry, room string, kind crdt.Kind, waiting []crdt.BucketCount) []crdt.SlotCount {
 	waits := map[int64]bool{}
 	for _, b := range waiting {
 		waits[b.Bucket] = b.N > 0
 	}
 	bySlot := map[int64]int64{}
 	for _, e := range es {
-		if e.Key.Room == room && e.Key.Kind == crdt.QueuedAt {
+		if e.Key.Room == room && e.Key.Kind == kind {
 			bySlot[e.Key.Bucket] += int64(e.Value)
 		}
 	}
@@ -351,6 +349,9 @@ func floorMinute(sec int64) int64 {
 	return m
 }
 
+// cellwise is the model of SnapshotOf's session and waiting sums: net per
+// cell, each at least zero, then summed: sessions whose expiry second is
+// after sec, waiting cells within the window.
 func cellwise(es []crdt.Entry, room string, sec int64, w crdt.Windows) (active int64, waiting []crdt.BucketCount, total int64) {
 	type cell struct {
 		waiting        bool
@@ -467,6 +468,23 @@ func TestSnapshotArrivalSlots(t *testing.T) {
 			}
 		})
 	}
+	t.Run("those who left a slot's line are listed by slot like those who joined it", func(t *testing.T) {
+		s := crdt.New()
+		for _, e := range []crdt.Entry{
+			{Key: crdt.Key{Kind: crdt.WaitingPlus, Bucket: now - 1, Minute: now}, Replica: nodeA, Value: 5},
+			{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeA, Value: 7},
+			{Key: crdt.Key{Kind: crdt.LeftAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeA, Value: 1},
+			{Key: crdt.Key{Kind: crdt.LeftAt, Bucket: slot(-1, 460), Minute: now - 1}, Replica: nodeB, Value: 1},
+			{Key: crdt.Key{Kind: crdt.LeftAt, Bucket: slot(-2, 0), Minute: now - 2}, Replica: nodeB, Value: 3},
+		} {
+			e.Key.Room = "tickets"
+			s.Apply(e)
+		}
+		snap := s.Snapshot("tickets", now*60+30, crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 3})
+		if want := []crdt.SlotCount{{Second: (now-1)*60 + 40, N: 2}}; !slices.Equal(snap.Left, want) {
+			t.Errorf("Left = %v, want %v: the waiting bucket's slot, over both nodes", snap.Left, want)
+		}
+	})
 	t.Run("a slot is the third of the minute the visitor came in", func(t *testing.T) {
 		for tenths, want := range map[uint16]int64{0: 0, 199: 0, 200: 20, 599: 40, 65535: 40} {
 			if got := crdt.ArrivalSlot(now, tenths) - now*60; got != want {

@@ -55,6 +55,17 @@ const (
 	// pruned with the bucket's minute, after the retention window; a
 	// bucket older than that is placed without them.
 	QueuedAt Kind = 16
+	// LeftAt counts, like QueuedAt, the visitors who left the queue of an
+	// arrival bucket by their arrival slot: let in, turned away, held, or
+	// moved to a later bucket. A visitor who simply stops coming back is
+	// not counted (no request says so), and the waiting count's lapse
+	// takes it off the bucket alone. With QueuedAt a slot's line is then
+	// known where it stands: taking a bucket's gone to be its earliest
+	// told the visitors of a room switched back from random queueing, whose
+	// draws thin every slot, two to seven fewer ahead than there were, and
+	// so did a node letting its own later visitor in before another node's
+	// earlier one.
+	LeftAt Kind = 17
 
 	// Analytics kinds: plain per-minute G-counters of what the bot defence
 	// and the room's analytics count. Kinds from AnalyticsBase up are free
@@ -101,8 +112,8 @@ func (k Kind) Valid() bool { return k != 0 }
 //   - Revocations: the id of the revoked session, one cell per session;
 //   - SessionPlus, SessionMinus: the second the sessions expire, rounded up
 //     to the room's session slice (Minute is the minute of that second);
-//   - QueuedAt: the second the arrival slot begins (ArrivalSlot; Minute is
-//     the arrival bucket);
+//   - QueuedAt, LeftAt: the second the arrival slot begins (ArrivalSlot;
+//     Minute is the arrival bucket);
 //   - histogram kinds (Kind.IsHistogram): the index of the histogram bin;
 //   - every other kind: 0.
 //

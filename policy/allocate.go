@@ -43,10 +43,10 @@ type Allocation struct {
 	elseActive float64
 	elseAdm    int64
 
-	buckets []bucket         // waiting buckets, oldest first
-	slots   []crdt.SlotCount // who joined them, per arrival slot (see order.go)
-	arr     *arrivalCurves   // how the slots filled, along the chain (see rank.go)
-	newOnce sync.Once        // newBase, once asked for (see Estimate.ForNewVisitor)
+	buckets []bucket       // waiting buckets, oldest first
+	lines   slotLines      // who joined and left them, per arrival slot (see order.go)
+	arr     *arrivalCurves // how the slots filled, along the chain (see rank.go)
+	newOnce sync.Once      // newBase, once asked for (see Estimate.ForNewVisitor)
 	newBase float64
 	// firstsAt is the node's count of its own first answers that queued
 	// a new visitor when the allocation was made (see newcomerNow).
@@ -286,7 +286,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		a.buckets[i] = bucket{bucket: b.Bucket, n: b.N, before: a.waiting}
 		a.waiting += b.N
 	}
-	a.slots = keepSlots(snap)
+	a.lines = keepLines(snap)
 	a.full = room.MaxQueue > 0 && a.waiting >= a.partOf(int64(room.MaxQueue))
 	if s == ReferencePerMinute {
 		a.rate = referenceRate(snap, a.frac)

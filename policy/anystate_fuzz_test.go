@@ -46,7 +46,7 @@ func FuzzAnyMergedState(f *testing.F) {
 	// A FIFO queue of three buckets with their arrival slots.
 	f.Add(seed(
 		cell(crdt.WaitingPlus, m-2, m-1, 40), cell(crdt.WaitingPlus, m-1, m, 25), cell(crdt.WaitingPlus, m, m, 9),
-		cell(crdt.QueuedAt, (m-2)*60, m-2, 20), cell(crdt.QueuedAt, (m-2)*60+40, m-2, 20),
+		cell(crdt.QueuedAt, (m-2)*60, m-2, 20), cell(crdt.QueuedAt, (m-2)*60+40, m-2, 20), cell(crdt.LeftAt, (m-2)*60+40, m-2, 25),
 		cell(crdt.Admitted, 0, m-1, 30), cell(crdt.Arrivals, 0, m-2, 90), cell(crdt.VisitorsQueued, 0, m-1, 60),
 		cell(crdt.SessionPlus, m*60+100, m+1, 50), cell(crdt.SessionMinus, m*60+100, m+1, 3),
 	), uint16(12), uint32(60), uint32(30), uint8(0), uint8(2), uint8(0))

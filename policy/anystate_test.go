@@ -26,7 +26,7 @@ const anyMinute = 29_000_000
 // anyCellKinds are the kinds a peer may write into a room.
 var anyCellKinds = []crdt.Kind{
 	crdt.Arrivals, crdt.Admitted, crdt.WaitingPlus, crdt.WaitingMinus,
-	crdt.SessionPlus, crdt.SessionMinus, crdt.QueuedAt, crdt.VisitorsQueued,
+	crdt.SessionPlus, crdt.SessionMinus, crdt.QueuedAt, crdt.LeftAt, crdt.VisitorsQueued,
 	crdt.Revocations, crdt.ActivePlus, crdt.ActiveMinus,
 }
 
@@ -57,7 +57,7 @@ func drawEntry(t *rapid.T, name string, m int64, replicas []crdt.ReplicaID) crdt
 			sec -= sec % 5
 		}
 		bucket, minute = sec, sec/60
-	case crdt.QueuedAt:
+	case crdt.QueuedAt, crdt.LeftAt:
 		bucket = crdt.ArrivalSlot(minute, uint16(rapid.IntRange(0, 700).Draw(t, "tenths")))
 		if rapid.IntRange(0, 9).Draw(t, "odd slot") == 0 {
 			bucket = minute*60 + int64(rapid.IntRange(-90, 150).Draw(t, "odd second"))

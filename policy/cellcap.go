@@ -45,12 +45,12 @@ func (l CellLimits) Ceiling(k crdt.Kind) (uint64, bool) {
 		// A renewal moves a session from one cell to another, so a cell
 		// counts at most the sessions there are.
 		limit = max(l.TotalActiveUsers, l.NewUsersPerMinute)
-	case crdt.WaitingPlus, crdt.WaitingMinus, crdt.QueuedAt:
+	case crdt.WaitingPlus, crdt.WaitingMinus, crdt.QueuedAt, crdt.LeftAt:
 		limit = l.MaxQueue
 	default:
 		return 0, false
 	}
-	if limit <= 0 || (l.Unbounded && k != crdt.WaitingPlus && k != crdt.WaitingMinus && k != crdt.QueuedAt) {
+	if limit <= 0 || (l.Unbounded && k != crdt.WaitingPlus && k != crdt.WaitingMinus && k != crdt.QueuedAt && k != crdt.LeftAt) {
 		return 0, false
 	}
 	return min(uint64(limit)*CellHeadroom+CellSlack, crdt.MaxEntryValue), true

@@ -277,6 +277,10 @@ type Event struct {
 //     slice differs (never with disable_session_renewal: counted once at
 //     admission), and moves its time-on-origin histogram count.
 //   - Held (challenge, infinite queue), a visitor is counted nowhere.
+//   - A waiting visitor let in, turned away, held or moved to another
+//     bucket leaves the line of the arrival slot it had joined
+//     (crdt.LeftAt), so the ring knows each slot's line; one that stops
+//     coming back is taken off its bucket only, as its count lapses.
 //   - Revoked, the session's count goes from the cell it is counted in.
 //   - A challenge's verdict counts in its analytics; a priority holder's
 //     admission counts in its group's admissions too (GroupAdmittedKey),
@@ -356,6 +360,16 @@ func (k *counter) leaveWaiting() {
 	}
 }
 
+// leaveLine takes a waiting visitor out of its bucket's line: out of the
+// waiting count, and out of the line of the arrival slot it joined, arrived
+// tenths of a second into the bucket's minute (crdt.LeftAt).
+func (k *counter) leaveLine(arrived uint16) {
+	if k.waiting {
+		k.leaveWaiting()
+		k.inc(crdt.LeftAt, crdt.ArrivalSlot(k.c.Bucket, arrived), k.c.Bucket)
+	}
+}
+
 // session counts a request of an admitted visitor within its session.
 func (k *counter) session(noRenewal bool) {
 	c := &k.c
@@ -385,7 +399,7 @@ func (k *counter) session(noRenewal bool) {
 // hold counts a visitor held for the challenge or in the infinite queue.
 func (k *counter) hold(ev Event) {
 	c := &k.c
-	k.leaveWaiting()
+	k.leaveLine(c.Arrived)
 	if ev.Infinite {
 		if !ev.Fresh {
 			k.inc(crdt.InfiniteQueueRefreshes, 0, k.nowMin)
@@ -468,7 +482,7 @@ func (k *counter) admit(ev Event, bucket int64) {
 		waited := float64(k.now - (bucket*60 + 30))
 		k.inc(crdt.TimeInQueue, crdt.HistogramBin(waited), k.nowMin)
 	}
-	k.leaveWaiting()
+	k.leaveLine(c.Arrived)
 	if bucket != c.Bucket {
 		c.Arrived = arrivedAt(bucket, k.now*1000)
 	}
@@ -534,6 +548,7 @@ func (k *counter) queue(ev Event, bucket int64) {
 		// minute against a limit that could be overrun.
 		bucket = k.nowMin
 	}
+	joined := c.Arrived
 	if bucket != c.Bucket {
 		c.Arrived = arrivedAt(bucket, k.now*1000)
 	}
@@ -542,7 +557,12 @@ func (k *counter) queue(ev Event, bucket int64) {
 		k.inc(crdt.QueuedAt, crdt.ArrivalSlot(bucket, c.Arrived), bucket)
 	}
 	if !k.waiting || c.Counted != k.nowMin || bucket != c.Bucket {
-		k.leaveWaiting()
+		if bucket != c.Bucket {
+			k.leaveLine(joined)
+		} else {
+			// The minute's count moves on; the line stays.
+			k.leaveWaiting()
+		}
 		k.inc(crdt.WaitingPlus, bucket, k.nowMin)
 	}
 	if ev.Challenged {
@@ -573,7 +593,7 @@ func (k *counter) seed() {
 func (k *counter) reject(ev Event) {
 	c := &k.c
 	k.arrival()
-	k.leaveWaiting()
+	k.leaveLine(c.Arrived)
 	c.Counted, c.LastCheckIn = 0, k.now
 	c.RefreshInterval = ev.Refresh
 }

@@ -123,15 +123,15 @@ func TestCount(t *testing.T) {
 			room: five, before: policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 1, Counted: m}, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue}, now: countNow + 30,
 		},
 		{
-			name: "a waiting visitor admitted leaves its waiting cell, and its time in queue is counted",
+			name: "a waiting visitor admitted leaves its waiting cell and its slot's line, and its time in queue is counted",
 			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Admit}, now: countNow,
 			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+300)), key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m),
-				key(crdt.TimeInQueue, crdt.HistogramBin(float64(countNow-((m-2)*60+30))), m), key(crdt.WaitingMinus, m-2, m-1)},
+				key(crdt.TimeInQueue, crdt.HistogramBin(float64(countNow-((m-2)*60+30))), m), key(crdt.WaitingMinus, m-2, m-1), key(crdt.LeftAt, (m-2)*60, m-2)},
 		},
 		{
-			name: "a waiting visitor rejected leaves its waiting cell",
+			name: "a waiting visitor rejected leaves its waiting cell and its slot's line",
 			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Reject}, now: countNow,
-			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingMinus, m-2, m-1)},
+			want: []crdt.Key{key(crdt.Arrivals, 0, m), key(crdt.WaitingMinus, m-2, m-1), key(crdt.LeftAt, (m-2)*60, m-2)},
 			check: func(t *testing.T, c policy.Counting) {
 				if c.Counted != 0 {
 					t.Errorf("still counted in %d", c.Counted)
@@ -139,9 +139,9 @@ func TestCount(t *testing.T) {
 			},
 		},
 		{
-			name: "a shuffle moves the waiting count to the new bucket",
+			name: "a shuffle moves the waiting count to the new bucket and leaves the old slot's line",
 			room: five, before: policy.Counting{Bucket: m - 2, LastCheckIn: countNow - 5, Counted: m}, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Queue, Shuffled: m - 7}, now: countNow,
-			want: []crdt.Key{key(crdt.QueuedAt, (m-7)*60+40, m-7), key(crdt.WaitingMinus, m-2, m), key(crdt.WaitingPlus, m-7, m)},
+			want: []crdt.Key{key(crdt.QueuedAt, (m-7)*60+40, m-7), key(crdt.WaitingMinus, m-2, m), key(crdt.LeftAt, (m-2)*60, m-2), key(crdt.WaitingPlus, m-7, m)},
 		},
 		{
 			name: "a visitor counted nowhere joins the current minute's bucket when counted again later",
@@ -178,9 +178,9 @@ func TestCount(t *testing.T) {
 			room: five, before: policy.Counting{AcceptedAt: 1, Counted: 0}, ev: policy.Event{Step: policy.StepRevoke, ID: 42}, now: countNow,
 		},
 		{
-			name: "a visitor held for the challenge leaves the waiting count and the challenge is counted",
+			name: "a visitor held for the challenge leaves the waiting count and its slot's line, and the challenge is counted",
 			room: five, before: waiting, ev: policy.Event{Step: policy.StepHold}, now: countNow,
-			want: []crdt.Key{key(crdt.WaitingMinus, m-2, m-1), key(crdt.ChallengesIssued, 0, m)},
+			want: []crdt.Key{key(crdt.WaitingMinus, m-2, m-1), key(crdt.LeftAt, (m-2)*60, m-2), key(crdt.ChallengesIssued, 0, m)},
 		},
 		{
 			name: "a check-in in the infinite queue counts a refresh and nothing else",
@@ -204,14 +204,14 @@ func TestCount(t *testing.T) {
 		{
 			name: "a check-in without a solution while the room queues counts as unsolved",
 			room: five, before: waiting, ev: policy.Event{Step: policy.StepHold, Verdict: policy.VerdictUnsolved}, now: countNow,
-			want: []crdt.Key{key(crdt.ChallengesUnsolved, 0, m), key(crdt.WaitingMinus, m-2, m-1), key(crdt.ChallengesIssued, 0, m)},
+			want: []crdt.Key{key(crdt.ChallengesUnsolved, 0, m), key(crdt.WaitingMinus, m-2, m-1), key(crdt.LeftAt, (m-2)*60, m-2), key(crdt.ChallengesIssued, 0, m)},
 		},
 		{
 			name: "a priority holder's admission counts in its group's admissions too",
 			room: five, before: waiting, ev: policy.Event{Step: policy.StepDecided, Outcome: policy.Admit, Group: "vip"}, now: countNow,
 			want: []crdt.Key{
 				policy.GroupAdmittedKey("shop", "vip", m), key(crdt.Arrivals, 0, m), key(crdt.Admitted, 0, m), sessionKey(crdt.SessionPlus, cell(countNow+300)),
-				key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m), key(crdt.TimeInQueue, crdt.HistogramBin(float64(countNow-((m-2)*60+30))), m), key(crdt.WaitingMinus, m-2, m-1),
+				key(crdt.VisitorsAdmitted, 0, m), key(crdt.TimeOnOrigin, 0, m), key(crdt.TimeInQueue, crdt.HistogramBin(float64(countNow-((m-2)*60+30))), m), key(crdt.WaitingMinus, m-2, m-1), key(crdt.LeftAt, (m-2)*60, m-2),
 			},
 		},
 		{

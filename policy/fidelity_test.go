@@ -105,6 +105,16 @@ func TestFIFOEstimateCountsTheVisitorsPlaceInTheirBucket(t *testing.T) {
 	slotted := w.snap()
 	slotted.Arrived = []crdt.SlotCount{{Second: (m - 2) * 60, N: 600}, {Second: (m-2)*60 + 20, N: 300}, {Second: (m-2)*60 + 40, N: 301}}
 	withSlots := policy.Allocate(room, slotted, nairobi, now, policy.Continuous)
+	// The same 200 gone as the ring counted them leaving each slot's line:
+	// drawn from every slot alike (100, 50 and 50), so 500, 250 and 251
+	// still wait; or 100 let in from the second slot, and the other 100
+	// gone unannounced, taken from the earliest: 500, 200 and 301.
+	drawn := slotted
+	drawn.Left = []crdt.SlotCount{{Second: (m - 2) * 60, N: 100}, {Second: (m-2)*60 + 20, N: 50}, {Second: (m-2)*60 + 40, N: 50}}
+	withLeft := policy.Allocate(room, drawn, nairobi, now, policy.Continuous)
+	lapsed := slotted
+	lapsed.Left = []crdt.SlotCount{{Second: (m-2)*60 + 20, N: 100}}
+	withLapsed := policy.Allocate(room, lapsed, nairobi, now, policy.Continuous)
 	tests := []struct {
 		name     string
 		a        *policy.Allocation
@@ -117,6 +127,8 @@ func TestFIFOEstimateCountsTheVisitorsPlaceInTheirBucket(t *testing.T) {
 		{"halfway through its minute, with no slot counts, half of its bucket is ahead too: 9 minutes, a tenth long", a, m - 2, 300, 801, 9},
 		{"with slot counts, those still waiting from earlier slots and a quarter of its own slot are ahead; the wait spans its slot", withSlots, m - 2, 250, 300 + 400 + 75, 8},
 		{"the last of a bucket has nearly all of it ahead, and waits as long as the first of its slot", withSlots, m - 2, 599, 1299, 12},
+		{"with the slots' left counts, each earlier slot holds what joined it less what left it, and so does the visitor's", withLeft, m - 2, 250, 300 + 500 + 63, 9},
+		{"the gone whose leaving the ring did not count are taken from the earliest slots", withLapsed, m - 2, 250, 300 + 500 + 50, 9},
 		{"a visitor of a newer bucket has everyone ahead", a, m, 0, 1301, 15},
 		{"the reference strategy counts older buckets only for the wait", policy.Allocate(room, w.snap(), nairobi, now, policy.ReferencePerMinute), m - 2, 300, 801, 3},
 	}

@@ -17,17 +17,38 @@ import (
 // and let the earlier ones in first.
 //
 // The slot counts are of everyone who joined the bucket's queue, those
-// admitted since included. Those still waiting are taken to be the latest
-// of them: the order is kept, so the ones let in or gone came first. A slot
-// then still holds what its arrivals leave after the bucket's gone are
-// taken from the earliest slots on (slotWaiting).
+// admitted since included, and of those of them who left the slot's line
+// (crdt.LeftAt): let in, turned away, held or moved to a later bucket. A
+// slot still holds what joined it less what left it. The rest of the
+// bucket's gone, those who stopped coming back and whose count lapsed,
+// are taken to be its earliest: the order is kept, so the ones gone came
+// first (slotWaiting).
 
 // slotsPerBucket is how many arrival slots a minute bucket has.
 const slotsPerBucket = 60 / crdt.ArrivalSlotSeconds
 
-// joinedIn returns how many of slots (sorted, as a snapshot lists them)
-// joined each arrival slot of bucket, and whether any is listed.
-func joinedIn(slots []crdt.SlotCount, bucket int64) ([slotsPerBucket]int64, bool) {
+// slotLines is the ring's counts of the order inside its waiting buckets,
+// as a snapshot lists them: who joined each arrival slot's line
+// (crdt.QueuedAt) and who of them left it since (crdt.LeftAt).
+type slotLines struct{ joined, left []crdt.SlotCount }
+
+// keepLines copies the snapshot's slot counts for one that outlives it.
+func keepLines(snap *crdt.RoomSnapshot) slotLines {
+	return slotLines{slices.Clone(snap.Arrived), slices.Clone(snap.Left)}
+}
+
+// of returns how many joined each arrival slot of bucket, which has n
+// waiting, how many of them are taken to wait still (slotWaiting), and
+// whether the ring counted the bucket's slots.
+func (l slotLines) of(bucket, n int64) (joined, waiting [slotsPerBucket]int64, known bool) {
+	joined, known = inSlots(l.joined, bucket)
+	left, _ := inSlots(l.left, bucket)
+	return joined, slotWaiting(joined, left, n), known
+}
+
+// inSlots returns the counts of slots (sorted, as a snapshot lists them)
+// for each arrival slot of bucket, and whether any is listed.
+func inSlots(slots []crdt.SlotCount, bucket int64) ([slotsPerBucket]int64, bool) {
 	var arrived [slotsPerBucket]int64
 	i := sort.Search(len(slots), func(i int) bool { return slots[i].Bucket() >= bucket })
 	known := false
@@ -41,25 +62,27 @@ func joinedIn(slots []crdt.SlotCount, bucket int64) ([slotsPerBucket]int64, bool
 // slotsOf returns the estimated number still waiting in each arrival slot
 // of bucket, which has n waiting, and whether the ring counted its slots.
 func (a *Allocation) slotsOf(bucket, n int64) ([slotsPerBucket]int64, bool) {
-	arrived, known := joinedIn(a.slots, bucket)
-	return slotWaiting(arrived, n), known
+	_, w, known := a.lines.of(bucket, n)
+	return w, known
 }
 
 // slotWaiting spreads the n still waiting in a bucket over its slots, of
-// which arrived joined each: the gone (all joined but n) are taken from the
-// earliest slots first. With fewer joined than wait (counts not all heard
-// yet), the latest slot holds the rest.
-func slotWaiting(arrived [slotsPerBucket]int64, n int64) [slotsPerBucket]int64 {
+// which joined joined each and left left: a slot holds those who joined it
+// and did not leave, and the bucket's other gone (all those but n) are
+// taken from the earliest slots first. With fewer in the slots than wait
+// (counts not all heard yet), the latest slot holds the rest.
+func slotWaiting(joined, left [slotsPerBucket]int64, n int64) [slotsPerBucket]int64 {
+	var w [slotsPerBucket]int64
 	var total int64
-	for _, x := range arrived {
-		total += x
+	for j := range joined {
+		w[j] = max(joined[j]-left[j], 0)
+		total += w[j]
 	}
 	gone := max(total-n, 0)
-	var w [slotsPerBucket]int64
-	for j, x := range arrived {
-		take := min(gone, x)
+	for j := range w {
+		take := min(gone, w[j])
 		gone -= take
-		w[j] = x - take
+		w[j] -= take
 	}
 	w[slotsPerBucket-1] += max(n-total, 0)
 	return w
@@ -191,8 +214,9 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 }
 
 // positionAt is Position before rounding. Inside the visitor's slot those
-// ahead are those of its slot who came before it (joinedBefore), less the
-// slot's visitors gone, who are taken to be its earliest; where the node did
+// ahead are those of its slot who came before it and still wait
+// (waitingBefore: the node's own it let out of the line known, the others'
+// gone taken to be the earliest of the others'); where the node did
 // not see the slot fill, the share of the slot that had come by its
 // arrival, of the part of the slot that had come by now (all of it, for a
 // slot over). Either way at most the others of its slot still waiting.
@@ -215,13 +239,12 @@ func (a *Allocation) placeHere(bucket int64, arrived uint16) float64 {
 		return ahead
 	}
 	s := slotIndex(arrived)
-	x, known := joinedIn(a.slots, bucket)
+	_, w, known := a.lines.of(bucket, b.n)
 	if !known {
 		// Without the slot counts, the bucket as if spread evenly over
 		// the part of its minute the ring has counted.
 		return ahead + float64(b.n)*shareBefore(float64(arrived)/600, a.countedIn(bucket*60, 60))
 	}
-	w := slotWaiting(x, b.n)
 	for j := range s {
 		ahead += float64(w[j])
 	}
@@ -237,28 +260,28 @@ func (a *Allocation) inSlot(bucket int64, arrived uint16) float64 {
 
 // rankInSlot is the number of those still waiting in a visitor's arrival
 // slot who came before it, self saying whether the visitor is counted
-// itself: those of its slot who came before it (joinedBefore) less those
-// of the slot gone, who are its earliest; where the node did not see the
+// itself: those of its slot who came before it and still wait
+// (waitingBefore); where the node did not see the
 // slot fill, the share of the slot that had come by the visitor's arrival,
 // of the part of the slot that had come by now (all of it, for a slot
 // over). shift reads the other nodes' counts that many milliseconds later,
 // for those heard late (see reached).
 func (a *Allocation) rankInSlot(bucket int64, arrived uint16, self bool, shift int32) float64 {
 	s := slotIndex(arrived)
-	x, _ := joinedIn(a.slots, bucket)
-	var waiting int64
+	var n int64
 	if i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket }); i < len(a.buckets) && a.buckets[i].bucket == bucket {
-		waiting = slotWaiting(x, a.buckets[i].n)[s]
+		n = a.buckets[i].n
 	}
-	joined := x[s]
+	x, w, _ := a.lines.of(bucket, n)
+	joined, waiting := x[s], w[s]
 	start := bucket*60 + int64(s*crdt.ArrivalSlotSeconds)
 	ms := int32(arrived)*100 - int32(s*crdt.ArrivalSlotSeconds)*1000
 	others := float64(waiting)
 	if self {
 		others = float64(max(waiting-1, 0))
 	}
-	if r, ok := a.arr.joinedBefore(start, ms, self, shift); ok {
-		return min(max(r-float64(joined-waiting), 0), others)
+	if r, ok := a.arr.waitingBefore(start, ms, self, shift, joined-waiting); ok {
+		return min(r, others)
 	}
 	return min(float64(waiting)*shareBefore(intoSlot(arrived), a.countedIn(start, crdt.ArrivalSlotSeconds)), others)
 }
@@ -286,7 +309,7 @@ func (a *Allocation) newcomerPosition() float64 {
 // bucket who came arrived tenths of a second into its minute: everyone of
 // the older buckets, and of its own the earlier slots' and the share of
 // its slot that came before it (the slots as last heard, their gone taken
-// from the earliest as at the node's own: slotWaiting). 0 for nil.
+// left as at the node's own: slotWaiting). 0 for nil.
 func (e *Elsewhere) ahead(bucket int64, arrived uint16) float64 {
 	if e == nil {
 		return 0
@@ -297,11 +320,10 @@ func (e *Elsewhere) ahead(bucket int64, arrived uint16) float64 {
 		case b.Bucket < bucket:
 			n += float64(b.N)
 		case b.Bucket == bucket:
-			x, known := joinedIn(e.slots, bucket)
+			_, w, known := e.lines.of(bucket, b.N)
 			if !known {
 				return n + float64(b.N)*shareBefore(float64(arrived)/600, 1)
 			}
-			w := slotWaiting(x, b.N)
 			s := slotIndex(arrived)
 			for j := range s {
 				n += float64(w[j])
@@ -344,7 +366,3 @@ func shareBefore(into, elapsed float64) float64 {
 	}
 	return min(max(into/elapsed, 0), 1)
 }
-
-// keepSlots copies the snapshot's slot counts for the allocation, which
-// outlives the snapshot.
-func keepSlots(snap *crdt.RoomSnapshot) []crdt.SlotCount { return slices.Clone(snap.Arrived) }

@@ -28,8 +28,8 @@ type proofLedger struct {
 	delay         [proofDelays]atomic.Int32 // after their first answers, milliseconds
 	n             atomic.Uint64
 	// own are the node's own visitors who joined a slot since the chain
-	// last took them (joined), left those it let in out of a slot's line
-	// since (letIn), firsts its first answers that queued a new visitor
+	// last took them (joined), left those that left a slot's line since
+	// (outOfLine), firsts its first answers that queued a new visitor
 	// (firstAnswers), back the proofs since (proofsBy).
 	mu     sync.Mutex
 	own    []ownJoin
@@ -56,7 +56,7 @@ type ownProof struct {
 }
 
 // ownJoin is one of the node's own visitors who joined an arrival slot, or
-// was let in out of its line: the slot's unix second, when in it the
+// left its line: the slot's unix second, when in it the
 // visitor came (milliseconds) and when it was counted (unix milliseconds).
 type ownJoin struct {
 	slot int64
@@ -114,21 +114,21 @@ func takeUntil[T any](xs []T, now int64, at func(T) int64) (taken, later []T) {
 	return taken, later
 }
 
-// noteLeft notes one of the node's visitors let in out of the line of the
-// slot of unix second slot, having come ms into it, at unix millisecond at.
+// noteLeft notes one of the node's visitors that left the line of the slot
+// (let in, turned away or moved to another bucket) of of unix second slot, having come ms into it, at unix millisecond at.
 func (p *proofLedger) noteLeft(slot int64, ms int32, at int64) {
 	noteIn(p, &p.left, ownJoin{slot: slot, ms: ms, at: at})
 }
 
-// letIn takes the visitors let in out of a slot's line by unix millisecond
+// outOfLine takes the visitors that left a slot's line by unix millisecond
 // now, leaving the later ones for the next allocation.
-func (p *proofLedger) letIn(now int64) []ownJoin { return takeFrom(p, &p.left, now, ownJoin.noted) }
+func (p *proofLedger) outOfLine(now int64) []ownJoin { return takeFrom(p, &p.left, now, ownJoin.noted) }
 
-// leftBefore is how many of the node's own visitors it let in since the
-// chain's latest allocation took them (letIn) came before unix millisecond
+// leftBefore is how many of the node's own visitors that left the line
+// since the chain's latest allocation took them (outOfLine) came before unix millisecond
 // came: the allocation still counts them as waiting. One of came's own
 // tenth of a second counts a half: the allocation placed the visitor in
-// the middle of those of its tenth (arrivalCurves.joinedBefore), and the
+// the middle of those of its tenth (arrivalCurves.waitingBefore), and the
 // one let in is one of them fewer. Counted whole or not at all, the
 // second of two who came 22 ms apart at one node, asking 20 ms after the
 // first was let in, was told 1 with nobody ahead (three real processes,

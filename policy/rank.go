@@ -17,7 +17,7 @@ import (
 // ProofRefresh before that instant. Along its chain of allocations a node
 // notes the count of every slot still filling whenever it grew
 // (arrivalCurves), and a visitor's place in its slot is the count the node
-// had seen by the time the visitor's proof came (joinedBefore): the
+// had seen by the time the visitor's proof came (waitingBefore): the
 // visitors of its slot who came before it, to within one allocation's
 // step, without a cell more in the ring's state.
 //
@@ -57,7 +57,8 @@ type slotCurve struct {
 	// own are the arrivals, in milliseconds into the slot, of this node's
 	// own visitors who joined it, sorted: the node knows them to the
 	// tenth of a second (see proofLedger.joined). pts count the others'.
-	// gone are those of them the node let in since (proofLedger.letIn).
+	// gone are those of them that left the line since: let in, turned
+	// away or moved on (proofLedger.outOfLine).
 	own, gone []int32
 }
 
@@ -155,7 +156,7 @@ func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, sel
 		cv := find(o.slot, int32(nowMs-o.slot*1000-ProofRefresh*1000))
 		cv.addOwn(o.ms)
 	}
-	for _, o := range led.proofs.letIn(nowMs) {
+	for _, o := range led.proofs.outOfLine(nowMs) {
 		j := sort.Search(len(kept), func(j int) bool { return kept[j].start >= o.slot })
 		if j < len(kept) && kept[j].start == o.slot {
 			kept[j].gone = insertSorted(kept[j].gone, o.ms)
@@ -249,18 +250,28 @@ func (c *arrivalCurves) slot(start int64) *slotCurve {
 	return &c.slots[j]
 }
 
-// joinedBefore is how many visitors of the slot that begins at start came
-// before one who came at ms milliseconds into it, the visitor itself left
-// out when self (it is counted already), and the others' counts read shift
-// milliseconds later. ok is false where the node did not see them come: a
-// chain that began after, or a slot it never followed.
-func (c *arrivalCurves) joinedBefore(start int64, ms int32, self bool, shift int32) (n float64, ok bool) {
+// waitingBefore is how many visitors of the slot that begins at start came
+// before one who came at ms milliseconds into it and still wait, gone of
+// the slot's visitors having left its line (crdt.LeftAt): the visitor
+// itself left out when self (it is counted already), and the others'
+// counts read shift milliseconds later. ok is false where the node did not
+// see them come: a chain that began after, or a slot it never followed.
+//
+// The node's own visitors are placed where they came, less those of them
+// it let out of the line (gone, by when they came); the rest of the slot's
+// gone are the others', taken to be the earliest of the others': each node
+// lets its own first in line in first (see reached), but a later visitor at
+// one node may go before an earlier one at another, and a lottery draws
+// from anywhere in the slot. Taking every gone as the slot's earliest told
+// the visitors of a room switched back from random queueing to FIFO fewer
+// ahead than there were, the node's own draws among them.
+func (c *arrivalCurves) waitingBefore(start int64, ms int32, self bool, shift int32, gone int64) (n float64, ok bool) {
 	cv := c.slot(start)
 	if cv == nil {
 		return 0, false
 	}
-	own := countBefore(cv.own, ms)
-	ahead := float64(own)
+	own, left := countBefore(cv.own, ms), countBefore(cv.gone, ms)
+	ahead := float64(max(own-left, 0))
 	if tied := countBefore(cv.own, ms+1) - own; tied > 0 {
 		// One of the node's own: it is not before itself. Those who came
 		// in the same tenth of a second, which is all a token keeps, are
@@ -269,10 +280,12 @@ func (c *arrivalCurves) joinedBefore(start int64, ms int32, self bool, shift int
 		// visitors of one tenth that none was ahead, three of them
 		// wrongly, and the slot's share after a restart told them two.
 		self = false
-		ahead += float64(tied-1) / 2
+		tiedLeft := countBefore(cv.gone, ms+1) - left
+		ahead += float64(max(tied-1-tiedLeft, 0)) / 2
 	}
 	others, ok := cv.othersBefore(ms+shift, self)
-	return ahead + others, ok
+	othersGone := float64(max(gone-int64(len(cv.gone)), 0))
+	return ahead + max(others-othersGone, 0), ok
 }
 
 // othersBefore is how many of the others' visitors came before ms, as the

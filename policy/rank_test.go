@@ -23,6 +23,7 @@ type line struct {
 	done   int // requests counted, of the first answers and proofs in time order
 	queued uint64
 	joined int64
+	left   int64 // of those joined, how many left the slot's line
 }
 
 func newLine(t *testing.T) *line {
@@ -67,12 +68,15 @@ func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
 	now := l.start.Add(d)
 	m := minuteOf(now)
 	w := world{now: now, active: 1, admitted: map[int64]perNode{m: {nairobi: 1}}, queued: map[int64]perNode{m: {nairobi: l.queued}}}
-	if l.joined > 0 {
-		w.waiting = []crdt.BucketCount{{Bucket: m, N: l.joined}}
+	if l.joined > l.left {
+		w.waiting = []crdt.BucketCount{{Bucket: m, N: l.joined - l.left}}
 	}
 	s := w.snap()
-	if l.joined > 0 {
+	if l.joined > l.left {
 		s.Arrived = []crdt.SlotCount{{Second: m * 60, N: l.joined}}
+		if l.left > 0 {
+			s.Left = []crdt.SlotCount{{Second: m * 60, N: l.left}}
+		}
 	}
 	return s
 }
@@ -177,6 +181,37 @@ func TestOneLetInSinceTheAllocationIsNoLongerAhead(t *testing.T) {
 			t.Errorf("a new visitor is told %d ahead, want %d", got, before-1)
 		}
 	})
+}
+
+// TestOneLetInFromLaterInTheSlotLeavesTheEarlierAhead: the node lets the
+// last of three in first (a lottery's draw, before the room went back to
+// FIFO); the ring counts one gone from the slot, and the second still has
+// the first ahead, where taking the gone to be the slot's earliest told it
+// nobody was.
+func TestOneLetInFromLaterInTheSlotLeavesTheEarlierAhead(t *testing.T) {
+	s := time.Second
+	l := newLine(t)
+	l.came = []time.Duration{10 * s, 11 * s, 12 * s}
+	a := l.until(20 * s)
+	m := minuteOf(l.start)
+	third := policy.Counting{Bucket: m, Arrived: 120, LastCheckIn: l.start.Add(14 * s).Unix(), Counted: m, RefreshInterval: 20}
+	policy.Decision{Request: policy.Request{Before: third, At: l.start.Add(20*s + 100*time.Millisecond)}, Outcome: policy.Admit}.Count(nil, a, l.room, "shop", nil)
+	l.left = 1
+	tests := []struct {
+		name string
+		who  time.Duration
+		want int64
+	}{
+		{"the first is told 0", 10 * s, 0},
+		{"the second is told 1: the one let in came after it", 11 * s, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := l.place(tt.who, 21*s, false); got != tt.want {
+				t.Errorf("told %d ahead, want %d", got, tt.want)
+			}
+		})
+	}
 }
 
 // TestOneLetInAtItsProofIsNoLongerStillToProve: a first answer is counted

@@ -143,7 +143,7 @@ type Side struct {
 // trying and were let in first when it came back.
 type Elsewhere struct {
 	waiting []crdt.BucketCount
-	slots   []crdt.SlotCount
+	lines   slotLines
 }
 
 // CutOff returns r for a node that can reach reachable of the r.Nodes
@@ -161,7 +161,7 @@ func (r Room) CutOff(reachable int, rest *crdt.RoomSnapshot) Room {
 		Active:   rest.Active,
 	}
 	if rest.TotalWaiting > 0 {
-		r.Side.Waiting = &Elsewhere{waiting: rest.Waiting, slots: rest.Arrived}
+		r.Side.Waiting = &Elsewhere{waiting: rest.Waiting, lines: slotLines{rest.Arrived, rest.Left}}
 	}
 	return r
 }

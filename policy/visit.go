@@ -247,9 +247,10 @@ func (d Decision) Count(dst []crdt.Inc, a Decider, room Room, name string, draw 
 			case in.Key.Kind == crdt.QueuedAt:
 				// Joined a slot: its place in it, to the tenth of a second.
 				l.noteJoin(in.Key.Bucket, int32(int64(after.Arrived)*100-(in.Key.Bucket-after.Bucket*60)*1000), d.At.UnixMilli())
-			case in.Key.Kind == crdt.WaitingMinus && d.Outcome == Admit:
-				// Let in out of the line of the slot it had joined.
-				slot := crdt.ArrivalSlot(d.Before.Bucket, d.Before.Arrived)
+			case in.Key.Kind == crdt.LeftAt:
+				// Out of the line of the slot it had joined: let in, turned
+				// away, or moved to another bucket.
+				slot := in.Key.Bucket
 				l.noteLeft(slot, int32(int64(d.Before.Arrived)*100-(slot-d.Before.Bucket*60)*1000), d.At.UnixMilli())
 			}
 		}

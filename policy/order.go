@@ -38,12 +38,12 @@ func keepLines(snap *crdt.RoomSnapshot) slotLines {
 }
 
 // of returns how many joined each arrival slot of bucket, which has n
-// waiting, how many of them are taken to wait still (slotWaiting), and
-// whether the ring counted the bucket's slots.
-func (l slotLines) of(bucket, n int64) (joined, waiting [slotsPerBucket]int64, known bool) {
+// waiting, how many of them left its line, how many are taken to wait
+// still (slotWaiting), and whether the ring counted the bucket's slots.
+func (l slotLines) of(bucket, n int64) (joined, left, waiting [slotsPerBucket]int64, known bool) {
 	joined, known = inSlots(l.joined, bucket)
-	left, _ := inSlots(l.left, bucket)
-	return joined, slotWaiting(joined, left, n), known
+	left, _ = inSlots(l.left, bucket)
+	return joined, left, slotWaiting(joined, left, n), known
 }
 
 // inSlots returns the counts of slots (sorted, as a snapshot lists them)
@@ -62,7 +62,7 @@ func inSlots(slots []crdt.SlotCount, bucket int64) ([slotsPerBucket]int64, bool)
 // slotsOf returns the estimated number still waiting in each arrival slot
 // of bucket, which has n waiting, and whether the ring counted its slots.
 func (a *Allocation) slotsOf(bucket, n int64) ([slotsPerBucket]int64, bool) {
-	_, w, known := a.lines.of(bucket, n)
+	_, _, w, known := a.lines.of(bucket, n)
 	return w, known
 }
 
@@ -205,10 +205,11 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 	if a.mode != modeDecide || a.method != FIFO {
 		return 0, false
 	}
-	// The node's own visitors let in since the allocation are no longer
-	// ahead, though its snapshot still counts them: a visitor whose page
-	// came 30 ms after the node let in the one before it was told it had
-	// one ahead, nobody being (three real processes, node-restart).
+	// The node's own visitors let out of the line since the allocation
+	// are no longer ahead, though its snapshot still counts them: a
+	// visitor whose page came 30 ms after the node let in the one before
+	// it was told it had one ahead, nobody being (three real processes,
+	// node-restart).
 	p := a.positionAt(bucket, arrived) - a.led.proofs.leftBefore(cameAt(bucket, arrived))
 	return int64(max(p, 0) + 0.5), true
 }
@@ -216,10 +217,10 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 // positionAt is Position before rounding. Inside the visitor's slot those
 // ahead are those of its slot who came before it and still wait
 // (waitingBefore: the node's own it let out of the line known, the others'
-// gone taken to be the earliest of the others'); where the node did
-// not see the slot fill, the share of the slot that had come by its
-// arrival, of the part of the slot that had come by now (all of it, for a
-// slot over). Either way at most the others of its slot still waiting.
+// gone taken to be the earliest of the others'); where the node did not
+// see the slot fill, the share of the slot that had come by its arrival,
+// of the part of the slot that had come by now (all of it, for a slot
+// over). Either way at most the others of its slot still waiting.
 //
 // While part of the ring is cut off, those waiting at the nodes it cannot
 // reach who came before the visitor are ahead too (Elsewhere).
@@ -239,7 +240,7 @@ func (a *Allocation) placeHere(bucket int64, arrived uint16) float64 {
 		return ahead
 	}
 	s := slotIndex(arrived)
-	_, w, known := a.lines.of(bucket, b.n)
+	_, _, w, known := a.lines.of(bucket, b.n)
 	if !known {
 		// Without the slot counts, the bucket as if spread evenly over
 		// the part of its minute the ring has counted.
@@ -261,26 +262,26 @@ func (a *Allocation) inSlot(bucket int64, arrived uint16) float64 {
 // rankInSlot is the number of those still waiting in a visitor's arrival
 // slot who came before it, self saying whether the visitor is counted
 // itself: those of its slot who came before it and still wait
-// (waitingBefore); where the node did not see the
-// slot fill, the share of the slot that had come by the visitor's arrival,
-// of the part of the slot that had come by now (all of it, for a slot
-// over). shift reads the other nodes' counts that many milliseconds later,
-// for those heard late (see reached).
+// (waitingBefore); where the node did not see the slot fill, the share of
+// the slot that had come by the visitor's arrival, of the part of the slot
+// that had come by now (all of it, for a slot over). shift reads the other
+// nodes' counts that many milliseconds later, for those heard late (see
+// reached).
 func (a *Allocation) rankInSlot(bucket int64, arrived uint16, self bool, shift int32) float64 {
 	s := slotIndex(arrived)
 	var n int64
 	if i := sort.Search(len(a.buckets), func(i int) bool { return a.buckets[i].bucket >= bucket }); i < len(a.buckets) && a.buckets[i].bucket == bucket {
 		n = a.buckets[i].n
 	}
-	x, w, _ := a.lines.of(bucket, n)
-	joined, waiting := x[s], w[s]
+	x, l, w, _ := a.lines.of(bucket, n)
+	joined, left, waiting := x[s], min(l[s], x[s]), w[s]
 	start := bucket*60 + int64(s*crdt.ArrivalSlotSeconds)
 	ms := int32(arrived)*100 - int32(s*crdt.ArrivalSlotSeconds)*1000
 	others := float64(waiting)
 	if self {
 		others = float64(max(waiting-1, 0))
 	}
-	if r, ok := a.arr.waitingBefore(start, ms, self, shift, joined-waiting); ok {
+	if r, ok := a.arr.waitingBefore(start, ms, self, shift, left, max(joined-left-waiting, 0)); ok {
 		return min(r, others)
 	}
 	return min(float64(waiting)*shareBefore(intoSlot(arrived), a.countedIn(start, crdt.ArrivalSlotSeconds)), others)
@@ -320,7 +321,7 @@ func (e *Elsewhere) ahead(bucket int64, arrived uint16) float64 {
 		case b.Bucket < bucket:
 			n += float64(b.N)
 		case b.Bucket == bucket:
-			_, w, known := e.lines.of(bucket, b.N)
+			_, _, w, known := e.lines.of(bucket, b.N)
 			if !known {
 				return n + float64(b.N)*shareBefore(float64(arrived)/600, 1)
 			}

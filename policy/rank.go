@@ -58,7 +58,7 @@ type slotCurve struct {
 	// own visitors who joined it, sorted: the node knows them to the
 	// tenth of a second (see proofLedger.joined). pts count the others'.
 	// gone are those of them that left the line since: let in, turned
-	// away or moved on (proofLedger.outOfLine).
+	// away or moved on (proofLedger.outOfLine), each one of own.
 	own, gone []int32
 }
 
@@ -158,7 +158,7 @@ func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, sel
 	}
 	for _, o := range led.proofs.outOfLine(nowMs) {
 		j := sort.Search(len(kept), func(j int) bool { return kept[j].start >= o.slot })
-		if j < len(kept) && kept[j].start == o.slot {
+		if j < len(kept) && kept[j].start == o.slot && kept[j].joinedHere(o.ms) {
 			kept[j].gone = insertSorted(kept[j].gone, o.ms)
 		}
 	}
@@ -181,6 +181,18 @@ func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, sel
 
 // addOwn places one of the node's own visitors, who came ms into the slot.
 func (cv *slotCurve) addOwn(ms int32) { cv.own = insertSorted(cv.own, ms) }
+
+// joinedHere reports whether one of the node's own visitors who came ms
+// into the slot and has not left it yet joined it here. One who joined at
+// another node (whose node went down, or before this node's chain began)
+// and left through this one is the others' to count: taken as the node's
+// own gone, the others' gone were one short, and the first in line at a
+// restarted node was told one ahead, the one let in 2.5 s before counted
+// still (three real processes, node-restart).
+func (cv *slotCurve) joinedHere(ms int32) bool {
+	at := func(xs []int32) int { return countBefore(xs, ms+1) - countBefore(xs, ms) }
+	return at(cv.gone) < at(cv.own)
+}
 
 // insertSorted is xs, sorted, with ms in its place: a new slice, as
 // allocations along the chain may hold xs.
@@ -251,21 +263,24 @@ func (c *arrivalCurves) slot(start int64) *slotCurve {
 }
 
 // waitingBefore is how many visitors of the slot that begins at start came
-// before one who came at ms milliseconds into it and still wait, gone of
-// the slot's visitors having left its line (crdt.LeftAt): the visitor
-// itself left out when self (it is counted already), and the others'
-// counts read shift milliseconds later. ok is false where the node did not
-// see them come: a chain that began after, or a slot it never followed.
+// before one who came at ms milliseconds into it and still wait, slotLeft
+// of the slot's visitors having left its line (crdt.LeftAt) and lapsed more
+// being gone without a word: the visitor itself left out when self (it is
+// counted already), and the others' counts read shift milliseconds later.
+// ok is false where the node did not see them come: a chain that began
+// after, or a slot it never followed.
 //
 // The node's own visitors are placed where they came, less those of them
-// it let out of the line (gone, by when they came); the rest of the slot's
-// gone are the others', taken to be the earliest of the others': each node
+// it let out of the line (gone, by when they came); the rest of slotLeft
+// are the others', taken to be the earliest of the others': each node
 // lets its own first in line in first (see reached), but a later visitor at
 // one node may go before an earlier one at another, and a lottery draws
 // from anywhere in the slot. Taking every gone as the slot's earliest told
 // the visitors of a room switched back from random queueing to FIFO fewer
-// ahead than there were, the node's own draws among them.
-func (c *arrivalCurves) waitingBefore(start int64, ms int32, self bool, shift int32, gone int64) (n float64, ok bool) {
+// ahead than there were, the node's own draws among them. The lapsed, who
+// stopped coming back at any node, this one's too, are still taken to be
+// the slot's earliest.
+func (c *arrivalCurves) waitingBefore(start int64, ms int32, self bool, shift int32, slotLeft, lapsed int64) (n float64, ok bool) {
 	cv := c.slot(start)
 	if cv == nil {
 		return 0, false
@@ -284,8 +299,8 @@ func (c *arrivalCurves) waitingBefore(start int64, ms int32, self bool, shift in
 		ahead += float64(max(tied-1-tiedLeft, 0)) / 2
 	}
 	others, ok := cv.othersBefore(ms+shift, self)
-	othersGone := float64(max(gone-int64(len(cv.gone)), 0))
-	return ahead + max(others-othersGone, 0), ok
+	othersLeft := float64(max(slotLeft-int64(len(cv.gone)), 0))
+	return max(ahead+max(others-othersLeft, 0)-float64(lapsed), 0), ok
 }
 
 // othersBefore is how many of the others' visitors came before ms, as the

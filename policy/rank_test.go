@@ -24,6 +24,7 @@ type line struct {
 	queued uint64
 	joined int64
 	left   int64 // of those joined, how many left the slot's line
+	lapsed int64 // and how many stopped coming back
 }
 
 func newLine(t *testing.T) *line {
@@ -68,11 +69,11 @@ func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
 	now := l.start.Add(d)
 	m := minuteOf(now)
 	w := world{now: now, active: 1, admitted: map[int64]perNode{m: {nairobi: 1}}, queued: map[int64]perNode{m: {nairobi: l.queued}}}
-	if l.joined > l.left {
-		w.waiting = []crdt.BucketCount{{Bucket: m, N: l.joined - l.left}}
+	if l.joined > l.left+l.lapsed {
+		w.waiting = []crdt.BucketCount{{Bucket: m, N: l.joined - l.left - l.lapsed}}
 	}
 	s := w.snap()
-	if l.joined > l.left {
+	if l.joined > l.left+l.lapsed {
 		s.Arrived = []crdt.SlotCount{{Second: m * 60, N: l.joined}}
 		if l.left > 0 {
 			s.Left = []crdt.SlotCount{{Second: m * 60, N: l.left}}
@@ -204,6 +205,36 @@ func TestOneLetInFromLaterInTheSlotLeavesTheEarlierAhead(t *testing.T) {
 	}{
 		{"the first is told 0", 10 * s, 0},
 		{"the second is told 1: the one let in came after it", 11 * s, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := l.place(tt.who, 21*s, false); got != tt.want {
+				t.Errorf("told %d ahead, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestOneWhoStoppedComingBackIsNoLongerAhead: the first of three at one
+// node stops checking in, and its waiting count lapses without a word (no
+// request says it left); the node still sees it joined before the other
+// two, who are told one fewer ahead once the ring counts one fewer
+// waiting.
+func TestOneWhoStoppedComingBackIsNoLongerAhead(t *testing.T) {
+	s := time.Second
+	l := newLine(t)
+	l.came = []time.Duration{10 * s, 11 * s, 12 * s}
+	if got := l.place(12*s, 20*s, false); got != 2 {
+		t.Fatalf("while the first waits, the third is told %d ahead, want 2", got)
+	}
+	l.lapsed = 1
+	tests := []struct {
+		name string
+		who  time.Duration
+		want int64
+	}{
+		{"the second is told 0", 11 * s, 0},
+		{"the third is told 1", 12 * s, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -187,8 +187,8 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 		t.queued = map[waitingCell]int64{}
 	}
 	s.eachCell(r, func(ck cellKey, counts cellCounts) {
-		c, any := t.kept(counts)
-		if !any {
+		c, ok := t.kept(counts)
+		if !ok {
 			return
 		}
 		t.add(ck, c)

@@ -56,8 +56,8 @@ type ownProof struct {
 }
 
 // ownJoin is one of the node's own visitors who joined an arrival slot, or
-// left its line: the slot's unix second, when in it the
-// visitor came (milliseconds) and when it was counted (unix milliseconds).
+// left its line: the slot's unix second, when in it the visitor came
+// (milliseconds) and when it was counted (unix milliseconds).
 type ownJoin struct {
 	slot int64
 	ms   int32
@@ -114,8 +114,9 @@ func takeUntil[T any](xs []T, now int64, at func(T) int64) (taken, later []T) {
 	return taken, later
 }
 
-// noteLeft notes one of the node's visitors that left the line of the slot
-// (let in, turned away or moved to another bucket) of of unix second slot, having come ms into it, at unix millisecond at.
+// noteLeft notes one of the node's visitors that left the line (let in,
+// turned away or moved to another bucket) of the slot of unix second slot,
+// having come ms into it, at unix millisecond at.
 func (p *proofLedger) noteLeft(slot int64, ms int32, at int64) {
 	noteIn(p, &p.left, ownJoin{slot: slot, ms: ms, at: at})
 }
@@ -125,8 +126,8 @@ func (p *proofLedger) noteLeft(slot int64, ms int32, at int64) {
 func (p *proofLedger) outOfLine(now int64) []ownJoin { return takeFrom(p, &p.left, now, ownJoin.noted) }
 
 // leftBefore is how many of the node's own visitors that left the line
-// since the chain's latest allocation took them (outOfLine) came before unix millisecond
-// came: the allocation still counts them as waiting. One of came's own
+// since the chain's latest allocation took them (outOfLine) came before
+// unix millisecond came: the allocation still counts them as waiting. One of came's own
 // tenth of a second counts a half: the allocation placed the visitor in
 // the middle of those of its tenth (arrivalCurves.waitingBefore), and the
 // one let in is one of them fewer. Counted whole or not at all, the

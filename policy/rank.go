@@ -58,7 +58,8 @@ type slotCurve struct {
 	// own visitors who joined it, sorted: the node knows them to the
 	// tenth of a second (see proofLedger.joined). pts count the others'.
 	// gone are those of them that left the line since: let in, turned
-	// away or moved on (proofLedger.outOfLine), each one of own.
+	// away or moved on (proofLedger.outOfLine), each one that joined here
+	// (joinedHere).
 	own, gone []int32
 }
 

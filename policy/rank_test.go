@@ -122,6 +122,27 @@ func (l *line) place(came, d time.Duration, first bool) int64 {
 	return e.Position
 }
 
+// told is a place a visitor is told at a check-in: the one who came at
+// who has want ahead.
+type told struct {
+	name string
+	who  time.Duration
+	want int64
+}
+
+// expect checks each place, read at d on a page after the first, in a
+// subtest of its own.
+func (l *line) expect(t *testing.T, d time.Duration, places []told) {
+	t.Helper()
+	for _, p := range places {
+		t.Run(p.name, func(t *testing.T) {
+			if got := l.place(p.who, d, false); got != p.want {
+				t.Errorf("told %d ahead, want %d", got, p.want)
+			}
+		})
+	}
+}
+
 func TestAPlaceInLineCountsNeitherTheVisitorNorThoseAfterIt(t *testing.T) {
 	s := time.Second
 	a, b := 10*s, 11*s // two visitors, a second apart, in one arrival slot
@@ -198,21 +219,10 @@ func TestOneLetInFromLaterInTheSlotLeavesTheEarlierAhead(t *testing.T) {
 	third := policy.Counting{Bucket: m, Arrived: 120, LastCheckIn: l.start.Add(14 * s).Unix(), Counted: m, RefreshInterval: 20}
 	policy.Decision{Request: policy.Request{Before: third, At: l.start.Add(20*s + 100*time.Millisecond)}, Outcome: policy.Admit}.Count(nil, a, l.room, "shop", nil)
 	l.left = 1
-	tests := []struct {
-		name string
-		who  time.Duration
-		want int64
-	}{
+	l.expect(t, 21*s, []told{
 		{"the first is told 0", 10 * s, 0},
 		{"the second is told 1: the one let in came after it", 11 * s, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := l.place(tt.who, 21*s, false); got != tt.want {
-				t.Errorf("told %d ahead, want %d", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestOneWhoStoppedComingBackIsNoLongerAhead: the first of three at one
@@ -228,21 +238,10 @@ func TestOneWhoStoppedComingBackIsNoLongerAhead(t *testing.T) {
 		t.Fatalf("while the first waits, the third is told %d ahead, want 2", got)
 	}
 	l.lapsed = 1
-	tests := []struct {
-		name string
-		who  time.Duration
-		want int64
-	}{
+	l.expect(t, 21*s, []told{
 		{"the second is told 0", 11 * s, 0},
 		{"the third is told 1", 12 * s, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := l.place(tt.who, 21*s, false); got != tt.want {
-				t.Errorf("told %d ahead, want %d", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestOneLetInAtItsProofIsNoLongerStillToProve: a first answer is counted

@@ -91,7 +91,9 @@ func buildRoom(ids []crdt.ReplicaID, seed uint64) *crdt.State {
 }
 
 func roomWindows() crdt.Windows {
-	return crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: activeMinutes}
+	// SlotReplicas as the admission policy asks for (policy.Room.Windows):
+	// the slots still filling, and every slot's left counts, per replica.
+	return crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: activeMinutes, SlotReplicas: 29}
 }
 
 // TestMemoryPerRoom holds the state of the busy room to its memory budget,

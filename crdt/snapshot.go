@@ -20,6 +20,11 @@ type Windows struct {
 	// room-wide admission totals the snapshot carries in AdmittedTotals (none
 	// when zero): the cohorts whose sessions may still be running.
 	Admissions int
+	// SlotReplicas is how many seconds back from the snapshot's second the
+	// slots of Arrived list their counts replica by replica (ByReplica):
+	// those still filling, whose growth a node follows per replica. Every
+	// slot of Left lists them. None when zero.
+	SlotReplicas int
 }
 
 // DefaultWaitingWindow is the queued cookie's life in minutes: five, as the
@@ -38,6 +43,10 @@ type BucketCount struct {
 type SlotCount struct {
 	Second int64 `json:"second"`
 	N      int64 `json:"n"`
+	// ByReplica is N replica by replica, sorted, where the snapshot lists
+	// it (see Windows.SlotReplicas): whose visitors a slot's count holds,
+	// so that a node can tell each replica's part of a slot's line.
+	ByReplica []Count `json:"by_replica,omitempty"`
 }
 
 // Bucket is the arrival bucket of the slot.
@@ -176,12 +185,18 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 	}
 	t := snapshotSum{
 		snap: snap, keep: keep, now: now, minute: minute, first: first,
-		waitFirst:  minute - int64(w.Waiting) + 1,
-		lastExpiry: now + MaxSessionLead*60,
-		waiting:    map[int64]int64{},
-		arrived:    map[int64]int64{},
-		left:       map[int64]int64{},
-		sessions:   map[int64]int64{},
+		waitFirst:    minute - int64(w.Waiting) + 1,
+		lastExpiry:   now + MaxSessionLead*60,
+		waiting:      map[int64]int64{},
+		arrived:      map[int64]int64{},
+		left:         map[int64]int64{},
+		sessions:     map[int64]int64{},
+		leftBy:       map[int64][]Count{},
+		arrivedBy:    map[int64][]Count{},
+		replicasFrom: now - int64(w.SlotReplicas),
+	}
+	if w.SlotReplicas <= 0 {
+		t.replicasFrom = now + 1 // none
 	}
 	if keep != nil {
 		t.queued = map[waitingCell]int64{}
@@ -292,13 +307,17 @@ type snapshotSum struct {
 	waitFirst          int64 // the first minute of the waiting window
 	lastExpiry         int64 // the furthest session expiry that can be real
 
-	active   int64
-	waiting  map[int64]int64 // by arrival bucket
-	arrived  map[int64]int64 // by arrival slot
-	left     map[int64]int64 // by arrival slot
-	sessions map[int64]int64 // by expiry second
-	queued   map[waitingCell]int64
-	scratch  []Count
+	active  int64
+	waiting map[int64]int64 // by arrival bucket
+	arrived map[int64]int64 // by arrival slot
+	left    map[int64]int64 // by arrival slot
+	// arrivedBy and leftBy are arrived and left replica by replica, for
+	// the slots listed so (Windows.SlotReplicas).
+	arrivedBy, leftBy map[int64][]Count
+	replicasFrom      int64           // the first slot second whose arrivals are listed so
+	sessions          map[int64]int64 // by expiry second
+	queued            map[waitingCell]int64
+	scratch           []Count
 }
 
 // kept returns the entries of c that keep accepts (all of them when keep is
@@ -341,8 +360,12 @@ func (t *snapshotSum) add(ck cellKey, c cellCounts) {
 		t.addWaiting(ck, c)
 	case QueuedAt:
 		t.arrived[ck.Bucket] += int64(c.sum())
+		if ck.Bucket >= t.replicasFrom {
+			t.arrivedBy[ck.Bucket] = mergeCounts(t.arrivedBy[ck.Bucket], c.list())
+		}
 	case LeftAt:
 		t.left[ck.Bucket] += int64(c.sum())
+		t.leftBy[ck.Bucket] = mergeCounts(t.leftBy[ck.Bucket], c.list())
 	case Admitted, Arrivals, VisitorsQueued:
 		t.addMinute(ck, c)
 	}
@@ -426,17 +449,17 @@ func (t *snapshotSum) finish() {
 		}
 	}
 	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
-	snap.Arrived = t.slots(t.arrived)
-	snap.Left = t.slots(t.left)
+	snap.Arrived = t.slots(t.arrived, t.arrivedBy)
+	snap.Left = t.slots(t.left, t.leftBy)
 }
 
 // slots lists the slot counts of the buckets someone waits in, oldest
-// first.
-func (t *snapshotSum) slots(by map[int64]int64) []SlotCount {
+// first, each with its counts replica by replica where replicas has them.
+func (t *snapshotSum) slots(by map[int64]int64, replicas map[int64][]Count) []SlotCount {
 	var out []SlotCount
 	for sec, n := range by {
 		if n > 0 && t.waiting[floorDiv(sec, 60)] > 0 {
-			out = append(out, SlotCount{Second: sec, N: n})
+			out = append(out, SlotCount{Second: sec, N: n, ByReplica: replicas[sec]})
 		}
 	}
 	slices.SortFunc(out, func(a, b SlotCount) int { return cmp.Compare(a.Second, b.Second) })

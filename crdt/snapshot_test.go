@@ -3,6 +3,7 @@ package crdt_test
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -269,7 +270,7 @@ func TestSnapshotPerMinuteCounts(t *testing.T) {
 // waiting cell taken as at least zero. With keep nil it is Snapshot; and the
 // per-minute counts of a side and of the rest add up to the whole.
 func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
-	w := crdt.Windows{Waiting: 4, History: 4}
+	w := crdt.Windows{Waiting: 4, History: 4, SlotReplicas: 90}
 	checkLaw(t, func(t *rapid.T) {
 		c := drawCluster(t, 4, rapid.Bool().Draw(t, "prune"))
 		m := c.merged()
@@ -299,8 +300,8 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 			side := m.SnapshotOf(room, sec, w, keep)
 			want := model.Snapshot(room, sec, w)
 			want.Active, want.Waiting, want.TotalWaiting = cellwise(es, room, sec, w)
-			want.Arrived = slotsIn(es, room, crdt.QueuedAt, want.Waiting)
-			want.Left = slotsIn(es, room, crdt.LeftAt, want.Waiting)
+			want.Arrived = slotsIn(es, room, crdt.QueuedAt, want.Waiting, sec-int64(w.SlotReplicas))
+			want.Left = slotsIn(es, room, crdt.LeftAt, want.Waiting, math.MinInt64)
 			if !reflect.DeepEqual(side, want) {
 				t.Fatalf("SnapshotOf(kept) = %+v, want %+v", side, want)
 			}
@@ -318,21 +319,33 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 // slotsIn is the arrival slots a snapshot lists, from the entries es: the
 // counts of kind (QueuedAt or LeftAt) of the room's buckets that have
 // someone waiting, oldest first (nil when none).
-func slotsIn(es []crdt.Entry, room string, kind crdt.Kind, waiting []crdt.BucketCount) []crdt.SlotCount {
+func slotsIn(es []crdt.Entry, room string, kind crdt.Kind, waiting []crdt.BucketCount, replicasFrom int64) []crdt.SlotCount {
 	waits := map[int64]bool{}
 	for _, b := range waiting {
 		waits[b.Bucket] = b.N > 0
 	}
 	bySlot := map[int64]int64{}
+	byReplica := map[int64]map[crdt.ReplicaID]uint64{}
 	for _, e := range es {
 		if e.Key.Room == room && e.Key.Kind == kind {
 			bySlot[e.Key.Bucket] += int64(e.Value)
+			if byReplica[e.Key.Bucket] == nil {
+				byReplica[e.Key.Bucket] = map[crdt.ReplicaID]uint64{}
+			}
+			byReplica[e.Key.Bucket][e.Replica] += e.Value
 		}
 	}
 	var out []crdt.SlotCount
 	for sec, n := range bySlot {
 		if n > 0 && waits[floorMinute(sec)] {
-			out = append(out, crdt.SlotCount{Second: sec, N: n})
+			c := crdt.SlotCount{Second: sec, N: n}
+			if sec >= replicasFrom {
+				for r, v := range byReplica[sec] {
+					c.ByReplica = append(c.ByReplica, crdt.Count{Replica: r, N: v})
+				}
+				slices.SortFunc(c.ByReplica, func(a, b crdt.Count) int { return cmp.Compare(a.Replica, b.Replica) })
+			}
+			out = append(out, c)
 		}
 	}
 	slices.SortFunc(out, func(a, b crdt.SlotCount) int { return cmp.Compare(a.Second, b.Second) })
@@ -434,6 +447,7 @@ func TestSnapshotArrivalSlots(t *testing.T) {
 	tests := []struct {
 		name string
 		ws   []crdt.Entry
+		w    int // Windows.SlotReplicas
 		want []crdt.SlotCount
 	}{
 		{
@@ -445,6 +459,20 @@ func TestSnapshotArrivalSlots(t *testing.T) {
 				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 10), Minute: now - 1}, Replica: nodeC, Value: 4},
 			},
 			want: []crdt.SlotCount{{Second: (now-1)*60 + 0, N: 4}, {Second: (now-1)*60 + 40, N: 3}},
+		},
+		{
+			name: "the slots of the last seconds asked for list their counts replica by replica",
+			ws: []crdt.Entry{
+				{Key: crdt.Key{Kind: crdt.WaitingPlus, Bucket: now - 1, Minute: now}, Replica: nodeA, Value: 5},
+				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeB, Value: 1},
+				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeA, Value: 2},
+				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 10), Minute: now - 1}, Replica: nodeC, Value: 4},
+			},
+			w: 60,
+			want: []crdt.SlotCount{
+				{Second: (now-1)*60 + 0, N: 4},
+				{Second: (now-1)*60 + 40, N: 3, ByReplica: []crdt.Count{{Replica: nodeA, N: 2}, {Replica: nodeB, N: 1}}},
+			},
 		},
 		{
 			name: "slots of a bucket nobody waits in any more are left out",
@@ -462,8 +490,8 @@ func TestSnapshotArrivalSlots(t *testing.T) {
 				e.Key.Room = "tickets"
 				s.Apply(e)
 			}
-			snap := s.Snapshot("tickets", now*60+30, crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 3})
-			if !slices.Equal(snap.Arrived, tt.want) {
+			snap := s.Snapshot("tickets", now*60+30, crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 3, SlotReplicas: tt.w})
+			if !reflect.DeepEqual(snap.Arrived, tt.want) {
 				t.Errorf("Arrived = %v, want %v", snap.Arrived, tt.want)
 			}
 		})
@@ -481,8 +509,9 @@ func TestSnapshotArrivalSlots(t *testing.T) {
 			s.Apply(e)
 		}
 		snap := s.Snapshot("tickets", now*60+30, crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 3})
-		if want := []crdt.SlotCount{{Second: (now-1)*60 + 40, N: 2}}; !slices.Equal(snap.Left, want) {
-			t.Errorf("Left = %v, want %v: the waiting bucket's slot, over both nodes", snap.Left, want)
+		want := []crdt.SlotCount{{Second: (now-1)*60 + 40, N: 2, ByReplica: []crdt.Count{{Replica: nodeA, N: 1}, {Replica: nodeB, N: 1}}}}
+		if !reflect.DeepEqual(snap.Left, want) {
+			t.Errorf("Left = %v, want %v: the waiting bucket's slot, over both nodes and by node", snap.Left, want)
 		}
 	})
 	t.Run("a slot is the third of the minute the visitor came in", func(t *testing.T) {
@@ -509,7 +538,7 @@ func TestSnapshotSessionExpiriesAndAdmissionTotals(t *testing.T) {
 	snap := s.Snapshot("tickets", now*60, crdt.Windows{History: 3, Admissions: 5})
 	t.Run("the sessions still running are listed by expiry, soonest first, empty cells left out", func(t *testing.T) {
 		want := []crdt.SlotCount{{Second: now*60 + 30, N: 3}, {Second: now*60 + 315, N: 1}}
-		if !slices.Equal(snap.Expiring, want) {
+		if !reflect.DeepEqual(snap.Expiring, want) {
 			t.Errorf("Expiring = %+v, want %+v", snap.Expiring, want)
 		}
 	})

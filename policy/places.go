@@ -23,8 +23,13 @@ import (
 // twenty seconds and counts.
 
 // placesVersion is the first byte of an encoding: a file of another
-// version is not taken back.
-const placesVersion = 1
+// version is not taken back. Version 2 adds each other replica's curve of
+// a slot; a file of version 1, written before, is still taken back, its
+// slots placing the others' gone as the earliest of all the others.
+const (
+	placesVersion   = 2
+	placesVersionV1 = 1
+)
 
 // Bounds on a decoded encoding: far above what a node keeps (a slot's
 // curve gains a point per allocation at most, four a second for under a
@@ -57,15 +62,26 @@ func (a *Allocation) SavePlaces() []byte {
 			partial = 1
 		}
 		b = append(b, partial)
-		b = binary.AppendVarint(b, int64(cv.seen))
-		b = binary.AppendUvarint(b, uint64(len(cv.pts)))
-		for _, p := range cv.pts {
-			b = binary.AppendVarint(b, int64(p.from))
-			b = binary.AppendVarint(b, int64(p.at))
-			b = binary.AppendVarint(b, int64(p.n))
-		}
+		b = appendCurve(b, &cv.curve)
 		b = appendSorted(b, cv.own)
 		b = appendSorted(b, cv.gone)
+		b = binary.AppendUvarint(b, uint64(len(cv.by)))
+		for j := range cv.by {
+			b = binary.AppendUvarint(b, uint64(cv.by[j].id))
+			b = appendCurve(b, &cv.by[j].curve)
+		}
+	}
+	return b
+}
+
+// appendCurve appends when the curve was last looked at and its points.
+func appendCurve(b []byte, cv *curve) []byte {
+	b = binary.AppendVarint(b, int64(cv.seen))
+	b = binary.AppendUvarint(b, uint64(len(cv.pts)))
+	for _, p := range cv.pts {
+		b = binary.AppendVarint(b, int64(p.from))
+		b = binary.AppendVarint(b, int64(p.at))
+		b = binary.AppendVarint(b, int64(p.n))
 	}
 	return b
 }
@@ -157,6 +173,28 @@ func (r *placesReader) count(what string, limit int) int {
 	return int(v)
 }
 
+// curve reads a curve written by appendCurve into cv, whose tip is set.
+func (r *placesReader) curve(cv *curve) {
+	cv.seen = r.int32("seen")
+	np := r.count("points", maxPlacesPoints)
+	cv.pts = make([]curvePoint, 0, np)
+	for k := 0; k < np && r.err == nil; k++ {
+		p := curvePoint{from: r.int32("point"), at: r.int32("point"), n: r.int32("point")}
+		last := int32(0)
+		if k > 0 {
+			last = cv.pts[k-1].n
+			if p.at < cv.pts[k-1].at {
+				r.fail("points out of order")
+			}
+		}
+		if p.from > p.at || p.n <= last {
+			r.fail("point")
+		}
+		cv.pts = append(cv.pts, p)
+	}
+	*cv.tip = len(cv.pts)
+}
+
 // sorted reads a list written by appendSorted.
 func (r *placesReader) sorted(what string) []int32 {
 	n := r.count(what, maxPlacesOwn)
@@ -182,9 +220,10 @@ func (r *placesReader) sorted(what string) []int32 {
 // the order they were noted with counts that grew, and arrival lists
 // sorted.
 func decodePlaces(b []byte) (*arrivalCurves, error) {
-	if len(b) == 0 || b[0] != placesVersion {
-		return nil, fmt.Errorf("%w: not version %d", errPlaces, placesVersion)
+	if len(b) == 0 || (b[0] != placesVersion && b[0] != placesVersionV1) {
+		return nil, fmt.Errorf("%w: not version %d or %d", errPlaces, placesVersionV1, placesVersion)
 	}
+	v1 := b[0] == placesVersionV1
 	r := &placesReader{b: b[1:]}
 	c := &arrivalCurves{lastLook: r.varint("last look")}
 	rate := r.uvarint("proof rate")
@@ -195,7 +234,7 @@ func decodePlaces(b []byte) (*arrivalCurves, error) {
 	n := r.count("slots", maxPlacesSlots)
 	c.slots = make([]slotCurve, 0, n)
 	for i := 0; i < n && r.err == nil; i++ {
-		cv := slotCurve{start: r.varint("slot start"), tip: new(int)}
+		cv := slotCurve{start: r.varint("slot start"), curve: curve{tip: new(int)}}
 		if len(r.b) == 0 {
 			r.fail("slot")
 			break
@@ -204,26 +243,23 @@ func decodePlaces(b []byte) (*arrivalCurves, error) {
 			r.fail("partial flag")
 		}
 		cv.partial, r.b = r.b[0] == 1, r.b[1:]
-		cv.seen = r.int32("seen")
-		np := r.count("points", maxPlacesPoints)
-		cv.pts = make([]curvePoint, 0, np)
-		for k := 0; k < np && r.err == nil; k++ {
-			p := curvePoint{from: r.int32("point"), at: r.int32("point"), n: r.int32("point")}
-			last := int32(0)
-			if k > 0 {
-				last = cv.pts[k-1].n
-				if p.at < cv.pts[k-1].at {
-					r.fail("points out of order")
-				}
-			}
-			if p.from > p.at || p.n <= last {
-				r.fail("point")
-			}
-			cv.pts = append(cv.pts, p)
-		}
-		*cv.tip = len(cv.pts)
+		r.curve(&cv.curve)
 		cv.own = r.sorted("own arrivals")
 		cv.gone = r.sorted("own let in")
+		if v1 {
+			cv.noReplicas = true
+		} else {
+			nr := r.count("replicas", maxPlacesSlots)
+			cv.by = make([]replicaCurve, 0, nr)
+			for j := 0; j < nr && r.err == nil; j++ {
+				rc := replicaCurve{id: crdt.ReplicaID(r.uvarint("replica")), curve: curve{tip: new(int)}}
+				if j > 0 && rc.id <= cv.by[j-1].id {
+					r.fail("replicas out of order")
+				}
+				r.curve(&rc.curve)
+				cv.by = append(cv.by, rc)
+			}
+		}
 		if i > 0 && cv.start <= c.slots[i-1].start {
 			r.fail("slots out of order")
 		}

@@ -63,6 +63,30 @@ func TestARestartedNodeKeepsItsVisitorsPlaces(t *testing.T) {
 			t.Errorf("a fresh chain told the first 0 ahead: the restart test cannot tell the saved places from none")
 		}
 	})
+	t.Run("each other node's curve is kept too: its let-ins still take its own earliest", func(t *testing.T) {
+		// The line of TestAnotherNodesLetInsDoNotMakeUpForAThirdNodesEarliest,
+		// its node down from 25 to 30 s.
+		l := newLine(t)
+		l.came = []time.Duration{12 * s, 16 * s}
+		l.away = []awayVisitor{{node: crdt.NewReplicaID("cairo", 1), came: 5 * s}, {node: dublin, came: 15 * s, in: 20 * s}}
+		if got := l.place(12*s, 25*s, false); got != 1 {
+			t.Fatalf("before the restart the first here is told %d ahead, want 1", got)
+		}
+		var err error
+		if l.chain, err = policy.ResumeChain(nairobi, policy.Continuous, l.chain.Last().SavePlaces()); err != nil {
+			t.Fatal(err)
+		}
+		l.now = 30 * s
+		if got := l.place(12*s, 35*s, false); got != 1 {
+			t.Errorf("after it, told %d ahead, want 1", got)
+		}
+	})
+	t.Run("places saved by the version before, without the other nodes' curves, are taken back", func(t *testing.T) {
+		v1 := []byte{1, 0, 0, 1, 2, 1, 4, 1, 0, 2, 4, 0, 0} // one slot, one point
+		if _, err := policy.ResumeChain(nairobi, policy.Continuous, v1); err != nil {
+			t.Error(err)
+		}
+	})
 	t.Run("a node with nobody in line saves nothing", func(t *testing.T) {
 		l := newLine(t)
 		if b := l.until(10 * s).SavePlaces(); b != nil {
@@ -112,6 +136,7 @@ func FuzzResumeChain(f *testing.F) {
 	ll.until(45 * time.Second)
 	f.Add(ll.chain.Last().SavePlaces(), uint16(45))
 	f.Add([]byte{1, 0, 0, 1, 2, 1, 4, 1, 0, 2, 4, 0, 0}, uint16(3))
+	f.Add([]byte{2, 0, 0, 1, 2, 1, 4, 1, 0, 2, 4, 0, 0, 1, 7, 4, 1, 0, 2, 2}, uint16(3))
 	f.Add([]byte{1}, uint16(0))
 	start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	m := start.Unix() / 60

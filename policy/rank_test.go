@@ -25,7 +25,21 @@ type line struct {
 	joined int64
 	left   int64 // of those joined, how many left the slot's line
 	lapsed int64 // and how many stopped coming back
+	// away are visitors of the same slot at other nodes, heard of a proof
+	// and a gossip delay after they came.
+	away []awayVisitor
 }
+
+// awayVisitor is a visitor who waits at another node: which, when it came,
+// and when that node let it in (0: never).
+type awayVisitor struct {
+	node     crdt.ReplicaID
+	came, in time.Duration
+}
+
+// gossipDelay is how long after a node counts something the line's node
+// hears of it.
+const gossipDelay = 200 * time.Millisecond
 
 func newLine(t *testing.T) *line {
 	return &line{
@@ -69,14 +83,36 @@ func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
 	now := l.start.Add(d)
 	m := minuteOf(now)
 	w := world{now: now, active: 1, admitted: map[int64]perNode{m: {nairobi: 1}}, queued: map[int64]perNode{m: {nairobi: l.queued}}}
-	if l.joined > l.left+l.lapsed {
-		w.waiting = []crdt.BucketCount{{Bucket: m, N: l.joined - l.left - l.lapsed}}
+	joined, left := map[crdt.ReplicaID]int64{nairobi: l.joined}, map[crdt.ReplicaID]int64{nairobi: l.left}
+	for _, v := range l.away {
+		if v.came+policy.ProofRefresh*time.Second+gossipDelay <= d {
+			joined[v.node]++
+		}
+		if v.in > 0 && v.in+gossipDelay <= d {
+			left[v.node]++
+		}
+	}
+	var sum func(map[crdt.ReplicaID]int64) crdt.SlotCount
+	sum = func(by map[crdt.ReplicaID]int64) crdt.SlotCount {
+		c := crdt.SlotCount{Second: m * 60}
+		for r, n := range by {
+			if n > 0 {
+				c.N += n
+				c.ByReplica = append(c.ByReplica, crdt.Count{Replica: r, N: uint64(n)})
+			}
+		}
+		slices.SortFunc(c.ByReplica, func(a, b crdt.Count) int { return cmp.Compare(a.Replica, b.Replica) })
+		return c
+	}
+	j, lf := sum(joined), sum(left)
+	if j.N > lf.N+l.lapsed {
+		w.waiting = []crdt.BucketCount{{Bucket: m, N: j.N - lf.N - l.lapsed}}
 	}
 	s := w.snap()
-	if l.joined > l.left+l.lapsed {
-		s.Arrived = []crdt.SlotCount{{Second: m * 60, N: l.joined}}
-		if l.left > 0 {
-			s.Left = []crdt.SlotCount{{Second: m * 60, N: l.left}}
+	if j.N > lf.N+l.lapsed {
+		s.Arrived = []crdt.SlotCount{j}
+		if lf.N > 0 {
+			s.Left = []crdt.SlotCount{lf}
 		}
 	}
 	return s
@@ -222,6 +258,23 @@ func TestOneLetInFromLaterInTheSlotLeavesTheEarlierAhead(t *testing.T) {
 	l.expect(t, 21*s, []told{
 		{"the first is told 0", 10 * s, 0},
 		{"the second is told 1: the one let in came after it", 11 * s, 1},
+	})
+}
+
+// TestAnotherNodesLetInsDoNotMakeUpForAThirdNodesEarliest: of a slot's
+// line, one waits at cairo since 5 s, this node's own came at 12 s, and
+// dublin lets in its first in line, who came at 15 s: dublin's let-in is
+// dublin's earliest, not cairo's, so this node's visitor still has cairo's
+// ahead of it.
+func TestAnotherNodesLetInsDoNotMakeUpForAThirdNodesEarliest(t *testing.T) {
+	s := time.Second
+	cairo := crdt.NewReplicaID("cairo", 1)
+	l := newLine(t)
+	l.came = []time.Duration{12 * s, 16 * s}
+	l.away = []awayVisitor{{node: cairo, came: 5 * s}, {node: dublin, came: 15 * s, in: 20 * s}}
+	l.expect(t, 21*s, []told{
+		{"the one who came after cairo's is told 1", 12 * s, 1},
+		{"the one who came after dublin's too is told 2", 16 * s, 2},
 	})
 }
 

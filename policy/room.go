@@ -175,9 +175,14 @@ func (r Room) cut() (bool, float64) {
 	return true, float64(r.Side.Nodes) / float64(r.Nodes)
 }
 
-// Windows returns the spans the crdt snapshot must sum for this room.
+// Windows returns the spans the crdt snapshot must sum for this room: the
+// slots still filling, whose growth a node follows replica by replica
+// (noteArrivals), list their counts so.
 func (r Room) Windows() crdt.Windows {
-	return crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: HistoryMinutes, Admissions: AdmissionMinutes}
+	return crdt.Windows{
+		Waiting: crdt.DefaultWaitingWindow, History: HistoryMinutes, Admissions: AdmissionMinutes,
+		SlotReplicas: int(curveWindow/1000) + 1,
+	}
 }
 
 // DefaultSessionDuration is session_duration, in minutes, when a room

@@ -124,13 +124,13 @@ func TestFIFOEstimateCountsTheVisitorsPlaceInTheirBucket(t *testing.T) {
 		wait     int
 	}{
 		{"the first of a bucket has the 300 of older buckets ahead: 3 minutes at 100 a minute", a, m - 2, 0, 300, 3},
-		{"halfway through its minute, with no slot counts, half of its bucket is ahead too: 9 minutes, a tenth long", a, m - 2, 300, 801, 9},
+		{"halfway through its minute, with no slot counts, half of its bucket is ahead too (500.5, a half rounding down): 9 minutes, a tenth long", a, m - 2, 300, 800, 9},
 		{"with slot counts, those still waiting from earlier slots and a quarter of its own slot are ahead; the wait spans its slot", withSlots, m - 2, 250, 300 + 400 + 75, 8},
 		{"the last of a bucket has nearly all of it ahead, and waits as long as the first of its slot", withSlots, m - 2, 599, 1299, 12},
-		{"with the slots' left counts, each earlier slot holds what joined it less what left it, and so does the visitor's", withLeft, m - 2, 250, 300 + 500 + 63, 9},
+		{"with the slots' left counts, each earlier slot holds what joined it less what left it, and so does the visitor's", withLeft, m - 2, 250, 300 + 500 + 62, 9},
 		{"the gone whose leaving the ring did not count are taken from the earliest slots", withLapsed, m - 2, 250, 300 + 500 + 50, 9},
 		{"a visitor of a newer bucket has everyone ahead", a, m, 0, 1301, 15},
-		{"the reference strategy counts older buckets only for the wait", policy.Allocate(room, w.snap(), nairobi, now, policy.ReferencePerMinute), m - 2, 300, 801, 3},
+		{"the reference strategy counts older buckets only for the wait", policy.Allocate(room, w.snap(), nairobi, now, policy.ReferencePerMinute), m - 2, 300, 800, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"slices"
 	"sort"
 
@@ -221,7 +222,11 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 	// it was told it had one ahead, nobody being (three real processes,
 	// node-restart).
 	p := a.positionAt(bucket, arrived) - a.led.proofs.leftBefore(cameAt(bucket, arrived))
-	return int64(max(p, 0) + 0.5), true
+	// A half rounds down: two of one tenth of a second with nobody ahead
+	// are each placed half a place back (see waitingBefore), and either
+	// may be let in first, so both are next. Rounded up, the first in line
+	// was told one ahead (three real processes, regional-4-1-1).
+	return int64(math.Ceil(max(p, 0) - 0.5)), true
 }
 
 // positionAt is Position before rounding. Inside the visitor's slot those

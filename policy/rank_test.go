@@ -422,6 +422,23 @@ func TestVisitorsOfOneTenthOfASecondArePlacedInTheirMiddle(t *testing.T) {
 	}
 }
 
+// TestTwoOfOneTenthAtTheFrontAreBothNext: of two who came within one
+// tenth of a second with nobody ahead, either may be let in first (the
+// node cannot tell their order either), so both are told they are next;
+// told their middle rounded up, the first in line was told one ahead
+// (three real processes, regional-4-1-1: two visitors 21 ms apart at one
+// node).
+func TestTwoOfOneTenthAtTheFrontAreBothNext(t *testing.T) {
+	s, tenth := time.Second, 100*time.Millisecond
+	l := newLine(t)
+	l.came = []time.Duration{10*s + tenth, 10*s + tenth + tenth/2, 12 * s}
+	l.expect(t, 40*s, []told{
+		{"the first of the two is told 0", l.came[0], 0},
+		{"and so is the second", l.came[1], 0},
+		{"the one who came after them is told 2", l.came[2], 2},
+	})
+}
+
 func TestAFirstAnswerCountsThoseStillToProveAtTheShareThatDo(t *testing.T) {
 	s := time.Second
 	l := newLine(t)

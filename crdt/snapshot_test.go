@@ -444,6 +444,13 @@ func TestSnapshotOfKeepsVisitorsWhoMoved(t *testing.T) {
 
 func TestSnapshotArrivalSlots(t *testing.T) {
 	slot := func(bucket int64, tenths uint16) int64 { return crdt.ArrivalSlot(now+bucket, tenths) }
+	// Two slots of a waiting bucket: the last one's counted at two nodes.
+	twoSlots := []crdt.Entry{
+		{Key: crdt.Key{Kind: crdt.WaitingPlus, Bucket: now - 1, Minute: now}, Replica: nodeA, Value: 5},
+		{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeA, Value: 2},
+		{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeB, Value: 1},
+		{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 10), Minute: now - 1}, Replica: nodeC, Value: 4},
+	}
 	tests := []struct {
 		name string
 		ws   []crdt.Entry
@@ -452,23 +459,13 @@ func TestSnapshotArrivalSlots(t *testing.T) {
 	}{
 		{
 			name: "slots of a waiting bucket are summed over the nodes, oldest first",
-			ws: []crdt.Entry{
-				{Key: crdt.Key{Kind: crdt.WaitingPlus, Bucket: now - 1, Minute: now}, Replica: nodeA, Value: 5},
-				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeA, Value: 2},
-				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeB, Value: 1},
-				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 10), Minute: now - 1}, Replica: nodeC, Value: 4},
-			},
+			ws:   twoSlots,
 			want: []crdt.SlotCount{{Second: (now-1)*60 + 0, N: 4}, {Second: (now-1)*60 + 40, N: 3}},
 		},
 		{
 			name: "the slots of the last seconds asked for list their counts replica by replica",
-			ws: []crdt.Entry{
-				{Key: crdt.Key{Kind: crdt.WaitingPlus, Bucket: now - 1, Minute: now}, Replica: nodeA, Value: 5},
-				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeB, Value: 1},
-				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 450), Minute: now - 1}, Replica: nodeA, Value: 2},
-				{Key: crdt.Key{Kind: crdt.QueuedAt, Bucket: slot(-1, 10), Minute: now - 1}, Replica: nodeC, Value: 4},
-			},
-			w: 60,
+			ws:   twoSlots,
+			w:    60,
 			want: []crdt.SlotCount{
 				{Second: (now-1)*60 + 0, N: 4},
 				{Second: (now-1)*60 + 40, N: 3, ByReplica: []crdt.Count{{Replica: nodeA, N: 2}, {Replica: nodeB, N: 1}}},

@@ -92,8 +92,7 @@ func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
 			left[v.node]++
 		}
 	}
-	var sum func(map[crdt.ReplicaID]int64) crdt.SlotCount
-	sum = func(by map[crdt.ReplicaID]int64) crdt.SlotCount {
+	sum := func(by map[crdt.ReplicaID]int64) crdt.SlotCount {
 		c := crdt.SlotCount{Second: m * 60}
 		for r, n := range by {
 			if n > 0 {

@@ -255,7 +255,8 @@ func (cv *slotCurve) growReplicas(counts []crdt.Count, self crdt.ReplicaID, at i
 		if e.Replica == self {
 			continue
 		}
-		if rc := cv.replica(e.Replica); rc == nil || rc.last() < int32(min(e.N, 1<<30)) {
+		rc := cv.replica(e.Replica)
+		if (rc == nil && len(cv.by) < maxReplicaCurves) || (rc != nil && rc.last() < int32(min(e.N, 1<<30))) {
 			grows = true
 			break
 		}
@@ -263,8 +264,8 @@ func (cv *slotCurve) growReplicas(counts []crdt.Count, self crdt.ReplicaID, at i
 	if !grows {
 		return
 	}
-	by := make([]replicaCurve, 0, len(cv.by)+len(counts))
-	i := 0
+	by := make([]replicaCurve, 0, min(len(cv.by)+len(counts), maxReplicaCurves))
+	i, followed := 0, len(cv.by)
 	for _, e := range counts {
 		if e.Replica == self {
 			continue
@@ -273,16 +274,30 @@ func (cv *slotCurve) growReplicas(counts []crdt.Count, self crdt.ReplicaID, at i
 			by = append(by, cv.by[i])
 			i++
 		}
-		rc := replicaCurve{id: e.Replica, curve: curve{seen: cv.seen, tip: new(int)}}
-		if i < len(cv.by) && cv.by[i].id == e.Replica {
+		var rc replicaCurve
+		switch {
+		case i < len(cv.by) && cv.by[i].id == e.Replica:
 			rc = cv.by[i]
 			i++
+		case followed < maxReplicaCurves:
+			rc = replicaCurve{id: e.Replica, curve: curve{seen: cv.seen, tip: new(int)}}
+			followed++
+		default:
+			continue // past the bound: its gone are the earliest of the others'
 		}
 		rc.grow(int32(min(e.N, 1<<30)), at)
 		by = append(by, rc)
 	}
 	cv.by = append(by, cv.by[i:]...)
 }
+
+// maxReplicaCurves bounds the other replicas a slot follows, the first it
+// sees grow: in a ring of hundreds of data centers a curve for each in
+// every waiting slot would come to 54,000 curves in an hour's queue of 300
+// (TestCurvesOfARingOfDataCentersStayBounded). The gone of the replicas
+// past it are taken as the earliest of the others', as before each
+// replica's were followed.
+const maxReplicaCurves = 32
 
 // replica is the curve of replica id's count of the slot, nil where the
 // node has none.
@@ -309,7 +324,7 @@ func (cv *curve) grow(n, at int32) {
 		if len(cv.pts) == *cv.tip && len(cv.pts) < cap(cv.pts) {
 			cv.pts = append(cv.pts, p) // in place, past every holder's points
 		} else {
-			pts := make([]curvePoint, len(cv.pts), 2*len(cv.pts)+8)
+			pts := make([]curvePoint, len(cv.pts), 2*len(cv.pts)+2)
 			copy(pts, cv.pts)
 			cv.pts = append(pts, p)
 			cv.tip = new(int)

@@ -401,10 +401,14 @@ func (c *arrivalCurves) waitingBefore(start int64, ms int32, self bool, shift in
 // all, leftBy replica by replica (nil where the snapshot did not list
 // them). Each other replica's gone are its earliest: of those it let out,
 // the ones past its visitors who came before ms, as its own curve tells,
-// came after ms. The rest, those gone through this node who did not join
-// here and each replica's whose curve the node did not follow (a replica
-// of this node before a restart among them), are taken to be the earliest
-// of the others.
+// came after ms, up to as many as came after ms there. The rest, those
+// gone through a node they did not join (through this one, or through
+// another while their own was down) and each replica's whose curve the
+// node did not follow (a replica of this node before a restart among
+// them), are taken to be the earliest of the others. Without that bound,
+// the visitors of a restarted node let in at the others counted as those
+// nodes' later visitors, and the first in line was told 2 ahead for
+// twelve seconds (three real processes, node-restart).
 //
 // Taken as the earliest of all the others, one node's let-ins made up for
 // another's visitors still waiting: in three data centers of three nodes,
@@ -422,7 +426,11 @@ func (cv *slotCurve) othersGone(ms int32, self crdt.ReplicaID, slotLeft int64, l
 			continue
 		}
 		if rc := cv.replica(e.Replica); rc != nil {
-			after += max(float64(min(e.N, 1<<30))-rc.before(ms, false), 0)
+			// At most its visitors who came after ms: the rest of its
+			// gone joined elsewhere (a node's visitors moved on while it
+			// was down).
+			before := rc.before(ms, false)
+			after += min(max(float64(min(e.N, 1<<30))-before, 0), max(float64(rc.last())-before, 0))
 		}
 	}
 	return max(all-after, 0)

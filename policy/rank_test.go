@@ -31,10 +31,10 @@ type line struct {
 }
 
 // awayVisitor is a visitor who waits at another node: which, when it came,
-// and when that node let it in (0: never).
+// and when it was let in (0: never), by that node or by via.
 type awayVisitor struct {
-	node     crdt.ReplicaID
-	came, in time.Duration
+	node, via crdt.ReplicaID
+	came, in  time.Duration
 }
 
 // gossipDelay is how long after a node counts something the line's node
@@ -89,7 +89,11 @@ func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
 			joined[v.node]++
 		}
 		if v.in > 0 && v.in+gossipDelay <= d {
-			left[v.node]++
+			by := v.node
+			if v.via != 0 {
+				by = v.via
+			}
+			left[by]++
 		}
 	}
 	sum := func(by map[crdt.ReplicaID]int64) crdt.SlotCount {
@@ -274,6 +278,24 @@ func TestAnotherNodesLetInsDoNotMakeUpForAThirdNodesEarliest(t *testing.T) {
 	l.expect(t, 21*s, []told{
 		{"the one who came after cairo's is told 1", 12 * s, 1},
 		{"the one who came after dublin's too is told 2", 16 * s, 2},
+	})
+}
+
+// TestOneLetInAtANodeItDidNotJoinIsTheEarliestOfTheOthers: cairo's
+// visitor, who came at 5 s, is let in by dublin (cairo was down), and
+// dublin lets in its own, who came at 15 s: of dublin's two gone only one
+// can have come after this node's visitor of 12 s, since only one of
+// dublin's came after it, so cairo's is gone too, and nobody is ahead;
+// this node's next, who came at 16 s, has only the one of 12 s ahead.
+func TestOneLetInAtANodeItDidNotJoinIsTheEarliestOfTheOthers(t *testing.T) {
+	s := time.Second
+	cairo := crdt.NewReplicaID("cairo", 1)
+	l := newLine(t)
+	l.came = []time.Duration{12 * s, 16 * s}
+	l.away = []awayVisitor{{node: cairo, via: dublin, came: 5 * s, in: 19 * s}, {node: dublin, came: 15 * s, in: 20 * s}}
+	l.expect(t, 21*s, []told{
+		{"the one who came after cairo's is told 0", 12 * s, 0},
+		{"the one who came after dublin's too is told 1", 16 * s, 1},
 	})
 }
 

@@ -64,7 +64,7 @@ func TestARestartedNodeKeepsItsVisitorsPlaces(t *testing.T) {
 		}
 	})
 	t.Run("each other node's curve is kept too: its let-ins still take its own earliest", func(t *testing.T) {
-		// The line of TestAnotherNodesLetInsDoNotMakeUpForAThirdNodesEarliest,
+		// The first line of TestEachOtherNodesGoneAreItsOwnEarliest,
 		// its node down from 25 to 30 s.
 		l := newLine(t)
 		l.came = []time.Duration{12 * s, 16 * s}

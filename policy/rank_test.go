@@ -264,39 +264,45 @@ func TestOneLetInFromLaterInTheSlotLeavesTheEarlierAhead(t *testing.T) {
 	})
 }
 
-// TestAnotherNodesLetInsDoNotMakeUpForAThirdNodesEarliest: of a slot's
-// line, one waits at cairo since 5 s, this node's own came at 12 s, and
-// dublin lets in its first in line, who came at 15 s: dublin's let-in is
-// dublin's earliest, not cairo's, so this node's visitor still has cairo's
-// ahead of it.
-func TestAnotherNodesLetInsDoNotMakeUpForAThirdNodesEarliest(t *testing.T) {
+// TestEachOtherNodesGoneAreItsOwnEarliest: of a slot's line, this node's
+// own came at 12 and 16 s, and the other nodes let some of theirs in.
+// Each node lets its own first in line in first, so another node's
+// let-ins are its own earliest, not a third node's; but of a node's gone
+// only as many as came there after a visitor can be its later ones, the
+// rest having joined elsewhere.
+func TestEachOtherNodesGoneAreItsOwnEarliest(t *testing.T) {
 	s := time.Second
 	cairo := crdt.NewReplicaID("cairo", 1)
-	l := newLine(t)
-	l.came = []time.Duration{12 * s, 16 * s}
-	l.away = []awayVisitor{{node: cairo, came: 5 * s}, {node: dublin, came: 15 * s, in: 20 * s}}
-	l.expect(t, 21*s, []told{
-		{"the one who came after cairo's is told 1", 12 * s, 1},
-		{"the one who came after dublin's too is told 2", 16 * s, 2},
-	})
-}
-
-// TestOneLetInAtANodeItDidNotJoinIsTheEarliestOfTheOthers: cairo's
-// visitor, who came at 5 s, is let in by dublin (cairo was down), and
-// dublin lets in its own, who came at 15 s: of dublin's two gone only one
-// can have come after this node's visitor of 12 s, since only one of
-// dublin's came after it, so cairo's is gone too, and nobody is ahead;
-// this node's next, who came at 16 s, has only the one of 12 s ahead.
-func TestOneLetInAtANodeItDidNotJoinIsTheEarliestOfTheOthers(t *testing.T) {
-	s := time.Second
-	cairo := crdt.NewReplicaID("cairo", 1)
-	l := newLine(t)
-	l.came = []time.Duration{12 * s, 16 * s}
-	l.away = []awayVisitor{{node: cairo, via: dublin, came: 5 * s, in: 19 * s}, {node: dublin, came: 15 * s, in: 20 * s}}
-	l.expect(t, 21*s, []told{
-		{"the one who came after cairo's is told 0", 12 * s, 0},
-		{"the one who came after dublin's too is told 1", 16 * s, 1},
-	})
+	tests := []struct {
+		name   string
+		away   []awayVisitor
+		places []told
+	}{
+		{
+			name: "dublin's let-in, who came at 15 s, leaves cairo's of 5 s ahead",
+			away: []awayVisitor{{node: cairo, came: 5 * s}, {node: dublin, came: 15 * s, in: 20 * s}},
+			places: []told{
+				{"the one who came after cairo's is told 1", 12 * s, 1},
+				{"the one who came after dublin's too is told 2", 16 * s, 2},
+			},
+		},
+		{
+			name: "dublin lets in cairo's of 5 s (cairo was down) and its own of 15 s: both are gone",
+			away: []awayVisitor{{node: cairo, via: dublin, came: 5 * s, in: 19 * s}, {node: dublin, came: 15 * s, in: 20 * s}},
+			places: []told{
+				{"the one who came after cairo's is told 0", 12 * s, 0},
+				{"the one who came after dublin's too is told 1", 16 * s, 1},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLine(t)
+			l.came = []time.Duration{12 * s, 16 * s}
+			l.away = tt.away
+			l.expect(t, 21*s, tt.places)
+		})
+	}
 }
 
 // TestOneWhoStoppedComingBackIsNoLongerAhead: the first of three at one

@@ -407,8 +407,8 @@ func (c *arrivalCurves) waitingBefore(start int64, ms int32, self bool, shift in
 // node did not follow (a replica of this node before a restart among
 // them), are taken to be the earliest of the others. Without that bound,
 // the visitors of a restarted node let in at the others counted as those
-// nodes' later visitors, and the first in line was told 2 ahead for
-// twelve seconds (three real processes, node-restart).
+// nodes' later visitors, and the first in line was told 2 ahead on two
+// pages six seconds apart (three real processes, node-restart).
 //
 // Taken as the earliest of all the others, one node's let-ins made up for
 // another's visitors still waiting: in three data centers of three nodes,

@@ -194,7 +194,7 @@ func noteArrivals(prev *arrivalCurves, snap *crdt.RoomSnapshot, led *ledger, sel
 		}
 		cv := find(sl.Second, int32(since-lead))
 		cv.growReplicas(sl.ByReplica, self, int32(since-lead))
-		others := int32(min(max(sl.N-int64(len(cv.own)), 0), 1<<30))
+		others := count32(uint64(max(sl.N-int64(len(cv.own)), 0)))
 		cv.grow(others, int32(since-lead))
 	}
 	c.slots = kept
@@ -256,7 +256,7 @@ func (cv *slotCurve) growReplicas(counts []crdt.Count, self crdt.ReplicaID, at i
 			continue
 		}
 		rc := cv.replica(e.Replica)
-		if (rc == nil && len(cv.by) < maxReplicaCurves) || (rc != nil && rc.last() < int32(min(e.N, 1<<30))) {
+		if (rc == nil && len(cv.by) < maxReplicaCurves) || (rc != nil && rc.last() < count32(e.N)) {
 			grows = true
 			break
 		}
@@ -285,7 +285,7 @@ func (cv *slotCurve) growReplicas(counts []crdt.Count, self crdt.ReplicaID, at i
 		default:
 			continue // past the bound: its gone are the earliest of the others'
 		}
-		rc.grow(int32(min(e.N, 1<<30)), at)
+		rc.grow(count32(e.N), at)
 		by = append(by, rc)
 	}
 	cv.by = append(by, cv.by[i:]...)
@@ -298,6 +298,10 @@ func (cv *slotCurve) growReplicas(counts []crdt.Count, self crdt.ReplicaID, at i
 // past it are taken as the earliest of the others', as before each
 // replica's were followed.
 const maxReplicaCurves = 32
+
+// count32 is a replica's count as a curve holds it: at most 1<<30, far
+// above any slot's visitors, so that sums of counts stay within int32.
+func count32(n uint64) int32 { return int32(min(n, 1<<30)) }
 
 // replica is the curve of replica id's count of the slot, nil where the
 // node has none.
@@ -430,7 +434,7 @@ func (cv *slotCurve) othersGone(ms int32, self crdt.ReplicaID, slotLeft int64, l
 			// gone joined elsewhere (a node's visitors moved on while it
 			// was down).
 			before := rc.before(ms, false)
-			after += min(max(float64(min(e.N, 1<<30))-before, 0), max(float64(rc.last())-before, 0))
+			after += min(max(float64(count32(e.N))-before, 0), max(float64(rc.last())-before, 0))
 		}
 	}
 	return max(all-after, 0)

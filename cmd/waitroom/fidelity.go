@@ -44,6 +44,9 @@ by wall-clock time:
   longest free slot while someone     a slot free (both limits unused) while
   waited                               someone queued more than a refresh
                                        interval ago still waited    goal ≤ 23 s
+                                       (missed, it names those held
+                                       meanwhile: node, check-ins turned
+                                       away, admission)
   5xx from waitroom                                                 goal 0
   every node alive, no panic          no serve process exited on its own
                                        (node-restart's kill aside), no panic

@@ -32,15 +32,16 @@ type session struct {
 // waiting leaves nobody a slot is held from. sessions are the run's
 // sessions, in the order they began; the free slots and the waiting change only at the
 // instants where a session begins or ends, a minute turns, or a waiter
-// starts or stops counting.
-func longestFreeSlot(log Log, l Limits, sessions []session) (time.Duration, time.Time) {
+// starts or stops counting. held are those who waited while that slot was
+// free (see heldThrough).
+func longestFreeSlot(log Log, l Limits, sessions []session) (d time.Duration, from time.Time, held []HeldWaiter) {
 	f := freeSlots{log: log, limits: l, sessions: sessions, admissions: map[string][]time.Time{}}
 	for _, s := range sessions {
 		f.admissions[s.visitor] = append(f.admissions[s.visitor], s.admitted)
 	}
 	instants := f.findWaiters()
 	if len(f.waiters) == 0 {
-		return 0, time.Time{}
+		return 0, time.Time{}, nil
 	}
 	instants = f.instants(instants)
 	for _, t := range instants {
@@ -56,11 +57,56 @@ func longestFreeSlot(log Log, l Limits, sessions []session) (time.Duration, time
 	for _, since := range f.slots {
 		f.waited(end, since)
 	}
-	return f.longest, f.longestAt
+	if f.longest == 0 {
+		return 0, time.Time{}, nil
+	}
+	return f.longest, f.longestAt, f.heldThrough(f.longestAt, f.longestAt.Add(f.longest))
 }
 
-// waiter is a queued visitor who counts as waiting on [from, until).
-type waiter struct{ from, until time.Time }
+// HeldWaiter is a visitor who waited while a slot stayed free: whom the
+// room held back with room to spare, at which node, turned away at which
+// check-ins, and when it let them in. It is what an operator needs to see
+// where a free slot came from, as an inverted pair is for the order.
+type HeldWaiter struct {
+	Visitor string    `json:"visitor"`
+	Node    int       `json:"node"`
+	Queued  time.Time `json:"queued"`
+	// TurnedAway are its check-ins answered with the queue page while the
+	// slot was free.
+	TurnedAway []time.Time `json:"turned_away,omitempty"`
+	// Admitted is its first admission after it was queued; zero: none
+	// within the run.
+	Admitted time.Time `json:"admitted,omitzero"`
+}
+
+// heldThrough is every waiter who counted as waiting at some time in
+// [from, to), the earliest queued first.
+func (f *freeSlots) heldThrough(from, to time.Time) []HeldWaiter {
+	var out []HeldWaiter
+	for _, w := range f.waiters {
+		if !w.from.Before(to) || (!w.until.IsZero() && !w.until.After(from)) {
+			continue
+		}
+		a := f.log.Arrivals[w.arrival]
+		h := HeldWaiter{Visitor: a.Visitor, Node: a.Node, Queued: a.Queued}
+		h.Admitted, _ = f.letIn(a.Visitor, a.Queued)
+		for _, ta := range a.TurnedAway {
+			if !ta.Before(from) && !ta.After(to) {
+				h.TurnedAway = append(h.TurnedAway, ta)
+			}
+		}
+		out = append(out, h)
+	}
+	slices.SortStableFunc(out, func(a, b HeldWaiter) int { return a.Queued.Compare(b.Queued) })
+	return out
+}
+
+// waiter is a queued visitor (the log's arrival of that index) who counts
+// as waiting on [from, until).
+type waiter struct {
+	from, until time.Time
+	arrival     int
+}
 
 // freeSlots is one longestFreeSlot in progress.
 type freeSlots struct {
@@ -92,11 +138,11 @@ func (f *freeSlots) letIn(visitor string, t time.Time) (time.Time, bool) {
 // where one starts or stops counting.
 func (f *freeSlots) findWaiters() []time.Time {
 	var instants []time.Time
-	for _, a := range f.log.Arrivals {
+	for i, a := range f.log.Arrivals {
 		if a.Queued.IsZero() {
 			continue
 		}
-		w := waiter{from: a.Queued.Add(RefreshWindow), until: f.log.End}
+		w := waiter{from: a.Queued.Add(RefreshWindow), until: f.log.End, arrival: i}
 		if in, ok := f.letIn(a.Visitor, a.Queued); ok && (w.until.IsZero() || in.Before(w.until)) {
 			w.until = in
 		}

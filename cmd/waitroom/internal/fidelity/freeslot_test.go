@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"maps"
 	"testing"
 	"time"
 )
@@ -16,6 +17,9 @@ func TestLongestFreeSlot(t *testing.T) {
 		hits     []Hit
 		want     time.Duration
 		wantAt   float64
+		// wantHeld are those held while the longest free slot was free,
+		// each with its check-ins turned away meanwhile, where given.
+		wantHeld map[string]int
 	}{
 		{
 			name:     "a slot free while someone waits counts from when that visitor has waited a refresh interval",
@@ -75,6 +79,21 @@ func TestLongestFreeSlot(t *testing.T) {
 			want:     60 * time.Second, wantAt: 60,
 		},
 		{
+			// w2 was queued later, and waited within the slot's 40 s; w3
+			// was let in before the slot opened; each one's check-ins
+			// before the slot are not its own.
+			name:   "those held while the slot was free are named, the earliest queued first, with their check-ins meanwhile",
+			limits: Limits{TotalActiveUsers: 3, NewUsersPerMinute: 10, SessionDuration: time.Minute},
+			arrivals: []Arrival{
+				{Visitor: "w2", Arrived: at(10), Queued: at(10), TurnedAway: []time.Time{at(15), at(30), at(50)}},
+				{Visitor: "w1", Arrived: at(1), Queued: at(1), TurnedAway: []time.Time{at(20), at(26), at(45)}},
+				queued("w3", 2, 2),
+			},
+			hits: join(hits("a", 0), hits("w3", 5), hits("w1", 64), hits("w2", 70)),
+			want: 40 * time.Second, wantAt: 24,
+			wantHeld: map[string]int{"w1": 2, "w2": 2},
+		},
+		{
 			name:   "nobody queued leaves no slot free for anyone",
 			limits: Limits{TotalActiveUsers: 2, NewUsersPerMinute: 10, SessionDuration: time.Minute},
 			hits:   hits("a", 0),
@@ -89,6 +108,19 @@ func TestLongestFreeSlot(t *testing.T) {
 			}
 			if tc.want > 0 && !got.LongestFreeSlotAt.Equal(at(tc.wantAt)) {
 				t.Fatalf("from %v, want %v", got.LongestFreeSlotAt.Sub(t0), at(tc.wantAt).Sub(t0))
+			}
+			if tc.wantHeld == nil {
+				return
+			}
+			held := map[string]int{}
+			for i, h := range got.HeldThroughFreeSlot {
+				held[h.Visitor] = len(h.TurnedAway)
+				if i > 0 && h.Queued.Before(got.HeldThroughFreeSlot[i-1].Queued) {
+					t.Errorf("%s listed after %s, queued later", got.HeldThroughFreeSlot[i-1].Visitor, h.Visitor)
+				}
+			}
+			if !maps.Equal(held, tc.wantHeld) {
+				t.Fatalf("held %v (visitor: check-ins turned away meanwhile), want %v", held, tc.wantHeld)
 			}
 		})
 	}

@@ -137,6 +137,19 @@ func WriteText(w io.Writer, results []Result) error {
 			fmt.Fprintf(tw, "  code holders\t%d of %d let in, %d after a wait (median %v; others' %v); FIFO judged over the others\t\t\n",
 				p.LetIn, p.Holders, p.Waited, time.Duration(p.MedianMs)*time.Millisecond, time.Duration(p.OthersMedianMs)*time.Millisecond)
 		}
+		if freeSlotMissed(r.Goals) {
+			for i, h := range t.HeldThroughFreeSlot {
+				if i == maxHeldShown {
+					fmt.Fprintf(tw, "  \t… %d more (all in --json)\t\t\n", len(t.HeldThroughFreeSlot)-i)
+					break
+				}
+				label := ""
+				if i == 0 {
+					label = "held while it was free"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t\t\n", label, h)
+			}
+		}
 		for i, p := range t.InvertedPairs {
 			if i == maxPairsShown {
 				fmt.Fprintf(tw, "  \t… %d more (all in --json)\t\t\n", len(t.InvertedPairs)-i)
@@ -188,6 +201,45 @@ func WriteText(w io.Writer, results []Result) error {
 
 // maxPairsShown is how many inverted pairs the table lists.
 const maxPairsShown = 12
+
+// maxHeldShown is how many of those held through a free slot the table
+// lists, and maxHeldNamed how many a missed goal's line names: the
+// earliest queued, whom the slot was for.
+const (
+	maxHeldShown = 6
+	maxHeldNamed = 3
+)
+
+// freeSlotMissed reports whether goals has the free-slot goal, missed.
+func freeSlotMissed(goals []Goal) bool {
+	return slices.ContainsFunc(goals, func(g Goal) bool { return g.Key == GoalFreeSlot && !g.Met })
+}
+
+// String says who was held back while a slot was free, in one line: its
+// node, when it was queued, its check-ins turned away meanwhile and when
+// it was let in.
+func (h HeldWaiter) String() string {
+	s := fmt.Sprintf("%s (node %d, queued %s", h.Visitor, h.Node+1, clock(h.Queued))
+	if n := len(h.TurnedAway); n > 0 {
+		times := make([]string, 0, min(n, maxTimesShown))
+		for _, ta := range h.TurnedAway[:min(n, maxTimesShown)] {
+			times = append(times, clock(ta))
+		}
+		if n > maxTimesShown {
+			times = append(times, fmt.Sprintf("… %d in all", n))
+		}
+		s += ", turned away meanwhile at " + strings.Join(times, ", ")
+	} else {
+		s += ", no check-in meanwhile"
+	}
+	if h.Admitted.IsZero() {
+		return s + ", never let in)"
+	}
+	return s + ", let in " + clock(h.Admitted) + ")"
+}
+
+// maxTimesShown is how many check-ins a held visitor's line lists.
+const maxTimesShown = 8
 
 // String says who went before whom, where and when, in one line: the later
 // arrival's node and admission, then the earlier one's arrival, last
@@ -254,7 +306,15 @@ func MissedGoals(results []Result, keys ...string) []string {
 		}
 		for _, g := range goals {
 			if !g.Met && (len(keys) == 0 || slices.Contains(keys, g.Key)) {
-				out = append(out, fmt.Sprintf("%s: %s %s, goal %s", r.Scenario.Name, g.Figure, g.Shown, g.Goal))
+				line := fmt.Sprintf("%s: %s %s, goal %s", r.Scenario.Name, g.Figure, g.Shown, g.Goal)
+				if held := r.Truth.HeldThroughFreeSlot; g.Key == GoalFreeSlot && len(held) > 0 {
+					named := make([]string, 0, maxHeldNamed)
+					for _, h := range held[:min(len(held), maxHeldNamed)] {
+						named = append(named, h.String())
+					}
+					line += fmt.Sprintf("; held meanwhile, %d in all: %s", len(held), strings.Join(named, "; "))
+				}
+				out = append(out, line)
 			}
 		}
 	}

@@ -92,3 +92,47 @@ func TestTheTableShowsTheSwitches(t *testing.T) {
 		}
 	}
 }
+
+func TestAMissedFreeSlotNamesThoseHeldMeanwhile(t *testing.T) {
+	l := Limits{TotalActiveUsers: 60, NewUsersPerMinute: 40}
+	from := time.Date(2026, 11, 24, 12, 1, 0, 0, time.UTC)
+	sec := func(s float64) time.Time { return from.Add(time.Duration(s * float64(time.Second))) }
+	truth := Truth{Admissions: 50, PeakActive: 60, PeakNewPerMinute: 40, LongestFreeSlot: 37 * time.Second, LongestFreeSlotAt: from,
+		HeldThroughFreeSlot: []HeldWaiter{
+			{Visitor: "v61", Node: 2, Queued: sec(-40), TurnedAway: []time.Time{sec(2), sec(8)}, Admitted: sec(37)},
+			{Visitor: "v62", Node: 0, Queued: sec(-38), Admitted: sec(12)},
+			{Visitor: "v63", Node: 1, Queued: sec(-30), TurnedAway: []time.Time{sec(4)}},
+			{Visitor: "v64", Node: 1, Queued: sec(-29), TurnedAway: []time.Time{sec(5)}},
+		}}
+	r := Result{Scenario: Scenario{Name: "clock-skew", Nodes: 3, Limits: l}, Truth: truth, Goals: Goals(truth, l, 0)}
+	t.Run("the missed goal's line names the earliest held, where and when each was turned away", func(t *testing.T) {
+		got := MissedGoals([]Result{r}, GoalFreeSlot)
+		want := "clock-skew: longest free slot while someone waited 37s (from 12:01:00.0), goal ≤ 23s; held meanwhile, 4 in all: " +
+			"v61 (node 3, queued 12:00:20.0, turned away meanwhile at 12:01:02.0, 12:01:08.0, let in 12:01:37.0); " +
+			"v62 (node 1, queued 12:00:22.0, no check-in meanwhile, let in 12:01:12.0); " +
+			"v63 (node 2, queued 12:00:30.0, turned away meanwhile at 12:01:04.0, never let in)"
+		if len(got) != 1 || got[0] != want {
+			t.Fatalf("missed\n%q\nwant\n%q", got, want)
+		}
+	})
+	t.Run("the table lists those held under the missed goal", func(t *testing.T) {
+		var b strings.Builder
+		if err := WriteText(&b, []Result{r}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "held while it was free") || !strings.Contains(b.String(), "v64 (node 2, queued 12:00:31.0") {
+			t.Fatalf("table:\n%s", b.String())
+		}
+	})
+	t.Run("a free slot within the goal lists nobody", func(t *testing.T) {
+		met := truth
+		met.LongestFreeSlot = 20 * time.Second
+		var b strings.Builder
+		if err := WriteText(&b, []Result{{Scenario: r.Scenario, Truth: met, Goals: Goals(met, l, 0)}}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "held while it was free") {
+			t.Fatalf("table:\n%s", b.String())
+		}
+	})
+}

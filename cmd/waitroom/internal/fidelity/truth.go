@@ -105,6 +105,9 @@ type Truth struct {
 	// LongestFreeSlotAt is when that slot's wait began.
 	LongestFreeSlot   time.Duration `json:"longest_free_slot_ns"`
 	LongestFreeSlotAt time.Time     `json:"longest_free_slot_at,omitzero"`
+	// HeldThroughFreeSlot are the visitors who waited while that slot was
+	// free, the earliest queued first.
+	HeldThroughFreeSlot []HeldWaiter `json:"held_through_free_slot,omitempty"`
 	// Unidentified counts origin requests that named no visitor: they are
 	// left out of every figure above.
 	Unidentified int `json:"unidentified_hits"`
@@ -197,7 +200,7 @@ func Judge(log Log, l Limits) Truth {
 	}
 	v.Inversions, v.PassedOver, v.Newcomers = j.withoutHolders(v.Inversions)
 	t.Inversions, t.PassedOver, t.Newcomers = len(v.Inversions), v.PassedOver, v.Newcomers
-	t.LongestFreeSlot, t.LongestFreeSlotAt = longestFreeSlot(log, l, j.sessions(hist))
+	t.LongestFreeSlot, t.LongestFreeSlotAt, t.HeldThroughFreeSlot = longestFreeSlot(log, l, j.sessions(hist))
 
 	t.Shown = j.shown(hist, end)
 	admitted, waits := j.firstAdmissions(hist)

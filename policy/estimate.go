@@ -148,7 +148,7 @@ func (a *Allocation) newcomerNow() newcomer {
 		d := a.room.checkIn().Minutes() / 2
 		// Those waiting at nodes a cut ring cannot reach take none of
 		// this part's slots meanwhile.
-		t := a.admissionAt(p-float64(a.room.Side.Waiting.Total())+1) + d
+		t := a.admissionAt(p-float64(a.room.Side.Waiting.stillWaitingAll(a.lines))+1) + d
 		n.wait = spanMinutes(t, t)
 	}
 	return n

@@ -240,7 +240,7 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 // While part of the ring is cut off, those waiting at the nodes it cannot
 // reach who came before the visitor are ahead too (Elsewhere).
 func (a *Allocation) positionAt(bucket int64, arrived uint16) float64 {
-	return a.placeHere(bucket, arrived) + a.room.Side.Waiting.ahead(bucket, arrived)
+	return a.placeHere(bucket, arrived) + a.room.Side.Waiting.ahead(bucket, arrived, a.lines)
 }
 
 // placeHere is positionAt among the visitors of the nodes this one reaches.
@@ -328,15 +328,16 @@ func (a *Allocation) counts(bucket int64, arrived uint16) bool {
 // interval who will be counted once their cookie is back (see
 // arrivalCurves.unproved).
 func (a *Allocation) newcomerPosition() float64 {
-	return float64(a.waiting) + float64(a.room.Side.Waiting.Total()) + a.arr.unproved()
+	return float64(a.waiting) + float64(a.room.Side.Waiting.stillWaitingAll(a.lines)) + a.arr.unproved()
 }
 
 // ahead is how many of those waiting elsewhere came before a visitor of
 // bucket who came arrived tenths of a second into its minute: everyone of
 // the older buckets, and of its own the earlier slots' and the share of
 // its slot that came before it (the slots as last heard, their gone taken
-// left as at the node's own: slotWaiting). 0 for nil.
-func (e *Elsewhere) ahead(bucket int64, arrived uint16) float64 {
+// left as at the node's own: slotWaiting), less those the nodes this one
+// reaches let out of the line since (see stillWaiting). 0 for nil.
+func (e *Elsewhere) ahead(bucket int64, arrived uint16, here slotLines) float64 {
 	if e == nil {
 		return 0
 	}
@@ -344,11 +345,11 @@ func (e *Elsewhere) ahead(bucket int64, arrived uint16) float64 {
 	for _, b := range e.waiting {
 		switch {
 		case b.Bucket < bucket:
-			n += float64(b.N)
+			n += float64(e.stillWaiting(b, here))
 		case b.Bucket == bucket:
-			_, _, w, known := e.lines.of(bucket, b.N)
+			w, known := e.slotsStillWaiting(b, here)
 			if !known {
-				return n + float64(b.N)*shareBefore(float64(arrived)/600, 1)
+				return n + float64(e.stillWaiting(b, here))*shareBefore(float64(arrived)/600, 1)
 			}
 			s := slotIndex(arrived)
 			for j := range s {
@@ -360,6 +361,44 @@ func (e *Elsewhere) ahead(bucket int64, arrived uint16) float64 {
 	return n
 }
 
+// stillWaiting is how many of bucket b's visitors waiting elsewhere, as last
+// heard, still wait: less, slot by slot, those the nodes this one reaches
+// let out of a slot's line beyond all who joined it there (here). Those can
+// only be visitors who joined at the unreachable nodes and went elsewhere
+// while their own was down: counted still waiting, they kept the first in
+// line at a survivor of a killed node told one ahead (three real processes,
+// node-restart). Where some who joined here still wait, the ones gone
+// elsewhere are not told apart from them, and are counted as before.
+func (e *Elsewhere) stillWaiting(b crdt.BucketCount, here slotLines) int64 {
+	if w, known := e.slotsStillWaiting(b, here); known {
+		var n int64
+		for _, x := range w {
+			n += x
+		}
+		return n
+	}
+	joined, left, _, _ := here.of(b.Bucket, 0)
+	n := b.N
+	for j := range joined {
+		n -= max(left[j]-joined[j], 0)
+	}
+	return max(n, 0)
+}
+
+// slotsStillWaiting is bucket b's visitors still waiting elsewhere slot by
+// slot (see stillWaiting), and whether the slots were last heard.
+func (e *Elsewhere) slotsStillWaiting(b crdt.BucketCount, here slotLines) (w [slotsPerBucket]int64, known bool) {
+	_, _, w, known = e.lines.of(b.Bucket, b.N)
+	if !known {
+		return w, false
+	}
+	joined, left, _, _ := here.of(b.Bucket, 0)
+	for j := range w {
+		w[j] = max(w[j]-max(left[j]-joined[j], 0), 0)
+	}
+	return w, true
+}
+
 // Total is how many wait elsewhere, as last heard; 0 for nil.
 func (e *Elsewhere) Total() int64 {
 	if e == nil {
@@ -368,6 +407,19 @@ func (e *Elsewhere) Total() int64 {
 	var n int64
 	for _, b := range e.waiting {
 		n += b.N
+	}
+	return n
+}
+
+// stillWaitingAll is Total less those the nodes this one reaches let out of
+// the line since (see stillWaiting); 0 for nil.
+func (e *Elsewhere) stillWaitingAll(here slotLines) int64 {
+	if e == nil {
+		return 0
+	}
+	var n int64
+	for _, b := range e.waiting {
+		n += e.stillWaiting(b, here)
 	}
 	return n
 }

@@ -47,6 +47,16 @@ func (l slotLines) of(bucket, n int64) (joined, left, waiting [slotsPerBucket]in
 	return joined, left, slotWaiting(joined, left, n), known
 }
 
+// joinedIn is how many joined the line of the slot that begins at unix
+// second start, 0 where the snapshot did not list it.
+func (l slotLines) joinedIn(start int64) int64 {
+	i := sort.Search(len(l.joined), func(i int) bool { return l.joined[i].Second >= start })
+	if i == len(l.joined) || l.joined[i].Second != start {
+		return 0
+	}
+	return l.joined[i].N
+}
+
 // leftBy is the count of those who left the line of the slot that begins
 // at unix second start, replica by replica, where the snapshot listed it.
 func (l slotLines) leftBy(start int64) []crdt.Count {
@@ -240,7 +250,7 @@ func (a *Allocation) Position(bucket int64, arrived uint16) (n int64, known bool
 // While part of the ring is cut off, those waiting at the nodes it cannot
 // reach who came before the visitor are ahead too (Elsewhere).
 func (a *Allocation) positionAt(bucket int64, arrived uint16) float64 {
-	return a.placeHere(bucket, arrived) + a.room.Side.Waiting.ahead(bucket, arrived, a.lines)
+	return a.placeHere(bucket, arrived) + a.room.Side.Waiting.ahead(bucket, arrived, a.lines, a.arr)
 }
 
 // placeHere is positionAt among the visitors of the nodes this one reaches.
@@ -303,10 +313,11 @@ func (a *Allocation) rankInSlot(bucket int64, arrived uint16, self bool, shift i
 		others = float64(max(waiting-1, 0))
 	}
 	var leftBy []crdt.Count
+	var away []crdt.ReplicaID
 	if byReplica {
-		leftBy = a.lines.leftBy(start)
+		leftBy, away = a.lines.leftBy(start), a.room.Side.Waiting.unreachable()
 	}
-	if r, ok := a.arr.waitingBefore(start, ms, self, shift, left, max(joined-left-waiting, 0), leftBy); ok {
+	if r, ok := a.arr.waitingBefore(start, ms, self, shift, left, max(joined-left-waiting, 0), leftBy, away); ok {
 		return min(r, others)
 	}
 	return min(float64(waiting)*shareBefore(intoSlot(arrived), a.countedIn(start, crdt.ArrivalSlotSeconds)), others)
@@ -336,8 +347,9 @@ func (a *Allocation) newcomerPosition() float64 {
 // the older buckets, and of its own the earlier slots' and the share of
 // its slot that came before it (the slots as last heard, their gone taken
 // left as at the node's own: slotWaiting), less those the nodes this one
-// reaches let out of the line since (see stillWaiting). 0 for nil.
-func (e *Elsewhere) ahead(bucket int64, arrived uint16, here slotLines) float64 {
+// reaches let out of the line since (see stillWaiting); inside its slot,
+// as the unreachable nodes' curves of the slot tell (inSlot). 0 for nil.
+func (e *Elsewhere) ahead(bucket int64, arrived uint16, here slotLines, arr *arrivalCurves) float64 {
 	if e == nil {
 		return 0
 	}
@@ -355,10 +367,55 @@ func (e *Elsewhere) ahead(bucket int64, arrived uint16, here slotLines) float64 
 			for j := range s {
 				n += float64(w[j])
 			}
-			return n + float64(w[s])*shareBefore(intoSlot(arrived), 1)
+			start := bucket*60 + int64(s*crdt.ArrivalSlotSeconds)
+			ms := int32(arrived)*100 - int32(s*crdt.ArrivalSlotSeconds)*1000
+			return n + e.inSlot(start, ms, w[s], intoSlot(arrived), arr)
 		}
 	}
 	return n
+}
+
+// inSlot is how many of the waiting of the slot that begins at start who
+// wait elsewhere, as last heard, came before a visitor who came ms into it
+// (into of the way through): as each unreachable replica's own curve of the
+// slot tells, which the node followed before the cut, less that replica's
+// gone, its earliest (see othersGone). Where the node did not follow every
+// one of them, the share of the slot that had come by then. Taken by the
+// share, a visitor late in its slot had the killed node's visitors who
+// came after it, in the same slot, counted ahead: the first in line at a
+// survivor was told 2 with nobody ahead (three real processes,
+// node-restart).
+func (e *Elsewhere) inSlot(start int64, ms int32, waiting int64, into float64, arr *arrivalCurves) float64 {
+	share := float64(waiting) * shareBefore(into, 1)
+	cv := arr.slot(start)
+	if waiting <= 0 || cv == nil || cv.partial || cv.noReplicas {
+		return share
+	}
+	leftBy := e.lines.leftBy(start)
+	var followed int64
+	var ahead float64
+	for _, id := range e.replicas {
+		rc := cv.replica(id)
+		if rc == nil {
+			continue
+		}
+		followed += int64(rc.last())
+		ahead += max(rc.before(ms, false)-float64(countOf(leftBy, id)), 0)
+	}
+	if followed < e.lines.joinedIn(start) {
+		return share
+	}
+	return min(ahead, float64(waiting))
+}
+
+// countOf is replica id's count in counts, 0 where it has none.
+func countOf(counts []crdt.Count, id crdt.ReplicaID) uint64 {
+	for _, c := range counts {
+		if c.Replica == id {
+			return c.N
+		}
+	}
+	return 0
 }
 
 // stillWaiting is how many of bucket b's visitors waiting elsewhere, as last
@@ -397,6 +454,14 @@ func (e *Elsewhere) slotsStillWaiting(b crdt.BucketCount, here slotLines) (w [sl
 		w[j] = max(w[j]-max(left[j]-joined[j], 0), 0)
 	}
 	return w, true
+}
+
+// unreachable are the unreachable replicas (see Elsewhere); nil for nil.
+func (e *Elsewhere) unreachable() []crdt.ReplicaID {
+	if e == nil {
+		return nil
+	}
+	return e.replicas
 }
 
 // Total is how many wait elsewhere, as last heard; 0 for nil.

@@ -285,6 +285,11 @@ func (cv *slotCurve) growReplicas(counts []crdt.Count, self crdt.ReplicaID, at i
 		default:
 			continue // past the bound: its gone are the earliest of the others'
 		}
+		// Its growth came since the slot's last look, whether or not it
+		// grew then: stretched back to the look where it last grew, a
+		// replica's visitors of the last seconds were placed seconds
+		// before they came.
+		rc.seen = max(rc.seen, cv.seen)
 		rc.grow(count32(e.N), at)
 		by = append(by, rc)
 	}
@@ -376,8 +381,12 @@ func (c *arrivalCurves) slot(start int64) *slotCurve {
 // earliest told the visitors of a room switched back from random queueing
 // to FIFO fewer ahead than there were, the node's own draws among them.
 // The lapsed, who stopped coming back at any node, this one's too, are
-// still taken to be the slot's earliest.
-func (c *arrivalCurves) waitingBefore(start int64, ms int32, self bool, shift int32, slotLeft, lapsed int64, leftBy []crdt.Count) (n float64, ok bool) {
+// still taken to be the slot's earliest. While the ring is cut off, the
+// unreachable replicas' (away) are left to Elsewhere, which places them by
+// their own curves: the slot's line here no longer counts their gone, and
+// the first in line at a survivor of a killed node was told the visitors
+// that node had let in before it died.
+func (c *arrivalCurves) waitingBefore(start int64, ms int32, self bool, shift int32, slotLeft, lapsed int64, leftBy []crdt.Count, away []crdt.ReplicaID) (n float64, ok bool) {
 	cv := c.slot(start)
 	if cv == nil {
 		return 0, false
@@ -396,6 +405,11 @@ func (c *arrivalCurves) waitingBefore(start int64, ms int32, self bool, shift in
 		ahead += float64(max(tied-1-tiedLeft, 0)) / 2
 	}
 	others, ok := cv.othersBefore(ms+shift, self)
+	for _, id := range away {
+		if rc := cv.replica(id); rc != nil {
+			others = max(others-rc.before(ms+shift, false), 0)
+		}
+	}
 	othersLeft := cv.othersGone(ms+shift, c.self, slotLeft, leftBy)
 	return max(ahead+max(others-othersLeft, 0)-float64(lapsed), 0), ok
 }

@@ -28,6 +28,11 @@ type line struct {
 	// away are visitors of the same slot at other nodes, heard of a proof
 	// and a gossip delay after they came.
 	away []awayVisitor
+	// down is a node killed at downAt (none when zero): from then on the
+	// line's node reaches the others only, and keeps what it last heard
+	// of it (policy.Room.CutOff).
+	down   crdt.ReplicaID
+	downAt time.Duration
 }
 
 // awayVisitor is a visitor who waits at another node: which, when it came,
@@ -78,12 +83,33 @@ func (l *line) requests() []struct {
 }
 
 // snap is what the ring counts at d: the visitor let in, the first answers
-// and the proofs counted so far.
+// and the proofs counted so far; with a node down by then, what the line's
+// node reaches.
 func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
 	now := l.start.Add(d)
 	m := minuteOf(now)
 	w := world{now: now, active: 1, admitted: map[int64]perNode{m: {nairobi: 1}}, queued: map[int64]perNode{m: {nairobi: l.queued}}}
-	joined, left := map[crdt.ReplicaID]int64{nairobi: l.joined}, map[crdt.ReplicaID]int64{nairobi: l.left}
+	joined, left := l.counts(d)
+	joined[nairobi], left[nairobi] = l.joined, l.left
+	if l.cut(d) {
+		delete(joined, l.down)
+		delete(left, l.down)
+	}
+	return l.lineOf(w, joined, left, l.lapsed)
+}
+
+// cut reports whether the down node is down at d.
+func (l *line) cut(d time.Duration) bool { return l.down != 0 && d >= l.downAt }
+
+// rest is what the line's node last heard of the down node, at d.
+func (l *line) rest(d time.Duration) *crdt.RoomSnapshot {
+	joined, left := l.counts(l.downAt)
+	return l.lineOf(world{now: l.start.Add(d)}, map[crdt.ReplicaID]int64{l.down: joined[l.down]}, map[crdt.ReplicaID]int64{l.down: left[l.down]}, 0)
+}
+
+// counts are the other nodes' joined and left of the slot, as heard at d.
+func (l *line) counts(d time.Duration) (joined, left map[crdt.ReplicaID]int64) {
+	joined, left = map[crdt.ReplicaID]int64{}, map[crdt.ReplicaID]int64{}
 	for _, v := range l.away {
 		if v.came+policy.ProofRefresh*time.Second+gossipDelay <= d {
 			joined[v.node]++
@@ -96,6 +122,13 @@ func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
 			left[by]++
 		}
 	}
+	return joined, left
+}
+
+// lineOf is w's snapshot with the slot's line: joined and left replica by
+// replica, lapsed of them gone without a word.
+func (l *line) lineOf(w world, joined, left map[crdt.ReplicaID]int64, lapsed int64) *crdt.RoomSnapshot {
+	m := minuteOf(w.now)
 	sum := func(by map[crdt.ReplicaID]int64) crdt.SlotCount {
 		c := crdt.SlotCount{Second: m * 60}
 		for r, n := range by {
@@ -108,11 +141,11 @@ func (l *line) snap(d time.Duration) *crdt.RoomSnapshot {
 		return c
 	}
 	j, lf := sum(joined), sum(left)
-	if j.N > lf.N+l.lapsed {
-		w.waiting = []crdt.BucketCount{{Bucket: m, N: j.N - lf.N - l.lapsed}}
+	if j.N > lf.N+lapsed {
+		w.waiting = []crdt.BucketCount{{Bucket: m, N: j.N - lf.N - lapsed}}
 	}
 	s := w.snap()
-	if j.N > lf.N+l.lapsed {
+	if j.N > lf.N+lapsed {
 		s.Arrived = []crdt.SlotCount{j}
 		if lf.N > 0 {
 			s.Left = []crdt.SlotCount{lf}
@@ -127,7 +160,11 @@ func (l *line) until(d time.Duration) *policy.Allocation {
 	reqs := l.requests()
 	m := minuteOf(l.start)
 	for ; l.now <= d; l.now += 250 * time.Millisecond {
-		_, l.chain = l.chain.Allocate(l.room, l.snap(l.now), l.start.Add(l.now))
+		room := l.room
+		if l.cut(l.now) {
+			room = room.CutOff(room.Nodes-1, l.rest(l.now))
+		}
+		_, l.chain = l.chain.Allocate(room, l.snap(l.now), l.start.Add(l.now))
 		for ; l.done < len(reqs) && reqs[l.done].at < l.now+250*time.Millisecond; l.done++ {
 			r := reqs[l.done]
 			when := l.start.Add(r.at)
@@ -303,6 +340,27 @@ func TestEachOtherNodesGoneAreItsOwnEarliest(t *testing.T) {
 			l.expect(t, 21*s, tt.places)
 		})
 	}
+}
+
+// TestAKilledNodesVisitorsArePlacedWhereTheyCame: cairo lets in its
+// visitor of 5 s and is killed; its visitor of 14 s waits for it to come
+// back. The line's node, cut off from it, places cairo's still waiting by
+// cairo's own curve of the slot, as it heard it fill before the kill.
+func TestAKilledNodesVisitorsArePlacedWhereTheyCame(t *testing.T) {
+	s := time.Second
+	cairo := crdt.NewReplicaID("cairo", 1)
+	l := newLine(t)
+	l.room.Nodes = 3
+	l.came = []time.Duration{12 * s, 16 * s, 35 * s / 2}
+	l.away = []awayVisitor{{node: cairo, came: 5 * s, in: 18 * s}, {node: cairo, came: 14 * s}}
+	l.down, l.downAt = cairo, 19*s
+	l.expect(t, 22*s, []told{
+		// By the share of the slot that had come by 12 s, cairo's one
+		// still waiting was 0.6 ahead, told as 1.
+		{"the one who came after cairo's visitor it let in is told 0", 12 * s, 0},
+		{"the one who came after cairo's still waiting is told 2", 16 * s, 2},
+		{"the last is told 3", 35 * s / 2, 3},
+	})
 }
 
 // TestOneWhoStoppedComingBackIsNoLongerAhead: the first of three at one

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"time"
 
 	"github.com/waitroom/waitroom/crdt"
@@ -144,6 +145,9 @@ type Side struct {
 type Elsewhere struct {
 	waiting []crdt.BucketCount
 	lines   slotLines
+	// replicas are the unreachable replicas, as their counts name them,
+	// sorted: whose curves of a slot place their visitors (inSlot).
+	replicas []crdt.ReplicaID
 }
 
 // CutOff returns r for a node that can reach reachable of the r.Nodes
@@ -161,7 +165,7 @@ func (r Room) CutOff(reachable int, rest *crdt.RoomSnapshot) Room {
 		Active:   rest.Active,
 	}
 	if rest.TotalWaiting > 0 {
-		r.Side.Waiting = &Elsewhere{waiting: rest.Waiting, lines: slotLines{rest.Arrived, rest.Left}}
+		r.Side.Waiting = &Elsewhere{waiting: rest.Waiting, lines: slotLines{rest.Arrived, rest.Left}, replicas: replicasOf(rest)}
 	}
 	return r
 }
@@ -246,4 +250,27 @@ func (r Room) mode() mode {
 		return modeAdmitAll
 	}
 	return modeDecide
+}
+
+// replicasOf lists the replicas that snap's counts name, sorted: those of
+// its minutes' arrivals and of its slots' lines.
+func replicasOf(snap *crdt.RoomSnapshot) []crdt.ReplicaID {
+	var out []crdt.ReplicaID
+	add := func(counts []crdt.Count) {
+		for _, c := range counts {
+			if i, found := slices.BinarySearch(out, c.Replica); !found {
+				out = slices.Insert(out, i, c.Replica)
+			}
+		}
+	}
+	for _, m := range snap.Arrivals {
+		add(m.ByReplica)
+	}
+	for _, s := range snap.Arrived {
+		add(s.ByReplica)
+	}
+	for _, s := range snap.Left {
+		add(s.ByReplica)
+	}
+	return out
 }

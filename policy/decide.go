@@ -147,9 +147,10 @@ func (a *Allocation) classify(v Visitor) class {
 		// Later than the pool reaches, down to the visitor: those who
 		// came before it go first (see order.go).
 		return classWait
-	case sp.hasFrontier && v.Bucket == sp.frontier && !a.inOrder(v):
+	case !sp.fine && sp.hasFrontier && v.Bucket == sp.frontier && !a.inOrder(v):
 		// Later in the bucket than the pool reaches: those who came
-		// before it go first (see order.go).
+		// before it go first (see order.go). Where the order goes down
+		// to the visitor, reached has said.
 		return classWait
 	case sp.hasFrontier && v.Bucket == sp.frontier:
 		return classPool

@@ -183,11 +183,11 @@ func (a *Allocation) inOrder(v Visitor) bool {
 // a pool slot when the order goes down to the visitor (see orderFrontier):
 // it came in an earlier slot than the last the pool reaches, or in that one
 // with a place the pool reaches, or none of this node's own visitors who
-// came before it in the bucket still waits (ownFirst). Another node's visitor who came
-// up to a gossip delay earlier shows in this node's counts after it, so the
-// place is taken as if those shown within that much after it came after
-// it: of two who came within a gossip delay at different nodes, either may
-// go first.
+// came before it in the bucket still waits (ownFirst). Another node's
+// visitor who came up to a gossip delay earlier shows in this node's
+// counts after it, so the place is taken as if those shown within that
+// much after it came after it: of two who came within a gossip delay at
+// different nodes, either may go first.
 //
 // The pool's slots go by the nodes' shares, and a lone slot is one node's
 // for a second at a time (see roundedPart), so the place alone would hold a
@@ -195,19 +195,19 @@ func (a *Allocation) inOrder(v Visitor) bool {
 // give them then: the slot stayed free while those this node could let in
 // waited. With 1-minute sessions at twice the per-minute limit, the first
 // node taking four times the traffic of each other, three real processes
-// left a slot free for 20 to 30 s from a minute's start (a refresh interval is
-// 23 s at most) while the first in line, at a node of a sixth of the
+// left a slot free for 20 to 30 s from a minute's start (a refresh interval
+// is 23 s at most) while the first in line, at a node of a sixth of the
 // traffic, checked in every few seconds and found its node's share empty.
-// So a node gives its slot to the first of its own in the bucket's line:
-// the order holds among each node's visitors, and between nodes the slots
-// go by their shares, as they did before the order went down to the
-// visitor. The first of its own in the last slot's line only, a node whose
-// waiting visitors of the bucket all came after that slot kept its share
-// for nobody: at the first minute's turn of a fresh room the last slot of
-// the pool went from node to node for 27 to 37 s while the one visitor it
-// reached checked in at its own node every few seconds, in the seconds
-// that were another's (three real processes, regional-4-1-1 and
-// clock-skew; 27 s in the policy's ring model, 16 s so). Nobody of an
+// So a node gives its slot to the first of its own in the line: the order
+// holds among each node's visitors, and between nodes the slots go by
+// their shares, as they did before the order went down to the visitor.
+// The first of its own in the last slot's line only, a node whose waiting
+// visitors of the bucket all came after that slot kept its share for
+// nobody: at the first minute's turn of a fresh room the pool's last slot
+// went from node to node for 27 to 37 s while the one visitor it reached
+// checked in at its own node in the seconds that were another's (three
+// real processes, regional-4-1-1 and clock-skew; 27.2 s in the policy's
+// ring model, 15.8 s with the first of the bucket's line). Nobody of an
 // earlier minute is passed so: the frontier is the oldest bucket the pool
 // reaches.
 func (a *Allocation) reached(v Visitor) bool {

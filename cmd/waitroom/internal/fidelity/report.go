@@ -138,29 +138,9 @@ func WriteText(w io.Writer, results []Result) error {
 				p.LetIn, p.Holders, p.Waited, time.Duration(p.MedianMs)*time.Millisecond, time.Duration(p.OthersMedianMs)*time.Millisecond)
 		}
 		if freeSlotMissed(r.Goals) {
-			for i, h := range t.HeldThroughFreeSlot {
-				if i == maxHeldShown {
-					fmt.Fprintf(tw, "  \t… %d more (all in --json)\t\t\n", len(t.HeldThroughFreeSlot)-i)
-					break
-				}
-				label := ""
-				if i == 0 {
-					label = "held while it was free"
-				}
-				fmt.Fprintf(tw, "  %s\t%s\t\t\n", label, h)
-			}
+			listRows(tw, "held while it was free", t.HeldThroughFreeSlot, maxHeldShown)
 		}
-		for i, p := range t.InvertedPairs {
-			if i == maxPairsShown {
-				fmt.Fprintf(tw, "  \t… %d more (all in --json)\t\t\n", len(t.InvertedPairs)-i)
-				break
-			}
-			label := ""
-			if i == 0 {
-				label = "inverted pairs"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t\t\n", label, p)
-		}
+		listRows(tw, "inverted pairs", t.InvertedPairs, maxPairsShown)
 		fmt.Fprintf(tw, "  visitors\t%d arrived, %d admissions, %d still waiting at the end\t\t\n", r.Visitors, t.Admissions, t.StillWaiting)
 		var notes []string
 		if r.ConnectionErrors > 0 {
@@ -197,6 +177,21 @@ func WriteText(w io.Writer, results []Result) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// listRows prints items as rows of the table, the first labelled label, at
+// most most of them and a count of the rest.
+func listRows[T fmt.Stringer](tw io.Writer, label string, items []T, most int) {
+	for i, x := range items {
+		if i == most {
+			fmt.Fprintf(tw, "  \t… %d more (all in --json)\t\t\n", len(items)-i)
+			return
+		}
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t\t\n", label, x)
+	}
 }
 
 // maxPairsShown is how many inverted pairs the table lists.

@@ -31,8 +31,12 @@
 // (400, counted) rather than guessed: an encoded slash or backslash ("%2F",
 // "%5C") and a literal backslash (a separator to some servers, a file name
 // character to others), an encoded '%' followed by two hex digits ("%252e",
-// a dot to an origin that decodes twice), control characters (also
-// encoded), malformed escapes, and a path that does not start with "/".
+// a dot to an origin that decodes twice), a dot segment with encoded
+// parameters ("..%3B", a dot segment to an origin that decodes before it
+// reads parameters, a name to one that reads them first: kept, a path under
+// a bypass rule's "/static/..%3B/" could be served as a protected page),
+// control characters (also encoded), malformed escapes, and a path that
+// does not start with "/".
 //
 // Routes and bypass rules are matched against the routing key (Key):
 // the canonical path without path parameters (";..." within a segment), so
@@ -64,7 +68,11 @@ var (
 	ErrPathSeparator    = errors.New("the path has an encoded slash or a backslash")
 	ErrPathDoubleEncode = errors.New("the path has an encoded '%' before two hex digits (double encoding)")
 	ErrPathControl      = errors.New("the path has a control character")
-	ErrHostBad          = errors.New("the host is not a host name or IP address")
+	// ErrPathDotParameters: a dot segment with encoded parameters
+	// ("..%3B") is ".." to a server that decodes the path before it
+	// reads the parameters, and a name to one that reads them first.
+	ErrPathDotParameters = errors.New("the path has a dot segment with encoded parameters (\"..%3B\")")
+	ErrHostBad           = errors.New("the host is not a host name or IP address")
 )
 
 // pathByte classes, for one table lookup per byte.
@@ -210,6 +218,9 @@ func Path(raw string) (string, error) {
 	trailing := false
 	for seg := range strings.SplitSeq(p[1:], "/") {
 		name, _, _ := strings.Cut(seg, ";")
+		if before, _, ok := strings.Cut(name, "%3B"); ok && (before == "." || before == "..") {
+			return "", ErrPathDotParameters
+		}
 		switch name {
 		case "", ".":
 			trailing = true

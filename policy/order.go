@@ -49,22 +49,20 @@ func (l slotLines) of(bucket, n int64) (joined, left, waiting [slotsPerBucket]in
 
 // joinedIn is how many joined the line of the slot that begins at unix
 // second start, 0 where the snapshot did not list it.
-func (l slotLines) joinedIn(start int64) int64 {
-	i := sort.Search(len(l.joined), func(i int) bool { return l.joined[i].Second >= start })
-	if i == len(l.joined) || l.joined[i].Second != start {
-		return 0
-	}
-	return l.joined[i].N
-}
+func (l slotLines) joinedIn(start int64) int64 { return slotAt(l.joined, start).N }
 
 // leftBy is the count of those who left the line of the slot that begins
 // at unix second start, replica by replica, where the snapshot listed it.
-func (l slotLines) leftBy(start int64) []crdt.Count {
-	i := sort.Search(len(l.left), func(i int) bool { return l.left[i].Second >= start })
-	if i == len(l.left) || l.left[i].Second != start {
-		return nil
+func (l slotLines) leftBy(start int64) []crdt.Count { return slotAt(l.left, start).ByReplica }
+
+// slotAt is the count of the slot that begins at unix second start in
+// slots (sorted, as a snapshot lists them); zero where it is not listed.
+func slotAt(slots []crdt.SlotCount, start int64) crdt.SlotCount {
+	i := sort.Search(len(slots), func(i int) bool { return slots[i].Second >= start })
+	if i == len(slots) || slots[i].Second != start {
+		return crdt.SlotCount{}
 	}
-	return l.left[i].ByReplica
+	return slots[i]
 }
 
 // inSlots returns the counts of slots (sorted, as a snapshot lists them)
@@ -390,7 +388,7 @@ func (e *Elsewhere) ahead(bucket int64, arrived uint16, here slotLines, arr *arr
 		case b.Bucket == bucket:
 			w, known := e.slotsStillWaiting(b, here)
 			if !known {
-				return n + float64(e.stillWaiting(b, here))*shareBefore(float64(arrived)/600, 1)
+				return n + float64(bucketStillWaiting(b, here))*shareBefore(float64(arrived)/600, 1)
 			}
 			s := slotIndex(arrived)
 			for j := range s {
@@ -463,6 +461,13 @@ func (e *Elsewhere) stillWaiting(b crdt.BucketCount, here slotLines) int64 {
 		}
 		return n
 	}
+	return bucketStillWaiting(b, here)
+}
+
+// bucketStillWaiting is stillWaiting where the slots elsewhere were not
+// heard: the bucket's count less the reachable nodes' gone beyond those
+// who joined there, slot by slot.
+func bucketStillWaiting(b crdt.BucketCount, here slotLines) int64 {
 	joined, left, _, _ := here.of(b.Bucket, 0)
 	n := b.N
 	for j := range joined {

@@ -622,6 +622,14 @@ func TestSnapshotTotalsNeverGoNegative(t *testing.T) {
 			if sum != snap.TotalWaiting {
 				t.Fatalf("TotalWaiting %d, but the buckets sum to %d", snap.TotalWaiting, sum)
 			}
+			for i, c := range snap.WaitingBy {
+				if c.N == 0 || (i > 0 && snap.WaitingBy[i-1].Replica >= c.Replica) {
+					t.Fatalf("waiting by replica not positive and sorted: %v", snap.WaitingBy)
+				}
+			}
+			if snap.TotalWaiting == 0 && len(snap.WaitingBy) > 0 {
+				t.Fatalf("nobody waiting, but waiting by replica %v", snap.WaitingBy)
+			}
 		}
 
 		snap := s.Snapshot(room, nowSec, w)

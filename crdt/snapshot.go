@@ -92,6 +92,16 @@ type RoomSnapshot struct {
 	// out. TotalWaiting is their sum.
 	Waiting      []BucketCount
 	TotalWaiting int64
+	// WaitingBy is each replica's net waiting count over the waiting
+	// window (its column's plus less its minus), sorted by replica, the
+	// replicas at zero or below left out: where the waiting visitors are.
+	// A visitor's count moves with its check-ins (the minus of its old cell
+	// and the plus of its new one at the node it checks in at), so one who
+	// moved from node to node stays in the column of the node that first
+	// counted it, and its admission elsewhere takes it off that node's:
+	// per node, a count of those who came there, exact while visitors keep
+	// their node, as a region's do.
+	WaitingBy []Count
 
 	// Admitted and Arrivals hold, oldest first, the History minutes ending
 	// with Minute, every one present even when zero.
@@ -191,6 +201,7 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 		arrived:      map[int64]int64{},
 		left:         map[int64]int64{},
 		sessions:     map[int64]int64{},
+		waitingBy:    map[ReplicaID]int64{},
 		leftBy:       map[int64][]Count{},
 		arrivedBy:    map[int64][]Count{},
 		replicasFrom: now - int64(w.SlotReplicas),
@@ -317,6 +328,7 @@ type snapshotSum struct {
 	replicasFrom      int64           // the first slot second whose arrivals are listed so
 	sessions          map[int64]int64 // by expiry second
 	queued            map[waitingCell]int64
+	waitingBy         map[ReplicaID]int64 // net waiting count per replica
 	scratch           []Count
 }
 
@@ -390,8 +402,12 @@ func (t *snapshotSum) addWaiting(ck cellKey, c cellCounts) {
 		return
 	}
 	v := int64(c.sum())
+	sign := int64(1)
 	if ck.Kind == WaitingMinus {
-		v = -v
+		v, sign = -v, -1
+	}
+	for _, e := range c.list() {
+		t.waitingBy[e.Replica] += sign * int64(e.N)
 	}
 	if t.queued != nil {
 		t.queued[waitingCell{ck.Bucket, ck.Minute}] += v
@@ -449,6 +465,14 @@ func (t *snapshotSum) finish() {
 		}
 	}
 	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
+	if snap.TotalWaiting > 0 {
+		for r, n := range t.waitingBy {
+			if n > 0 {
+				snap.WaitingBy = append(snap.WaitingBy, Count{Replica: r, N: uint64(n)})
+			}
+		}
+		slices.SortFunc(snap.WaitingBy, func(a, b Count) int { return cmp.Compare(a.Replica, b.Replica) })
+	}
 	snap.Arrived = t.slots(t.arrived, t.arrivedBy)
 	snap.Left = t.slots(t.left, t.leftBy)
 }

@@ -300,6 +300,7 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 			side := m.SnapshotOf(room, sec, w, keep)
 			want := model.Snapshot(room, sec, w)
 			want.Active, want.Waiting, want.TotalWaiting = cellwise(es, room, sec, w)
+			want.WaitingBy = waitingByIn(es, room, sec, w, want.TotalWaiting)
 			want.Arrived = slotsIn(es, room, crdt.QueuedAt, want.Waiting, sec-int64(w.SlotReplicas))
 			want.Left = slotsIn(es, room, crdt.LeftAt, want.Waiting, math.MinInt64)
 			if !reflect.DeepEqual(side, want) {
@@ -314,6 +315,35 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 			}
 		}
 	})
+}
+
+// waitingByIn is each replica's net waiting count over the waiting window
+// in the entries es, the positive ones sorted by replica (nil when nobody
+// waits at all, total).
+func waitingByIn(es []crdt.Entry, room string, sec int64, w crdt.Windows, total int64) []crdt.Count {
+	if total == 0 {
+		return nil
+	}
+	net := map[crdt.ReplicaID]int64{}
+	for _, e := range es {
+		if e.Key.Room != room || min(e.Key.Minute, sec/60) <= sec/60-int64(w.Waiting) {
+			continue
+		}
+		switch e.Key.Kind {
+		case crdt.WaitingPlus:
+			net[e.Replica] += int64(e.Value)
+		case crdt.WaitingMinus:
+			net[e.Replica] -= int64(e.Value)
+		}
+	}
+	var out []crdt.Count
+	for r, n := range net {
+		if n > 0 {
+			out = append(out, crdt.Count{Replica: r, N: uint64(n)})
+		}
+	}
+	slices.SortFunc(out, func(a, b crdt.Count) int { return cmp.Compare(a.Replica, b.Replica) })
+	return out
 }
 
 // slotsIn is the arrival slots a snapshot lists, from the entries es: the
@@ -440,6 +470,74 @@ func TestSnapshotOfKeepsVisitorsWhoMoved(t *testing.T) {
 			t.Errorf("waiting %d and active %d, want 1 and 1", whole.TotalWaiting, whole.Active)
 		}
 	})
+}
+
+func TestSnapshotWaitingByReplica(t *testing.T) {
+	w := crdt.Windows{History: 3}
+	tests := []struct {
+		name   string
+		writes []write
+		want   []crdt.Count
+	}{
+		{
+			name: "each node's waiting visitors are counted at it",
+			writes: []write{
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: -1, minute: -1, n: 3},
+				{by: nodeB, kind: crdt.WaitingPlus, bucket: 0, minute: 0, n: 1},
+			},
+			want: []crdt.Count{{Replica: nodeA, N: 3}, {Replica: nodeB, N: 1}},
+		},
+		{
+			name: "a visitor whose count moved to a later minute at its node is counted once",
+			writes: []write{
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: -2, minute: -2, n: 2},
+				{by: nodeA, kind: crdt.WaitingMinus, bucket: -2, minute: -2, n: 1},
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: -2, minute: 0, n: 1},
+			},
+			want: []crdt.Count{{Replica: nodeA, N: 2}},
+		},
+		{
+			name: "a node whose visitors were all let in is left out",
+			writes: []write{
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: -1, minute: -1, n: 2},
+				{by: nodeA, kind: crdt.WaitingMinus, bucket: -1, minute: -1, n: 2},
+				{by: nodeB, kind: crdt.WaitingPlus, bucket: 0, minute: 0, n: 1},
+			},
+			want: []crdt.Count{{Replica: nodeB, N: 1}},
+		},
+		{
+			name: "a visitor who moved to another node stays counted where it was first counted",
+			writes: []write{
+				{by: nodeC, kind: crdt.WaitingPlus, bucket: -2, minute: -2, n: 1},
+				{by: nodeA, kind: crdt.WaitingMinus, bucket: -2, minute: -2, n: 1},
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: -2, minute: 0, n: 1},
+			},
+			want: []crdt.Count{{Replica: nodeC, N: 1}},
+		},
+		{
+			name: "counts older than the waiting window are not counted",
+			writes: []write{
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: -9, minute: -9, n: 4},
+				{by: nodeB, kind: crdt.WaitingPlus, bucket: 0, minute: 0, n: 1},
+			},
+			want: []crdt.Count{{Replica: nodeB, N: 1}},
+		},
+		{
+			name: "nobody waiting lists nobody",
+			writes: []write{
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: -1, minute: -1, n: 1},
+				{by: nodeA, kind: crdt.WaitingMinus, bucket: -1, minute: -1, n: 1},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := apply(t, tt.writes).Snapshot("tickets", now*60, w)
+			if !slices.Equal(snap.WaitingBy, tt.want) {
+				t.Errorf("waiting by replica %v, want %v", snap.WaitingBy, tt.want)
+			}
+		})
+	}
 }
 
 func TestSnapshotArrivalSlots(t *testing.T) {

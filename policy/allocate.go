@@ -183,6 +183,7 @@ type mark struct {
 	minute   int64
 	cur, prv float64 // own traffic of minute and minute−1 as counted then
 	others   int64   // the other nodes' admissions of minute, as heard then
+	waiting  float64 // own waiting visitors as counted then (see drawShares)
 }
 
 const maxMarks = 40
@@ -350,7 +351,8 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	a.marks.record(mark{
 		at: now.UnixNano(), pool: pool, minute: snap.Minute,
 		cur: ownTraffic(snap, snap.Minute, self), prv: ownTraffic(snap, snap.Minute-1, self),
-		others: othersAdmitted(snap, snap.Minute, self),
+		others:  othersAdmitted(snap, snap.Minute, self),
+		waiting: ownWaiting(snap, self),
 	}, a.lag)
 	return a
 }
@@ -600,11 +602,21 @@ func (a *Allocation) continuousSplit(snap *crdt.RoomSnapshot, elapsed time.Durat
 		ownPrv = ownTraffic(snap, snap.Minute-1, a.self) // final, and seen by all
 	}
 
-	w := 1 - a.frac
-	ls := [4]weighted{{snap.ArrivalsIn(snap.Minute - 1).ByReplica, w}, {snap.ArrivalsIn(snap.Minute).ByReplica, 1}}
-	t := traffic(&ls, a.self)
-	t.self = ownPrv*w + ownCur
-	a.shares(&sp, &t)
+	var t trafficSums
+	if a.drawShares(snap) {
+		own := ownWaiting(snap, a.self)
+		if ok {
+			own = m.waiting
+		}
+		t = drawTraffic(snap.WaitingBy, a.self, own)
+		a.shares(&sp, &t, true)
+	} else {
+		w := 1 - a.frac
+		ls := [4]weighted{{snap.ArrivalsIn(snap.Minute - 1).ByReplica, w}, {snap.ArrivalsIn(snap.Minute).ByReplica, 1}}
+		t = traffic(&ls, a.self)
+		t.self = ownPrv*w + ownCur
+		a.shares(&sp, &t, false)
+	}
 
 	v := float64(sp.pool + k) // the pool as it stood one lag ago, in this node's view
 	anyEach := sp.anywhere / float64(sp.nodes)
@@ -736,7 +748,7 @@ func (a *Allocation) referenceSplit(snap *crdt.RoomSnapshot, pool, covered int64
 	a.reserve(&sp, a.openSlots(false), false)
 	ls := [4]weighted{{snap.ArrivalsIn(snap.Minute - 2).ByReplica, 1}}
 	t := traffic(&ls, a.self)
-	a.shares(&sp, &t)
+	a.shares(&sp, &t, false)
 	u := float64(sp.pool)
 	sp.shareSlots = t.self * u / t.denom
 	sp.anywhereSlots = sp.anywhere * u
@@ -752,8 +764,11 @@ func (a *Allocation) referenceSplit(snap *crdt.RoomSnapshot, pool, covered int64
 // shares turns traffic into this node's share and the Anywhere part, as
 // Queueing Decisions does: a node's share is its traffic over the larger of
 // the total traffic and the per-minute limit; what the traffic does not claim
-// is Anywhere, divided evenly between the nodes.
-func (a *Allocation) shares(sp *split, t *trafficSums) {
+// is Anywhere, divided evenly between the nodes. Shared by where the
+// visitors wait (drawShares), the waiting claim the whole pool: nobody new
+// goes in while anybody waits, so a part for anywhere would be a part for
+// nobody at the nodes with nobody waiting.
+func (a *Allocation) shares(sp *split, t *trafficSums, byWaiting bool) {
 	sp.nodes = a.room.Nodes
 	if a.cut {
 		// The snapshot holds the reachable part only: share among it.
@@ -764,6 +779,9 @@ func (a *Allocation) shares(sp *split, t *trafficSums) {
 	}
 	x := t.self + t.others
 	t.denom = max(x, float64(max(a.partOf(int64(a.room.NewUsersPerMinute)), 1)))
+	if byWaiting {
+		t.denom = max(x, 1)
+	}
 	sp.share = t.self / t.denom
 	sp.anywhere = max(0, 1-x/t.denom)
 }
@@ -819,6 +837,78 @@ func traffic(ls *[4]weighted, self crdt.ReplicaID) trafficSums {
 	}
 	t.denom = 1
 	return t
+}
+
+// drawWeight is the claim on the pool of a node where waiting visitors
+// wait. Each of them checks in about once a RefreshBase, and a node can
+// give a slot only to a visitor who checks in while the slot is its own (a
+// RoundingWindow of the systematic rounding, after which the slot is
+// another node's): a node holding the slot for a window gives it away with
+// the chance 1 − exp(−waiting·window/RefreshBase) that one of its visitors
+// checks in meanwhile. Weighted by that chance's inverse, every waiting
+// visitor has the same chance a window, wherever it waits: a node of a few
+// visitors holds the slot about as often as any other with some (most of
+// its windows pass without a check-in), one of many about in proportion
+// to them (nearly every window of its has one). Weighted by the visitors
+// alone, the node of many took its slot in nearly every window of its and
+// the others' slots in the windows they passed: in the real-process random
+// queue with one node getting four times the traffic of each other, its
+// waiting visitors had 1.19 times the ring's chance a second and the
+// others' 0.72 and 0.82; weighted so, 1.02, 0.92 and 1.00.
+func drawWeight(waiting float64) float64 {
+	if !(waiting > 0) {
+		return 0
+	}
+	x := waiting * RoundingWindow.Seconds() / RefreshBase
+	return waiting / -math.Expm1(-x)
+}
+
+// drawTraffic is trafficSums for drawShares: each node's drawWeight of its
+// waiting visitors (waitingBy, sorted by replica), own those of node self.
+func drawTraffic(waitingBy []crdt.Count, self crdt.ReplicaID, own float64) trafficSums {
+	t := trafficSums{self: drawWeight(own), denom: 1}
+	for _, c := range waitingBy {
+		if c.Replica == self {
+			continue
+		}
+		x := drawWeight(float64(c.N))
+		t.others += x
+		t.known++
+		if c.Replica < self {
+			t.before += x
+			t.rankBefore++
+		}
+	}
+	return t
+}
+
+// drawShares reports whether the pool is shared by where the visitors wait
+// rather than by traffic: under random queueing, while anybody waits,
+// every waiting visitor is in the draw, and a node's share of the slots is
+// its share of those waiting (crdt.RoomSnapshot.WaitingBy), so that every
+// one of them has the same chance wherever it waits, as in one lottery of
+// the whole ring. Shared by traffic instead, the visitors browsing a node
+// counted as much as those waiting there: the node that had let more in
+// drew more, and the more it let in the more it drew. In the real-process
+// random queue with one node getting four times the traffic of each other,
+// the busy node's waiting visitors had 1.26 times the ring's chance a
+// second and the others' 0.82 and 0.66 (mean waits 77, 118 and 148 s), and
+// the last one at a small node was turned away at every check-in for the
+// last four minutes of the run while the room had free slots, its node's
+// share of the traffic rounding to nothing.
+func (a *Allocation) drawShares(snap *crdt.RoomSnapshot) bool {
+	return a.method == Random && a.waiting > 0 && len(snap.WaitingBy) > 0
+}
+
+// ownWaiting is how many of the waiting visitors the snapshot counts at
+// node self (crdt.RoomSnapshot.WaitingBy).
+func ownWaiting(snap *crdt.RoomSnapshot, self crdt.ReplicaID) float64 {
+	for _, c := range snap.WaitingBy {
+		if c.Replica == self {
+			return float64(c.N)
+		}
+	}
+	return 0
 }
 
 // ownTraffic is the traffic a node counts for itself in minute m: its

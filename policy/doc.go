@@ -107,6 +107,11 @@
 // seconds before its end) rather than all at :00, so the check-ins that
 // happen to come just after the minute turns do not take them all; the
 // randomness comes from when visitors check in, which the edge jitters.
+// While anybody waits, the pool is split between the nodes by where the
+// visitors wait, not by traffic, each node's waiting weighted by the chance
+// that one of them checks in while a slot is the node's, so that every
+// waiting visitor has the same chance whichever node it waits at (see
+// drawShares and drawWeight).
 //
 // # Splitting the pool between nodes
 //

@@ -38,6 +38,16 @@ type Shown struct {
 	WaitKnown, Random bool
 	// PositionKnown: a place in line was shown.
 	PositionKnown bool
+	// Until, when above zero, is when the room stopped queueing as the
+	// page said it did: its operator switched the queueing method after
+	// the page. A random queue's percentile that runs out after it is not
+	// judged, as one that runs out after the log's end is not: switched
+	// back to FIFO, the room lets its visitors in by their arrival, which
+	// no percentile of a lottery speaks of. (In the real-process run that
+	// switches FIFO → random → FIFO, the random pages' 50th and 75th
+	// percentiles, most of which ran out after the switch back, read 70 and
+	// 98 %; of those that ran out before it, 51 and 71 %.)
+	Until time.Duration
 }
 
 // MinJudgedWait is the shortest remaining wait an estimate is judged on:
@@ -142,6 +152,9 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 				due := time.Duration(c.m) * time.Minute
 				if end != Never && s.At+due > end {
 					continue // not run out yet when the log ended
+				}
+				if s.Until > 0 && s.At+due > s.Until {
+					continue // not run out yet when the room stopped queueing at random
 				}
 				*c.judged++
 				if w.Admitted && left <= due {

@@ -97,6 +97,18 @@ func TestJudgeShown(t *testing.T) {
 			end:  7*time.Minute + 30*s,
 			want: truth.ShownVerdict{Random: 1, Random25: 1, RandomBy25: 0},
 		},
+		{
+			name: "a percentile that runs out after the room stopped queueing at random is not judged",
+			shown: []truth.Shown{
+				// The room went back to FIFO at 7.5 min: visitor 1 (in at
+				// 7 min) is judged by its 25th (6 min, missed) alone;
+				// visitor 2 (in at 8 min) by none, in a log that goes on.
+				{At: 5 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait25: 6, Wait: 8, Wait75: 9, Random: true, Until: 7*time.Minute + 30*s},
+				{At: 5 * s, Visitor: 2, Arrived: 2 * s, WaitKnown: true, Wait25: 8, Wait: 9, Wait75: 10, Random: true, Until: 7*time.Minute + 30*s},
+			},
+			end:  truth.Never,
+			want: truth.ShownVerdict{Random: 1, Random25: 1, RandomBy25: 0},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -261,6 +261,11 @@ func runScenario(ctx context.Context, o Options, s Scenario, dir string, say fun
 	r.Visitors = len(cl.arrivals)
 	r.Status5xx, r.ConnectionErrors, r.Requeued = cl.status5xx, cl.connErrors, cl.requeued
 	log := Log{End: end, Arrivals: cl.arrivals, Hits: hitsOf(org)}
+	for _, sw := range r.Switched {
+		if sw.Error == "" {
+			log.Switches = append(log.Switches, sw.At)
+		}
+	}
 	r.Truth = Judge(log, s.Limits)
 	// The per-visitor log the truth was judged from, beside the node logs
 	// (kept with --keep): what it takes to see where a figure came from.

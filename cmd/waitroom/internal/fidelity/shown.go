@@ -3,6 +3,7 @@ package fidelity
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/waitroom/waitroom/edge/crowd"
@@ -72,11 +73,17 @@ func (j *judging) shown(hist *truth.History, end time.Duration) *ShownTruth {
 		}
 		samples++
 		for _, p := range a.Pages {
-			shown = append(shown, truth.Shown{
+			s := truth.Shown{
 				At: j.since(p.At), Visitor: j.id(a.Visitor), Arrived: j.since(a.Arrived), First: p.First,
 				WaitKnown: p.WaitTimeKnown, Wait: p.WaitTime, Wait25: p.WaitTime25, Wait75: p.WaitTime75, Random: p.IsRandomQueue,
 				PositionKnown: p.PositionKnown, Position: p.Position,
-			})
+			}
+			// A random queue's page speaks of the lottery until the
+			// operator switches the method.
+			if i := slices.IndexFunc(j.log.Switches, p.At.Before); i >= 0 && p.IsRandomQueue {
+				s.Until = j.since(j.log.Switches[i])
+			}
+			shown = append(shown, s)
 		}
 	}
 	if samples == 0 {

@@ -124,3 +124,39 @@ func TestARandomQueueIsNotHeldToFIFO(t *testing.T) {
 		})
 	}
 }
+
+// A random queue's page speaks of the lottery: once the operator switches
+// the room back to FIFO, its percentiles that had not run out yet are not
+// judged, as those that run out after the run's end are not.
+func TestARandomQueuesPercentilesAreJudgedUntilTheMethodChanges(t *testing.T) {
+	drawn := func(s float64) Shown {
+		return Shown{At: at(s), Wait: crowd.Wait{WaitTimeKnown: true, IsRandomQueue: true, WaitTime: 2, WaitTime25: 1, WaitTime50: 2, WaitTime75: 4}}
+	}
+	// Two apps queued 10 and 11 s into the run, each told 1 / 2 / 4
+	// minutes, let in at 1:40 and 3:40.
+	log := Log{End: at(900),
+		Arrivals: []Arrival{
+			{Visitor: "a", Arrived: at(10), Queued: at(10), Pages: []Shown{drawn(10)}},
+			{Visitor: "b", Arrived: at(11), Queued: at(11), Pages: []Shown{drawn(11)}},
+		},
+		Hits: join(hits("a", 100), hits("b", 220)),
+	}
+	for _, c := range []struct {
+		name     string
+		switches []time.Time
+		judged   [3]int
+	}{
+		{"without a switch every percentile is judged", nil, [3]int{2, 2, 2}},
+		{"a switch back to FIFO at 2:30 leaves out the 75th percentiles", []time.Time{at(150)}, [3]int{2, 2, 0}},
+		{"a switch before the pages leaves nothing out", []time.Time{at(5)}, [3]int{2, 2, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := log
+			l.Switches = c.switches
+			got := Judge(l, oneMinute).Shown
+			if got == nil || got.RandomSamplesBy != c.judged {
+				t.Fatalf("judged %+v, want the 25th, 50th and 75th percentiles of %v pages", got, c.judged)
+			}
+		})
+	}
+}

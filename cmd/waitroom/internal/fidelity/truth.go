@@ -47,11 +47,13 @@ type Arrival struct {
 }
 
 // Log is what a run recorded: the crowd's arrivals and the origin's hits.
-// End is when the run stopped watching.
+// End is when the run stopped watching; Switches, when the operator
+// switched the room's queueing method (as made through the admin API).
 type Log struct {
 	End      time.Time
 	Arrivals []Arrival
 	Hits     []Hit
+	Switches []time.Time `json:",omitempty"`
 }
 
 // Truth is what the origin saw, by wall-clock time, whatever the nodes'

@@ -294,7 +294,12 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 	} else {
 		a.rate = admissionRate(snap)
 	}
-	a.joining = joiningRate(snap, a.frac)
+	a.joining = joiningRate(snap)
+	if a.frac >= 1.0/6 {
+		// A queue that began in the last minute joins at the current
+		// minute's pace, which the full minutes before it understate.
+		a.joining = max(a.joining, float64(snap.QueuedIn(snap.Minute).Total)/a.frac)
+	}
 	if a.waiting > 0 {
 		a.fc = &forecast{now: snap.Now, expiring: snap.Expiring, admitted: snap.AdmittedTotals}
 	}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -211,22 +210,6 @@ func TestEverySlotFreesAgainASessionsLifeAfterItIsTaken(t *testing.T) {
 			got, ok := f.admissionAt(tt.k)
 			if !ok || math.Abs(got-tt.want) > 1e-9 {
 				t.Errorf("admission %g at %g (%v), want %g", tt.k, got, ok, tt.want)
-			}
-		})
-	}
-}
-
-func TestANewVisitorIsInTheDrawFromItsFirstCheckIn(t *testing.T) {
-	// Ten wait and are let in over the next 20 s, before anybody who joins
-	// from now on has had its first check-in, however many join.
-	for _, joining := range []float64{0, 60, 600} {
-		t.Run(fmt.Sprintf("%g joining a minute compete with none of the ten", joining), func(t *testing.T) {
-			a := &Allocation{waiting: 10, rate: 30, joining: joining, room: Room{NewUsersPerMinute: 30}}
-			a.fc = &forecast{pieces: []piece{{k: 0, n: 10, t0: 0, t1: 1.0 / 3}, {k: 10, n: 300, t0: 1.0 / 3, t1: 1.0/3 + 10}}}
-			a.fc.once.Do(func() {}) // the pieces above are the forecast
-			got, ok := a.lotteryForecast([3]float64{0.25, 0.5, 0.75})
-			if want := [3]int{1, 1, 1}; !ok || got != want {
-				t.Errorf("percentiles %v (%v), want %v", got, ok, want)
 			}
 		})
 	}

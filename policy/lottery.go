@@ -64,31 +64,16 @@ func lotteryWait(waiting, rate, joining, p float64) int {
 // joiningMinutes is how many full minutes of joins joiningRate averages.
 const joiningMinutes = 3
 
-// joiningPaceFrom is the part of the current minute after which
-// joiningRate reads the minute's own pace: before it, too few have come to
-// tell (at 60 a minute, ten in its first tenth of a minute, give or take
-// three).
-const joiningPaceFrom = 1.0 / 6
-
-// joiningRate is how many new visitors the room queues per minute
-// (crdt.VisitorsQueued), frac of the current minute gone: the current
-// minute's pace once joiningPaceFrom of it has gone, otherwise the last
-// joiningMinutes full minutes averaged over those since the first one
-// anybody was queued in, as admissionRate is (a queue that began a minute
-// ago grows at its one minute's pace, not at a third of it, and taking it
-// for a third told the first visitors of the real-process random queue a
-// 75th percentile of one minute while the number they competed with
-// doubled). The minute's own pace shows at once a crowd that stopped or
-// grew: the average of the full minutes went on counting a stopped crowd's
-// joins for up to three minutes, and the simulator's mirror of the
-// real-process random-regional crowd (two minutes of arrivals) let 64 to
-// 70 % of its visitors in within their 50th percentile. Those who join
-// compete for the slots; visitors who come back with a queued cookie are
-// already counted as waiting.
-func joiningRate(snap *crdt.RoomSnapshot, frac float64) float64 {
-	if frac >= joiningPaceFrom {
-		return float64(snap.QueuedIn(snap.Minute).Total) / frac
-	}
+// joiningRate is how many new visitors the room queued per minute over the
+// last joiningMinutes full minutes (crdt.VisitorsQueued), averaged over
+// those since the first one anybody was queued in, as admissionRate is: a
+// queue that began a minute ago grows at its one minute's pace, not at a
+// third of it, and taking it for a third told the first visitors of the
+// real-process random queue a 75th percentile of one minute while the
+// number they competed with doubled. Those who join compete for the slots;
+// visitors who come back with a queued cookie are already counted as
+// waiting.
+func joiningRate(snap *crdt.RoomSnapshot) float64 {
 	var n uint64
 	minutes := 0
 	for m := snap.Minute - joiningMinutes; m < snap.Minute; m++ {
@@ -104,16 +89,6 @@ func joiningRate(snap *crdt.RoomSnapshot, frac float64) float64 {
 	}
 	return float64(n) / float64(minutes)
 }
-
-// joinDelay is how long, in minutes, a new visitor waits before it is in
-// the draw: turned away at its first request and at its cookie check (see
-// classify), it is drawn first at its first check-in after those,
-// RefreshBase after the check. Those who join in the next joinDelay
-// compete with nobody waiting now before it has passed. Counted as
-// competing from the moment they joined, the simulator's mirror of the
-// real-process random queue let 64 % of its visitors in within their 50th
-// percentile.
-const joinDelay = float64(ProofRefresh+RefreshBase) / 60
 
 // lotteryForecast is lotteryWait for the percentiles p of a random queue
 // whose admissions follow the allocation's forecast (forecast.go) rather
@@ -183,7 +158,7 @@ func (a *Allocation) lotteryForecast(ps [3]float64) (waits [3]int, ok bool) {
 		if i < cells {
 			in = hist[i]
 		}
-		competing := waiting + a.joining*math.Max(0, t-joinDelay) - admitted
+		competing := waiting + a.joining*t - admitted
 		next := 0.0
 		if competing > in {
 			next = survive * math.Exp(-in/competing)

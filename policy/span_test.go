@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"math"
 	"testing"
 
 	"github.com/waitroom/waitroom/crdt"
@@ -54,9 +53,7 @@ func TestLotteryWaitIsTheMinuteWhoseShareAdmittedIsNearest(t *testing.T) {
 	}
 }
 
-func TestJoiningRateIsTheCurrentMinutesPaceOrTheAverageOfTheMinutesSinceTheQueueBegan(t *testing.T) {
-	// queued lists the joins of minutes 97, 98, 99 and, last, of the
-	// current minute 100 so far.
+func TestJoiningRateAveragesTheMinutesSinceTheQueueBegan(t *testing.T) {
 	queued := func(counts ...uint64) *crdt.RoomSnapshot {
 		s := &crdt.RoomSnapshot{Minute: 100}
 		for i, c := range counts {
@@ -67,21 +64,17 @@ func TestJoiningRateIsTheCurrentMinutesPaceOrTheAverageOfTheMinutesSinceTheQueue
 	tests := []struct {
 		name string
 		snap *crdt.RoomSnapshot
-		frac float64
 		want float64
 	}{
-		{"a queue a minute old grows at that minute's pace, not a third of it", queued(0, 0, 60, 0), 0, 60},
-		{"a queue two minutes old averages its two", queued(0, 30, 60, 0), 0, 45},
-		{"an older one averages the last three full minutes", queued(30, 60, 90, 1), 0.1, 60},
-		{"a minute without joins after the first counts as none", queued(60, 0, 0, 0), 0, 20},
-		{"nobody queued: nobody joins", queued(0, 0, 0, 0), 0.5, 0},
-		{"a sixth into the minute, its own pace counts", queued(60, 60, 60, 20), 1.0 / 6, 120},
-		{"a crowd that stopped joins at none half a minute later", queued(60, 60, 60, 0), 0.5, 0},
-		{"a queue that began this minute joins at its pace", queued(0, 0, 0, 30), 0.5, 60},
+		{"a queue a minute old grows at that minute's pace, not a third of it", queued(0, 0, 60), 60},
+		{"a queue two minutes old averages its two", queued(0, 30, 60), 45},
+		{"an older one averages the last three full minutes", queued(30, 60, 90), 60},
+		{"a minute without joins after the first counts as none", queued(60, 0, 0), 20},
+		{"nobody queued: nobody joins", queued(0, 0, 0), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := joiningRate(tt.snap, tt.frac); math.Abs(got-tt.want) > 1e-9 {
+			if got := joiningRate(tt.snap); got != tt.want {
 				t.Errorf("joiningRate = %g, want %g", got, tt.want)
 			}
 		})

@@ -623,7 +623,7 @@ func TestSnapshotTotalsNeverGoNegative(t *testing.T) {
 				t.Fatalf("TotalWaiting %d, but the buckets sum to %d", snap.TotalWaiting, sum)
 			}
 			for i, c := range snap.WaitingBy {
-				if c.N == 0 || (i > 0 && snap.WaitingBy[i-1].Replica >= c.Replica) {
+				if !(c.N > 0) || (i > 0 && snap.WaitingBy[i-1].Replica >= c.Replica) {
 					t.Fatalf("waiting by replica not positive and sorted: %v", snap.WaitingBy)
 				}
 			}

@@ -52,6 +52,13 @@ type SlotCount struct {
 // Bucket is the arrival bucket of the slot.
 func (c SlotCount) Bucket() int64 { return floorDiv(c.Second, 60) }
 
+// ReplicaPart is one replica's part of a count that is shared between the
+// replicas in proportion, so not always whole.
+type ReplicaPart struct {
+	Replica ReplicaID
+	N       float64
+}
+
 // MinuteCounts is one minute of a per-replica counter.
 type MinuteCounts struct {
 	Minute    int64   `json:"minute"`
@@ -92,16 +99,18 @@ type RoomSnapshot struct {
 	// out. TotalWaiting is their sum.
 	Waiting      []BucketCount
 	TotalWaiting int64
-	// WaitingBy is each replica's net waiting count over the waiting
-	// window (its column's plus less its minus), sorted by replica, the
-	// replicas at zero or below left out: where the waiting visitors are.
-	// A visitor's count moves with its check-ins (the minus of its old cell
-	// and the plus of its new one at the node it checks in at), so one who
-	// moved from node to node stays in the column of the node that first
-	// counted it, and its admission elsewhere takes it off that node's:
-	// per node, a count of those who came there, exact while visitors keep
-	// their node, as a region's do.
-	WaitingBy []Count
+	// WaitingBy is where the waiting visitors are, replica by replica,
+	// sorted by replica, replicas with none left out: each waiting cell's
+	// net count (those still counted in it) shared between the replicas
+	// whose own plus less minus in the cell is above zero, in proportion
+	// (see waitCell.addParts). A waiting visitor's count moves to the
+	// current minute's cell at its first check-in of the minute, at the
+	// node it checks in at, so within a check-in interval of a minute's turn
+	// each one is counted at the node it last came to: a visitor who came to
+	// a node that restarted (a new replica) or moved to another node is
+	// counted there, not at the node that first counted it. Parts are not
+	// whole where visitors moved between nodes within a cell.
+	WaitingBy []ReplicaPart
 
 	// Admitted and Arrivals hold, oldest first, the History minutes ending
 	// with Minute, every one present even when zero.
@@ -201,7 +210,7 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 		arrived:      map[int64]int64{},
 		left:         map[int64]int64{},
 		sessions:     map[int64]int64{},
-		waitingBy:    map[ReplicaID]int64{},
+		waitCells:    map[waitingCell]*waitCell{},
 		leftBy:       map[int64][]Count{},
 		arrivedBy:    map[int64][]Count{},
 		replicasFrom: now - int64(w.SlotReplicas),
@@ -328,7 +337,7 @@ type snapshotSum struct {
 	replicasFrom      int64           // the first slot second whose arrivals are listed so
 	sessions          map[int64]int64 // by expiry second
 	queued            map[waitingCell]int64
-	waitingBy         map[ReplicaID]int64 // net waiting count per replica
+	waitCells         map[waitingCell]*waitCell // by cell, for WaitingBy
 	scratch           []Count
 }
 
@@ -402,18 +411,66 @@ func (t *snapshotSum) addWaiting(ck cellKey, c cellCounts) {
 		return
 	}
 	v := int64(c.sum())
-	sign := int64(1)
-	if ck.Kind == WaitingMinus {
-		v, sign = -v, -1
+	wc := t.waitCells[waitingCell{ck.Bucket, ck.Minute}]
+	if wc == nil {
+		wc = &waitCell{}
+		t.waitCells[waitingCell{ck.Bucket, ck.Minute}] = wc
 	}
-	for _, e := range c.list() {
-		t.waitingBy[e.Replica] += sign * int64(e.N)
+	if ck.Kind == WaitingMinus {
+		v = -v
+		wc.minus -= v
+		wc.minusBy = mergeCounts(wc.minusBy, c.list())
+	} else {
+		wc.plus += v
+		wc.plusBy = mergeCounts(wc.plusBy, c.list())
 	}
 	if t.queued != nil {
 		t.queued[waitingCell{ck.Bucket, ck.Minute}] += v
 	} else {
 		t.waiting[ck.Bucket] += v
 	}
+}
+
+// waitCell is one waiting cell's plus and minus, and both replica by
+// replica.
+type waitCell struct {
+	plus, minus     int64
+	plusBy, minusBy []Count
+}
+
+// addParts adds the cell's net count, those still counted in it, to by,
+// shared between the replicas whose own plus less minus in the cell is
+// above zero, in proportion: a replica's minus is its visitors let in or
+// moved on from its own count, or another node's visitors who came to it
+// (their plus elsewhere, their minus here), so what is left is at the
+// replicas whose visitors did not all leave, and exact while visitors keep
+// their node.
+func (wc *waitCell) addParts(by map[ReplicaID]float64) {
+	net := wc.plus - wc.minus
+	if net <= 0 {
+		return
+	}
+	var pos float64
+	each := func(fn func(r ReplicaID, n float64)) {
+		j := 0
+		for _, p := range wc.plusBy {
+			for j < len(wc.minusBy) && wc.minusBy[j].Replica < p.Replica {
+				j++
+			}
+			n := float64(p.N)
+			if j < len(wc.minusBy) && wc.minusBy[j].Replica == p.Replica {
+				n -= float64(wc.minusBy[j].N)
+			}
+			if n > 0 {
+				fn(p.Replica, n)
+			}
+		}
+	}
+	each(func(_ ReplicaID, n float64) { pos += n })
+	if !(pos > 0) {
+		return
+	}
+	each(func(r ReplicaID, n float64) { by[r] += float64(net) * n / pos })
 }
 
 // addMinute adds a per-replica minute counter dated within the history into
@@ -466,12 +523,25 @@ func (t *snapshotSum) finish() {
 	}
 	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
 	if snap.TotalWaiting > 0 {
-		for r, n := range t.waitingBy {
+		// In a fixed order, so that every snapshot of one state adds the
+		// same parts the same way.
+		cells := make([]waitingCell, 0, len(t.waitCells))
+		for c := range t.waitCells {
+			cells = append(cells, c)
+		}
+		slices.SortFunc(cells, func(a, b waitingCell) int {
+			return cmp.Or(cmp.Compare(a.bucket, b.bucket), cmp.Compare(a.minute, b.minute))
+		})
+		by := map[ReplicaID]float64{}
+		for _, c := range cells {
+			t.waitCells[c].addParts(by)
+		}
+		for r, n := range by {
 			if n > 0 {
-				snap.WaitingBy = append(snap.WaitingBy, Count{Replica: r, N: uint64(n)})
+				snap.WaitingBy = append(snap.WaitingBy, ReplicaPart{Replica: r, N: n})
 			}
 		}
-		slices.SortFunc(snap.WaitingBy, func(a, b Count) int { return cmp.Compare(a.Replica, b.Replica) })
+		slices.SortFunc(snap.WaitingBy, func(a, b ReplicaPart) int { return cmp.Compare(a.Replica, b.Replica) })
 	}
 	snap.Arrived = t.slots(t.arrived, t.arrivedBy)
 	snap.Left = t.slots(t.left, t.leftBy)

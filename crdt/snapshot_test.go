@@ -3,6 +3,7 @@ package crdt_test
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -317,32 +318,64 @@ func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
 	})
 }
 
-// waitingByIn is each replica's net waiting count over the waiting window
-// in the entries es, the positive ones sorted by replica (nil when nobody
-// waits at all, total).
-func waitingByIn(es []crdt.Entry, room string, sec int64, w crdt.Windows, total int64) []crdt.Count {
+// waitingByIn is where the waiting visitors are in the entries es, as
+// RoomSnapshot.WaitingBy says: each waiting cell's net count within the
+// waiting window shared between the replicas whose own net in the cell is
+// above zero, in proportion (nil when nobody waits at all, total).
+func waitingByIn(es []crdt.Entry, room string, sec int64, w crdt.Windows, total int64) []crdt.ReplicaPart {
 	if total == 0 {
 		return nil
 	}
-	net := map[crdt.ReplicaID]int64{}
+	type cell struct{ bucket, minute int64 }
+	plus, minus := map[cell]int64{}, map[cell]int64{}
+	netBy := map[cell]map[crdt.ReplicaID]int64{}
+	var cells []cell
 	for _, e := range es {
-		if e.Key.Room != room || min(e.Key.Minute, sec/60) <= sec/60-int64(w.Waiting) {
+		c := cell{e.Key.Bucket, min(e.Key.Minute, sec/60)}
+		if e.Key.Room != room || c.minute <= sec/60-int64(w.Waiting) {
 			continue
+		}
+		if netBy[c] == nil {
+			netBy[c] = map[crdt.ReplicaID]int64{}
 		}
 		switch e.Key.Kind {
 		case crdt.WaitingPlus:
-			net[e.Replica] += int64(e.Value)
+			plus[c] += int64(e.Value)
+			netBy[c][e.Replica] += int64(e.Value)
 		case crdt.WaitingMinus:
-			net[e.Replica] -= int64(e.Value)
+			minus[c] += int64(e.Value)
+			netBy[c][e.Replica] -= int64(e.Value)
+		default:
+			continue
+		}
+		if !slices.Contains(cells, c) {
+			cells = append(cells, c)
 		}
 	}
-	var out []crdt.Count
-	for r, n := range net {
+	slices.SortFunc(cells, func(a, b cell) int { return cmp.Or(cmp.Compare(a.bucket, b.bucket), cmp.Compare(a.minute, b.minute)) })
+	by := map[crdt.ReplicaID]float64{}
+	for _, c := range cells {
+		net := plus[c] - minus[c]
+		var pos int64
+		for _, n := range netBy[c] {
+			pos += max(n, 0)
+		}
+		if net <= 0 || pos == 0 {
+			continue
+		}
+		for _, r := range slices.Sorted(maps.Keys(netBy[c])) {
+			if n := netBy[c][r]; n > 0 {
+				by[r] += float64(net) * float64(n) / float64(pos)
+			}
+		}
+	}
+	var out []crdt.ReplicaPart
+	for r, n := range by {
 		if n > 0 {
-			out = append(out, crdt.Count{Replica: r, N: uint64(n)})
+			out = append(out, crdt.ReplicaPart{Replica: r, N: n})
 		}
 	}
-	slices.SortFunc(out, func(a, b crdt.Count) int { return cmp.Compare(a.Replica, b.Replica) })
+	slices.SortFunc(out, func(a, b crdt.ReplicaPart) int { return cmp.Compare(a.Replica, b.Replica) })
 	return out
 }
 
@@ -477,7 +510,7 @@ func TestSnapshotWaitingByReplica(t *testing.T) {
 	tests := []struct {
 		name   string
 		writes []write
-		want   []crdt.Count
+		want   []crdt.ReplicaPart
 	}{
 		{
 			name: "each node's waiting visitors are counted at it",
@@ -485,7 +518,7 @@ func TestSnapshotWaitingByReplica(t *testing.T) {
 				{by: nodeA, kind: crdt.WaitingPlus, bucket: -1, minute: -1, n: 3},
 				{by: nodeB, kind: crdt.WaitingPlus, bucket: 0, minute: 0, n: 1},
 			},
-			want: []crdt.Count{{Replica: nodeA, N: 3}, {Replica: nodeB, N: 1}},
+			want: []crdt.ReplicaPart{{Replica: nodeA, N: 3}, {Replica: nodeB, N: 1}},
 		},
 		{
 			name: "a visitor whose count moved to a later minute at its node is counted once",
@@ -494,7 +527,7 @@ func TestSnapshotWaitingByReplica(t *testing.T) {
 				{by: nodeA, kind: crdt.WaitingMinus, bucket: -2, minute: -2, n: 1},
 				{by: nodeA, kind: crdt.WaitingPlus, bucket: -2, minute: 0, n: 1},
 			},
-			want: []crdt.Count{{Replica: nodeA, N: 2}},
+			want: []crdt.ReplicaPart{{Replica: nodeA, N: 2}},
 		},
 		{
 			name: "a node whose visitors were all let in is left out",
@@ -503,16 +536,45 @@ func TestSnapshotWaitingByReplica(t *testing.T) {
 				{by: nodeA, kind: crdt.WaitingMinus, bucket: -1, minute: -1, n: 2},
 				{by: nodeB, kind: crdt.WaitingPlus, bucket: 0, minute: 0, n: 1},
 			},
-			want: []crdt.Count{{Replica: nodeB, N: 1}},
+			want: []crdt.ReplicaPart{{Replica: nodeB, N: 1}},
 		},
 		{
-			name: "a visitor who moved to another node stays counted where it was first counted",
+			name: "a visitor who moved to another node is counted where it checked in last",
 			writes: []write{
 				{by: nodeC, kind: crdt.WaitingPlus, bucket: -2, minute: -2, n: 1},
 				{by: nodeA, kind: crdt.WaitingMinus, bucket: -2, minute: -2, n: 1},
 				{by: nodeA, kind: crdt.WaitingPlus, bucket: -2, minute: 0, n: 1},
 			},
-			want: []crdt.Count{{Replica: nodeC, N: 1}},
+			want: []crdt.ReplicaPart{{Replica: nodeA, N: 1}},
+		},
+		{
+			name: "of a node that restarted, those who came back are counted at its new incarnation",
+			writes: []write{
+				{by: nodeC, kind: crdt.WaitingPlus, bucket: -1, minute: -1, n: 2},
+				{by: nodeA, kind: crdt.WaitingMinus, bucket: -1, minute: -1, n: 1},
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: -1, minute: 0, n: 1},
+			},
+			want: []crdt.ReplicaPart{{Replica: nodeA, N: 1}, {Replica: nodeC, N: 1}},
+		},
+		{
+			name: "those let in at their own node leave its part of a cell",
+			writes: []write{
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: 0, minute: 0, n: 3},
+				{by: nodeB, kind: crdt.WaitingPlus, bucket: 0, minute: 0, n: 1},
+				{by: nodeA, kind: crdt.WaitingMinus, bucket: 0, minute: 0, n: 2},
+			},
+			want: []crdt.ReplicaPart{{Replica: nodeA, N: 1}, {Replica: nodeB, N: 1}},
+		},
+		{
+			name: "what is left of a cell whose visitors left at other nodes is shared in proportion",
+			writes: []write{
+				// A and B each counted two into the cell; one of them was
+				// let in at C: nobody can tell whose.
+				{by: nodeA, kind: crdt.WaitingPlus, bucket: 0, minute: -1, n: 2},
+				{by: nodeB, kind: crdt.WaitingPlus, bucket: 0, minute: -1, n: 2},
+				{by: nodeC, kind: crdt.WaitingMinus, bucket: 0, minute: -1, n: 1},
+			},
+			want: []crdt.ReplicaPart{{Replica: nodeA, N: 1.5}, {Replica: nodeB, N: 1.5}},
 		},
 		{
 			name: "counts older than the waiting window are not counted",
@@ -520,7 +582,7 @@ func TestSnapshotWaitingByReplica(t *testing.T) {
 				{by: nodeA, kind: crdt.WaitingPlus, bucket: -9, minute: -9, n: 4},
 				{by: nodeB, kind: crdt.WaitingPlus, bucket: 0, minute: 0, n: 1},
 			},
-			want: []crdt.Count{{Replica: nodeB, N: 1}},
+			want: []crdt.ReplicaPart{{Replica: nodeB, N: 1}},
 		},
 		{
 			name: "nobody waiting lists nobody",

@@ -865,13 +865,13 @@ func drawWeight(waiting float64) float64 {
 
 // drawTraffic is trafficSums for drawShares: each node's drawWeight of its
 // waiting visitors (waitingBy, sorted by replica), own those of node self.
-func drawTraffic(waitingBy []crdt.Count, self crdt.ReplicaID, own float64) trafficSums {
+func drawTraffic(waitingBy []crdt.ReplicaPart, self crdt.ReplicaID, own float64) trafficSums {
 	t := trafficSums{self: drawWeight(own), denom: 1}
 	for _, c := range waitingBy {
 		if c.Replica == self {
 			continue
 		}
-		x := drawWeight(float64(c.N))
+		x := drawWeight(c.N)
 		t.others += x
 		t.known++
 		if c.Replica < self {
@@ -905,7 +905,7 @@ func (a *Allocation) drawShares(snap *crdt.RoomSnapshot) bool {
 func ownWaiting(snap *crdt.RoomSnapshot, self crdt.ReplicaID) float64 {
 	for _, c := range snap.WaitingBy {
 		if c.Replica == self {
-			return float64(c.N)
+			return c.N
 		}
 	}
 	return 0

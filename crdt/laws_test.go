@@ -520,7 +520,7 @@ func TestSnapshotTotalsNeverGoNegative(t *testing.T) {
 	checkLaw(t, func(t *rapid.T) {
 		const nodes = 3
 		now := base + 10
-		w := crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 3}
+		w := crdt.Windows{Waiting: crdt.DefaultWaitingWindow, History: 3, WaitingBy: true}
 		nowSec := now*60 + rapid.Int64Range(0, 59).Draw(t, "second")
 		ids := []crdt.ReplicaID{11, 22, 33}
 		writers := make([]*crdt.State, nodes)

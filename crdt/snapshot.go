@@ -25,6 +25,11 @@ type Windows struct {
 	// those still filling, whose growth a node follows per replica. Every
 	// slot of Left lists them. None when zero.
 	SlotReplicas int
+	// WaitingBy asks for RoomSnapshot.WaitingBy, which a random queue's
+	// draw needs and nothing else does: it takes every waiting cell's
+	// counts replica by replica, which tripled the time of a busy room's
+	// snapshot.
+	WaitingBy bool
 }
 
 // DefaultWaitingWindow is the queued cookie's life in minutes: five, as the
@@ -109,7 +114,8 @@ type RoomSnapshot struct {
 	// each one is counted at the node it last came to: a visitor who came to
 	// a node that restarted (a new replica) or moved to another node is
 	// counted there, not at the node that first counted it. Parts are not
-	// whole where visitors moved between nodes within a cell.
+	// whole where visitors moved between nodes within a cell. Listed only
+	// when the Windows ask for it.
 	WaitingBy []ReplicaPart
 
 	// Admitted and Arrivals hold, oldest first, the History minutes ending
@@ -210,7 +216,6 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 		arrived:      map[int64]int64{},
 		left:         map[int64]int64{},
 		sessions:     map[int64]int64{},
-		waitCells:    map[waitingCell]*waitCell{},
 		leftBy:       map[int64][]Count{},
 		arrivedBy:    map[int64][]Count{},
 		replicasFrom: now - int64(w.SlotReplicas),
@@ -220,6 +225,9 @@ func (s *State) SnapshotOf(roomName string, now int64, w Windows, keep func(Repl
 	}
 	if keep != nil {
 		t.queued = map[waitingCell]int64{}
+	}
+	if w.WaitingBy {
+		t.waitCells = map[waitingCell]*waitCell{}
 	}
 	s.eachCell(r, func(ck cellKey, counts cellCounts) {
 		c, ok := t.kept(counts)
@@ -337,7 +345,7 @@ type snapshotSum struct {
 	replicasFrom      int64           // the first slot second whose arrivals are listed so
 	sessions          map[int64]int64 // by expiry second
 	queued            map[waitingCell]int64
-	waitCells         map[waitingCell]*waitCell // by cell, for WaitingBy
+	waitCells         map[waitingCell]*waitCell // by cell, for WaitingBy; nil unless asked for
 	scratch           []Count
 }
 
@@ -411,23 +419,33 @@ func (t *snapshotSum) addWaiting(ck cellKey, c cellCounts) {
 		return
 	}
 	v := int64(c.sum())
+	if t.waitCells != nil {
+		t.addWaitCell(ck, c, v)
+	}
+	if ck.Kind == WaitingMinus {
+		v = -v
+	}
+	if t.queued != nil {
+		t.queued[waitingCell{ck.Bucket, ck.Minute}] += v
+	} else {
+		t.waiting[ck.Bucket] += v
+	}
+}
+
+// addWaitCell counts the waiting cell's entries c, summing to v, into its
+// waitCell (see RoomSnapshot.WaitingBy).
+func (t *snapshotSum) addWaitCell(ck cellKey, c cellCounts, v int64) {
 	wc := t.waitCells[waitingCell{ck.Bucket, ck.Minute}]
 	if wc == nil {
 		wc = &waitCell{}
 		t.waitCells[waitingCell{ck.Bucket, ck.Minute}] = wc
 	}
 	if ck.Kind == WaitingMinus {
-		v = -v
-		wc.minus -= v
+		wc.minus += v
 		wc.minusBy = mergeCounts(wc.minusBy, c.list())
 	} else {
 		wc.plus += v
 		wc.plusBy = mergeCounts(wc.plusBy, c.list())
-	}
-	if t.queued != nil {
-		t.queued[waitingCell{ck.Bucket, ck.Minute}] += v
-	} else {
-		t.waiting[ck.Bucket] += v
 	}
 }
 
@@ -522,7 +540,7 @@ func (t *snapshotSum) finish() {
 		}
 	}
 	slices.SortFunc(snap.Waiting, func(a, b BucketCount) int { return cmp.Compare(a.Bucket, b.Bucket) })
-	if snap.TotalWaiting > 0 {
+	if snap.TotalWaiting > 0 && t.waitCells != nil {
 		// In a fixed order, so that every snapshot of one state adds the
 		// same parts the same way.
 		cells := make([]waitingCell, 0, len(t.waitCells))

@@ -271,7 +271,7 @@ func TestSnapshotPerMinuteCounts(t *testing.T) {
 // waiting cell taken as at least zero. With keep nil it is Snapshot; and the
 // per-minute counts of a side and of the rest add up to the whole.
 func TestSnapshotOfSumsOnlyTheKeptReplicas(t *testing.T) {
-	w := crdt.Windows{Waiting: 4, History: 4, SlotReplicas: 90}
+	w := crdt.Windows{Waiting: 4, History: 4, SlotReplicas: 90, WaitingBy: true}
 	checkLaw(t, func(t *rapid.T) {
 		c := drawCluster(t, 4, rapid.Bool().Draw(t, "prune"))
 		m := c.merged()
@@ -506,7 +506,7 @@ func TestSnapshotOfKeepsVisitorsWhoMoved(t *testing.T) {
 }
 
 func TestSnapshotWaitingByReplica(t *testing.T) {
-	w := crdt.Windows{History: 3}
+	w := crdt.Windows{History: 3, WaitingBy: true}
 	tests := []struct {
 		name   string
 		writes []write
@@ -594,9 +594,14 @@ func TestSnapshotWaitingByReplica(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := apply(t, tt.writes).Snapshot("tickets", now*60, w)
-			if !slices.Equal(snap.WaitingBy, tt.want) {
+			s := apply(t, tt.writes)
+			if snap := s.Snapshot("tickets", now*60, w); !slices.Equal(snap.WaitingBy, tt.want) {
 				t.Errorf("waiting by replica %v, want %v", snap.WaitingBy, tt.want)
+			}
+			unasked := w
+			unasked.WaitingBy = false
+			if snap := s.Snapshot("tickets", now*60, unasked); snap.WaitingBy != nil {
+				t.Errorf("waiting by replica %v where the windows did not ask for it", snap.WaitingBy)
 			}
 		})
 	}

@@ -186,6 +186,7 @@ func (r Room) Windows() crdt.Windows {
 	return crdt.Windows{
 		Waiting: crdt.DefaultWaitingWindow, History: HistoryMinutes, Admissions: AdmissionMinutes,
 		SlotReplicas: int(curveWindow/1000) + 1,
+		WaitingBy:    r.method() == Random, // see drawShares
 	}
 }
 

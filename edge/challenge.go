@@ -87,11 +87,10 @@ func infiniteEstimate(a *allocation, bucket int64, now time.Time) policy.Estimat
 		est.Position = max(est.Position, int64(float64(w)*a.Summary().AdmissionRate))
 	}
 	if a.view.pol.QueueingMethod == policy.Random {
-		est.WaitTime25, est.WaitTime50, est.WaitTime75 = max(est.WaitTime25, w/2, 1), max(est.WaitTime50, w), max(est.WaitTime75, w*3/2)
-		est.WaitTimeFormatted = policy.FormatWait(est.WaitTime25) + " to " + policy.FormatWait(est.WaitTime75)
+		m := policy.WholeMinutes
+		est.SetPercentiles([3]policy.PageWait{m(max(est.WaitTime25, w/2, 1)), m(max(est.WaitTime50, w)), m(max(est.WaitTime75, w*3/2))})
 	} else {
-		est.WaitTime25, est.WaitTime50, est.WaitTime75 = w, w, w
-		est.WaitTimeFormatted = policy.FormatWait(w)
+		est.SetWait(w)
 	}
 	return est
 }

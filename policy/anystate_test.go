@@ -219,11 +219,16 @@ func exercise(t fataler, room policy.Room, snap *crdt.RoomSnapshot, a *policy.Al
 			if e.WaitTime < 0 || e.WaitTime25 < 0 || e.WaitTime50 < 0 || e.WaitTime75 < 0 {
 				t.Fatalf("a negative wait for bucket %d at %d: %+v", b, arrived, e)
 			}
-			if e.WaitTime25 > e.WaitTime50 || e.WaitTime50 > e.WaitTime75 {
+			if e.WaitTime25 > e.WaitTime50 || e.WaitTime50 > e.WaitTime75 || e.WaitSeconds25 > e.WaitSeconds50 || e.WaitSeconds50 > e.WaitSeconds75 {
 				t.Fatalf("percentiles out of order for bucket %d: %+v", b, e)
 			}
 			if e.WaitTimeKnown && e.WaitTime < 1 {
 				t.Fatalf("a known wait of %d minutes for bucket %d", e.WaitTime, b)
+			}
+			for _, w := range [][2]int{{e.WaitTime25, e.WaitSeconds25}, {e.WaitTime50, e.WaitSeconds50}, {e.WaitTime75, e.WaitSeconds75}} {
+				if e.WaitTimeKnown && (w[1] < 1 || (w[1] < 60 && w[0] != 1) || (w[1] >= 60 && w[1] != w[0]*60)) {
+					t.Fatalf("a wait of %d minutes said as %d seconds for bucket %d: %+v", w[0], w[1], b, e)
+				}
 			}
 			if e.VisitorsAhead < 0 || e.VisitorsAhead > waiting {
 				t.Fatalf("%d ahead of bucket %d with %d waiting", e.VisitorsAhead, b, waiting)

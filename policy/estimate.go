@@ -15,8 +15,17 @@ type Estimate struct {
 	// The 25th, 50th and 75th percentiles of the wait under random
 	// queueing; under FIFO all three equal WaitTime.
 	WaitTime25, WaitTime50, WaitTime75 int
-	QueueIsFull                        bool
-	VisitorsAhead                      int64 // waiting in older buckets
+	// WaitSeconds25, WaitSeconds50 and WaitSeconds75 are the same
+	// percentiles in seconds, as WaitTimeFormatted says them: a random
+	// queue's percentile under a minute to its page's check-ins (a visitor
+	// is let in only when its page checks in, RefreshBase apart; see
+	// pageWait), every other wait its minutes × 60. In a random queue that
+	// drains in a few minutes most percentiles are under a minute, and a
+	// page that could only say "1 minute" for all three let 85 to 100 %
+	// in by its 25th percentile in the real-process run of such a crowd.
+	WaitSeconds25, WaitSeconds50, WaitSeconds75 int
+	QueueIsFull                                 bool
+	VisitorsAhead                               int64 // waiting in older buckets
 	// Position is the number of visitors ahead in line under FIFO (see
 	// Allocation.Position); PositionKnown is false where there is none,
 	// as under random queueing, and then Position is 0 and never shown.
@@ -55,11 +64,36 @@ func (e Estimate) ForNewVisitor() Estimate {
 	e.Position = e.newcomer.position
 	e.Eligible = false
 	if w := e.newcomer.wait; w > 0 && e.WaitTimeKnown {
-		e.WaitTime, e.WaitTime25, e.WaitTime50, e.WaitTime75 = w, w, w, w
-		e.WaitTimeFormatted = FormatWait(w)
+		e.SetWait(w)
 	}
 	return e
 }
+
+// SetWait sets the estimate to a wait of w minutes, every percentile alike
+// (as under FIFO), and says it.
+func (e *Estimate) SetWait(w int) {
+	e.WaitTime, e.WaitTime25, e.WaitTime50, e.WaitTime75 = w, w, w, w
+	e.WaitSeconds25, e.WaitSeconds50, e.WaitSeconds75 = w*60, w*60, w*60
+	e.WaitTimeFormatted = FormatWait(w)
+}
+
+// SetPercentiles sets a random queue's estimate to the percentiles w (the
+// 25th, 50th and 75th) as the page shows them, and says the range from the
+// 25th to the 75th.
+func (e *Estimate) SetPercentiles(w [3]PageWait) {
+	e.WaitTime25, e.WaitTime50, e.WaitTime75 = w[0].Minutes, w[1].Minutes, w[2].Minutes
+	e.WaitSeconds25, e.WaitSeconds50, e.WaitSeconds75 = w[0].Seconds, w[1].Seconds, w[2].Seconds
+	e.WaitTime = e.WaitTime50
+	e.WaitTimeFormatted = FormatSpan(e.WaitSeconds25, e.WaitSeconds75)
+}
+
+// PageWait is a wait as a page shows it: in whole minutes, at least one,
+// for the reference's page variables, and in seconds, finer under a
+// minute where the estimate knows more (Estimate.WaitSeconds25).
+type PageWait struct{ Minutes, Seconds int }
+
+// WholeMinutes is a wait of m minutes as a page shows it.
+func WholeMinutes(m int) PageWait { return PageWait{m, m * 60} }
 
 // UnknownWait is WaitTimeFormatted when no estimate exists.
 const UnknownWait = "unknown"
@@ -105,18 +139,16 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	}
 	e.WaitTimeKnown = true
 	if a.method == Random {
-		w, ok := [3]int{}, false
+		w, ok := [3]PageWait{}, false
 		if a.fc != nil && !a.cut && a.strategy == Continuous {
 			w, ok = a.lotteryWaitsOnce() // the forecast's admissions
 		}
 		if !ok { // a steady rate
 			n, in := float64(max(a.waiting, 1)), a.joining // lottery.go
 			r := a.waitRate()
-			w = [3]int{lotteryWait(n, r, in, 0.25), lotteryWait(n, r, in, 0.50), lotteryWait(n, r, in, 0.75)}
+			w = [3]PageWait{lotteryWait(n, r, in, 0.25), lotteryWait(n, r, in, 0.50), lotteryWait(n, r, in, 0.75)}
 		}
-		e.WaitTime25, e.WaitTime50, e.WaitTime75 = w[0], w[1], w[2]
-		e.WaitTime = e.WaitTime50
-		e.WaitTimeFormatted = formatRange(e.WaitTime25, e.WaitTime75)
+		e.SetPercentiles(w)
 		return e
 	}
 	w := minutes(float64(e.VisitorsAhead) / a.rate) // the reference: older buckets only
@@ -126,8 +158,7 @@ func (a *Allocation) EstimateAt(bucket int64, arrived uint16) Estimate {
 	if e.Eligible {
 		w = 1
 	}
-	e.WaitTime, e.WaitTime25, e.WaitTime50, e.WaitTime75 = w, w, w, w
-	e.WaitTimeFormatted = FormatWait(w)
+	e.SetWait(w)
 	return e
 }
 
@@ -218,11 +249,22 @@ func formatWait(minutes int) string {
 	return plural(h, "hour") + " " + plural(m, "minute")
 }
 
-func formatRange(lo, hi int) string {
-	if lo == hi {
-		return FormatWait(lo)
+// FormatSpan renders a random queue's range from lo to hi seconds: a
+// wait under a minute in seconds ("20 seconds"), any other in minutes as
+// FormatWait has it; one wait when both read the same.
+func FormatSpan(lo, hi int) string {
+	a, b := formatSeconds(lo), formatSeconds(hi)
+	if a == b {
+		return a
 	}
-	return FormatWait(lo) + " to " + FormatWait(hi)
+	return a + " to " + b
+}
+
+func formatSeconds(s int) string {
+	if s > 0 && s < 60 {
+		return plural(s, "second")
+	}
+	return FormatWait(s / 60)
 }
 
 func plural(n int, unit string) string {

@@ -45,7 +45,7 @@ type forecast struct {
 	pieces   []piece
 
 	lotteryOnce sync.Once
-	lottery     [3]int // a random queue's percentile waits, when lotteryOK
+	lottery     [3]PageWait // a random queue's percentile waits, when lotteryOK
 	lotteryOK   bool
 }
 
@@ -391,7 +391,7 @@ func (a *Allocation) forecastOnce() {
 // lotteryWaitsOnce is lotteryForecast for the 25th, 50th and 75th
 // percentiles, computed once per allocation: under random queueing every
 // visitor waiting has the same chances.
-func (a *Allocation) lotteryWaitsOnce() ([3]int, bool) {
+func (a *Allocation) lotteryWaitsOnce() ([3]PageWait, bool) {
 	a.fc.lotteryOnce.Do(func() {
 		a.fc.lottery, a.fc.lotteryOK = a.lotteryForecast([3]float64{0.25, 0.5, 0.75})
 	})

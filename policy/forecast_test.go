@@ -180,8 +180,8 @@ func TestARandomQueueInAFullRoomWaitsForSessionsToEnd(t *testing.T) {
 	a := Allocate(room, snap, crdt.NewReplicaID("dublin", 1), now, Continuous)
 	e := a.Estimate(snap.Minute)
 	steady := lotteryWait(300, a.waitRate(), a.joining, 0.25)
-	if e.WaitTime25 <= steady {
-		t.Errorf("the 25th percentile is %d minutes, want more than the %d of a steady rate: nobody goes in for 3 minutes", e.WaitTime25, steady)
+	if e.WaitTime25 <= steady.Minutes {
+		t.Errorf("the 25th percentile is %d minutes, want more than the %d of a steady rate: nobody goes in for 3 minutes", e.WaitTime25, steady.Minutes)
 	}
 	if !(e.WaitTime25 <= e.WaitTime50 && e.WaitTime50 <= e.WaitTime75) {
 		t.Errorf("percentiles %d/%d/%d out of order", e.WaitTime25, e.WaitTime50, e.WaitTime75)
@@ -212,5 +212,23 @@ func TestEverySlotFreesAgainASessionsLifeAfterItIsTaken(t *testing.T) {
 				t.Errorf("admission %g at %g (%v), want %g", tt.k, got, ok, tt.want)
 			}
 		})
+	}
+}
+
+func TestARandomQueueThatDrainsWithinAMinuteTellsItsPercentilesInCheckIns(t *testing.T) {
+	// 80 wait, 200 slots are free and the minute's 100 admissions are
+	// all still to come: most of those waiting go in at their first
+	// check-in, the rest by the minute.
+	room, snap, now := fullRoom(t)
+	room.QueueingMethod = Random
+	snap.Active, snap.Expiring = 300, nil
+	snap.Waiting, snap.TotalWaiting = []crdt.BucketCount{{Bucket: snap.Minute - 1, N: 80}}, 80
+	e := Allocate(room, snap, crdt.NewReplicaID("dublin", 1), now, Continuous).Estimate(snap.Minute)
+	got := [...]any{e.WaitTime25, e.WaitTime50, e.WaitTime75, e.WaitSeconds25, e.WaitSeconds50, e.WaitSeconds75, e.WaitTimeFormatted}
+	// The first check-in has surely come by 25 s (checkInBy); the
+	// reference's minute fields say one minute, at least.
+	want := [...]any{1, 1, 1, 25, 25, 60, "25 seconds to 1 minute"}
+	if got != want {
+		t.Errorf("percentiles %v, want %v", got, want)
 	}
 }

@@ -18,19 +18,53 @@ import (
 // S(t) = exp(−∫ rate / N), which is (N(t) / waiting)^(−rate / (joining −
 // rate)) and nil once N reaches zero.
 //
-// The page shows whole minutes, and a share p of visitors should get in
-// within the p-th percentile shown: the minute shown is the whole minute,
-// at least one, whose share admitted comes nearest to p, not the percentile
-// rounded up, which in the simulator's random queue, where most waits are a
-// few minutes, let 68 % of visitors in by their median and all of them by
-// their 75th percentile.
+// A share p of visitors should get in within the p-th percentile shown
+// (see pageWait for how it is shown).
 
-// lotteryWait is the wait in whole minutes within which a share p of a
-// random queue's visitors get in, waiting competing, rate let in and
-// joining joining per minute.
-func lotteryWait(waiting, rate, joining, p float64) int {
+// pageWait is a percentile of a random queue's wait as the page shows it:
+// t the percentile in minutes, p its share, and share the share of
+// visitors let in within a wait given in seconds. The page's minute is the
+// whole minute, at least one, whose share comes nearest to p, not the
+// percentile rounded up, which in the simulator's random queue, where most
+// waits are a few minutes, let 68 % of visitors in by their median and all
+// of them by their 75th percentile.
+//
+// Under a minute the page says seconds, and the same rule picks among the
+// page's check-ins and the whole minute: a visitor is let in only when its
+// page checks in, so a wait between two check-ins is one nobody has. The
+// k-th check-in is k·RefreshBase seconds away on average and has surely
+// come by k·checkInBy; the page says the latter, with the share let in by
+// the former. Said at k·RefreshBase, about half the visitors whose first
+// check-in let them in came after it: the simulator's mirror of the real
+// random-regional crowd let 19 % in by a 25th percentile of "20 seconds".
+func pageWait(t, p float64, share func(seconds float64) float64) PageWait {
+	lo, hi := max(1, int(math.Floor(t))), max(1, int(math.Ceil(t)))
+	w := WholeMinutes(lo)
+	if math.Abs(share(float64(hi*60))-p) < math.Abs(share(float64(lo*60))-p) {
+		w = WholeMinutes(hi)
+	}
+	if t >= 1 {
+		return w
+	}
+	near := math.Abs(share(float64(w.Seconds)) - p)
+	for k := 1; k*checkInBy < 60; k++ {
+		if d := math.Abs(share(float64(k*RefreshBase)) - p); d < near || (d == near && k*checkInBy < w.Seconds) {
+			w.Seconds, near = k*checkInBy, d
+		}
+	}
+	return w
+}
+
+// checkInBy is the time, in seconds, by which a queue page's next check-in
+// has surely come: RefreshBase with its jitter, rounded up to five seconds.
+const checkInBy = (RefreshBase + RefreshJitter + 4) / 5 * 5
+
+// lotteryWait is the wait within which a share p of a random queue's
+// visitors get in, waiting competing, rate let in and joining joining per
+// minute, as the page shows it.
+func lotteryWait(waiting, rate, joining, p float64) PageWait {
 	if rate <= 0 || waiting <= 0 {
-		return maxWaitMinutes
+		return WholeMinutes(maxWaitMinutes)
 	}
 	survive := func(t float64) float64 {
 		g := joining - rate
@@ -51,14 +85,9 @@ func lotteryWait(waiting, rate, joining, p float64) int {
 		t = waiting * (math.Pow(1-p, -g/rate) - 1) / g
 	}
 	if math.IsNaN(t) || math.IsInf(t, 0) || t >= maxWaitMinutes {
-		return maxWaitMinutes
+		return WholeMinutes(maxWaitMinutes)
 	}
-	lo := max(1, int(math.Floor(t)))
-	hi := max(1, int(math.Ceil(t)))
-	if math.Abs(1-survive(float64(hi))-p) < math.Abs(1-survive(float64(lo))-p) {
-		return hi
-	}
-	return lo
+	return pageWait(t, p, func(s float64) float64 { return 1 - survive(s/60) })
 }
 
 // joiningMinutes is how many full minutes of joins joiningRate averages.
@@ -98,7 +127,7 @@ func joiningRate(snap *crdt.RoomSnapshot) float64 {
 // a steady rate instead, the first visitors of the real-process random
 // queue were told 1 to 1 minutes (the rate of the minutes before the
 // active limit filled) and waited several.
-func (a *Allocation) lotteryForecast(ps [3]float64) (waits [3]int, ok bool) {
+func (a *Allocation) lotteryForecast(ps [3]float64) (waits [3]PageWait, ok bool) {
 	a.forecastOnce()
 	pieces := a.fc.pieces
 	if len(pieces) == 0 {
@@ -147,6 +176,7 @@ func (a *Allocation) lotteryForecast(ps [3]float64) (waits [3]int, ok bool) {
 	waiting := float64(max(a.waiting, 1))
 	survive, admitted := 1.0, 0.0
 	byMinute := []float64{1} // the chance to be still waiting after each whole minute
+	byStep := []float64{1}   // and after each step of the first minute
 	var at [3]float64        // the continuous percentiles
 	found := 0
 	for i := 0; found < 3 || float64(len(byMinute)) <= at[2]+1; i++ {
@@ -173,6 +203,9 @@ func (a *Allocation) lotteryForecast(ps [3]float64) (waits [3]int, ok bool) {
 			found++
 		}
 		survive, admitted = next, admitted+in
+		if t < 1 {
+			byStep = append(byStep, survive)
+		}
 		for float64(len(byMinute)) <= t+dt {
 			byMinute = append(byMinute, survive)
 		}
@@ -180,13 +213,14 @@ func (a *Allocation) lotteryForecast(ps [3]float64) (waits [3]int, ok bool) {
 	if found < 3 {
 		return waits, false
 	}
-	share := func(m int) float64 { return 1 - byMinute[min(m, len(byMinute)-1)] }
-	for j, t := range at {
-		lo, hi := max(1, int(math.Floor(t))), max(1, int(math.Ceil(t)))
-		waits[j] = lo
-		if math.Abs(share(hi)-ps[j]) < math.Abs(share(lo)-ps[j]) {
-			waits[j] = hi
+	share := func(s float64) float64 {
+		if s < 60 {
+			return 1 - byStep[min(int(s/60/dt), len(byStep)-1)]
 		}
+		return 1 - byMinute[min(int(s/60), len(byMinute)-1)]
+	}
+	for j, t := range at {
+		waits[j] = pageWait(t, ps[j], share)
 	}
 	return waits, true
 }

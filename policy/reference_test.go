@@ -354,9 +354,9 @@ func TestRandomEstimate(t *testing.T) {
 		want   policy.Estimate
 	}{
 		{"10 admitted and 10 joining per minute with 100 waiting show 3 to 14 minutes, median 7, as a constant chance", joins,
-			policy.Estimate{WaitTime: 7, WaitTimeKnown: true, WaitTimeFormatted: "3 minutes to 14 minutes", WaitTime25: 3, WaitTime50: 7, WaitTime75: 14, VisitorsAhead: 40}},
+			policy.Estimate{WaitTime: 7, WaitTimeKnown: true, WaitTimeFormatted: "3 minutes to 14 minutes", WaitTime25: 3, WaitTime50: 7, WaitTime75: 14, WaitSeconds25: 180, WaitSeconds50: 420, WaitSeconds75: 840, VisitorsAhead: 40}},
 		{"10 admitted and nobody joining per minute with 100 waiting show 2 to 7 minutes, median 5: the queue drains in 10", nil,
-			policy.Estimate{WaitTime: 5, WaitTimeKnown: true, WaitTimeFormatted: "2 minutes to 7 minutes", WaitTime25: 2, WaitTime50: 5, WaitTime75: 7, VisitorsAhead: 40}},
+			policy.Estimate{WaitTime: 5, WaitTimeKnown: true, WaitTimeFormatted: "2 minutes to 7 minutes", WaitTime25: 2, WaitTime50: 5, WaitTime75: 7, WaitSeconds25: 120, WaitSeconds50: 300, WaitSeconds75: 420, VisitorsAhead: 40}},
 	}
 	for _, tc := range pages {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,19 +35,22 @@ func TestLotteryWaitIsTheMinuteWhoseShareAdmittedIsNearest(t *testing.T) {
 		name                   string
 		waiting, rate, joining float64
 		p                      float64
-		want                   int
+		want                   PageWait
 	}{
-		{"a steady queue has a constant chance: half of 100 in within 6.93 minutes at 10 a minute", 100, 10, 10, 0.5, 7},
-		{"a draining queue lets a quarter of 100 in within 2.5 minutes at 10 a minute", 100, 10, 0, 0.25, 2},
-		{"a draining queue lets three quarters in within 7.5 minutes", 100, 10, 0, 0.75, 7},
-		{"a growing queue takes longer than a steady one: 10 minutes for half", 100, 10, 20, 0.5, 10},
-		{"a wait is at least one minute", 10, 100, 0, 0.25, 1},
-		{"without admissions the wait is capped at a week", 100, 0, 0, 0.5, maxWaitMinutes},
+		{"a steady queue has a constant chance: half of 100 in within 6.93 minutes at 10 a minute", 100, 10, 10, 0.5, PageWait{7, 420}},
+		{"a draining queue lets a quarter of 100 in within 2.5 minutes at 10 a minute", 100, 10, 0, 0.25, PageWait{2, 120}},
+		{"a draining queue lets three quarters in within 7.5 minutes", 100, 10, 0, 0.75, PageWait{7, 420}},
+		{"a growing queue takes longer than a steady one: 10 minutes for half", 100, 10, 20, 0.5, PageWait{10, 600}},
+		{"a queue that empties before the first check-in is told when that check-in has surely come, and one minute in minutes", 10, 100, 0, 0.25, PageWait{1, checkInBy}},
+		{"a quarter of a steady 20 at 40 a minute are in by the first check-in (49 % are)", 20, 40, 40, 0.25, PageWait{1, checkInBy}},
+		{"and three quarters by the second (74 %), not by the minute (86 %)", 20, 40, 40, 0.75, PageWait{1, 2 * checkInBy}},
+		{"a percentile of a minute or more (1.44) is told in whole minutes", 100, 20, 20, 0.25, PageWait{1, 60}},
+		{"without admissions the wait is capped at a week", 100, 0, 0, 0.5, PageWait{maxWaitMinutes, maxWaitMinutes * 60}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := lotteryWait(tt.waiting, tt.rate, tt.joining, tt.p); got != tt.want {
-				t.Errorf("lotteryWait(%g, %g, %g, %g) = %d, want %d", tt.waiting, tt.rate, tt.joining, tt.p, got, tt.want)
+				t.Errorf("lotteryWait(%g, %g, %g, %g) = %+v, want %+v", tt.waiting, tt.rate, tt.joining, tt.p, got, tt.want)
 			}
 		})
 	}

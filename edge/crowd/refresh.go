@@ -143,10 +143,30 @@ type Wait struct {
 	WaitTime25    int  `json:"waitTime25Percentile"`
 	WaitTime50    int  `json:"waitTime50Percentile"`
 	WaitTime75    int  `json:"waitTime75Percentile"`
+	// The same percentiles in seconds, as the page says them: finer than
+	// the minutes for a random queue's percentile under a minute. Zero
+	// from a room that does not send them (see Percentiles).
+	WaitSeconds25 int  `json:"waitTime25PercentileSeconds"`
+	WaitSeconds50 int  `json:"waitTime50PercentileSeconds"`
+	WaitSeconds75 int  `json:"waitTime75PercentileSeconds"`
 	IsRandomQueue bool `json:"isRandomQueue"`
 	// PositionKnown: a place in line was shown, Position visitors ahead.
 	PositionKnown bool  `json:"positionKnown"`
 	Position      int64 `json:"position"`
+}
+
+// Percentiles are the 25th, 50th and 75th percentile waits the answer told
+// (all three the estimate under FIFO): in the seconds it gave, or in its
+// whole minutes where it gave none.
+func (w Wait) Percentiles() [3]time.Duration {
+	var out [3]time.Duration
+	for i, p := range [3]struct{ s, m int }{{w.WaitSeconds25, w.WaitTime25}, {w.WaitSeconds50, w.WaitTime50}, {w.WaitSeconds75, w.WaitTime75}} {
+		out[i] = time.Duration(p.m) * time.Minute
+		if p.s > 0 {
+			out[i] = time.Duration(p.s) * time.Second
+		}
+	}
+	return out
 }
 
 // maxWaitBody bounds the JSON answer ParseWait is given: the room's is a

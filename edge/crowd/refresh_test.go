@@ -88,6 +88,9 @@ func TestParseWait(t *testing.T) {
 		{"a random queue's answer gives its range and no place",
 			`{"cfWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":6,"waitTime25Percentile":3,"waitTime50Percentile":6,"waitTime75Percentile":11,"isRandomQueue":true,"position":0,"positionKnown":false}}`,
 			Wait{WaitTimeKnown: true, WaitTime: 6, WaitTime25: 3, WaitTime50: 6, WaitTime75: 11, IsRandomQueue: true}, true},
+		{"a random queue's percentiles under a minute come in seconds beside the minutes",
+			`{"cfWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":1,"waitTime25Percentile":1,"waitTime50Percentile":1,"waitTime75Percentile":2,"waitTime25PercentileSeconds":25,"waitTime50PercentileSeconds":50,"waitTime75PercentileSeconds":120,"isRandomQueue":true}}`,
+			Wait{WaitTimeKnown: true, WaitTime: 1, WaitTime25: 1, WaitTime50: 1, WaitTime75: 2, WaitSeconds25: 25, WaitSeconds50: 50, WaitSeconds75: 120, IsRandomQueue: true}, true},
 		{"a position not known is no position, whatever the number",
 			`{"cfWaitingRoom":{"inWaitingRoom":true,"position":12,"positionKnown":false}}`, Wait{}, true},
 		{"an answer outside the waiting room is not a wait", `{"cfWaitingRoom":{"inWaitingRoom":false}}`, Wait{}, false},
@@ -100,6 +103,26 @@ func TestParseWait(t *testing.T) {
 			got, ok := ParseWait([]byte(c.in))
 			if got != c.want || ok != c.ok {
 				t.Fatalf("ParseWait = %+v, %v; want %+v, %v", got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+func TestPercentilesAreTheSecondsTheAnswerGave(t *testing.T) {
+	tests := []struct {
+		name string
+		wait Wait
+		want [3]time.Duration
+	}{
+		{"an answer with seconds is read in them", Wait{WaitTime25: 1, WaitTime50: 1, WaitTime75: 2, WaitSeconds25: 25, WaitSeconds50: 50, WaitSeconds75: 120},
+			[3]time.Duration{25 * time.Second, 50 * time.Second, 2 * time.Minute}},
+		{"an answer without them is read in its minutes", Wait{WaitTime25: 3, WaitTime50: 6, WaitTime75: 11},
+			[3]time.Duration{3 * time.Minute, 6 * time.Minute, 11 * time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.wait.Percentiles(); got != tt.want {
+				t.Errorf("Percentiles() = %v, want %v", got, tt.want)
 			}
 		})
 	}

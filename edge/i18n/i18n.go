@@ -30,7 +30,7 @@ var Keys = []string{
 	"label_wait", "calculating", "position", "position_next", "title_cookies", "lede_cookies",
 	"allow_cookies", "try_again", "nocookies", "refresh_note", "last_updated",
 	"title_closed", "lede_closed", "message_label", "less_minute", "unknown",
-	"range", "minute", "hour", "sentence_gap",
+	"range", "second", "minute", "hour", "sentence_gap",
 	"code_label", "code_button", "code_used", "code_revoked", "code_expired", "code_invalid",
 	"invite_only", "invite_label", "code_too_many",
 }
@@ -40,6 +40,7 @@ type Lang struct {
 	Tag      string // as Cloudflare writes it: "pt-BR"
 	RTL      bool   // written right to left
 	strings  map[string]string
+	second   plural
 	minute   plural
 	hour     plural
 	position plural
@@ -51,6 +52,7 @@ var langs = func() map[string]*Lang {
 	for _, t := range Tags {
 		s := table[t]
 		l := &Lang{Tag: t, RTL: t == "ar-EG" || t == "fa-IR", strings: s, rule: ruleFor(t)}
+		l.second = parsePlural(s["second"])
 		l.minute = parsePlural(s["minute"])
 		l.hour = parsePlural(s["hour"])
 		l.position = parsePlural(s["position"])
@@ -99,13 +101,23 @@ func (l *Lang) Wait(minutes int) string {
 	return l.count(l.hour, h) + " " + l.count(l.minute, m)
 }
 
-// Range writes out a wait between lo and hi minutes (the random queue's
-// 25th to 75th percentile); one wait when they are equal.
-func (l *Lang) Range(lo, hi int) string {
-	if lo == hi {
-		return l.Wait(lo)
+// Span writes out a random queue's range from lo to hi seconds, as
+// policy.FormatSpan does in English: a wait under a minute in seconds ("20
+// seconds"), any other in minutes as Wait has it; one wait when both read
+// the same.
+func (l *Lang) Span(lo, hi int) string {
+	a, b := l.seconds(lo), l.seconds(hi)
+	if a == b {
+		return a
 	}
-	return strings.NewReplacer("{lo}", l.Wait(lo), "{hi}", l.Wait(hi)).Replace(l.S("range"))
+	return strings.NewReplacer("{lo}", a, "{hi}", b).Replace(l.S("range"))
+}
+
+func (l *Lang) seconds(s int) string {
+	if s > 0 && s < 60 {
+		return l.count(l.second, s)
+	}
+	return l.Wait(s / 60)
 }
 
 // Position writes out a place in line: "You are next." with nobody ahead,

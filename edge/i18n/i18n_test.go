@@ -23,7 +23,7 @@ func TestEveryLanguageHasEveryString(t *testing.T) {
 					t.Errorf("no %q", k)
 				}
 				s := l.S(k)
-				if strings.ContainsAny(s, "{}") && k != "position" && k != "range" && k != "minute" && k != "hour" {
+				if strings.ContainsAny(s, "{}") && k != "position" && k != "range" && k != "second" && k != "minute" && k != "hour" {
 					t.Errorf("%s: stray brace in %q", k, s)
 				}
 				if strings.Contains(s, "[[") || strings.Contains(s, "<") {
@@ -50,8 +50,17 @@ func TestEveryLanguageHasEveryString(t *testing.T) {
 			if l.Position(0) != l.S("position_next") {
 				t.Errorf("Position(0) = %q, want %q", l.Position(0), l.S("position_next"))
 			}
-			if r := l.Range(2, 5); !strings.Contains(r, l.Wait(2)) || !strings.Contains(r, l.Wait(5)) {
-				t.Errorf("Range(2, 5) = %q", r)
+			if r := l.Span(120, 300); !strings.Contains(r, l.Wait(2)) || !strings.Contains(r, l.Wait(5)) {
+				t.Errorf("Span(120, 300) = %q", r)
+			}
+			for _, n := range []int{1, 2, 3, 5, 11, 20, 21, 22, 40, 59} {
+				w := l.Span(n, n)
+				if w == "" || strings.ContainsAny(w, "{}") || w == l.Wait(1) || w == l.Wait(0) {
+					t.Errorf("Span(%d, %d) = %q, want seconds", n, n, w)
+				}
+			}
+			if w := l.Span(20, 60); !strings.Contains(w, l.Span(20, 20)) || !strings.Contains(w, l.Wait(1)) {
+				t.Errorf("Span(20, 60) = %q, want seconds to a minute", w)
 			}
 			if (tag == "ar-EG" || tag == "fa-IR") != (l.Dir() == "rtl") {
 				t.Errorf("direction %s", l.Dir())
@@ -65,6 +74,11 @@ func TestEnglishWaitsAreThePolicys(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 59, 60, 61, 120, 121, 1439} {
 		if got, want := en.Wait(n), policy.FormatWait(n); got != want {
 			t.Errorf("Wait(%d) = %q, want %q as policy.FormatWait", n, got, want)
+		}
+	}
+	for _, span := range [][2]int{{20, 20}, {20, 40}, {20, 60}, {40, 180}, {60, 60}, {120, 420}, {3600, 7500}} {
+		if got, want := en.Span(span[0], span[1]), policy.FormatSpan(span[0], span[1]); got != want {
+			t.Errorf("Span(%d, %d) = %q, want %q as policy.FormatSpan", span[0], span[1], got, want)
 		}
 	}
 	if en.Unknown() != policy.UnknownWait {
@@ -87,6 +101,27 @@ func TestPluralForms(t *testing.T) {
 		t.Run(tt.tag+" writes "+tt.want, func(t *testing.T) {
 			if got := i18n.Get(tt.tag).Wait(tt.minutes); got != tt.want {
 				t.Errorf("Wait(%d) = %q, want %q", tt.minutes, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecondsSayTheNumberInItsForm(t *testing.T) {
+	tests := []struct {
+		tag     string
+		seconds int
+		want    string
+	}{
+		{"en-US", 1, "1 second"}, {"en-US", 20, "20 seconds"}, {"en-US", 20 + 40, "1 minute"},
+		{"ru-RU", 1, "1 секунда"}, {"ru-RU", 3, "3 секунды"}, {"ru-RU", 20, "20 секунд"}, {"ru-RU", 21, "21 секунда"}, {"ru-RU", 40, "40 секунд"},
+		{"pl-PL", 1, "1 sekunda"}, {"pl-PL", 22, "22 sekundy"}, {"pl-PL", 20, "20 sekund"},
+		{"ar-EG", 1, "ثانية واحدة"}, {"ar-EG", 2, "ثانيتان"}, {"ar-EG", 5, "5 ثوانٍ"}, {"ar-EG", 20, "20 ثانية"},
+		{"ja-JP", 40, "40秒"}, {"de-DE", 20, "20 Sekunden"}, {"fr-FR", 40, "40 secondes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tag+" writes "+tt.want, func(t *testing.T) {
+			if got := i18n.Get(tt.tag).Span(tt.seconds, tt.seconds); got != tt.want {
+				t.Errorf("Span(%d, %d) = %q, want %q", tt.seconds, tt.seconds, got, tt.want)
 			}
 		})
 	}

@@ -48,6 +48,7 @@ var table = map[string]map[string]string{
 		"unknown":          "unknown",
 		"range":            "{lo} to {hi}",
 		"minute":           "one:{n} minute|other:{n} minutes",
+		"second":           "one:{n} second|other:{n} seconds",
 		"hour":             "one:{n} hour|other:{n} hours",
 	},
 	"es-ES": {
@@ -92,6 +93,7 @@ var table = map[string]map[string]string{
 		"unknown":          "desconocido",
 		"range":            "de {lo} a {hi}",
 		"minute":           "one:{n} minuto|other:{n} minutos",
+		"second":           "one:{n} segundo|other:{n} segundos",
 		"hour":             "one:{n} hora|other:{n} horas",
 	},
 	"de-DE": {
@@ -136,6 +138,7 @@ var table = map[string]map[string]string{
 		"unknown":          "unbekannt",
 		"range":            "{lo} bis {hi}",
 		"minute":           "one:{n} Minute|other:{n} Minuten",
+		"second":           "one:{n} Sekunde|other:{n} Sekunden",
 		"hour":             "one:{n} Stunde|other:{n} Stunden",
 	},
 	"fr-FR": {
@@ -180,6 +183,7 @@ var table = map[string]map[string]string{
 		"unknown":          "inconnu",
 		"range":            "{lo} à {hi}",
 		"minute":           "one:{n} minute|other:{n} minutes",
+		"second":           "one:{n} seconde|other:{n} secondes",
 		"hour":             "one:{n} heure|other:{n} heures",
 	},
 	"it-IT": {
@@ -224,6 +228,7 @@ var table = map[string]map[string]string{
 		"unknown":          "sconosciuto",
 		"range":            "da {lo} a {hi}",
 		"minute":           "one:{n} minuto|other:{n} minuti",
+		"second":           "one:{n} secondo|other:{n} secondi",
 		"hour":             "one:{n} ora|other:{n} ore",
 	},
 	"ja-JP": {
@@ -268,6 +273,7 @@ var table = map[string]map[string]string{
 		"unknown":          "不明",
 		"range":            "{lo}～{hi}",
 		"minute":           "other:{n}分",
+		"second":           "other:{n}秒",
 		"hour":             "other:{n}時間",
 	},
 	"ko-KR": {
@@ -312,6 +318,7 @@ var table = map[string]map[string]string{
 		"unknown":          "알 수 없음",
 		"range":            "{lo}~{hi}",
 		"minute":           "other:{n}분",
+		"second":           "other:{n}초",
 		"hour":             "other:{n}시간",
 	},
 	"pt-BR": {
@@ -356,6 +363,7 @@ var table = map[string]map[string]string{
 		"unknown":          "desconhecido",
 		"range":            "{lo} a {hi}",
 		"minute":           "one:{n} minuto|other:{n} minutos",
+		"second":           "one:{n} segundo|other:{n} segundos",
 		"hour":             "one:{n} hora|other:{n} horas",
 	},
 	"zh-CN": {
@@ -400,6 +408,7 @@ var table = map[string]map[string]string{
 		"unknown":          "未知",
 		"range":            "{lo}至{hi}",
 		"minute":           "other:{n} 分钟",
+		"second":           "other:{n} 秒",
 		"hour":             "other:{n} 小时",
 	},
 	"zh-TW": {
@@ -444,6 +453,7 @@ var table = map[string]map[string]string{
 		"unknown":          "未知",
 		"range":            "{lo}至{hi}",
 		"minute":           "other:{n} 分鐘",
+		"second":           "other:{n} 秒",
 		"hour":             "other:{n} 小時",
 	},
 	"nl-NL": {
@@ -488,6 +498,7 @@ var table = map[string]map[string]string{
 		"unknown":          "onbekend",
 		"range":            "{lo} tot {hi}",
 		"minute":           "one:{n} minuut|other:{n} minuten",
+		"second":           "one:{n} seconde|other:{n} seconden",
 		"hour":             "one:{n} uur|other:{n} uur",
 	},
 	"pl-PL": {
@@ -532,6 +543,7 @@ var table = map[string]map[string]string{
 		"unknown":          "nieznany",
 		"range":            "od {lo} do {hi}",
 		"minute":           "one:{n} minuta|few:{n} minuty|many:{n} minut",
+		"second":           "one:{n} sekunda|few:{n} sekundy|many:{n} sekund",
 		"hour":             "one:{n} godzina|few:{n} godziny|many:{n} godzin",
 	},
 	"id-ID": {
@@ -576,6 +588,7 @@ var table = map[string]map[string]string{
 		"unknown":          "tidak diketahui",
 		"range":            "{lo} hingga {hi}",
 		"minute":           "other:{n} menit",
+		"second":           "other:{n} detik",
 		"hour":             "other:{n} jam",
 	},
 	"tr-TR": {
@@ -620,6 +633,7 @@ var table = map[string]map[string]string{
 		"unknown":          "bilinmiyor",
 		"range":            "{lo} ile {hi} arası",
 		"minute":           "other:{n} dakika",
+		"second":           "other:{n} saniye",
 		"hour":             "other:{n} saat",
 	},
 	"ar-EG": {
@@ -664,6 +678,7 @@ var table = map[string]map[string]string{
 		"unknown":          "غير معروف",
 		"range":            "من {lo} إلى {hi}",
 		"minute":           "one:دقيقة واحدة|two:دقيقتان|few:{n} دقائق|many:{n} دقيقة|other:{n} دقيقة",
+		"second":           "one:ثانية واحدة|two:ثانيتان|few:{n} ثوانٍ|many:{n} ثانية|other:{n} ثانية",
 		"hour":             "one:ساعة واحدة|two:ساعتان|few:{n} ساعات|many:{n} ساعة|other:{n} ساعة",
 	},
 	"ru-RU": {
@@ -708,6 +723,7 @@ var table = map[string]map[string]string{
 		"unknown":          "неизвестно",
 		"range":            "от {lo} до {hi}",
 		"minute":           "one:{n} минута|few:{n} минуты|many:{n} минут",
+		"second":           "one:{n} секунда|few:{n} секунды|many:{n} секунд",
 		"hour":             "one:{n} час|few:{n} часа|many:{n} часов",
 	},
 	"fa-IR": {
@@ -752,6 +768,7 @@ var table = map[string]map[string]string{
 		"unknown":          "نامشخص",
 		"range":            "{lo} تا {hi}",
 		"minute":           "other:{n} دقیقه",
+		"second":           "other:{n} ثانیه",
 		"hour":             "other:{n} ساعت",
 	},
 }

@@ -131,3 +131,28 @@ func TestAStatusPageSaysItsTitleAndTextEscaped(t *testing.T) {
 		t.Errorf("Content-Type %q", ct)
 	}
 }
+
+func TestWriteInSaysTheWaitsInThePagesLanguage(t *testing.T) {
+	tests := []struct {
+		name, tag string
+		vars      queuepage.Vars
+		want      string
+	}{
+		{"a FIFO wait is said in minutes", "de-DE",
+			queuepage.Vars{WaitTimeKnown: true, WaitTime: 5, WaitTime25Percentile: 5, WaitTime50Percentile: 5, WaitTime75Percentile: 5,
+				WaitTime25PercentileSeconds: 300, WaitTime50PercentileSeconds: 300, WaitTime75PercentileSeconds: 300}, "5 Minuten"},
+		{"a random queue's range under a minute is said in seconds", "ru-RU",
+			queuepage.Vars{WaitTimeKnown: true, IsRandomQueue: true, WaitTime: 1, WaitTime25Percentile: 1, WaitTime50Percentile: 1, WaitTime75Percentile: 2,
+				WaitTime25PercentileSeconds: 25, WaitTime50PercentileSeconds: 50, WaitTime75PercentileSeconds: 120}, "от 25 секунд до 2 минуты"},
+		{"an unknown wait is said unknown", "fr-FR", queuepage.Vars{}, i18n.Get("fr-FR").Unknown()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := tt.vars
+			v.WriteIn(i18n.Get(tt.tag))
+			if v.WaitTimeFormatted != tt.want {
+				t.Errorf("WaitTimeFormatted = %q, want %q", v.WaitTimeFormatted, tt.want)
+			}
+		})
+	}
+}

@@ -10,20 +10,26 @@ import (
 // reference so that a Cloudflare template or app works unchanged. The same
 // struct is the JSON response's cfWaitingRoom object.
 type Vars struct {
-	InWaitingRoom          bool   `json:"inWaitingRoom"`
-	WaitTimeKnown          bool   `json:"waitTimeKnown"`
-	WaitTime               int    `json:"waitTime"`
-	WaitTime25Percentile   int    `json:"waitTime25Percentile"`
-	WaitTime50Percentile   int    `json:"waitTime50Percentile"`
-	WaitTime75Percentile   int    `json:"waitTime75Percentile"`
-	WaitTimeFormatted      string `json:"waitTimeFormatted"`
-	QueueIsFull            bool   `json:"queueIsFull"`
-	QueueAll               bool   `json:"queueAll"`
-	LastUpdated            string `json:"lastUpdated"`
-	RefreshIntervalSeconds int    `json:"refreshIntervalSeconds"`
-	QueueingMethod         string `json:"queueingMethod"`
-	IsFIFOQueue            bool   `json:"isFIFOQueue"`
-	IsRandomQueue          bool   `json:"isRandomQueue"`
+	InWaitingRoom        bool `json:"inWaitingRoom"`
+	WaitTimeKnown        bool `json:"waitTimeKnown"`
+	WaitTime             int  `json:"waitTime"`
+	WaitTime25Percentile int  `json:"waitTime25Percentile"`
+	WaitTime50Percentile int  `json:"waitTime50Percentile"`
+	WaitTime75Percentile int  `json:"waitTime75Percentile"`
+	// waitroom's own: the percentiles in seconds, as WaitTimeFormatted
+	// says them. A random queue's percentile under a minute is told to
+	// the page's check-in ("20 seconds"); every other is the minutes × 60.
+	WaitTime25PercentileSeconds int    `json:"waitTime25PercentileSeconds"`
+	WaitTime50PercentileSeconds int    `json:"waitTime50PercentileSeconds"`
+	WaitTime75PercentileSeconds int    `json:"waitTime75PercentileSeconds"`
+	WaitTimeFormatted           string `json:"waitTimeFormatted"`
+	QueueIsFull                 bool   `json:"queueIsFull"`
+	QueueAll                    bool   `json:"queueAll"`
+	LastUpdated                 string `json:"lastUpdated"`
+	RefreshIntervalSeconds      int    `json:"refreshIntervalSeconds"`
+	QueueingMethod              string `json:"queueingMethod"`
+	IsFIFOQueue                 bool   `json:"isFIFOQueue"`
+	IsRandomQueue               bool   `json:"isRandomQueue"`
 	// Position is the number of visitors ahead in line (FIFO only), and
 	// PositionKnown whether there is one to show: never under random
 	// queueing, nor before an event's start. PositionFormatted says it in
@@ -85,6 +91,9 @@ func (v *Vars) Context() map[string]any {
 		"waitTime25Percentile":         v.WaitTime25Percentile,
 		"waitTime50Percentile":         v.WaitTime50Percentile,
 		"waitTime75Percentile":         v.WaitTime75Percentile,
+		"waitTime25PercentileSeconds":  v.WaitTime25PercentileSeconds,
+		"waitTime50PercentileSeconds":  v.WaitTime50PercentileSeconds,
+		"waitTime75PercentileSeconds":  v.WaitTime75PercentileSeconds,
 		"waitTimeFormatted":            v.WaitTimeFormatted,
 		"queueIsFull":                  v.QueueIsFull,
 		"queueAll":                     v.QueueAll,
@@ -167,7 +176,7 @@ func (v *Vars) WriteIn(l *i18n.Lang) {
 	case !v.WaitTimeKnown:
 		v.WaitTimeFormatted = l.Unknown()
 	case v.IsRandomQueue:
-		v.WaitTimeFormatted = l.Range(v.WaitTime25Percentile, v.WaitTime75Percentile)
+		v.WaitTimeFormatted = l.Span(v.WaitTime25PercentileSeconds, v.WaitTime75PercentileSeconds)
 	default:
 		v.WaitTimeFormatted = l.Wait(v.WaitTime)
 	}

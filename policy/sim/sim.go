@@ -1244,7 +1244,8 @@ func (r *run) queued(i int, n *node, tok policy.Counting, fresh bool) {
 	}
 	r.rec.shown = append(r.rec.shown, truth.Shown{
 		At: r.now, Visitor: i, Arrived: r.rec.try[i], First: fresh,
-		WaitKnown: est.WaitTimeKnown, Wait: est.WaitTime, Wait25: est.WaitTime25, Wait75: est.WaitTime75,
+		WaitKnown: est.WaitTimeKnown, Wait: time.Duration(est.WaitSeconds50) * time.Second,
+		Wait25: time.Duration(est.WaitSeconds25) * time.Second, Wait75: time.Duration(est.WaitSeconds75) * time.Second,
 		Random:        r.room.QueueingMethod == policy.Random,
 		PositionKnown: est.PositionKnown, Position: est.Position,
 	})

@@ -23,9 +23,10 @@ type Shown struct {
 	// Arrived is when the visitor's try began, as in its events.
 	Arrived time.Duration
 	// Wait is the estimate shown, when WaitKnown (the median under random
-	// queueing), Wait25 and Wait75 the range of a random queue's page,
-	// all whole minutes.
-	Wait, Wait25, Wait75 int
+	// queueing), Wait25 and Wait75 the range of a random queue's page, as
+	// the page says them: whole minutes, or seconds for a random queue's
+	// percentile under a minute.
+	Wait, Wait25, Wait75 time.Duration
 	// Position is the place in line shown, when PositionKnown.
 	Position int64
 	// First: the page answered the try's first request, before the
@@ -147,9 +148,9 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 			left := w.To - s.At
 			for _, c := range []struct {
 				judged, by *int
-				m          int
+				due        time.Duration
 			}{{&v.Random25, &by25, s.Wait25}, {&v.Random50, &by50, s.Wait}, {&v.Random75, &by75, s.Wait75}} {
-				due := time.Duration(c.m) * time.Minute
+				due := c.due
 				if end != Never && s.At+due > end {
 					continue // not run out yet when the log ended
 				}
@@ -171,7 +172,7 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 			continue
 		}
 		v.Estimates++
-		d := time.Duration(s.Wait)*time.Minute - left
+		d := s.Wait - left
 		in := d <= left/5 && -d <= left/5
 		if in {
 			within++

@@ -8,7 +8,7 @@ import (
 )
 
 func TestJudgeShown(t *testing.T) {
-	s := time.Second
+	s, m := time.Second, time.Minute
 	// Four visitors queued at 0 s, arriving 1 s apart; admitted at 6, 7,
 	// 8 and 9 minutes; the fourth gives up instead.
 	var evs []truth.Event
@@ -31,8 +31,8 @@ func TestJudgeShown(t *testing.T) {
 		{
 			name: "a FIFO estimate within a fifth of the remaining wait counts, one beyond does not",
 			shown: []truth.Shown{
-				{At: 10 * s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait: 6, Wait25: 6, Wait75: 6},
-				{At: 10 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait: 10, Wait25: 10, Wait75: 10},
+				{At: 10 * s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait: 6 * m, Wait25: 6 * m, Wait75: 6 * m},
+				{At: 10 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait: 10 * m, Wait25: 10 * m, Wait75: 10 * m},
 			},
 			// Errors: 10 s long of 350 s left, 190 s long of 410 s.
 			want: truth.ShownVerdict{Estimates: 2, EstimateWithin20: 0.5,
@@ -41,8 +41,8 @@ func TestJudgeShown(t *testing.T) {
 		{
 			name: "a first page's estimate counts among every page's and apart",
 			shown: []truth.Shown{
-				{At: 0, Visitor: 0, Arrived: 0, First: true, WaitKnown: true, Wait: 6, Wait25: 6, Wait75: 6},
-				{At: 10 * s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait: 9, Wait25: 9, Wait75: 9},
+				{At: 0, Visitor: 0, Arrived: 0, First: true, WaitKnown: true, Wait: 6 * m, Wait25: 6 * m, Wait75: 6 * m},
+				{At: 10 * s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait: 9 * m, Wait25: 9 * m, Wait75: 9 * m},
 			},
 			want: truth.ShownVerdict{Estimates: 2, EstimateWithin20: 0.5, FirstEstimates: 1, FirstEstimateWithin20: 1,
 				EstimateErrorP50: 0, EstimateErrorP90: 190.0 / 350, EstimateBias: 0},
@@ -72,8 +72,8 @@ func TestJudgeShown(t *testing.T) {
 		{
 			name: "a random queue's range counts who got in within each percentile",
 			shown: []truth.Shown{
-				{At: 0, Visitor: 0, Arrived: 0, WaitKnown: true, Wait25: 5, Wait: 7, Wait75: 9, Random: true},
-				{At: 0, Visitor: 3, Arrived: 3 * s, WaitKnown: true, Wait25: 5, Wait: 7, Wait75: 9, Random: true},
+				{At: 0, Visitor: 0, Arrived: 0, WaitKnown: true, Wait25: 5 * m, Wait: 7 * m, Wait75: 9 * m, Random: true},
+				{At: 0, Visitor: 3, Arrived: 3 * s, WaitKnown: true, Wait25: 5 * m, Wait: 7 * m, Wait75: 9 * m, Random: true},
 			},
 			end:  truth.Never,
 			want: truth.ShownVerdict{Random: 1, Random25: 1, Random50: 1, Random75: 1, RandomBy25: 0, RandomBy50: 1, RandomBy75: 1},
@@ -81,18 +81,26 @@ func TestJudgeShown(t *testing.T) {
 		{
 			name: "a random queue's percentiles of one minute alike are percentiles, not a FIFO estimate",
 			shown: []truth.Shown{
-				{At: 5*time.Minute + 30*s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait25: 1, Wait: 1, Wait75: 1, Random: true},
+				{At: 5*time.Minute + 30*s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait25: 1 * m, Wait: 1 * m, Wait75: 1 * m, Random: true},
 			},
 			end:  truth.Never,
 			want: truth.ShownVerdict{Random: 1, Random25: 1, Random50: 1, Random75: 1, RandomBy25: 1, RandomBy50: 1, RandomBy75: 1},
+		},
+		{
+			name: "a random queue's percentiles under a minute are judged in the seconds the page says",
+			shown: []truth.Shown{
+				{At: 5*time.Minute + 30*s, Visitor: 0, Arrived: 0, WaitKnown: true, Wait25: 20 * s, Wait: 40 * s, Wait75: 1 * m, Random: true},
+			},
+			end:  truth.Never,
+			want: truth.ShownVerdict{Random: 1, Random25: 1, Random50: 1, Random75: 1, RandomBy25: 0, RandomBy50: 1, RandomBy75: 1},
 		},
 		{
 			name: "a percentile that runs out after the log ends is not judged, whoever got in",
 			shown: []truth.Shown{
 				// Visitor 1 (in at 7 min) is judged by its 25th (6 min,
 				// missed) alone; visitor 2 (in at 8 min) by none.
-				{At: 5 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait25: 6, Wait: 8, Wait75: 9, Random: true},
-				{At: 5 * s, Visitor: 2, Arrived: 2 * s, WaitKnown: true, Wait25: 8, Wait: 9, Wait75: 10, Random: true},
+				{At: 5 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait25: 6 * m, Wait: 8 * m, Wait75: 9 * m, Random: true},
+				{At: 5 * s, Visitor: 2, Arrived: 2 * s, WaitKnown: true, Wait25: 8 * m, Wait: 9 * m, Wait75: 10 * m, Random: true},
 			},
 			end:  7*time.Minute + 30*s,
 			want: truth.ShownVerdict{Random: 1, Random25: 1, RandomBy25: 0},
@@ -103,8 +111,8 @@ func TestJudgeShown(t *testing.T) {
 				// The room went back to FIFO at 7.5 min: visitor 1 (in at
 				// 7 min) is judged by its 25th (6 min, missed) alone;
 				// visitor 2 (in at 8 min) by none, in a log that goes on.
-				{At: 5 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait25: 6, Wait: 8, Wait75: 9, Random: true, Until: 7*time.Minute + 30*s},
-				{At: 5 * s, Visitor: 2, Arrived: 2 * s, WaitKnown: true, Wait25: 8, Wait: 9, Wait75: 10, Random: true, Until: 7*time.Minute + 30*s},
+				{At: 5 * s, Visitor: 1, Arrived: s, WaitKnown: true, Wait25: 6 * m, Wait: 8 * m, Wait75: 9 * m, Random: true, Until: 7*time.Minute + 30*s},
+				{At: 5 * s, Visitor: 2, Arrived: 2 * s, WaitKnown: true, Wait25: 8 * m, Wait: 9 * m, Wait75: 10 * m, Random: true, Until: 7*time.Minute + 30*s},
 			},
 			end:  truth.Never,
 			want: truth.ShownVerdict{Random: 1, Random25: 1, RandomBy25: 0},

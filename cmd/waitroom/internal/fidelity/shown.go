@@ -73,9 +73,10 @@ func (j *judging) shown(hist *truth.History, end time.Duration) *ShownTruth {
 		}
 		samples++
 		for _, p := range a.Pages {
+			w := p.Percentiles()
 			s := truth.Shown{
 				At: j.since(p.At), Visitor: j.id(a.Visitor), Arrived: j.since(a.Arrived), First: p.First,
-				WaitKnown: p.WaitTimeKnown, Wait: p.WaitTime, Wait25: p.WaitTime25, Wait75: p.WaitTime75, Random: p.IsRandomQueue,
+				WaitKnown: p.WaitTimeKnown, Wait25: w[0], Wait: w[1], Wait75: w[2], Random: p.IsRandomQueue,
 				PositionKnown: p.PositionKnown, Position: p.Position,
 			}
 			// A random queue's page speaks of the lottery until the

@@ -300,6 +300,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		// minute's pace, which the full minutes before it understate.
 		a.joining = max(a.joining, float64(snap.QueuedIn(snap.Minute).Total)/a.frac)
 	}
+	a.joining = thinnedJoining(a.joining, float64(snap.QueuedIn(snap.Minute).Total), a.frac)
 	if a.waiting > 0 {
 		a.fc = &forecast{now: snap.Now, expiring: snap.Expiring, admitted: snap.AdmittedTotals}
 	}

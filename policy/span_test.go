@@ -83,3 +83,26 @@ func TestJoiningRateAveragesTheMinutesSinceTheQueueBegan(t *testing.T) {
 		})
 	}
 }
+
+func TestAThinnedCrowdJoinsAtTheCurrentMinutesPace(t *testing.T) {
+	tests := []struct {
+		name          string
+		rate, n, frac float64
+		want          float64
+	}{
+		{"a crowd that stopped: nobody in the first 18 s of a minute at 45 a minute (a chance of 1 in a million)", 45, 0, 0.3, 0},
+		{"nobody in the first 6 s at 45 a minute is not yet unlikely enough (1 in 90)", 45, 0, 0.1, 45},
+		{"a steady crowd a little behind its rate keeps it: 12 in 18 s at 60 a minute", 60, 12, 0.3, 60},
+		{"a crowd at a third of its rate is taken at its pace: 10 in half a minute at 60 a minute", 60, 10, 0.5, 20},
+		{"a crowd ahead of its rate keeps the full minutes' rate", 60, 40, 0.5, 60},
+		{"at a minute's turn the full minutes' rate stands", 60, 0, 0, 60},
+		{"without a rate there is nothing to thin", 0, 0, 0.5, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := thinnedJoining(tt.rate, tt.n, tt.frac); got != tt.want {
+				t.Errorf("thinnedJoining(%g, %g, %g) = %g, want %g", tt.rate, tt.n, tt.frac, got, tt.want)
+			}
+		})
+	}
+}

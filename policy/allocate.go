@@ -55,6 +55,7 @@ type Allocation struct {
 	full     bool
 	rate     float64      // admissions per minute, recent average
 	joining  float64      // new visitors queued per minute, recent average (lottery.go)
+	joinFor  float64      // minutes they are taken to go on joining (joiningFor)
 	fc       *forecast    // when the slots free up (forecast.go)
 	book     forecastBook // the mean browse, along the chain (forecast.go)
 
@@ -301,6 +302,7 @@ func build(prev *Allocation, room Room, snap *crdt.RoomSnapshot, now time.Time, 
 		a.joining = max(a.joining, float64(snap.QueuedIn(snap.Minute).Total)/a.frac)
 	}
 	a.joining = thinnedJoining(a.joining, float64(snap.QueuedIn(snap.Minute).Total), a.frac)
+	a.joinFor = joiningFor(snap, a.frac)
 	if a.waiting > 0 {
 		a.fc = &forecast{now: snap.Now, expiring: snap.Expiring, admitted: snap.AdmittedTotals}
 	}

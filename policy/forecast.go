@@ -374,12 +374,13 @@ func (a *Allocation) admissionAt(k float64) float64 {
 
 // forecastOnce computes the forecast the first time an estimate asks for
 // it: as far as those waiting now, and under random queueing those who
-// join in the next hour too, since they compete for the same slots.
+// join for as long as they are taken to (joiningFor) too, since they
+// compete for the same slots.
 func (a *Allocation) forecastOnce() {
 	a.fc.once.Do(func() {
 		need := a.newcomerPosition() + 1
 		if a.method == Random {
-			need += a.joining * 60
+			need += a.joining * a.joinFor
 		}
 		first, life, ok := releases(a.room, a.fc.now, a.activeEff, a.fc.expiring, a.fc.admitted, a.book, need)
 		if ok {

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/waitroom/waitroom/crdt"
@@ -81,6 +83,61 @@ func TestJoiningRateAveragesTheMinutesSinceTheQueueBegan(t *testing.T) {
 				t.Errorf("joiningRate = %g, want %g", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestACrowdIsTakenToJoinForAsLongAsItHasJoined(t *testing.T) {
+	queued := func(counts ...uint64) *crdt.RoomSnapshot {
+		s := &crdt.RoomSnapshot{Minute: 100}
+		for i, c := range counts { // the last is the current minute
+			s.Queued = append(s.Queued, crdt.MinuteCounts{Minute: 101 - int64(len(counts)-i), Total: c})
+		}
+		return s
+	}
+	tests := []struct {
+		name string
+		snap *crdt.RoomSnapshot
+		frac float64
+		want float64
+	}{
+		{"a crowd that began this minute joins for a minute at least", queued(0, 0, 12), 0.4, 1},
+		{"one that has joined for two full minutes and half this one, two and a half more", queued(0, 30, 45, 20), 0.5, 2.5},
+		{"a minute without joins ends the crowd before it", queued(45, 0, 45, 20), 0.5, 1.5},
+		{"a crowd longer than the minutes the ring keeps is taken for as long as those", queued(9, 9, 9, 9, 9, 9, 9, 9, 9), 0.5, HistoryMinutes + 0.5},
+		{"nobody queued: at least a minute, for whoever comes", queued(0, 0, 0), 0.2, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := joiningFor(tt.snap, tt.frac); got != tt.want {
+				t.Errorf("joiningFor = %g, want %g", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestARandomQueueWhoseCrowdOutrunsTheRoomIsNotToldAnHourForAFewMinutes(t *testing.T) {
+	// The crowd began a minute and a half ago and joins at 45 a minute;
+	// the room lets in 20 a minute (a full room whose sessions end
+	// steadily). Taken to join for an hour, the number competing grew
+	// all that hour, and the 75th percentile read 23 minutes.
+	room, snap, now := fullRoom(t)
+	room.QueueingMethod = Random
+	snap.Queued = nil
+	for m := snap.Minute - HistoryMinutes + 1; m <= snap.Minute; m++ {
+		var n uint64
+		if m >= snap.Minute-1 {
+			n = 45
+		}
+		snap.Queued = append(snap.Queued, crdt.MinuteCounts{Minute: m, Total: n})
+	}
+	snap.Waiting, snap.TotalWaiting = []crdt.BucketCount{{Bucket: snap.Minute - 1, N: 60}}, 60
+	snap.Expiring = nil
+	for s := int64(0); s < 600; s += 3 {
+		snap.Expiring = append(snap.Expiring, crdt.SlotCount{Second: now.Unix() + s, N: 1})
+	}
+	e := Allocate(room, snap, crdt.NewReplicaID("dublin", 1), now.Add(30*time.Second), Continuous).Estimate(snap.Minute)
+	if !e.WaitTimeKnown || e.WaitTime75 > 15 {
+		t.Errorf("percentiles %d / %d / %d minutes, want the 75th within a quarter of an hour", e.WaitTime25, e.WaitTime50, e.WaitTime75)
 	}
 }
 

@@ -804,6 +804,17 @@ type trafficSums struct {
 	denom      float64
 }
 
+// other counts x of another node's traffic, ordered before this node's
+// when before.
+func (t *trafficSums) other(x float64, before bool) {
+	t.others += x
+	t.known++
+	if before {
+		t.before += x
+		t.rankBefore++
+	}
+}
+
 // traffic sums weighted per-replica lists (sorted by replica, as the crdt
 // keeps them) in one merge pass.
 func traffic(ls *[4]weighted, self crdt.ReplicaID) trafficSums {
@@ -831,12 +842,7 @@ func traffic(ls *[4]weighted, self crdt.ReplicaID) trafficSums {
 			t.self += x
 			continue
 		}
-		t.others += x
-		t.known++
-		if r < self {
-			t.before += x
-			t.rankBefore++
-		}
+		t.other(x, r < self)
 	}
 	t.denom = 1
 	return t
@@ -874,13 +880,7 @@ func drawTraffic(waitingBy []crdt.ReplicaPart, self crdt.ReplicaID, own float64)
 		if c.Replica == self {
 			continue
 		}
-		x := drawWeight(c.N)
-		t.others += x
-		t.known++
-		if c.Replica < self {
-			t.before += x
-			t.rankBefore++
-		}
+		t.other(drawWeight(c.N), c.Replica < self)
 	}
 	return t
 }

@@ -147,8 +147,8 @@ func joiningFor(snap *crdt.RoomSnapshot, frac float64) float64 {
 // stops; taken for one still coming, the last visitors of the simulator's
 // mirror of the real random-regional crowd were told a median of 95 s and
 // waited 56 (the crowd had stopped half a minute before), and 84 % got in
-// by it. A steady crowd's count stays above the bound but in about one
-// minute's test in a hundred.
+// by it. At any one look, a steady crowd's count falls under the bound
+// less than once in a hundred (the bound is above the true chance).
 func thinnedJoining(rate, n, frac float64) float64 {
 	want := rate * frac
 	if !(frac > 0) || !(n < want) {

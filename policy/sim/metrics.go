@@ -562,4 +562,7 @@ func roundFigures(f *Figures) {
 			*p = round6(*p)
 		}
 	}
+	for i := range f.RandomMargin {
+		f.RandomMargin[i] = round6(f.RandomMargin[i])
+	}
 }

@@ -266,8 +266,9 @@ func (r *Report) Rows() []Row {
 			return fmt.Sprintf("%+.1f%%", 100**x.Figures.EstimateBias)
 		}),
 		get("random admitted by p25 / p50 / p75", func(x *Result) string {
-			n := x.Figures.RandomSamplesBy
-			return fmt.Sprintf("%s / %s / %s (n=%d/%d/%d)", optPct(x.Figures.RandomBy25), optPct(x.Figures.RandomBy50), optPct(x.Figures.RandomBy75), n[0], n[1], n[2])
+			n, e := x.Figures.RandomSamplesBy, x.Figures.RandomMargin
+			return fmt.Sprintf("%s / %s / %s (±%.1f/%.1f/%.1f points, n=%d/%d/%d)", optPct(x.Figures.RandomBy25), optPct(x.Figures.RandomBy50), optPct(x.Figures.RandomBy75),
+				100*e[0], 100*e[1], 100*e[2], n[0], n[1], n[2])
 		}),
 		get("places within ±10% (every page)", func(x *Result) string {
 			return optPct(x.Figures.PositionWithin10) + fmt.Sprintf(" (p90 error %s, n=%d)", optPct(x.Figures.PositionErrorP90), x.Figures.PositionSamples)

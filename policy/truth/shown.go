@@ -83,9 +83,14 @@ type ShownVerdict struct {
 	// whose 75th percentile lies beyond it, nobody knows yet whether it
 	// gets in within it, and counting it as late made a run that ends
 	// with a queue read as if every estimate were short.
+	//
+	// RandomMargin are the half-widths of the shares' 95 % confidence
+	// intervals (see clusteredMargins), zero where fewer than two visitors
+	// were judged.
 	Random                             int
 	Random25, Random50, Random75       int
 	RandomBy25, RandomBy50, RandomBy75 float64
+	RandomMargin                       [3]float64
 	// Positions counts the places in line judged (every one shown);
 	// PositionWithin10 is the share within ±10 % of the true number ahead:
 	// the visitors who arrived earlier and were still waiting then, as
@@ -128,6 +133,7 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 		return Wait{}, false
 	}
 	var within, firstWithin, by25, by50, by75 int
+	randomOf := map[int][3][2]int{} // per visitor and percentile: judged, let in by it
 	var errs, signed []float64
 	var posQ []int32 // the pages that showed a place, by index
 	for i, s := range shown {
@@ -146,7 +152,8 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 				continue // gave up: never judged
 			}
 			left := w.To - s.At
-			for _, c := range []struct {
+			mine := randomOf[s.Visitor]
+			for j, c := range []struct {
 				judged, by *int
 				due        time.Duration
 			}{{&v.Random25, &by25, s.Wait25}, {&v.Random50, &by50, s.Wait}, {&v.Random75, &by75, s.Wait75}} {
@@ -158,10 +165,13 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 					continue // not run out yet when the room stopped queueing at random
 				}
 				*c.judged++
+				mine[j][0]++
 				if w.Admitted && left <= due {
 					*c.by++
+					mine[j][1]++
 				}
 			}
+			randomOf[s.Visitor] = mine
 			continue
 		}
 		if !w.Admitted {
@@ -205,8 +215,38 @@ func JudgeShown(h *History, shown []Shown, end time.Duration) ShownVerdict {
 		return float64(by) / float64(n)
 	}
 	v.RandomBy25, v.RandomBy50, v.RandomBy75 = share(by25, v.Random25), share(by50, v.Random50), share(by75, v.Random75)
+	v.RandomMargin = clusteredMargins(randomOf, [3]float64{v.RandomBy25, v.RandomBy50, v.RandomBy75})
 	v.judgePlaces(h, shown, posQ)
 	return v
+}
+
+// clusteredMargins are the half-widths of the 95 % confidence intervals of
+// the shares p, each the share of judged pages let in by their percentile,
+// where per[visitor][j] counts visitor's pages judged for the j-th share
+// and those of them let in by it. A visitor's pages are not independent
+// draws: one who waits long misses its percentile on every page it is
+// shown. So the variance is the cluster-robust one of a ratio, by visitor:
+// k/(k−1) · Σ (by − p·judged)² / (Σ judged)², over the k visitors judged.
+// A run of 30 random-queue visitors has margins of ten points, twice the
+// goal's tolerance: its share alone cannot say whether the goal is met.
+func clusteredMargins(per map[int][3][2]int, p [3]float64) (out [3]float64) {
+	for j := range out {
+		var k, n, ss float64
+		for _, c := range per {
+			if c[j][0] == 0 {
+				continue
+			}
+			k++
+			n += float64(c[j][0])
+			d := float64(c[j][1]) - p[j]*float64(c[j][0])
+			ss += d * d
+		}
+		if k < 2 {
+			continue
+		}
+		out[j] = 1.96 * math.Sqrt(k/(k-1)*ss) / n
+	}
+	return out
 }
 
 // judgePlaces judges the places in line shown on the pages posQ of shown
@@ -333,19 +373,22 @@ type Figures struct {
 	// RandomSamplesBy counts, for the 25th, 50th and 75th percentile, the
 	// pages whose percentile ran out before the log ended: the ones each
 	// share is of.
-	RandomSamplesBy       [3]int   `json:"random_samples_by_percentile"`
-	RandomBy25            *float64 `json:"random_admitted_by_p25"`
-	RandomBy50            *float64 `json:"random_admitted_by_p50"`
-	RandomBy75            *float64 `json:"random_admitted_by_p75"`
-	PositionSamples       int      `json:"position_samples"`
-	PositionWithin10      *float64 `json:"position_within_10pct"`
-	PositionErrorP90      *float64 `json:"position_error_p90"`
-	FirstPositionSamples  int      `json:"first_page_position_samples"`
-	FirstPositionWithin10 *float64 `json:"first_page_position_within_10pct"`
-	FrontPositionSamples  int      `json:"first_ten_position_samples"`
-	FrontPositionExact    *float64 `json:"first_ten_position_exact"`
-	Heads                 int      `json:"first_in_line_samples"`
-	HeadsToldZero         *float64 `json:"first_in_line_told_zero"`
+	RandomSamplesBy [3]int   `json:"random_samples_by_percentile"`
+	RandomBy25      *float64 `json:"random_admitted_by_p25"`
+	RandomBy50      *float64 `json:"random_admitted_by_p50"`
+	RandomBy75      *float64 `json:"random_admitted_by_p75"`
+	// RandomMargin are the half-widths of the three shares' 95 %
+	// confidence intervals, the pages of one visitor taken together.
+	RandomMargin          [3]float64 `json:"random_admitted_margin_95pct"`
+	PositionSamples       int        `json:"position_samples"`
+	PositionWithin10      *float64   `json:"position_within_10pct"`
+	PositionErrorP90      *float64   `json:"position_error_p90"`
+	FirstPositionSamples  int        `json:"first_page_position_samples"`
+	FirstPositionWithin10 *float64   `json:"first_page_position_within_10pct"`
+	FrontPositionSamples  int        `json:"first_ten_position_samples"`
+	FrontPositionExact    *float64   `json:"first_ten_position_exact"`
+	Heads                 int        `json:"first_in_line_samples"`
+	HeadsToldZero         *float64   `json:"first_in_line_told_zero"`
 }
 
 // Figures are the verdict as a report gives it (see Figures).
@@ -362,7 +405,7 @@ func (v ShownVerdict) Figures() Figures {
 		EstimateBias:         some(v.Estimates, v.EstimateBias),
 		FirstEstimateSamples: v.FirstEstimates, FirstEstimateWithin20: some(v.FirstEstimates, v.FirstEstimateWithin20),
 		RandomSamples: v.Random, RandomSamplesBy: [3]int{v.Random25, v.Random50, v.Random75},
-		RandomBy25: some(v.Random, v.RandomBy25), RandomBy50: some(v.Random, v.RandomBy50), RandomBy75: some(v.Random, v.RandomBy75),
+		RandomBy25: some(v.Random, v.RandomBy25), RandomBy50: some(v.Random, v.RandomBy50), RandomBy75: some(v.Random, v.RandomBy75), RandomMargin: v.RandomMargin,
 		PositionSamples: v.Positions, PositionWithin10: some(v.Positions, v.PositionWithin10), PositionErrorP90: some(v.Positions, v.PositionError90),
 		FirstPositionSamples: v.FirstPositions, FirstPositionWithin10: some(v.FirstPositions, v.FirstPositionWithin10),
 		FrontPositionSamples: v.FrontPositions, FrontPositionExact: some(v.FrontPositions, v.FrontPositionExact),

@@ -1,6 +1,7 @@
 package truth_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -126,6 +127,61 @@ func TestJudgeShown(t *testing.T) {
 			}
 			if got := truth.JudgeShown(h, tt.shown, end); got != tt.want {
 				t.Errorf("truth.JudgeShown = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestARandomQueuesShareComesWithTheMarginOfItsVisitors(t *testing.T) {
+	s, m := time.Second, time.Minute
+	// Four visitors queued 1 s apart from 0 s; in at 1, 2, 3 and 4 minutes.
+	var evs []truth.Event
+	for i := range 4 {
+		arrived := time.Duration(i) * s
+		evs = append(evs, truth.Event{At: arrived, Kind: truth.Queue, Visitor: i, Arrived: arrived},
+			truth.Event{At: time.Duration(1+i) * m, Kind: truth.Admit, Visitor: i, Arrived: arrived})
+	}
+	h := truth.Replay(evs, truth.Limits{TotalActiveUsers: 10, NewUsersPerMinute: 10, SessionDuration: time.Minute})
+	page := func(at time.Duration, visitor int, wait time.Duration) truth.Shown {
+		return truth.Shown{At: at, Visitor: visitor, Arrived: time.Duration(visitor) * s, WaitKnown: true,
+			Wait25: wait, Wait: wait, Wait75: wait, Random: true}
+	}
+	tests := []struct {
+		name          string
+		shown         []truth.Shown
+		share, margin float64
+	}{
+		{
+			name:   "half of four visitors in by their percentile is 50 % ± 56 points",
+			shown:  []truth.Shown{page(5*s, 0, 150*s), page(5*s, 1, 150*s), page(5*s, 2, 150*s), page(5*s, 3, 150*s)},
+			share:  0.5,
+			margin: 1.96 * math.Sqrt(4.0/3*(4*0.25)) / 4,
+		},
+		{
+			name:   "three of four visitors in is 75 % ± 49 points",
+			shown:  []truth.Shown{page(5*s, 0, 210*s), page(5*s, 1, 210*s), page(5*s, 2, 210*s), page(5*s, 3, 210*s)},
+			share:  0.75,
+			margin: 1.96 / 4,
+		},
+		{
+			name:   "three pages of one visitor in and one of another late is 75 % too, but ± 74 points: one visitor's pages are one draw",
+			shown:  []truth.Shown{page(5*s, 0, 150*s), page(15*s, 0, 150*s), page(25*s, 0, 150*s), page(5*s, 3, 150*s)},
+			share:  0.75,
+			margin: 1.96 * 1.5 / 4,
+		},
+		{
+			name:  "one visitor's pages alone have no margin to give",
+			shown: []truth.Shown{page(5*s, 0, 150*s), page(15*s, 0, 150*s)},
+			share: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := truth.JudgeShown(h, tt.shown, truth.Never)
+			for j, by := range [3]float64{got.RandomBy25, got.RandomBy50, got.RandomBy75} {
+				if math.Abs(by-tt.share) > 1e-9 || math.Abs(got.RandomMargin[j]-tt.margin) > 1e-9 {
+					t.Errorf("percentile %d: share %.4f ± %.4f, want %.4f ± %.4f", j, by, got.RandomMargin[j], tt.share, tt.margin)
+				}
 			}
 		})
 	}

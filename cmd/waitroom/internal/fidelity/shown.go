@@ -139,7 +139,8 @@ func (t *ShownTruth) lines() [][4]string {
 			}
 		}
 		out = append(out, row("random queue let in by p25/p50/p75",
-			fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% of %d / %d / %d", by[0]*100, by[1]*100, by[2]*100, t.RandomSamplesBy[0], t.RandomSamplesBy[1], t.RandomSamplesBy[2]),
+			fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% (95%% margin ±%.1f / %.1f / %.1f points) of %d / %d / %d", by[0]*100, by[1]*100, by[2]*100,
+				t.RandomMargin[0]*100, t.RandomMargin[1]*100, t.RandomMargin[2]*100, t.RandomSamplesBy[0], t.RandomSamplesBy[1], t.RandomSamplesBy[2]),
 			[2]string{fmt.Sprintf("25/50/75%% ± %.0f points (reported)", RandomShareTolerance*100), met}))
 	}
 	return out

@@ -76,8 +76,8 @@ centers whose gossip between data centers is delayed 50–150 ms one way and
 loses 1% of its packets (serve's hidden, test-only --test-wan-delay,
 --test-wan-jitter and --test-wan-loss), half the crowd at one data center's
 nodes, a third and a sixth at the others'. The optional priority-mix,
-random-queue and long-queue (waits long enough to judge the estimates) run
-only when named, and so does datacenters-3x3 with --short. --short runs each
+random-queue and long-queue (waits long enough to judge the estimates, each
+run until its queue has drained) run only when named, and so does datacenters-3x3 with --short. --short runs each
 in three to five minutes (what CI runs); the full lengths take 5 to 15
 minutes each. By default every scenario chosen runs side by side.
 

@@ -70,7 +70,7 @@ func OptionalScenarios(short bool, nodes int) []Scenario {
 	if short {
 		long = 7 * time.Minute
 	}
-	out := []Scenario{s, randomQueue(length, w), longQueue(long, w)}
+	out := []Scenario{s, randomQueue(long, w), longQueue(long, w)}
 	if short {
 		out = append(out, datacenters(true))
 	}

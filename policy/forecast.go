@@ -380,7 +380,7 @@ func (a *Allocation) forecastOnce() {
 	a.fc.once.Do(func() {
 		need := a.newcomerPosition() + 1
 		if a.method == Random {
-			need += a.joining * a.joinFor
+			need += a.joining * crowdHorizons(a.joinFor)[0] // the longest
 		}
 		first, life, ok := releases(a.room, a.fc.now, a.activeEff, a.fc.expiring, a.fc.admitted, a.book, need)
 		if ok {

@@ -217,17 +217,18 @@ func TestEverySlotFreesAgainASessionsLifeAfterItIsTaken(t *testing.T) {
 
 func TestARandomQueueThatDrainsWithinAMinuteTellsItsPercentilesInCheckIns(t *testing.T) {
 	// 80 wait, 200 slots are free and the minute's 100 admissions are
-	// all still to come: most of those waiting go in at their first
-	// check-in, the rest by the minute.
+	// all still to come, while a crowd of 50 a minute has joined for five
+	// minutes: most of those waiting go in at their first check-in, three
+	// quarters by their second.
 	room, snap, now := fullRoom(t)
 	room.QueueingMethod = Random
 	snap.Active, snap.Expiring = 300, nil
 	snap.Waiting, snap.TotalWaiting = []crdt.BucketCount{{Bucket: snap.Minute - 1, N: 80}}, 80
 	e := Allocate(room, snap, crdt.NewReplicaID("dublin", 1), now, Continuous).Estimate(snap.Minute)
 	got := [...]any{e.WaitTime25, e.WaitTime50, e.WaitTime75, e.WaitSeconds25, e.WaitSeconds50, e.WaitSeconds75, e.WaitTimeFormatted}
-	// The first check-in has surely come by 25 s (checkInBy); the
-	// reference's minute fields say one minute, at least.
-	want := [...]any{1, 1, 1, 25, 25, 60, "25 seconds to 1 minute"}
+	// The first check-in has surely come by 25 s (checkInBy), the second
+	// by 50; the reference's minute fields say one minute, at least.
+	want := [...]any{1, 1, 1, 25, 25, 50, "25 seconds to 50 seconds"}
 	if got != want {
 		t.Errorf("percentiles %v, want %v", got, want)
 	}

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"testing"
@@ -112,6 +114,38 @@ func TestACrowdIsTakenToJoinForAsLongAsItHasJoined(t *testing.T) {
 				t.Errorf("joiningFor = %g, want %g", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestACrowdGoesOnAsAPageWouldSeeIt(t *testing.T) {
+	// At a page of a crowd that has joined for a minutes, it goes on
+	// beyond x·a more with chance 1/(1+x)².
+	tests := []struct {
+		name  string
+		x     float64
+		share float64
+	}{
+		{"a quarter of the horizons go on for as long again", 1, 0.25},
+		{"half of them for 0.41 as long again (√2 − 1)", math.Sqrt2 - 1, 0.5},
+		{"three quarters for 0.15 as long again (2/√3 − 1)", 2/math.Sqrt(3) - 1, 0.75},
+		{"every one of them goes on a little", 0, 1},
+		{"none for ever: the longest is three times as long", 3, 0},
+	}
+	for _, a := range []float64{1, 2.5, HistoryMinutes + 0.5} {
+		h := crowdHorizons(a)
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s, after %g minutes", tt.name, a), func(t *testing.T) {
+				n := 0
+				for _, r := range h {
+					if r > tt.x*a*(1+1e-9) {
+						n++
+					}
+				}
+				if got := float64(n) / float64(len(h)); got != tt.share {
+					t.Errorf("%g of the horizons %v go beyond %g, want %g", got, h, tt.x*a, tt.share)
+				}
+			})
+		}
 	}
 }
 

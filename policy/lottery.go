@@ -126,11 +126,10 @@ func joiningRate(snap *crdt.RoomSnapshot) float64 {
 // (crowdHorizons, in lotteryForecast; the steady rate of lotteryWait, for
 // a room without a forecast, keeps them joining). A crowd's past length is
 // the one measure of its future the ring has; taken to join for the next
-// hour instead, a crowd
-// that joined faster than the room let in made the number competing grow
-// all that hour, and the 75th percentile ran to 20 to 59 minutes in three
-// of ten real-process random-regional runs, whose crowd stops after two
-// minutes and whose visitors waited under three.
+// hour instead, a crowd that joined faster than the room let in made the
+// number competing grow all that hour, and the 75th percentile ran to 20
+// to 59 minutes in three of ten real-process random-regional runs, whose
+// crowd stops after two minutes and whose visitors waited under three.
 func joiningFor(snap *crdt.RoomSnapshot, frac float64) float64 {
 	n := 0.0
 	for m := snap.Minute - 1; m >= snap.Minute-HistoryMinutes && snap.QueuedIn(m).Total > 0; m-- {
